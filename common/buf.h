@@ -25,6 +25,8 @@ struct gw_buf {
 	uint32_t refs;
 	/* Local key of the registration that covers base..base+size, 0 if none. */
 	uint32_t lkey;
+	/* That registration (a struct ibv_mr * for RDMA pools), NULL if none. */
+	void *mr;
 	/* Returns the buffer to its source when the last reference goes. */
 	void (*free_fn)(struct gw_buf *buf);
 	void *pool;

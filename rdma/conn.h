@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdma/conn.h - reliable-connected RDMA connections on librdmacm + libibverbs.
+ *
+ * An rconn is one RC queue pair with its own completion queue, made either
+ * by connecting (the gateway as RPC-over-RDMA requester, forward mode) or by
+ * accepting on an rlistener (responder, reverse mode). It knows nothing of
+ * RPC: the owner gives it private data for the CM exchange and is told
+ * about the peer's, receives arrive as gw_bufs, and the owner posts sends,
+ * RDMA Reads and Writes, and exposes memory for one RPC at a time.
+ *
+ * Receives. The connection keeps @recv_count receives posted at all times.
+ * A completed receive is handed to the owner with its buffer reference; a
+ * replacement is allocated from the device pool and posted before the owner
+ * sees the message, so the owner may hold the buffer as long as it needs.
+ *
+ * Work requests. Each signaled operation carries an rconn_wr embedded in the
+ * owner's state; its done() runs from the completion handler exactly once,
+ * with the completion's status. Binds, and Writes that precede a Send, are
+ * posted unsignaled: RC queues complete in order, so the next signaled
+ * completion retires them. Send-queue space is accounted per WR;
+ * rconn_sq_space() says how many WRs fit now.
+ *
+ * Exposure. rconn_expose() binds a type 2 memory window over exactly the
+ * bytes of one chunk with only the access needed and a fresh rkey.
+ * rconn_fence() invalidates the windows of an RPC (skipping one the peer
+ * invalidated with Send With Invalidate); the buffers may be reused when
+ * its rconn_wr completes. Windows go back to the connection's set at once:
+ * the send queue orders a later bind after the invalidation.
+ *
+ * Teardown. rconn_close() disconnects, destroys the queue pair (after which
+ * the device touches none of our memory), and completes every outstanding
+ * rconn_wr with IBV_WC_WR_FLUSH_ERR, synchronously, before it returns. Then
+ * ops->closed runs (unless the owner asked for the close), and the owner
+ * frees the rconn with rconn_destroy() when it has let go of its state.
+ */
+#ifndef GW_RDMA_CONN_H
+#define GW_RDMA_CONN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <infiniband/verbs.h>
+
+#include "common/buf.h"
+#include "rdma/device.h"
+
+struct rconn;
+struct rlistener;
+
+enum { RCONN_PRIVDATA_MAX = 56 };
+
+struct rconn_params {
+	uint32_t recv_count;       /* receives kept posted */
+	uint32_t recv_size;        /* bytes per receive buffer */
+	uint32_t send_depth;       /* send queue work requests */
+	uint32_t max_send_sge;     /* scatter/gather entries per send */
+	uint32_t nmw;              /* memory windows for exposing chunks */
+	uint8_t responder_resources; /* RDMA Reads the peer may have at us */
+	uint8_t initiator_depth;     /* RDMA Reads we may have at the peer */
+	uint32_t connect_timeout_ms;
+	uint8_t private_data[RCONN_PRIVDATA_MAX];
+	uint8_t private_data_len;
+};
+
+enum rconn_close_reason {
+	RCONN_CLOSE_LOCAL = 0,     /* rconn_close() by the owner */
+	RCONN_CLOSE_DISCONNECTED,  /* peer disconnected */
+	RCONN_CLOSE_REJECTED,      /* connect refused by the peer */
+	RCONN_CLOSE_UNREACHABLE,   /* address, route or connect failed */
+	RCONN_CLOSE_TIMEOUT,       /* connect did not finish in time */
+	RCONN_CLOSE_TRANSPORT,     /* a completion error: QP in error */
+	RCONN_CLOSE_DEVICE,        /* device removed */
+	RCONN_CLOSE_RESOURCES,     /* could not set up queues, buffers, windows */
+};
+const char *rconn_close_reason_str(enum rconn_close_reason reason);
+
+struct rconn_ops {
+	/* Connected. @pdata is the peer's private data (may be empty). */
+	void (*established)(struct rconn *c, void *owner, const uint8_t *pdata, uint8_t len);
+	/*
+	 * A message arrived in @buf (the owner now holds the reference).
+	 * @inv_rkey is non-zero when the peer used Send With Invalidate.
+	 */
+	void (*recv)(struct rconn *c, void *owner, struct gw_buf *buf, uint32_t len,
+		     uint32_t inv_rkey);
+	/* The connection is gone; every rconn_wr has completed already. */
+	void (*closed)(struct rconn *c, void *owner, enum rconn_close_reason reason);
+};
+
+struct rconn_wr {
+	void (*done)(struct rconn_wr *wr, enum ibv_wc_status status);
+	/* Private to rconn. */
+	uint64_t seq;
+	struct rconn_wr *prev, *next;
+};
+
+/* A window bound over one chunk, as the peer sees it. */
+struct rconn_mw;
+struct rconn_exposure {
+	struct rconn_mw *mw;
+	uint32_t rkey;
+	uint64_t addr; /* remote address of the first byte */
+	uint32_t length;
+};
+
+struct rconn_stats {
+	uint64_t recvs;
+	uint64_t sends;
+	uint64_t reads;
+	uint64_t writes;
+	uint64_t binds;
+	uint64_t local_invalidates;
+	uint64_t remote_invalidates;
+	uint64_t recv_buffer_shortages;
+	uint32_t sq_used;
+	uint32_t mw_in_use;
+};
+
+/* Start connecting to @dst; the result comes to ops->established or ops->closed. */
+struct rconn *rconn_connect(struct rdma_ctx *ctx, const struct sockaddr *dst,
+			    const struct sockaddr *src, const struct rconn_params *params,
+			    const struct rconn_ops *ops, void *owner);
+
+/*
+ * Accepting: ops->accept decides for each connection request. It returns
+ * false to refuse; otherwise it fills @params (the listener's defaults are
+ * there already, and the client's private data is in @pdata) and @ops and
+ * @owner for the new connection.
+ */
+struct rlistener_ops {
+	bool (*accept)(struct rlistener *l, void *owner, const struct sockaddr *peer,
+		       const uint8_t *pdata, uint8_t pdata_len,
+		       const struct rdma_conn_param *req, struct rconn_params *params,
+		       const struct rconn_ops **ops, void **conn_owner);
+	/* The new connection is established (after ops->established). */
+};
+
+struct rlistener *rlistener_create(struct rdma_ctx *ctx, const struct sockaddr *addr,
+				   int backlog, const struct rconn_params *defaults,
+				   const struct rlistener_ops *ops, void *owner);
+void rlistener_destroy(struct rlistener *l);
+
+void rconn_close(struct rconn *c);
+void rconn_destroy(struct rconn *c);
+
+bool rconn_is_connected(const struct rconn *c);
+struct rdma_dev *rconn_device(const struct rconn *c);
+const struct sockaddr *rconn_peer_addr(const struct rconn *c);
+const struct sockaddr *rconn_local_addr(const struct rconn *c);
+void rconn_set_owner(struct rconn *c, const struct rconn_ops *ops, void *owner);
+/* RDMA Reads the peer allowed us to have outstanding (its responder resources). */
+uint8_t rconn_initiator_depth(const struct rconn *c);
+void rconn_get_stats(const struct rconn *c, struct rconn_stats *out);
+
+/* Send-queue WRs that can be posted now. */
+uint32_t rconn_sq_space(const struct rconn *c);
+/* Memory windows free now. */
+uint32_t rconn_mw_space(const struct rconn *c);
+
+/*
+ * Post a Send of @nsge pieces (each must lie in registered memory: gw_buf
+ * lkeys). With @inv_rkey non-zero it is a Send With Invalidate. @wr may be
+ * NULL for an unsignaled send that a later signaled WR retires.
+ * Returns 0, -EAGAIN (no send-queue space), or another -errno.
+ */
+int rconn_send(struct rconn *c, const struct ibv_sge *sge, unsigned nsge, uint32_t inv_rkey,
+	       struct rconn_wr *wr);
+
+/* RDMA Read of the peer's @rkey/@raddr into local @sge (signaled). */
+int rconn_read(struct rconn *c, const struct ibv_sge *sge, unsigned nsge, uint32_t rkey,
+	       uint64_t raddr, struct rconn_wr *wr);
+
+/* RDMA Write of local @sge to the peer's @rkey/@raddr; @wr NULL: unsignaled. */
+int rconn_write(struct rconn *c, const struct ibv_sge *sge, unsigned nsge, uint32_t rkey,
+		uint64_t raddr, struct rconn_wr *wr);
+
+enum rconn_access {
+	RCONN_REMOTE_READ = IBV_ACCESS_REMOTE_READ,
+	RCONN_REMOTE_WRITE = IBV_ACCESS_REMOTE_WRITE,
+};
+
+/*
+ * Expose @len bytes of @buf from @offset to the peer with @access (one of
+ * enum rconn_access), through a memory window with a fresh rkey. The bind
+ * is posted unsignaled; the Send that advertises the rkey must follow.
+ * Returns 0, -EAGAIN (no window or send-queue space) or -errno.
+ */
+int rconn_expose(struct rconn *c, struct gw_buf *buf, uint32_t offset, uint32_t len,
+		 enum rconn_access access, struct rconn_exposure *out);
+
+/*
+ * Invalidate @n exposures, except one whose rkey is @remote_inv_rkey (the
+ * peer invalidated it already). @wr completes when the buffers behind them
+ * are safe to reuse. Returns 1 when nothing needed invalidating (@wr will
+ * not be called), 0 when @wr will be called, or -errno (the connection is
+ * failing; @wr is completed with a flush status by the teardown).
+ */
+int rconn_fence(struct rconn *c, struct rconn_exposure *exp, unsigned n,
+		uint32_t remote_inv_rkey, struct rconn_wr *wr);
+
+#endif
