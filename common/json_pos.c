@@ -92,11 +92,21 @@ static bool scan_string(struct scan *s, char *out, size_t outlen)
 				return false;
 			c = *s->p;
 			switch (c) {
-			case 'n': c = '\n'; break;
-			case 't': c = '\t'; break;
-			case 'r': c = '\r'; break;
-			case 'b': c = '\b'; break;
-			case 'f': c = '\f'; break;
+			case 'n':
+				c = '\n';
+				break;
+			case 't':
+				c = '\t';
+				break;
+			case 'r':
+				c = '\r';
+				break;
+			case 'b':
+				c = '\b';
+				break;
+			case 'f':
+				c = '\f';
+				break;
 			case 'u': {
 				unsigned v = 0;
 				for (int i = 0; i < 4; i++) {
@@ -104,13 +114,15 @@ static bool scan_string(struct scan *s, char *out, size_t outlen)
 					if (s->p >= s->end)
 						return false;
 					char h = *s->p;
-					v = v * 16 + (unsigned)(h >= 'a' ? h - 'a' + 10
-								  : h >= 'A' ? h - 'A' + 10 : h - '0');
+					v = v * 16 + (unsigned)(h >= 'a'   ? h - 'a' + 10
+								: h >= 'A' ? h - 'A' + 10
+									   : h - '0');
 				}
 				c = v < 0x80 ? (char)v : '?';
 				break;
 			}
-			default: break; /* '"', '\\', '/' stand for themselves */
+			default:
+				break; /* '"', '\\', '/' stand for themselves */
 			}
 		}
 		if (out && n + 1 < outlen)

@@ -29,8 +29,7 @@ void gw_log_use_syslog(bool on);
 /* Parse "error", "warning", "info" or "debug"; false when unknown. */
 bool gw_log_level_parse(const char *name, enum gw_log_level *out);
 
-void gw_log(enum gw_log_level level, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+void gw_log(enum gw_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void gw_vlog(enum gw_log_level level, const char *fmt, va_list ap)
 	__attribute__((format(printf, 2, 0)));
 
@@ -39,17 +38,17 @@ static inline bool gw_log_enabled(enum gw_log_level level)
 	return level <= gw_log_max_level;
 }
 
-#define gw_err(...) gw_log(GW_LOG_ERR, __VA_ARGS__)
+#define gw_err(...)  gw_log(GW_LOG_ERR, __VA_ARGS__)
 #define gw_warn(...) gw_log(GW_LOG_WARN, __VA_ARGS__)
-#define gw_info(...)                                                          \
-	do {                                                                  \
-		if (gw_log_enabled(GW_LOG_INFO))                              \
-			gw_log(GW_LOG_INFO, __VA_ARGS__);                     \
+#define gw_info(...)                                                                               \
+	do {                                                                                       \
+		if (gw_log_enabled(GW_LOG_INFO))                                                   \
+			gw_log(GW_LOG_INFO, __VA_ARGS__);                                          \
 	} while (0)
-#define gw_debug(...)                                                         \
-	do {                                                                  \
-		if (gw_log_enabled(GW_LOG_DEBUG))                             \
-			gw_log(GW_LOG_DEBUG, __VA_ARGS__);                    \
+#define gw_debug(...)                                                                              \
+	do {                                                                                       \
+		if (gw_log_enabled(GW_LOG_DEBUG))                                                  \
+			gw_log(GW_LOG_DEBUG, __VA_ARGS__);                                         \
 	} while (0)
 
 #endif

@@ -25,7 +25,7 @@ struct rconn_recv {
 
 struct rconn_mw {
 	struct ibv_mw *mw;
-	uint32_t rkey;	      /* the rkey of the current (or last) binding */
+	uint32_t rkey; /* the rkey of the current (or last) binding */
 	struct rconn_mw *next_free;
 	bool bound;
 };
@@ -58,7 +58,7 @@ struct rconn {
 	uint64_t sq_retired;
 	struct rconn_wr *outstanding; /* signaled WRs not completed yet */
 
-	struct event *timer;    /* connect timeout */
+	struct event *timer;	/* connect timeout */
 	struct event *teardown; /* deferred teardown */
 	struct rconn_stats stats;
 };
@@ -324,9 +324,9 @@ static int recv_post(struct rconn *c, struct rconn_recv *r)
 
 	if (!buf)
 		return -ENOBUFS;
-	struct ibv_sge sge = {
-		.addr = (uintptr_t)buf->base, .length = c->params.recv_size, .lkey = buf->lkey
-	};
+	struct ibv_sge sge = { .addr = (uintptr_t)buf->base,
+			       .length = c->params.recv_size,
+			       .lkey = buf->lkey };
 	struct ibv_recv_wr rwr = { .wr_id = (uintptr_t)r, .sg_list = &sge, .num_sge = 1 };
 	struct ibv_recv_wr *bad;
 	int err = ibv_post_recv(c->id->qp, &rwr, &bad);
@@ -759,12 +759,12 @@ struct rconn *rconn_connect(struct rdma_ctx *ctx, const struct sockaddr *dst,
 	c->timer = evtimer_new(rdma_ctx_base(ctx), rconn_timeout, c);
 	if (c->timer && params->connect_timeout_ms) {
 		struct timeval tv = { params->connect_timeout_ms / 1000,
-				      (params->connect_timeout_ms % 1000) * 1000 };
+				      (suseconds_t)(params->connect_timeout_ms % 1000) * 1000 };
 		evtimer_add(c->timer, &tv);
 	}
-	if (rdma_resolve_addr(c->id, (struct sockaddr *)src, (struct sockaddr *)dst,
-			      (int)(params->connect_timeout_ms ? params->connect_timeout_ms
-							       : 5000)) != 0) {
+	if (rdma_resolve_addr(
+		    c->id, (struct sockaddr *)src, (struct sockaddr *)dst,
+		    (int)(params->connect_timeout_ms ? params->connect_timeout_ms : 5000)) != 0) {
 		gw_err("rdma: rdma_resolve_addr: %s", strerror(errno));
 		rconn_fail(c, RCONN_CLOSE_UNREACHABLE);
 	}
@@ -864,9 +864,9 @@ static void rlistener_connect_request(struct rlistener *l, struct rdma_cm_event 
 	struct rdma_conn_param cp;
 	rconn_fill_conn_param(c, &cp);
 	cp.initiator_depth = ird;
-	cp.responder_resources =
-		req.initiator_depth < c->params.responder_resources ? req.initiator_depth
-								    : c->params.responder_resources;
+	cp.responder_resources = req.initiator_depth < c->params.responder_resources
+					 ? req.initiator_depth
+					 : c->params.responder_resources;
 	if (rdma_accept(id, &cp) != 0) {
 		gw_err("rdma: rdma_accept: %s", strerror(errno));
 		rconn_fail(c, RCONN_CLOSE_RESOURCES);
@@ -885,8 +885,8 @@ static void rlistener_cm_event(struct rdma_cm_handler *h, struct rdma_cm_event *
 	rdma_ack_cm_event(ev);
 }
 
-struct rlistener *rlistener_create(struct rdma_ctx *ctx, const struct sockaddr *addr,
-				   int backlog, const struct rconn_params *defaults,
+struct rlistener *rlistener_create(struct rdma_ctx *ctx, const struct sockaddr *addr, int backlog,
+				   const struct rconn_params *defaults,
 				   const struct rlistener_ops *ops, void *owner)
 {
 	struct rlistener *l = calloc(1, sizeof(*l));

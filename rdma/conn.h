@@ -52,11 +52,11 @@ struct rlistener;
 enum { RCONN_PRIVDATA_MAX = 56 };
 
 struct rconn_params {
-	uint32_t recv_count;       /* receives kept posted */
-	uint32_t recv_size;        /* bytes per receive buffer */
-	uint32_t send_depth;       /* send queue work requests */
-	uint32_t max_send_sge;     /* scatter/gather entries per send */
-	uint32_t nmw;              /* memory windows for exposing chunks */
+	uint32_t recv_count;	     /* receives kept posted */
+	uint32_t recv_size;	     /* bytes per receive buffer */
+	uint32_t send_depth;	     /* send queue work requests */
+	uint32_t max_send_sge;	     /* scatter/gather entries per send */
+	uint32_t nmw;		     /* memory windows for exposing chunks */
 	uint8_t responder_resources; /* RDMA Reads the peer may have at us */
 	uint8_t initiator_depth;     /* RDMA Reads we may have at the peer */
 	uint32_t connect_timeout_ms;
@@ -65,14 +65,14 @@ struct rconn_params {
 };
 
 enum rconn_close_reason {
-	RCONN_CLOSE_LOCAL = 0,     /* rconn_close() by the owner */
-	RCONN_CLOSE_DISCONNECTED,  /* peer disconnected */
-	RCONN_CLOSE_REJECTED,      /* connect refused by the peer */
-	RCONN_CLOSE_UNREACHABLE,   /* address, route or connect failed */
-	RCONN_CLOSE_TIMEOUT,       /* connect did not finish in time */
-	RCONN_CLOSE_TRANSPORT,     /* a completion error: QP in error */
-	RCONN_CLOSE_DEVICE,        /* device removed */
-	RCONN_CLOSE_RESOURCES,     /* could not set up queues, buffers, windows */
+	RCONN_CLOSE_LOCAL = 0,	  /* rconn_close() by the owner */
+	RCONN_CLOSE_DISCONNECTED, /* peer disconnected */
+	RCONN_CLOSE_REJECTED,	  /* connect refused by the peer */
+	RCONN_CLOSE_UNREACHABLE,  /* address, route or connect failed */
+	RCONN_CLOSE_TIMEOUT,	  /* connect did not finish in time */
+	RCONN_CLOSE_TRANSPORT,	  /* a completion error: QP in error */
+	RCONN_CLOSE_DEVICE,	  /* device removed */
+	RCONN_CLOSE_RESOURCES,	  /* could not set up queues, buffers, windows */
 };
 const char *rconn_close_reason_str(enum rconn_close_reason reason);
 
@@ -131,14 +131,14 @@ struct rconn *rconn_connect(struct rdma_ctx *ctx, const struct sockaddr *dst,
  */
 struct rlistener_ops {
 	bool (*accept)(struct rlistener *l, void *owner, const struct sockaddr *peer,
-		       const uint8_t *pdata, uint8_t pdata_len,
-		       const struct rdma_conn_param *req, struct rconn_params *params,
-		       const struct rconn_ops **ops, void **conn_owner);
+		       const uint8_t *pdata, uint8_t pdata_len, const struct rdma_conn_param *req,
+		       struct rconn_params *params, const struct rconn_ops **ops,
+		       void **conn_owner);
 	/* The new connection is established (after ops->established). */
 };
 
-struct rlistener *rlistener_create(struct rdma_ctx *ctx, const struct sockaddr *addr,
-				   int backlog, const struct rconn_params *defaults,
+struct rlistener *rlistener_create(struct rdma_ctx *ctx, const struct sockaddr *addr, int backlog,
+				   const struct rconn_params *defaults,
 				   const struct rlistener_ops *ops, void *owner);
 void rlistener_destroy(struct rlistener *l);
 
@@ -197,7 +197,7 @@ int rconn_expose(struct rconn *c, struct gw_buf *buf, uint32_t offset, uint32_t 
  * not be called), 0 when @wr will be called, or -errno (the connection is
  * failing; @wr is completed with a flush status by the teardown).
  */
-int rconn_fence(struct rconn *c, struct rconn_exposure *exp, unsigned n,
-		uint32_t remote_inv_rkey, struct rconn_wr *wr);
+int rconn_fence(struct rconn *c, struct rconn_exposure *exp, unsigned n, uint32_t remote_inv_rkey,
+		struct rconn_wr *wr);
 
 #endif

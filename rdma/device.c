@@ -49,8 +49,8 @@ static void ctx_cm_readable(evutil_socket_t fd, short what, void *arg)
 
 	while (rdma_get_cm_event(ctx->cm_channel, &ev) == 0) {
 		gw_debug("rdma: cm channel: %s", rdma_event_str(ev->event));
-		struct rdma_cm_id *id = ev->event == RDMA_CM_EVENT_CONNECT_REQUEST ? ev->listen_id
-										    : ev->id;
+		struct rdma_cm_id *id =
+			ev->event == RDMA_CM_EVENT_CONNECT_REQUEST ? ev->listen_id : ev->id;
 		struct rdma_cm_handler *h = id ? id->context : NULL;
 		if (h)
 			h->handle(h, ev); /* the handler acks the event */
@@ -76,8 +76,8 @@ struct rdma_ctx *rdma_ctx_create(struct event_base *base, const struct rdma_pool
 	}
 	if (set_nonblocking(ctx->cm_channel->fd) != 0)
 		goto fail;
-	ctx->cm_ev = event_new(base, ctx->cm_channel->fd, EV_READ | EV_PERSIST, ctx_cm_readable,
-			       ctx);
+	ctx->cm_ev =
+		event_new(base, ctx->cm_channel->fd, EV_READ | EV_PERSIST, ctx_cm_readable, ctx);
 	if (!ctx->cm_ev || event_add(ctx->cm_ev, NULL) != 0)
 		goto fail;
 	return ctx;

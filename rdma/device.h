@@ -38,10 +38,10 @@ struct rdma_dev_caps {
 	int max_qp_wr;
 	int max_sge;
 	int max_cqe;
-	int max_qp_rd_atom;     /* RDMA Reads we may have outstanding as responder */
+	int max_qp_rd_atom; /* RDMA Reads we may have outstanding as responder */
 	int max_qp_init_rd_atom;
 	int max_mw;
-	bool mw_type2;          /* per-RPC exposure needs type 2 memory windows */
+	bool mw_type2; /* per-RPC exposure needs type 2 memory windows */
 };
 
 /* @pool_cfg is copied; every device gets a pool with this layout. */

@@ -84,8 +84,8 @@ static int class_add_slab(struct pool_class *cls)
 	slab->len = len;
 	slab->descs = descs;
 	if (pool->pd) {
-		slab->mr = ibv_reg_mr(pool->pd, mem, len,
-				      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+		slab->mr =
+			ibv_reg_mr(pool->pd, mem, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
 		if (!slab->mr) {
 			int err = errno;
 			gw_err("pool: cannot register %zu bytes: %s", len, strerror(err));
@@ -156,8 +156,8 @@ void rdma_pool_destroy(struct rdma_pool *pool)
 		struct pool_class *cls = &pool->classes[i];
 		if (cls->in_use) {
 			/* Someone still holds buffers (a bug): keep the memory. */
-			gw_err("pool: %u buffers of %u bytes still in use at destroy",
-			       cls->in_use, cls->cfg.buf_size);
+			gw_err("pool: %u buffers of %u bytes still in use at destroy", cls->in_use,
+			       cls->cfg.buf_size);
 			continue;
 		}
 		struct pool_slab *slab = cls->slabs;

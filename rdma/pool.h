@@ -29,9 +29,9 @@
 enum { RDMA_POOL_MAX_CLASSES = 6 };
 
 struct rdma_pool_class_config {
-	uint32_t buf_size;  /* bytes per buffer */
-	uint32_t per_slab;  /* buffers registered together */
-	uint32_t max_bufs;  /* upper bound for this class */
+	uint32_t buf_size; /* bytes per buffer */
+	uint32_t per_slab; /* buffers registered together */
+	uint32_t max_bufs; /* upper bound for this class */
 };
 
 struct rdma_pool_config {
@@ -41,8 +41,8 @@ struct rdma_pool_config {
 
 struct rdma_pool_stats {
 	uint64_t allocs;
-	uint64_t failures;    /* alloc found nothing (back-pressure) */
-	uint64_t slabs;       /* registrations done */
+	uint64_t failures; /* alloc found nothing (back-pressure) */
+	uint64_t slabs;	   /* registrations done */
 	uint64_t bytes_registered;
 	uint32_t in_use[RDMA_POOL_MAX_CLASSES];
 	uint32_t total[RDMA_POOL_MAX_CLASSES];

@@ -26,19 +26,19 @@
 #include "rdma/conn.h"
 #include "rdma/device.h"
 
-#define PORT 7471
+#define PORT	    7471
 #define PATTERN_LEN 8192
 
 static int failures;
-#define CHECK(cond, ...)                                                                          \
-	do {                                                                                      \
-		if (cond) {                                                                       \
-			printf("ok: " __VA_ARGS__);                                               \
-		} else {                                                                          \
-			printf("FAIL: " __VA_ARGS__);                                             \
-			failures++;                                                               \
-		}                                                                                 \
-		printf("\n");                                                                     \
+#define CHECK(cond, ...)                                                                           \
+	do {                                                                                       \
+		if (cond) {                                                                        \
+			printf("ok: " __VA_ARGS__);                                                \
+		} else {                                                                           \
+			printf("FAIL: " __VA_ARGS__);                                              \
+			failures++;                                                                \
+		}                                                                                  \
+		printf("\n");                                                                      \
 	} while (0)
 
 struct msg {
@@ -131,17 +131,19 @@ static void server_read_done(struct rconn_wr *wr, enum ibv_wc_status st)
 		bool same = true;
 		for (uint32_t i = 0; i < last_remote.len; i++)
 			same &= server.data->base[i] == (uint8_t)(i * 7 + 1);
-		CHECK(st == IBV_WC_SUCCESS && same, "server: RDMA Read through the window got the data (%s)",
+		CHECK(st == IBV_WC_SUCCESS && same,
+		      "server: RDMA Read through the window got the data (%s)",
 		      ibv_wc_status_str(st));
 	} else {
-		CHECK(st != IBV_WC_SUCCESS,
-		      "server: RDMA Read after the fence failed (%s)", ibv_wc_status_str(st));
+		CHECK(st != IBV_WC_SUCCESS, "server: RDMA Read after the fence failed (%s)",
+		      ibv_wc_status_str(st));
 	}
 }
 
 static void write_then_send_done(enum ibv_wc_status st)
 {
-	CHECK(st == IBV_WC_SUCCESS, "server: RDMA Write + Send completed (%s)", ibv_wc_status_str(st));
+	CHECK(st == IBV_WC_SUCCESS, "server: RDMA Write + Send completed (%s)",
+	      ibv_wc_status_str(st));
 }
 
 static void server_recv(struct rconn *c, void *owner, struct gw_buf *buf, uint32_t len,
@@ -209,14 +211,18 @@ static void client_established(struct rconn *c, void *owner, const uint8_t *p, u
 		client.data->base[i] = (uint8_t)(i * 7 + 1);
 	memset(client.data->base + PATTERN_LEN, 0xee, PATTERN_LEN);
 	int e1 = rconn_expose(c, client.data, 0, PATTERN_LEN, RCONN_REMOTE_READ, &client.exp[0]);
-	int e2 = rconn_expose(c, client.data, PATTERN_LEN, 1000, RCONN_REMOTE_WRITE, &client.exp[1]);
+	int e2 =
+		rconn_expose(c, client.data, PATTERN_LEN, 1000, RCONN_REMOTE_WRITE, &client.exp[1]);
 	CHECK(e1 == 0 && e2 == 0 && client.exp[0].rkey != client.exp[1].rkey,
 	      "client: two windows bound with distinct rkeys");
-	struct msg r = { .kind = 2, .rkey = client.exp[0].rkey, .addr = client.exp[0].addr,
+	struct msg r = { .kind = 2,
+			 .rkey = client.exp[0].rkey,
+			 .addr = client.exp[0].addr,
 			 .len = PATTERN_LEN };
 	send_msg(&client, &r);
-	struct msg w = { .kind = 3, .rkey = client.exp[1].rkey, .addr = client.exp[1].addr,
-			 .len = 1000 };
+	struct msg w = {
+		.kind = 3, .rkey = client.exp[1].rkey, .addr = client.exp[1].addr, .len = 1000
+	};
 	send_msg(&client, &w);
 }
 
@@ -302,9 +308,9 @@ int main(int argc, char **argv)
 	CHECK(l != NULL, "listener created");
 	memcpy(cp.private_data, "CLTDATA!", 8);
 	cp.private_data_len = 8;
-	client.conn = rconn_connect(ctx, (struct sockaddr *)&sa,
-				    argc == 3 ? (struct sockaddr *)&ca : NULL, &cp, &client_ops,
-				    &client);
+	client.conn =
+		rconn_connect(ctx, (struct sockaddr *)&sa,
+			      argc == 3 ? (struct sockaddr *)&ca : NULL, &cp, &client_ops, &client);
 	CHECK(client.conn != NULL, "connect started");
 
 	struct event *t = evtimer_new(base, on_timeout, NULL);
