@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: MIT */
+#include "gateway/counters.h"
+
+#include <stddef.h>
+
+static const char *const event_names[GW_EV_KIND_COUNT] = {
+	[GW_EV_ERR_VERS_SENT] = "err_vers_sent",
+	[GW_EV_ERR_CHUNK_SENT] = "err_chunk_sent",
+	[GW_EV_ERR_VERS_RECEIVED] = "err_vers_received",
+	[GW_EV_ERR_CHUNK_RECEIVED] = "err_chunk_received",
+	[GW_EV_BAD_TRANSPORT_HEADER] = "bad_transport_header",
+	[GW_EV_MALFORMED_RECORD] = "malformed_record",
+	[GW_EV_GARBAGE_ARGS] = "garbage_args",
+	[GW_EV_RPC_ERROR_REPLY] = "rpc_error_reply",
+	[GW_EV_REFUSED_CLIENT] = "refused_client",
+	[GW_EV_UPSTREAM_RECONNECT] = "upstream_reconnect",
+	[GW_EV_UPSTREAM_FAILURE] = "upstream_failure",
+	[GW_EV_CONNECTION_LOST] = "connection_lost",
+	[GW_EV_CREDIT_OVERRUN] = "credit_overrun",
+	[GW_EV_RETRANSMIT_ABSORBED] = "retransmit_absorbed",
+	[GW_EV_UNMATCHED_REPLY] = "unmatched_reply",
+	[GW_EV_DONE_DROPPED] = "rdma_done_dropped",
+	[GW_EV_ULB_UNKNOWN_OP] = "ulb_unknown_op",
+	[GW_EV_REPLY_CHUNK_RETRY] = "reply_chunk_retry",
+	[GW_EV_BACKWARD_UNDELIVERABLE] = "backward_undeliverable",
+	[GW_EV_NO_BUFFERS] = "no_buffers",
+};
+
+const char *gw_event_kind_name(enum gw_event_kind kind)
+{
+	if ((unsigned)kind < GW_EV_KIND_COUNT && event_names[kind])
+		return event_names[kind];
+	return "unknown";
+}
+
+void gw_hist_add(struct gw_hist *h, uint64_t us)
+{
+	unsigned i = 0;
+
+	/* The smallest i with us < 2^i; the last bucket takes the rest. */
+	while (i < GW_HIST_BUCKETS - 1 && us >= (1ull << i))
+		i++;
+	h->buckets[i]++;
+	h->count++;
+	h->sum_us += us;
+}
+
+uint64_t gw_hist_bucket_le(unsigned i)
+{
+	return i < GW_HIST_BUCKETS - 1 ? (1ull << i) : UINT64_MAX;
+}
+
+/*
+ * Open addressing over a small fixed table: a route sees a handful of
+ * programs and a few dozen procedures, so probes are short, and nothing is
+ * allocated while counting.
+ */
+struct gw_proc_count *gw_counters_proc(struct gw_counters *c, uint32_t prog, uint32_t vers,
+				       uint32_t proc)
+{
+	uint32_t h = (prog * 2654435761u) ^ (vers * 40503u) ^ (proc * 2246822519u);
+
+	for (unsigned n = 0; n < GW_PROC_SLOTS; n++) {
+		struct gw_proc_count *p = &c->procs[(h + n) % GW_PROC_SLOTS];
+		if (!p->used) {
+			p->used = true;
+			p->prog = prog;
+			p->vers = vers;
+			p->proc = proc;
+			return p;
+		}
+		if (p->prog == prog && p->vers == vers && p->proc == proc)
+			return p;
+	}
+	return NULL;
+}
+
+void gw_counters_count_call(struct gw_counters *c, uint32_t prog, uint32_t vers, uint32_t proc)
+{
+	struct gw_proc_count *p = gw_counters_proc(c, prog, vers, proc);
+
+	c->calls++;
+	if (p)
+		p->calls++;
+	else
+		c->procs_other_calls++;
+}
+
+void gw_counters_count_reply(struct gw_counters *c, uint32_t prog, uint32_t vers, uint32_t proc)
+{
+	struct gw_proc_count *p = gw_counters_proc(c, prog, vers, proc);
+
+	c->replies++;
+	if (p)
+		p->replies++;
+	else
+		c->procs_other_replies++;
+}
+
+static void hist_add_all(struct gw_hist *into, const struct gw_hist *from)
+{
+	for (unsigned i = 0; i < GW_HIST_BUCKETS; i++)
+		into->buckets[i] += from->buckets[i];
+	into->count += from->count;
+	into->sum_us += from->sum_us;
+}
+
+void gw_counters_add(struct gw_counters *into, const struct gw_counters *from)
+{
+	into->calls += from->calls;
+	into->replies += from->replies;
+	into->backward_calls += from->backward_calls;
+	into->backward_replies += from->backward_replies;
+	into->calls_queued_for_credits += from->calls_queued_for_credits;
+	into->bytes_inline += from->bytes_inline;
+	into->bytes_read_chunk += from->bytes_read_chunk;
+	into->bytes_write_chunk += from->bytes_write_chunk;
+	into->bytes_reply_chunk += from->bytes_reply_chunk;
+	into->tcp_bytes_in += from->tcp_bytes_in;
+	into->tcp_bytes_out += from->tcp_bytes_out;
+	into->sessions_opened += from->sessions_opened;
+	into->sessions_closed += from->sessions_closed;
+	for (unsigned i = 0; i < GW_EV_KIND_COUNT; i++)
+		into->events[i] += from->events[i];
+	hist_add_all(&into->gateway_us, &from->gateway_us);
+	hist_add_all(&into->upstream_us, &from->upstream_us);
+	for (unsigned i = 0; i < GW_PROC_SLOTS; i++) {
+		const struct gw_proc_count *p = &from->procs[i];
+		if (!p->used)
+			continue;
+		struct gw_proc_count *q = gw_counters_proc(into, p->prog, p->vers, p->proc);
+		if (q) {
+			q->calls += p->calls;
+			q->replies += p->replies;
+		} else {
+			into->procs_other_calls += p->calls;
+			into->procs_other_replies += p->replies;
+		}
+	}
+	into->procs_other_calls += from->procs_other_calls;
+	into->procs_other_replies += from->procs_other_replies;
+}

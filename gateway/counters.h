@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gateway/counters.h - what the gateway counts, per route and per session.
+ *
+ * Counters are plain integers updated by the one event-loop thread: no
+ * locks, no atomics, no allocation. Each event is counted twice, in the
+ * session's block and in its route's, so a route's totals survive its
+ * sessions. The stats endpoint reads them through a visitor (below) from
+ * the same thread.
+ */
+#ifndef GW_GATEWAY_COUNTERS_H
+#define GW_GATEWAY_COUNTERS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Errors and unusual events, by kind. Names are stable: they are metric labels. */
+enum gw_event_kind {
+	GW_EV_ERR_VERS_SENT,        /* we answered RDMA_ERROR ERR_VERS */
+	GW_EV_ERR_CHUNK_SENT,       /* we answered RDMA_ERROR ERR_CHUNK */
+	GW_EV_ERR_VERS_RECEIVED,    /* the server answered ERR_VERS */
+	GW_EV_ERR_CHUNK_RECEIVED,   /* the server answered ERR_CHUNK */
+	GW_EV_BAD_TRANSPORT_HEADER, /* transport header did not decode */
+	GW_EV_MALFORMED_RECORD,     /* bad TCP record mark or oversize record */
+	GW_EV_GARBAGE_ARGS,         /* RPC arguments the ULB could not parse */
+	GW_EV_RPC_ERROR_REPLY,      /* an RPC error reply the gateway made itself */
+	GW_EV_REFUSED_CLIENT,       /* client address not allowed */
+	GW_EV_UPSTREAM_RECONNECT,   /* the upstream connection was re-established */
+	GW_EV_UPSTREAM_FAILURE,     /* could not reach the upstream */
+	GW_EV_CONNECTION_LOST,      /* a peer vanished */
+	GW_EV_CREDIT_OVERRUN,       /* a client sent more calls than granted */
+	GW_EV_RETRANSMIT_ABSORBED,  /* same XID again while the call was in flight */
+	GW_EV_UNMATCHED_REPLY,      /* a reply with no call waiting for it */
+	GW_EV_DONE_DROPPED,         /* RDMA_DONE received and dropped */
+	GW_EV_ULB_UNKNOWN_OP,       /* an NFSv4 op the walker does not know ended DDP */
+	GW_EV_REPLY_CHUNK_RETRY,    /* reply larger than estimated: retried with more room */
+	GW_EV_BACKWARD_UNDELIVERABLE, /* a backward call that could not be delivered */
+	GW_EV_NO_BUFFERS,           /* a pool ran dry: the gateway applied back-pressure */
+	GW_EV_KIND_COUNT
+};
+
+const char *gw_event_kind_name(enum gw_event_kind kind);
+
+/* Latency histogram: bucket i counts samples below 2^i microseconds. */
+enum { GW_HIST_BUCKETS = 24 };
+struct gw_hist {
+	uint64_t buckets[GW_HIST_BUCKETS];
+	uint64_t count;
+	uint64_t sum_us;
+};
+
+void gw_hist_add(struct gw_hist *h, uint64_t us);
+/* Upper bound of bucket @i in microseconds (the last bucket is +Inf). */
+uint64_t gw_hist_bucket_le(unsigned i);
+
+/* Calls and replies by RPC program, version and procedure: a fixed table. */
+enum { GW_PROC_SLOTS = 128 };
+struct gw_proc_count {
+	uint32_t prog;
+	uint32_t vers;
+	uint32_t proc;
+	bool used;
+	uint64_t calls;
+	uint64_t replies;
+};
+
+struct gw_counters {
+	/* RPC traffic */
+	uint64_t calls;
+	uint64_t replies;
+	uint64_t backward_calls;
+	uint64_t backward_replies;
+	uint64_t calls_queued_for_credits;
+	/* bytes by how they crossed the RDMA side */
+	uint64_t bytes_inline;
+	uint64_t bytes_read_chunk;
+	uint64_t bytes_write_chunk;
+	uint64_t bytes_reply_chunk;
+	/* bytes on the TCP side */
+	uint64_t tcp_bytes_in;
+	uint64_t tcp_bytes_out;
+	/* connections */
+	uint64_t sessions_opened;
+	uint64_t sessions_closed;
+	uint64_t events[GW_EV_KIND_COUNT];
+	/* latency: the gateway's own time, and the upstream's */
+	struct gw_hist gateway_us;
+	struct gw_hist upstream_us;
+	/* by procedure; 'other' counts what did not fit the table */
+	struct gw_proc_count procs[GW_PROC_SLOTS];
+	uint64_t procs_other_calls;
+	uint64_t procs_other_replies;
+};
+
+/* The slot for (prog, vers, proc), taken on first use; NULL when the table is full. */
+struct gw_proc_count *gw_counters_proc(struct gw_counters *c, uint32_t prog, uint32_t vers,
+				       uint32_t proc);
+void gw_counters_count_call(struct gw_counters *c, uint32_t prog, uint32_t vers, uint32_t proc);
+void gw_counters_count_reply(struct gw_counters *c, uint32_t prog, uint32_t vers, uint32_t proc);
+
+/* Add every counter of @from into @into (route totals from a closed session). */
+void gw_counters_add(struct gw_counters *into, const struct gw_counters *from);
+
+/* Live credit state of a session, for the stats endpoint. */
+struct gw_credit_state {
+	uint32_t granted;      /* credits the peer granted us (forward) or we grant (reverse) */
+	uint32_t in_use;       /* calls in flight on the RDMA side */
+	uint32_t queued;       /* calls waiting for a credit */
+	uint32_t backward_granted;
+	uint32_t backward_in_use;
+};
+
+/*
+ * How the stats endpoint sees the gateway: it calls the engine's snapshot
+ * function with a visitor, and the engine calls route() once per route
+ * followed by session() for each of that route's live sessions.
+ */
+struct gw_stats_route {
+	const char *name;
+	const char *mode; /* "forward" or "reverse" */
+	const char *listen;
+	const char *upstream;
+	const struct gw_counters *totals; /* includes live sessions */
+	uint32_t live_sessions;
+};
+
+struct gw_stats_session {
+	uint64_t id;
+	const char *client;   /* "addr:port" of the accepted side */
+	const char *upstream; /* "addr:port" of the upstream connection, or "" */
+	const char *state;    /* "connecting", "ready", "closing" */
+	uint64_t age_ms;
+	const struct gw_counters *counters;
+	struct gw_credit_state credits;
+	uint32_t inline_send;  /* inline thresholds in effect on the RDMA side */
+	uint32_t inline_recv;
+};
+
+struct gw_stats_visitor {
+	void (*route)(struct gw_stats_visitor *v, const struct gw_stats_route *r);
+	void (*session)(struct gw_stats_visitor *v, const struct gw_stats_session *s);
+};
+
+typedef void (*gw_stats_snapshot_fn)(void *engine, struct gw_stats_visitor *v);
+
+#endif
