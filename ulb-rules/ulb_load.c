@@ -880,6 +880,10 @@ static bool compile_proc_list(struct loader *L, json_t *list, const char *ptr, b
 	for (uint32_t i = 0; i <= ULB_MAX_PROC; i++)
 		if (procs[i].present)
 			*n_out = i + 1;
+	/* keep only up to the highest number bound */
+	struct ulb_proc *shrunk = realloc(procs, (*n_out ? *n_out : 1) * sizeof(*procs));
+	if (shrunk)
+		*out = shrunk;
 	return true;
 }
 

@@ -253,8 +253,10 @@ static bool parse_gss_cred(const uint8_t *msg, const struct rpc_call_hdr *h, str
 
 static void call_init(struct ulb_call *call, const struct ulb_rules *rules)
 {
+	/* the item arrays are valid only up to their counts: not cleared */
 	memset(call, 0, offsetof(struct ulb_call, args));
 	call->reply_max = rules->default_reply_max;
+	call->reply_exact = false;
 	call->minorversion = 0;
 	call->nops = 0;
 	call->stop_op = 0;
