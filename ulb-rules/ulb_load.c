@@ -51,18 +51,45 @@ struct loader {
 static bool fail(struct loader *L, const char *ptr, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-static bool fail(struct loader *L, const char *ptr, const char *fmt, ...)
+static bool vfail(struct loader *L, const char *ptr, bool at_key, const char *fmt, va_list ap)
+	__attribute__((format(printf, 4, 0)));
+
+static bool vfail(struct loader *L, const char *ptr, bool at_key, const char *fmt, va_list ap)
 {
 	struct json_pos p = {0, 0};
 	char msg[256];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	bool found = L->pos &&
+		     (at_key ? json_pos_key(L->pos, ptr, &p) : json_pos_value(L->pos, ptr, &p));
+	if (!found)
+		p.line = p.column = 1;
+	snprintf(L->err, L->errlen, "%s:%d:%d: %s", L->file, p.line, p.column, msg);
+	return false;
+}
+
+/* An error at the value @ptr points to. */
+static bool fail(struct loader *L, const char *ptr, const char *fmt, ...)
+{
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vfail(L, ptr, false, fmt, ap);
 	va_end(ap);
-	if (!L->pos || !json_pos_value(L->pos, ptr, &p))
-		p.line = p.column = 1;
-	snprintf(L->err, L->errlen, "%s:%d:%d: %s", L->file, p.line, p.column, msg);
+	return false;
+}
+
+/* An error at the member name @ptr points to (a misspelt key). */
+static bool fail_key(struct loader *L, const char *ptr, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static bool fail_key(struct loader *L, const char *ptr, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfail(L, ptr, true, fmt, ap);
+	va_end(ap);
 	return false;
 }
 
@@ -110,7 +137,7 @@ static bool check_keys(struct loader *L, json_t *obj, const char *ptr, const cha
 			if (strcmp(*a, key) == 0)
 				break;
 		if (!*a)
-			return fail(L, ptr_key(sub, ptr, key), "unknown member \"%s\"", key);
+			return fail_key(L, ptr_key(sub, ptr, key), "unknown member \"%s\"", key);
 	}
 	return true;
 }
@@ -373,14 +400,15 @@ static uint32_t compile_union(struct loader *L, json_t *v, const char *ptr)
 		long long d = strtoll(key, &end, 0);
 		if (errno || *key == '\0' || *end != '\0' || d < INT32_MIN || d > UINT32_MAX) {
 			free(tmp);
-			fail(L, ptr_key(sub2, sub, key),
-			     "arm \"%s\": a discriminant must be a 32-bit integer", key);
+			fail_key(L, ptr_key(sub2, sub, key),
+				 "arm \"%s\": a discriminant must be a 32-bit integer", key);
 			return ULB_NONE;
 		}
 		for (size_t j = 0; j < i; j++)
 			if (tmp[j].value == (uint32_t)d) {
 				free(tmp);
-				fail(L, ptr_key(sub2, sub, key), "arm \"%s\" repeats a value", key);
+				fail_key(L, ptr_key(sub2, sub, key), "arm \"%s\" repeats a value",
+					 key);
 				return ULB_NONE;
 			}
 		tmp[i].value = (uint32_t)d;
