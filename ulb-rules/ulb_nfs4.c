@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ulb-rules/ulb_nfs4.c - the NFSv4 COMPOUND walker (RFC 7530, 8881, 7862;
+ * DDP rules in RFC 8267 section 5).
+ *
+ * A COMPOUND is a counted array of operations whose argument (and result)
+ * layouts depend on each operation number, which a static shape cannot
+ * express. This walker reads the operation numbers and applies each
+ * operation's compiled shape from the rule files. An operation without a
+ * rule makes the rest of the message unknown: the call then has no DDP
+ * items at all (it travels as a long message); a reply keeps the items found
+ * before it.
+ *
+ * Sessions: the first operation's SEQUENCE session id selects the session's
+ * ca_maxresponsesize for the reply bound; CREATE_SESSION results add a
+ * session to the connection's table, DESTROY_SESSION removes it. The
+ * fields are read at their fixed places after the shape walk has checked
+ * the operation's layout.
+ */
+#include <string.h>
+
+#include "common/xdr.h"
+#include "ulb-rules/ulb_impl.h"
+
+enum {
+	OP_CREATE_SESSION = 43,
+	OP_DESTROY_SESSION = 44,
+	OP_SEQUENCE = 53,
+	OP_ILLEGAL = 10044,
+	NFS4_OK = 0,
+};
+
+/* CREATE_SESSION4resok: sessionid, sequence, flags, then the fore channel's
+ * headerpadsize, maxrequestsize, maxresponsesize. */
+#define CS_MAXRESP_OFF (ULB_SESSIONID_SIZE + 4 + 4 + 4 + 4)
+
+static const struct ulb_proc *nfs4_op(const struct ulb_version *v, uint32_t op)
+{
+	if (op >= v->n_ops || !v->ops[op].present)
+		return NULL;
+	return &v->ops[op];
+}
+
+/* The COMPOUND tag (an opaque of no declared maximum). */
+static bool skip_tag(struct ulb_walk *w, uint32_t *taglen)
+{
+	if (w->len - w->pos < 4)
+		return false;
+	uint32_t len = xdr_get32(w->msg + w->pos);
+	w->pos += 4;
+	if (len > w->len - w->pos || xdr_align(len) > w->len - w->pos)
+		return false;
+	w->pos += xdr_align(len);
+	*taglen = len;
+	return true;
+}
+
+/* No operation is shorter than its 4-byte number: a count larger than the
+ * words left is a lie, refused before the loop. */
+static bool read_count(struct ulb_walk *w, uint32_t *count)
+{
+	if (w->len - w->pos < 4)
+		return false;
+	*count = xdr_get32(w->msg + w->pos);
+	w->pos += 4;
+	return *count <= (w->len - w->pos) / 4;
+}
+
+static void stop_ddp(const struct ulb_version *v, const struct ulb_sessions *sessions, uint32_t op,
+		     uint32_t extra, struct ulb_call *call)
+{
+	call->status = ULB_DDP_STOPPED;
+	call->stop_op = op;
+	call->n_args = 0;
+	call->n_results = 0;
+	ulb_counters.ddp_stopped++;
+	uint32_t maxresp = call->has_sequence && sessions
+				   ? ulb_sessions_maxresp(sessions, call->sessionid)
+				   : 0;
+	if (maxresp) {
+		call->reply_max = maxresp;
+		call->reply_exact = true;
+	} else {
+		ulb_set_reply_bound(call, call->rules, 0, true, true, extra);
+	}
+	(void)v;
+}
+
+void ulb_nfs4_parse_call(const struct ulb_version *v, const struct ulb_sessions *sessions,
+			 struct ulb_walk *w, uint32_t extra, struct ulb_call *call)
+{
+	uint32_t taglen, nops;
+
+	if (!skip_tag(w, &taglen) || w->len - w->pos < 4) {
+		call->status = ULB_GARBAGE_ARGS;
+		return;
+	}
+	call->minorversion = xdr_get32(w->msg + w->pos);
+	w->pos += 4;
+	if (!read_count(w, &nops)) {
+		call->status = ULB_GARBAGE_ARGS;
+		return;
+	}
+	call->nops = nops;
+
+	/* COMPOUND4res: status, tag (echoed), count, then each result */
+	uint64_t body = 4 + 4 + (uint64_t)xdr_align(taglen) + 4;
+	bool estimate = false, unbounded = false;
+	for (uint32_t i = 0; i < nops; i++) {
+		if (w->len - w->pos < 4) {
+			call->status = ULB_GARBAGE_ARGS;
+			return;
+		}
+		uint32_t op = xdr_get32(w->msg + w->pos);
+		w->pos += 4;
+		const struct ulb_proc *p = nfs4_op(v, op);
+		if (!p) {
+			stop_ddp(v, sessions, op, extra, call);
+			return;
+		}
+		uint32_t start = w->pos;
+		ulb_walk_reset_values(w);
+		if (!ulb_walk_node(w, p->args)) {
+			call->status = ULB_GARBAGE_ARGS;
+			return;
+		}
+		if (w->pos - start >= ULB_SESSIONID_SIZE) {
+			if (op == OP_SEQUENCE && i == 0) {
+				memcpy(call->sessionid, w->msg + start, ULB_SESSIONID_SIZE);
+				call->has_sequence = true;
+			} else if (op == OP_DESTROY_SESSION) {
+				memcpy(call->destroy_id, w->msg + start, ULB_SESSIONID_SIZE);
+				call->destroys_session = true;
+			}
+		}
+		if (w->collect)
+			ulb_expect_results(p, w->values, call);
+		body += ulb_bound_eval(&p->reply, w->values, &estimate, &unbounded);
+	}
+
+	for (uint8_t i = 0; i < w->n_items; i++) {
+		call->args[i].offset = w->items[i].offset;
+		call->args[i].length = w->items[i].length;
+	}
+	call->n_args = w->n_items;
+	ulb_set_reply_bound(call, call->rules, body, estimate, unbounded, extra);
+
+	/* RFC 8267: NFSv4.1 and later bound replies by ca_maxresponsesize */
+	uint32_t maxresp = call->has_sequence && sessions
+				   ? ulb_sessions_maxresp(sessions, call->sessionid)
+				   : 0;
+	if (maxresp && (!call->reply_exact || call->reply_max > maxresp)) {
+		call->reply_max = maxresp;
+		call->reply_exact = true;
+	}
+}
+
+/* Note what a successful CREATE_SESSION or DESTROY_SESSION changed. */
+static void track_session(const struct ulb_walk *w, uint32_t op, uint32_t start,
+			  const struct ulb_call *call, struct ulb_sessions *sessions)
+{
+	const uint8_t *res = w->msg + start + 4; /* after the status */
+
+	if (op == OP_CREATE_SESSION && w->pos - start >= 4 + CS_MAXRESP_OFF + 4)
+		ulb_sessions_add(sessions, res, xdr_get32(res + CS_MAXRESP_OFF));
+	else if (op == OP_DESTROY_SESSION && call->destroys_session)
+		ulb_sessions_remove(sessions, call->destroy_id);
+}
+
+void ulb_nfs4_parse_reply(const struct ulb_version *v, const struct ulb_call *call,
+			  struct ulb_sessions *sessions, struct ulb_walk *w,
+			  struct ulb_reply *reply)
+{
+	uint32_t taglen, nres;
+
+	if (w->len - w->pos < 4) {
+		reply->status = ULB_REPLY_GARBAGE;
+		return;
+	}
+	reply->nfs4_status = xdr_get32(w->msg + w->pos);
+	w->pos += 4;
+	if (!skip_tag(w, &taglen) || !read_count(w, &nres)) {
+		reply->status = ULB_REPLY_GARBAGE;
+		return;
+	}
+	for (uint32_t i = 0; i < nres; i++) {
+		if (w->len - w->pos < 8) {
+			reply->status = ULB_REPLY_GARBAGE;
+			return;
+		}
+		uint32_t op = xdr_get32(w->msg + w->pos);
+		w->pos += 4;
+		if (op == OP_ILLEGAL) {
+			/* ILLEGAL4res is a status; it ends the COMPOUND */
+			w->pos += 4;
+			return;
+		}
+		const struct ulb_proc *p = v ? nfs4_op(v, op) : NULL;
+		if (!p) {
+			reply->status = ULB_REPLY_STOPPED;
+			reply->stop_op = op;
+			return;
+		}
+		uint32_t start = w->pos;
+		if (!ulb_walk_node(w, p->results) || w->pos - start < 4) {
+			reply->status = ULB_REPLY_GARBAGE;
+			return;
+		}
+		uint32_t status = xdr_get32(w->msg + start);
+		if (status != NFS4_OK)
+			return; /* the COMPOUND stopped at this operation */
+		if (sessions)
+			track_session(w, op, start, call, sessions);
+	}
+}

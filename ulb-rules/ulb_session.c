@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ulb-rules/ulb_session.c - the per-connection table of NFSv4.1 sessions
+ * and their reply-size limits. A handful of entries: a client normally
+ * creates one session per server, a trunked client a few.
+ */
+#include <string.h>
+
+#include "ulb-rules/ulb.h"
+
+/* Index of the session, or -1. */
+static int session_find(const struct ulb_sessions *t, const uint8_t id[ULB_SESSIONID_SIZE])
+{
+	for (int i = 0; i < ULB_SESSIONS_MAX; i++)
+		if (t->s[i].age && memcmp(t->s[i].id, id, ULB_SESSIONID_SIZE) == 0)
+			return i;
+	return -1;
+}
+
+void ulb_sessions_add(struct ulb_sessions *t, const uint8_t id[ULB_SESSIONID_SIZE],
+		      uint32_t maxresp)
+{
+	int found = session_find(t, id);
+	struct ulb_session *s = found >= 0 ? &t->s[found] : NULL;
+
+	if (!s) {
+		/* a free slot, else the oldest */
+		s = &t->s[0];
+		for (int i = 0; i < ULB_SESSIONS_MAX; i++) {
+			if (!t->s[i].age) {
+				s = &t->s[i];
+				break;
+			}
+			if (t->s[i].age < s->age)
+				s = &t->s[i];
+		}
+	}
+	memcpy(s->id, id, ULB_SESSIONID_SIZE);
+	s->maxresp = maxresp;
+	if (++t->clock == 0) {
+		/* after 2^32 sessions: restart the ages (which old entry goes
+		 * first is then arbitrary, which is harmless) */
+		for (int i = 0; i < ULB_SESSIONS_MAX; i++)
+			if (t->s[i].age)
+				t->s[i].age = 1;
+		t->clock = 2;
+	}
+	s->age = t->clock;
+}
+
+void ulb_sessions_remove(struct ulb_sessions *t, const uint8_t id[ULB_SESSIONID_SIZE])
+{
+	int i = session_find(t, id);
+
+	if (i >= 0)
+		memset(&t->s[i], 0, sizeof(t->s[i]));
+}
+
+uint32_t ulb_sessions_maxresp(const struct ulb_sessions *t, const uint8_t id[ULB_SESSIONID_SIZE])
+{
+	int i = session_find(t, id);
+
+	return i >= 0 ? t->s[i].maxresp : 0;
+}
