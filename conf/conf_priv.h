@@ -86,6 +86,9 @@ void conf_describe(const json_t *v, char *buf, size_t len);
 bool conf_load_enum(const struct conf_report *rep, const struct conf_where *w, const json_t *v,
 		    const char *const *names, size_t n, unsigned *out);
 
+/* "\"a\", \"b\" or \"c\"" */
+void conf_format_choices(const char *const *names, size_t n, char *buf, size_t len);
+
 /* The known word closest to @word when close enough to be a typo, or NULL. */
 const char *conf_suggest(const char *word, const char *const *known, size_t n);
 

@@ -98,6 +98,18 @@ static const char *misplaced_hint(enum object_kind kind, const char *name)
 	return NULL;
 }
 
+/* Objects with at most this many keys list them when one is unknown. */
+enum { SHORT_KEY_LIST = 6 };
+
+static void fail_unknown_listing(const struct conf_report *rep, const struct conf_where *kw,
+				 const char *const *known, size_t n)
+{
+	char choices[160];
+
+	conf_format_choices(known, n, choices, sizeof(choices));
+	conf_fail(rep, kw, CONF_AT_KEY, "unknown key; expected %s", choices);
+}
+
 /*
  * Every member of @obj must be one of @known: a misspelled key would
  * otherwise be a setting silently not applied. "comment" is known
@@ -129,8 +141,11 @@ static void check_members(const struct conf_report *rep, const struct conf_where
 			conf_fail(rep, &kw, CONF_AT_KEY, "unknown key here; %s", hint);
 		else if ((hint = conf_suggest(key, known, n)))
 			conf_fail(rep, &kw, CONF_AT_KEY, "unknown key; did you mean \"%s\"?", hint);
+		else if (n <= SHORT_KEY_LIST)
+			fail_unknown_listing(rep, &kw, known, n);
 		else
-			conf_fail(rep, &kw, CONF_AT_KEY, "unknown key; see docs/configuration.md");
+			conf_fail(rep, &kw, CONF_AT_KEY,
+				  "unknown key; the keys are listed in docs/configuration.md");
 	}
 }
 

@@ -268,15 +268,18 @@ void conf_describe(const json_t *v, char *buf, size_t len)
 	char *dump;
 
 	if (json_is_object(v)) {
-		snprintf(buf, len, "an object");
+		snprintf(buf, len, json_object_size(v) ? "an object" : "an empty object");
 		return;
 	}
 	if (json_is_array(v)) {
-		snprintf(buf, len, "an array");
+		snprintf(buf, len, json_array_size(v) ? "an array" : "an empty array");
 		return;
 	}
-	/* Strings come back quoted and escaped, so a newline cannot split the line. */
-	dump = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+	/*
+	 * Strings come back quoted and escaped, so a newline cannot split the
+	 * line; reals with 15 digits, so 0.09 is not shown as 0.0899...97.
+	 */
+	dump = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(15));
 	if (!dump) {
 		snprintf(buf, len, "a value");
 		return;
@@ -359,8 +362,7 @@ const char *conf_suggest(const char *word, const char *const *known, size_t n)
 
 /* ---- enumerations -------------------------------------------------------- */
 
-/* "\"a\", \"b\" or \"c\"" */
-static void format_choices(const char *const *names, size_t n, char *buf, size_t len)
+void conf_format_choices(const char *const *names, size_t n, char *buf, size_t len)
 {
 	size_t used = 0;
 
@@ -387,7 +389,7 @@ bool conf_load_enum(const struct conf_report *rep, const struct conf_where *w, c
 			return true;
 		}
 	}
-	format_choices(names, n, choices, sizeof(choices));
+	conf_format_choices(names, n, choices, sizeof(choices));
 	conf_describe(v, got, sizeof(got));
 	hint = s ? conf_suggest(s, names, n) : NULL;
 	if (hint)
