@@ -71,8 +71,8 @@ static void compare_endpoint(struct reload *rl, const struct conf_where *rw,
 
 /*
  * Where an option of route @rw is set in the new file: in the route, else
- * in "defaults", else nowhere (the built-in default), and then the
- * route itself is the place to point at.
+ * in "defaults", else nowhere (back to the built-in default): then it is
+ * still named as the route's key, and the position is the route's.
  */
 static void option_where(struct reload *rl, const struct conf_where *rw, const char *name,
 			 struct conf_where *out)
@@ -86,7 +86,7 @@ static void option_where(struct reload *rl, const struct conf_where *rw, const c
 	conf_where_member(out, &dw, name);
 	if (conf_where_exists(&rl->rep, out))
 		return;
-	*out = *rw;
+	conf_where_member(out, rw, name);
 }
 
 static void compare_options(struct reload *rl, const struct conf_where *rw,
