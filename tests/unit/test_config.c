@@ -539,6 +539,60 @@ static void test_chain_example_has_both_modes(void **state)
 	free(path);
 }
 
+/* The whole of a file, NUL-terminated. */
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf;
+	long n;
+
+	assert_non_null(f);
+	assert_int_equal(fseek(f, 0, SEEK_END), 0);
+	n = ftell(f);
+	assert_true(n >= 0);
+	rewind(f);
+	buf = malloc((size_t)n + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/*
+ * docs/configuration.md shows each example in full, under a heading
+ * "### NAME"; what it shows must be the file, byte for byte.
+ */
+static void test_docs_show_the_examples(void **state)
+{
+	static const char *const names[] = {"forward.json", "reverse.json", "chain.json"};
+	char *docs_path, *docs;
+
+	(void)state;
+	assert_true(asprintf(&docs_path, "%s/docs/configuration.md", GW_SOURCE_DIR) > 0);
+	docs = slurp(docs_path);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		char heading[64], *path, *file;
+		snprintf(heading, sizeof(heading), "\n### %s", names[i]);
+		const char *at = strstr(docs, heading);
+		assert_non_null(at);
+		const char *start = strstr(at, "```json\n");
+		assert_non_null(start);
+		start += strlen("```json\n");
+		const char *end = strstr(start, "```\n");
+		assert_non_null(end);
+
+		assert_true(asprintf(&path, "%s/conf/examples/%s", GW_SOURCE_DIR, names[i]) > 0);
+		file = slurp(path);
+		assert_int_equal(strlen(file), (size_t)(end - start));
+		assert_memory_equal(file, start, strlen(file));
+		free(file);
+		free(path);
+	}
+	free(docs);
+	free(docs_path);
+}
+
 static void test_free_null(void **state)
 {
 	(void)state;
@@ -566,6 +620,7 @@ int main(void)
 		cmocka_unit_test(test_rule_paths_relative_to_file),
 		cmocka_unit_test(test_examples_load),
 		cmocka_unit_test(test_chain_example_has_both_modes),
+		cmocka_unit_test(test_docs_show_the_examples),
 		cmocka_unit_test(test_free_null),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
