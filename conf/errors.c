@@ -205,12 +205,25 @@ static char *format(const char *fmt, ...)
 	return text;
 }
 
+/*
+ * Finding a position is a search of the index: a generated file with
+ * errors by the hundred thousand would make --check crawl. Past this many
+ * errors, further ones are only counted.
+ */
+enum { ERRORS_LOCATED_MAX = 1000 };
+
 void conf_vfail(const struct conf_report *rep, const struct conf_where *w, enum conf_at at,
 		const char *fmt, va_list ap)
 {
-	struct json_pos pos = where_pos(rep, w, at);
-	char *msg = vformat(fmt, ap);
-	char *text = NULL;
+	struct json_pos pos;
+	char *msg, *text = NULL;
+
+	if (rep->errs->total >= ERRORS_LOCATED_MAX) {
+		rep->errs->total++;
+		return;
+	}
+	pos = where_pos(rep, w, at);
+	msg = vformat(fmt, ap);
 
 	if (msg && w->key[0])
 		text = format("%s:%d:%d: %s: %s", rep->path, pos.line, pos.column, w->key, msg);

@@ -213,6 +213,42 @@ static void test_unknown_key_with_control_characters(void **state)
 		      "\"logging\", \"stats\", \"drain_timeout_s\" or \"comment\"\n");
 }
 
+/* Keys with the characters JSON Pointers escape are still found in the text. */
+static void test_unknown_key_with_pointer_characters(void **state)
+{
+	(void)state;
+	expect_errors("{'routes': [" ROUTE_FWD "],\n 'defaults': {'a/b~c': 1}}",
+		      "gw.json:2:15: defaults.a/b~c: unknown key; the keys are listed in "
+		      "docs/configuration.md\n");
+}
+
+/*
+ * Beyond a thousand errors, the rest are counted without being located,
+ * so they cannot displace earlier ones: here the route's unknown key, on
+ * line 1 but found after the 3000 top-level ones, is not shown.
+ */
+static void test_very_many_errors(void **state)
+{
+	size_t n = 3000, len = 0;
+	char *text = malloc(n * 16 + 64);
+	struct gw_conf_errors errs;
+
+	(void)state;
+	assert_non_null(text);
+	len += (size_t)sprintf(text, "{'routes': [{'name': 'a', 'mode': 'forward', 'listen': "
+				     "'tcp://0.0.0.0', 'upstream': 'rdma://192.0.2.1', 'zz': 1}]");
+	for (size_t i = 0; i < n; i++)
+		len += (size_t)sprintf(text + len, ",\n'k%zu': 0", i);
+	strcpy(text + len, "}");
+	assert_null(parse_as("gw.json", text, &errs));
+	assert_int_equal(errs.total, n + 1);
+	assert_int_equal(errs.count, GW_CONF_MAX_ERRORS);
+	assert_int_equal(errs.list[0].line, 2);
+	assert_int_equal(errs.list[GW_CONF_MAX_ERRORS - 1].line, GW_CONF_MAX_ERRORS + 1);
+	gw_conf_errors_clear(&errs);
+	free(text);
+}
+
 static void test_comment_must_be_a_string(void **state)
 {
 	(void)state;
@@ -785,6 +821,8 @@ int main(void)
 		cmocka_unit_test(test_duplicate_route_names),
 		cmocka_unit_test(test_unknown_keys),
 		cmocka_unit_test(test_unknown_key_with_control_characters),
+		cmocka_unit_test(test_unknown_key_with_pointer_characters),
+		cmocka_unit_test(test_very_many_errors),
 		cmocka_unit_test(test_comment_must_be_a_string),
 		cmocka_unit_test(test_inline_sizes),
 		cmocka_unit_test(test_integer_ranges),
