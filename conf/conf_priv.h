@@ -157,10 +157,6 @@ struct conf_option {
 extern const struct conf_option conf_options[];
 extern const size_t conf_options_count;
 
-/* The names of every key a route object may hold, for suggestions. */
-extern const char *const conf_route_keys[];
-extern const size_t conf_route_keys_count;
-
 /* Set every option of @r to its built-in default. */
 void conf_route_init_defaults(struct gw_route *r);
 /* Copy the options (not name, mode, addresses) of @src to @dst; false on ENOMEM. */

@@ -13,7 +13,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -80,21 +79,48 @@ static bool is_option(const char *name)
 
 /* ---- members ------------------------------------------------------------- */
 
+enum { KNOWN_MAX = 32 };
+
+/*
+ * The keys of "defaults" (the options and "comment"), or of a route (the
+ * required keys too), for check_members(). Returns how many were put in @known.
+ */
+static size_t option_names(const char **known, bool route)
+{
+	size_t n = 0;
+
+	if (route) {
+		for (size_t i = 0; i < CONF_ARRAY_SIZE(route_only_keys); i++)
+			known[n++] = route_only_keys[i];
+	}
+	for (size_t i = 0; i < conf_options_count && n + 1 < KNOWN_MAX; i++)
+		known[n++] = conf_options[i].name;
+	known[n++] = "comment";
+	return n;
+}
+
 /* The kinds of object, for hints about keys put in the wrong one. */
 enum object_kind { OBJ_TOP, OBJ_DEFAULTS, OBJ_ROUTE, OBJ_LOGGING, OBJ_STATS };
 
-/* A key that is right, only in another object: say where it belongs. */
+/*
+ * A key that is right, only in another object: say where it belongs.
+ * ("comment", known everywhere, never gets here.)
+ */
 static const char *misplaced_hint(enum object_kind kind, const char *name)
 {
-	if (kind == OBJ_TOP && (is_option(name) || name_in(name, route_only_keys, 4)))
-		return is_option(name) ? "it is a route key: set it in \"defaults\" or in a route"
-				       : "it is a route key: set it in each route";
-	if (kind == OBJ_DEFAULTS && name_in(name, route_only_keys, 4))
-		return "it cannot have a default: set it in each route";
-	if ((kind == OBJ_ROUTE || kind == OBJ_DEFAULTS) && name_in(name, top_keys, 5))
-		return "it is a top-level key";
-	if (kind == OBJ_TOP && name_in(name, logging_keys, 2))
+	bool route_only = name_in(name, route_only_keys, CONF_ARRAY_SIZE(route_only_keys));
+
+	if (kind == OBJ_TOP && is_option(name))
+		return "it is a route key: set it in \"defaults\" or in a route";
+	if (kind == OBJ_TOP && route_only)
+		return "it is a route key: set it in each route";
+	if (kind == OBJ_TOP && name_in(name, logging_keys, CONF_ARRAY_SIZE(logging_keys)))
 		return "it belongs in \"logging\"";
+	if (kind == OBJ_DEFAULTS && route_only)
+		return "it cannot have a default: set it in each route";
+	if ((kind == OBJ_ROUTE || kind == OBJ_DEFAULTS) &&
+	    name_in(name, top_keys, CONF_ARRAY_SIZE(top_keys)))
+		return "it is a top-level key";
 	return NULL;
 }
 
@@ -118,7 +144,6 @@ static void fail_unknown_listing(const struct conf_report *rep, const struct con
 static void check_members(const struct conf_report *rep, const struct conf_where *w, json_t *obj,
 			  enum object_kind kind, const char *const *known, size_t n)
 {
-	/* jansson keeps members in file order, so the errors come in that order. */
 	for (void *it = json_object_iter(obj); it; it = json_object_iter_next(obj, it)) {
 		const char *key = json_object_iter_key(it);
 		json_t *v = json_object_iter_value(it);
@@ -401,6 +426,7 @@ static void check_record_size(const struct conf_report *rep, const struct conf_w
 static void load_route(const struct conf_report *rep, const struct conf_where *w, json_t *obj,
 		       const struct gw_route *defaults, const char *base, struct gw_route *r)
 {
+	const char *known[KNOWN_MAX];
 	char got[96];
 	bool mode_known;
 
@@ -412,7 +438,7 @@ static void load_route(const struct conf_report *rep, const struct conf_where *w
 			  got);
 		return;
 	}
-	check_members(rep, w, obj, OBJ_ROUTE, conf_route_keys, conf_route_keys_count);
+	check_members(rep, w, obj, OBJ_ROUTE, known, option_names(known, true));
 	if (!conf_route_copy_options(r, defaults)) {
 		conf_fail(rep, w, CONF_AT_VALUE, "out of memory");
 		return;
@@ -428,18 +454,15 @@ static void load_route(const struct conf_report *rep, const struct conf_where *w
 static void load_defaults(const struct conf_report *rep, const struct conf_where *top, json_t *root,
 			  const char *base, struct gw_route *defaults)
 {
-	const char *known[32];
+	const char *known[KNOWN_MAX];
 	struct conf_where w;
 	json_t *obj;
-	size_t n = 0;
 
 	conf_route_init_defaults(defaults);
 	obj = object_member(rep, top, root, "defaults", &w);
 	if (!obj)
 		return;
-	for (size_t i = 0; i < conf_options_count && n < CONF_ARRAY_SIZE(known); i++)
-		known[n++] = conf_options[i].name;
-	check_members(rep, &w, obj, OBJ_DEFAULTS, known, n);
+	check_members(rep, &w, obj, OBJ_DEFAULTS, known, option_names(known, false));
 	conf_load_options(rep, &w, obj, base, defaults);
 	check_record_size(rep, &w, obj, defaults);
 }

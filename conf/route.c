@@ -181,29 +181,6 @@ const struct conf_option conf_options[] = {
 };
 const size_t conf_options_count = CONF_ARRAY_SIZE(conf_options);
 
-const char *const conf_route_keys[] = {
-	"name",
-	"mode",
-	"listen",
-	"upstream",
-	"comment",
-	"inline_send_size",
-	"inline_receive_size",
-	"credits",
-	"backchannel_credits",
-	"max_record_size",
-	"max_chunk_segments",
-	"max_read_segments",
-	"max_write_chunks",
-	"queue_limit",
-	"connect_timeout_s",
-	"idle_timeout_s",
-	"source_port",
-	"allowed_clients",
-	"ulb_rules",
-};
-const size_t conf_route_keys_count = CONF_ARRAY_SIZE(conf_route_keys);
-
 static const char *const source_port_names[] = {
 	[GW_SOURCE_PORT_RESERVED] = "reserved",
 	[GW_SOURCE_PORT_ANY] = "any",
@@ -233,7 +210,7 @@ void conf_route_init_defaults(struct gw_route *r)
 
 static char **paths_dup(char *const *paths, size_t n)
 {
-	char **copy = calloc(n ? n : 1, sizeof(*copy));
+	char **copy = calloc(n, sizeof(*copy));
 
 	for (size_t i = 0; copy && i < n; i++) {
 		copy[i] = strdup(paths[i]);
