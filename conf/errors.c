@@ -184,6 +184,7 @@ int conf_where_line(const struct conf_report *rep, const struct conf_where *w)
 
 /* ---- reporting ----------------------------------------------------------- */
 
+static char *vformat(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 static char *vformat(const char *fmt, va_list ap)
 {
 	char *text = NULL;
