@@ -660,6 +660,15 @@ const struct gw_config *gw_config_parse(const char *path, const char *text, size
 	json_t *root;
 	char *base;
 
+	/*
+	 * Some editors start UTF-8 files with a byte order mark. RFC 8259
+	 * lets a parser ignore it, and an editor does not count it as a
+	 * column, so it is skipped before jansson and the index see the text.
+	 */
+	if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) {
+		text += 3;
+		len -= 3;
+	}
 	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root) {
 		/* jansson's column is that of the last character it read. */

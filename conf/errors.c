@@ -39,6 +39,18 @@ static bool pos_before(const struct gw_conf_error *a, const struct gw_conf_error
 }
 
 /*
+ * One error, one line, whatever the file held: control characters in a
+ * key, or in the text of a syntax error, are shown as '?'.
+ */
+static void one_line(char *text)
+{
+	for (unsigned char *p = (unsigned char *)text; *p; p++) {
+		if (*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	}
+}
+
+/*
  * Take ownership of @text. The same message twice (a default that
  * several routes inherit) is kept once. Beyond the cap, and when memory
  * ran out formatting the message, the error is only counted.
@@ -46,6 +58,7 @@ static bool pos_before(const struct gw_conf_error *a, const struct gw_conf_error
 static void errors_add(struct gw_conf_errors *errs, int line, int column, char *text)
 {
 	if (text) {
+		one_line(text);
 		for (size_t i = 0; i < errs->count; i++) {
 			if (strcmp(errs->list[i].text, text) == 0) {
 				free(text);
@@ -102,19 +115,15 @@ void conf_where_root(struct conf_where *w)
 }
 
 /*
- * Keys come from the file: a control character in one would break the
- * one-line-per-error format, so it is shown as '?'. A name too long for
- * the buffer is cut; its pointer then stays the parent's, which only
- * makes the position that of the enclosing object.
+ * A name too long for the buffer is cut; its pointer then stays the
+ * parent's, which only makes the position that of the enclosing object.
  */
 static void key_append(char *key, const char *text)
 {
 	size_t n = strlen(key);
 
-	for (const char *p = text; *p && n + 1 < CONF_WHERE_MAX; p++) {
-		unsigned char c = (unsigned char)*p;
-		key[n++] = c < 0x20 || c == 0x7f ? '?' : (char)c;
-	}
+	for (const char *p = text; *p && n + 1 < CONF_WHERE_MAX; p++)
+		key[n++] = *p;
 	key[n] = '\0';
 }
 

@@ -43,6 +43,27 @@ static void test_syntax_errors(void **state)
 		      "gw.json:2:9: JSON syntax error: duplicate object key near '\"routes\"'\n");
 }
 
+/* A byte order mark is skipped, and not counted as a column. */
+static void test_byte_order_mark(void **state)
+{
+	(void)state;
+	expect_errors("\xef\xbb\xbf{'routes': 1}",
+		      "gw.json:1:12: routes: expected a non-empty array of routes, got 1\n");
+	gw_config_free(load_ok("\xef\xbb\xbf{'routes': [" ROUTE_FWD "]}"));
+}
+
+/* Whatever jansson quotes from the file, an error stays on one line. */
+static void test_syntax_error_text_on_one_line(void **state)
+{
+	struct gw_conf_errors errs;
+
+	(void)state;
+	assert_null(parse_as("gw.json", "{'routes': [\x01]}", &errs));
+	assert_int_equal(errs.count, 1);
+	assert_null(strpbrk(errs.list[0].text, "\x01\n"));
+	gw_conf_errors_clear(&errs);
+}
+
 /* ---- the document's shape ----------------------------------------------- */
 
 static void test_document_shape(void **state)
@@ -815,6 +836,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_issue_example),
 		cmocka_unit_test(test_syntax_errors),
+		cmocka_unit_test(test_byte_order_mark),
+		cmocka_unit_test(test_syntax_error_text_on_one_line),
 		cmocka_unit_test(test_document_shape),
 		cmocka_unit_test(test_missing_route_keys),
 		cmocka_unit_test(test_route_name_and_mode),
