@@ -163,8 +163,13 @@ static bool resolve_host(const struct host_port *hp, struct sockaddr_storage *ss
 	} else if (!is_host_name(hp->host)) {
 		return expect(why, "a host name, an IPv4 address or an IPv6 address in brackets");
 	} else {
+		/*
+		 * No AI_ADDRCONFIG: glibc ignores loopback addresses for it,
+		 * so "localhost" would not resolve on a host with no other
+		 * address. The RFC 6724 sort already puts destinations this
+		 * host cannot reach last.
+		 */
 		hints.ai_family = AF_UNSPEC;
-		hints.ai_flags = AI_ADDRCONFIG;
 	}
 
 	rc = getaddrinfo(hp->host, NULL, &hints, &res);
