@@ -19,8 +19,8 @@ static const struct {
 	enum gw_transport transport;
 	uint16_t default_port;
 } schemes[] = {
-	{"tcp://", GW_TRANSPORT_TCP, PORT_NFS},
-	{"rdma://", GW_TRANSPORT_RDMA, PORT_NFS_RDMA},
+	{ "tcp://", GW_TRANSPORT_TCP, PORT_NFS },
+	{ "rdma://", GW_TRANSPORT_RDMA, PORT_NFS_RDMA },
 };
 
 bool conf_url_transport(const char *text, enum gw_transport *out)
@@ -86,10 +86,10 @@ struct host_port {
 	bool bracketed;
 };
 
-/* Record what was expected; always returns false, for "return expect(...)". */
-static bool expect(struct conf_why *why, const char *fmt, ...)
+/* Record what was expected, for the caller's message. */
+static void expect(struct conf_why *why, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-static bool expect(struct conf_why *why, const char *fmt, ...)
+static void expect(struct conf_why *why, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -97,7 +97,6 @@ static bool expect(struct conf_why *why, const char *fmt, ...)
 	vsnprintf(why->expect, sizeof(why->expect), fmt, ap);
 	va_end(ap);
 	why->detail[0] = '\0';
-	return false;
 }
 
 static bool split_host_port(const char *hp, struct host_port *out, struct conf_why *why)
@@ -109,27 +108,36 @@ static bool split_host_port(const char *hp, struct host_port *out, struct conf_w
 	out->bracketed = hp[0] == '[';
 	if (out->bracketed) {
 		const char *close = strchr(hp, ']');
-		if (!close)
-			return expect(why, "a ']' after the IPv6 address");
+		if (!close) {
+			expect(why, "a ']' after the IPv6 address");
+			return false;
+		}
 		hostlen = (size_t)(close - hp - 1);
-		if (close[1] == ':')
+		if (close[1] == ':') {
 			out->port = close + 2;
-		else if (close[1] != '\0')
-			return expect(why, "\":PORT\" or nothing after the ']'");
+		} else if (close[1] != '\0') {
+			expect(why, "\":PORT\" or nothing after the ']'");
+			return false;
+		}
 		hp++;
 	} else {
 		colon = strchr(hp, ':');
-		if (colon && strchr(colon + 1, ':'))
-			return expect(why,
-				      "an IPv6 address in brackets, as in \"[2001:db8::1]:PORT\"");
+		if (colon && strchr(colon + 1, ':')) {
+			expect(why, "an IPv6 address in brackets, as in \"[2001:db8::1]:PORT\"");
+			return false;
+		}
 		hostlen = colon ? (size_t)(colon - hp) : strlen(hp);
 		if (colon)
 			out->port = colon + 1;
 	}
-	if (hostlen == 0)
-		return expect(why, "a host name or address");
-	if (hostlen >= sizeof(out->host))
-		return expect(why, "a host name of at most %zu characters", sizeof(out->host) - 1);
+	if (hostlen == 0) {
+		expect(why, "a host name or address");
+		return false;
+	}
+	if (hostlen >= sizeof(out->host)) {
+		expect(why, "a host name of at most %zu characters", sizeof(out->host) - 1);
+		return false;
+	}
 	memcpy(out->host, hp, hostlen);
 	out->host[hostlen] = '\0';
 	return true;
@@ -144,7 +152,7 @@ static bool split_host_port(const char *hp, struct host_port *out, struct conf_w
 static bool resolve_host(const struct host_port *hp, struct sockaddr_storage *ss, socklen_t *len,
 			 struct conf_why *why)
 {
-	struct addrinfo hints = {.ai_socktype = SOCK_STREAM};
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM };
 	struct addrinfo *res = NULL;
 	int rc;
 
@@ -155,13 +163,16 @@ static bool resolve_host(const struct host_port *hp, struct sockaddr_storage *ss
 	} else if (looks_numeric(hp->host)) {
 		/* inet_pton, not getaddrinfo: "10.1" must not mean 10.0.0.1. */
 		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
-		if (inet_pton(AF_INET, hp->host, &sin->sin_addr) != 1)
-			return expect(why, "a dotted IPv4 address a.b.c.d");
+		if (inet_pton(AF_INET, hp->host, &sin->sin_addr) != 1) {
+			expect(why, "a dotted IPv4 address a.b.c.d");
+			return false;
+		}
 		sin->sin_family = AF_INET;
 		*len = sizeof(*sin);
 		return true;
 	} else if (!is_host_name(hp->host)) {
-		return expect(why, "a host name, an IPv4 address or an IPv6 address in brackets");
+		expect(why, "a host name, an IPv4 address or an IPv6 address in brackets");
+		return false;
 	} else {
 		/*
 		 * No AI_ADDRCONFIG: glibc ignores loopback addresses for it,
@@ -176,8 +187,10 @@ static bool resolve_host(const struct host_port *hp, struct sockaddr_storage *ss
 	if (rc != 0 || !res) {
 		if (res)
 			freeaddrinfo(res);
-		if (hp->bracketed)
-			return expect(why, "an IPv6 address inside the brackets");
+		if (hp->bracketed) {
+			expect(why, "an IPv6 address inside the brackets");
+			return false;
+		}
 		expect(why, "a host name that resolves");
 		snprintf(why->detail, sizeof(why->detail), "%s",
 			 rc ? gai_strerror(rc) : "no address");
@@ -206,18 +219,24 @@ bool conf_parse_url(const char *text, bool to_connect, struct gw_endpoint *ep, s
 		if (strncmp(text, schemes[i].prefix, strlen(schemes[i].prefix)) == 0)
 			break;
 	}
-	if (i == CONF_ARRAY_SIZE(schemes))
-		return expect(why, "\"tcp://HOST:PORT\" or \"rdma://HOST:PORT\"");
+	if (i == CONF_ARRAY_SIZE(schemes)) {
+		expect(why, "\"tcp://HOST:PORT\" or \"rdma://HOST:PORT\"");
+		return false;
+	}
 	if (!split_host_port(text + strlen(schemes[i].prefix), &hp, why))
 		return false;
-	if (!hp.port)
+	if (!hp.port) {
 		port = schemes[i].default_port;
-	else if (!parse_port(hp.port, &port))
-		return expect(why, "a port 1..65535 after the ':'");
+	} else if (!parse_port(hp.port, &port)) {
+		expect(why, "a port 1..65535 after the ':'");
+		return false;
+	}
 	if (!resolve_host(&hp, &ep->addr, &ep->addrlen, why))
 		return false;
-	if (to_connect && is_wildcard(&ep->addr))
-		return expect(why, "an address to connect to, not the wildcard address");
+	if (to_connect && is_wildcard(&ep->addr)) {
+		expect(why, "an address to connect to, not the wildcard address");
+		return false;
+	}
 	set_port(&ep->addr, port);
 	ep->transport = schemes[i].transport;
 	return true;
@@ -229,14 +248,20 @@ bool conf_parse_host_port(const char *text, struct sockaddr_storage *ss, socklen
 	struct host_port hp;
 	uint16_t port;
 
-	if (strstr(text, "://"))
-		return expect(why, "\"HOST:PORT\" without a scheme");
+	if (strstr(text, "://")) {
+		expect(why, "\"HOST:PORT\" without a scheme");
+		return false;
+	}
 	if (!split_host_port(text, &hp, why))
 		return false;
-	if (!hp.port)
-		return expect(why, "\"HOST:PORT\" with a port");
-	if (!parse_port(hp.port, &port))
-		return expect(why, "a port 1..65535 after the ':'");
+	if (!hp.port) {
+		expect(why, "\"HOST:PORT\" with a port");
+		return false;
+	}
+	if (!parse_port(hp.port, &port)) {
+		expect(why, "a port 1..65535 after the ':'");
+		return false;
+	}
 	if (!resolve_host(&hp, ss, len, why))
 		return false;
 	set_port(ss, port);
@@ -245,7 +270,7 @@ bool conf_parse_host_port(const char *text, struct sockaddr_storage *ss, socklen
 
 /* ---- client networks ---------------------------------------------------- */
 
-static const uint8_t v4mapped_prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+static const uint8_t v4mapped_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 
 /* Whether the first @bits bits of @a and @b agree. */
 static bool prefix_match(const uint8_t *a, const uint8_t *b, unsigned bits)
@@ -276,6 +301,17 @@ static void clear_host_bits(uint8_t *a, size_t size, unsigned bits)
 		a[i / 8] &= (uint8_t) ~(0x80u >> (i % 8));
 }
 
+/* One to three digits, at most @maxbits: no sign, no spaces. */
+static bool parse_prefix(const char *p, unsigned maxbits, unsigned long *out)
+{
+	size_t n = strlen(p);
+
+	if (n == 0 || n > 3 || strspn(p, "0123456789") != n)
+		return false;
+	*out = strtoul(p, NULL, 10);
+	return *out <= maxbits;
+}
+
 bool conf_parse_cidr(const char *text, struct gw_cidr *out, struct conf_why *why)
 {
 	char addr[INET6_ADDRSTRLEN + 8];
@@ -287,10 +323,10 @@ bool conf_parse_cidr(const char *text, struct gw_cidr *out, struct conf_why *why
 	size_t size;
 
 	memset(out, 0, sizeof(*out));
-	if (alen == 0 || alen >= sizeof(addr))
-		return expect(
-			why,
-			"an IPv4 or IPv6 network, as in \"192.0.2.0/24\" or \"2001:db8::/32\"");
+	if (alen == 0 || alen >= sizeof(addr)) {
+		expect(why, "an IPv4 or IPv6 network, as in \"192.0.2.0/24\" or \"2001:db8::/32\"");
+		return false;
+	}
 	memcpy(addr, text, alen);
 	addr[alen] = '\0';
 	if (inet_pton(AF_INET, addr, &out->addr.v4) == 1) {
@@ -300,17 +336,14 @@ bool conf_parse_cidr(const char *text, struct gw_cidr *out, struct conf_why *why
 		out->family = AF_INET6;
 		maxbits = 128;
 	} else {
-		return expect(
-			why,
-			"an IPv4 or IPv6 network, as in \"192.0.2.0/24\" or \"2001:db8::/32\"");
+		expect(why, "an IPv4 or IPv6 network, as in \"192.0.2.0/24\" or \"2001:db8::/32\"");
+		return false;
 	}
 	if (!slash) {
 		prefix = maxbits;
-	} else {
-		const char *p = slash + 1;
-		if (!*p || strlen(p) > 3 || strspn(p, "0123456789") != strlen(p) ||
-		    (prefix = strtoul(p, NULL, 10)) > maxbits)
-			return expect(why, "a prefix length 0..%u after the '/'", maxbits);
+	} else if (!parse_prefix(slash + 1, maxbits, &prefix)) {
+		expect(why, "a prefix length 0..%u after the '/'", maxbits);
+		return false;
 	}
 	bytes = out->family == AF_INET ? (uint8_t *)&out->addr.v4 : out->addr.v6.s6_addr;
 	size = out->family == AF_INET ? 4 : 16;
@@ -318,8 +351,8 @@ bool conf_parse_cidr(const char *text, struct gw_cidr *out, struct conf_why *why
 		char net[INET6_ADDRSTRLEN];
 		clear_host_bits(bytes, size, (unsigned)prefix);
 		inet_ntop(out->family, bytes, net, sizeof(net));
-		return expect(why, "a network with no host bits set, as in \"%s/%lu\"", net,
-			      prefix);
+		expect(why, "a network with no host bits set, as in \"%s/%lu\"", net, prefix);
+		return false;
 	}
 	out->prefix_len = (uint8_t)prefix;
 	/* A mapped network can only ever match IPv4 peers: store it as IPv4. */

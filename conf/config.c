@@ -24,10 +24,10 @@ enum { CONF_FILE_MAX = 4 * 1024 * 1024 };
 static const char *const top_keys[] = {
 	"routes", "defaults", "logging", "stats", "drain_timeout_s", "comment",
 };
-static const char *const logging_keys[] = {"level", "destination", "comment"};
-static const char *const stats_keys[] = {"enabled", "listen", "comment"};
+static const char *const logging_keys[] = { "level", "destination", "comment" };
+static const char *const stats_keys[] = { "enabled", "listen", "comment" };
 /* Only in routes: never inherited, so never in "defaults". */
-static const char *const route_only_keys[] = {"name", "mode", "listen", "upstream"};
+static const char *const route_only_keys[] = { "name", "mode", "listen", "upstream" };
 
 static const char *const mode_names[] = {
 	[GW_MODE_FORWARD] = "forward",
@@ -399,8 +399,8 @@ static void load_route_endpoint(const struct conf_report *rep, const struct conf
 static void check_record_size(const struct conf_report *rep, const struct conf_where *w,
 			      json_t *obj, const struct gw_route *r)
 {
-	static const char *const inline_keys[] = {"inline_send_size", "inline_receive_size"};
-	const uint32_t inline_vals[] = {r->inline_send_size, r->inline_receive_size};
+	static const char *const inline_keys[] = { "inline_send_size", "inline_receive_size" };
+	const uint32_t inline_vals[] = { r->inline_send_size, r->inline_receive_size };
 	uint32_t biggest = inline_vals[0] > inline_vals[1] ? inline_vals[0] : inline_vals[1];
 	struct conf_where kw;
 
@@ -586,7 +586,7 @@ static void load_routes(const struct conf_report *rep, const struct conf_where *
 static void load_document(const struct conf_report *rep, json_t *root, const char *base,
 			  struct gw_config *cfg)
 {
-	struct gw_route defaults = {0};
+	struct gw_route defaults = { 0 };
 	struct conf_where top, w;
 	json_t *v;
 	char got[96];
@@ -629,13 +629,8 @@ static char *base_dir(const char *path)
 	return abs;
 }
 
-void gw_config_free(const struct gw_config *cfg)
+static void conf_private_free(struct conf_private *cp)
 {
-	struct conf_private *cp;
-
-	if (!cfg)
-		return;
-	cp = conf_private_of(cfg);
 	for (size_t i = 0; i < cp->pub.routes_count; i++)
 		conf_route_release(&cp->pub.routes[i]);
 	free(cp->pub.routes);
@@ -643,6 +638,12 @@ void gw_config_free(const struct gw_config *cfg)
 	free(cp->pub.stats_text);
 	json_pos_index_free(cp->idx);
 	free(cp);
+}
+
+void gw_config_free(const struct gw_config *cfg)
+{
+	if (cfg)
+		conf_private_free(conf_private_of(cfg));
 }
 
 static int clamp_pos(int v)
@@ -686,14 +687,14 @@ const struct gw_config *gw_config_parse(const char *path, const char *text, size
 	/* Without the index (out of memory, or nesting deeper than it
 	 * follows) errors are still reported, at 1:1. */
 	cp->idx = json_pos_index_build(text, len);
-	rep = (struct conf_report){path, cp->idx, errs};
+	rep = (struct conf_report){ path, cp->idx, errs };
 	base = base_dir(path);
 	load_document(&rep, root, base, &cp->pub);
 	free(base);
 	json_decref(root);
 	conf_errors_sort(errs);
 	if (errs->total != before) {
-		gw_config_free(&cp->pub);
+		conf_private_free(cp);
 		return NULL;
 	}
 	return &cp->pub;

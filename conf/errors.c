@@ -66,7 +66,7 @@ static void errors_add(struct gw_conf_errors *errs, int line, int column, char *
 			}
 		}
 	}
-	struct gw_conf_error e = {line, column, text};
+	struct gw_conf_error e = { line, column, text };
 
 	errs->total++;
 	if (!text)
@@ -163,7 +163,7 @@ static void pointer_parent(char *ptr)
 static struct json_pos where_pos(const struct conf_report *rep, const struct conf_where *w,
 				 enum conf_at at)
 {
-	struct json_pos pos = {1, 1};
+	struct json_pos pos = { 1, 1 };
 	char ptr[CONF_WHERE_MAX];
 	bool found;
 

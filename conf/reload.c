@@ -113,7 +113,7 @@ static void compare_options(struct reload *rl, const struct conf_where *rw,
 static void compare_route(struct reload *rl, size_t index, const struct gw_route *was,
 			  const struct gw_route *now)
 {
-	static const char *const modes[] = {"\"forward\"", "\"reverse\""};
+	static const char *const modes[] = { "\"forward\"", "\"reverse\"" };
 	struct conf_where rw, w;
 
 	conf_where_index(&rw, &rl->routes, index);
@@ -176,7 +176,7 @@ bool gw_config_reloadable(const struct gw_config *cur, const struct gw_config *n
 	struct reload rl = {
 		.cur = cur,
 		.next = next,
-		.rep = {next->path, conf_private_of(next)->idx, errs},
+		.rep = { next->path, conf_private_of(next)->idx, errs },
 	};
 	size_t before = errs->total;
 

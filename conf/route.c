@@ -484,6 +484,20 @@ static void load_cidrs(const struct conf_report *rep, const struct conf_where *w
 	r->allowed_clients_count = n;
 }
 
+/* Why @path cannot be read as a rule file, or NULL when it can. */
+static const char *unreadable(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) != 0)
+		return strerror(errno);
+	if (!S_ISREG(st.st_mode))
+		return "not a regular file";
+	if (access(path, R_OK) != 0)
+		return strerror(errno);
+	return NULL;
+}
+
 /*
  * A rule file named relatively is found from the configuration file's
  * directory, never from the working directory, which a daemon changes.
@@ -494,8 +508,7 @@ static char *rule_path(const struct conf_report *rep, const struct conf_where *w
 		       const char *base)
 {
 	char *full = NULL;
-	struct stat st;
-	int err = 0;
+	const char *why;
 
 	if (name[0] == '/') {
 		full = strdup(name);
@@ -511,16 +524,10 @@ static char *rule_path(const struct conf_report *rep, const struct conf_where *w
 		conf_fail(rep, w, CONF_AT_VALUE, "out of memory");
 		return NULL;
 	}
-	if (stat(full, &st) != 0)
-		err = errno;
-	else if (!S_ISREG(st.st_mode))
-		err = EINVAL;
-	else if (access(full, R_OK) != 0)
-		err = errno;
-	if (err) {
+	why = unreadable(full);
+	if (why) {
 		conf_fail(rep, w, CONF_AT_VALUE,
-			  "expected a readable rule file, got \"%s\" (%s: %s)", name, full,
-			  err == EINVAL ? "not a regular file" : strerror(err));
+			  "expected a readable rule file, got \"%s\" (%s: %s)", name, full, why);
 		free(full);
 		return NULL;
 	}

@@ -442,7 +442,7 @@ static void test_client_networks(void **state)
 	assert_false(allowed(r, "::a01:1001"));
 
 	/* Nothing else can match a list: AF_UNIX, AF_IB... */
-	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	assert_false(gw_route_client_allowed(r, (const struct sockaddr *)&sun));
 	gw_config_free(cfg);
 }
@@ -453,7 +453,7 @@ static void test_client_networks_absent_or_everything(void **state)
 		load_ok("{'routes': [" ROUTE_FWD ",\n"
 			"  {'name': 'b', 'mode': 'forward', 'listen': 'tcp://0.0.0.0:3049',\n"
 			"   'upstream': 'rdma://192.0.2.1', 'allowed_clients': ['0.0.0.0/0']}]}");
-	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 
 	(void)state;
 	/* No list: every client, whatever its family. */
@@ -496,7 +496,7 @@ static void test_rule_paths_relative_to_file(void **state)
 
 static void test_examples_load(void **state)
 {
-	static const char *const names[] = {"forward.json", "reverse.json", "chain.json"};
+	static const char *const names[] = { "forward.json", "reverse.json", "chain.json" };
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -565,7 +565,7 @@ static char *slurp(const char *path)
  */
 static void test_docs_show_the_examples(void **state)
 {
-	static const char *const names[] = {"forward.json", "reverse.json", "chain.json"};
+	static const char *const names[] = { "forward.json", "reverse.json", "chain.json" };
 	char *docs_path, *docs;
 
 	(void)state;

@@ -115,12 +115,12 @@ static void test_route_name_and_mode(void **state)
 		const char *value;
 		const char *got;
 	} bad_names[] = {
-		{"''", "\"\""},
-		{"'a b'", "\"a b\""},
-		{"'-x'", "\"-x\""},
-		{"'abcdefghijklmnopqrstuvwxyz0123456'", "\"abcdefghijklmnopqrstuvwxyz0123456\""},
-		{"'caf\xc3\xa9'", "\"caf\xc3\xa9\""},
-		{"5", "5"},
+		{ "''", "\"\"" },
+		{ "'a b'", "\"a b\"" },
+		{ "'-x'", "\"-x\"" },
+		{ "'abcdefghijklmnopqrstuvwxyz0123456'", "\"abcdefghijklmnopqrstuvwxyz0123456\"" },
+		{ "'caf\xc3\xa9'", "\"caf\xc3\xa9\"" },
+		{ "5", "5" },
 	};
 
 	(void)state;
@@ -310,13 +310,13 @@ static void check_option(const char *key, const char *value, const char *message
 
 static void test_inline_sizes(void **state)
 {
-	static const char *const keys[] = {"inline_send_size", "inline_receive_size"};
+	static const char *const keys[] = { "inline_send_size", "inline_receive_size" };
 	static const char expect[] = "expected an integer 1024..262144, a multiple of 1024, got ";
-	static const char *const values[] = {"1023", "262145", "5000", "0",	 "-4096", "4096.0",
-					     "'4k'", "true",   "null", "[4096]", "{}"};
-	static const char *const shown[] = {"1023",  "262145",	 "5000",	   "0",
-					    "-4096", "4096.0",	 "\"4k\"",	   "true",
-					    "null",  "an array", "an empty object"};
+	static const char *const values[] = { "1023", "262145", "5000", "0",	  "-4096", "4096.0",
+					      "'4k'", "true",	"null", "[4096]", "{}" };
+	static const char *const shown[] = { "1023",  "262145",	  "5000",	    "0",
+					     "-4096", "4096.0",	  "\"4k\"",	    "true",
+					     "null",  "an array", "an empty object" };
 
 	(void)state;
 	for (size_t k = 0; k < 2; k++) {
@@ -335,19 +335,19 @@ static void test_integer_ranges(void **state)
 		const char *range;
 		const char *below, *above;
 	} cases[] = {
-		{"credits", "1..1024", "0", "1025"},
-		{"backchannel_credits", "1..256", "0", "257"},
-		{"max_record_size", "4096..16777216", "4095", "16777217"},
-		{"max_chunk_segments", "1..256", "0", "257"},
-		{"max_read_segments", "1..1024", "0", "1025"},
-		{"max_write_chunks", "1..64", "0", "65"},
-		{"queue_limit", "0..4096", "-1", "4097"},
+		{ "credits", "1..1024", "0", "1025" },
+		{ "backchannel_credits", "1..256", "0", "257" },
+		{ "max_record_size", "4096..16777216", "4095", "16777217" },
+		{ "max_chunk_segments", "1..256", "0", "257" },
+		{ "max_read_segments", "1..1024", "0", "1025" },
+		{ "max_write_chunks", "1..64", "0", "65" },
+		{ "queue_limit", "0..4096", "-1", "4097" },
 	};
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		const char *const values[] = {cases[i].below, cases[i].above, "1.5", "'8'"};
-		const char *const shown[] = {cases[i].below, cases[i].above, "1.5", "\"8\""};
+		const char *const values[] = { cases[i].below, cases[i].above, "1.5", "'8'" };
+		const char *const shown[] = { cases[i].below, cases[i].above, "1.5", "\"8\"" };
 		for (size_t v = 0; v < 4; v++) {
 			char msg[160];
 			snprintf(msg, sizeof(msg), "expected an integer %s, got %s", cases[i].range,
@@ -418,23 +418,23 @@ static void test_bad_networks(void **state)
 		const char *value;
 		const char *expect;
 	} cases[] = {
-		{"10.0.0.0/33", "expected a prefix length 0..32 after the '/'"},
-		{"10.0.0.0/", "expected a prefix length 0..32 after the '/'"},
-		{"10.0.0.0/-1", "expected a prefix length 0..32 after the '/'"},
-		{"10.0.0.0/ 8", "expected a prefix length 0..32 after the '/'"},
-		{"10.0.0.0/8a", "expected a prefix length 0..32 after the '/'"},
-		{"10.0.0.0/0008", "expected a prefix length 0..32 after the '/'"},
-		{"::/129", "expected a prefix length 0..128 after the '/'"},
-		{"10.0.0.1/8", "expected a network with no host bits set, as in \"10.0.0.0/8\""},
-		{"192.0.2.129/25",
-		 "expected a network with no host bits set, as in \"192.0.2.128/25\""},
-		{"2001:db8::1/32",
-		 "expected a network with no host bits set, as in \"2001:db8::/32\""},
-		{"10.0.0", NULL},
-		{"/8", NULL},
-		{"", NULL},
-		{"nfs.example/24", NULL},
-		{"10.0.0.0/8 ", "expected a prefix length 0..32 after the '/'"},
+		{ "10.0.0.0/33", "expected a prefix length 0..32 after the '/'" },
+		{ "10.0.0.0/", "expected a prefix length 0..32 after the '/'" },
+		{ "10.0.0.0/-1", "expected a prefix length 0..32 after the '/'" },
+		{ "10.0.0.0/ 8", "expected a prefix length 0..32 after the '/'" },
+		{ "10.0.0.0/8a", "expected a prefix length 0..32 after the '/'" },
+		{ "10.0.0.0/0008", "expected a prefix length 0..32 after the '/'" },
+		{ "::/129", "expected a prefix length 0..128 after the '/'" },
+		{ "10.0.0.1/8", "expected a network with no host bits set, as in \"10.0.0.0/8\"" },
+		{ "192.0.2.129/25",
+		  "expected a network with no host bits set, as in \"192.0.2.128/25\"" },
+		{ "2001:db8::1/32",
+		  "expected a network with no host bits set, as in \"2001:db8::/32\"" },
+		{ "10.0.0", NULL },
+		{ "/8", NULL },
+		{ "", NULL },
+		{ "nfs.example/24", NULL },
+		{ "10.0.0.0/8 ", "expected a prefix length 0..32 after the '/'" },
 	};
 
 	(void)state;
@@ -498,27 +498,28 @@ static void test_bad_listen_addresses(void **state)
 		const char *value;
 		const char *expect;
 	} cases[] = {
-		{"0.0.0.0:2049", "\"tcp://HOST:PORT\" for a forward route"},
-		{"rdma://0.0.0.0:20049", "\"tcp://HOST:PORT\" for a forward route"},
-		{"TCP://0.0.0.0:2049", "\"tcp://HOST:PORT\" for a forward route"},
-		{"tcp://::1:2049", "an IPv6 address in brackets, as in \"[2001:db8::1]:PORT\""},
-		{"tcp://[::1:2049", "a ']' after the IPv6 address"},
-		{"tcp://[::1]2049", "\":PORT\" or nothing after the ']'"},
-		{"tcp://[]:2049", "a host name or address"},
-		{"tcp://:2049", "a host name or address"},
-		{"tcp://", "a host name or address"},
-		{"tcp://0.0.0.0:0", "a port 1..65535 after the ':'"},
-		{"tcp://0.0.0.0:65536", "a port 1..65535 after the ':'"},
-		{"tcp://0.0.0.0:123456", "a port 1..65535 after the ':'"},
-		{"tcp://0.0.0.0:", "a port 1..65535 after the ':'"},
-		{"tcp://0.0.0.0:+80", "a port 1..65535 after the ':'"},
-		{"tcp://0.0.0.0:nfs", "a port 1..65535 after the ':'"},
-		{"tcp://300.1.1.1", "a dotted IPv4 address a.b.c.d"},
-		{"tcp://10.1", "a dotted IPv4 address a.b.c.d"},
-		{"tcp://host name", "a host name, an IPv4 address or an IPv6 address in brackets"},
-		{"tcp://a/b:2049", "a host name, an IPv4 address or an IPv6 address in brackets"},
-		{"tcp://[192.0.2.1]:2049", "an IPv6 address inside the brackets"},
-		{"tcp://[nfs]:2049", "an IPv6 address inside the brackets"},
+		{ "0.0.0.0:2049", "\"tcp://HOST:PORT\" for a forward route" },
+		{ "rdma://0.0.0.0:20049", "\"tcp://HOST:PORT\" for a forward route" },
+		{ "TCP://0.0.0.0:2049", "\"tcp://HOST:PORT\" for a forward route" },
+		{ "tcp://::1:2049", "an IPv6 address in brackets, as in \"[2001:db8::1]:PORT\"" },
+		{ "tcp://[::1:2049", "a ']' after the IPv6 address" },
+		{ "tcp://[::1]2049", "\":PORT\" or nothing after the ']'" },
+		{ "tcp://[]:2049", "a host name or address" },
+		{ "tcp://:2049", "a host name or address" },
+		{ "tcp://", "a host name or address" },
+		{ "tcp://0.0.0.0:0", "a port 1..65535 after the ':'" },
+		{ "tcp://0.0.0.0:65536", "a port 1..65535 after the ':'" },
+		{ "tcp://0.0.0.0:123456", "a port 1..65535 after the ':'" },
+		{ "tcp://0.0.0.0:", "a port 1..65535 after the ':'" },
+		{ "tcp://0.0.0.0:+80", "a port 1..65535 after the ':'" },
+		{ "tcp://0.0.0.0:nfs", "a port 1..65535 after the ':'" },
+		{ "tcp://300.1.1.1", "a dotted IPv4 address a.b.c.d" },
+		{ "tcp://10.1", "a dotted IPv4 address a.b.c.d" },
+		{ "tcp://host name",
+		  "a host name, an IPv4 address or an IPv6 address in brackets" },
+		{ "tcp://a/b:2049", "a host name, an IPv4 address or an IPv6 address in brackets" },
+		{ "tcp://[192.0.2.1]:2049", "an IPv6 address inside the brackets" },
+		{ "tcp://[nfs]:2049", "an IPv6 address inside the brackets" },
 	};
 
 	(void)state;
@@ -584,7 +585,7 @@ static void test_upstream_wildcard(void **state)
 /* A name that does not resolve is an error at load, with the resolver's reason. */
 static void test_unresolvable_name(void **state)
 {
-	struct addrinfo hints = {.ai_socktype = SOCK_STREAM};
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM };
 	struct addrinfo *res = NULL;
 	char *want;
 
