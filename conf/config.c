@@ -767,6 +767,11 @@ const struct gw_config *gw_config_load(const char *path, struct gw_conf_errors *
 	return cfg;
 }
 
+const char *gw_route_mode_name(enum gw_route_mode mode)
+{
+	return (unsigned)mode < CONF_ARRAY_SIZE(mode_names) ? mode_names[mode] : "?";
+}
+
 const struct gw_route *gw_config_route(const struct gw_config *cfg, const char *name)
 {
 	for (size_t i = 0; i < cfg->routes_count; i++) {

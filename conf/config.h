@@ -159,6 +159,9 @@ const struct gw_config *gw_config_parse(const char *path, const char *text, size
 
 void gw_config_free(const struct gw_config *cfg);
 
+/* "forward" or "reverse", as in the file (for logs and the stats endpoint). */
+const char *gw_route_mode_name(enum gw_route_mode mode);
+
 /* The route called @name, or NULL. */
 const struct gw_route *gw_config_route(const struct gw_config *cfg, const char *name);
 

@@ -13,6 +13,7 @@
  */
 #include "conf/conf_priv.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* Comparing two configurations, reporting against the new one's file. */
@@ -113,13 +114,15 @@ static void compare_options(struct reload *rl, const struct conf_where *rw,
 static void compare_route(struct reload *rl, size_t index, const struct gw_route *was,
 			  const struct gw_route *now)
 {
-	static const char *const modes[] = { "\"forward\"", "\"reverse\"" };
 	struct conf_where rw, w;
+	char a[16], b[16];
 
 	conf_where_index(&rw, &rl->routes, index);
 	if (was->mode != now->mode) {
 		conf_where_member(&w, &rw, "mode");
-		fail_restart(rl, &w, modes[was->mode], modes[now->mode], NULL);
+		snprintf(a, sizeof(a), "\"%s\"", gw_route_mode_name(was->mode));
+		snprintf(b, sizeof(b), "\"%s\"", gw_route_mode_name(now->mode));
+		fail_restart(rl, &w, a, b, NULL);
 	}
 	compare_endpoint(rl, &rw, &was->listen, &now->listen, "listen");
 	compare_endpoint(rl, &rw, &was->upstream, &now->upstream, "upstream");

@@ -373,6 +373,13 @@ static void test_disabled_stats_holds_no_port(void **state)
 	gw_config_free(cfg);
 }
 
+static void test_mode_names(void **state)
+{
+	(void)state;
+	assert_string_equal(gw_route_mode_name(GW_MODE_FORWARD), "forward");
+	assert_string_equal(gw_route_mode_name(GW_MODE_REVERSE), "reverse");
+}
+
 static void test_route_lookup(void **state)
 {
 	const struct gw_config *cfg = load_ok("{'routes': [" ROUTE_FWD ", " ROUTE_REV "]}");
@@ -614,6 +621,7 @@ int main(void)
 		cmocka_unit_test(test_comments_everywhere),
 		cmocka_unit_test(test_listeners_that_do_not_collide),
 		cmocka_unit_test(test_disabled_stats_holds_no_port),
+		cmocka_unit_test(test_mode_names),
 		cmocka_unit_test(test_route_lookup),
 		cmocka_unit_test(test_client_networks),
 		cmocka_unit_test(test_client_networks_absent_or_everything),
