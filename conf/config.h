@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * conf/config.h - the gateway's JSON configuration.
+ *
+ * A configuration file is loaded once into an immutable struct gw_config:
+ * plain C values with every default applied, every address resolved and
+ * every client network parsed, so that nothing on the data path looks at
+ * JSON or calls the resolver. A file that is wrong in any way gives no
+ * configuration at all, only a list of errors; each error names the file,
+ * the line and column, the key (as "routes[1].listen") and what was
+ * expected, so an operator can fix every mistake in one pass.
+ *
+ * On SIGHUP the gateway loads the file again and asks
+ * gw_config_reloadable() whether the new configuration can replace the
+ * running one without dropping connections. The reference for every key
+ * is docs/configuration.md.
+ */
+#ifndef GW_CONF_CONFIG_H
+#define GW_CONF_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "common/log.h"
+
+/* ---- errors ------------------------------------------------------------ */
+
+/* A load reports at most this many errors; the rest are only counted. */
+enum { GW_CONF_MAX_ERRORS = 20 };
+
+struct gw_conf_error {
+	int line;   /* 1-based; 0 when the error has no position (unreadable file) */
+	int column; /* 1-based, in characters */
+	/* The whole message: "gw.json:7:18: routes[1].listen: expected ..." */
+	char *text;
+};
+
+struct gw_conf_errors {
+	struct gw_conf_error list[GW_CONF_MAX_ERRORS]; /* in file order */
+	size_t count;				       /* entries in list */
+	size_t total; /* errors found, including those beyond the cap */
+};
+
+void gw_conf_errors_init(struct gw_conf_errors *errs);
+/* Free the messages and make @errs empty again. */
+void gw_conf_errors_clear(struct gw_conf_errors *errs);
+/*
+ * Print every error on its own line, then a line telling how many more
+ * were found beyond the cap, if any. This is what --check prints.
+ */
+void gw_conf_errors_print(FILE *out, const struct gw_conf_errors *errs);
+
+/* ---- the configuration --------------------------------------------------- */
+
+enum gw_route_mode {
+	GW_MODE_FORWARD, /* TCP listener, RDMA upstream: the gateway is a requester */
+	GW_MODE_REVERSE, /* RDMA listener, TCP upstream: the gateway is a responder */
+};
+
+enum gw_transport {
+	GW_TRANSPORT_TCP,
+	GW_TRANSPORT_RDMA,
+};
+
+enum gw_source_port {
+	GW_SOURCE_PORT_RESERVED, /* bind a port below 1024 for upstream connections */
+	GW_SOURCE_PORT_ANY,	 /* let the kernel choose */
+};
+
+enum gw_log_destination {
+	GW_LOG_TO_STDERR,
+	GW_LOG_TO_SYSLOG,
+};
+
+struct gw_endpoint {
+	enum gw_transport transport;
+	struct sockaddr_storage addr; /* resolved at load; port set */
+	socklen_t addrlen;
+	char *text; /* as written in the file, for messages */
+};
+
+/*
+ * An allowed client network. The address has its host bits clear.
+ * IPv4-mapped IPv6 networks (::ffff:0:0/96 and longer) are stored as IPv4.
+ */
+struct gw_cidr {
+	sa_family_t family; /* AF_INET or AF_INET6 */
+	uint8_t prefix_len;
+	union {
+		struct in_addr v4;
+		struct in6_addr v6;
+	} addr;
+};
+
+struct gw_route {
+	char *name;
+	enum gw_route_mode mode;
+	struct gw_endpoint listen;
+	struct gw_endpoint upstream;
+
+	/* RFC 8797 sizes the gateway offers, in bytes: multiples of 1024. */
+	uint32_t inline_send_size;
+	uint32_t inline_receive_size;
+	/* forward: credits requested from the server; reverse: credits granted. */
+	uint32_t credits;
+	uint32_t backchannel_credits;
+	uint32_t max_record_size; /* largest TCP record, in bytes */
+	uint32_t max_chunk_segments;
+	uint32_t max_read_segments;
+	uint32_t max_write_chunks;
+	uint32_t queue_limit; /* calls that may wait for a credit, per session */
+	uint32_t connect_timeout_ms;
+	uint32_t idle_timeout_ms; /* 0: never */
+	enum gw_source_port source_port;
+
+	/* No entries: every client is allowed. */
+	struct gw_cidr *allowed_clients;
+	size_t allowed_clients_count;
+
+	/* Absolute paths, in the order given. No entries: the stock rules. */
+	char **ulb_rules;
+	size_t ulb_rules_count;
+};
+
+struct gw_config {
+	char *path; /* the file, as given to gw_config_load() */
+
+	struct gw_route *routes; /* in file order */
+	size_t routes_count;
+
+	enum gw_log_level log_level;
+	enum gw_log_destination log_destination;
+
+	bool stats_enabled;
+	struct sockaddr_storage stats_addr;
+	socklen_t stats_addrlen;
+	char *stats_text; /* "HOST:PORT" as written, or the default */
+
+	uint32_t drain_timeout_ms; /* on SIGTERM, before open sessions are closed */
+};
+
+/*
+ * Load the file at @path. Relative ULB rule paths are taken relative to
+ * the file's directory. Returns NULL and fills @errs (which must be
+ * initialised) when the file cannot be read or is wrong in any way.
+ */
+const struct gw_config *gw_config_load(const char *path, struct gw_conf_errors *errs);
+
+/*
+ * The same for a text already in memory; @path names it in messages and
+ * gives the directory for relative rule paths.
+ */
+const struct gw_config *gw_config_parse(const char *path, const char *text, size_t len,
+					struct gw_conf_errors *errs);
+
+void gw_config_free(const struct gw_config *cfg);
+
+/* "forward" or "reverse", as in the file (for logs and the stats endpoint). */
+const char *gw_route_mode_name(enum gw_route_mode mode);
+
+/* The route called @name, or NULL. */
+const struct gw_route *gw_config_route(const struct gw_config *cfg, const char *name);
+
+/*
+ * Whether a client connecting from @peer may use @route. IPv4-mapped IPv6
+ * peers are checked as IPv4. Runs for every accepted connection: no
+ * allocation, no system call.
+ */
+bool gw_route_client_allowed(const struct gw_route *route, const struct sockaddr *peer);
+
+/* ---- reload -------------------------------------------------------------- */
+
+/* What differs between two configurations that SIGHUP can apply. */
+enum gw_config_change {
+	GW_CHANGE_LOGGING = 1u << 0,	 /* logging.level, logging.destination */
+	GW_CHANGE_CLIENTS = 1u << 1,	 /* a route's allowed_clients */
+	GW_CHANGE_LIMITS = 1u << 2,	 /* segment, chunk and queue limits */
+	GW_CHANGE_TIMEOUTS = 1u << 3,	 /* connect, idle and drain timeouts */
+	GW_CHANGE_SOURCE_PORT = 1u << 4, /* a route's source_port */
+	GW_CHANGE_ULB_RULES = 1u << 5,	 /* a route's list of rule files */
+};
+
+/*
+ * Compare the running configuration @cur with @next, loaded from the
+ * same file after SIGHUP. Returns true when @next can replace @cur without
+ * a restart, and sets *@changes to the GW_CHANGE_* bits that differ. Each
+ * difference that needs a restart (routes added or removed, a mode, a
+ * listen or upstream address, anything that sizes registered memory or
+ * is negotiated at connection time, the stats endpoint) is added to @errs
+ * with its position in @next's file, and the result is false. Routes are
+ * matched by name, so reordering them is not a change.
+ */
+bool gw_config_reloadable(const struct gw_config *cur, const struct gw_config *next,
+			  unsigned *changes, struct gw_conf_errors *errs);
+
+#endif

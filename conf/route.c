@@ -1,0 +1,616 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * conf/route.c - the options a route may set, either itself or through
+ * "defaults": their ranges, built-in defaults and reload behaviour, and
+ * how each is read from JSON.
+ */
+#include "conf/conf_priv.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define ROUTE_FIELD(f) offsetof(struct gw_route, f)
+
+enum {
+	KIB = 1024,
+	MIB = 1024 * 1024,
+	/* RFC 8797 encodes inline sizes as (bytes / 1024 - 1) in one octet. */
+	INLINE_MIN = 1 * KIB,
+	INLINE_MAX = 256 * KIB,
+	/*
+	 * 1 MiB of NFS READ or WRITE data (the largest rsize and wsize Linux
+	 * offers) plus a page for RPC and NFS headers: the Linux server's own
+	 * limit for a message.
+	 */
+	RECORD_DEFAULT = 1 * MIB + 4 * KIB,
+};
+
+static const char restart_buffers[] =
+	"it sizes registered memory and is exchanged when a connection is set up";
+
+/*
+ * The table is the reference: docs/configuration.md lists the same keys,
+ * in the same order, with the same numbers.
+ */
+const struct conf_option conf_options[] = {
+	{
+		.name = "inline_send_size",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(inline_send_size),
+		.min = INLINE_MIN,
+		.max = INLINE_MAX,
+		.step = KIB,
+		.def = 4 * KIB,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_buffers,
+	},
+	{
+		.name = "inline_receive_size",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(inline_receive_size),
+		.min = INLINE_MIN,
+		.max = INLINE_MAX,
+		.step = KIB,
+		.def = 4 * KIB,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_buffers,
+	},
+	{
+		.name = "credits",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(credits),
+		.min = 1,
+		.max = 1024,
+		.step = 1,
+		.def = 64,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_buffers,
+	},
+	{
+		.name = "backchannel_credits",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(backchannel_credits),
+		.min = 1,
+		.max = 256,
+		.step = 1,
+		.def = 16,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_buffers,
+	},
+	{
+		.name = "max_record_size",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(max_record_size),
+		.min = 4 * KIB,
+		.max = 16 * MIB,
+		.step = 1,
+		.def = RECORD_DEFAULT,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_buffers,
+	},
+	{
+		.name = "max_chunk_segments",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(max_chunk_segments),
+		.min = 1,
+		.max = 256,
+		.step = 1,
+		.def = 16,
+		.reload = CONF_RELOAD_LIVE,
+		.change = GW_CHANGE_LIMITS,
+	},
+	{
+		.name = "max_read_segments",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(max_read_segments),
+		.min = 1,
+		.max = 1024,
+		.step = 1,
+		.def = 32,
+		.reload = CONF_RELOAD_LIVE,
+		.change = GW_CHANGE_LIMITS,
+	},
+	{
+		.name = "max_write_chunks",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(max_write_chunks),
+		.min = 1,
+		.max = 64,
+		.step = 1,
+		.def = 4,
+		.reload = CONF_RELOAD_LIVE,
+		.change = GW_CHANGE_LIMITS,
+	},
+	{
+		.name = "queue_limit",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(queue_limit),
+		.min = 0,
+		.max = 4096,
+		.step = 1,
+		.def = 64,
+		.reload = CONF_RELOAD_LIVE,
+		.change = GW_CHANGE_LIMITS,
+	},
+	{
+		.name = "connect_timeout_s",
+		.type = CONF_OPT_SECONDS,
+		.offset = ROUTE_FIELD(connect_timeout_ms),
+		.min = 100,
+		.max = 300000,
+		.step = 1,
+		.def = 10000,
+		.reload = CONF_RELOAD_LIVE,
+		.change = GW_CHANGE_TIMEOUTS,
+	},
+	{
+		.name = "idle_timeout_s",
+		.type = CONF_OPT_SECONDS,
+		.offset = ROUTE_FIELD(idle_timeout_ms),
+		.min = 0,
+		.max = 86400000,
+		.step = 1,
+		.def = 0,
+		.reload = CONF_RELOAD_LIVE,
+		.change = GW_CHANGE_TIMEOUTS,
+	},
+	{
+		.name = "source_port",
+		.type = CONF_OPT_SOURCE_PORT,
+		.def = GW_SOURCE_PORT_RESERVED,
+		.reload = CONF_RELOAD_LIVE,
+		.change = GW_CHANGE_SOURCE_PORT,
+	},
+	{
+		.name = "allowed_clients",
+		.type = CONF_OPT_CIDRS,
+		.reload = CONF_RELOAD_LIVE,
+		.change = GW_CHANGE_CLIENTS,
+	},
+	{
+		.name = "ulb_rules",
+		.type = CONF_OPT_PATHS,
+		.reload = CONF_RELOAD_LIVE,
+		.change = GW_CHANGE_ULB_RULES,
+	},
+};
+const size_t conf_options_count = CONF_ARRAY_SIZE(conf_options);
+
+static const char *const source_port_names[] = {
+	[GW_SOURCE_PORT_RESERVED] = "reserved",
+	[GW_SOURCE_PORT_ANY] = "any",
+};
+
+static uint32_t *field_u32(void *obj, const struct conf_option *opt)
+{
+	return (uint32_t *)((char *)obj + opt->offset);
+}
+
+static uint32_t route_u32_get(const struct gw_route *r, const struct conf_option *opt)
+{
+	return *(const uint32_t *)((const char *)r + opt->offset);
+}
+
+/* ---- life cycle ---------------------------------------------------------- */
+
+void conf_route_init_defaults(struct gw_route *r)
+{
+	for (size_t i = 0; i < conf_options_count; i++) {
+		const struct conf_option *opt = &conf_options[i];
+		if (opt->type == CONF_OPT_UINT || opt->type == CONF_OPT_SECONDS)
+			*field_u32(r, opt) = opt->def;
+	}
+	r->source_port = GW_SOURCE_PORT_RESERVED;
+}
+
+static char **paths_dup(char *const *paths, size_t n)
+{
+	char **copy = calloc(n, sizeof(*copy));
+
+	for (size_t i = 0; copy && i < n; i++) {
+		copy[i] = strdup(paths[i]);
+		if (!copy[i]) {
+			while (i-- > 0)
+				free(copy[i]);
+			free(copy);
+			return NULL;
+		}
+	}
+	return copy;
+}
+
+static void paths_free(char **paths, size_t n)
+{
+	for (size_t i = 0; paths && i < n; i++)
+		free(paths[i]);
+	free(paths);
+}
+
+bool conf_route_copy_options(struct gw_route *dst, const struct gw_route *src)
+{
+	struct gw_cidr *cidrs = NULL;
+	char **paths = NULL;
+
+	if (src->allowed_clients_count) {
+		cidrs = malloc(src->allowed_clients_count * sizeof(*cidrs));
+		if (!cidrs)
+			return false;
+		memcpy(cidrs, src->allowed_clients, src->allowed_clients_count * sizeof(*cidrs));
+	}
+	if (src->ulb_rules_count) {
+		paths = paths_dup(src->ulb_rules, src->ulb_rules_count);
+		if (!paths) {
+			free(cidrs);
+			return false;
+		}
+	}
+	for (size_t i = 0; i < conf_options_count; i++) {
+		const struct conf_option *opt = &conf_options[i];
+		if (opt->type == CONF_OPT_UINT || opt->type == CONF_OPT_SECONDS)
+			*field_u32(dst, opt) = route_u32_get(src, opt);
+	}
+	dst->source_port = src->source_port;
+	free(dst->allowed_clients);
+	dst->allowed_clients = cidrs;
+	dst->allowed_clients_count = src->allowed_clients_count;
+	paths_free(dst->ulb_rules, dst->ulb_rules_count);
+	dst->ulb_rules = paths;
+	dst->ulb_rules_count = src->ulb_rules_count;
+	return true;
+}
+
+void conf_route_release(struct gw_route *r)
+{
+	free(r->name);
+	free(r->listen.text);
+	free(r->upstream.text);
+	free(r->allowed_clients);
+	paths_free(r->ulb_rules, r->ulb_rules_count);
+	memset(r, 0, sizeof(*r));
+}
+
+/* ---- describing values --------------------------------------------------- */
+
+/* Milliseconds as seconds, without trailing zeros: 100 -> "0.1". */
+static void format_seconds(uint32_t ms, char *buf, size_t len)
+{
+	if (ms % 1000 == 0) {
+		snprintf(buf, len, "%u", ms / 1000);
+		return;
+	}
+	snprintf(buf, len, "%u.%03u", ms / 1000, ms % 1000);
+	char *end = buf + strlen(buf);
+	while (end[-1] == '0')
+		*--end = '\0';
+}
+
+/* What an option takes, after "expected". */
+static void option_expect(const struct conf_option *opt, char *buf, size_t len)
+{
+	char lo[16], hi[16];
+
+	switch (opt->type) {
+	case CONF_OPT_UINT:
+		if (opt->step > 1)
+			snprintf(buf, len, "an integer %u..%u, a multiple of %u", opt->min,
+				 opt->max, opt->step);
+		else
+			snprintf(buf, len, "an integer %u..%u", opt->min, opt->max);
+		break;
+	case CONF_OPT_SECONDS:
+		format_seconds(opt->min, lo, sizeof(lo));
+		format_seconds(opt->max, hi, sizeof(hi));
+		snprintf(buf, len, "a number of seconds %s..%s", lo, hi);
+		break;
+	case CONF_OPT_SOURCE_PORT:
+		snprintf(buf, len, "\"reserved\" or \"any\"");
+		break;
+	case CONF_OPT_CIDRS:
+		snprintf(buf, len,
+			 "a non-empty array of networks (omit the key to allow every "
+			 "client)");
+		break;
+	case CONF_OPT_PATHS:
+		snprintf(buf, len,
+			 "a non-empty array of file names (omit the key for the stock "
+			 "rules)");
+		break;
+	}
+}
+
+void conf_option_format(const struct conf_option *opt, const struct gw_route *r, char *buf,
+			size_t len)
+{
+	switch (opt->type) {
+	case CONF_OPT_UINT:
+		snprintf(buf, len, "%u", route_u32_get(r, opt));
+		break;
+	case CONF_OPT_SECONDS:
+		format_seconds(route_u32_get(r, opt), buf, len);
+		break;
+	case CONF_OPT_SOURCE_PORT:
+		snprintf(buf, len, "\"%s\"", source_port_names[r->source_port]);
+		break;
+	case CONF_OPT_CIDRS:
+		snprintf(buf, len, "%zu networks", r->allowed_clients_count);
+		break;
+	case CONF_OPT_PATHS:
+		snprintf(buf, len, "%zu files", r->ulb_rules_count);
+		break;
+	}
+}
+
+bool conf_option_differs(const struct conf_option *opt, const struct gw_route *a,
+			 const struct gw_route *b)
+{
+	switch (opt->type) {
+	case CONF_OPT_UINT:
+	case CONF_OPT_SECONDS:
+		return route_u32_get(a, opt) != route_u32_get(b, opt);
+	case CONF_OPT_SOURCE_PORT:
+		return a->source_port != b->source_port;
+	case CONF_OPT_CIDRS:
+		if (a->allowed_clients_count != b->allowed_clients_count)
+			return true;
+		for (size_t i = 0; i < a->allowed_clients_count; i++) {
+			if (!conf_cidr_equal(&a->allowed_clients[i], &b->allowed_clients[i]))
+				return true;
+		}
+		return false;
+	case CONF_OPT_PATHS:
+		if (a->ulb_rules_count != b->ulb_rules_count)
+			return true;
+		for (size_t i = 0; i < a->ulb_rules_count; i++) {
+			if (strcmp(a->ulb_rules[i], b->ulb_rules[i]) != 0)
+				return true;
+		}
+		return false;
+	}
+	return false;
+}
+
+/* ---- loading ------------------------------------------------------------- */
+
+static void fail_expected(const struct conf_report *rep, const struct conf_where *w,
+			  const struct conf_option *opt, const json_t *v)
+{
+	char expect[160], got[96];
+
+	option_expect(opt, expect, sizeof(expect));
+	conf_describe(v, got, sizeof(got));
+	conf_fail(rep, w, CONF_AT_VALUE, "expected %s, got %s", expect, got);
+}
+
+static void load_uint(const struct conf_report *rep, const struct conf_where *w, json_t *v,
+		      const struct conf_option *opt, void *obj)
+{
+	json_int_t n;
+
+	if (!json_is_integer(v)) {
+		fail_expected(rep, w, opt, v);
+		return;
+	}
+	n = json_integer_value(v);
+	if (n < opt->min || n > opt->max || n % opt->step != 0) {
+		fail_expected(rep, w, opt, v);
+		return;
+	}
+	*field_u32(obj, opt) = (uint32_t)n;
+}
+
+/* Seconds may have a fraction; they are kept as whole milliseconds. */
+static void load_seconds(const struct conf_report *rep, const struct conf_where *w, json_t *v,
+			 const struct conf_option *opt, void *obj)
+{
+	double s;
+
+	if (!json_is_number(v)) {
+		fail_expected(rep, w, opt, v);
+		return;
+	}
+	s = json_number_value(v);
+	/* Written so that NaN, which JSON cannot carry anyway, would fail too. */
+	if (!(s * 1000.0 >= opt->min && s * 1000.0 <= opt->max)) {
+		fail_expected(rep, w, opt, v);
+		return;
+	}
+	*field_u32(obj, opt) = (uint32_t)llround(s * 1000.0);
+}
+
+static void load_source_port(const struct conf_report *rep, const struct conf_where *w, json_t *v,
+			     struct gw_route *r)
+{
+	unsigned i;
+
+	if (conf_load_enum(rep, w, v, source_port_names, CONF_ARRAY_SIZE(source_port_names), &i))
+		r->source_port = (enum gw_source_port)i;
+}
+
+/* The array of @v, or NULL after reporting that it is not a non-empty one. */
+static json_t *nonempty_array(const struct conf_report *rep, const struct conf_where *w, json_t *v,
+			      const struct conf_option *opt)
+{
+	if (!json_is_array(v) || json_array_size(v) == 0) {
+		fail_expected(rep, w, opt, v);
+		return NULL;
+	}
+	return v;
+}
+
+static void load_cidrs(const struct conf_report *rep, const struct conf_where *w, json_t *v,
+		       const struct conf_option *opt, struct gw_route *r)
+{
+	struct gw_cidr *list;
+	size_t n, i, bad = 0;
+	json_t *item;
+
+	if (!nonempty_array(rep, w, v, opt))
+		return;
+	n = json_array_size(v);
+	list = calloc(n, sizeof(*list));
+	if (!list) {
+		conf_fail(rep, w, CONF_AT_VALUE, "out of memory");
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		item = json_array_get(v, i);
+		struct conf_where iw;
+		struct conf_why why;
+		char got[96];
+
+		conf_where_index(&iw, w, i);
+		conf_describe(item, got, sizeof(got));
+		if (!json_is_string(item)) {
+			conf_fail(rep, &iw, CONF_AT_VALUE,
+				  "expected a network as a string, as in \"192.0.2.0/24\", got %s",
+				  got);
+			bad++;
+		} else if (!conf_parse_cidr(json_string_value(item), &list[i], &why)) {
+			conf_fail(rep, &iw, CONF_AT_VALUE, "expected %s, got %s", why.expect, got);
+			bad++;
+		}
+	}
+	if (bad) {
+		free(list);
+		return;
+	}
+	free(r->allowed_clients);
+	r->allowed_clients = list;
+	r->allowed_clients_count = n;
+}
+
+/* Why @path cannot be read as a rule file, or NULL when it can. */
+static const char *unreadable(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) != 0)
+		return strerror(errno);
+	if (!S_ISREG(st.st_mode))
+		return "not a regular file";
+	if (access(path, R_OK) != 0)
+		return strerror(errno);
+	return NULL;
+}
+
+/*
+ * A rule file named relatively is found from the configuration file's
+ * directory, never from the working directory, which a daemon changes.
+ * The path is kept absolute; the file is checked now so that --check
+ * finds a misspelled name, and read by the ULB module.
+ */
+static char *rule_path(const struct conf_report *rep, const struct conf_where *w, const char *name,
+		       const char *base)
+{
+	char *full = NULL;
+	const char *why;
+
+	if (name[0] == '/') {
+		full = strdup(name);
+	} else if (!base) {
+		conf_fail(rep, w, CONF_AT_VALUE,
+			  "expected an absolute path (the directory of %s is unknown), got \"%s\"",
+			  rep->path, name);
+		return NULL;
+	} else if (asprintf(&full, "%s/%s", base, name) < 0) {
+		full = NULL;
+	}
+	if (!full) {
+		conf_fail(rep, w, CONF_AT_VALUE, "out of memory");
+		return NULL;
+	}
+	why = unreadable(full);
+	if (why) {
+		conf_fail(rep, w, CONF_AT_VALUE,
+			  "expected a readable rule file, got \"%s\" (%s: %s)", name, full, why);
+		free(full);
+		return NULL;
+	}
+	return full;
+}
+
+static void load_paths(const struct conf_report *rep, const struct conf_where *w, json_t *v,
+		       const struct conf_option *opt, struct gw_route *r, const char *base)
+{
+	size_t n, i, bad = 0;
+	json_t *item;
+	char **list;
+
+	if (!nonempty_array(rep, w, v, opt))
+		return;
+	n = json_array_size(v);
+	list = calloc(n, sizeof(*list));
+	if (!list) {
+		conf_fail(rep, w, CONF_AT_VALUE, "out of memory");
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		item = json_array_get(v, i);
+		struct conf_where iw;
+		const char *name = json_string_value(item);
+
+		conf_where_index(&iw, w, i);
+		if (!name || !name[0]) {
+			char got[96];
+			conf_describe(item, got, sizeof(got));
+			conf_fail(rep, &iw, CONF_AT_VALUE, "expected a file name, got %s", got);
+			bad++;
+			continue;
+		}
+		list[i] = rule_path(rep, &iw, name, base);
+		if (!list[i])
+			bad++;
+	}
+	if (bad) {
+		paths_free(list, n);
+		return;
+	}
+	paths_free(r->ulb_rules, r->ulb_rules_count);
+	r->ulb_rules = list;
+	r->ulb_rules_count = n;
+}
+
+void conf_load_number(const struct conf_report *rep, const struct conf_where *w, json_t *v,
+		      const struct conf_option *opt, void *obj)
+{
+	if (opt->type == CONF_OPT_SECONDS)
+		load_seconds(rep, w, v, opt, obj);
+	else
+		load_uint(rep, w, v, opt, obj);
+}
+
+void conf_load_options(const struct conf_report *rep, const struct conf_where *w, json_t *obj,
+		       const char *base, struct gw_route *r)
+{
+	for (size_t i = 0; i < conf_options_count; i++) {
+		const struct conf_option *opt = &conf_options[i];
+		json_t *v = json_object_get(obj, opt->name);
+		struct conf_where ow;
+
+		if (!v)
+			continue;
+		conf_where_member(&ow, w, opt->name);
+		switch (opt->type) {
+		case CONF_OPT_UINT:
+			load_uint(rep, &ow, v, opt, r);
+			break;
+		case CONF_OPT_SECONDS:
+			load_seconds(rep, &ow, v, opt, r);
+			break;
+		case CONF_OPT_SOURCE_PORT:
+			load_source_port(rep, &ow, v, r);
+			break;
+		case CONF_OPT_CIDRS:
+			load_cidrs(rep, &ow, v, opt, r);
+			break;
+		case CONF_OPT_PATHS:
+			load_paths(rep, &ow, v, opt, r, base);
+			break;
+		}
+	}
+}
