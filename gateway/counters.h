@@ -41,7 +41,13 @@ enum gw_event_kind {
 
 const char *gw_event_kind_name(enum gw_event_kind kind);
 
-/* Latency histogram: bucket i counts samples below 2^i microseconds. */
+/*
+ * Latency histogram over powers of two of microseconds. Bucket i counts the
+ * samples of at most 2^i us and more than 2^(i-1) us (bucket 0 takes 0 and
+ * 1 us); the last bucket takes everything above 2^(GW_HIST_BUCKETS-2) us.
+ * Upper bounds are inclusive, as Prometheus' "le" is, so the exposition
+ * needs no translation. Buckets are not cumulative.
+ */
 enum { GW_HIST_BUCKETS = 24 };
 struct gw_hist {
 	uint64_t buckets[GW_HIST_BUCKETS];
