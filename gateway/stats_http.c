@@ -565,6 +565,13 @@ static bool render_prometheus(struct gw_stats_http *sh, bool with_sessions, stru
 /* ---- JSON ------------------------------------------------------------------ */
 
 /*
+ * jansson encodes every value, but the document is streamed: the routes
+ * array, each route object and its sessions array are opened and closed
+ * by hand, and each session is built, written and freed on its own. A tree
+ * of the whole document would hold thousands of sessions' worth of small
+ * allocations at once (tens of MB for 10,000 sessions), and freeing it
+ * would keep the loop away from the data path even longer.
+ *
  * Builders return NULL when jansson runs out of memory; put() takes
  * ownership of @v either way and reports whether it was stored, so a
  * failure anywhere surfaces as one false at the top.
@@ -658,17 +665,20 @@ static json_t *json_procedures(const struct gw_counters *c)
 	return finish(a, ok);
 }
 
-static json_t *json_events(const struct gw_counters *c)
+/* Every kind for a route; only those that happened for a session. */
+static json_t *json_events(const struct gw_counters *c, bool every_kind)
 {
 	json_t *o = json_object();
 	bool ok = o != NULL;
 
-	for (unsigned k = 0; k < GW_EV_KIND_COUNT; k++)
-		ok &= put(o, gw_event_kind_name(k), ju64(c->events[k]));
+	for (unsigned k = 0; k < GW_EV_KIND_COUNT; k++) {
+		if (every_kind || c->events[k])
+			ok &= put(o, gw_event_kind_name(k), ju64(c->events[k]));
+	}
 	return finish(o, ok);
 }
 
-static json_t *json_counters(const struct gw_counters *c)
+static json_t *json_counters(const struct gw_counters *c, bool every_event_kind)
 {
 	json_t *o = json_object(), *rdma = json_object(), *tcp = json_object();
 	json_t *latency = json_object(), *other = json_object();
@@ -688,7 +698,7 @@ static json_t *json_counters(const struct gw_counters *c)
 	ok &= put(o, "tcp_bytes", tcp);
 	ok &= put(o, "sessions_opened", ju64(c->sessions_opened));
 	ok &= put(o, "sessions_closed", ju64(c->sessions_closed));
-	ok &= put(o, "events", json_events(c));
+	ok &= put(o, "events", json_events(c, every_event_kind));
 	ok &= put(latency, "gateway", json_histogram(&c->gateway_us));
 	ok &= put(latency, "upstream", json_histogram(&c->upstream_us));
 	ok &= put(o, "latency", latency);
@@ -699,111 +709,123 @@ static json_t *json_counters(const struct gw_counters *c)
 	return finish(o, ok);
 }
 
-static bool json_set_credits(json_t *o, const struct gw_credit_state *cs)
+static json_t *json_credits(const struct gw_credit_state *cs)
 {
+	json_t *o = json_object();
 	bool ok = put(o, "granted", json_integer(cs->granted));
 
 	ok &= put(o, "in_use", json_integer(cs->in_use));
 	ok &= put(o, "queued", json_integer(cs->queued));
 	ok &= put(o, "backward_granted", json_integer(cs->backward_granted));
 	ok &= put(o, "backward_in_use", json_integer(cs->backward_in_use));
-	return ok;
+	return finish(o, ok);
 }
 
-struct jrender {
-	struct gw_stats_visitor visitor;
-	json_t *routes;
-	/* the route being walked: its credits (filled at its end) and sessions */
-	json_t *credits;
-	json_t *sessions;
-	struct gw_credit_state sum;
-	bool failed;
-};
-
-static void json_route_end(struct jrender *j)
+static json_t *json_session(const struct gw_stats_session *s)
 {
-	if (j->credits && !json_set_credits(j->credits, &j->sum))
-		j->failed = true;
-	j->credits = NULL;
-	j->sessions = NULL;
-	memset(&j->sum, 0, sizeof(j->sum));
-}
-
-static void json_route(struct gw_stats_visitor *v, const struct gw_stats_route *r)
-{
-	struct jrender *j = container_of(v, struct jrender, visitor);
 	json_t *o = json_object();
-	json_t *credits = json_object(), *sessions = json_array();
-	bool ok;
+	bool ok = put(o, "id", ju64(s->id));
 
-	json_route_end(j);
-	ok = put(o, "name", jstr(r->name));
-	ok &= put(o, "mode", jstr(r->mode));
-	ok &= put(o, "listen", jstr(r->listen));
-	ok &= put(o, "upstream", jstr(r->upstream));
-	ok &= put(o, "live_sessions", json_integer(r->live_sessions));
-	/* borrowed: the route object owns them, and outlives the walk */
-	j->credits = credits;
-	j->sessions = sessions;
-	ok &= put(o, "credits", credits);
-	ok &= put(o, "totals", json_counters(r->totals));
-	ok &= put(o, "sessions", sessions);
-	if (!append(j->routes, finish(o, ok)) || !ok) {
-		j->failed = true;
-		j->credits = NULL;
-		j->sessions = NULL;
-	}
-}
-
-static void json_session(struct gw_stats_visitor *v, const struct gw_stats_session *s)
-{
-	struct jrender *j = container_of(v, struct jrender, visitor);
-	json_t *o = json_object(), *credits = json_object();
-	bool ok;
-
-	if (!j->sessions) {
-		json_decref(o);
-		json_decref(credits);
-		return;
-	}
-	credits_add(&j->sum, &s->credits);
-	ok = put(o, "id", ju64(s->id));
 	ok &= put(o, "client", jstr(s->client));
 	ok &= put(o, "upstream", jstr(s->upstream));
 	ok &= put(o, "state", jstr(s->state));
 	ok &= put(o, "age_ms", ju64(s->age_ms));
 	ok &= put(o, "inline_send", json_integer(s->inline_send));
 	ok &= put(o, "inline_recv", json_integer(s->inline_recv));
-	ok &= json_set_credits(credits, &s->credits);
-	ok &= put(o, "credits", credits);
-	ok &= put(o, "counters", json_counters(s->counters));
-	if (!append(j->sessions, finish(o, ok)) || !ok)
-		j->failed = true;
+	ok &= put(o, "credits", json_credits(&s->credits));
+	ok &= put(o, "counters", json_counters(s->counters, false));
+	return finish(o, ok);
 }
 
-static int json_to_evbuffer(const char *text, size_t size, void *arg)
+struct jwriter {
+	struct gw_stats_visitor visitor;
+	struct evbuffer *out;
+	bool with_sessions;
+	bool failed;
+	unsigned routes;	    /* routes opened so far */
+	bool route_open;	    /* the last one still is */
+	unsigned sessions;	    /* sessions written in it */
+	struct gw_credit_state sum; /* and their credits */
+};
+
+static void jw_raw(struct jwriter *w, const char *text)
 {
-	return evbuffer_add(arg, text, size);
+	if (evbuffer_add(w->out, text, strlen(text)) != 0)
+		w->failed = true;
 }
 
-static bool render_json(struct gw_stats_http *sh, struct evbuffer *out)
+/*
+ * @v encoded after @lead, then freed; NULL (out of memory) fails the answer.
+ * Encoded into one string first: jansson's streaming callback is called
+ * for every token, and an evbuffer_add() per token costs more than the copy.
+ */
+static void jw_value(struct jwriter *w, const char *lead, json_t *v)
 {
-	struct jrender j = { .visitor = { .route = json_route, .session = json_session } };
-	json_t *root = json_object();
-	bool ok;
+	char *text = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
 
-	j.routes = json_array();
-	ok = put(root, "version", json_string(GW_VERSION));
-	ok &= put(root, "routes", j.routes);
-	if (ok) {
-		sh->snapshot(sh->engine, &j.visitor);
-		json_route_end(&j);
-		ok = !j.failed &&
-		     json_dump_callback(root, json_to_evbuffer, out, JSON_COMPACT) == 0 &&
-		     evbuffer_add(out, "\n", 1) == 0;
-	}
-	json_decref(root);
-	return ok;
+	jw_raw(w, lead);
+	if (!text || evbuffer_add(w->out, text, strlen(text)) != 0)
+		w->failed = true;
+	free(text);
+	json_decref(v);
+}
+
+/* A route's credits are its sessions' sums: written once they are walked. */
+static void jw_route_end(struct jwriter *w)
+{
+	if (!w->route_open)
+		return;
+	if (w->with_sessions)
+		jw_raw(w, "]");
+	jw_value(w, ",\"credits\":", json_credits(&w->sum));
+	jw_raw(w, "}");
+	w->route_open = false;
+	w->sessions = 0;
+	memset(&w->sum, 0, sizeof(w->sum));
+}
+
+static void jw_route(struct gw_stats_visitor *v, const struct gw_stats_route *r)
+{
+	struct jwriter *w = container_of(v, struct jwriter, visitor);
+
+	jw_route_end(w);
+	jw_value(w, w->routes++ ? ",{\"name\":" : "{\"name\":", jstr(r->name));
+	jw_value(w, ",\"mode\":", jstr(r->mode));
+	jw_value(w, ",\"listen\":", jstr(r->listen));
+	jw_value(w, ",\"upstream\":", jstr(r->upstream));
+	jw_value(w, ",\"live_sessions\":", json_integer(r->live_sessions));
+	jw_value(w, ",\"totals\":", json_counters(r->totals, true));
+	if (w->with_sessions)
+		jw_raw(w, ",\"sessions\":[");
+	w->route_open = true;
+}
+
+static void jw_session(struct gw_stats_visitor *v, const struct gw_stats_session *s)
+{
+	struct jwriter *w = container_of(v, struct jwriter, visitor);
+
+	if (!w->route_open)
+		return;
+	credits_add(&w->sum, &s->credits);
+	if (w->with_sessions)
+		jw_value(w, w->sessions++ ? "," : "", json_session(s));
+}
+
+/* The document into @out; false when memory ran out on the way. */
+static bool render_json(struct gw_stats_http *sh, bool with_sessions, struct evbuffer *out)
+{
+	struct jwriter w = {
+		.visitor = { .route = jw_route, .session = jw_session },
+		.out = out,
+		.with_sessions = with_sessions,
+	};
+
+	jw_value(&w, "{\"version\":", json_string(GW_VERSION));
+	jw_raw(&w, ",\"routes\":[");
+	sh->snapshot(sh->engine, &w.visitor);
+	jw_route_end(&w);
+	jw_raw(&w, "]}\n");
+	return !w.failed;
 }
 
 /* ---- HTTP ------------------------------------------------------------------ */
@@ -847,10 +869,11 @@ static void serve_index(struct gw_stats_http *sh, struct evhttp_request *req)
 {
 	send_text(req, HTTP_OK, "OK",
 		  "rpcrdma-gw " GW_VERSION "\n"
-		  "/stats            counters of every route and live session, JSON\n"
-		  "/metrics          per-route counters, Prometheus text format 0.0.4\n"
-		  "/metrics?sessions=1  the same, with per-session series\n"
-		  "/healthz          \"ok\" while the event loop runs\n");
+		  "/stats                counters of every route and live session, JSON\n"
+		  "/stats?sessions=0     the same without the sessions\n"
+		  "/metrics              per-route series, Prometheus text format 0.0.4\n"
+		  "/metrics?sessions=1   the same with per-session series\n"
+		  "/healthz              \"ok\" while the event loop runs\n");
 }
 
 static void serve_healthz(struct gw_stats_http *sh, struct evhttp_request *req)
@@ -858,24 +881,18 @@ static void serve_healthz(struct gw_stats_http *sh, struct evhttp_request *req)
 	send_text(req, HTTP_OK, "OK", "ok\n");
 }
 
-static void serve_stats(struct gw_stats_http *sh, struct evhttp_request *req)
-{
-	struct evbuffer *body = evbuffer_new();
-
-	send_rendered(req, body, body && render_json(sh, body), JSON_TYPE);
-	if (body)
-		evbuffer_free(body);
-}
-
-/* ?sessions=1|true adds per-session series; 0|false or absent does not. */
-static bool metrics_sessions_param(struct evhttp_request *req, bool *on)
+/*
+ * ?sessions=1|true or 0|false; @dflt when absent. False when the value is
+ * anything else: a typo should not silently change what is measured.
+ */
+static bool sessions_param(struct evhttp_request *req, bool dflt, bool *on)
 {
 	const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
 	struct evkeyvalq params;
 	const char *v;
 	bool ok = true;
 
-	*on = false;
+	*on = dflt;
 	if (!query)
 		return true;
 	TAILQ_INIT(&params);
@@ -884,20 +901,43 @@ static bool metrics_sessions_param(struct evhttp_request *req, bool *on)
 	v = evhttp_find_header(&params, "sessions");
 	if (v && (strcmp(v, "1") == 0 || strcmp(v, "true") == 0))
 		*on = true;
-	else if (v && strcmp(v, "0") != 0 && strcmp(v, "false") != 0)
+	else if (v && (strcmp(v, "0") == 0 || strcmp(v, "false") == 0))
+		*on = false;
+	else if (v)
 		ok = false;
 	evhttp_clear_headers(&params);
 	return ok;
 }
 
+static void bad_sessions_param(struct evhttp_request *req)
+{
+	send_text(req, HTTP_BADREQUEST, "Bad Request", "sessions= takes 1, true, 0 or false\n");
+}
+
+/* Sessions are in by default: the document is for people and scripts. */
+static void serve_stats(struct gw_stats_http *sh, struct evhttp_request *req)
+{
+	struct evbuffer *body;
+	bool sessions;
+
+	if (!sessions_param(req, true, &sessions)) {
+		bad_sessions_param(req);
+		return;
+	}
+	body = evbuffer_new();
+	send_rendered(req, body, body && render_json(sh, sessions, body), JSON_TYPE);
+	if (body)
+		evbuffer_free(body);
+}
+
+/* Sessions are out by default: one series set per NFS client is too many. */
 static void serve_metrics(struct gw_stats_http *sh, struct evhttp_request *req)
 {
 	struct evbuffer *body;
 	bool sessions;
 
-	if (!metrics_sessions_param(req, &sessions)) {
-		send_text(req, HTTP_BADREQUEST, "Bad Request",
-			  "sessions= takes 1, true, 0 or false\n");
+	if (!sessions_param(req, false, &sessions)) {
+		bad_sessions_param(req);
 		return;
 	}
 	body = evbuffer_new();
