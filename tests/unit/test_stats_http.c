@@ -1204,6 +1204,25 @@ static void test_keep_alive(void **state)
 	close(fd);
 }
 
+/* A kept-alive connection that stays idle is closed after the timeout too. */
+static void test_idle_connection_is_closed(void **state)
+{
+	struct fixture *f = *state;
+	struct timeval tv = { 0, 300 * 1000 };
+	int fd = connect_to(f);
+	size_t len;
+	bool closed;
+	char *raw;
+
+	gw_stats_http_set_timeout(f->sh, &tv);
+	send_all(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+	raw = pump_and_read(f->base, fd, 5, &len, &closed);
+	assert_true(closed);
+	assert_non_null(strstr(raw, "\r\n\r\nok\n"));
+	free(raw);
+	close(fd);
+}
+
 static void test_stop_closes_connections(void **state)
 {
 	struct fixture *f = *state;
@@ -1274,6 +1293,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_slow_client_is_dropped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vanished_client, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_keep_alive, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_idle_connection_is_closed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stop_closes_connections, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_address_in_use, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ipv6_loopback, setup, teardown),
