@@ -6,7 +6,7 @@
  * meant to be bound to loopback:
  *
  *   GET /stats             every counter as JSON: routes, their totals and
- *                          their live sessions
+ *                          their live sessions (?sessions=0: without them)
  *   GET /metrics           Prometheus text format 0.0.4, one series set per
  *                          route; GET /metrics?sessions=1 adds per-session
  *                          series (opt-in: one set per NFS client is too many
@@ -47,7 +47,11 @@ void gw_stats_http_stop(struct gw_stats_http *sh);
 /* The address actually bound, into @ss; returns its length, 0 on error. */
 socklen_t gw_stats_http_local_addr(const struct gw_stats_http *sh, struct sockaddr_storage *ss);
 
-/* How long a client may take to send a request or to take an answer. */
+/*
+ * How long a client may send nothing (mid-request, or idle between requests)
+ * or read nothing of its answer before it is disconnected. Applies to
+ * connections accepted from then on.
+ */
 void gw_stats_http_set_timeout(struct gw_stats_http *sh, const struct timeval *tv);
 
 #endif
