@@ -35,11 +35,14 @@ const char *gw_event_kind_name(enum gw_event_kind kind)
 
 void gw_hist_add(struct gw_hist *h, uint64_t us)
 {
-	unsigned i = 0;
+	/*
+	 * The smallest i with us <= 2^i is the bit length of us - 1: one
+	 * instruction rather than a loop on the completion path.
+	 */
+	unsigned i = us <= 1 ? 0 : 64 - (unsigned)__builtin_clzll(us - 1);
 
-	/* The smallest i with us < 2^i; the last bucket takes the rest. */
-	while (i < GW_HIST_BUCKETS - 1 && us >= (1ull << i))
-		i++;
+	if (i > GW_HIST_BUCKETS - 1)
+		i = GW_HIST_BUCKETS - 1;
 	h->buckets[i]++;
 	h->count++;
 	h->sum_us += us;

@@ -16,32 +16,38 @@
 
 /* Errors and unusual events, by kind. Names are stable: they are metric labels. */
 enum gw_event_kind {
-	GW_EV_ERR_VERS_SENT,        /* we answered RDMA_ERROR ERR_VERS */
-	GW_EV_ERR_CHUNK_SENT,       /* we answered RDMA_ERROR ERR_CHUNK */
-	GW_EV_ERR_VERS_RECEIVED,    /* the server answered ERR_VERS */
-	GW_EV_ERR_CHUNK_RECEIVED,   /* the server answered ERR_CHUNK */
-	GW_EV_BAD_TRANSPORT_HEADER, /* transport header did not decode */
-	GW_EV_MALFORMED_RECORD,     /* bad TCP record mark or oversize record */
-	GW_EV_GARBAGE_ARGS,         /* RPC arguments the ULB could not parse */
-	GW_EV_RPC_ERROR_REPLY,      /* an RPC error reply the gateway made itself */
-	GW_EV_REFUSED_CLIENT,       /* client address not allowed */
-	GW_EV_UPSTREAM_RECONNECT,   /* the upstream connection was re-established */
-	GW_EV_UPSTREAM_FAILURE,     /* could not reach the upstream */
-	GW_EV_CONNECTION_LOST,      /* a peer vanished */
-	GW_EV_CREDIT_OVERRUN,       /* a client sent more calls than granted */
-	GW_EV_RETRANSMIT_ABSORBED,  /* same XID again while the call was in flight */
-	GW_EV_UNMATCHED_REPLY,      /* a reply with no call waiting for it */
-	GW_EV_DONE_DROPPED,         /* RDMA_DONE received and dropped */
-	GW_EV_ULB_UNKNOWN_OP,       /* an NFSv4 op the walker does not know ended DDP */
-	GW_EV_REPLY_CHUNK_RETRY,    /* reply larger than estimated: retried with more room */
+	GW_EV_ERR_VERS_SENT,	      /* we answered RDMA_ERROR ERR_VERS */
+	GW_EV_ERR_CHUNK_SENT,	      /* we answered RDMA_ERROR ERR_CHUNK */
+	GW_EV_ERR_VERS_RECEIVED,      /* the server answered ERR_VERS */
+	GW_EV_ERR_CHUNK_RECEIVED,     /* the server answered ERR_CHUNK */
+	GW_EV_BAD_TRANSPORT_HEADER,   /* transport header did not decode */
+	GW_EV_MALFORMED_RECORD,	      /* bad TCP record mark or oversize record */
+	GW_EV_GARBAGE_ARGS,	      /* RPC arguments the ULB could not parse */
+	GW_EV_RPC_ERROR_REPLY,	      /* an RPC error reply the gateway made itself */
+	GW_EV_REFUSED_CLIENT,	      /* client address not allowed */
+	GW_EV_UPSTREAM_RECONNECT,     /* the upstream connection was re-established */
+	GW_EV_UPSTREAM_FAILURE,	      /* could not reach the upstream */
+	GW_EV_CONNECTION_LOST,	      /* a peer vanished */
+	GW_EV_CREDIT_OVERRUN,	      /* a client sent more calls than granted */
+	GW_EV_RETRANSMIT_ABSORBED,    /* same XID again while the call was in flight */
+	GW_EV_UNMATCHED_REPLY,	      /* a reply with no call waiting for it */
+	GW_EV_DONE_DROPPED,	      /* RDMA_DONE received and dropped */
+	GW_EV_ULB_UNKNOWN_OP,	      /* an NFSv4 op the walker does not know ended DDP */
+	GW_EV_REPLY_CHUNK_RETRY,      /* reply larger than estimated: retried with more room */
 	GW_EV_BACKWARD_UNDELIVERABLE, /* a backward call that could not be delivered */
-	GW_EV_NO_BUFFERS,           /* a pool ran dry: the gateway applied back-pressure */
+	GW_EV_NO_BUFFERS,	      /* a pool ran dry: the gateway applied back-pressure */
 	GW_EV_KIND_COUNT
 };
 
 const char *gw_event_kind_name(enum gw_event_kind kind);
 
-/* Latency histogram: bucket i counts samples below 2^i microseconds. */
+/*
+ * Latency histogram over powers of two of microseconds. Bucket i counts the
+ * samples of at most 2^i us and more than 2^(i-1) us (bucket 0 takes 0 and
+ * 1 us); the last bucket takes everything above 2^(GW_HIST_BUCKETS-2) us.
+ * Upper bounds are inclusive, as Prometheus' "le" is, so the exposition
+ * needs no translation. Buckets are not cumulative.
+ */
 enum { GW_HIST_BUCKETS = 24 };
 struct gw_hist {
 	uint64_t buckets[GW_HIST_BUCKETS];
@@ -103,9 +109,9 @@ void gw_counters_add(struct gw_counters *into, const struct gw_counters *from);
 
 /* Live credit state of a session, for the stats endpoint. */
 struct gw_credit_state {
-	uint32_t granted;      /* credits the peer granted us (forward) or we grant (reverse) */
-	uint32_t in_use;       /* calls in flight on the RDMA side */
-	uint32_t queued;       /* calls waiting for a credit */
+	uint32_t granted; /* credits the peer granted us (forward) or we grant (reverse) */
+	uint32_t in_use;  /* calls in flight on the RDMA side */
+	uint32_t queued;  /* calls waiting for a credit */
 	uint32_t backward_granted;
 	uint32_t backward_in_use;
 };
@@ -132,7 +138,7 @@ struct gw_stats_session {
 	uint64_t age_ms;
 	const struct gw_counters *counters;
 	struct gw_credit_state credits;
-	uint32_t inline_send;  /* inline thresholds in effect on the RDMA side */
+	uint32_t inline_send; /* inline thresholds in effect on the RDMA side */
 	uint32_t inline_recv;
 };
 

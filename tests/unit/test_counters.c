@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: MIT */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "gateway/counters.h"
+
+/* The bucket a single sample lands in. */
+static unsigned bucket_of(uint64_t us)
+{
+	struct gw_hist h;
+	unsigned found = GW_HIST_BUCKETS;
+
+	memset(&h, 0, sizeof(h));
+	gw_hist_add(&h, us);
+	for (unsigned i = 0; i < GW_HIST_BUCKETS; i++) {
+		if (h.buckets[i]) {
+			assert_int_equal(found, GW_HIST_BUCKETS);
+			assert_int_equal(h.buckets[i], 1);
+			found = i;
+		}
+	}
+	assert_int_not_equal(found, GW_HIST_BUCKETS);
+	return found;
+}
+
+static void test_hist_bucket_bounds(void **state)
+{
+	(void)state;
+	assert_int_equal(gw_hist_bucket_le(0), 1);
+	assert_int_equal(gw_hist_bucket_le(1), 2);
+	assert_int_equal(gw_hist_bucket_le(10), 1024);
+	assert_int_equal(gw_hist_bucket_le(GW_HIST_BUCKETS - 2), 1ull << (GW_HIST_BUCKETS - 2));
+	assert_true(gw_hist_bucket_le(GW_HIST_BUCKETS - 1) == UINT64_MAX);
+}
+
+/* Bounds are inclusive, like Prometheus' le: 2^i itself is in bucket i. */
+static void test_hist_edges(void **state)
+{
+	(void)state;
+	assert_int_equal(bucket_of(0), 0);
+	assert_int_equal(bucket_of(1), 0);
+	assert_int_equal(bucket_of(2), 1);
+	assert_int_equal(bucket_of(3), 2);
+	assert_int_equal(bucket_of(4), 2);
+	assert_int_equal(bucket_of(5), 3);
+	assert_int_equal(bucket_of(1000), 10);
+	assert_int_equal(bucket_of(1024), 10);
+	assert_int_equal(bucket_of(1025), 11);
+
+	const unsigned top = GW_HIST_BUCKETS - 2;
+	assert_int_equal(bucket_of(1ull << top), top);
+	assert_int_equal(bucket_of((1ull << top) + 1), GW_HIST_BUCKETS - 1);
+	assert_int_equal(bucket_of(UINT64_MAX), GW_HIST_BUCKETS - 1);
+	assert_int_equal(bucket_of(1ull << 63), GW_HIST_BUCKETS - 1);
+}
+
+/* Every sample is at most its bucket's bound and above the previous one's. */
+static void test_hist_every_edge(void **state)
+{
+	(void)state;
+	for (unsigned k = 0; k < 40; k++) {
+		uint64_t base = 1ull << k;
+		uint64_t probes[] = { base - 1, base, base + 1 };
+		for (size_t j = 0; j < sizeof(probes) / sizeof(probes[0]); j++) {
+			uint64_t us = probes[j];
+			unsigned i = bucket_of(us);
+			assert_true(us <= gw_hist_bucket_le(i));
+			if (i > 0)
+				assert_true(us > gw_hist_bucket_le(i - 1));
+		}
+	}
+}
+
+static void test_hist_count_and_sum(void **state)
+{
+	(void)state;
+	struct gw_hist h;
+
+	memset(&h, 0, sizeof(h));
+	gw_hist_add(&h, 7);
+	gw_hist_add(&h, 8);
+	gw_hist_add(&h, 9);
+	gw_hist_add(&h, 5000000);
+	assert_int_equal(h.count, 4);
+	assert_int_equal(h.sum_us, 5000024);
+	assert_int_equal(h.buckets[3], 2);
+	assert_int_equal(h.buckets[4], 1);
+	assert_int_equal(h.buckets[GW_HIST_BUCKETS - 1], 1);
+}
+
+static void test_event_names(void **state)
+{
+	(void)state;
+	for (unsigned i = 0; i < GW_EV_KIND_COUNT; i++) {
+		const char *a = gw_event_kind_name((enum gw_event_kind)i);
+		assert_non_null(a);
+		assert_string_not_equal(a, "unknown");
+		/* names are metric label values: lower case, digits, '_' */
+		assert_int_equal(strspn(a, "abcdefghijklmnopqrstuvwxyz0123456789_"), strlen(a));
+		for (unsigned j = 0; j < i; j++)
+			assert_string_not_equal(a, gw_event_kind_name((enum gw_event_kind)j));
+	}
+	assert_string_equal(gw_event_kind_name(GW_EV_ERR_VERS_SENT), "err_vers_sent");
+	assert_string_equal(gw_event_kind_name(GW_EV_MALFORMED_RECORD), "malformed_record");
+	assert_string_equal(gw_event_kind_name(GW_EV_KIND_COUNT), "unknown");
+	assert_string_equal(gw_event_kind_name((enum gw_event_kind)(GW_EV_KIND_COUNT + 7)),
+			    "unknown");
+}
+
+static struct gw_counters *counters_new(void)
+{
+	struct gw_counters *c = calloc(1, sizeof(*c));
+	assert_non_null(c);
+	return c;
+}
+
+static void test_proc_slots(void **state)
+{
+	(void)state;
+	struct gw_counters *c = counters_new();
+
+	gw_counters_count_call(c, 100003, 3, 6);
+	gw_counters_count_call(c, 100003, 3, 6);
+	gw_counters_count_reply(c, 100003, 3, 6);
+	gw_counters_count_call(c, 100003, 4, 1);
+	/* (0, 0, 0) is a key like any other, not an empty slot */
+	gw_counters_count_call(c, 0, 0, 0);
+
+	struct gw_proc_count *p = gw_counters_proc(c, 100003, 3, 6);
+	assert_non_null(p);
+	assert_int_equal(p->calls, 2);
+	assert_int_equal(p->replies, 1);
+	assert_int_equal(gw_counters_proc(c, 100003, 4, 1)->calls, 1);
+	assert_int_equal(gw_counters_proc(c, 0, 0, 0)->calls, 1);
+	assert_int_equal(c->calls, 4);
+	assert_int_equal(c->replies, 1);
+	assert_int_equal(c->procs_other_calls, 0);
+
+	unsigned used = 0;
+	for (unsigned i = 0; i < GW_PROC_SLOTS; i++)
+		used += c->procs[i].used;
+	assert_int_equal(used, 3);
+	free(c);
+}
+
+/* A full table still finds what it holds; newcomers are counted as 'other'. */
+static void test_proc_table_full(void **state)
+{
+	(void)state;
+	struct gw_counters *c = counters_new();
+
+	for (uint32_t i = 0; i < GW_PROC_SLOTS; i++)
+		gw_counters_count_call(c, 100003, 3, i);
+	for (unsigned i = 0; i < GW_PROC_SLOTS; i++)
+		assert_true(c->procs[i].used);
+	assert_int_equal(c->procs_other_calls, 0);
+
+	assert_null(gw_counters_proc(c, 100003, 3, GW_PROC_SLOTS));
+	gw_counters_count_call(c, 100003, 3, GW_PROC_SLOTS);
+	gw_counters_count_call(c, 100005, 3, 1);
+	gw_counters_count_reply(c, 100005, 3, 1);
+	assert_int_equal(c->procs_other_calls, 2);
+	assert_int_equal(c->procs_other_replies, 1);
+	assert_int_equal(c->calls, GW_PROC_SLOTS + 2);
+	assert_int_equal(c->replies, 1);
+
+	for (uint32_t i = 0; i < GW_PROC_SLOTS; i++) {
+		gw_counters_count_reply(c, 100003, 3, i);
+		struct gw_proc_count *p = gw_counters_proc(c, 100003, 3, i);
+		assert_non_null(p);
+		assert_int_equal(p->proc, i);
+		assert_int_equal(p->calls, 1);
+		assert_int_equal(p->replies, 1);
+	}
+	assert_int_equal(c->procs_other_replies, 1);
+	free(c);
+}
+
+static void fill(struct gw_counters *c, uint64_t k)
+{
+	c->calls = 1 * k;
+	c->replies = 2 * k;
+	c->backward_calls = 3 * k;
+	c->backward_replies = 4 * k;
+	c->calls_queued_for_credits = 5 * k;
+	c->bytes_inline = 6 * k;
+	c->bytes_read_chunk = 7 * k;
+	c->bytes_write_chunk = 8 * k;
+	c->bytes_reply_chunk = 9 * k;
+	c->tcp_bytes_in = 10 * k;
+	c->tcp_bytes_out = 11 * k;
+	c->sessions_opened = 12 * k;
+	c->sessions_closed = 13 * k;
+	for (unsigned i = 0; i < GW_EV_KIND_COUNT; i++)
+		c->events[i] = (100 + i) * k;
+	gw_hist_add(&c->gateway_us, 3 * k);
+	gw_hist_add(&c->upstream_us, 300 * k);
+	c->procs_other_calls = 20 * k;
+	c->procs_other_replies = 21 * k;
+}
+
+static void test_add_scalars_and_hists(void **state)
+{
+	(void)state;
+	struct gw_counters *a = counters_new(), *b = counters_new();
+
+	fill(a, 1);
+	fill(b, 1000);
+	gw_counters_add(a, b);
+	assert_int_equal(a->calls, 1001);
+	assert_int_equal(a->replies, 2002);
+	assert_int_equal(a->backward_calls, 3003);
+	assert_int_equal(a->backward_replies, 4004);
+	assert_int_equal(a->calls_queued_for_credits, 5005);
+	assert_int_equal(a->bytes_inline, 6006);
+	assert_int_equal(a->bytes_read_chunk, 7007);
+	assert_int_equal(a->bytes_write_chunk, 8008);
+	assert_int_equal(a->bytes_reply_chunk, 9009);
+	assert_int_equal(a->tcp_bytes_in, 10010);
+	assert_int_equal(a->tcp_bytes_out, 11011);
+	assert_int_equal(a->sessions_opened, 12012);
+	assert_int_equal(a->sessions_closed, 13013);
+	for (unsigned i = 0; i < GW_EV_KIND_COUNT; i++)
+		assert_int_equal(a->events[i], (100 + i) * 1001);
+	assert_int_equal(a->procs_other_calls, 20020);
+	assert_int_equal(a->procs_other_replies, 21021);
+
+	assert_int_equal(a->gateway_us.count, 2);
+	assert_int_equal(a->gateway_us.sum_us, 3003);
+	assert_int_equal(a->gateway_us.buckets[2], 1);	/* 3 us */
+	assert_int_equal(a->gateway_us.buckets[12], 1); /* 3000 us */
+	assert_int_equal(a->upstream_us.count, 2);
+	assert_int_equal(a->upstream_us.sum_us, 300300);
+	assert_int_equal(a->upstream_us.buckets[9], 1);	 /* 300 us */
+	assert_int_equal(a->upstream_us.buckets[19], 1); /* 300000 us */
+
+	/* the source is left alone */
+	assert_int_equal(b->calls, 1000);
+	assert_int_equal(b->gateway_us.count, 1);
+	free(a);
+	free(b);
+}
+
+static void test_add_procs(void **state)
+{
+	(void)state;
+	struct gw_counters *a = counters_new(), *b = counters_new();
+
+	gw_counters_count_call(a, 100003, 3, 6);
+	gw_counters_count_call(b, 100003, 3, 6);
+	gw_counters_count_reply(b, 100003, 3, 6);
+	gw_counters_count_call(b, 100021, 4, 2);
+	gw_counters_add(a, b);
+
+	struct gw_proc_count *read = gw_counters_proc(a, 100003, 3, 6);
+	assert_int_equal(read->calls, 2);
+	assert_int_equal(read->replies, 1);
+	assert_int_equal(gw_counters_proc(a, 100021, 4, 2)->calls, 1);
+	assert_int_equal(a->calls, 3);
+	assert_int_equal(a->replies, 1);
+	assert_int_equal(a->procs_other_calls, 0);
+	free(a);
+	free(b);
+}
+
+/* What does not fit the destination's table is kept as 'other', not lost. */
+static void test_add_procs_into_full_table(void **state)
+{
+	(void)state;
+	struct gw_counters *a = counters_new(), *b = counters_new();
+
+	for (uint32_t i = 0; i < GW_PROC_SLOTS; i++)
+		gw_counters_count_call(a, 100003, 3, i);
+	gw_counters_count_call(b, 100003, 3, 1);
+	gw_counters_count_call(b, 100005, 3, 1);
+	gw_counters_count_call(b, 100005, 3, 1);
+	gw_counters_count_reply(b, 100005, 3, 1);
+	b->procs_other_calls = 7;
+	b->procs_other_replies = 8;
+	gw_counters_add(a, b);
+
+	assert_int_equal(gw_counters_proc(a, 100003, 3, 1)->calls, 2);
+	assert_null(gw_counters_proc(a, 100005, 3, 1));
+	assert_int_equal(a->procs_other_calls, 2 + 7);
+	assert_int_equal(a->procs_other_replies, 1 + 8);
+	free(a);
+	free(b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_hist_bucket_bounds),
+		cmocka_unit_test(test_hist_edges),
+		cmocka_unit_test(test_hist_every_edge),
+		cmocka_unit_test(test_hist_count_and_sum),
+		cmocka_unit_test(test_event_names),
+		cmocka_unit_test(test_proc_slots),
+		cmocka_unit_test(test_proc_table_full),
+		cmocka_unit_test(test_add_scalars_and_hists),
+		cmocka_unit_test(test_add_procs),
+		cmocka_unit_test(test_add_procs_into_full_table),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
