@@ -48,7 +48,6 @@ enum tcp_conn_state {
 #define TCP_PAUSE_SOURCE 0x2u
 
 struct tcp_conn {
-	struct event_base *base;
 	evutil_socket_t fd;
 	enum tcp_conn_state state;
 	unsigned int paused;
@@ -686,7 +685,6 @@ struct tcp_conn *tcp_conn_new(struct event_base *base, evutil_socket_t fd,
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
-	c->base = base;
 	c->fd = fd;
 	c->cfg = *cfg;
 	if (c->cfg.out_low > c->cfg.out_high)
