@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tcp/listener.h - accepting TCP clients and connecting to TCP servers.
+ *
+ * A listener is an evconnlistener on a socket made here: SO_REUSEADDR (a
+ * restarted gateway must not wait for old connections' TIME_WAIT), and
+ * IPV6_V6ONLY on IPv6 so that "::" and "0.0.0.0" are separate listeners
+ * that can coexist. The admit hook sees each client's address before any
+ * byte is read or written and may refuse it (an address ACL); a refused
+ * client is reset, so it sees "connection reset" rather than a silent
+ * close. Running out of descriptors pauses accepting for a moment instead
+ * of spinning on a listening socket that stays readable.
+ *
+ * An outbound connection is a non-blocking connect() with a time limit and
+ * optionally a reserved source port (< 1024): NFS servers may insist on
+ * one (the "secure" export option), and the kernel's NFS client uses one.
+ * The port comes from libtirpc's bindresvport_sa(). The result comes back
+ * through a callback from the event loop, never from inside
+ * tcp_connect_start().
+ */
+#ifndef GW_TCP_LISTENER_H
+#define GW_TCP_LISTENER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <event2/util.h>
+
+struct event_base;
+struct tcp_listener;
+struct tcp_connect;
+
+struct tcp_listener_ops {
+	/*
+	 * Optional: admit the client at peer, or refuse it (false). Called
+	 * before anything else is done with the connection.
+	 */
+	bool (*admit)(const struct sockaddr *peer, socklen_t len, void *arg);
+	/* An admitted client: fd is non-blocking and close-on-exec; the callee owns it. */
+	void (*accepted)(evutil_socket_t fd, const struct sockaddr *peer, socklen_t len, void *arg);
+};
+
+struct tcp_listener_stats {
+	uint64_t accepted;
+	uint64_t refused;
+	uint64_t accept_errors;
+};
+
+/*
+ * Listen on addr (IPv4 or IPv6; port 0 picks one, see
+ * tcp_listener_local_addr()). backlog <= 0 means SOMAXCONN. ops is copied.
+ * Returns NULL with errno set on failure.
+ */
+struct tcp_listener *tcp_listener_new(struct event_base *base, const struct sockaddr *addr,
+				      socklen_t len, int backlog,
+				      const struct tcp_listener_ops *ops, void *arg);
+
+/* Stop listening and close the socket. Accepted connections are not affected. */
+void tcp_listener_free(struct tcp_listener *l);
+
+/* The address the listener is bound to; 0, or -1 with errno. */
+int tcp_listener_local_addr(const struct tcp_listener *l, struct sockaddr_storage *ss,
+			    socklen_t *len);
+
+const struct tcp_listener_stats *tcp_listener_stats(const struct tcp_listener *l);
+
+/* Bind the source to a reserved port (< 1024; needs CAP_NET_BIND_SERVICE). */
+#define TCP_CONNECT_RESVPORT 0x1u
+
+/*
+ * How a connect ended: a connected non-blocking socket that the callee now
+ * owns and err 0, or fd -1 and an errno value (ETIMEDOUT when the time
+ * limit passed, ECONNREFUSED, ...).
+ */
+typedef void (*tcp_connect_fn)(evutil_socket_t fd, int err, void *arg);
+
+/*
+ * Start connecting to addr. timeout_ms 0 leaves it to the kernel's SYN
+ * retries. Returns a handle that lives until done is called (or until
+ * tcp_connect_cancel()); NULL with errno set when the connect could not
+ * even start (then done is never called).
+ */
+struct tcp_connect *tcp_connect_start(struct event_base *base, const struct sockaddr *addr,
+				      socklen_t len, unsigned int timeout_ms, unsigned int flags,
+				      tcp_connect_fn done, void *arg);
+
+/* Give up a connect in progress: the socket is closed and done is not called. */
+void tcp_connect_cancel(struct tcp_connect *cn);
+
+#endif

@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tcp/record.h - RFC 5531 record marking: a pure parser for input and the
+ * encoder of a record mark for output.
+ *
+ * On TCP an RPC message is a record sent as one or more fragments, each
+ * behind a 4-byte big-endian mark: the top bit says "last fragment", the
+ * other 31 bits give the fragment's length.
+ *
+ * The parser does no I/O and never allocates. It works inside a buffer the
+ * caller owns (in the gateway, registered memory from a gw_buf_source) and
+ * steers the caller's reads so that each record's payload ends up
+ * contiguous in that buffer, where it can be exposed to the RDMA peer or
+ * sent with scatter/gather entries without being copied:
+ *
+ *	rm_next() == RM_NEED_INPUT   read at most span.len bytes into
+ *	                             base + span.off, then rm_filled(n)
+ *	rm_next() == RM_RECORD       base[span.off, +span.len) is a whole record
+ *	rm_next() == RM_NEED_BUFFER  the record does not fit: hand the parser a
+ *	                             buffer of at least span.len bytes with
+ *	                             rm_set_buffer(); the few bytes already read
+ *	                             of the record move to its start
+ *	rm_next() == RM_ERROR        rm_error() says why; the stream is lost
+ *
+ * Reads never go further than the end of the current fragment plus a
+ * configured read-ahead, so a buffer switch moves at most one mark plus
+ * the read-ahead (rm_move_bound()), never a record's bulk. The read-ahead
+ * is what lets one read(2) pick up many small pipelined records.
+ *
+ * A record's payload sits right behind its first mark. Continuation marks
+ * of a multi-fragment record are squeezed out by moving the bytes behind
+ * them down, in place, each byte at most once. That move is acceptable
+ * because multi-fragment records are rare where bulk data flows: the
+ * Linux kernel's RPC client and server always send a record as a single
+ * fragment; user-space libtirpc splits only messages larger than its send
+ * buffer, and those are small control protocols (MOUNT, NSM, rpcbind), not
+ * NFS READ/WRITE data. A multi-fragment record is given a buffer for the
+ * largest record up front, so it never has to move between buffers.
+ *
+ * libtirpc has record marking too (xdrrec_create), but it owns the I/O: it
+ * pulls bytes through blocking read/write callbacks into its own private
+ * buffers and hands them out through an XDR stream. That cannot read into
+ * registered memory, cannot be driven by readiness events from an event
+ * loop, and would copy every payload byte once more.
+ */
+#ifndef GW_TCP_RECORD_H
+#define GW_TCP_RECORD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define RM_MARK_SIZE 4u
+#define RM_LAST_FRAG 0x80000000u
+#define RM_LEN_MASK  0x7fffffffu
+/*
+ * A buffer holds a record's first mark in front of its payload; a
+ * multi-fragment record also needs room to read one continuation mark
+ * behind a payload of the maximum size (it can only be an empty last
+ * fragment, but that is known only once it has been read).
+ */
+#define RM_BUF_SLACK (2 * RM_MARK_SIZE)
+/* The largest max_record the parser accepts (so that sizes fit 32 bits). */
+#define RM_MAX_RECORD (RM_LEN_MASK - RM_BUF_SLACK)
+
+/* Why a stream was rejected; each is counted and logged on its own. */
+enum rm_error {
+	RM_OK = 0,
+	/* A fragment longer than the maximum record. */
+	RM_ERR_FRAGMENT_TOO_LARGE,
+	/* Fragments that add up to more than the maximum record. */
+	RM_ERR_RECORD_TOO_LARGE,
+	/* A zero-length fragment that is not the last: it makes no progress. */
+	RM_ERR_EMPTY_FRAGMENT,
+	/* A record without a single byte (no RPC message is empty). */
+	RM_ERR_EMPTY_RECORD,
+	/* The stream ended inside a record (see rm_eof()). */
+	RM_ERR_TRUNCATED,
+	RM_ERR_COUNT
+};
+
+enum rm_status {
+	RM_NEED_INPUT,
+	RM_RECORD,
+	RM_NEED_BUFFER,
+	RM_ERROR,
+};
+
+/* A byte range of the current buffer; see rm_next() for what it means. */
+struct rm_span {
+	uint32_t off;
+	uint32_t len;
+};
+
+/*
+ * Embedded by the owner; fields are private to record.c. Offsets are into
+ * base and always ordered start <= dst <= pos <= fill <= size.
+ */
+struct rm_parser {
+	uint32_t max_record;
+	uint32_t readahead;
+	uint8_t *base;
+	uint32_t size;
+	/* The current (incomplete) record's first mark. */
+	uint32_t start;
+	/* End of the record's contiguous payload (below pos once marks were squeezed out). */
+	uint32_t dst;
+	/* First byte not parsed yet. */
+	uint32_t pos;
+	/* End of the bytes read. */
+	uint32_t fill;
+	/* Body bytes of the current fragment not parsed yet. */
+	uint32_t frag_left;
+	/* Bytes from start the current record needs in one buffer. */
+	uint32_t rec_need;
+	bool in_body;
+	bool last;
+	bool need_buffer;
+	enum rm_error error;
+	uint64_t moved;
+};
+
+/*
+ * max_record: the largest record payload accepted (clamped to
+ * 1..RM_MAX_RECORD). readahead: bytes read beyond the end of the current
+ * fragment (or mark) in the hope of finding more records; it bounds what a
+ * buffer switch moves. The parser starts without a buffer.
+ */
+void rm_init(struct rm_parser *p, uint32_t max_record, uint32_t readahead);
+
+/* The next step; see the top of this file. After RM_ERROR, always RM_ERROR. */
+enum rm_status rm_next(struct rm_parser *p, struct rm_span *span);
+
+/* n bytes were read where the last RM_NEED_INPUT said. */
+void rm_filled(struct rm_parser *p, uint32_t n);
+
+/*
+ * Continue in base[0, size): the bytes read of the current incomplete
+ * record (rm_pending()) are moved to its start. base may be the current
+ * buffer (to slide those bytes back to offset 0) or NULL with size 0 when
+ * nothing is pending (to let go of the buffer). Returns false, changing
+ * nothing, when the buffer is smaller than the record needs (the span of
+ * RM_NEED_BUFFER).
+ */
+bool rm_set_buffer(struct rm_parser *p, uint8_t *base, uint32_t size);
+
+/*
+ * Bytes of the current buffer that still belong to the parser: read but
+ * not yet returned as part of a record. Zero means the buffer can go.
+ */
+static inline uint32_t rm_pending(const struct rm_parser *p)
+{
+	return p->fill - p->start;
+}
+
+/*
+ * The input ended. Call after rm_next() returned RM_NEED_INPUT: anything
+ * still pending is a record cut short (RM_ERR_TRUNCATED, which also
+ * becomes the parser's error); otherwise RM_OK.
+ */
+enum rm_error rm_eof(struct rm_parser *p);
+
+static inline enum rm_error rm_error(const struct rm_parser *p)
+{
+	return p->error;
+}
+
+/* Total bytes the parser has moved within or between buffers. */
+static inline uint64_t rm_moved(const struct rm_parser *p)
+{
+	return p->moved;
+}
+
+/*
+ * The most a buffer switch moves: a record mark plus the read-ahead. What
+ * a multi-fragment record moves to squeeze out its continuation marks is
+ * not included (each payload byte moves at most once for that).
+ */
+static inline uint32_t rm_move_bound(const struct rm_parser *p)
+{
+	return RM_MARK_SIZE + p->readahead;
+}
+
+/* A short, stable name for logs and counters ("fragment-too-large", ...). */
+const char *rm_error_name(enum rm_error e);
+
+/* Write the mark of a fragment of len bytes (len <= RM_LEN_MASK). */
+void rm_encode_mark(uint8_t out[RM_MARK_SIZE], uint32_t len, bool last);
+
+#endif

@@ -1,0 +1,741 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tcp/tcp_conn.c - a record-marked TCP connection on libevent.
+ *
+ * Reentrancy: the owner may pause, send, close, abort or free the
+ * connection from inside any of its callbacks. Every entry point that can
+ * call back holds the connection (depth); tcp_conn_free() inside a callback
+ * only marks it, and the memory goes when the outermost hold is released.
+ * Loops that call back re-check the state after every callback.
+ */
+#include "tcp/tcp_conn.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+
+#include "common/log.h"
+
+/* Reads per readiness event before other connections get their turn. */
+#define TCP_CONN_READS_PER_EVENT 16
+/* iovecs per sendmsg(); libevent's own writev uses at most 128. */
+#define TCP_CONN_IOV 64
+/* Bytes thrown away per read while waiting for the peer's FIN. */
+#define TCP_CONN_DISCARD 4096
+
+enum tcp_conn_state {
+	TCP_CONN_OPEN,
+	/* Graceful close: sending what is queued. */
+	TCP_CONN_FLUSHING,
+	/* Graceful close: half-closed, waiting for the peer's FIN. */
+	TCP_CONN_LINGERING,
+	TCP_CONN_CLOSED,
+};
+
+/* Why reading is paused; it runs when no bit is set. */
+#define TCP_PAUSE_OWNER	 0x1u
+#define TCP_PAUSE_SOURCE 0x2u
+
+struct tcp_conn {
+	evutil_socket_t fd;
+	enum tcp_conn_state state;
+	unsigned int paused;
+	/* read_ev / write_ev are added */
+	bool reading;
+	bool writing;
+	bool congested;
+	/* Entry points in progress; tcp_conn_free() waits for them. */
+	unsigned int depth;
+	bool free_pending;
+	struct tcp_conn_config cfg;
+	struct gw_buf_source *src;
+	struct tcp_conn_ops ops;
+	void *arg;
+	/* The buffer the parser reads into; NULL while no record is pending. */
+	struct gw_buf *rx;
+	struct rm_parser rm;
+	struct event *read_ev;
+	struct event *write_ev;
+	struct event *close_timer;
+	struct evbuffer *out;
+	struct tcp_conn_stats stats;
+};
+
+static const char *const tcp_close_reason_names[TCP_CLOSE_REASON_COUNT] = {
+	[TCP_CLOSE_EOF] = "eof",
+	[TCP_CLOSE_ERROR] = "error",
+	[TCP_CLOSE_BAD_RECORD] = "bad-record",
+	[TCP_CLOSE_LOCAL] = "local",
+	[TCP_CLOSE_TIMEOUT] = "close-timeout",
+};
+
+const char *tcp_close_reason_name(enum tcp_close_reason reason)
+{
+	if ((unsigned int)reason >= TCP_CLOSE_REASON_COUNT)
+		return "unknown";
+	return tcp_close_reason_names[reason];
+}
+
+void tcp_conn_config_default(struct tcp_conn_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->max_record = (1u << 20) + 4096;
+	cfg->recv_size = 4096;
+	cfg->readahead = 1024;
+	cfg->out_high = 4u << 20;
+	cfg->out_low = 1u << 20;
+	cfg->out_max = 64u << 20;
+	cfg->close_timeout_ms = 5000;
+}
+
+/* ---- lifetime ---------------------------------------------------------- */
+
+static void tcp_conn_destroy(struct tcp_conn *c)
+{
+	event_free(c->read_ev);
+	event_free(c->write_ev);
+	event_free(c->close_timer);
+	evbuffer_free(c->out);
+	free(c);
+}
+
+static void tcp_conn_hold(struct tcp_conn *c)
+{
+	c->depth++;
+}
+
+static void tcp_conn_unhold(struct tcp_conn *c)
+{
+	if (--c->depth == 0 && c->free_pending)
+		tcp_conn_destroy(c);
+}
+
+static const char *tcp_conn_peer(const struct tcp_conn *c, char *buf, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char host[NI_MAXHOST], serv[NI_MAXSERV];
+
+	if (getpeername(c->fd, (struct sockaddr *)&ss, &sl) == 0 &&
+	    (ss.ss_family == AF_INET || ss.ss_family == AF_INET6) &&
+	    getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), serv, sizeof(serv),
+			NI_NUMERICHOST | NI_NUMERICSERV) == 0)
+		snprintf(buf, len, ss.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, serv);
+	else
+		snprintf(buf, len, "fd %d", (int)c->fd);
+	return buf;
+}
+
+/* Give back the receive buffer; the parser restarts between records. */
+static void tcp_conn_drop_rx(struct tcp_conn *c)
+{
+	if (c->rx) {
+		gw_buf_put(c->rx);
+		c->rx = NULL;
+	}
+	rm_init(&c->rm, c->cfg.max_record, c->cfg.readahead);
+}
+
+/*
+ * Close the socket and let go of everything it held: the receive buffer
+ * and queued output (putting the references of pieces sent by reference).
+ * reset: send RST rather than FIN, and drop unsent data at once.
+ */
+static void tcp_conn_teardown(struct tcp_conn *c, bool reset)
+{
+	if (c->state == TCP_CONN_CLOSED)
+		return;
+	c->state = TCP_CONN_CLOSED;
+	event_del(c->read_ev);
+	event_del(c->write_ev);
+	event_del(c->close_timer);
+	c->reading = false;
+	c->writing = false;
+	if (reset) {
+		struct linger lg = {.l_onoff = 1, .l_linger = 0};
+
+		setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	}
+	evutil_closesocket(c->fd);
+	c->fd = -1;
+	tcp_conn_drop_rx(c);
+	evbuffer_drain(c->out, evbuffer_get_length(c->out));
+}
+
+/* The connection ends for a reason of its own; tell the owner. */
+static void tcp_conn_fail(struct tcp_conn *c, enum tcp_close_reason reason, int err,
+			  enum rm_error record_err)
+{
+	struct tcp_close_info why = {.reason = reason, .err = err, .record_err = record_err};
+
+	if (c->state == TCP_CONN_CLOSED)
+		return;
+	tcp_conn_teardown(c, reason == TCP_CLOSE_TIMEOUT);
+	if (c->ops.closed)
+		c->ops.closed(c, &why, c->arg);
+}
+
+/* ---- input --------------------------------------------------------------- */
+
+static void tcp_conn_update_read(struct tcp_conn *c)
+{
+	bool want;
+
+	if (c->state == TCP_CONN_OPEN)
+		want = c->paused == 0;
+	else
+		want = c->state == TCP_CONN_LINGERING;
+	if (want == c->reading)
+		return;
+	c->reading = want;
+	if (!want) {
+		event_del(c->read_ev);
+		return;
+	}
+	event_add(c->read_ev, NULL);
+	/* Records already read in do not make the socket readable again. */
+	if (c->state == TCP_CONN_OPEN && rm_pending(&c->rm) > 0)
+		event_active(c->read_ev, EV_READ, 0);
+}
+
+static void tcp_conn_starve(struct tcp_conn *c)
+{
+	c->stats.starved++;
+	c->paused |= TCP_PAUSE_SOURCE;
+	tcp_conn_update_read(c);
+	if (c->ops.starved)
+		c->ops.starved(c, c->arg);
+}
+
+/*
+ * The parser needs a buffer of at least need bytes. The bytes it moves are
+ * those already read of one record: its mark and some read-ahead.
+ */
+static bool tcp_conn_switch_rx(struct tcp_conn *c, uint32_t need)
+{
+	struct gw_buf *old = c->rx, *nb;
+
+	c->stats.rx_switches++;
+	/* Nobody else holds the buffer: slide the pending bytes to its start. */
+	if (old && old->refs == 1 && rm_set_buffer(&c->rm, old->base, old->size)) {
+		c->stats.rx_moved = rm_moved(&c->rm);
+		return true;
+	}
+	nb = gw_buf_alloc(c->src, need > c->cfg.recv_size ? need : c->cfg.recv_size);
+	if (!nb) {
+		tcp_conn_starve(c);
+		return false;
+	}
+	if (!rm_set_buffer(&c->rm, nb->base, nb->size)) {
+		gw_err("tcp: buffer source returned %u bytes for %u", nb->size, need);
+		gw_buf_put(nb);
+		tcp_conn_fail(c, TCP_CLOSE_ERROR, ENOBUFS, RM_OK);
+		return false;
+	}
+	c->stats.rx_buffers++;
+	c->stats.rx_moved = rm_moved(&c->rm);
+	if (old)
+		gw_buf_put(old);
+	c->rx = nb;
+	return true;
+}
+
+/*
+ * Hold a buffer only while part of a record is in it: an idle client must
+ * not pin pool memory, and a buffer whose records are all handed out goes
+ * back to the pool as soon as their consumers let go.
+ */
+static void tcp_conn_release_idle_rx(struct tcp_conn *c)
+{
+	if (c->rx && rm_pending(&c->rm) == 0) {
+		rm_set_buffer(&c->rm, NULL, 0);
+		gw_buf_put(c->rx);
+		c->rx = NULL;
+	}
+}
+
+static void tcp_conn_deliver(struct tcp_conn *c, const struct rm_span *sp)
+{
+	c->stats.records_in++;
+	c->stats.rx_moved = rm_moved(&c->rm);
+	c->ops.record(c, gw_buf_get(c->rx), sp->off, sp->len, c->arg);
+}
+
+static void tcp_conn_bad_record(struct tcp_conn *c, enum rm_error e)
+{
+	char peer[NI_MAXHOST + NI_MAXSERV + 4];
+
+	gw_warn("tcp %s: bad record marking (%s) after %llu records, closing",
+		tcp_conn_peer(c, peer, sizeof(peer)), rm_error_name(e),
+		(unsigned long long)c->stats.records_in);
+	tcp_conn_fail(c, TCP_CLOSE_BAD_RECORD, 0, e);
+}
+
+static void tcp_conn_peer_eof(struct tcp_conn *c)
+{
+	enum rm_error e = rm_eof(&c->rm);
+
+	if (e != RM_OK) {
+		tcp_conn_bad_record(c, e);
+		return;
+	}
+	tcp_conn_fail(c, TCP_CLOSE_EOF, 0, RM_OK);
+}
+
+enum tcp_read_result {
+	/* The read filled the window: there may be more. */
+	TCP_READ_FULL,
+	/* A short read: the socket is most likely empty now. */
+	TCP_READ_SHORT,
+	/* Nothing to read, or the connection is closed. */
+	TCP_READ_NONE,
+};
+
+/*
+ * One read(2) straight into the receive buffer, at the place and for the
+ * length the parser asked for (a single-iovec readv: the window is always
+ * contiguous).
+ */
+static enum tcp_read_result tcp_conn_read_into(struct tcp_conn *c, const struct rm_span *sp)
+{
+	ssize_t n;
+
+	do {
+		n = read(c->fd, c->rx->base + sp->off, sp->len);
+	} while (n < 0 && errno == EINTR);
+	if (n > 0) {
+		rm_filled(&c->rm, (uint32_t)n);
+		c->stats.bytes_in += (uint64_t)n;
+		return (size_t)n < sp->len ? TCP_READ_SHORT : TCP_READ_FULL;
+	}
+	if (n == 0)
+		tcp_conn_peer_eof(c);
+	else if (errno != EAGAIN && errno != EWOULDBLOCK)
+		tcp_conn_fail(c, TCP_CLOSE_ERROR, errno, RM_OK);
+	return TCP_READ_NONE;
+}
+
+static void tcp_conn_read_records(struct tcp_conn *c)
+{
+	unsigned int reads = 0;
+	bool drained = false;
+	struct rm_span sp;
+
+	while (c->state == TCP_CONN_OPEN && c->paused == 0) {
+		switch (rm_next(&c->rm, &sp)) {
+		case RM_RECORD:
+			tcp_conn_deliver(c, &sp);
+			break;
+		case RM_NEED_BUFFER:
+			if (!tcp_conn_switch_rx(c, sp.len))
+				return;
+			break;
+		case RM_ERROR:
+			tcp_conn_bad_record(c, rm_error(&c->rm));
+			return;
+		case RM_NEED_INPUT:
+			if (drained) {
+				tcp_conn_release_idle_rx(c);
+				return;
+			}
+			/* Level-triggered: the event fires again if more is there. */
+			if (reads++ == TCP_CONN_READS_PER_EVENT)
+				return;
+			switch (tcp_conn_read_into(c, &sp)) {
+			case TCP_READ_FULL:
+				break;
+			case TCP_READ_SHORT:
+				/* Parse what came, but spare the read that would fail. */
+				drained = true;
+				break;
+			case TCP_READ_NONE:
+				if (c->state == TCP_CONN_OPEN)
+					tcp_conn_release_idle_rx(c);
+				return;
+			}
+			break;
+		}
+	}
+}
+
+/* Graceful close, last step: discard input until the peer's FIN. */
+static void tcp_conn_linger_read(struct tcp_conn *c)
+{
+	uint8_t sink[TCP_CONN_DISCARD];
+
+	for (unsigned int i = 0; i < TCP_CONN_READS_PER_EVENT; i++) {
+		ssize_t n = read(c->fd, sink, sizeof(sink));
+
+		if (n > 0)
+			continue;
+		if (n == 0) {
+			tcp_conn_fail(c, TCP_CLOSE_LOCAL, 0, RM_OK);
+			return;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			tcp_conn_fail(c, TCP_CLOSE_ERROR, errno, RM_OK);
+		return;
+	}
+}
+
+static void tcp_conn_on_read(evutil_socket_t fd, short what, void *arg)
+{
+	struct tcp_conn *c = arg;
+
+	(void)fd;
+	(void)what;
+	tcp_conn_hold(c);
+	if (c->state == TCP_CONN_OPEN)
+		tcp_conn_read_records(c);
+	else if (c->state == TCP_CONN_LINGERING)
+		tcp_conn_linger_read(c);
+	tcp_conn_unhold(c);
+}
+
+void tcp_conn_pause_read(struct tcp_conn *c)
+{
+	c->paused |= TCP_PAUSE_OWNER;
+	tcp_conn_update_read(c);
+}
+
+void tcp_conn_resume_read(struct tcp_conn *c)
+{
+	c->paused &= ~TCP_PAUSE_OWNER;
+	tcp_conn_update_read(c);
+}
+
+void tcp_conn_source_ready(struct tcp_conn *c)
+{
+	if (!(c->paused & TCP_PAUSE_SOURCE))
+		return;
+	c->paused &= ~TCP_PAUSE_SOURCE;
+	tcp_conn_update_read(c);
+}
+
+/* ---- output -------------------------------------------------------------- */
+
+static void tcp_conn_update_write(struct tcp_conn *c)
+{
+	bool want = (c->state == TCP_CONN_OPEN || c->state == TCP_CONN_FLUSHING) &&
+		    evbuffer_get_length(c->out) > 0;
+
+	if (want == c->writing)
+		return;
+	c->writing = want;
+	if (want)
+		event_add(c->write_ev, NULL);
+	else
+		event_del(c->write_ev);
+}
+
+static void tcp_conn_check_congestion(struct tcp_conn *c)
+{
+	if (c->congested || c->cfg.out_high == 0 || evbuffer_get_length(c->out) < c->cfg.out_high)
+		return;
+	c->congested = true;
+	c->stats.congested++;
+	if (c->ops.output_pressure)
+		c->ops.output_pressure(c, true, c->arg);
+}
+
+static void tcp_conn_check_relief(struct tcp_conn *c)
+{
+	if (!c->congested || evbuffer_get_length(c->out) > c->cfg.out_low)
+		return;
+	c->congested = false;
+	if (c->ops.output_pressure)
+		c->ops.output_pressure(c, false, c->arg);
+}
+
+/*
+ * Write what the socket takes, with sendmsg() over the evbuffer's chains:
+ * pieces added by reference leave from the gw_buf they live in.
+ */
+static void tcp_conn_flush(struct tcp_conn *c)
+{
+	while (evbuffer_get_length(c->out) > 0) {
+		struct evbuffer_iovec ev[TCP_CONN_IOV];
+		struct iovec iov[TCP_CONN_IOV];
+		struct msghdr msg = {.msg_iov = iov};
+		size_t total = 0;
+		ssize_t n;
+		int nv = evbuffer_peek(c->out, -1, NULL, ev, TCP_CONN_IOV);
+
+		if (nv > TCP_CONN_IOV)
+			nv = TCP_CONN_IOV;
+		for (int i = 0; i < nv; i++) {
+			iov[i].iov_base = ev[i].iov_base;
+			iov[i].iov_len = ev[i].iov_len;
+			total += ev[i].iov_len;
+		}
+		msg.msg_iovlen = (size_t)nv;
+		n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			tcp_conn_fail(c, TCP_CLOSE_ERROR, errno, RM_OK);
+			return;
+		}
+		/* Drained chains added by reference put their gw_buf here. */
+		evbuffer_drain(c->out, (size_t)n);
+		c->stats.bytes_out += (uint64_t)n;
+		if ((size_t)n < total)
+			break;
+	}
+	tcp_conn_update_write(c);
+	tcp_conn_check_relief(c);
+}
+
+static void tcp_conn_half_close(struct tcp_conn *c)
+{
+	if (shutdown(c->fd, SHUT_WR) < 0) {
+		tcp_conn_fail(c, TCP_CLOSE_ERROR, errno, RM_OK);
+		return;
+	}
+	c->state = TCP_CONN_LINGERING;
+	tcp_conn_update_write(c);
+	tcp_conn_update_read(c);
+}
+
+static void tcp_conn_on_write(evutil_socket_t fd, short what, void *arg)
+{
+	struct tcp_conn *c = arg;
+
+	(void)fd;
+	(void)what;
+	tcp_conn_hold(c);
+	if (c->state == TCP_CONN_OPEN || c->state == TCP_CONN_FLUSHING)
+		tcp_conn_flush(c);
+	if (c->state == TCP_CONN_FLUSHING && evbuffer_get_length(c->out) == 0)
+		tcp_conn_half_close(c);
+	tcp_conn_unhold(c);
+}
+
+static void tcp_conn_put_ref(const void *data, size_t len, void *extra)
+{
+	(void)data;
+	(void)len;
+	gw_buf_put(extra);
+}
+
+static bool tcp_conn_add_piece(struct tcp_conn *c, const struct tcp_piece *pc)
+{
+	struct gw_buf *buf = pc->buf;
+	int rc;
+
+	if (pc->len == 0)
+		return true;
+	if (!buf)
+		return evbuffer_add(c->out, pc->data, pc->len) == 0;
+	assert((uint64_t)pc->off + pc->len <= buf->size);
+	gw_buf_get(buf);
+	rc = evbuffer_add_reference(c->out, buf->base + pc->off, pc->len, tcp_conn_put_ref, buf);
+	if (rc == 0)
+		return true;
+	/* libevent does not call the cleanup when adding fails. */
+	gw_buf_put(buf);
+	return false;
+}
+
+int tcp_conn_send_record(struct tcp_conn *c, const struct tcp_piece *pieces, unsigned int n)
+{
+	uint8_t mark[RM_MARK_SIZE];
+	uint64_t total = 0;
+	size_t queued;
+
+	if (c->state != TCP_CONN_OPEN) {
+		errno = ENOTCONN;
+		return -1;
+	}
+	for (unsigned int i = 0; i < n; i++)
+		total += pieces[i].len;
+	if (total > RM_LEN_MASK) {
+		errno = EMSGSIZE;
+		return -1;
+	}
+	queued = evbuffer_get_length(c->out);
+	if (c->cfg.out_max != 0 && queued + RM_MARK_SIZE + total > c->cfg.out_max) {
+		errno = ENOBUFS;
+		return -1;
+	}
+
+	tcp_conn_hold(c);
+	rm_encode_mark(mark, (uint32_t)total, true);
+	bool ok = evbuffer_add(c->out, mark, sizeof(mark)) == 0;
+	for (unsigned int i = 0; ok && i < n; i++)
+		ok = tcp_conn_add_piece(c, &pieces[i]);
+	if (!ok) {
+		/* Part of a record is queued: the stream cannot be repaired. */
+		gw_err("tcp: out of memory queueing a record, closing");
+		tcp_conn_fail(c, TCP_CLOSE_ERROR, ENOMEM, RM_OK);
+		tcp_conn_unhold(c);
+		errno = ENOMEM;
+		return -1;
+	}
+	c->stats.records_out++;
+	tcp_conn_update_write(c);
+	tcp_conn_check_congestion(c);
+	tcp_conn_unhold(c);
+	return 0;
+}
+
+int tcp_conn_send_copy(struct tcp_conn *c, const void *data, size_t len)
+{
+	struct tcp_piece pc = {.data = data, .len = (uint32_t)len};
+
+	if (len > RM_LEN_MASK) {
+		errno = EMSGSIZE;
+		return -1;
+	}
+	return tcp_conn_send_record(c, &pc, 1);
+}
+
+int tcp_conn_send_ref(struct tcp_conn *c, struct gw_buf *buf, uint32_t off, uint32_t len)
+{
+	struct tcp_piece pc = {.buf = buf, .off = off, .len = len};
+
+	return tcp_conn_send_record(c, &pc, 1);
+}
+
+/* ---- closing ------------------------------------------------------------- */
+
+static void tcp_conn_on_close_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct tcp_conn *c = arg;
+	char peer[NI_MAXHOST + NI_MAXSERV + 4];
+
+	(void)fd;
+	(void)what;
+	tcp_conn_hold(c);
+	gw_info("tcp %s: close did not complete in %u ms, resetting",
+		tcp_conn_peer(c, peer, sizeof(peer)), c->cfg.close_timeout_ms);
+	tcp_conn_fail(c, TCP_CLOSE_TIMEOUT, ETIMEDOUT, RM_OK);
+	tcp_conn_unhold(c);
+}
+
+void tcp_conn_close(struct tcp_conn *c)
+{
+	if (c->state != TCP_CONN_OPEN)
+		return;
+	c->state = TCP_CONN_FLUSHING;
+	tcp_conn_drop_rx(c);
+	tcp_conn_update_read(c);
+	if (c->cfg.close_timeout_ms != 0) {
+		struct timeval tv = {
+			.tv_sec = c->cfg.close_timeout_ms / 1000,
+			.tv_usec = (c->cfg.close_timeout_ms % 1000) * 1000,
+		};
+
+		evtimer_add(c->close_timer, &tv);
+	}
+	/*
+	 * Flush and half-close from the loop: closed() must not run inside
+	 * the owner's own call.
+	 */
+	event_active(c->write_ev, EV_WRITE, 0);
+}
+
+void tcp_conn_abort(struct tcp_conn *c)
+{
+	tcp_conn_teardown(c, true);
+}
+
+void tcp_conn_free(struct tcp_conn *c)
+{
+	if (!c)
+		return;
+	tcp_conn_abort(c);
+	if (c->depth > 0) {
+		c->free_pending = true;
+		return;
+	}
+	tcp_conn_destroy(c);
+}
+
+/* ---- setup and queries --------------------------------------------------- */
+
+struct tcp_conn *tcp_conn_new(struct event_base *base, evutil_socket_t fd,
+			      const struct tcp_conn_config *cfg, struct gw_buf_source *src,
+			      const struct tcp_conn_ops *ops, void *arg)
+{
+	struct tcp_conn *c;
+	int one = 1;
+
+	assert(ops->record != NULL);
+	if (evutil_make_socket_nonblocking(fd) < 0)
+		return NULL;
+	/* Fails harmlessly on non-TCP sockets (socketpairs in tests). */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->fd = fd;
+	c->cfg = *cfg;
+	if (c->cfg.out_low > c->cfg.out_high)
+		c->cfg.out_low = c->cfg.out_high;
+	c->src = src;
+	c->ops = *ops;
+	c->arg = arg;
+	c->read_ev = event_new(base, fd, EV_READ | EV_PERSIST, tcp_conn_on_read, c);
+	c->write_ev = event_new(base, fd, EV_WRITE | EV_PERSIST, tcp_conn_on_write, c);
+	c->close_timer = evtimer_new(base, tcp_conn_on_close_timer, c);
+	c->out = evbuffer_new();
+	if (!c->read_ev || !c->write_ev || !c->close_timer || !c->out) {
+		if (c->read_ev)
+			event_free(c->read_ev);
+		if (c->write_ev)
+			event_free(c->write_ev);
+		if (c->close_timer)
+			event_free(c->close_timer);
+		if (c->out)
+			evbuffer_free(c->out);
+		free(c);
+		errno = ENOMEM;
+		return NULL;
+	}
+	rm_init(&c->rm, c->cfg.max_record, c->cfg.readahead);
+	c->state = TCP_CONN_OPEN;
+	tcp_conn_update_read(c);
+	return c;
+}
+
+size_t tcp_conn_output_queued(const struct tcp_conn *c)
+{
+	return evbuffer_get_length(c->out);
+}
+
+bool tcp_conn_output_congested(const struct tcp_conn *c)
+{
+	return c->congested;
+}
+
+bool tcp_conn_read_paused(const struct tcp_conn *c)
+{
+	return c->state != TCP_CONN_OPEN || c->paused != 0;
+}
+
+evutil_socket_t tcp_conn_fd(const struct tcp_conn *c)
+{
+	return c->fd;
+}
+
+const struct tcp_conn_stats *tcp_conn_stats(const struct tcp_conn *c)
+{
+	return &c->stats;
+}

@@ -1,0 +1,767 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of the RFC 5531 record-marking parser (tcp/record.c).
+ *
+ * A small driver plays the caller's part: it hands the parser buffers of a
+ * chosen size (exactly that size on the heap, so ASan sees any overrun),
+ * "reads" from an in-memory stream in chunks of a chosen size, and copies
+ * out every record. The checks are on what came out, on the read windows
+ * the parser asked for, and on what it moved.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "common/xdr.h"
+#include "tcp/record.h"
+
+#define MAX_RECS 4096
+
+/* An input stream under construction. */
+struct stream {
+	uint8_t *data;
+	size_t len;
+	size_t cap;
+};
+
+static void stream_put(struct stream *s, const void *p, size_t n)
+{
+	if (s->len + n > s->cap) {
+		s->cap = (s->len + n) * 2 + 64;
+		s->data = realloc(s->data, s->cap);
+		assert_non_null(s->data);
+	}
+	memcpy(s->data + s->len, p, n);
+	s->len += n;
+}
+
+static void stream_mark(struct stream *s, uint32_t len, bool last)
+{
+	uint8_t m[4];
+
+	rm_encode_mark(m, len, last);
+	stream_put(s, m, 4);
+}
+
+/* Payload byte i of record r: recognisable, and different per record. */
+static uint8_t pattern(unsigned int r, size_t i)
+{
+	return (uint8_t)(r * 131u + i * 7u + (i >> 8));
+}
+
+/* Append record r of len bytes cut into fragments of at most frag bytes. */
+static void stream_record(struct stream *s, unsigned int r, size_t len, size_t frag)
+{
+	size_t done = 0;
+
+	if (frag == 0)
+		frag = len;
+	do {
+		size_t n = len - done < frag ? len - done : frag;
+		stream_mark(s, (uint32_t)n, done + n == len);
+		for (size_t i = 0; i < n; i++) {
+			uint8_t b = pattern(r, done + i);
+			stream_put(s, &b, 1);
+		}
+		done += n;
+	} while (done < len);
+}
+
+/* The caller's side of the parser. */
+struct driver {
+	struct rm_parser p;
+	/* policy */
+	size_t chunk;	  /* most bytes one read returns */
+	uint32_t bufsize; /* size of a fresh buffer, at least what is asked */
+	/* the current buffer */
+	uint8_t *buf;
+	uint32_t size;
+	/* results */
+	unsigned int nrec;
+	size_t rec_len[MAX_RECS];
+	uint32_t rec_off[MAX_RECS];
+	bool rec_ok[MAX_RECS];
+	unsigned int reads;
+	unsigned int switches;
+	uint32_t max_switch_pending;
+	uint64_t switch_moved;
+	enum rm_error err;
+	bool eof_clean;
+};
+
+static void driver_init(struct driver *d, uint32_t max_record, uint32_t readahead, size_t chunk,
+			uint32_t bufsize)
+{
+	memset(d, 0, sizeof(*d));
+	rm_init(&d->p, max_record, readahead);
+	d->chunk = chunk;
+	d->bufsize = bufsize;
+}
+
+static void driver_switch(struct driver *d, uint32_t need)
+{
+	uint32_t size = need > d->bufsize ? need : d->bufsize;
+	uint8_t *nb = malloc(size);
+	uint32_t pending = rm_pending(&d->p);
+
+	assert_non_null(nb);
+	assert_true(pending <= need);
+	assert_true(rm_set_buffer(&d->p, nb, size));
+	d->switches++;
+	d->switch_moved += pending;
+	if (pending > d->max_switch_pending)
+		d->max_switch_pending = pending;
+	free(d->buf);
+	d->buf = nb;
+	d->size = size;
+}
+
+/*
+ * Feed the whole stream; records are checked against pattern() as they
+ * come (record r is expected to have length lens[r]).
+ */
+static void driver_run(struct driver *d, const struct stream *s, const size_t *lens)
+{
+	size_t in = 0;
+
+	for (;;) {
+		struct rm_span sp;
+		enum rm_status st = rm_next(&d->p, &sp);
+
+		switch (st) {
+		case RM_RECORD: {
+			bool ok = true;
+
+			assert_true(d->nrec < MAX_RECS);
+			assert_true((uint64_t)sp.off + sp.len <= d->size);
+			if (lens)
+				ok = sp.len == lens[d->nrec];
+			for (uint32_t i = 0; ok && i < sp.len; i++)
+				ok = d->buf[sp.off + i] == pattern(d->nrec, i);
+			d->rec_ok[d->nrec] = ok;
+			d->rec_off[d->nrec] = sp.off;
+			d->rec_len[d->nrec++] = sp.len;
+			break;
+		}
+		case RM_NEED_BUFFER:
+			driver_switch(d, sp.len);
+			break;
+		case RM_NEED_INPUT: {
+			size_t n = sp.len;
+
+			assert_true(sp.len > 0);
+			assert_true((uint64_t)sp.off + sp.len <= d->size);
+			if (in == s->len) {
+				d->err = rm_eof(&d->p);
+				d->eof_clean = d->err == RM_OK;
+				return;
+			}
+			if (n > d->chunk)
+				n = d->chunk;
+			if (n > s->len - in)
+				n = s->len - in;
+			memcpy(d->buf + sp.off, s->data + in, n);
+			rm_filled(&d->p, (uint32_t)n);
+			in += n;
+			d->reads++;
+			break;
+		}
+		case RM_ERROR:
+			d->err = rm_error(&d->p);
+			assert_int_not_equal(d->err, RM_OK);
+			return;
+		}
+	}
+}
+
+static void driver_done(struct driver *d)
+{
+	free(d->buf);
+	d->buf = NULL;
+}
+
+static void assert_records_ok(const struct driver *d, unsigned int n)
+{
+	assert_int_equal(d->nrec, n);
+	for (unsigned int i = 0; i < n; i++)
+		assert_true(d->rec_ok[i]);
+}
+
+/* ------------------------------------------------------------------ */
+
+static void test_encode_mark(void **state)
+{
+	(void)state;
+	uint8_t m[4];
+
+	rm_encode_mark(m, 0x1234, true);
+	assert_int_equal(xdr_get32(m), 0x80001234u);
+	rm_encode_mark(m, RM_LEN_MASK, false);
+	assert_int_equal(xdr_get32(m), 0x7fffffffu);
+	rm_encode_mark(m, 0, true);
+	assert_int_equal(xdr_get32(m), 0x80000000u);
+}
+
+static void test_single_fragment(void **state)
+{
+	(void)state;
+	struct stream s = {0};
+	struct driver d;
+	size_t lens[] = {100};
+
+	stream_record(&s, 0, 100, 0);
+	driver_init(&d, 1024, 64, SIZE_MAX, 4096);
+	driver_run(&d, &s, lens);
+	assert_records_ok(&d, 1);
+	/* the payload sits right behind its mark at the start of the buffer */
+	assert_int_equal(d.rec_off[0], 4);
+	assert_true(d.eof_clean);
+	assert_int_equal(rm_moved(&d.p), 0);
+	driver_done(&d);
+	free(s.data);
+}
+
+static void test_multi_fragment_is_contiguous(void **state)
+{
+	(void)state;
+	struct stream s = {0};
+	struct driver d;
+	size_t lens[] = {1000, 10};
+
+	/* fragments of 300 (the last of 100), then ten of 1: marks at odd offsets */
+	stream_record(&s, 0, 1000, 300);
+	stream_record(&s, 1, 10, 1);
+	driver_init(&d, 4096, 64, SIZE_MAX, 256);
+	driver_run(&d, &s, lens);
+	assert_records_ok(&d, 2);
+	assert_true(d.eof_clean);
+	/* a multi-fragment record gets a buffer for the largest record at once */
+	assert_true(d.size >= 4096 + RM_BUF_SLACK);
+	/* squeezing out marks moves each payload byte at most once */
+	assert_true(rm_moved(&d.p) - d.switch_moved <= 1000 + 10);
+	driver_done(&d);
+	free(s.data);
+}
+
+static void test_final_empty_fragment(void **state)
+{
+	(void)state;
+	struct stream s = {0};
+	struct driver d;
+	size_t lens[] = {5};
+	uint8_t body[5];
+
+	for (int i = 0; i < 5; i++)
+		body[i] = pattern(0, (size_t)i);
+	/* a record may end with an empty last fragment */
+	stream_mark(&s, 5, false);
+	stream_put(&s, body, 5);
+	stream_mark(&s, 0, true);
+	driver_init(&d, 64, 0, SIZE_MAX, 16);
+	driver_run(&d, &s, lens);
+	assert_records_ok(&d, 1);
+	assert_true(d.eof_clean);
+	driver_done(&d);
+	free(s.data);
+}
+
+static void expect_error(const struct stream *s, uint32_t max_record, enum rm_error want,
+			 unsigned int records_before)
+{
+	struct driver d;
+
+	driver_init(&d, max_record, 16, SIZE_MAX, 64);
+	driver_run(&d, s, NULL);
+	assert_int_equal(d.err, want);
+	assert_int_equal(d.nrec, records_before);
+	/* errors stick */
+	struct rm_span sp;
+	assert_int_equal(rm_next(&d.p, &sp), RM_ERROR);
+	assert_int_equal(rm_error(&d.p), want);
+	driver_done(&d);
+}
+
+static void test_error_fragment_too_large(void **state)
+{
+	(void)state;
+	struct stream s = {0};
+
+	stream_record(&s, 0, 10, 0);
+	stream_mark(&s, 101, true);
+	stream_put(&s, "x", 1);
+	expect_error(&s, 100, RM_ERR_FRAGMENT_TOO_LARGE, 1);
+	/* also as a continuation fragment, and even if it is not the last */
+	s.len = 0;
+	stream_mark(&s, 10, false);
+	stream_put(&s, "0123456789", 10);
+	stream_mark(&s, 101, false);
+	expect_error(&s, 100, RM_ERR_FRAGMENT_TOO_LARGE, 0);
+	/* the largest length a mark can carry */
+	s.len = 0;
+	stream_mark(&s, RM_LEN_MASK, true);
+	expect_error(&s, 100, RM_ERR_FRAGMENT_TOO_LARGE, 0);
+	free(s.data);
+}
+
+static void test_error_record_too_large(void **state)
+{
+	(void)state;
+	struct stream s = {0};
+
+	/* three fragments of 40: each fits, together they do not */
+	stream_record(&s, 0, 120, 40);
+	expect_error(&s, 100, RM_ERR_RECORD_TOO_LARGE, 0);
+	free(s.data);
+}
+
+static void test_error_empty_fragment(void **state)
+{
+	(void)state;
+	struct stream s = {0};
+
+	stream_mark(&s, 0, false);
+	expect_error(&s, 100, RM_ERR_EMPTY_FRAGMENT, 0);
+	/* in the middle of a record too */
+	s.len = 0;
+	stream_record(&s, 0, 3, 0);
+	stream_mark(&s, 2, false);
+	stream_put(&s, "ab", 2);
+	stream_mark(&s, 0, false);
+	stream_mark(&s, 0, false);
+	expect_error(&s, 100, RM_ERR_EMPTY_FRAGMENT, 1);
+	free(s.data);
+}
+
+static void test_error_empty_record(void **state)
+{
+	(void)state;
+	struct stream s = {0};
+
+	stream_record(&s, 0, 8, 0);
+	stream_mark(&s, 0, true);
+	expect_error(&s, 100, RM_ERR_EMPTY_RECORD, 1);
+	free(s.data);
+}
+
+static void test_error_truncated(void **state)
+{
+	(void)state;
+	struct stream s = {0};
+	struct driver d;
+
+	/* cut inside a mark, inside a body, and right after a non-last fragment */
+	stream_record(&s, 0, 20, 0);
+	size_t whole = s.len;
+	stream_record(&s, 1, 50, 25);
+	const size_t cuts[] = {whole + 2, whole + 4 + 10, whole + 4 + 25};
+	for (unsigned int i = 0; i < 3; i++) {
+		struct stream t = {.data = s.data, .len = cuts[i]};
+		driver_init(&d, 100, 8, SIZE_MAX, 64);
+		driver_run(&d, &t, NULL);
+		assert_int_equal(d.nrec, 1);
+		assert_int_equal(d.err, RM_ERR_TRUNCATED);
+		assert_false(d.eof_clean);
+		driver_done(&d);
+	}
+	/* but a stream that ends between records is fine */
+	struct stream t = {.data = s.data, .len = whole};
+	driver_init(&d, 100, 8, SIZE_MAX, 64);
+	driver_run(&d, &t, NULL);
+	assert_true(d.eof_clean);
+	driver_done(&d);
+	free(s.data);
+}
+
+static void test_error_names(void **state)
+{
+	(void)state;
+	/* every reason has its own name, usable as a counter label */
+	for (int i = 0; i < RM_ERR_COUNT; i++) {
+		assert_non_null(rm_error_name((enum rm_error)i));
+		for (int j = 0; j < i; j++)
+			assert_string_not_equal(rm_error_name((enum rm_error)i),
+						rm_error_name((enum rm_error)j));
+	}
+	assert_string_equal(rm_error_name(RM_ERR_COUNT), "unknown");
+}
+
+/* Mixed records, fed one byte per read: every state boundary gets split. */
+static void test_byte_at_a_time(void **state)
+{
+	(void)state;
+	struct stream s = {0};
+	struct driver d;
+	size_t lens[8];
+	const size_t frag[8] = {0, 3, 0, 1, 0, 50, 0, 7};
+
+	for (unsigned int r = 0; r < 8; r++) {
+		lens[r] = 1 + r * 37;
+		stream_record(&s, r, lens[r], frag[r]);
+	}
+	driver_init(&d, 512, 16, 1, 64);
+	driver_run(&d, &s, lens);
+	assert_records_ok(&d, 8);
+	assert_true(d.eof_clean);
+	assert_int_equal(d.reads, s.len);
+	driver_done(&d);
+	free(s.data);
+}
+
+static void test_several_records_in_one_read(void **state)
+{
+	(void)state;
+	struct stream s = {0};
+	struct driver d;
+	size_t lens[5] = {10, 20, 30, 40, 50};
+
+	for (unsigned int r = 0; r < 5; r++)
+		stream_record(&s, r, lens[r], 0);
+	/* read-ahead large enough for the lot: one read brings all records */
+	driver_init(&d, 1024, 1024, SIZE_MAX, 4096);
+	driver_run(&d, &s, lens);
+	assert_records_ok(&d, 5);
+	assert_int_equal(d.reads, 1);
+	assert_int_equal(d.switches, 1);
+	/* pipelined records follow each other in the one buffer */
+	for (unsigned int r = 1; r < 5; r++)
+		assert_int_equal(d.rec_off[r], d.rec_off[r - 1] + lens[r - 1] + 4);
+	driver_done(&d);
+	free(s.data);
+}
+
+static void test_max_sizes(void **state)
+{
+	(void)state;
+	struct stream s = {0};
+	struct driver d;
+	const uint32_t max = 3000;
+	size_t lens[3] = {max, max, max};
+
+	stream_record(&s, 0, max, 0);
+	stream_record(&s, 1, max, 1000);
+	/* a full-size record followed by an empty last fragment */
+	stream_record(&s, 2, max, max);
+	s.data[s.len - max - 4] &= 0x7f; /* clear the last-fragment bit */
+	stream_mark(&s, 0, true);
+	driver_init(&d, max, 100, 700, 512);
+	driver_run(&d, &s, lens);
+	assert_records_ok(&d, 3);
+	assert_true(d.eof_clean);
+	driver_done(&d);
+
+	/* one byte more is refused, single or multi-fragment */
+	s.len = 0;
+	stream_record(&s, 0, max + 1, 0);
+	expect_error(&s, max, RM_ERR_FRAGMENT_TOO_LARGE, 0);
+	s.len = 0;
+	stream_record(&s, 0, max + 1, max);
+	expect_error(&s, max, RM_ERR_RECORD_TOO_LARGE, 0);
+	free(s.data);
+}
+
+/*
+ * The read windows: what the mark or fragment lacks, plus the read-ahead,
+ * and never more.
+ */
+static void test_read_window(void **state)
+{
+	(void)state;
+	struct rm_parser p;
+	struct rm_span sp;
+	uint8_t *buf = malloc(2000);
+
+	rm_init(&p, 1500, 8);
+	/* no buffer yet: the parser asks for one */
+	assert_int_equal(rm_next(&p, &sp), RM_NEED_BUFFER);
+	assert_int_equal(sp.len, 4);
+	/* a buffer too small for a mark is refused */
+	assert_false(rm_set_buffer(&p, buf, 3));
+	assert_true(rm_set_buffer(&p, buf, 2000));
+	assert_int_equal(rm_next(&p, &sp), RM_NEED_INPUT);
+	assert_int_equal(sp.off, 0);
+	assert_int_equal(sp.len, 4 + 8);
+	/* two bytes of the mark arrive */
+	rm_encode_mark(buf, 1000, true);
+	rm_filled(&p, 2);
+	assert_int_equal(rm_next(&p, &sp), RM_NEED_INPUT);
+	assert_int_equal(sp.off, 2);
+	assert_int_equal(sp.len, 2 + 8);
+	/* the rest of the mark and 8 bytes of body */
+	rm_filled(&p, 10);
+	assert_int_equal(rm_next(&p, &sp), RM_NEED_INPUT);
+	assert_int_equal(sp.off, 12);
+	assert_int_equal(sp.len, 992 + 8);
+	/* the body; the read-ahead is cut at the end of the buffer */
+	rm_filled(&p, 992);
+	assert_int_equal(rm_next(&p, &sp), RM_RECORD);
+	assert_int_equal(sp.off, 4);
+	assert_int_equal(sp.len, 1000);
+	assert_int_equal(rm_pending(&p), 0);
+	assert_int_equal(rm_next(&p, &sp), RM_NEED_INPUT);
+	assert_int_equal(sp.off, 1004);
+	assert_int_equal(sp.len, 12);
+	/* letting go of the buffer while nothing is pending */
+	assert_true(rm_set_buffer(&p, NULL, 0));
+	assert_int_equal(rm_next(&p, &sp), RM_NEED_BUFFER);
+	assert_int_equal(rm_eof(&p), RM_OK);
+	free(buf);
+}
+
+/* Without read-ahead, reads stop exactly at each mark and body. */
+static void test_no_readahead(void **state)
+{
+	(void)state;
+	struct stream s = {0};
+	struct driver d;
+	size_t lens[3] = {10, 20, 30};
+
+	for (unsigned int r = 0; r < 3; r++)
+		stream_record(&s, r, lens[r], 0);
+	driver_init(&d, 100, 0, SIZE_MAX, 4096);
+	driver_run(&d, &s, lens);
+	assert_records_ok(&d, 3);
+	assert_int_equal(d.reads, 6);
+	driver_done(&d);
+	free(s.data);
+}
+
+/*
+ * A large record that turns up in a small buffer moves to a large one
+ * with only its mark and the read-ahead; its bulk is read in place.
+ */
+static void test_switch_moves_little(void **state)
+{
+	(void)state;
+	struct stream s = {0};
+	struct driver d;
+	size_t lens[40];
+	unsigned int n = 0;
+	const uint32_t ra = 32;
+
+	for (; n < 30; n++) {
+		lens[n] = 1 + (n * 13) % 90;
+		stream_record(&s, n, lens[n], 0);
+	}
+	lens[n] = 100000;
+	stream_record(&s, n, lens[n], 0);
+	n++;
+	for (; n < 40; n++) {
+		lens[n] = 1 + (n * 29) % 200;
+		stream_record(&s, n, lens[n], 0);
+	}
+	driver_init(&d, 200000, ra, SIZE_MAX, 256);
+	driver_run(&d, &s, lens);
+	assert_records_ok(&d, 40);
+	assert_true(d.switches > 2);
+	assert_true(d.max_switch_pending <= rm_move_bound(&d.p));
+	/* single-fragment records: nothing moves but at switches */
+	assert_int_equal(rm_moved(&d.p), d.switch_moved);
+	assert_true(rm_moved(&d.p) <= (uint64_t)d.switches * rm_move_bound(&d.p));
+	driver_done(&d);
+	free(s.data);
+}
+
+/* The same bound holds however the input is cut. */
+static void test_move_bound_any_chunking(void **state)
+{
+	(void)state;
+	struct stream s = {0};
+	size_t lens[64];
+	uint32_t seed = 12345;
+
+	for (unsigned int r = 0; r < 64; r++) {
+		seed = seed * 1103515245u + 12345u;
+		lens[r] = 1 + (seed >> 8) % (r % 8 == 0 ? 20000 : 300);
+		stream_record(&s, r, lens[r], 0);
+	}
+	const size_t chunks[] = {1, 3, 17, 100, 1000, 70000};
+	const uint32_t ras[] = {0, 4, 61, 500};
+	for (unsigned int c = 0; c < 6; c++) {
+		for (unsigned int a = 0; a < 4; a++) {
+			struct driver d;
+			driver_init(&d, 20000, ras[a], chunks[c], 512);
+			driver_run(&d, &s, lens);
+			assert_records_ok(&d, 64);
+			assert_true(d.eof_clean);
+			assert_true(d.max_switch_pending <= rm_move_bound(&d.p));
+			assert_int_equal(rm_moved(&d.p), d.switch_moved);
+			driver_done(&d);
+		}
+	}
+	free(s.data);
+}
+
+/* Sliding the pending bytes to the start of the same buffer. */
+static void test_rebase_same_buffer(void **state)
+{
+	(void)state;
+	struct rm_parser p;
+	struct rm_span sp;
+	uint8_t buf[64];
+
+	rm_init(&p, 100, 20);
+	assert_true(rm_set_buffer(&p, buf, sizeof(buf)));
+	assert_int_equal(rm_next(&p, &sp), RM_NEED_INPUT);
+	assert_int_equal(sp.len, 24);
+	/* a 10-byte record, then 10 bytes of a 30-byte one */
+	rm_encode_mark(buf, 10, true);
+	memset(buf + 4, 'a', 10);
+	rm_encode_mark(buf + 14, 30, true);
+	memset(buf + 18, 'b', 6);
+	rm_filled(&p, 24);
+	assert_int_equal(rm_next(&p, &sp), RM_RECORD);
+	assert_int_equal(sp.len, 10);
+	/* 14 + 4 + 30 fits in 64: keep reading here */
+	assert_int_equal(rm_next(&p, &sp), RM_NEED_INPUT);
+	assert_int_equal(sp.off, 24);
+	assert_int_equal(rm_pending(&p), 10);
+	/* the owner may slide the record to the front at any time */
+	assert_true(rm_set_buffer(&p, buf, sizeof(buf)));
+	assert_int_equal(rm_pending(&p), 10);
+	assert_int_equal(rm_next(&p, &sp), RM_NEED_INPUT);
+	assert_int_equal(sp.off, 10);
+	memset(buf + 10, 'b', 24);
+	rm_filled(&p, 24);
+	assert_int_equal(rm_next(&p, &sp), RM_RECORD);
+	assert_int_equal(sp.off, 4);
+	assert_int_equal(sp.len, 30);
+	for (int i = 0; i < 30; i++)
+		assert_int_equal(buf[4 + i], 'b');
+	/* a buffer smaller than the record needs is refused */
+	rm_encode_mark(buf + 34, 60, true);
+	rm_filled(&p, 4);
+	assert_int_equal(rm_next(&p, &sp), RM_NEED_BUFFER);
+	assert_int_equal(sp.len, 64);
+	assert_false(rm_set_buffer(&p, buf, 63));
+	assert_true(rm_set_buffer(&p, buf, 64));
+	assert_int_equal(rm_next(&p, &sp), RM_NEED_INPUT);
+	assert_int_equal(sp.off, 4);
+	assert_int_equal(sp.len, 60);
+}
+
+/*
+ * A simple reference: decode the whole stream at once. Returns the number
+ * of records (lengths in lens) and the error the stream ends with.
+ */
+static unsigned int ref_decode(const uint8_t *in, size_t n, uint32_t max, size_t *lens,
+			       enum rm_error *err)
+{
+	size_t pos = 0;
+	unsigned int nrec = 0;
+	uint64_t cur = 0;
+	bool inrec = false;
+
+	*err = RM_OK;
+	while (pos < n) {
+		if (n - pos < 4) {
+			*err = RM_ERR_TRUNCATED;
+			return nrec;
+		}
+		uint32_t m = xdr_get32(in + pos);
+		uint32_t len = m & RM_LEN_MASK;
+		bool last = m & RM_LAST_FRAG;
+		pos += 4;
+		if (len > max) {
+			*err = RM_ERR_FRAGMENT_TOO_LARGE;
+			return nrec;
+		}
+		if (cur + len > max) {
+			*err = RM_ERR_RECORD_TOO_LARGE;
+			return nrec;
+		}
+		if (len == 0 && !last) {
+			*err = RM_ERR_EMPTY_FRAGMENT;
+			return nrec;
+		}
+		if (len == 0 && !inrec) {
+			*err = RM_ERR_EMPTY_RECORD;
+			return nrec;
+		}
+		if (n - pos < len) {
+			*err = RM_ERR_TRUNCATED;
+			return nrec;
+		}
+		pos += len;
+		cur += len;
+		inrec = true;
+		if (last) {
+			lens[nrec++] = (size_t)cur;
+			cur = 0;
+			inrec = false;
+		}
+	}
+	if (inrec)
+		*err = RM_ERR_TRUNCATED;
+	return nrec;
+}
+
+/* Random streams, valid and not, against the reference. */
+static void test_random_against_reference(void **state)
+{
+	(void)state;
+	uint32_t seed = 99;
+
+	for (unsigned int round = 0; round < 300; round++) {
+		struct stream s = {0};
+		unsigned int nrec = 1 + round % 12;
+
+		for (unsigned int r = 0; r < nrec; r++) {
+			seed = seed * 1103515245u + 12345u;
+			size_t len = 1 + (seed >> 10) % 700;
+			size_t frag = (seed >> 4) % 4 == 0 ? 1 + (seed >> 20) % 200 : 0;
+			stream_record(&s, r, len, frag);
+		}
+		/* now and then, spoil a byte or cut the stream */
+		seed = seed * 1103515245u + 12345u;
+		if (seed % 3 == 0)
+			s.data[(seed >> 8) % s.len] ^= (uint8_t)(1u << ((seed >> 4) % 8));
+		if (seed % 5 == 0)
+			s.len -= (seed >> 12) % (s.len / 2 + 1);
+
+		static size_t want[MAX_RECS];
+		enum rm_error want_err;
+		uint32_t max = 400 + round;
+		unsigned int n = ref_decode(s.data, s.len, max, want, &want_err);
+
+		struct driver d;
+		driver_init(&d, max, round % 70, 1 + (round * 7) % 300, 32 + round % 500);
+		driver_run(&d, &s, NULL);
+		assert_int_equal(d.nrec, n);
+		for (unsigned int i = 0; i < n; i++)
+			assert_int_equal(d.rec_len[i], want[i]);
+		assert_int_equal(d.err, want_err);
+		driver_done(&d);
+		free(s.data);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_encode_mark),
+		cmocka_unit_test(test_single_fragment),
+		cmocka_unit_test(test_multi_fragment_is_contiguous),
+		cmocka_unit_test(test_final_empty_fragment),
+		cmocka_unit_test(test_error_fragment_too_large),
+		cmocka_unit_test(test_error_record_too_large),
+		cmocka_unit_test(test_error_empty_fragment),
+		cmocka_unit_test(test_error_empty_record),
+		cmocka_unit_test(test_error_truncated),
+		cmocka_unit_test(test_error_names),
+		cmocka_unit_test(test_byte_at_a_time),
+		cmocka_unit_test(test_several_records_in_one_read),
+		cmocka_unit_test(test_max_sizes),
+		cmocka_unit_test(test_read_window),
+		cmocka_unit_test(test_no_readahead),
+		cmocka_unit_test(test_switch_moves_little),
+		cmocka_unit_test(test_move_bound_any_chunking),
+		cmocka_unit_test(test_rebase_same_buffer),
+		cmocka_unit_test(test_random_against_reference),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,1074 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tests of tcp/tcp_conn.c on a real event loop, over socketpairs and
+ * loopback TCP. The test's end of the connection (the "peer") writes from
+ * a feeder event in chunks of random size, so records arrive across
+ * partial reads, and reads through a sink event that can be switched off
+ * to play a client that does not drain its replies.
+ *
+ * Buffers come from a test source that allocates exactly the size asked
+ * (ASan sees overruns), can be limited to play a dry pool, and counts
+ * allocations and frees. Every wait has a generous deadline; nothing
+ * asserts speed.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "common/xdr.h"
+#include "tcp/tcp_conn.h"
+
+#define MAX_RECS 2048
+#define WAIT_MS	 30000
+
+/* ---- a buffer source ------------------------------------------------------ */
+
+struct tsrc {
+	struct gw_buf_source src;
+	unsigned int limit; /* most buffers out at once; 0: no limit */
+	unsigned int outstanding;
+	unsigned int allocs;
+	unsigned int frees;
+	unsigned int failed;
+	size_t largest;
+};
+
+static void tsrc_free(struct gw_buf *b)
+{
+	struct tsrc *s = b->pool;
+
+	assert_int_equal(b->refs, 0);
+	s->outstanding--;
+	s->frees++;
+	free(b->base);
+	free(b);
+}
+
+static struct gw_buf *tsrc_alloc(struct gw_buf_source *src, size_t min_size)
+{
+	struct tsrc *s = (struct tsrc *)src;
+	struct gw_buf *b;
+
+	if (s->limit != 0 && s->outstanding >= s->limit) {
+		s->failed++;
+		return NULL;
+	}
+	b = calloc(1, sizeof(*b));
+	assert_non_null(b);
+	b->base = malloc(min_size);
+	assert_non_null(b->base);
+	b->size = (uint32_t)min_size;
+	b->refs = 1;
+	b->free_fn = tsrc_free;
+	b->pool = s;
+	s->outstanding++;
+	s->allocs++;
+	if (min_size > s->largest)
+		s->largest = min_size;
+	return b;
+}
+
+/* ---- streams -------------------------------------------------------------- */
+
+struct stream {
+	uint8_t *data;
+	size_t len;
+	size_t cap;
+};
+
+static void stream_put(struct stream *s, const void *p, size_t n)
+{
+	if (s->len + n > s->cap) {
+		s->cap = (s->len + n) * 2 + 64;
+		s->data = realloc(s->data, s->cap);
+		assert_non_null(s->data);
+	}
+	memcpy(s->data + s->len, p, n);
+	s->len += n;
+}
+
+static void stream_mark(struct stream *s, uint32_t len, bool last)
+{
+	uint8_t m[4];
+
+	rm_encode_mark(m, len, last);
+	stream_put(s, m, 4);
+}
+
+static uint8_t pattern(unsigned int r, size_t i)
+{
+	return (uint8_t)(r * 131u + i * 7u + (i >> 8));
+}
+
+static void stream_record(struct stream *s, unsigned int r, size_t len, size_t frag)
+{
+	size_t done = 0;
+
+	if (frag == 0)
+		frag = len;
+	do {
+		size_t n = len - done < frag ? len - done : frag;
+
+		stream_mark(s, (uint32_t)n, done + n == len);
+		for (size_t i = 0; i < n; i++) {
+			uint8_t b = pattern(r, done + i);
+			stream_put(s, &b, 1);
+		}
+		done += n;
+	} while (done < len);
+}
+
+static uint32_t lcg(uint32_t *seed)
+{
+	*seed = *seed * 1103515245u + 12345u;
+	return *seed >> 8;
+}
+
+/* ---- the harness ---------------------------------------------------------- */
+
+struct harness {
+	struct event_base *base;
+	struct event *tick;
+	evutil_socket_t peer;
+	evutil_socket_t conn_fd;
+	struct tcp_conn *c;
+	struct tcp_conn_config cfg;
+	struct tsrc src;
+
+	/* records in */
+	unsigned int nrec;
+	uint32_t lens[MAX_RECS];
+	struct gw_buf *held[MAX_RECS];
+	bool hold;
+	bool bad_content;
+	unsigned int pause_at;
+	unsigned int free_at;
+
+	/* callbacks */
+	bool closed;
+	struct tcp_close_info why;
+	unsigned int congested_calls;
+	unsigned int relieved_calls;
+	size_t queued_at_congested;
+	size_t queued_at_relieved;
+	unsigned int starved_calls;
+
+	/* the peer writing */
+	struct event *feed_ev;
+	struct stream feed;
+	size_t feed_pos;
+	size_t feed_max_chunk;
+	uint32_t feed_seed;
+
+	/* the peer reading */
+	struct event *sink_ev;
+	struct stream sunk;
+	bool sink_eof;
+	int sink_err;
+};
+
+static void on_record(struct tcp_conn *c, struct gw_buf *buf, uint32_t off, uint32_t len, void *arg)
+{
+	struct harness *h = arg;
+	unsigned int r = h->nrec++;
+
+	if (r >= MAX_RECS) {
+		h->bad_content = true;
+		gw_buf_put(buf);
+		return;
+	}
+	h->lens[r] = len;
+	if ((uint64_t)off + len > buf->size)
+		h->bad_content = true;
+	for (uint32_t i = 0; i < len && !h->bad_content; i++)
+		if (buf->base[off + i] != pattern(r, i))
+			h->bad_content = true;
+	if (h->hold)
+		h->held[r] = buf;
+	else
+		gw_buf_put(buf);
+	if (h->pause_at != 0 && h->nrec == h->pause_at)
+		tcp_conn_pause_read(c);
+	if (h->free_at != 0 && h->nrec == h->free_at) {
+		tcp_conn_free(c);
+		h->c = NULL;
+	}
+}
+
+static void on_pressure(struct tcp_conn *c, bool congested, void *arg)
+{
+	struct harness *h = arg;
+
+	if (congested) {
+		h->congested_calls++;
+		h->queued_at_congested = tcp_conn_output_queued(c);
+	} else {
+		h->relieved_calls++;
+		h->queued_at_relieved = tcp_conn_output_queued(c);
+	}
+}
+
+static void on_starved(struct tcp_conn *c, void *arg)
+{
+	struct harness *h = arg;
+
+	(void)c;
+	h->starved_calls++;
+}
+
+/* The usual owner: free the connection when it closes. */
+static void on_closed(struct tcp_conn *c, const struct tcp_close_info *why, void *arg)
+{
+	struct harness *h = arg;
+
+	h->closed = true;
+	h->why = *why;
+	tcp_conn_free(c);
+	h->c = NULL;
+}
+
+static const struct tcp_conn_ops ops = {
+	.record = on_record,
+	.output_pressure = on_pressure,
+	.starved = on_starved,
+	.closed = on_closed,
+};
+
+static void feed_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct harness *h = arg;
+	size_t left = h->feed.len - h->feed_pos;
+	size_t n = 1 + lcg(&h->feed_seed) % h->feed_max_chunk;
+	ssize_t w;
+
+	(void)what;
+	if (left == 0) {
+		event_del(h->feed_ev);
+		return;
+	}
+	if (n > left)
+		n = left;
+	w = send(fd, h->feed.data + h->feed_pos, n, MSG_NOSIGNAL);
+	if (w > 0)
+		h->feed_pos += (size_t)w;
+	else if (w < 0 && errno != EAGAIN && errno != EINTR)
+		event_del(h->feed_ev);
+}
+
+static void sink_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct harness *h = arg;
+	uint8_t buf[65536];
+
+	(void)what;
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+
+		if (n > 0) {
+			stream_put(&h->sunk, buf, (size_t)n);
+			continue;
+		}
+		if (n == 0)
+			h->sink_eof = true;
+		else if (errno == EAGAIN || errno == EINTR)
+			return;
+		else
+			h->sink_err = errno;
+		event_del(h->sink_ev);
+		return;
+	}
+}
+
+static void tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Run the loop until expr holds or ms pass; the caller asserts expr. */
+#define run_until(h, expr, ms)                                                                     \
+	do {                                                                                       \
+		uint64_t deadline_ = now_ms() + (ms);                                              \
+		while (!(expr) && now_ms() < deadline_)                                            \
+			event_base_loop((h)->base, EVLOOP_ONCE);                                   \
+	} while (0)
+
+static void run_for(struct harness *h, unsigned int ms)
+{
+	uint64_t deadline = now_ms() + ms;
+
+	while (now_ms() < deadline)
+		event_base_loop(h->base, EVLOOP_ONCE);
+}
+
+static void make_pair(int fds[2], bool tcp)
+{
+	if (!tcp) {
+		assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+		return;
+	}
+	struct sockaddr_in sin = {.sin_family = AF_INET};
+	socklen_t sl = sizeof(sin);
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_true(l >= 0);
+	assert_int_equal(bind(l, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_int_equal(listen(l, 1), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&sin, &sl), 0);
+	fds[1] = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(connect(fds[1], (struct sockaddr *)&sin, sizeof(sin)), 0);
+	fds[0] = accept(l, NULL, NULL);
+	assert_true(fds[0] >= 0);
+	close(l);
+}
+
+/* Set up the loop and the socket pair; the test may adjust h->cfg, then h_start(). */
+static struct harness *h_new(bool tcp)
+{
+	struct harness *h = calloc(1, sizeof(*h));
+	struct timeval tv = {0, 5000};
+	int fds[2];
+
+	assert_non_null(h);
+	h->base = event_base_new();
+	assert_non_null(h->base);
+	h->tick = event_new(h->base, -1, EV_PERSIST, tick_cb, NULL);
+	event_add(h->tick, &tv);
+	make_pair(fds, tcp);
+	h->peer = fds[1];
+	assert_int_equal(evutil_make_socket_nonblocking(h->peer), 0);
+	h->src.src.alloc = tsrc_alloc;
+	tcp_conn_config_default(&h->cfg);
+	h->cfg.recv_size = 512;
+	h->cfg.readahead = 64;
+	h->feed_max_chunk = 4096;
+	h->feed_seed = 1;
+	h->feed_ev = event_new(h->base, h->peer, EV_WRITE | EV_PERSIST, feed_cb, h);
+	h->sink_ev = event_new(h->base, h->peer, EV_READ | EV_PERSIST, sink_cb, h);
+	h->conn_fd = fds[0];
+	return h;
+}
+
+static void h_start(struct harness *h)
+{
+	h->c = tcp_conn_new(h->base, h->conn_fd, &h->cfg, &h->src.src, &ops, h);
+	assert_non_null(h->c);
+}
+
+static void h_feed(struct harness *h, const struct stream *s)
+{
+	stream_put(&h->feed, s->data, s->len);
+	event_add(h->feed_ev, NULL);
+}
+
+/* Write at once, bypassing the feeder (the loop is not running). */
+static void h_write_now(struct harness *h, const struct stream *s)
+{
+	assert_int_equal(send(h->peer, s->data, s->len, MSG_NOSIGNAL), (ssize_t)s->len);
+}
+
+static void h_sink(struct harness *h, bool on)
+{
+	if (on)
+		event_add(h->sink_ev, NULL);
+	else
+		event_del(h->sink_ev);
+}
+
+static void h_free(struct harness *h)
+{
+	for (unsigned int i = 0; i < h->nrec && i < MAX_RECS; i++)
+		if (h->held[i])
+			gw_buf_put(h->held[i]);
+	if (h->c)
+		tcp_conn_free(h->c);
+	/* everything the connection took from the source went back */
+	assert_int_equal(h->src.outstanding, 0);
+	event_free(h->feed_ev);
+	event_free(h->sink_ev);
+	event_free(h->tick);
+	close(h->peer);
+	event_base_free(h->base);
+	free(h->feed.data);
+	free(h->sunk.data);
+	free(h);
+}
+
+/* Decode the records the peer received; check their bytes; return how many. */
+static unsigned int decode_sunk(const struct harness *h, uint32_t len_each)
+{
+	size_t pos = 0;
+	unsigned int n = 0;
+
+	while (pos < h->sunk.len) {
+		assert_true(h->sunk.len - pos >= 4);
+		uint32_t m = xdr_get32(h->sunk.data + pos);
+		assert_true(m & RM_LAST_FRAG);
+		assert_int_equal(m & RM_LEN_MASK, len_each);
+		pos += 4;
+		assert_true(h->sunk.len - pos >= len_each);
+		for (uint32_t i = 0; i < len_each; i++)
+			assert_int_equal(h->sunk.data[pos + i], pattern(n, i));
+		pos += len_each;
+		n++;
+	}
+	return n;
+}
+
+static void fill_pattern(uint8_t *p, unsigned int r, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		p[i] = pattern(r, i);
+}
+
+/* ---- input ---------------------------------------------------------------- */
+
+static void check_many_sizes(bool tcp, bool multi)
+{
+	struct harness *h = h_new(tcp);
+	struct stream s = {0};
+	uint32_t seed = tcp ? 7 : 8;
+	size_t want[200];
+	const unsigned int n = 200;
+
+	for (unsigned int r = 0; r < n; r++) {
+		uint32_t x = lcg(&seed);
+		switch (x % 4) {
+		case 0:
+			want[r] = 1 + x % 100;
+			break;
+		case 1:
+			want[r] = 100 + x % 3000;
+			break;
+		case 2:
+			want[r] = 3000 + x % 70000;
+			break;
+		default:
+			want[r] = (r % 20 == 3) ? h->cfg.max_record : 1 + x % 400000;
+			break;
+		}
+		stream_record(&s, r, want[r], multi ? 1 + lcg(&seed) % 50000 : 0);
+	}
+	h->feed_max_chunk = 70000;
+	h_start(h);
+	h_feed(h, &s);
+	run_until(h, h->nrec == n || h->closed, WAIT_MS * 2);
+	assert_false(h->closed);
+	assert_int_equal(h->nrec, n);
+	assert_false(h->bad_content);
+	for (unsigned int r = 0; r < n; r++)
+		assert_int_equal(h->lens[r], want[r]);
+
+	const struct tcp_conn_stats *st = tcp_conn_stats(h->c);
+	assert_int_equal(st->records_in, n);
+	assert_int_equal(st->bytes_in, s.len);
+	/* no buffer larger than the largest record needs */
+	assert_true(h->src.largest <= tcp_conn_rx_buffer_size(&h->cfg));
+	/* bulk is read in place: only marks and read-ahead move between buffers */
+	if (!multi)
+		assert_true(st->rx_moved <= st->rx_switches * (4 + h->cfg.readahead));
+	/* idle: the connection holds no buffer */
+	assert_int_equal(h->src.outstanding, 0);
+	h_free(h);
+	free(s.data);
+}
+
+static void test_many_sizes_tcp(void **state)
+{
+	(void)state;
+	check_many_sizes(true, false);
+}
+
+static void test_many_sizes_socketpair(void **state)
+{
+	(void)state;
+	check_many_sizes(false, false);
+}
+
+static void test_multi_fragment_records(void **state)
+{
+	(void)state;
+	check_many_sizes(true, true);
+}
+
+/* Pipelined records share one buffer, which lives until the last is put. */
+static void test_pipelined_share_buffer(void **state)
+{
+	(void)state;
+	struct harness *h = h_new(false);
+	struct stream s = {0};
+
+	for (unsigned int r = 0; r < 5; r++)
+		stream_record(&s, r, 20, 0);
+	h->hold = true;
+	h->cfg.readahead = 1024;
+	h_start(h);
+	h_write_now(h, &s);
+	run_until(h, h->nrec == 5, WAIT_MS);
+	assert_int_equal(h->nrec, 5);
+	assert_false(h->bad_content);
+	for (unsigned int r = 1; r < 5; r++)
+		assert_ptr_equal(h->held[r], h->held[0]);
+	/* the connection let go of it: only the five records hold it */
+	assert_int_equal(h->held[0]->refs, 5);
+	for (unsigned int r = 0; r < 4; r++) {
+		gw_buf_put(h->held[r]);
+		h->held[r] = NULL;
+	}
+	assert_int_equal(h->src.frees, 0);
+	gw_buf_put(h->held[4]);
+	h->held[4] = NULL;
+	assert_int_equal(h->src.frees, 1);
+	h_free(h);
+	free(s.data);
+}
+
+/* The buffer is held only while part of a record sits in it. */
+static void test_idle_buffer_released(void **state)
+{
+	(void)state;
+	struct harness *h = h_new(true);
+	struct stream s = {0};
+
+	stream_record(&s, 0, 30, 0);
+	stream_record(&s, 1, 3000, 0);
+	h_start(h);
+	struct stream first = {.data = s.data, .len = 34 + 100};
+	h_write_now(h, &first);
+	run_until(h, h->nrec == 1 && tcp_conn_stats(h->c)->bytes_in == first.len, WAIT_MS);
+	assert_int_equal(h->nrec, 1);
+	/* part of record 1 is pending */
+	assert_int_equal(h->src.outstanding, 1);
+	struct stream rest = {.data = s.data + first.len, .len = s.len - first.len};
+	h_write_now(h, &rest);
+	run_until(h, h->nrec == 2, WAIT_MS);
+	assert_int_equal(h->nrec, 2);
+	assert_false(h->bad_content);
+	assert_int_equal(h->src.outstanding, 0);
+	h_free(h);
+	free(s.data);
+}
+
+static void check_bad_record(enum rm_error want)
+{
+	struct harness *h = h_new(want == RM_ERR_TRUNCATED);
+	struct stream s = {0};
+
+	h->cfg.max_record = 1000;
+	stream_record(&s, 0, 10, 0);
+	stream_record(&s, 1, 1000, 300);
+	switch (want) {
+	case RM_ERR_FRAGMENT_TOO_LARGE:
+		stream_mark(&s, 1001, true);
+		break;
+	case RM_ERR_RECORD_TOO_LARGE: {
+		uint8_t body[600] = {0};
+
+		stream_mark(&s, 600, false);
+		stream_put(&s, body, sizeof(body));
+		stream_mark(&s, 401, true);
+		break;
+	}
+	case RM_ERR_EMPTY_FRAGMENT:
+		stream_mark(&s, 0, false);
+		break;
+	case RM_ERR_EMPTY_RECORD:
+		stream_mark(&s, 0, true);
+		break;
+	default:
+		stream_mark(&s, 100, true);
+		stream_put(&s, "abc", 3);
+		break;
+	}
+	/* what follows a bad mark is never looked at */
+	stream_record(&s, 2, 10, 0);
+	if (want == RM_ERR_TRUNCATED)
+		s.len -= 14;
+	h_start(h);
+	h_feed(h, &s);
+	h_sink(h, true);
+	if (want == RM_ERR_TRUNCATED) {
+		run_until(h, h->feed_pos == s.len, WAIT_MS);
+		shutdown(h->peer, SHUT_WR);
+	}
+	run_until(h, h->closed, WAIT_MS);
+	assert_true(h->closed);
+	assert_int_equal(h->why.reason, TCP_CLOSE_BAD_RECORD);
+	assert_int_equal(h->why.record_err, want);
+	assert_int_equal(h->nrec, 2);
+	assert_false(h->bad_content);
+	/* the peer sees the connection go */
+	run_until(h, h->sink_eof || h->sink_err != 0, WAIT_MS);
+	assert_true(h->sink_eof || h->sink_err == ECONNRESET);
+	h_free(h);
+	free(s.data);
+}
+
+static void test_bad_record_closes(void **state)
+{
+	(void)state;
+	check_bad_record(RM_ERR_FRAGMENT_TOO_LARGE);
+	check_bad_record(RM_ERR_RECORD_TOO_LARGE);
+	check_bad_record(RM_ERR_EMPTY_FRAGMENT);
+	check_bad_record(RM_ERR_EMPTY_RECORD);
+	check_bad_record(RM_ERR_TRUNCATED);
+	assert_string_equal(tcp_close_reason_name(TCP_CLOSE_BAD_RECORD), "bad-record");
+}
+
+static void test_eof_between_records(void **state)
+{
+	(void)state;
+	struct harness *h = h_new(true);
+	struct stream s = {0};
+
+	for (unsigned int r = 0; r < 3; r++)
+		stream_record(&s, r, 100 * (r + 1), 0);
+	h_start(h);
+	/* replies must not wait for ACKs */
+	int nodelay = 0;
+	socklen_t sl = sizeof(nodelay);
+	assert_int_equal(getsockopt(tcp_conn_fd(h->c), IPPROTO_TCP, TCP_NODELAY, &nodelay, &sl), 0);
+	assert_int_equal(nodelay, 1);
+	h_write_now(h, &s);
+	shutdown(h->peer, SHUT_WR);
+	run_until(h, h->closed, WAIT_MS);
+	assert_true(h->closed);
+	assert_int_equal(h->why.reason, TCP_CLOSE_EOF);
+	assert_int_equal(h->nrec, 3);
+	h_free(h);
+	free(s.data);
+}
+
+static void test_peer_reset(void **state)
+{
+	(void)state;
+	struct harness *h = h_new(true);
+	struct linger lg = {.l_onoff = 1, .l_linger = 0};
+
+	h_start(h);
+	assert_int_equal(setsockopt(h->peer, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+	close(h->peer);
+	h->peer = open("/dev/null", O_RDONLY);
+	run_until(h, h->closed, WAIT_MS);
+	assert_true(h->closed);
+	assert_int_equal(h->why.reason, TCP_CLOSE_ERROR);
+	assert_int_equal(h->why.err, ECONNRESET);
+	h_free(h);
+}
+
+static void test_pause_resume(void **state)
+{
+	(void)state;
+	struct harness *h = h_new(false);
+	struct stream s = {0};
+
+	for (unsigned int r = 0; r < 10; r++)
+		stream_record(&s, r, 50, 0);
+	h->cfg.recv_size = 4096;
+	h->cfg.readahead = 4096;
+	h->pause_at = 3;
+	h_start(h);
+	/* all ten arrive in one read; the pause still stops after the third */
+	h_write_now(h, &s);
+	run_until(h, h->nrec >= 3, WAIT_MS);
+	run_for(h, 200);
+	assert_int_equal(h->nrec, 3);
+	assert_int_equal(tcp_conn_stats(h->c)->bytes_in, s.len);
+	assert_true(tcp_conn_read_paused(h->c));
+	/* no new bytes come: the records already read must be delivered anyway */
+	tcp_conn_resume_read(h->c);
+	assert_false(tcp_conn_read_paused(h->c));
+	run_until(h, h->nrec == 10, WAIT_MS);
+	assert_int_equal(h->nrec, 10);
+
+	/* paused from outside a callback, before the data comes */
+	tcp_conn_pause_read(h->c);
+	s.len = 0;
+	stream_record(&s, 10, 70, 0);
+	h_write_now(h, &s);
+	run_for(h, 200);
+	assert_int_equal(h->nrec, 10);
+	tcp_conn_resume_read(h->c);
+	run_until(h, h->nrec == 11, WAIT_MS);
+	assert_int_equal(h->nrec, 11);
+	assert_false(h->bad_content);
+	h_free(h);
+	free(s.data);
+}
+
+static void release_held(struct harness *h)
+{
+	for (unsigned int i = 0; i < h->nrec; i++) {
+		if (h->held[i]) {
+			gw_buf_put(h->held[i]);
+			h->held[i] = NULL;
+		}
+	}
+}
+
+/* The source runs dry: reading stops by itself and resumes when told. */
+static void test_source_dry(void **state)
+{
+	(void)state;
+	struct harness *h = h_new(true);
+	struct stream s = {0};
+	const unsigned int n = 8;
+
+	for (unsigned int r = 0; r < n; r++)
+		stream_record(&s, r, 1000, 0);
+	h->hold = true;
+	h->src.limit = 2;
+	h_start(h);
+	h_feed(h, &s);
+
+	unsigned int rounds = 0;
+	while (h->nrec < n && rounds++ < 100) {
+		unsigned int starved = h->starved_calls;
+
+		run_until(h, h->nrec == n || h->starved_calls > starved, WAIT_MS);
+		if (h->nrec == n)
+			break;
+		assert_true(h->starved_calls > starved);
+		assert_true(tcp_conn_read_paused(h->c));
+		/* stopped, not polling the source */
+		unsigned int failed = h->src.failed, got = h->nrec;
+		run_for(h, 50);
+		assert_int_equal(h->src.failed, failed);
+		assert_int_equal(h->nrec, got);
+		/* the owner's pool gets buffers back and says so */
+		release_held(h);
+		tcp_conn_source_ready(h->c);
+	}
+	assert_int_equal(h->nrec, n);
+	assert_false(h->bad_content);
+	assert_true(h->starved_calls >= 1);
+	assert_int_equal(tcp_conn_stats(h->c)->starved, h->starved_calls);
+	h_free(h);
+	free(s.data);
+}
+
+/* The owner frees the connection from inside a record callback. */
+static void test_free_in_callback(void **state)
+{
+	(void)state;
+	struct harness *h = h_new(false);
+	struct stream s = {0};
+
+	for (unsigned int r = 0; r < 5; r++)
+		stream_record(&s, r, 40, 0);
+	h->cfg.readahead = 4096;
+	h->free_at = 2;
+	h_start(h);
+	h_write_now(h, &s);
+	run_until(h, h->c == NULL, WAIT_MS);
+	run_for(h, 50);
+	assert_null(h->c);
+	assert_int_equal(h->nrec, 2);
+	assert_false(h->closed);
+	h_free(h);
+	free(s.data);
+}
+
+/* ---- output --------------------------------------------------------------- */
+
+/* Small socket buffers, so that a peer that does not read holds output back soon. */
+static void shrink_sndbuf(struct harness *h)
+{
+	int sz = 4096;
+
+	assert_int_equal(setsockopt(tcp_conn_fd(h->c), SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz)), 0);
+	assert_int_equal(setsockopt(h->peer, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz)), 0);
+}
+
+static void test_watermarks(void **state)
+{
+	(void)state;
+	struct harness *h = h_new(false);
+	uint8_t rec[1000];
+	unsigned int sent = 0;
+
+	h->cfg.out_high = 64 * 1024;
+	h->cfg.out_low = 16 * 1024;
+	h_start(h);
+	shrink_sndbuf(h);
+	/* the peer does not read: output piles up */
+	while (h->congested_calls == 0 && sent < 1000) {
+		fill_pattern(rec, sent, sizeof(rec));
+		assert_int_equal(tcp_conn_send_copy(h->c, rec, sizeof(rec)), 0);
+		sent++;
+		event_base_loop(h->base, EVLOOP_NONBLOCK);
+	}
+	assert_int_equal(h->congested_calls, 1);
+	assert_true(h->queued_at_congested >= h->cfg.out_high);
+	assert_true(tcp_conn_output_congested(h->c));
+	run_for(h, 200);
+	assert_int_equal(h->relieved_calls, 0);
+	assert_true(tcp_conn_output_congested(h->c));
+
+	/* the peer drains */
+	h_sink(h, true);
+	run_until(h, h->relieved_calls == 1, WAIT_MS);
+	assert_int_equal(h->relieved_calls, 1);
+	assert_true(h->queued_at_relieved <= h->cfg.out_low);
+	assert_false(tcp_conn_output_congested(h->c));
+	run_until(h, h->sunk.len == sent * 1004, WAIT_MS);
+	assert_int_equal(decode_sunk(h, 1000), sent);
+	assert_int_equal(h->congested_calls, 1);
+	assert_int_equal(tcp_conn_stats(h->c)->congested, 1);
+	assert_int_equal(tcp_conn_stats(h->c)->records_out, sent);
+	h_free(h);
+}
+
+static void test_output_limit(void **state)
+{
+	(void)state;
+	struct harness *h = h_new(false);
+	uint8_t rec[1000];
+	unsigned int sent = 0;
+
+	h->cfg.out_high = 0;
+	h->cfg.out_max = 20000;
+	h_start(h);
+	/* nothing is written while the loop does not run: all of it is queued */
+	while (sent < 1000) {
+		fill_pattern(rec, sent, sizeof(rec));
+		size_t before = tcp_conn_output_queued(h->c);
+		if (tcp_conn_send_copy(h->c, rec, sizeof(rec)) < 0) {
+			assert_int_equal(errno, ENOBUFS);
+			/* all or nothing */
+			assert_int_equal(tcp_conn_output_queued(h->c), before);
+			break;
+		}
+		sent++;
+	}
+	assert_int_equal(sent, 20000 / 1004);
+	assert_int_equal(h->congested_calls, 0);
+	h_sink(h, true);
+	run_until(h, tcp_conn_output_queued(h->c) == 0 && h->sunk.len == sent * 1004, WAIT_MS);
+	assert_int_equal(decode_sunk(h, 1000), sent);
+	/* room again */
+	assert_int_equal(tcp_conn_send_copy(h->c, rec, sizeof(rec)), 0);
+	/* and a record no mark can describe is refused outright */
+	struct tcp_piece big[2] = {{.data = rec, .len = RM_LEN_MASK}, {.data = rec, .len = 1}};
+	assert_int_equal(tcp_conn_send_record(h->c, big, 2), -1);
+	assert_int_equal(errno, EMSGSIZE);
+	h_free(h);
+}
+
+/*
+ * A reply as a mark plus pieces: a copied header and bulk by reference.
+ * The referenced bytes are sent from where they lie (a change made after
+ * queueing shows on the wire), and each reference is put exactly once.
+ */
+static void test_send_by_reference(void **state)
+{
+	(void)state;
+	struct harness *h = h_new(true);
+	uint8_t hdr[12];
+	struct gw_buf *a, *b;
+
+	h_start(h);
+	a = tsrc_alloc(&h->src.src, 100000);
+	b = tsrc_alloc(&h->src.src, 50000);
+	fill_pattern(a->base, 1, a->size);
+	fill_pattern(b->base, 2, b->size);
+	fill_pattern(hdr, 3, sizeof(hdr));
+	const struct tcp_piece pcs[] = {
+		{.data = hdr, .len = sizeof(hdr)},
+		{.buf = a, .off = 0, .len = 100000},
+		{.buf = b, .off = 10, .len = 40000},
+		{.buf = a, .off = 500, .len = 1000},
+	};
+	assert_int_equal(tcp_conn_send_record(h->c, pcs, 4), 0);
+	assert_int_equal(a->refs, 3);
+	assert_int_equal(b->refs, 2);
+	gw_buf_put(a);
+	gw_buf_put(b);
+	/* by reference, not copied */
+	a->base[0] = 0xee;
+	hdr[0] = 0xdd;
+	unsigned int frees = h->src.frees;
+	h_sink(h, true);
+	const size_t total = 4 + 12 + 100000 + 40000 + 1000;
+	run_until(h, h->sunk.len == total && h->src.frees == frees + 2, WAIT_MS);
+	assert_int_equal(h->sunk.len, total);
+	assert_int_equal(h->src.frees, frees + 2);
+
+	const uint8_t *p = h->sunk.data;
+	assert_int_equal(xdr_get32(p), RM_LAST_FRAG | (total - 4));
+	p += 4;
+	assert_int_equal(p[0], pattern(3, 0)); /* the header was copied */
+	for (size_t i = 1; i < 12; i++)
+		assert_int_equal(p[i], pattern(3, i));
+	p += 12;
+	assert_int_equal(p[0], 0xee); /* the bulk was not */
+	for (size_t i = 1; i < 100000; i++)
+		assert_int_equal(p[i], pattern(1, i));
+	p += 100000;
+	for (size_t i = 0; i < 40000; i++)
+		assert_int_equal(p[i], pattern(2, 10 + i));
+	p += 40000;
+	for (size_t i = 0; i < 1000; i++)
+		assert_int_equal(p[i], pattern(1, 500 + i));
+	assert_int_equal(tcp_conn_stats(h->c)->bytes_out, total);
+	h_free(h);
+}
+
+/* A peer gone away: the write fails with EPIPE, reported, not a SIGPIPE. */
+static void test_send_to_closed_peer(void **state)
+{
+	(void)state;
+	struct harness *h = h_new(false);
+
+	h_start(h);
+	/* not reading, the connection cannot notice the EOF first */
+	tcp_conn_pause_read(h->c);
+	close(h->peer);
+	h->peer = open("/dev/null", O_RDONLY);
+	assert_int_equal(tcp_conn_send_copy(h->c, "abcd", 4), 0);
+	run_until(h, h->closed, WAIT_MS);
+	assert_true(h->closed);
+	assert_int_equal(h->why.reason, TCP_CLOSE_ERROR);
+	assert_int_equal(h->why.err, EPIPE);
+	h_free(h);
+}
+
+/* Output dropped by an abort releases its references exactly once too. */
+static void test_abort_releases_references(void **state)
+{
+	(void)state;
+	struct harness *h = h_new(false);
+	struct gw_buf *a;
+
+	h_start(h);
+	shrink_sndbuf(h);
+	a = tsrc_alloc(&h->src.src, 1 << 20);
+	memset(a->base, 'x', a->size);
+	assert_int_equal(tcp_conn_send_ref(h->c, a, 0, a->size), 0);
+	gw_buf_put(a);
+	/* part of it goes out, the rest stays queued */
+	run_until(h, tcp_conn_stats(h->c)->bytes_out > 0, WAIT_MS);
+	run_for(h, 20);
+	assert_true(tcp_conn_output_queued(h->c) > 0);
+	assert_int_equal(h->src.frees, 0);
+	tcp_conn_abort(h->c);
+	assert_int_equal(h->src.frees, 1);
+	assert_int_equal(tcp_conn_output_queued(h->c), 0);
+	assert_int_equal(tcp_conn_fd(h->c), -1);
+	/* aborted by the owner: no closed callback, sends refused */
+	assert_false(h->closed);
+	assert_int_equal(tcp_conn_send_copy(h->c, "x", 1), -1);
+	assert_int_equal(errno, ENOTCONN);
+	h_free(h);
+}
+
+static void test_graceful_close(void **state)
+{
+	(void)state;
+	struct harness *h = h_new(true);
+	uint8_t rec[1000];
+	const unsigned int n = 300;
+
+	h_start(h);
+	for (unsigned int r = 0; r < n; r++) {
+		fill_pattern(rec, r, sizeof(rec));
+		assert_int_equal(tcp_conn_send_copy(h->c, rec, sizeof(rec)), 0);
+	}
+	tcp_conn_close(h->c);
+	/* never from inside the owner's own call */
+	assert_false(h->closed);
+	assert_int_equal(tcp_conn_send_copy(h->c, rec, sizeof(rec)), -1);
+	assert_int_equal(errno, ENOTCONN);
+	/* everything queued arrives, then the half-close */
+	h_sink(h, true);
+	run_until(h, h->sink_eof, WAIT_MS);
+	assert_true(h->sink_eof);
+	assert_int_equal(decode_sunk(h, 1000), n);
+	assert_false(h->closed);
+	/* the peer closes in turn */
+	close(h->peer);
+	h->peer = open("/dev/null", O_RDONLY);
+	run_until(h, h->closed, WAIT_MS);
+	assert_true(h->closed);
+	assert_int_equal(h->why.reason, TCP_CLOSE_LOCAL);
+	h_free(h);
+}
+
+/* A peer that neither drains nor closes cannot hold a close up forever. */
+static void test_close_timeout(void **state)
+{
+	(void)state;
+
+	for (int drains = 0; drains < 2; drains++) {
+		struct harness *h = h_new(true);
+		struct gw_buf *a;
+
+		h->cfg.close_timeout_ms = 300;
+		h_start(h);
+		shrink_sndbuf(h);
+		/* more than the socket buffers hold, unless the peer drains */
+		a = tsrc_alloc(&h->src.src, 8 << 20);
+		memset(a->base, 'y', a->size);
+		assert_int_equal(tcp_conn_send_ref(h->c, a, 0, a->size), 0);
+		gw_buf_put(a);
+		h_sink(h, drains);
+		tcp_conn_close(h->c);
+		run_until(h, h->closed, WAIT_MS);
+		assert_true(h->closed);
+		assert_int_equal(h->why.reason, TCP_CLOSE_TIMEOUT);
+		/* the queued reference went back once */
+		assert_int_equal(h->src.frees, 1);
+		h_free(h);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_many_sizes_tcp),
+		cmocka_unit_test(test_many_sizes_socketpair),
+		cmocka_unit_test(test_multi_fragment_records),
+		cmocka_unit_test(test_pipelined_share_buffer),
+		cmocka_unit_test(test_idle_buffer_released),
+		cmocka_unit_test(test_bad_record_closes),
+		cmocka_unit_test(test_eof_between_records),
+		cmocka_unit_test(test_peer_reset),
+		cmocka_unit_test(test_pause_resume),
+		cmocka_unit_test(test_source_dry),
+		cmocka_unit_test(test_free_in_callback),
+		cmocka_unit_test(test_watermarks),
+		cmocka_unit_test(test_output_limit),
+		cmocka_unit_test(test_send_by_reference),
+		cmocka_unit_test(test_send_to_closed_peer),
+		cmocka_unit_test(test_abort_releases_references),
+		cmocka_unit_test(test_graceful_close),
+		cmocka_unit_test(test_close_timeout),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

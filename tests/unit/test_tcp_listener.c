@@ -1,0 +1,479 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tests of tcp/listener.c: listeners on IPv4 and IPv6 loopback with the
+ * admission hook, and outbound connects (success, refusal, time limit,
+ * cancellation, reserved source port) on a real event loop.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "tcp/listener.h"
+
+#define WAIT_MS 30000
+
+struct lh {
+	struct event_base *base;
+	struct event *tick;
+	/* listener side */
+	bool refuse;
+	unsigned int admit_calls;
+	unsigned int accepted;
+	int accepted_fd;
+	struct sockaddr_storage admit_peer;
+	struct sockaddr_storage accepted_peer;
+	/* connect side */
+	unsigned int done_calls;
+	int done_fd;
+	int done_err;
+};
+
+static void tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+#define run_until(h, expr, ms)                                                                     \
+	do {                                                                                       \
+		uint64_t deadline_ = now_ms() + (ms);                                              \
+		while (!(expr) && now_ms() < deadline_)                                            \
+			event_base_loop((h)->base, EVLOOP_ONCE);                                   \
+	} while (0)
+
+static void run_for(struct lh *h, unsigned int ms)
+{
+	uint64_t deadline = now_ms() + ms;
+
+	while (now_ms() < deadline)
+		event_base_loop(h->base, EVLOOP_ONCE);
+}
+
+static struct lh *lh_new(void)
+{
+	struct lh *h = calloc(1, sizeof(*h));
+	struct timeval tv = {0, 5000};
+
+	assert_non_null(h);
+	h->base = event_base_new();
+	h->tick = event_new(h->base, -1, EV_PERSIST, tick_cb, NULL);
+	event_add(h->tick, &tv);
+	h->accepted_fd = -1;
+	h->done_fd = -1;
+	return h;
+}
+
+static void lh_free(struct lh *h)
+{
+	if (h->accepted_fd >= 0)
+		close(h->accepted_fd);
+	if (h->done_fd >= 0)
+		close(h->done_fd);
+	event_free(h->tick);
+	event_base_free(h->base);
+	free(h);
+}
+
+static bool on_admit(const struct sockaddr *peer, socklen_t len, void *arg)
+{
+	struct lh *h = arg;
+
+	h->admit_calls++;
+	memcpy(&h->admit_peer, peer, len);
+	return !h->refuse;
+}
+
+static void on_accepted(evutil_socket_t fd, const struct sockaddr *peer, socklen_t len, void *arg)
+{
+	struct lh *h = arg;
+
+	h->accepted++;
+	memcpy(&h->accepted_peer, peer, len);
+	if (h->accepted_fd >= 0)
+		close(h->accepted_fd);
+	h->accepted_fd = fd;
+}
+
+static const struct tcp_listener_ops lops = {
+	.admit = on_admit,
+	.accepted = on_accepted,
+};
+
+static void on_connected(evutil_socket_t fd, int err, void *arg)
+{
+	struct lh *h = arg;
+
+	h->done_calls++;
+	h->done_fd = fd;
+	h->done_err = err;
+}
+
+static socklen_t loopback(struct sockaddr_storage *ss, int family, uint16_t port)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (family == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+
+		sin->sin_family = AF_INET;
+		sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		sin->sin_port = htons(port);
+		return sizeof(*sin);
+	}
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+	sin6->sin6_family = AF_INET6;
+	sin6->sin6_addr = in6addr_loopback;
+	sin6->sin6_port = htons(port);
+	return sizeof(*sin6);
+}
+
+static uint16_t port_of(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+	return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+}
+
+static uint16_t local_port(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&ss, &sl), 0);
+	return port_of(&ss);
+}
+
+static struct tcp_listener *listen_on(struct lh *h, int family, struct sockaddr_storage *bound)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = loopback(&ss, family, 0), bl;
+	struct tcp_listener *l =
+		tcp_listener_new(h->base, (struct sockaddr *)&ss, len, 16, &lops, h);
+
+	assert_non_null(l);
+	assert_int_equal(tcp_listener_local_addr(l, bound, &bl), 0);
+	return l;
+}
+
+/* A blocking client connect, as a test-side peer. */
+static int client_to(const struct sockaddr_storage *ss)
+{
+	int fd = socket(ss->ss_family, SOCK_STREAM, 0);
+	socklen_t len =
+		ss->ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (const struct sockaddr *)ss, len), 0);
+	return fd;
+}
+
+static void check_accept(int family)
+{
+	struct lh *h = lh_new();
+	struct sockaddr_storage bound;
+	struct tcp_listener *l = listen_on(h, family, &bound);
+	int c = client_to(&bound);
+
+	run_until(h, h->accepted == 1, WAIT_MS);
+	assert_int_equal(h->accepted, 1);
+	assert_int_equal(h->admit_calls, 1);
+	/* the hooks saw the client's address */
+	assert_int_equal(h->admit_peer.ss_family, family);
+	assert_int_equal(port_of(&h->admit_peer), local_port(c));
+	assert_int_equal(port_of(&h->accepted_peer), local_port(c));
+	/* the socket is ready for the event loop */
+	assert_true(fcntl(h->accepted_fd, F_GETFL) & O_NONBLOCK);
+	assert_true(fcntl(h->accepted_fd, F_GETFD) & FD_CLOEXEC);
+	assert_int_equal(write(c, "hi", 2), 2);
+	char buf[2];
+	run_for(h, 20);
+	assert_int_equal(read(h->accepted_fd, buf, 2), 2);
+	assert_int_equal(tcp_listener_stats(l)->accepted, 1);
+	assert_int_equal(tcp_listener_stats(l)->refused, 0);
+	close(c);
+	tcp_listener_free(l);
+	lh_free(h);
+}
+
+static void test_accept_ipv4(void **state)
+{
+	(void)state;
+	check_accept(AF_INET);
+}
+
+static void test_accept_ipv6(void **state)
+{
+	(void)state;
+	check_accept(AF_INET6);
+}
+
+/* IPv4 and IPv6 wildcard listeners on one port coexist (IPV6_V6ONLY). */
+static void test_v4_and_v6_on_one_port(void **state)
+{
+	(void)state;
+	struct lh *h = lh_new();
+	struct sockaddr_in any4 = {.sin_family = AF_INET};
+	struct sockaddr_in6 any6 = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT};
+	struct sockaddr_storage bound;
+	socklen_t bl;
+	struct tcp_listener *l4 =
+		tcp_listener_new(h->base, (struct sockaddr *)&any4, sizeof(any4), 0, &lops, h);
+
+	assert_non_null(l4);
+	assert_int_equal(tcp_listener_local_addr(l4, &bound, &bl), 0);
+	any6.sin6_port = htons(port_of(&bound));
+	struct tcp_listener *l6 =
+		tcp_listener_new(h->base, (struct sockaddr *)&any6, sizeof(any6), 0, &lops, h);
+	assert_non_null(l6);
+	/* but not two listeners on one address and port */
+	any4.sin_port = any6.sin6_port;
+	struct tcp_listener *again =
+		tcp_listener_new(h->base, (struct sockaddr *)&any4, sizeof(any4), 0, &lops, h);
+	assert_null(again);
+	assert_int_equal(errno, EADDRINUSE);
+
+	struct sockaddr_storage to;
+	loopback(&to, AF_INET6, port_of(&bound));
+	int c = client_to(&to);
+	run_until(h, h->accepted == 1, WAIT_MS);
+	assert_int_equal(h->accepted, 1);
+	assert_int_equal(h->accepted_peer.ss_family, AF_INET6);
+	assert_int_equal(tcp_listener_stats(l6)->accepted, 1);
+	assert_int_equal(tcp_listener_stats(l4)->accepted, 0);
+	close(c);
+	tcp_listener_free(l4);
+	tcp_listener_free(l6);
+	lh_free(h);
+}
+
+/* A refused client is reset before any byte is exchanged. */
+static void test_admit_refuses(void **state)
+{
+	(void)state;
+	struct lh *h = lh_new();
+	struct sockaddr_storage bound;
+	struct tcp_listener *l = listen_on(h, AF_INET, &bound);
+	char buf[4];
+
+	h->refuse = true;
+	int c = client_to(&bound);
+	run_until(h, h->admit_calls == 1, WAIT_MS);
+	assert_int_equal(h->admit_calls, 1);
+	assert_int_equal(port_of(&h->admit_peer), local_port(c));
+	assert_int_equal(h->accepted, 0);
+	assert_int_equal(tcp_listener_stats(l)->refused, 1);
+	assert_int_equal(read(c, buf, sizeof(buf)), -1);
+	assert_int_equal(errno, ECONNRESET);
+	close(c);
+
+	/* the next one is welcome */
+	h->refuse = false;
+	c = client_to(&bound);
+	run_until(h, h->accepted == 1, WAIT_MS);
+	assert_int_equal(h->accepted, 1);
+	assert_int_equal(tcp_listener_stats(l)->accepted, 1);
+	close(c);
+	tcp_listener_free(l);
+	lh_free(h);
+}
+
+static void test_connect_ok(void **state)
+{
+	(void)state;
+	struct lh *h = lh_new();
+	struct sockaddr_storage bound;
+	struct tcp_listener *l = listen_on(h, AF_INET6, &bound);
+	struct tcp_connect *cn =
+		tcp_connect_start(h->base, (struct sockaddr *)&bound, sizeof(struct sockaddr_in6),
+				  5000, 0, on_connected, h);
+
+	assert_non_null(cn);
+	/* never from inside the call */
+	assert_int_equal(h->done_calls, 0);
+	run_until(h, h->done_calls == 1 && h->accepted == 1, WAIT_MS);
+	assert_int_equal(h->done_calls, 1);
+	assert_int_equal(h->done_err, 0);
+	assert_true(h->done_fd >= 0);
+	assert_true(fcntl(h->done_fd, F_GETFL) & O_NONBLOCK);
+	assert_int_equal(port_of(&h->accepted_peer), local_port(h->done_fd));
+	/* without the flag the port is an ordinary ephemeral one */
+	assert_true(local_port(h->done_fd) >= 1024);
+	tcp_listener_free(l);
+	lh_free(h);
+}
+
+static void test_connect_refused(void **state)
+{
+	(void)state;
+	struct lh *h = lh_new();
+	struct sockaddr_storage ss;
+	socklen_t len = loopback(&ss, AF_INET, 0), bl = sizeof(ss);
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+
+	/* a port that was free a moment ago, with nobody listening */
+	assert_int_equal(bind(s, (struct sockaddr *)&ss, len), 0);
+	assert_int_equal(getsockname(s, (struct sockaddr *)&ss, &bl), 0);
+	struct tcp_connect *cn =
+		tcp_connect_start(h->base, (struct sockaddr *)&ss, len, 5000, 0, on_connected, h);
+	close(s);
+	assert_non_null(cn);
+	run_until(h, h->done_calls == 1, WAIT_MS);
+	assert_int_equal(h->done_calls, 1);
+	assert_int_equal(h->done_fd, -1);
+	assert_int_equal(h->done_err, ECONNREFUSED);
+	lh_free(h);
+}
+
+/*
+ * A server that never answers a SYN: a listening socket whose accept queue
+ * (backlog 0) is full drops further SYNs. Returns the listening socket;
+ * the filler connections go to fillers[].
+ */
+static int silent_server(struct sockaddr_storage *ss, int fillers[8], unsigned int *nfill)
+{
+	socklen_t len = loopback(ss, AF_INET, 0), bl = sizeof(*ss);
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_int_equal(bind(l, (struct sockaddr *)ss, len), 0);
+	assert_int_equal(listen(l, 0), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)ss, &bl), 0);
+	*nfill = 0;
+	for (unsigned int i = 0; i < 8; i++) {
+		int c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		int r = connect(c, (struct sockaddr *)ss, len);
+
+		fillers[(*nfill)++] = c;
+		if (r == 0)
+			continue;
+		assert_int_equal(errno, EINPROGRESS);
+		/* still unanswered after a while: the queue is full */
+		struct timeval tv = {0, 200000};
+		fd_set w;
+		FD_ZERO(&w);
+		FD_SET(c, &w);
+		if (select(c + 1, NULL, &w, NULL, &tv) == 0)
+			return l;
+	}
+	fail_msg("could not fill the accept queue");
+	return -1;
+}
+
+static void test_connect_timeout(void **state)
+{
+	(void)state;
+	struct lh *h = lh_new();
+	struct sockaddr_storage ss;
+	int fillers[8];
+	unsigned int nfill;
+	int l = silent_server(&ss, fillers, &nfill);
+	uint64_t t0 = now_ms();
+	struct tcp_connect *cn =
+		tcp_connect_start(h->base, (struct sockaddr *)&ss, sizeof(struct sockaddr_in), 300,
+				  0, on_connected, h);
+
+	assert_non_null(cn);
+	run_until(h, h->done_calls == 1, WAIT_MS);
+	assert_int_equal(h->done_calls, 1);
+	assert_int_equal(h->done_fd, -1);
+	assert_int_equal(h->done_err, ETIMEDOUT);
+	/* not before the time limit */
+	assert_true(now_ms() - t0 >= 290);
+	for (unsigned int i = 0; i < nfill; i++)
+		close(fillers[i]);
+	close(l);
+	lh_free(h);
+}
+
+static void test_connect_cancel(void **state)
+{
+	(void)state;
+	struct lh *h = lh_new();
+	struct sockaddr_storage ss;
+	int fillers[8];
+	unsigned int nfill;
+	int l = silent_server(&ss, fillers, &nfill);
+	struct tcp_connect *cn =
+		tcp_connect_start(h->base, (struct sockaddr *)&ss, sizeof(struct sockaddr_in), 200,
+				  0, on_connected, h);
+
+	assert_non_null(cn);
+	run_for(h, 20);
+	tcp_connect_cancel(cn);
+	/* past the time limit: the callback does not come */
+	run_for(h, 400);
+	assert_int_equal(h->done_calls, 0);
+	for (unsigned int i = 0; i < nfill; i++)
+		close(fillers[i]);
+	close(l);
+	lh_free(h);
+}
+
+/* A reserved source port, as kernel NFS clients use (needs root). */
+static void test_connect_reserved_port(void **state)
+{
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	for (int family = AF_INET; family != -1; family = family == AF_INET ? AF_INET6 : -1) {
+		struct lh *h = lh_new();
+		struct sockaddr_storage bound;
+		struct tcp_listener *l = listen_on(h, family, &bound);
+		socklen_t len = family == AF_INET ? sizeof(struct sockaddr_in)
+						  : sizeof(struct sockaddr_in6);
+		struct tcp_connect *cn =
+			tcp_connect_start(h->base, (struct sockaddr *)&bound, len, 5000,
+					  TCP_CONNECT_RESVPORT, on_connected, h);
+
+		assert_non_null(cn);
+		run_until(h, h->done_calls == 1 && h->accepted == 1, WAIT_MS);
+		assert_int_equal(h->done_err, 0);
+		assert_true(h->done_fd >= 0);
+		uint16_t port = local_port(h->done_fd);
+		assert_true(port < 1024);
+		assert_true(port > 0);
+		/* the server sees it too */
+		assert_int_equal(port_of(&h->accepted_peer), port);
+		tcp_listener_free(l);
+		lh_free(h);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_accept_ipv4),
+		cmocka_unit_test(test_accept_ipv6),
+		cmocka_unit_test(test_v4_and_v6_on_one_port),
+		cmocka_unit_test(test_admit_refuses),
+		cmocka_unit_test(test_connect_ok),
+		cmocka_unit_test(test_connect_refused),
+		cmocka_unit_test(test_connect_timeout),
+		cmocka_unit_test(test_connect_cancel),
+		cmocka_unit_test(test_connect_reserved_port),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
