@@ -265,6 +265,7 @@ static inline uint32_t rpcrdma_rpc_msg_type(const void *rpc)
 /*
  * Rules for a decoded RDMA_MSG or RDMA_NOMSG that is a call (the receiver is
  * its responder): an RDMA_NOMSG call must bring the call in a P0 chunk.
+ * Other types carry no chunk lists and pass.
  */
 enum rpcrdma_reason rpcrdma_hdr_check_call(const struct rpcrdma_hdr *h);
 
@@ -294,6 +295,7 @@ struct rpcrdma_offer {
  */
 enum rpcrdma_reason rpcrdma_hdr_check_reply(const struct rpcrdma_hdr *h,
 					    const struct rpcrdma_offer *offer);
+/* (Other types than RDMA_MSG and RDMA_NOMSG pass rpcrdma_hdr_check_reply() too.) */
 
 /* Segment i of a decoded chunk (i < c->nsegs). */
 static inline void rpcrdma_chunk_seg(const struct rpcrdma_chunk *c, uint32_t i,

@@ -36,7 +36,7 @@ static void test_encode(void **state)
 	rpcrdma_privdata_encode(out, &pd);
 	assert_int_equal(out[6], 0);
 	assert_int_equal(out[7], 255);
-	pd = (struct rpcrdma_privdata){false, 8191, 1 << 20};
+	pd = (struct rpcrdma_privdata){false, 8191, 300 * 1024};
 	rpcrdma_privdata_encode(out, &pd);
 	assert_int_equal(out[6], 6); /* 7168: never promise more than we have */
 	assert_int_equal(out[7], 255);

@@ -215,6 +215,21 @@ static void test_bad_version(void **state)
 		free(m.buf);
 	}
 	assert_int_equal(rpcrdma_reason_action(RPCRDMA_R_BAD_VERSION), RPCRDMA_ACT_ERR_VERS);
+
+	/* ERR_VERS is read whatever its version field (Linux echoes the refused one) */
+	decode(&m, W(XID, 2, 64, RPCRDMA_ERROR, RPCRDMA_ERR_VERS, 1, 1));
+	assert_int_equal(m.r, RPCRDMA_OK);
+	assert_int_equal(m.h.version, 2);
+	assert_int_equal(m.h.proc, RPCRDMA_ERROR);
+	assert_int_equal(m.h.err, RPCRDMA_ERR_VERS);
+	assert_int_equal(m.h.vers_low, 1);
+	assert_int_equal(m.h.vers_high, 1);
+	free(m.buf);
+	/* but nothing else of another version */
+	assert_int_equal(reason_of(W(XID, 2, 64, RPCRDMA_ERROR, RPCRDMA_ERR_CHUNK), 0),
+			 RPCRDMA_R_BAD_VERSION);
+	assert_int_equal(reason_of(W(XID, 2, 64, RPCRDMA_ERROR, RPCRDMA_ERR_VERS, 1), 0),
+			 RPCRDMA_R_BAD_VERSION);
 	rpcrdma_versions_range(&lim, &low, &high);
 	assert_int_equal(low, 1);
 	assert_int_equal(high, 1);
@@ -400,7 +415,12 @@ static void test_limits(void **state)
 	assert_int_equal(reason_of(writes5, sizeof(writes5) / 4, 0), RPCRDMA_OK);
 	assert_int_equal(reason_of(segs17, n, 0), RPCRDMA_OK);
 
-	/* and lower them */
+	/* and lower them; no segments at all refuses every chunk */
+	lim.max_chunk_segs = 0;
+	assert_int_equal(reason_of(W(FIXED(RPCRDMA_MSG), 1, 4, SEG(1, 4, 0), 0, 0, 0), 8),
+			 RPCRDMA_R_TOO_MANY_SEGMENTS);
+	assert_int_equal(reason_of(W(FIXED(RPCRDMA_MSG), 0, 1, 1, SEG(1, 4, 0), 0, 0), 8),
+			 RPCRDMA_R_TOO_MANY_SEGMENTS);
 	lim.max_chunk_segs = 1;
 	assert_int_equal(
 		reason_of(W(FIXED(RPCRDMA_MSG), 1, 4, SEG(1, 4, 0), 1, 4, SEG(2, 4, 0), 0, 0, 0),
@@ -591,6 +611,12 @@ static void test_check_call(void **state)
 	decode_x(&m, W(FIXED(RPCRDMA_MSG), 1, 8, SEG(1, 4, 0), 0, 0, 1, 1, SEG(1, 64, 0)), 8);
 	assert_int_equal(m.r, RPCRDMA_OK);
 	assert_int_equal(rpcrdma_hdr_check_call(&m.h), RPCRDMA_OK);
+	free(m.buf);
+	/* an RDMA_ERROR has no lists to check */
+	decode(&m, W(FIXED(RPCRDMA_ERROR), RPCRDMA_ERR_CHUNK));
+	assert_int_equal(m.r, RPCRDMA_OK);
+	assert_int_equal(rpcrdma_hdr_check_call(&m.h), RPCRDMA_OK);
+	assert_int_equal(rpcrdma_hdr_check_reply(&m.h, NULL), RPCRDMA_OK);
 	free(m.buf);
 }
 
