@@ -60,7 +60,7 @@ static void call_hdr(struct xb *b, uint32_t vers, uint32_t proc)
 	u32(b, 0);
 }
 
-static const uint8_t sid[ULB_SESSIONID_SIZE] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+static const uint8_t sid[ULB_SESSIONID_SIZE] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 };
 
 static void sequence(struct xb *b)
 {
@@ -140,7 +140,7 @@ int main(int argc, char **argv)
 {
 	long iters = argc > 1 ? atol(argv[1]) : 2000000;
 	char err[512];
-	struct ulb_options o = {.stock_dir = GW_SOURCE_RULES_DIR};
+	struct ulb_options o = { .stock_dir = GW_SOURCE_RULES_DIR };
 	struct ulb_rules *r = ulb_rules_load(&o, err, sizeof(err));
 	if (!r) {
 		fprintf(stderr, "%s\n", err);

@@ -67,8 +67,7 @@ void gw_vlog(enum gw_log_level level, const char *fmt, va_list ap)
 	flockfile(stderr);
 	fprintf(stderr, "%s.%03ld rpcrdma-gw %s: ", stamp, ts.tv_nsec / 1000000L,
 		level_names[level]);
-	/* ap comes from va_start in the caller; the analyzer cannot see across. */
-	vfprintf(stderr, fmt, ap); // NOLINT(clang-analyzer-valist.Uninitialized)
+	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	funlockfile(stderr);
 }

@@ -481,3 +481,34 @@ void conf_sockaddr_format(const struct sockaddr_storage *ss, char *buf, size_t l
 		snprintf(buf, len, "[%s]:%u", host, port_of(ss));
 	}
 }
+
+int gw_endpoint_parse(const char *text, enum gw_transport want, struct gw_endpoint *out, char *err,
+		      size_t errlen)
+{
+	struct conf_why why = { "", "" };
+
+	memset(out, 0, sizeof(*out));
+	if (!conf_parse_url(text, true, out, &why)) {
+		snprintf(err, errlen, "\"%s\": expected %s%s%s", text,
+			 why.expect[0] ? why.expect : "an address", why.detail[0] ? ": " : "",
+			 why.detail);
+		return -1;
+	}
+	if (out->transport != want) {
+		snprintf(err, errlen, "\"%s\": expected an %s:// address", text,
+			 want == GW_TRANSPORT_RDMA ? "rdma" : "tcp");
+		return -1;
+	}
+	out->text = strdup(text);
+	if (!out->text) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+void gw_endpoint_free(struct gw_endpoint *ep)
+{
+	free(ep->text);
+	ep->text = NULL;
+}

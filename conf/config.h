@@ -162,6 +162,16 @@ void gw_config_free(const struct gw_config *cfg);
 /* "forward" or "reverse", as in the file (for logs and the stats endpoint). */
 const char *gw_route_mode_name(enum gw_route_mode mode);
 
+/*
+ * Parse and resolve one address as a route's upstream is written
+ * ("rdma://HOST[:PORT]", "tcp://..."), for tools such as --probe. It must be
+ * of transport @want and an address to connect to. Returns 0, or -1 with a
+ * message in @err. @out->text is a copy of @text; gw_endpoint_free() frees it.
+ */
+int gw_endpoint_parse(const char *text, enum gw_transport want, struct gw_endpoint *out, char *err,
+		      size_t errlen);
+void gw_endpoint_free(struct gw_endpoint *ep);
+
 /* The route called @name, or NULL. */
 const struct gw_route *gw_config_route(const struct gw_config *cfg, const char *name);
 

@@ -1,15 +1,287 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * rpcrdma-gw: a transparent gateway between ONC RPC over TCP and
+ * RPC-over-RDMA.
+ *
+ *   rpcrdma-gw -c FILE            run the gateway
+ *   rpcrdma-gw -c FILE --check    validate the configuration and exit
+ *   rpcrdma-gw --probe rdma://HOST:PORT
+ *   rpcrdma-gw --version | --help
+ *
+ * Signals: SIGTERM and SIGINT drain (stop accepting, finish calls in
+ * flight up to the drain timeout, exit 0); SIGHUP reloads what can change
+ * without dropping connections.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include <event2/event.h>
+
+#include "common/log.h"
 #include "common/version.h"
+#include "conf/config.h"
+#include "gateway/engine.h"
+#include "gateway/probe.h"
+#include "gateway/stats_http.h"
+
+struct gw_main {
+	const char *config_path;
+	const struct gw_config *cfg;
+	struct event_base *base;
+	struct gw_engine *eng;
+	struct gw_stats_http *stats;
+	struct event *sig_term;
+	struct event *sig_int;
+	struct event *sig_hup;
+	bool stopping;
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: rpcrdma-gw -c FILE [--check]\n"
+		"       rpcrdma-gw --probe rdma://HOST[:PORT] [--timeout MS]\n"
+		"       rpcrdma-gw --version | --help\n"
+		"\n"
+		"A transparent gateway between ONC RPC over TCP and RPC-over-RDMA.\n"
+		"\n"
+		"  -c, --config FILE   the JSON configuration (docs/configuration.md)\n"
+		"      --check         validate the configuration and exit: 0 when valid\n"
+		"      --probe URL     send one NFSv3 NULL call to an RPC-over-RDMA server and\n"
+		"                      print its credits and inline sizes\n"
+		"      --timeout MS    how long the probe waits (default 10000)\n"
+		"  -V, --version       print the version\n"
+		"  -h, --help          this text\n"
+		"\n"
+		"Signals: SIGTERM/SIGINT drain and exit; SIGHUP reloads logging, client\n"
+		"ACLs, limits and timeouts without dropping connections.\n");
+}
+
+static void apply_logging(const struct gw_config *cfg)
+{
+	gw_log_set_level(cfg->log_level);
+	gw_log_use_syslog(cfg->log_destination == GW_LOG_TO_SYSLOG);
+}
+
+static void on_drained(void *arg)
+{
+	struct gw_main *m = arg;
+
+	gw_info("drained; exiting");
+	event_base_loopexit(m->base, NULL);
+}
+
+static void on_stop_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct gw_main *m = arg;
+
+	if (m->stopping) {
+		gw_warn("second %s: exiting now", sig == SIGINT ? "SIGINT" : "SIGTERM");
+		event_base_loopexit(m->base, NULL);
+		return;
+	}
+	m->stopping = true;
+	gw_info("%s: draining (%zu sessions, up to %u ms)", sig == SIGINT ? "SIGINT" : "SIGTERM",
+		gw_engine_sessions(m->eng), m->cfg->drain_timeout_ms);
+	gw_engine_drain(m->eng, m->cfg->drain_timeout_ms, on_drained, m);
+}
+
+static void on_reload_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct gw_main *m = arg;
+	struct gw_conf_errors errs;
+	unsigned changes = 0;
+
+	gw_conf_errors_init(&errs);
+	const struct gw_config *next = gw_config_load(m->config_path, &errs);
+	if (!next) {
+		gw_err("SIGHUP: %s has errors; keeping the running configuration:", m->config_path);
+		for (size_t i = 0; i < errs.count; i++)
+			gw_err("  %s", errs.list[i].text);
+		gw_conf_errors_clear(&errs);
+		return;
+	}
+	if (!gw_config_reloadable(m->cfg, next, &changes, &errs)) {
+		gw_err("SIGHUP: these changes need a restart; keeping the running configuration:");
+		for (size_t i = 0; i < errs.count; i++)
+			gw_err("  %s", errs.list[i].text);
+		gw_conf_errors_clear(&errs);
+		gw_config_free(next);
+		return;
+	}
+	gw_conf_errors_clear(&errs);
+	apply_logging(next);
+	gw_engine_reload(m->eng, next);
+	gw_config_free(m->cfg);
+	m->cfg = next;
+	gw_info("SIGHUP: configuration reloaded (changes %#x)", changes);
+}
+
+static int run_gateway(struct gw_main *m)
+{
+	char err[512];
+
+	apply_logging(m->cfg);
+	signal(SIGPIPE, SIG_IGN);
+	m->base = event_base_new();
+	if (!m->base) {
+		gw_err("cannot create the event loop");
+		return 1;
+	}
+	m->eng = gw_engine_start(m->base, m->cfg, err, sizeof(err));
+	if (!m->eng) {
+		gw_err("%s", err);
+		event_base_free(m->base);
+		return 1;
+	}
+	if (m->cfg->stats_enabled) {
+		m->stats =
+			gw_stats_http_start(m->base, (const struct sockaddr *)&m->cfg->stats_addr,
+					    m->cfg->stats_addrlen, gw_engine_snapshot, m->eng);
+		if (!m->stats) {
+			gw_err("cannot serve statistics on %s", m->cfg->stats_text);
+			gw_engine_stop(m->eng);
+			event_base_free(m->base);
+			return 1;
+		}
+		gw_info("statistics on http://%s/metrics and /stats", m->cfg->stats_text);
+	}
+	m->sig_term = evsignal_new(m->base, SIGTERM, on_stop_signal, m);
+	m->sig_int = evsignal_new(m->base, SIGINT, on_stop_signal, m);
+	m->sig_hup = evsignal_new(m->base, SIGHUP, on_reload_signal, m);
+	evsignal_add(m->sig_term, NULL);
+	evsignal_add(m->sig_int, NULL);
+	evsignal_add(m->sig_hup, NULL);
+	gw_info("rpcrdma-gw %s running with %zu routes from %s", GW_VERSION, m->cfg->routes_count,
+		m->config_path);
+
+	event_base_dispatch(m->base);
+
+	event_free(m->sig_term);
+	event_free(m->sig_int);
+	event_free(m->sig_hup);
+	gw_stats_http_stop(m->stats);
+	gw_engine_stop(m->eng);
+	event_base_free(m->base);
+	return 0;
+}
+
+static int run_check(const char *path)
+{
+	struct gw_conf_errors errs;
+
+	gw_conf_errors_init(&errs);
+	const struct gw_config *cfg = gw_config_load(path, &errs);
+	if (!cfg) {
+		gw_conf_errors_print(stderr, &errs);
+		gw_conf_errors_clear(&errs);
+		return 1;
+	}
+	printf("%s: valid (%zu routes)\n", path, cfg->routes_count);
+	gw_config_free(cfg);
+	return 0;
+}
+
+static int run_probe(const char *url, unsigned timeout_ms)
+{
+	struct gw_endpoint ep;
+	char err[256];
+
+	if (gw_endpoint_parse(url, GW_TRANSPORT_RDMA, &ep, err, sizeof(err)) != 0) {
+		fprintf(stderr, "rpcrdma-gw: --probe: %s\n", err);
+		return 2;
+	}
+	struct gw_probe_options opt = {
+		.dst = (const struct sockaddr *)&ep.addr,
+		.dst_text = url,
+		.timeout_ms = timeout_ms,
+		.program = 100003,
+		.version = 3,
+	};
+	gw_log_set_level(GW_LOG_WARN);
+	int rc = gw_probe_run(&opt, stdout);
+	gw_endpoint_free(&ep);
+	return rc;
+}
 
 int main(int argc, char **argv)
 {
-	if (argc > 1 && strcmp(argv[1], "--version") == 0) {
-		printf("rpcrdma-gw %s\n", GW_VERSION);
-		return 0;
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "check", no_argument, NULL, 'k' },
+		{ "probe", required_argument, NULL, 'p' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct gw_main m = { 0 };
+	const char *probe = NULL;
+	bool check = false;
+	unsigned timeout_ms = 10000;
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "c:Vh", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			m.config_path = optarg;
+			break;
+		case 'k':
+			check = true;
+			break;
+		case 'p':
+			probe = optarg;
+			break;
+		case 't': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (*end || v == 0 || v > 3600000) {
+				fprintf(stderr, "rpcrdma-gw: --timeout: expected milliseconds, "
+						"1..3600000\n");
+				return 2;
+			}
+			timeout_ms = (unsigned)v;
+			break;
+		}
+		case 'V':
+			printf("rpcrdma-gw %s\n", GW_VERSION);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
 	}
-	fprintf(stderr, "usage: rpcrdma-gw -c FILE [--check] | --probe rdma://HOST:PORT\n");
-	return 2;
+	if (optind < argc) {
+		fprintf(stderr, "rpcrdma-gw: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	if (probe)
+		return run_probe(probe, timeout_ms);
+	if (!m.config_path) {
+		fprintf(stderr, "rpcrdma-gw: a configuration file is needed (-c FILE)\n");
+		usage(stderr);
+		return 2;
+	}
+	if (check)
+		return run_check(m.config_path);
+
+	struct gw_conf_errors errs;
+	gw_conf_errors_init(&errs);
+	m.cfg = gw_config_load(m.config_path, &errs);
+	if (!m.cfg) {
+		gw_conf_errors_print(stderr, &errs);
+		gw_conf_errors_clear(&errs);
+		return 1;
+	}
+	int rc = run_gateway(&m);
+	gw_config_free(m.cfg);
+	return rc;
 }

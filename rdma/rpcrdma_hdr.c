@@ -24,35 +24,35 @@ static const struct {
 	const char *name;
 	enum rpcrdma_action action;
 } reasons[RPCRDMA_R__COUNT] = {
-	[RPCRDMA_OK] = {"ok", RPCRDMA_ACT_ACCEPT},
-	[RPCRDMA_R_SHORT_FIXED] = {"short_fixed", RPCRDMA_ACT_DROP},
-	[RPCRDMA_R_BAD_VERSION] = {"bad_version", RPCRDMA_ACT_ERR_VERS},
-	[RPCRDMA_R_BAD_PROC] = {"bad_proc", RPCRDMA_ACT_ERR_CHUNK},
-	[RPCRDMA_R_RDMA_DONE] = {"rdma_done", RPCRDMA_ACT_DROP},
-	[RPCRDMA_R_SHORT_HEADER] = {"short_header", RPCRDMA_ACT_ERR_CHUNK},
-	[RPCRDMA_R_BAD_LIST_MARKER] = {"bad_list_marker", RPCRDMA_ACT_ERR_CHUNK},
-	[RPCRDMA_R_TOO_MANY_READ_CHUNKS] = {"too_many_read_chunks", RPCRDMA_ACT_ERR_CHUNK},
-	[RPCRDMA_R_TOO_MANY_WRITE_CHUNKS] = {"too_many_write_chunks", RPCRDMA_ACT_ERR_CHUNK},
-	[RPCRDMA_R_TOO_MANY_SEGMENTS] = {"too_many_segments", RPCRDMA_ACT_ERR_CHUNK},
-	[RPCRDMA_R_POSITION_UNALIGNED] = {"read_position_unaligned", RPCRDMA_ACT_ERR_CHUNK},
-	[RPCRDMA_R_READ_LIST_UNSORTED] = {"read_list_unsorted", RPCRDMA_ACT_ERR_CHUNK},
-	[RPCRDMA_R_READ_CHUNKS_OVERLAP] = {"read_chunks_overlap", RPCRDMA_ACT_ERR_CHUNK},
-	[RPCRDMA_R_LENGTH_OVERFLOW] = {"length_overflow", RPCRDMA_ACT_ERR_CHUNK},
-	[RPCRDMA_R_POSITION_ZERO_WITH_MSG] = {"position_zero_with_msg", RPCRDMA_ACT_ERR_CHUNK},
-	[RPCRDMA_R_NOMSG_WITHOUT_CHUNKS] = {"nomsg_without_chunks", RPCRDMA_ACT_ERR_CHUNK},
-	[RPCRDMA_R_POSITION_BEYOND_MSG] = {"read_position_beyond_message", RPCRDMA_ACT_ERR_CHUNK},
-	[RPCRDMA_R_ERROR_SHORT] = {"error_short", RPCRDMA_ACT_DROP},
-	[RPCRDMA_R_ERROR_BAD_CODE] = {"error_bad_code", RPCRDMA_ACT_DROP},
-	[RPCRDMA_R_RPC_SHORT] = {"rpc_short", RPCRDMA_ACT_ERR_CHUNK},
-	[RPCRDMA_R_XID_MISMATCH] = {"xid_mismatch", RPCRDMA_ACT_ERR_CHUNK},
-	[RPCRDMA_R_CALL_NOMSG_WITHOUT_P0] = {"call_nomsg_without_position_zero",
-					     RPCRDMA_ACT_ERR_CHUNK},
-	[RPCRDMA_R_REPLY_HAS_READ_LIST] = {"reply_has_read_list", RPCRDMA_ACT_DROP},
-	[RPCRDMA_R_REPLY_NOMSG_WITHOUT_REPLY_CHUNK] = {"reply_nomsg_without_reply_chunk",
-						       RPCRDMA_ACT_DROP},
-	[RPCRDMA_R_REPLY_MSG_USES_REPLY_CHUNK] = {"reply_msg_uses_reply_chunk", RPCRDMA_ACT_DROP},
-	[RPCRDMA_R_REPLY_WRITE_LIST_MISMATCH] = {"reply_write_list_mismatch", RPCRDMA_ACT_DROP},
-	[RPCRDMA_R_REPLY_CHUNK_MISMATCH] = {"reply_chunk_mismatch", RPCRDMA_ACT_DROP},
+	[RPCRDMA_OK] = { "ok", RPCRDMA_ACT_ACCEPT },
+	[RPCRDMA_R_SHORT_FIXED] = { "short_fixed", RPCRDMA_ACT_DROP },
+	[RPCRDMA_R_BAD_VERSION] = { "bad_version", RPCRDMA_ACT_ERR_VERS },
+	[RPCRDMA_R_BAD_PROC] = { "bad_proc", RPCRDMA_ACT_ERR_CHUNK },
+	[RPCRDMA_R_RDMA_DONE] = { "rdma_done", RPCRDMA_ACT_DROP },
+	[RPCRDMA_R_SHORT_HEADER] = { "short_header", RPCRDMA_ACT_ERR_CHUNK },
+	[RPCRDMA_R_BAD_LIST_MARKER] = { "bad_list_marker", RPCRDMA_ACT_ERR_CHUNK },
+	[RPCRDMA_R_TOO_MANY_READ_CHUNKS] = { "too_many_read_chunks", RPCRDMA_ACT_ERR_CHUNK },
+	[RPCRDMA_R_TOO_MANY_WRITE_CHUNKS] = { "too_many_write_chunks", RPCRDMA_ACT_ERR_CHUNK },
+	[RPCRDMA_R_TOO_MANY_SEGMENTS] = { "too_many_segments", RPCRDMA_ACT_ERR_CHUNK },
+	[RPCRDMA_R_POSITION_UNALIGNED] = { "read_position_unaligned", RPCRDMA_ACT_ERR_CHUNK },
+	[RPCRDMA_R_READ_LIST_UNSORTED] = { "read_list_unsorted", RPCRDMA_ACT_ERR_CHUNK },
+	[RPCRDMA_R_READ_CHUNKS_OVERLAP] = { "read_chunks_overlap", RPCRDMA_ACT_ERR_CHUNK },
+	[RPCRDMA_R_LENGTH_OVERFLOW] = { "length_overflow", RPCRDMA_ACT_ERR_CHUNK },
+	[RPCRDMA_R_POSITION_ZERO_WITH_MSG] = { "position_zero_with_msg", RPCRDMA_ACT_ERR_CHUNK },
+	[RPCRDMA_R_NOMSG_WITHOUT_CHUNKS] = { "nomsg_without_chunks", RPCRDMA_ACT_ERR_CHUNK },
+	[RPCRDMA_R_POSITION_BEYOND_MSG] = { "read_position_beyond_message", RPCRDMA_ACT_ERR_CHUNK },
+	[RPCRDMA_R_ERROR_SHORT] = { "error_short", RPCRDMA_ACT_DROP },
+	[RPCRDMA_R_ERROR_BAD_CODE] = { "error_bad_code", RPCRDMA_ACT_DROP },
+	[RPCRDMA_R_RPC_SHORT] = { "rpc_short", RPCRDMA_ACT_ERR_CHUNK },
+	[RPCRDMA_R_XID_MISMATCH] = { "xid_mismatch", RPCRDMA_ACT_ERR_CHUNK },
+	[RPCRDMA_R_CALL_NOMSG_WITHOUT_P0] = { "call_nomsg_without_position_zero",
+					      RPCRDMA_ACT_ERR_CHUNK },
+	[RPCRDMA_R_REPLY_HAS_READ_LIST] = { "reply_has_read_list", RPCRDMA_ACT_DROP },
+	[RPCRDMA_R_REPLY_NOMSG_WITHOUT_REPLY_CHUNK] = { "reply_nomsg_without_reply_chunk",
+							RPCRDMA_ACT_DROP },
+	[RPCRDMA_R_REPLY_MSG_USES_REPLY_CHUNK] = { "reply_msg_uses_reply_chunk", RPCRDMA_ACT_DROP },
+	[RPCRDMA_R_REPLY_WRITE_LIST_MISMATCH] = { "reply_write_list_mismatch", RPCRDMA_ACT_DROP },
+	[RPCRDMA_R_REPLY_CHUNK_MISMATCH] = { "reply_chunk_mismatch", RPCRDMA_ACT_DROP },
 };
 
 const char *rpcrdma_reason_name(enum rpcrdma_reason r)
@@ -238,7 +238,7 @@ static enum rpcrdma_reason decode_segments(struct rpcrdma_chunk *ch, const uint8
 	if (left(p, end) < (size_t)n * RPCRDMA_SEG_SIZE)
 		return RPCRDMA_R_SHORT_HEADER;
 	for (i = 0; i < n; i++)
-		len += xdr_get32(p + i * RPCRDMA_SEG_SIZE + 4);
+		len += xdr_get32(p + (size_t)i * RPCRDMA_SEG_SIZE + 4);
 	if (len > RPCRDMA_MAX_CHUNK_LEN)
 		return RPCRDMA_R_LENGTH_OVERFLOW;
 	ch->xdr = p;

@@ -132,7 +132,7 @@ enum splice_status splice_rebuild(const void *inl, uint32_t inl_len,
 	weave_start(&w, inl, inl_len, out);
 	for (; i < n; i++) {
 		const struct splice_chunk *c = &chunks[i];
-		struct piece p = {0, c->data, c->len};
+		struct piece p = { 0, c->data, c->len };
 		enum splice_status s;
 
 		/* a position of 0 here is a second P0 chunk or earlier than the previous one */
@@ -156,7 +156,7 @@ enum splice_status splice_rebuild_reply(const void *inl, uint32_t inl_len,
 
 	weave_start(&w, inl, inl_len, out);
 	for (i = 0; i < n; i++) {
-		struct piece p = {items[i].offset, items[i].data, items[i].len};
+		struct piece p = { items[i].offset, items[i].data, items[i].len };
 		enum splice_status s = weave_piece(&w, &p);
 
 		if (s)

@@ -41,7 +41,7 @@ struct tcp_connect {
 /* Close with RST: the peer learns at once that it is not wanted. */
 static void tcp_close_reset(evutil_socket_t fd)
 {
-	struct linger lg = {.l_onoff = 1, .l_linger = 0};
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
 
 	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 	evutil_closesocket(fd);
@@ -84,7 +84,7 @@ static void tcp_listener_on_error(struct evconnlistener *lev, void *arg)
 {
 	struct tcp_listener *l = arg;
 	int err = EVUTIL_SOCKET_ERROR();
-	struct timeval tv = {0, TCP_ACCEPT_RETRY_MS * 1000};
+	struct timeval tv = { 0, (suseconds_t)TCP_ACCEPT_RETRY_MS * 1000 };
 
 	l->stats.accept_errors++;
 	gw_warn("tcp: accept: %s", strerror(err));
@@ -235,7 +235,7 @@ static evutil_socket_t tcp_connect_socket(const struct sockaddr *addr, socklen_t
 		if (fd < 0)
 			return -1;
 		if (flags & TCP_CONNECT_RESVPORT) {
-			struct sockaddr_storage src = {.ss_family = addr->sa_family};
+			struct sockaddr_storage src = { .ss_family = addr->sa_family };
 
 			if (bindresvport_sa(fd, (struct sockaddr *)&src) < 0)
 				goto fail;
@@ -263,7 +263,7 @@ struct tcp_connect *tcp_connect_start(struct event_base *base, const struct sock
 	struct tcp_connect *cn;
 	struct timeval tv = {
 		.tv_sec = timeout_ms / 1000,
-		.tv_usec = (timeout_ms % 1000) * 1000,
+		.tv_usec = (suseconds_t)(timeout_ms % 1000) * 1000,
 	};
 	char name[NI_MAXHOST + NI_MAXSERV + 4];
 

@@ -123,7 +123,7 @@ static void tcp_conn_unhold(struct tcp_conn *c)
 
 static const char *tcp_conn_peer(const struct tcp_conn *c, char *buf, size_t len)
 {
-	struct sockaddr_storage ss;
+	struct sockaddr_storage ss = { 0 };
 	socklen_t sl = sizeof(ss);
 	char host[NI_MAXHOST], serv[NI_MAXSERV];
 
@@ -163,7 +163,7 @@ static void tcp_conn_teardown(struct tcp_conn *c, bool reset)
 	c->reading = false;
 	c->writing = false;
 	if (reset) {
-		struct linger lg = {.l_onoff = 1, .l_linger = 0};
+		struct linger lg = { .l_onoff = 1, .l_linger = 0 };
 
 		setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 	}
@@ -177,7 +177,7 @@ static void tcp_conn_teardown(struct tcp_conn *c, bool reset)
 static void tcp_conn_fail(struct tcp_conn *c, enum tcp_close_reason reason, int err,
 			  enum rm_error record_err)
 {
-	struct tcp_close_info why = {.reason = reason, .err = err, .record_err = record_err};
+	struct tcp_close_info why = { .reason = reason, .err = err, .record_err = record_err };
 
 	if (c->state == TCP_CONN_CLOSED)
 		return;
@@ -469,7 +469,7 @@ static void tcp_conn_flush(struct tcp_conn *c)
 	while (evbuffer_get_length(c->out) > 0) {
 		struct evbuffer_iovec ev[TCP_CONN_IOV];
 		struct iovec iov[TCP_CONN_IOV];
-		struct msghdr msg = {.msg_iov = iov};
+		struct msghdr msg = { .msg_iov = iov };
 		size_t total = 0;
 		ssize_t n;
 		int nv = evbuffer_peek(c->out, -1, NULL, ev, TCP_CONN_IOV);
@@ -596,7 +596,7 @@ int tcp_conn_send_record(struct tcp_conn *c, const struct tcp_piece *pieces, uns
 
 int tcp_conn_send_copy(struct tcp_conn *c, const void *data, size_t len)
 {
-	struct tcp_piece pc = {.data = data, .len = (uint32_t)len};
+	struct tcp_piece pc = { .data = data, .len = (uint32_t)len };
 
 	if (len > RM_LEN_MASK) {
 		errno = EMSGSIZE;
@@ -607,7 +607,7 @@ int tcp_conn_send_copy(struct tcp_conn *c, const void *data, size_t len)
 
 int tcp_conn_send_ref(struct tcp_conn *c, struct gw_buf *buf, uint32_t off, uint32_t len)
 {
-	struct tcp_piece pc = {.buf = buf, .off = off, .len = len};
+	struct tcp_piece pc = { .buf = buf, .off = off, .len = len };
 
 	return tcp_conn_send_record(c, &pc, 1);
 }
@@ -638,7 +638,7 @@ void tcp_conn_close(struct tcp_conn *c)
 	if (c->cfg.close_timeout_ms != 0) {
 		struct timeval tv = {
 			.tv_sec = c->cfg.close_timeout_ms / 1000,
-			.tv_usec = (c->cfg.close_timeout_ms % 1000) * 1000,
+			.tv_usec = (suseconds_t)(c->cfg.close_timeout_ms % 1000) * 1000,
 		};
 
 		evtimer_add(c->close_timer, &tv);

@@ -115,7 +115,7 @@ static size_t rpc_encode_reply(void *buf, size_t cap, struct rpc_msg *rm)
 size_t rpc_build_accepted_error(void *buf, size_t cap, uint32_t xid, enum rpc_accept_stat stat,
 				uint32_t low, uint32_t high)
 {
-	struct rpc_msg rm = {0};
+	struct rpc_msg rm = { 0 };
 
 	/* xdr_replymsg would call a results encoder for SUCCESS: not an error */
 	if (stat == RPC_ACC_SUCCESS)
@@ -135,7 +135,7 @@ size_t rpc_build_accepted_error(void *buf, size_t cap, uint32_t xid, enum rpc_ac
 size_t rpc_build_rejected(void *buf, size_t cap, uint32_t xid, enum rpc_reject_stat stat,
 			  enum rpc_auth_stat why)
 {
-	struct rpc_msg rm = {0};
+	struct rpc_msg rm = { 0 };
 
 	rm.rm_xid = xid;
 	rm.rm_direction = REPLY;

@@ -56,7 +56,7 @@ static bool vfail(struct loader *L, const char *ptr, bool at_key, const char *fm
 
 static bool vfail(struct loader *L, const char *ptr, bool at_key, const char *fmt, va_list ap)
 {
-	struct json_pos p = {0, 0};
+	struct json_pos p = { 0, 0 };
 	char msg[256];
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -306,14 +306,16 @@ static bool parse_save(struct loader *L, json_t *obj, const char *ptr, uint32_t 
 	return true;
 }
 
-static const char *const k_scalar[] = {"type", "name", "comment", NULL};
-static const char *const k_fixed[] = {"type", "size", "comment", NULL};
-static const char *const k_opaque[] = {"type", "max", "ddp", "name", "comment", NULL};
-static const char *const k_struct[] = {"type", "fields", "comment", NULL};
-static const char *const k_elem[] = {"type", "of", "comment", NULL};
-static const char *const k_array[] = {"type", "of", "max", "comment", NULL};
-static const char *const k_union[] = {"type", "switch", "arms", "default", "name", "comment", NULL};
-static const char *const k_ref[] = {"type", "comment", NULL};
+static const char *const k_scalar[] = { "type", "name", "comment", NULL };
+static const char *const k_fixed[] = { "type", "size", "comment", NULL };
+static const char *const k_opaque[] = { "type", "max", "ddp", "name", "comment", NULL };
+static const char *const k_struct[] = { "type", "fields", "comment", NULL };
+static const char *const k_elem[] = { "type", "of", "comment", NULL };
+static const char *const k_array[] = { "type", "of", "max", "comment", NULL };
+static const char *const k_union[] = {
+	"type", "switch", "arms", "default", "name", "comment", NULL
+};
+static const char *const k_ref[] = { "type", "comment", NULL };
 
 static uint32_t compile_struct(struct loader *L, json_t *fields, const char *ptr)
 {
@@ -515,13 +517,14 @@ static uint32_t compile_container(struct loader *L, json_t *v, const char *ptr, 
 	for (int i = 0; i < ULB_MAX_VALUES && elem_const; i++)
 		elem_const = eb->coef[i] == 0;
 	bound_const(b, 0);
-	if (!elem_const) {
-		b->unbounded = true;
-	} else if (node->flags & UN_MAX_VALUE) {
+	/* Bounded only by a constant element size times a known maximum count. */
+	bool by_value = elem_const && (node->flags & UN_MAX_VALUE);
+	bool by_const = elem_const && !by_value && node->max != ULB_LEN_UNKNOWN;
+	if (by_value) {
 		b->base = 4;
 		b->coef[node->max_value] = eb->base;
 		b->estimate = eb->estimate;
-	} else if (node->max != ULB_LEN_UNKNOWN) {
+	} else if (by_const) {
 		bound_const(b, 4 + (uint64_t)node->max * eb->base);
 		b->estimate = eb->estimate;
 	} else {
@@ -785,7 +788,7 @@ static bool parse_reply_max(struct loader *L, json_t *v, const char *ptr, struct
 
 	bound_const(b, 0);
 	if (json_is_object(v)) {
-		static const char *const k_est[] = {"estimate", "comment", NULL};
+		static const char *const k_est[] = { "estimate", "comment", NULL };
 		json_t *e = json_object_get(v, "estimate");
 		if (!check_keys(L, v, ptr, k_est))
 			return false;
@@ -823,10 +826,10 @@ static bool parse_reply_max(struct loader *L, json_t *v, const char *ptr, struct
 static bool compile_proc(struct loader *L, json_t *pj, const char *ptr, bool is_op,
 			 struct ulb_proc *procs, const struct ulb_bound *vdefault)
 {
-	static const char *const k_proc[] = {"proc",	  "name",    "args", "results",
-					     "reply_max", "comment", NULL};
-	static const char *const k_op[] = {"op",	"name",	   "args", "results",
-					   "reply_max", "comment", NULL};
+	static const char *const k_proc[] = { "proc",	   "name",    "args", "results",
+					      "reply_max", "comment", NULL };
+	static const char *const k_op[] = { "op",	 "name",    "args", "results",
+					    "reply_max", "comment", NULL };
 	char sub[PTR_MAX];
 	uint32_t num = 0;
 	const char *numkey = is_op ? "op" : "proc";
@@ -917,9 +920,9 @@ static bool compile_proc_list(struct loader *L, json_t *list, const char *ptr, b
 
 static bool compile_version(struct loader *L, json_t *vj, const char *ptr, uint32_t prog)
 {
-	static const char *const k_vers[] = {"version",	  "procedures", "compound",
-					     "reply_max", "comment",	NULL};
-	static const char *const k_comp[] = {"procedure", "operations", "comment", NULL};
+	static const char *const k_vers[] = { "version",   "procedures", "compound",
+					      "reply_max", "comment",	 NULL };
+	static const char *const k_comp[] = { "procedure", "operations", "comment", NULL };
 	char sub[PTR_MAX], sub2[PTR_MAX];
 	struct ulb_rules *r = L->r;
 	uint32_t vers = 0;
@@ -985,8 +988,8 @@ static bool compile_version(struct loader *L, json_t *vj, const char *ptr, uint3
 
 static bool compile_doc(struct loader *L, json_t *doc)
 {
-	static const char *const k_top[] = {"ulb-rules", "comment", "types", "programs", NULL};
-	static const char *const k_prog[] = {"program", "name", "versions", "comment", NULL};
+	static const char *const k_top[] = { "ulb-rules", "comment", "types", "programs", NULL };
+	static const char *const k_prog[] = { "program", "name", "versions", "comment", NULL };
 	char sub[PTR_MAX], sub2[PTR_MAX];
 	uint32_t fmt = 0;
 

@@ -21,11 +21,10 @@ void ulb_sessions_add(struct ulb_sessions *t, const uint8_t id[ULB_SESSIONID_SIZ
 		      uint32_t maxresp)
 {
 	int found = session_find(t, id);
-	struct ulb_session *s = found >= 0 ? &t->s[found] : NULL;
+	struct ulb_session *s = &t->s[found >= 0 ? found : 0];
 
-	if (!s) {
+	if (found < 0) {
 		/* a free slot, else the oldest */
-		s = &t->s[0];
 		for (int i = 0; i < ULB_SESSIONS_MAX; i++) {
 			if (!t->s[i].age) {
 				s = &t->s[i];

@@ -45,7 +45,7 @@ static void check_chunk(const struct rpcrdma_chunk *c, struct rpcrdma_seg *out)
 static void reencode(const struct rpcrdma_hdr *h, const uint8_t *data)
 {
 	struct rpcrdma_read_chunk_desc reads[RPCRDMA_MAX_READ_CHUNKS];
-	struct rpcrdma_chunk_desc writes[RPCRDMA_MAX_WRITE_CHUNKS], reply = {0, rcsegs};
+	struct rpcrdma_chunk_desc writes[RPCRDMA_MAX_WRITE_CHUNKS], reply = { 0, rcsegs };
 	struct rpcrdma_call_desc d = {
 		.version = h->version,
 		.xid = h->xid,
@@ -57,14 +57,14 @@ static void reencode(const struct rpcrdma_hdr *h, const uint8_t *data)
 		.writes = writes,
 		.reply = h->has_reply ? &reply : NULL,
 	};
-	struct rpcrdma_offer offer = {h->nwrites, writes, h->has_reply ? &reply : NULL};
+	struct rpcrdma_offer offer = { h->nwrites, writes, h->has_reply ? &reply : NULL };
 	ssize_t n;
 
 	for (uint32_t i = 0; i < h->nreads; i++)
-		reads[i] = (struct rpcrdma_read_chunk_desc){h->read[i].position, h->read[i].nsegs,
-							    rsegs[i]};
+		reads[i] = (struct rpcrdma_read_chunk_desc){ h->read[i].position, h->read[i].nsegs,
+							     rsegs[i] };
 	for (uint32_t i = 0; i < h->nwrites; i++)
-		writes[i] = (struct rpcrdma_chunk_desc){h->write[i].nsegs, wsegs[i]};
+		writes[i] = (struct rpcrdma_chunk_desc){ h->write[i].nsegs, wsegs[i] };
 	reply.nsegs = h->has_reply ? h->reply.nsegs : 0;
 
 	n = rpcrdma_encode_call(enc, sizeof(enc), &d);

@@ -88,12 +88,12 @@ static void fuzz_reduce(const uint8_t *msg, uint32_t len, const struct piece *pc
 	struct splice_chunk chunks[NPIECE];
 	struct splice_insert ins[NPIECE];
 	struct iovec iov[NIOV], iov2[NIOV];
-	struct splice_out red = {iov, cap, 0, 0}, back = {iov2, NIOV, 0, 0};
+	struct splice_out red = { iov, cap, 0, 0 }, back = { iov2, NIOV, 0, 0 };
 	uint32_t roff[NPIECE];
 	uint8_t *inl;
 
 	for (unsigned i = 0; i < n; i++)
-		items[i] = (struct splice_item){pc[i].at, pc[i].len};
+		items[i] = (struct splice_item){ pc[i].at, pc[i].len };
 	if (splice_reduce(msg, len, items, n, roff, &red) != SPLICE_OK)
 		return;
 	CHECK(drain(&red) <= len);
@@ -101,9 +101,9 @@ static void fuzz_reduce(const uint8_t *msg, uint32_t len, const struct piece *pc
 	inl = malloc(red.len + 1u);
 	memcpy(inl, sink, red.len);
 	for (unsigned i = 0; i < n; i++) {
-		chunks[i] =
-			(struct splice_chunk){items[i].offset, msg + items[i].offset, items[i].len};
-		ins[i] = (struct splice_insert){roff[i], msg + items[i].offset, items[i].len};
+		chunks[i] = (struct splice_chunk){ items[i].offset, msg + items[i].offset,
+						   items[i].len };
+		ins[i] = (struct splice_insert){ roff[i], msg + items[i].offset, items[i].len };
 	}
 	if (splice_rebuild_reply(inl, red.len, ins, n, &back) == SPLICE_OK) {
 		CHECK(drain(&back) == len);
@@ -124,15 +124,15 @@ static void fuzz_rebuild(const uint8_t *inl, uint32_t len, const struct piece *p
 	struct splice_chunk chunks[NPIECE];
 	struct splice_insert ins[NPIECE];
 	struct iovec iov[NIOV];
-	struct splice_out out = {iov, cap, 0, 0};
+	struct splice_out out = { iov, cap, 0, 0 };
 	uint8_t *data[NPIECE];
 	enum splice_status s;
 
 	for (unsigned i = 0; i < n; i++) {
 		data[i] = malloc(pc[i].len + 1u);
 		memset(data[i], (int)i, pc[i].len);
-		chunks[i] = (struct splice_chunk){pc[i].at, data[i], pc[i].len};
-		ins[i] = (struct splice_insert){pc[i].at, data[i], pc[i].len};
+		chunks[i] = (struct splice_chunk){ pc[i].at, data[i], pc[i].len };
+		ins[i] = (struct splice_insert){ pc[i].at, data[i], pc[i].len };
 	}
 	if (reply)
 		s = splice_rebuild_reply(inl, len, ins, n, &out);
@@ -163,7 +163,7 @@ static void fuzz_plan(const struct piece *pc, unsigned n, uint32_t item_len, uin
 	unsigned nsteps;
 
 	for (unsigned i = 0; i < n; i++)
-		segs[i] = (struct rpcrdma_seg){i + 1, pc[i].len, ((uint64_t)pc[i].at << 20)};
+		segs[i] = (struct rpcrdma_seg){ i + 1, pc[i].len, ((uint64_t)pc[i].at << 20) };
 	if (cap > 64)
 		cap = 64;
 	if (splice_plan(segs, n, item_len, max_step, steps, cap, &nsteps, seg_len) != SPLICE_OK)

@@ -26,7 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!rules) {
 		char err[512];
-		struct ulb_options o = {.stock_dir = GW_SOURCE_RULES_DIR};
+		struct ulb_options o = { .stock_dir = GW_SOURCE_RULES_DIR };
 		rules = ulb_rules_load(&o, err, sizeof(err));
 		if (!rules) {
 			fprintf(stderr, "%s\n", err);

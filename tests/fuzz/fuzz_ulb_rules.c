@@ -32,8 +32,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size && write(fd, data, size) != (ssize_t)size)
 		abort();
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	const char *files[] = {path};
-	struct ulb_options o = {.stock_dir = "", .files = files, .n_files = 1};
+	const char *files[] = { path };
+	struct ulb_options o = { .stock_dir = "", .files = files, .n_files = 1 };
 	struct ulb_rules *r = ulb_rules_load(&o, err, sizeof(err));
 	close(fd);
 	if (!r) {

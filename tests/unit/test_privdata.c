@@ -15,15 +15,15 @@
 #include "rdma/privdata.h"
 
 /* What the Linux client sends: 4096/4096 with R set. */
-static const uint8_t linux_client[8] = {0xf6, 0xab, 0x0e, 0x18, 1, 1, 3, 3};
+static const uint8_t linux_client[8] = { 0xf6, 0xab, 0x0e, 0x18, 1, 1, 3, 3 };
 /* What the Linux server sends: 4096/4096 with R clear. */
-static const uint8_t linux_server[8] = {0xf6, 0xab, 0x0e, 0x18, 1, 0, 3, 3};
+static const uint8_t linux_server[8] = { 0xf6, 0xab, 0x0e, 0x18, 1, 0, 3, 3 };
 
 static void test_encode(void **state)
 {
 	(void)state;
 	uint8_t out[8];
-	struct rpcrdma_privdata pd = {true, 4096, 4096};
+	struct rpcrdma_privdata pd = { true, 4096, 4096 };
 
 	rpcrdma_privdata_encode(out, &pd);
 	assert_memory_equal(out, linux_client, 8);
@@ -32,15 +32,15 @@ static void test_encode(void **state)
 	assert_memory_equal(out, linux_server, 8);
 
 	/* 1 KiB is 0, 256 KiB is 255; sizes round down and clamp */
-	pd = (struct rpcrdma_privdata){false, 1024, 256 * 1024};
+	pd = (struct rpcrdma_privdata){ false, 1024, 256 * 1024 };
 	rpcrdma_privdata_encode(out, &pd);
 	assert_int_equal(out[6], 0);
 	assert_int_equal(out[7], 255);
-	pd = (struct rpcrdma_privdata){false, 8191, 300 * 1024};
+	pd = (struct rpcrdma_privdata){ false, 8191, 300 * 1024 };
 	rpcrdma_privdata_encode(out, &pd);
 	assert_int_equal(out[6], 6); /* 7168: never promise more than we have */
 	assert_int_equal(out[7], 255);
-	pd = (struct rpcrdma_privdata){false, 0, 100};
+	pd = (struct rpcrdma_privdata){ false, 0, 100 };
 	rpcrdma_privdata_encode(out, &pd);
 	assert_int_equal(out[6], 0);
 	assert_int_equal(out[7], 0);
@@ -72,7 +72,7 @@ static void test_decode(void **state)
 
 	/* round trip of every size octet */
 	for (unsigned s = 0; s < 256; s++) {
-		struct rpcrdma_privdata in = {s & 1, (s + 1) * 1024, (256 - s) * 1024}, back;
+		struct rpcrdma_privdata in = { s & 1, (s + 1) * 1024, (256 - s) * 1024 }, back;
 		uint8_t out[8];
 		rpcrdma_privdata_encode(out, &in);
 		assert_true(rpcrdma_privdata_decode(out, 8, &back));
@@ -119,7 +119,7 @@ static void test_absent_or_foreign(void **state)
 static void test_thresholds(void **state)
 {
 	(void)state;
-	struct rpcrdma_privdata local = {true, 8192, 4096}, peer, none;
+	struct rpcrdma_privdata local = { true, 8192, 4096 }, peer, none;
 	struct rpcrdma_thresholds t;
 
 	/* against the Linux server: 4096 each way */
@@ -129,11 +129,11 @@ static void test_thresholds(void **state)
 	assert_int_equal(t.recv, 4096);
 
 	/* each direction on its own: send = min(our send, their receive) */
-	peer = (struct rpcrdma_privdata){false, 16384, 2048};
+	peer = (struct rpcrdma_privdata){ false, 16384, 2048 };
 	rpcrdma_inline_thresholds(&local, &peer, &t);
 	assert_int_equal(t.send, 2048);
 	assert_int_equal(t.recv, 4096);
-	local = (struct rpcrdma_privdata){false, 1024, 65536};
+	local = (struct rpcrdma_privdata){ false, 1024, 65536 };
 	rpcrdma_inline_thresholds(&local, &peer, &t);
 	assert_int_equal(t.send, 1024);
 	assert_int_equal(t.recv, 16384);

@@ -209,9 +209,9 @@ static void test_encode_mark(void **state)
 static void test_single_fragment(void **state)
 {
 	(void)state;
-	struct stream s = {0};
+	struct stream s = { 0 };
 	struct driver d;
-	size_t lens[] = {100};
+	size_t lens[] = { 100 };
 
 	stream_record(&s, 0, 100, 0);
 	driver_init(&d, 1024, 64, SIZE_MAX, 4096);
@@ -228,9 +228,9 @@ static void test_single_fragment(void **state)
 static void test_multi_fragment_is_contiguous(void **state)
 {
 	(void)state;
-	struct stream s = {0};
+	struct stream s = { 0 };
 	struct driver d;
-	size_t lens[] = {1000, 10};
+	size_t lens[] = { 1000, 10 };
 
 	/* fragments of 300 (the last of 100), then ten of 1: marks at odd offsets */
 	stream_record(&s, 0, 1000, 300);
@@ -250,9 +250,9 @@ static void test_multi_fragment_is_contiguous(void **state)
 static void test_final_empty_fragment(void **state)
 {
 	(void)state;
-	struct stream s = {0};
+	struct stream s = { 0 };
 	struct driver d;
-	size_t lens[] = {5};
+	size_t lens[] = { 5 };
 	uint8_t body[5];
 
 	for (int i = 0; i < 5; i++)
@@ -288,7 +288,7 @@ static void expect_error(const struct stream *s, uint32_t max_record, enum rm_er
 static void test_error_fragment_too_large(void **state)
 {
 	(void)state;
-	struct stream s = {0};
+	struct stream s = { 0 };
 
 	stream_record(&s, 0, 10, 0);
 	stream_mark(&s, 101, true);
@@ -310,7 +310,7 @@ static void test_error_fragment_too_large(void **state)
 static void test_error_record_too_large(void **state)
 {
 	(void)state;
-	struct stream s = {0};
+	struct stream s = { 0 };
 
 	/* three fragments of 40: each fits, together they do not */
 	stream_record(&s, 0, 120, 40);
@@ -321,7 +321,7 @@ static void test_error_record_too_large(void **state)
 static void test_error_empty_fragment(void **state)
 {
 	(void)state;
-	struct stream s = {0};
+	struct stream s = { 0 };
 
 	stream_mark(&s, 0, false);
 	expect_error(&s, 100, RM_ERR_EMPTY_FRAGMENT, 0);
@@ -339,7 +339,7 @@ static void test_error_empty_fragment(void **state)
 static void test_error_empty_record(void **state)
 {
 	(void)state;
-	struct stream s = {0};
+	struct stream s = { 0 };
 
 	stream_record(&s, 0, 8, 0);
 	stream_mark(&s, 0, true);
@@ -350,16 +350,16 @@ static void test_error_empty_record(void **state)
 static void test_error_truncated(void **state)
 {
 	(void)state;
-	struct stream s = {0};
+	struct stream s = { 0 };
 	struct driver d;
 
 	/* cut inside a mark, inside a body, and right after a non-last fragment */
 	stream_record(&s, 0, 20, 0);
 	size_t whole = s.len;
 	stream_record(&s, 1, 50, 25);
-	const size_t cuts[] = {whole + 2, whole + 4 + 10, whole + 4 + 25};
+	const size_t cuts[] = { whole + 2, whole + 4 + 10, whole + 4 + 25 };
 	for (unsigned int i = 0; i < 3; i++) {
-		struct stream t = {.data = s.data, .len = cuts[i]};
+		struct stream t = { .data = s.data, .len = cuts[i] };
 		driver_init(&d, 100, 8, SIZE_MAX, 64);
 		driver_run(&d, &t, NULL);
 		assert_int_equal(d.nrec, 1);
@@ -368,7 +368,7 @@ static void test_error_truncated(void **state)
 		driver_done(&d);
 	}
 	/* but a stream that ends between records is fine */
-	struct stream t = {.data = s.data, .len = whole};
+	struct stream t = { .data = s.data, .len = whole };
 	driver_init(&d, 100, 8, SIZE_MAX, 64);
 	driver_run(&d, &t, NULL);
 	assert_true(d.eof_clean);
@@ -393,10 +393,10 @@ static void test_error_names(void **state)
 static void test_byte_at_a_time(void **state)
 {
 	(void)state;
-	struct stream s = {0};
+	struct stream s = { 0 };
 	struct driver d;
 	size_t lens[8];
-	const size_t frag[8] = {0, 3, 0, 1, 0, 50, 0, 7};
+	const size_t frag[8] = { 0, 3, 0, 1, 0, 50, 0, 7 };
 
 	for (unsigned int r = 0; r < 8; r++) {
 		lens[r] = 1 + r * 37;
@@ -414,9 +414,9 @@ static void test_byte_at_a_time(void **state)
 static void test_several_records_in_one_read(void **state)
 {
 	(void)state;
-	struct stream s = {0};
+	struct stream s = { 0 };
 	struct driver d;
-	size_t lens[5] = {10, 20, 30, 40, 50};
+	size_t lens[5] = { 10, 20, 30, 40, 50 };
 
 	for (unsigned int r = 0; r < 5; r++)
 		stream_record(&s, r, lens[r], 0);
@@ -436,10 +436,10 @@ static void test_several_records_in_one_read(void **state)
 static void test_max_sizes(void **state)
 {
 	(void)state;
-	struct stream s = {0};
+	struct stream s = { 0 };
 	struct driver d;
 	const uint32_t max = 3000;
-	size_t lens[3] = {max, max, max};
+	size_t lens[3] = { max, max, max };
 
 	stream_record(&s, 0, max, 0);
 	stream_record(&s, 1, max, 1000);
@@ -515,9 +515,9 @@ static void test_read_window(void **state)
 static void test_no_readahead(void **state)
 {
 	(void)state;
-	struct stream s = {0};
+	struct stream s = { 0 };
 	struct driver d;
-	size_t lens[3] = {10, 20, 30};
+	size_t lens[3] = { 10, 20, 30 };
 
 	for (unsigned int r = 0; r < 3; r++)
 		stream_record(&s, r, lens[r], 0);
@@ -536,7 +536,7 @@ static void test_no_readahead(void **state)
 static void test_switch_moves_little(void **state)
 {
 	(void)state;
-	struct stream s = {0};
+	struct stream s = { 0 };
 	struct driver d;
 	size_t lens[40];
 	unsigned int n = 0;
@@ -569,7 +569,7 @@ static void test_switch_moves_little(void **state)
 static void test_move_bound_any_chunking(void **state)
 {
 	(void)state;
-	struct stream s = {0};
+	struct stream s = { 0 };
 	size_t lens[64];
 	uint32_t seed = 12345;
 
@@ -578,8 +578,8 @@ static void test_move_bound_any_chunking(void **state)
 		lens[r] = 1 + (seed >> 8) % (r % 8 == 0 ? 20000 : 300);
 		stream_record(&s, r, lens[r], 0);
 	}
-	const size_t chunks[] = {1, 3, 17, 100, 1000, 70000};
-	const uint32_t ras[] = {0, 4, 61, 500};
+	const size_t chunks[] = { 1, 3, 17, 100, 1000, 70000 };
+	const uint32_t ras[] = { 0, 4, 61, 500 };
 	for (unsigned int c = 0; c < 6; c++) {
 		for (unsigned int a = 0; a < 4; a++) {
 			struct driver d;
@@ -706,7 +706,7 @@ static void test_random_against_reference(void **state)
 	uint32_t seed = 99;
 
 	for (unsigned int round = 0; round < 300; round++) {
-		struct stream s = {0};
+		struct stream s = { 0 };
 		unsigned int nrec = 1 + round % 12;
 
 		for (unsigned int r = 0; r < nrec; r++) {

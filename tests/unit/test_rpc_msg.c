@@ -20,7 +20,7 @@ static void test_peek(void **state)
 {
 	uint8_t m[8];
 	uint32_t xid, type;
-	const uint32_t w[] = {0xdeadbeef, 1};
+	const uint32_t w[] = { 0xdeadbeef, 1 };
 
 	put_words(m, w, 2);
 	assert_false(rpc_msg_peek(m, 7, &xid, &type));
@@ -34,7 +34,7 @@ static void test_call_hdr(void **state)
 	uint8_t m[64];
 	struct rpc_call_hdr h;
 	/* AUTH_SYS credential of 8 bytes, AUTH_NONE verifier, one argument word */
-	const uint32_t w[] = {9, 0, 2, 100003, 3, 7, 1, 8, 0x11, 0x22, 0, 0, 0x99};
+	const uint32_t w[] = { 9, 0, 2, 100003, 3, 7, 1, 8, 0x11, 0x22, 0, 0, 0x99 };
 
 	put_words(m, w, 13);
 	assert_int_equal(rpc_call_hdr_parse(m, 52, &h), RPC_HDR_OK);
@@ -69,7 +69,7 @@ static void test_accepted_errors(void **state)
 	struct rpc_reply_hdr h;
 
 	size_t n = rpc_build_accepted_error(buf, sizeof(buf), 0x42, RPC_ACC_GARBAGE_ARGS, 0, 0);
-	const uint32_t garbage[] = {0x42, 1, 0, 0, 0, 4};
+	const uint32_t garbage[] = { 0x42, 1, 0, 0, 0, 4 };
 	uint8_t want[32];
 	put_words(want, garbage, 6);
 	assert_int_equal(n, 24);
@@ -81,7 +81,7 @@ static void test_accepted_errors(void **state)
 	assert_int_equal(h.results_off, 24);
 
 	n = rpc_build_accepted_error(buf, sizeof(buf), 0x43, RPC_ACC_PROG_MISMATCH, 2, 4);
-	const uint32_t mismatch[] = {0x43, 1, 0, 0, 0, 2, 2, 4};
+	const uint32_t mismatch[] = { 0x43, 1, 0, 0, 0, 2, 2, 4 };
 	put_words(want, mismatch, 8);
 	assert_int_equal(n, 32);
 	assert_memory_equal(buf, want, 32);
@@ -102,12 +102,12 @@ static void test_rejected(void **state)
 	struct rpc_reply_hdr h;
 
 	size_t n = rpc_build_rejected(buf, sizeof(buf), 7, RPC_REJ_RPC_MISMATCH, 0);
-	const uint32_t mismatch[] = {7, 1, 1, 0, 2, 2};
+	const uint32_t mismatch[] = { 7, 1, 1, 0, 2, 2 };
 	put_words(want, mismatch, 6);
 	assert_int_equal(n, 24);
 	assert_memory_equal(buf, want, 24);
 	n = rpc_build_rejected(buf, sizeof(buf), 8, RPC_REJ_AUTH_ERROR, RPC_AUTHSTAT_TOOWEAK);
-	const uint32_t auth[] = {8, 1, 1, 1, 5};
+	const uint32_t auth[] = { 8, 1, 1, 1, 5 };
 	put_words(want, auth, 5);
 	assert_int_equal(n, 20);
 	assert_memory_equal(buf, want, 20);
@@ -121,7 +121,7 @@ static void test_reply_hdr_bad(void **state)
 {
 	uint8_t m[64];
 	struct rpc_reply_hdr h;
-	const uint32_t w[] = {1, 1, 0, 6, 8, 0xaa, 0xbb, 0};
+	const uint32_t w[] = { 1, 1, 0, 6, 8, 0xaa, 0xbb, 0 };
 
 	put_words(m, w, 8);
 	assert_true(rpc_reply_hdr_parse(m, 32, &h));

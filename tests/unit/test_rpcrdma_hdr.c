@@ -15,7 +15,7 @@
 #include "rdma/rpcrdma_hdr.h"
 
 #define XID    0x11223344u
-#define W(...) ((const uint32_t[]){__VA_ARGS__}), (sizeof((const uint32_t[]){__VA_ARGS__}) / 4)
+#define W(...) ((const uint32_t[]){ __VA_ARGS__ }), (sizeof((const uint32_t[]){ __VA_ARGS__ }) / 4)
 /* a segment: handle, length, offset (two words) */
 #define SEG(h, l, o) (h), (l), (uint32_t)((uint64_t)(o) >> 32), (uint32_t)(o)
 #define FIXED(proc)  XID, 1, 32, (proc)
@@ -205,7 +205,7 @@ static void test_bad_version(void **state)
 	uint32_t low, high;
 
 	/* Version Two (draft-cel-nfsv4-rpcrdma-version-two), 0 and absurd values */
-	const uint32_t versions[] = {2, 0, 31, 32, 0xffffffffu};
+	const uint32_t versions[] = { 2, 0, 31, 32, 0xffffffffu };
 	for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
 		decode(&m, W(XID, versions[i], 1, RPCRDMA_MSG, 0, 0, 0));
 		assert_int_equal(m.r, RPCRDMA_R_BAD_VERSION);
@@ -258,25 +258,25 @@ static void test_bad_proc(void **state)
 static void test_short_header_every_cut(void **state)
 {
 	(void)state;
-	const uint32_t w[] = {FIXED(RPCRDMA_NOMSG),
-			      1,
-			      0,
-			      SEG(1, 8, 0),
-			      1,
-			      8,
-			      SEG(2, 4, 0),
-			      0,
-			      1,
-			      2,
-			      SEG(3, 8, 0),
-			      SEG(4, 8, 0),
-			      1,
-			      1,
-			      SEG(5, 8, 0),
-			      0,
-			      1,
-			      1,
-			      SEG(6, 64, 0)};
+	const uint32_t w[] = { FIXED(RPCRDMA_NOMSG),
+			       1,
+			       0,
+			       SEG(1, 8, 0),
+			       1,
+			       8,
+			       SEG(2, 4, 0),
+			       0,
+			       1,
+			       2,
+			       SEG(3, 8, 0),
+			       SEG(4, 8, 0),
+			       1,
+			       1,
+			       SEG(5, 8, 0),
+			       0,
+			       1,
+			       1,
+			       SEG(6, 64, 0) };
 	const size_t n = sizeof(w) / 4;
 
 	assert_int_equal(reason_of(w, n, 0), RPCRDMA_OK);
@@ -365,32 +365,32 @@ static void test_limits(void **state)
 {
 	(void)state;
 	/* 5 Read chunks, 5 Write chunks, 17 segments: over the defaults */
-	const uint32_t reads5[] = {FIXED(RPCRDMA_MSG),
-				   1,
-				   4,
-				   SEG(1, 4, 0),
-				   1,
-				   8,
-				   SEG(1, 4, 0),
-				   1,
-				   12,
-				   SEG(1, 4, 0),
-				   1,
-				   16,
-				   SEG(1, 4, 0),
-				   1,
-				   20,
-				   SEG(1, 4, 0),
-				   0,
-				   0,
-				   0,
-				   0,
-				   0,
-				   0,
-				   0,
-				   0,
-				   0};
-	const uint32_t writes5[] = {FIXED(RPCRDMA_MSG), 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 0, 0};
+	const uint32_t reads5[] = { FIXED(RPCRDMA_MSG),
+				    1,
+				    4,
+				    SEG(1, 4, 0),
+				    1,
+				    8,
+				    SEG(1, 4, 0),
+				    1,
+				    12,
+				    SEG(1, 4, 0),
+				    1,
+				    16,
+				    SEG(1, 4, 0),
+				    1,
+				    20,
+				    SEG(1, 4, 0),
+				    0,
+				    0,
+				    0,
+				    0,
+				    0,
+				    0,
+				    0,
+				    0,
+				    0 };
+	const uint32_t writes5[] = { FIXED(RPCRDMA_MSG), 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 0, 0 };
 	uint32_t segs17[4 + 3 + 17 * 4 + 1 + 4];
 	size_t n = 0;
 
@@ -624,11 +624,11 @@ static void test_check_reply(void **state)
 {
 	(void)state;
 	struct msg m;
-	const struct rpcrdma_seg w0[2] = {{1, 100, 0x1000}, {2, 4, 0x2000}};
-	const struct rpcrdma_seg rc[1] = {{3, 4096, 0x3000}};
-	const struct rpcrdma_chunk_desc writes[1] = {{2, w0}};
-	const struct rpcrdma_chunk_desc reply = {1, rc};
-	struct rpcrdma_offer offer = {1, writes, &reply};
+	const struct rpcrdma_seg w0[2] = { { 1, 100, 0x1000 }, { 2, 4, 0x2000 } };
+	const struct rpcrdma_seg rc[1] = { { 3, 4096, 0x3000 } };
+	const struct rpcrdma_chunk_desc writes[1] = { { 2, w0 } };
+	const struct rpcrdma_chunk_desc reply = { 1, rc };
+	struct rpcrdma_offer offer = { 1, writes, &reply };
 
 	decode_x(&m, W(FIXED(RPCRDMA_MSG), 1, 8, SEG(1, 4, 0), 0, 0, 0), 8);
 	assert_int_equal(rpcrdma_hdr_check_reply(&m.h, NULL), RPCRDMA_R_REPLY_HAS_READ_LIST);

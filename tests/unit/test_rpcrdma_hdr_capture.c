@@ -172,7 +172,7 @@ static void test_captured_headers(void **state)
 	(void)state;
 	const char *dir = getenv("GW_RPCRDMA_CAPTURE_DIR");
 	char path[4096], line[8192];
-	unsigned n = 0, kinds[5] = {0};
+	unsigned n = 0, kinds[5] = { 0 };
 	FILE *f;
 
 	if (!dir)

@@ -36,18 +36,19 @@ static void assert_words(const uint8_t *buf, size_t len, const uint32_t *w, size
 	}
 }
 
-static const struct rpcrdma_seg rsegs[2] = {{0x10, 65536, 0x1000000000ull},
-					    {0x11, 3, 0x2000000000ull}};
-static const struct rpcrdma_seg wsegs[3] = {
-	{0x20, 4096, 0x3000}, {0x21, 4096, 0x4000}, {0x22, 4, 0x5000}};
-static const struct rpcrdma_seg rcsegs[1] = {{0x30, 8192, 0x6000}};
+static const struct rpcrdma_seg rsegs[2] = { { 0x10, 65536, 0x1000000000ull },
+					     { 0x11, 3, 0x2000000000ull } };
+static const struct rpcrdma_seg wsegs[3] = { { 0x20, 4096, 0x3000 },
+					     { 0x21, 4096, 0x4000 },
+					     { 0x22, 4, 0x5000 } };
+static const struct rpcrdma_seg rcsegs[1] = { { 0x30, 8192, 0x6000 } };
 
 static void test_call_roundtrip(void **state)
 {
 	(void)state;
-	const struct rpcrdma_read_chunk_desc reads[1] = {{120, 2, rsegs}};
-	const struct rpcrdma_chunk_desc writes[2] = {{3, wsegs}, {1, wsegs + 2}};
-	const struct rpcrdma_chunk_desc reply = {1, rcsegs};
+	const struct rpcrdma_read_chunk_desc reads[1] = { { 120, 2, rsegs } };
+	const struct rpcrdma_chunk_desc writes[2] = { { 3, wsegs }, { 1, wsegs + 2 } };
+	const struct rpcrdma_chunk_desc reply = { 1, rcsegs };
 	const struct rpcrdma_call_desc d = {
 		.version = RPCRDMA_V1,
 		.xid = XID,
@@ -100,8 +101,8 @@ static void test_call_long(void **state)
 {
 	(void)state;
 	/* RDMA_NOMSG: P0 chunk with the whole call, plus a Reply chunk */
-	const struct rpcrdma_read_chunk_desc reads[1] = {{0, 1, rsegs}};
-	const struct rpcrdma_chunk_desc reply = {1, rcsegs};
+	const struct rpcrdma_read_chunk_desc reads[1] = { { 0, 1, rsegs } };
+	const struct rpcrdma_chunk_desc reply = { 1, rcsegs };
 	const struct rpcrdma_call_desc d = {
 		.version = RPCRDMA_V1,
 		.xid = XID,
@@ -116,8 +117,8 @@ static void test_call_long(void **state)
 	ssize_t n = rpcrdma_encode_call(buf, sizeof(buf), &d);
 
 	assert_words(buf, (size_t)n,
-		     (const uint32_t[]){XID, 1, 1, RPCRDMA_NOMSG, 1, 0, 0x10, 65536, 0x10, 0, 0, 0,
-					1, 1, 0x30, 8192, 0, 0x6000},
+		     (const uint32_t[]){ XID, 1, 1, RPCRDMA_NOMSG, 1, 0, 0x10, 65536, 0x10, 0, 0, 0,
+					 1, 1, 0x30, 8192, 0, 0x6000 },
 		     18);
 	assert_int_equal(rpcrdma_hdr_decode(&h, buf, (size_t)n, &lim), RPCRDMA_OK);
 	assert_true(rpcrdma_hdr_has_p0(&h));
@@ -127,16 +128,16 @@ static void test_call_long(void **state)
 static void test_call_refused(void **state)
 {
 	(void)state;
-	const struct rpcrdma_read_chunk_desc p0[1] = {{0, 1, rsegs}};
-	const struct rpcrdma_read_chunk_desc odd[1] = {{6, 1, rsegs}};
-	const struct rpcrdma_read_chunk_desc unsorted[2] = {{16, 1, rsegs}, {8, 1, rsegs}};
-	const struct rpcrdma_read_chunk_desc same[2] = {{8, 1, rsegs}, {8, 1, rsegs}};
-	const struct rpcrdma_read_chunk_desc overlap[2] = {{8, 1, rsegs}, {12, 1, rsegs}};
-	const struct rpcrdma_read_chunk_desc empty[1] = {{8, 0, rsegs}};
-	const struct rpcrdma_seg huge[2] = {{1, 0xffffffffu, 0}, {2, 0xffffffffu, 0}};
-	const struct rpcrdma_read_chunk_desc toolong[1] = {{8, 2, huge}};
-	const struct rpcrdma_chunk_desc wtoolong[1] = {{2, huge}};
-	struct rpcrdma_call_desc d = {.version = RPCRDMA_V1, .xid = XID, .proc = RPCRDMA_MSG};
+	const struct rpcrdma_read_chunk_desc p0[1] = { { 0, 1, rsegs } };
+	const struct rpcrdma_read_chunk_desc odd[1] = { { 6, 1, rsegs } };
+	const struct rpcrdma_read_chunk_desc unsorted[2] = { { 16, 1, rsegs }, { 8, 1, rsegs } };
+	const struct rpcrdma_read_chunk_desc same[2] = { { 8, 1, rsegs }, { 8, 1, rsegs } };
+	const struct rpcrdma_read_chunk_desc overlap[2] = { { 8, 1, rsegs }, { 12, 1, rsegs } };
+	const struct rpcrdma_read_chunk_desc empty[1] = { { 8, 0, rsegs } };
+	const struct rpcrdma_seg huge[2] = { { 1, 0xffffffffu, 0 }, { 2, 0xffffffffu, 0 } };
+	const struct rpcrdma_read_chunk_desc toolong[1] = { { 8, 2, huge } };
+	const struct rpcrdma_chunk_desc wtoolong[1] = { { 2, huge } };
+	struct rpcrdma_call_desc d = { .version = RPCRDMA_V1, .xid = XID, .proc = RPCRDMA_MSG };
 	uint8_t buf[256];
 
 	memset(buf, 0xee, sizeof(buf));
@@ -187,19 +188,19 @@ static void test_call_refused(void **state)
 static void test_short_buffer(void **state)
 {
 	(void)state;
-	const struct rpcrdma_chunk_desc writes[1] = {{3, wsegs}};
-	const struct rpcrdma_call_desc d = {.version = RPCRDMA_V1,
-					    .xid = XID,
-					    .proc = RPCRDMA_MSG,
-					    .nwrites = 1,
-					    .writes = writes};
-	const uint32_t used[1] = {10};
-	const struct rpcrdma_reply_desc r = {.version = RPCRDMA_V1,
+	const struct rpcrdma_chunk_desc writes[1] = { { 3, wsegs } };
+	const struct rpcrdma_call_desc d = { .version = RPCRDMA_V1,
 					     .xid = XID,
 					     .proc = RPCRDMA_MSG,
 					     .nwrites = 1,
-					     .writes = writes,
-					     .write_used = used};
+					     .writes = writes };
+	const uint32_t used[1] = { 10 };
+	const struct rpcrdma_reply_desc r = { .version = RPCRDMA_V1,
+					      .xid = XID,
+					      .proc = RPCRDMA_MSG,
+					      .nwrites = 1,
+					      .writes = writes,
+					      .write_used = used };
 	uint8_t buf[128];
 	ssize_t size = rpcrdma_call_hdr_size(&d);
 
@@ -226,29 +227,29 @@ static void test_short_buffer(void **state)
 static void test_reply_write_echo(void **state)
 {
 	(void)state;
-	const struct rpcrdma_chunk_desc writes[2] = {{3, wsegs}, {1, wsegs + 2}};
-	const uint32_t used[2] = {5001, 0};
-	const struct rpcrdma_reply_desc r = {.version = RPCRDMA_V1,
-					     .xid = XID,
-					     .credits = 64,
-					     .proc = RPCRDMA_MSG,
-					     .nwrites = 2,
-					     .writes = writes,
-					     .write_used = used};
+	const struct rpcrdma_chunk_desc writes[2] = { { 3, wsegs }, { 1, wsegs + 2 } };
+	const uint32_t used[2] = { 5001, 0 };
+	const struct rpcrdma_reply_desc r = { .version = RPCRDMA_V1,
+					      .xid = XID,
+					      .credits = 64,
+					      .proc = RPCRDMA_MSG,
+					      .nwrites = 2,
+					      .writes = writes,
+					      .write_used = used };
 	uint8_t buf[256];
 	ssize_t n = rpcrdma_encode_reply(buf, sizeof(buf), &r);
 	struct rpcrdma_hdr h;
-	const struct rpcrdma_offer offer = {2, writes, NULL};
+	const struct rpcrdma_offer offer = { 2, writes, NULL };
 
 	assert_words(buf, (size_t)n,
-		     (const uint32_t[]){XID, 1, 64, RPCRDMA_MSG, 0,
-					/* 5001 = 4096 + 905 + 0 */
-					1, 3, 0x20, 4096, 0, 0x3000, 0x21, 905, 0, 0x4000, 0x22, 0,
-					0, 0x5000,
-					/* unused: one segment, length 0 */
-					1, 1, 0x22, 0, 0, 0x5000, 0,
-					/* no Reply chunk */
-					0},
+		     (const uint32_t[]){ XID, 1, 64, RPCRDMA_MSG, 0,
+					 /* 5001 = 4096 + 905 + 0 */
+					 1, 3, 0x20, 4096, 0, 0x3000, 0x21, 905, 0, 0x4000, 0x22, 0,
+					 0, 0x5000,
+					 /* unused: one segment, length 0 */
+					 1, 1, 0x22, 0, 0, 0x5000, 0,
+					 /* no Reply chunk */
+					 0 },
 		     27);
 	assert_int_equal(rpcrdma_hdr_decode(&h, buf, (size_t)n, &lim), RPCRDMA_OK);
 	assert_int_equal(h.write[0].length, 5001);
@@ -259,22 +260,22 @@ static void test_reply_write_echo(void **state)
 static void test_reply_long(void **state)
 {
 	(void)state;
-	const struct rpcrdma_chunk_desc reply = {1, rcsegs};
-	const struct rpcrdma_chunk_desc writes[1] = {{1, wsegs}};
-	const uint32_t used[1] = {4096};
-	struct rpcrdma_reply_desc r = {.version = RPCRDMA_V1,
-				       .xid = XID,
-				       .credits = 64,
-				       .proc = RPCRDMA_NOMSG,
-				       .nwrites = 1,
-				       .writes = writes,
-				       .write_used = used,
-				       .reply = &reply,
-				       .reply_used = 700};
+	const struct rpcrdma_chunk_desc reply = { 1, rcsegs };
+	const struct rpcrdma_chunk_desc writes[1] = { { 1, wsegs } };
+	const uint32_t used[1] = { 4096 };
+	struct rpcrdma_reply_desc r = { .version = RPCRDMA_V1,
+					.xid = XID,
+					.credits = 64,
+					.proc = RPCRDMA_NOMSG,
+					.nwrites = 1,
+					.writes = writes,
+					.write_used = used,
+					.reply = &reply,
+					.reply_used = 700 };
 	uint8_t buf[256];
 	ssize_t n = rpcrdma_encode_reply(buf, sizeof(buf), &r);
 	struct rpcrdma_hdr h;
-	const struct rpcrdma_offer offer = {1, writes, &reply};
+	const struct rpcrdma_offer offer = { 1, writes, &reply };
 
 	assert_true(n > 0);
 	assert_int_equal(rpcrdma_hdr_decode(&h, buf, (size_t)n, &lim), RPCRDMA_OK);
@@ -301,7 +302,7 @@ static void test_reply_long(void **state)
 	r.reply_used = 8192;
 	assert_true(rpcrdma_encode_reply(buf, sizeof(buf), &r) > 0);
 	{
-		const uint32_t over[1] = {4097};
+		const uint32_t over[1] = { 4097 };
 		r.write_used = over;
 		assert_int_equal(rpcrdma_encode_reply(buf, sizeof(buf), &r), -EINVAL);
 		r.write_used = NULL;
@@ -327,7 +328,7 @@ static void test_inline_and_backward(void **state)
 	uint8_t buf[64];
 	ssize_t n = rpcrdma_encode_msg_inline(buf, sizeof(buf), RPCRDMA_V1, XID, 2);
 
-	assert_words(buf, (size_t)n, (const uint32_t[]){XID, 1, 2, RPCRDMA_MSG, 0, 0, 0}, 7);
+	assert_words(buf, (size_t)n, (const uint32_t[]){ XID, 1, 2, RPCRDMA_MSG, 0, 0, 0 }, 7);
 	assert_int_equal(n, RPCRDMA_HDR_MIN_SIZE);
 	assert_int_equal(rpcrdma_encode_msg_inline(buf, sizeof(buf), RPCRDMA_V2, XID, 2),
 			 -EPROTONOSUPPORT);
@@ -341,7 +342,7 @@ static void test_errors(void **state)
 	ssize_t n = rpcrdma_encode_err_vers(buf, sizeof(buf), XID, 64, 1, 1);
 
 	assert_words(buf, (size_t)n,
-		     (const uint32_t[]){XID, 1, 64, RPCRDMA_ERROR, RPCRDMA_ERR_VERS, 1, 1}, 7);
+		     (const uint32_t[]){ XID, 1, 64, RPCRDMA_ERROR, RPCRDMA_ERR_VERS, 1, 1 }, 7);
 	assert_int_equal(rpcrdma_hdr_decode(&h, buf, (size_t)n, &lim), RPCRDMA_OK);
 	assert_int_equal(h.err, RPCRDMA_ERR_VERS);
 	assert_int_equal(h.vers_low, 1);
@@ -350,7 +351,7 @@ static void test_errors(void **state)
 
 	n = rpcrdma_encode_err_chunk(buf, sizeof(buf), XID, 64);
 	assert_words(buf, (size_t)n,
-		     (const uint32_t[]){XID, 1, 64, RPCRDMA_ERROR, RPCRDMA_ERR_CHUNK}, 5);
+		     (const uint32_t[]){ XID, 1, 64, RPCRDMA_ERROR, RPCRDMA_ERR_CHUNK }, 5);
 	assert_int_equal(rpcrdma_hdr_decode(&h, buf, (size_t)n, &lim), RPCRDMA_OK);
 	assert_int_equal(h.err, RPCRDMA_ERR_CHUNK);
 }
@@ -366,7 +367,7 @@ static void test_v2_gets_err_vers(void **state)
 
 	/* draft-cel-nfsv4-rpcrdma-version-two-01: xid, 2, credit, RDMA2_MSG, direction CALL,
 	 * three empty lists */
-	const uint32_t v2[] = {XID, RPCRDMA_V2, 32, 0, 0, 0, 0, 0};
+	const uint32_t v2[] = { XID, RPCRDMA_V2, 32, 0, 0, 0, 0, 0 };
 	for (int i = 0; i < 8; i++)
 		xdr_put32(in + 4 * i, v2[i]);
 	enum rpcrdma_reason r = rpcrdma_hdr_decode(&h, in, sizeof(in), &lim);
@@ -375,7 +376,7 @@ static void test_v2_gets_err_vers(void **state)
 	rpcrdma_versions_range(&lim, &low, &high);
 	n = rpcrdma_encode_err_vers(out, sizeof(out), h.xid, 64, low, high);
 	assert_words(out, (size_t)n,
-		     (const uint32_t[]){XID, 1, 64, RPCRDMA_ERROR, RPCRDMA_ERR_VERS, 1, 1}, 7);
+		     (const uint32_t[]){ XID, 1, 64, RPCRDMA_ERROR, RPCRDMA_ERR_VERS, 1, 1 }, 7);
 }
 
 int main(void)

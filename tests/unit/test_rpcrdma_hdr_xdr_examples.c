@@ -28,9 +28,9 @@
 #define HLOO(i) (0x100u + (i)), (1000u + (i)), 0x7fu, (0x10000u * (i))
 
 static const struct rpcrdma_seg seg[6] = {
-	{0x100, 1000, 0x7f00000000ull}, {0x101, 1001, 0x7f00010000ull},
-	{0x102, 1002, 0x7f00020000ull}, {0x103, 1003, 0x7f00030000ull},
-	{0x104, 1004, 0x7f00040000ull}, {0x105, 1005, 0x7f00050000ull},
+	{ 0x100, 1000, 0x7f00000000ull }, { 0x101, 1001, 0x7f00010000ull },
+	{ 0x102, 1002, 0x7f00020000ull }, { 0x103, 1003, 0x7f00030000ull },
+	{ 0x104, 1004, 0x7f00040000ull }, { 0x105, 1005, 0x7f00050000ull },
 };
 
 struct example {
@@ -83,15 +83,15 @@ static void check_read_chunk(const struct rpcrdma_hdr *h)
 static void test_read_chunk(void **state)
 {
 	(void)state;
-	const struct rpcrdma_read_chunk_desc reads[1] = {{P, 3, seg}};
-	const struct rpcrdma_call_desc d = {.version = 1,
-					    .xid = XID,
-					    .credits = 1,
-					    .proc = RPCRDMA_MSG,
-					    .nreads = 1,
-					    .reads = reads};
-	const uint32_t w[] = {XID, 1,	    1, RPCRDMA_MSG, 1,	     P, HLOO(0), 1,
-			      P,   HLOO(1), 1, P,	    HLOO(2), 0, 0,	 0};
+	const struct rpcrdma_read_chunk_desc reads[1] = { { P, 3, seg } };
+	const struct rpcrdma_call_desc d = { .version = 1,
+					     .xid = XID,
+					     .credits = 1,
+					     .proc = RPCRDMA_MSG,
+					     .nreads = 1,
+					     .reads = reads };
+	const uint32_t w[] = { XID, 1,	     1, RPCRDMA_MSG, 1,	      P, HLOO(0), 1,
+			       P,   HLOO(1), 1, P,	     HLOO(2), 0, 0,	  0 };
 
 	check_words(w, sizeof(w) / 4, &d, check_read_chunk);
 }
@@ -114,15 +114,15 @@ static void check_write_list(const struct rpcrdma_hdr *h)
 static void test_write_list(void **state)
 {
 	(void)state;
-	const struct rpcrdma_chunk_desc writes[2] = {{3, seg}, {2, seg + 3}};
-	const struct rpcrdma_call_desc d = {.version = 1,
-					    .xid = XID,
-					    .credits = 1,
-					    .proc = RPCRDMA_MSG,
-					    .nwrites = 2,
-					    .writes = writes};
-	const uint32_t w[] = {XID,     1,	1, RPCRDMA_MSG, 0,	 1,	  3, HLOO(0),
-			      HLOO(1), HLOO(2), 1, 2,		HLOO(3), HLOO(4), 0, 0};
+	const struct rpcrdma_chunk_desc writes[2] = { { 3, seg }, { 2, seg + 3 } };
+	const struct rpcrdma_call_desc d = { .version = 1,
+					     .xid = XID,
+					     .credits = 1,
+					     .proc = RPCRDMA_MSG,
+					     .nwrites = 2,
+					     .writes = writes };
+	const uint32_t w[] = { XID,	1,	 1, RPCRDMA_MSG, 0,	  1,	   3, HLOO(0),
+			       HLOO(1), HLOO(2), 1, 2,		 HLOO(3), HLOO(4), 0, 0 };
 
 	check_words(w, sizeof(w) / 4, &d, check_write_list);
 }
@@ -143,10 +143,11 @@ static void check_reply_chunk(const struct rpcrdma_hdr *h)
 static void test_reply_chunk(void **state)
 {
 	(void)state;
-	const struct rpcrdma_chunk_desc reply = {2, seg + 4};
+	const struct rpcrdma_chunk_desc reply = { 2, seg + 4 };
 	const struct rpcrdma_call_desc d = {
-		.version = 1, .xid = XID, .credits = 1, .proc = RPCRDMA_MSG, .reply = &reply};
-	const uint32_t w[] = {XID, 1, 1, RPCRDMA_MSG, 0, 0, 1, 2, HLOO(4), HLOO(5)};
+		.version = 1, .xid = XID, .credits = 1, .proc = RPCRDMA_MSG, .reply = &reply
+	};
+	const uint32_t w[] = { XID, 1, 1, RPCRDMA_MSG, 0, 0, 1, 2, HLOO(4), HLOO(5) };
 
 	check_words(w, sizeof(w) / 4, &d, check_reply_chunk);
 }
@@ -164,8 +165,9 @@ static void test_no_chunks(void **state)
 {
 	(void)state;
 	const struct rpcrdma_call_desc d = {
-		.version = 1, .xid = XID, .credits = 1, .proc = RPCRDMA_MSG};
-	const uint32_t w[] = {XID, 1, 1, RPCRDMA_MSG, 0, 0, 0};
+		.version = 1, .xid = XID, .credits = 1, .proc = RPCRDMA_MSG
+	};
+	const uint32_t w[] = { XID, 1, 1, RPCRDMA_MSG, 0, 0, 0 };
 
 	check_words(w, sizeof(w) / 4, &d, check_none);
 }
@@ -184,22 +186,22 @@ static void check_all(const struct rpcrdma_hdr *h)
 static void test_all_lists(void **state)
 {
 	(void)state;
-	const struct rpcrdma_read_chunk_desc reads[1] = {{P, 3, seg}};
-	const struct rpcrdma_chunk_desc writes[2] = {{3, seg}, {2, seg + 3}};
-	const struct rpcrdma_chunk_desc reply = {2, seg + 4};
-	const struct rpcrdma_call_desc d = {.version = 1,
-					    .xid = XID,
-					    .credits = 1,
-					    .proc = RPCRDMA_MSG,
-					    .nreads = 1,
-					    .reads = reads,
-					    .nwrites = 2,
-					    .writes = writes,
-					    .reply = &reply};
-	const uint32_t w[] = {XID,     1,	1,	 RPCRDMA_MSG, 1,       P,	HLOO(0),
-			      1,       P,	HLOO(1), 1,	      P,       HLOO(2), 0,
-			      1,       3,	HLOO(0), HLOO(1),     HLOO(2), 1,	2,
-			      HLOO(3), HLOO(4), 0,	 1,	      2,       HLOO(4), HLOO(5)};
+	const struct rpcrdma_read_chunk_desc reads[1] = { { P, 3, seg } };
+	const struct rpcrdma_chunk_desc writes[2] = { { 3, seg }, { 2, seg + 3 } };
+	const struct rpcrdma_chunk_desc reply = { 2, seg + 4 };
+	const struct rpcrdma_call_desc d = { .version = 1,
+					     .xid = XID,
+					     .credits = 1,
+					     .proc = RPCRDMA_MSG,
+					     .nreads = 1,
+					     .reads = reads,
+					     .nwrites = 2,
+					     .writes = writes,
+					     .reply = &reply };
+	const uint32_t w[] = { XID,	1,	 1,	  RPCRDMA_MSG, 1,	P,	 HLOO(0),
+			       1,	P,	 HLOO(1), 1,	       P,	HLOO(2), 0,
+			       1,	3,	 HLOO(0), HLOO(1),     HLOO(2), 1,	 2,
+			       HLOO(3), HLOO(4), 0,	  1,	       2,	HLOO(4), HLOO(5) };
 
 	check_words(w, sizeof(w) / 4, &d, check_all);
 }

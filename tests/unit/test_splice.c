@@ -47,7 +47,7 @@ static void test_rebuild_plain(void **state)
 {
 	(void)state;
 	struct iovec iov[MAXIOV];
-	struct splice_out out = {iov, MAXIOV, 0, 0};
+	struct splice_out out = { iov, MAXIOV, 0, 0 };
 	uint8_t *m = message(40, 1);
 
 	assert_int_equal(splice_rebuild(m, 40, NULL, 0, &out), SPLICE_OK);
@@ -66,9 +66,9 @@ static void test_rebuild_chunk_then_inline(void **state)
 {
 	(void)state;
 	struct iovec iov[MAXIOV];
-	struct splice_out out = {iov, MAXIOV, 0, 0};
-	uint8_t inl[24], data[5] = {'a', 'b', 'c', 'd', 'e'}, *flat;
-	const struct splice_chunk ch[1] = {{16, data, 5}};
+	struct splice_out out = { iov, MAXIOV, 0, 0 };
+	uint8_t inl[24], data[5] = { 'a', 'b', 'c', 'd', 'e' }, *flat;
+	const struct splice_chunk ch[1] = { { 16, data, 5 } };
 
 	memset(inl, 'h', 16);
 	memset(inl + 16, 't', 8);
@@ -85,7 +85,7 @@ static void test_rebuild_chunk_then_inline(void **state)
 	assert_int_equal(out.len, 24);
 	assert_int_equal(out.cnt, 3);
 	/* an aligned chunk gets none */
-	const struct splice_chunk ch4[1] = {{16, data, 4}};
+	const struct splice_chunk ch4[1] = { { 16, data, 4 } };
 	assert_int_equal(splice_rebuild(inl, 16, ch4, 1, &out), SPLICE_OK);
 	assert_int_equal(out.cnt, 2);
 	assert_int_equal(out.len, 20);
@@ -96,10 +96,10 @@ static void test_rebuild_two_chunks(void **state)
 {
 	(void)state;
 	struct iovec iov[MAXIOV];
-	struct splice_out out = {iov, MAXIOV, 0, 0};
+	struct splice_out out = { iov, MAXIOV, 0, 0 };
 	uint8_t inl[12] = "AAAABBBBCCCC", d1[5] = "11111", d2[2] = "22", *flat;
 	/* A, chunk 1 at 4 (5 + 3 pad), B at 12, chunk 2 at 16 (2 + 2 pad), C */
-	const struct splice_chunk ch[2] = {{4, d1, 5}, {16, d2, 2}};
+	const struct splice_chunk ch[2] = { { 4, d1, 5 }, { 16, d2, 2 } };
 
 	assert_int_equal(splice_rebuild(inl, sizeof(inl), ch, 2, &out), SPLICE_OK);
 	flat = flatten(&out);
@@ -107,7 +107,7 @@ static void test_rebuild_two_chunks(void **state)
 	assert_memory_equal(flat, "AAAA11111\0\0\0BBBB22\0\0CCCC", 24);
 	free(flat);
 	/* adjacent chunks, no inline between them */
-	const struct splice_chunk adj[2] = {{4, d1, 5}, {12, d2, 2}};
+	const struct splice_chunk adj[2] = { { 4, d1, 5 }, { 12, d2, 2 } };
 	assert_int_equal(splice_rebuild(inl, sizeof(inl), adj, 2, &out), SPLICE_OK);
 	flat = flatten(&out);
 	assert_memory_equal(flat,
@@ -121,11 +121,11 @@ static void test_rebuild_position_zero(void **state)
 {
 	(void)state;
 	struct iovec iov[MAXIOV];
-	struct splice_out out = {iov, MAXIOV, 0, 0};
+	struct splice_out out = { iov, MAXIOV, 0, 0 };
 	uint8_t call[16] = "XXXXCCCCaaaabbbb", d[3] = "ddd", *flat;
-	const struct splice_chunk p0[1] = {{0, call, 16}};
-	const struct splice_chunk p0_and_chunk[2] = {{0, call, 16}, {8, d, 3}};
-	const struct splice_chunk p0_twice[2] = {{0, call, 16}, {0, d, 3}};
+	const struct splice_chunk p0[1] = { { 0, call, 16 } };
+	const struct splice_chunk p0_and_chunk[2] = { { 0, call, 16 }, { 8, d, 3 } };
+	const struct splice_chunk p0_twice[2] = { { 0, call, 16 }, { 0, d, 3 } };
 
 	/* the P0 chunk is the whole message */
 	assert_int_equal(splice_rebuild(NULL, 0, p0, 1, &out), SPLICE_OK);
@@ -147,14 +147,15 @@ static void test_rebuild_refused(void **state)
 {
 	(void)state;
 	struct iovec iov[MAXIOV];
-	struct splice_out out = {iov, MAXIOV, 0, 0};
-	uint8_t inl[16] = {0}, d[8] = {0};
-	const struct splice_chunk unaligned[1] = {{6, d, 4}};
-	const struct splice_chunk beyond[1] = {{20, d, 4}};
-	const struct splice_chunk overlap[2] = {{4, d, 5}, {8, d, 4}};
-	const struct splice_chunk unsorted[2] = {{8, d, 4}, {4, d, 4}};
-	const struct splice_chunk huge[1] = {{4, d, 0xfffffffeu}};
-	const struct splice_chunk huge2[2] = {{4, d, 0x7ffffff0u}, {0x7ffffff4u, d, 0x80000000u}};
+	struct splice_out out = { iov, MAXIOV, 0, 0 };
+	uint8_t inl[16] = { 0 }, d[8] = { 0 };
+	const struct splice_chunk unaligned[1] = { { 6, d, 4 } };
+	const struct splice_chunk beyond[1] = { { 20, d, 4 } };
+	const struct splice_chunk overlap[2] = { { 4, d, 5 }, { 8, d, 4 } };
+	const struct splice_chunk unsorted[2] = { { 8, d, 4 }, { 4, d, 4 } };
+	const struct splice_chunk huge[1] = { { 4, d, 0xfffffffeu } };
+	const struct splice_chunk huge2[2] = { { 4, d, 0x7ffffff0u },
+					       { 0x7ffffff4u, d, 0x80000000u } };
 
 	assert_int_equal(splice_rebuild(inl, 16, unaligned, 1, &out), SPLICE_E_UNALIGNED);
 	assert_int_equal(splice_rebuild(inl, 16, beyond, 1, &out), SPLICE_E_RANGE);
@@ -163,7 +164,7 @@ static void test_rebuild_refused(void **state)
 	assert_int_equal(splice_rebuild(inl, 16, huge, 1, &out), SPLICE_E_OVERFLOW);
 	assert_int_equal(splice_rebuild(inl, 16, huge2, 2, &out), SPLICE_E_OVERFLOW);
 	/* 16 inline bytes around a chunk with pad: 4 iovecs, not 3 */
-	const struct splice_chunk ok[1] = {{8, d, 5}};
+	const struct splice_chunk ok[1] = { { 8, d, 5 } };
 	out.cap = 3;
 	assert_int_equal(splice_rebuild(inl, 16, ok, 1, &out), SPLICE_E_IOV_FULL);
 	out.cap = 4;
@@ -178,10 +179,10 @@ static void test_reduce(void **state)
 {
 	(void)state;
 	struct iovec iov[MAXIOV];
-	struct splice_out out = {iov, MAXIOV, 0, 0};
+	struct splice_out out = { iov, MAXIOV, 0, 0 };
 	/* head | 5 bytes + 3 pad | middle | 8 bytes | tail */
 	uint8_t msg[32] = "HHHHddddd\0\0\0MMMMeeeeeeeeTTTTTTTT", *flat;
-	const struct splice_item items[2] = {{4, 5}, {16, 8}};
+	const struct splice_item items[2] = { { 4, 5 }, { 16, 8 } };
 	uint32_t red[2];
 
 	assert_int_equal(splice_reduce(msg, 32, items, 2, red, &out), SPLICE_OK);
@@ -195,18 +196,18 @@ static void test_reduce(void **state)
 	assert_int_equal(red[1], 8);
 
 	/* the item and its pad end the message: nothing inline after it */
-	const struct splice_item last[1] = {{24, 7}};
+	const struct splice_item last[1] = { { 24, 7 } };
 	assert_int_equal(splice_reduce(msg, 32, last, 1, NULL, &out), SPLICE_OK);
 	assert_int_equal(out.len, 24);
 	assert_int_equal(out.cnt, 1);
 	/* adjacent items leave no empty iovec */
-	const struct splice_item adj[2] = {{4, 8}, {12, 4}};
+	const struct splice_item adj[2] = { { 4, 8 }, { 12, 4 } };
 	assert_int_equal(splice_reduce(msg, 32, adj, 2, red, &out), SPLICE_OK);
 	assert_int_equal(out.cnt, 2);
 	assert_int_equal(out.len, 20);
 	assert_int_equal(red[1], 4);
 	/* the whole message */
-	const struct splice_item all[1] = {{0, 32}};
+	const struct splice_item all[1] = { { 0, 32 } };
 	assert_int_equal(splice_reduce(msg, 32, all, 1, red, &out), SPLICE_OK);
 	assert_int_equal(out.cnt, 0);
 	assert_int_equal(out.len, 0);
@@ -216,14 +217,14 @@ static void test_reduce_refused(void **state)
 {
 	(void)state;
 	struct iovec iov[MAXIOV];
-	struct splice_out out = {iov, MAXIOV, 0, 0};
-	uint8_t msg[32] = {0};
-	const struct splice_item unaligned[1] = {{6, 4}};
-	const struct splice_item overlap[2] = {{4, 5}, {8, 4}}; /* pad of the first */
-	const struct splice_item pad_out[1] = {{28, 5}};
-	const struct splice_item past[1] = {{36, 0}};
-	const struct splice_item huge[1] = {{4, 0xffffffffu}};
-	const struct splice_item two[2] = {{4, 4}, {16, 4}};
+	struct splice_out out = { iov, MAXIOV, 0, 0 };
+	uint8_t msg[32] = { 0 };
+	const struct splice_item unaligned[1] = { { 6, 4 } };
+	const struct splice_item overlap[2] = { { 4, 5 }, { 8, 4 } }; /* pad of the first */
+	const struct splice_item pad_out[1] = { { 28, 5 } };
+	const struct splice_item past[1] = { { 36, 0 } };
+	const struct splice_item huge[1] = { { 4, 0xffffffffu } };
+	const struct splice_item two[2] = { { 4, 4 }, { 16, 4 } };
 
 	assert_int_equal(splice_reduce(msg, 32, unaligned, 1, NULL, &out), SPLICE_E_UNALIGNED);
 	assert_int_equal(splice_reduce(msg, 32, overlap, 2, NULL, &out), SPLICE_E_ORDER);
@@ -244,8 +245,9 @@ static void test_reduce_refused(void **state)
 static void test_plan_write(void **state)
 {
 	(void)state;
-	const struct rpcrdma_seg segs[3] = {
-		{0x20, 4096, 0x3000}, {0x21, 4096, 0x9000}, {0x22, 4, 0xa000}};
+	const struct rpcrdma_seg segs[3] = { { 0x20, 4096, 0x3000 },
+					     { 0x21, 4096, 0x9000 },
+					     { 0x22, 4, 0xa000 } };
 	struct splice_step st[8];
 	uint32_t seg_len[3];
 	unsigned n = 99;
@@ -267,15 +269,15 @@ static void test_plan_write(void **state)
 	assert_int_equal(seg_len[2], 0);
 
 	/* the reply encoder echoes the same lengths */
-	const struct rpcrdma_chunk_desc wc = {3, segs};
+	const struct rpcrdma_chunk_desc wc = { 3, segs };
 	const uint32_t used = 5001;
-	const struct rpcrdma_reply_desc r = {.version = RPCRDMA_V1,
-					     .xid = 1,
-					     .credits = 1,
-					     .proc = RPCRDMA_MSG,
-					     .nwrites = 1,
-					     .writes = &wc,
-					     .write_used = &used};
+	const struct rpcrdma_reply_desc r = { .version = RPCRDMA_V1,
+					      .xid = 1,
+					      .credits = 1,
+					      .proc = RPCRDMA_MSG,
+					      .nwrites = 1,
+					      .writes = &wc,
+					      .write_used = &used };
 	uint8_t buf[128];
 	struct rpcrdma_hdr h;
 	struct rpcrdma_limits lim;
@@ -300,8 +302,9 @@ static void test_plan_write(void **state)
 static void test_plan_limits(void **state)
 {
 	(void)state;
-	const struct rpcrdma_seg segs[3] = {
-		{1, 10000, 0x100000}, {2, 0, 0x200000}, {3, 100, 0x300000}};
+	const struct rpcrdma_seg segs[3] = { { 1, 10000, 0x100000 },
+					     { 2, 0, 0x200000 },
+					     { 3, 100, 0x300000 } };
 	struct splice_step st[8];
 	unsigned n;
 
@@ -327,10 +330,10 @@ static void test_rebuild_reply(void **state)
 {
 	(void)state;
 	struct iovec iov[MAXIOV];
-	struct splice_out out = {iov, MAXIOV, 0, 0};
+	struct splice_out out = { iov, MAXIOV, 0, 0 };
 	uint8_t inl[12] = "RRRRLLLLTTTT", d[6] = "dddddd", e[1] = "e", *flat;
-	const struct splice_insert one[1] = {{8, d, 6}};
-	const struct splice_insert two_same[2] = {{8, d, 6}, {8, e, 1}};
+	const struct splice_insert one[1] = { { 8, d, 6 } };
+	const struct splice_insert two_same[2] = { { 8, d, 6 }, { 8, e, 1 } };
 
 	assert_int_equal(splice_rebuild_reply(inl, 12, one, 1, &out), SPLICE_OK);
 	flat = flatten(&out);
@@ -343,13 +346,13 @@ static void test_rebuild_reply(void **state)
 	assert_memory_equal(flat, "RRRRLLLLdddddd\0\0e\0\0\0TTTT", 24);
 	free(flat);
 	/* at the very end of the reduced reply */
-	const struct splice_insert end[1] = {{12, e, 1}};
+	const struct splice_insert end[1] = { { 12, e, 1 } };
 	assert_int_equal(splice_rebuild_reply(inl, 12, end, 1, &out), SPLICE_OK);
 	assert_int_equal(out.len, 16);
 
-	const struct splice_insert unaligned[1] = {{6, d, 6}};
-	const struct splice_insert backwards[2] = {{8, d, 6}, {4, e, 1}};
-	const struct splice_insert beyond[1] = {{16, d, 6}};
+	const struct splice_insert unaligned[1] = { { 6, d, 6 } };
+	const struct splice_insert backwards[2] = { { 8, d, 6 }, { 4, e, 1 } };
+	const struct splice_insert beyond[1] = { { 16, d, 6 } };
 	assert_int_equal(splice_rebuild_reply(inl, 12, unaligned, 1, &out), SPLICE_E_UNALIGNED);
 	assert_int_equal(splice_rebuild_reply(inl, 12, backwards, 2, &out), SPLICE_E_ORDER);
 	assert_int_equal(splice_rebuild_reply(inl, 12, beyond, 1, &out), SPLICE_E_RANGE);
@@ -376,7 +379,7 @@ static void test_roundtrip(void **state)
 
 	for (int iter = 0; iter < 2000; iter++) {
 		struct iovec iov[MAXIOV], iov2[MAXIOV];
-		struct splice_out red = {iov, MAXIOV, 0, 0}, back = {iov2, MAXIOV, 0, 0};
+		struct splice_out red = { iov, MAXIOV, 0, 0 }, back = { iov2, MAXIOV, 0, 0 };
 		struct splice_item items[6];
 		struct splice_chunk chunks[6];
 		struct splice_insert ins[6];
@@ -401,10 +404,10 @@ static void test_roundtrip(void **state)
 		assert_int_equal(splice_reduce(msg, len, items, n, roff, &red), SPLICE_OK);
 		inl = flatten(&red);
 		for (uint32_t i = 0; i < n; i++) {
-			chunks[i] = (struct splice_chunk){items[i].offset, msg + items[i].offset,
-							  items[i].len};
-			ins[i] = (struct splice_insert){roff[i], msg + items[i].offset,
-							items[i].len};
+			chunks[i] = (struct splice_chunk){ items[i].offset, msg + items[i].offset,
+							   items[i].len };
+			ins[i] = (struct splice_insert){ roff[i], msg + items[i].offset,
+							 items[i].len };
 		}
 		/* a chunk at position 0 would be a P0 chunk: not what a reduced call has */
 		if (!(n > 0 && items[0].offset == 0)) {

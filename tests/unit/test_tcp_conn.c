@@ -331,7 +331,7 @@ static void make_pair(int fds[2], bool tcp)
 		assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
 		return;
 	}
-	struct sockaddr_in sin = {.sin_family = AF_INET};
+	struct sockaddr_in sin = { .sin_family = AF_INET };
 	socklen_t sl = sizeof(sin);
 	int l = socket(AF_INET, SOCK_STREAM, 0);
 
@@ -351,7 +351,7 @@ static void make_pair(int fds[2], bool tcp)
 static struct harness *h_new(bool tcp)
 {
 	struct harness *h = calloc(1, sizeof(*h));
-	struct timeval tv = {0, 5000};
+	struct timeval tv = { 0, 5000 };
 	int fds[2];
 
 	assert_non_null(h);
@@ -451,7 +451,7 @@ static void fill_pattern(uint8_t *p, unsigned int r, size_t len)
 static void check_many_sizes(bool tcp, bool multi)
 {
 	struct harness *h = h_new(tcp);
-	struct stream s = {0};
+	struct stream s = { 0 };
 	uint32_t seed = tcp ? 7 : 8;
 	size_t want[200];
 	const unsigned int n = 200;
@@ -521,7 +521,7 @@ static void test_pipelined_share_buffer(void **state)
 {
 	(void)state;
 	struct harness *h = h_new(false);
-	struct stream s = {0};
+	struct stream s = { 0 };
 
 	for (unsigned int r = 0; r < 5; r++)
 		stream_record(&s, r, 20, 0);
@@ -553,18 +553,18 @@ static void test_idle_buffer_released(void **state)
 {
 	(void)state;
 	struct harness *h = h_new(true);
-	struct stream s = {0};
+	struct stream s = { 0 };
 
 	stream_record(&s, 0, 30, 0);
 	stream_record(&s, 1, 3000, 0);
 	h_start(h);
-	struct stream first = {.data = s.data, .len = 34 + 100};
+	struct stream first = { .data = s.data, .len = 34 + 100 };
 	h_write_now(h, &first);
 	run_until(h, h->nrec == 1 && tcp_conn_stats(h->c)->bytes_in == first.len, WAIT_MS);
 	assert_int_equal(h->nrec, 1);
 	/* part of record 1 is pending */
 	assert_int_equal(h->src.outstanding, 1);
-	struct stream rest = {.data = s.data + first.len, .len = s.len - first.len};
+	struct stream rest = { .data = s.data + first.len, .len = s.len - first.len };
 	h_write_now(h, &rest);
 	run_until(h, h->nrec == 2, WAIT_MS);
 	assert_int_equal(h->nrec, 2);
@@ -577,7 +577,7 @@ static void test_idle_buffer_released(void **state)
 static void check_bad_record(enum rm_error want)
 {
 	struct harness *h = h_new(want == RM_ERR_TRUNCATED);
-	struct stream s = {0};
+	struct stream s = { 0 };
 
 	h->cfg.max_record = 1000;
 	stream_record(&s, 0, 10, 0);
@@ -587,7 +587,7 @@ static void check_bad_record(enum rm_error want)
 		stream_mark(&s, 1001, true);
 		break;
 	case RM_ERR_RECORD_TOO_LARGE: {
-		uint8_t body[600] = {0};
+		uint8_t body[600] = { 0 };
 
 		stream_mark(&s, 600, false);
 		stream_put(&s, body, sizeof(body));
@@ -644,7 +644,7 @@ static void test_eof_between_records(void **state)
 {
 	(void)state;
 	struct harness *h = h_new(true);
-	struct stream s = {0};
+	struct stream s = { 0 };
 
 	for (unsigned int r = 0; r < 3; r++)
 		stream_record(&s, r, 100 * (r + 1), 0);
@@ -668,7 +668,7 @@ static void test_peer_reset(void **state)
 {
 	(void)state;
 	struct harness *h = h_new(true);
-	struct linger lg = {.l_onoff = 1, .l_linger = 0};
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
 
 	h_start(h);
 	assert_int_equal(setsockopt(h->peer, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
@@ -685,7 +685,7 @@ static void test_pause_resume(void **state)
 {
 	(void)state;
 	struct harness *h = h_new(false);
-	struct stream s = {0};
+	struct stream s = { 0 };
 
 	for (unsigned int r = 0; r < 10; r++)
 		stream_record(&s, r, 50, 0);
@@ -736,7 +736,7 @@ static void test_source_dry(void **state)
 {
 	(void)state;
 	struct harness *h = h_new(true);
-	struct stream s = {0};
+	struct stream s = { 0 };
 	const unsigned int n = 8;
 
 	for (unsigned int r = 0; r < n; r++)
@@ -777,7 +777,7 @@ static void test_free_in_callback(void **state)
 {
 	(void)state;
 	struct harness *h = h_new(false);
-	struct stream s = {0};
+	struct stream s = { 0 };
 
 	for (unsigned int r = 0; r < 5; r++)
 		stream_record(&s, r, 40, 0);
@@ -874,7 +874,8 @@ static void test_output_limit(void **state)
 	/* room again */
 	assert_int_equal(tcp_conn_send_copy(h->c, rec, sizeof(rec)), 0);
 	/* and a record no mark can describe is refused outright */
-	struct tcp_piece big[2] = {{.data = rec, .len = RM_LEN_MASK}, {.data = rec, .len = 1}};
+	struct tcp_piece big[2] = { { .data = rec, .len = RM_LEN_MASK },
+				    { .data = rec, .len = 1 } };
 	assert_int_equal(tcp_conn_send_record(h->c, big, 2), -1);
 	assert_int_equal(errno, EMSGSIZE);
 	h_free(h);
@@ -899,10 +900,10 @@ static void test_send_by_reference(void **state)
 	fill_pattern(b->base, 2, b->size);
 	fill_pattern(hdr, 3, sizeof(hdr));
 	const struct tcp_piece pcs[] = {
-		{.data = hdr, .len = sizeof(hdr)},
-		{.buf = a, .off = 0, .len = 100000},
-		{.buf = b, .off = 10, .len = 40000},
-		{.buf = a, .off = 500, .len = 1000},
+		{ .data = hdr, .len = sizeof(hdr) },
+		{ .buf = a, .off = 0, .len = 100000 },
+		{ .buf = b, .off = 10, .len = 40000 },
+		{ .buf = a, .off = 500, .len = 1000 },
 	};
 	assert_int_equal(tcp_conn_send_record(h->c, pcs, 4), 0);
 	assert_int_equal(a->refs, 3);

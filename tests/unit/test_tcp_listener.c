@@ -75,7 +75,7 @@ static void run_for(struct lh *h, unsigned int ms)
 static struct lh *lh_new(void)
 {
 	struct lh *h = calloc(1, sizeof(*h));
-	struct timeval tv = {0, 5000};
+	struct timeval tv = { 0, 5000 };
 
 	assert_non_null(h);
 	h->base = event_base_new();
@@ -235,8 +235,8 @@ static void test_v4_and_v6_on_one_port(void **state)
 {
 	(void)state;
 	struct lh *h = lh_new();
-	struct sockaddr_in any4 = {.sin_family = AF_INET};
-	struct sockaddr_in6 any6 = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT};
+	struct sockaddr_in any4 = { .sin_family = AF_INET };
+	struct sockaddr_in6 any6 = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT };
 	struct sockaddr_storage bound;
 	socklen_t bl;
 	struct tcp_listener *l4 =
@@ -370,7 +370,7 @@ static int silent_server(struct sockaddr_storage *ss, int fillers[8], unsigned i
 			continue;
 		assert_int_equal(errno, EINPROGRESS);
 		/* still unanswered after a while: the queue is full */
-		struct timeval tv = {0, 200000};
+		struct timeval tv = { 0, 200000 };
 		fd_set w;
 		FD_ZERO(&w);
 		FD_SET(c, &w);

@@ -114,8 +114,8 @@ static void compound_hdr(struct xb *b, uint32_t xid, uint32_t minor, uint32_t no
 	u32(b, nops);
 }
 
-static const uint8_t sid_a[ULB_SESSIONID_SIZE] = {0xa1, 2,  3,	4,  5,	6,  7,	8,
-						  9,	10, 11, 12, 13, 14, 15, 16};
+static const uint8_t sid_a[ULB_SESSIONID_SIZE] = { 0xa1, 2,  3,	 4,  5,	 6,  7,	 8,
+						   9,	 10, 11, 12, 13, 14, 15, 16 };
 
 static void op_sequence(struct xb *b, const uint8_t *sid)
 {
@@ -165,8 +165,8 @@ static struct ulb_rules *rules;
 static int setup(void **state)
 {
 	char err[512];
-	struct ulb_options o = {.stock_dir = GW_SOURCE_DIR "/ulb-rules",
-				.default_reply_max = DEFAULT_MAX};
+	struct ulb_options o = { .stock_dir = GW_SOURCE_DIR "/ulb-rules",
+				 .default_reply_max = DEFAULT_MAX };
 	rules = ulb_rules_load(&o, err, sizeof(err));
 	if (!rules)
 		fprintf(stderr, "%s\n", err);

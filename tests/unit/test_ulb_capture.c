@@ -84,7 +84,7 @@ static const struct ulb_rules *rules;
 static int setup(void **state)
 {
 	char err[512];
-	struct ulb_options o = {.stock_dir = GW_SOURCE_DIR "/ulb-rules"};
+	struct ulb_options o = { .stock_dir = GW_SOURCE_DIR "/ulb-rules" };
 	rules = ulb_rules_load(&o, err, sizeof(err));
 	if (!rules)
 		fprintf(stderr, "%s\n", err);

@@ -49,8 +49,8 @@ static const char *load_error(const char *text)
 {
 	static char err[512];
 	const char *path = write_rule("r.json", text);
-	const char *files[] = {path};
-	struct ulb_options o = {.stock_dir = "", .files = files, .n_files = 1};
+	const char *files[] = { path };
+	struct ulb_options o = { .stock_dir = "", .files = files, .n_files = 1 };
 	struct ulb_rules *r = ulb_rules_load(&o, err, sizeof(err));
 	if (r) {
 		ulb_rules_free(r);
@@ -64,7 +64,7 @@ static const char *load_error(const char *text)
 static void test_stock_rules(void **state)
 {
 	char err[512];
-	struct ulb_options o = {.stock_dir = GW_SOURCE_DIR "/ulb-rules"};
+	struct ulb_options o = { .stock_dir = GW_SOURCE_DIR "/ulb-rules" };
 	struct ulb_rules *r = ulb_rules_load(&o, err, sizeof(err));
 	if (!r)
 		fail_msg("%s", err);
@@ -99,18 +99,19 @@ static void test_user_program(void **state)
 	char err[512];
 	char first[128];
 	snprintf(first, sizeof(first), "%s", write_rule("blob.json", user_rule));
-	const char *files[] = {first};
-	struct ulb_options o = {
-		.stock_dir = GW_SOURCE_DIR "/ulb-rules", .files = files, .n_files = 1};
+	const char *files[] = { first };
+	struct ulb_options o = { .stock_dir = GW_SOURCE_DIR "/ulb-rules",
+				 .files = files,
+				 .n_files = 1 };
 	struct ulb_rules *r = ulb_rules_load(&o, err, sizeof(err));
 	if (!r)
 		fail_msg("%s", err);
 	assert_int_equal(ulb_rules_count(r), 15);
 
 	uint8_t m[128];
-	uint32_t w[] = {5, 0,	       2, 400123, 2, 1,		 0,
-			0, 0,	       0, /* header, AUTH_NONE */
-			3, 0x6b657900, 0, 9,	  6, 0x64617461, 0x21210000};
+	uint32_t w[] = { 5, 0,		2, 400123, 2, 1,	  0,
+			 0, 0,		0, /* header, AUTH_NONE */
+			 3, 0x6b657900, 0, 9,	   6, 0x64617461, 0x21210000 };
 	for (size_t i = 0; i < sizeof(w) / 4; i++)
 		xdr_put32(m + 4 * i, w[i]);
 	struct ulb_call c;
@@ -121,7 +122,7 @@ static void test_user_program(void **state)
 	assert_int_equal(c.args[0].length, 6);
 	assert_memory_equal(m + 60, "data!!", 6);
 
-	uint32_t g[] = {6, 0, 2, 400123, 2, 2, 0, 0, 0, 0, 1, 0x6b000000, 512};
+	uint32_t g[] = { 6, 0, 2, 400123, 2, 2, 0, 0, 0, 0, 1, 0x6b000000, 512 };
 	for (size_t i = 0; i < sizeof(g) / 4; i++)
 		xdr_put32(m + 4 * i, g[i]);
 	assert_int_equal(ulb_parse_call(r, NULL, m, sizeof(g), &c), ULB_OK);
@@ -132,7 +133,7 @@ static void test_user_program(void **state)
 	ulb_rules_free(r);
 
 	/* the same program twice: refused, naming the first file */
-	const char *twice[] = {files[0], write_rule("again.json", user_rule)};
+	const char *twice[] = { files[0], write_rule("again.json", user_rule) };
 	o.files = twice;
 	o.n_files = 2;
 	assert_null(ulb_rules_load(&o, err, sizeof(err)));
@@ -153,57 +154,59 @@ struct bad {
 };
 
 static const struct bad bad_files[] = {
-	{"[]", ":1:1: a rule file is a JSON object"},
-	{"{ \"ulb-rules\": 2, \"programs\": [] }", ":1:16: format 2 is not known"},
-	{"{ \"ulb-rules\": 1, \"programs\": [], \"extra\": 1 }", ":1:35: unknown member \"extra\""},
-	{"{ \"ulb-rules\": 1, \"programs\": [ { \"program\": 7, \"versions\": [\n"
-	 "  { \"version\": 1, \"procedures\": [ { \"proc\": 1, \"args\": \"nosuch\" } ] } ] } ] "
-	 "}",
-	 ":2:56: unknown type \"nosuch\""},
-	{"{ \"ulb-rules\": 1, \"types\": { \"a\": [ \"b\" ], \"b\": [ \"a\" ] },\n"
-	 "  \"programs\": [ { \"program\": 7, \"versions\": [\n"
-	 "  { \"version\": 1, \"procedures\": [ { \"proc\": 1, \"args\": \"a\" } ] } ] } ] }",
-	 ":1:51: type \"a\" contains itself"},
-	{"{ \"ulb-rules\": 1, \"programs\": [ { \"program\": 7, \"versions\": [\n"
-	 "  { \"version\": 1, \"procedures\": [ { \"proc\": 1,\n"
-	 "    \"args\": { \"type\": \"opaque\", \"max\": \"count\" } } ] } ] } ] }",
-	 ":3:40: \"max\" names value \"count\", which no earlier field saves"},
-	{"{ \"ulb-rules\": 1, \"programs\": [ { \"program\": 7, \"versions\": [\n"
-	 "  { \"version\": 1, \"procedures\": [ { \"proc\": 1,\n"
-	 "    \"args\": { \"type\": \"array\", \"of\": { \"type\": \"opaque\", \"ddp\": true } } } "
-	 "] } ] } ] }",
-	 ":3:38: a DDP item inside an array or list is not supported"},
-	{"{ \"ulb-rules\": 1, \"programs\": [ { \"program\": 7, \"versions\": [\n"
-	 "  { \"version\": 1, \"procedures\": [ { \"proc\": 1,\n"
-	 "    \"args\": { \"type\": \"union\", \"arms\": { \"one\": \"void\" } } } ] } ] } ] }",
-	 ":3:42: arm \"one\": a discriminant must be a 32-bit integer"},
-	{"{ \"ulb-rules\": 1, \"programs\": [ { \"program\": 7, \"versions\": [\n"
-	 "  { \"version\": 1, \"procedures\": [ { \"proc\": 1, \"args\": \"void\" },\n"
-	 "                                   { \"proc\": 1, \"args\": \"void\" } ] } ] } ] }",
-	 ":3:46: procedure 1 is bound twice"},
-	{"{ \"ulb-rules\": 1, \"programs\": [ { \"program\": 7, \"versions\": [\n"
-	 "  { \"version\": 1, \"procedures\": [ { \"proc\": 1, \"args\": { \"type\": \"uint\", "
-	 "\"mx\": 1 } } ] } ] } ] }",
-	 ":2:74: unknown member \"mx\""},
-	{"{ \"ulb-rules\": 1, \"programs\": [ { \"program\": 7, \"versions\": [\n"
-	 "  { \"version\": 1, \"procedures\": [ { \"proc\": 1, \"reply_max\": [ 4, true ] } ] } ] "
-	 "} ] }",
-	 ":2:66: reply_max terms are byte counts or value names"},
-	{"{ \"ulb-rules\": 1, \"programs\": [ { \"program\": 7, \"versions\": [\n"
-	 "  { \"version\": 4, \"procedures\": [ { \"proc\": 1 } ],\n"
-	 "    \"compound\": { \"procedure\": 1, \"operations\": [ { \"op\": 3, \"args\": \"void\" "
-	 "} "
-	 "] } } ] } ] }",
-	 ":3:51: an operation needs \"args\" and \"results\""},
-	{"{ \"ulb-rules\": 1, \"programs\": [ { \"program\": 7, \"versions\": [\n"
-	 "  { \"version\": 1, \"procedures\": [ { \"proc\": 4096 } ] } ] } ] }",
-	 ":2:45: number larger than 1023"},
-	{"{ \"ulb-rules\": 1, \"programs\": [ { \"program\": -1, \"versions\": [] } ] }",
-	 ":1:46: \"program\" must be an integer"},
-	{"{ \"ulb-rules\": 1, \"programs\": [ { \"program\": 7, \"versions\": [\n"
-	 "  { \"version\": 1, \"procedures\": [ { \"proc\": 1,\n"
-	 "    \"args\": { \"type\": \"array\", \"of\": \"void\" } } ] } ] } ] }",
-	 ":3:38: array and list elements must not be empty"},
+	{ "[]", ":1:1: a rule file is a JSON object" },
+	{ "{ \"ulb-rules\": 2, \"programs\": [] }", ":1:16: format 2 is not known" },
+	{ "{ \"ulb-rules\": 1, \"programs\": [], \"extra\": 1 }",
+	  ":1:35: unknown member \"extra\"" },
+	{ "{ \"ulb-rules\": 1, \"programs\": [ { \"program\": 7, \"versions\": [\n"
+	  "  { \"version\": 1, \"procedures\": [ { \"proc\": 1, \"args\": \"nosuch\" } ] } ] } ] "
+	  "}",
+	  ":2:56: unknown type \"nosuch\"" },
+	{ "{ \"ulb-rules\": 1, \"types\": { \"a\": [ \"b\" ], \"b\": [ \"a\" ] },\n"
+	  "  \"programs\": [ { \"program\": 7, \"versions\": [\n"
+	  "  { \"version\": 1, \"procedures\": [ { \"proc\": 1, \"args\": \"a\" } ] } ] } ] }",
+	  ":1:51: type \"a\" contains itself" },
+	{ "{ \"ulb-rules\": 1, \"programs\": [ { \"program\": 7, \"versions\": [\n"
+	  "  { \"version\": 1, \"procedures\": [ { \"proc\": 1,\n"
+	  "    \"args\": { \"type\": \"opaque\", \"max\": \"count\" } } ] } ] } ] }",
+	  ":3:40: \"max\" names value \"count\", which no earlier field saves" },
+	{ "{ \"ulb-rules\": 1, \"programs\": [ { \"program\": 7, \"versions\": [\n"
+	  "  { \"version\": 1, \"procedures\": [ { \"proc\": 1,\n"
+	  "    \"args\": { \"type\": \"array\", \"of\": { \"type\": \"opaque\", \"ddp\": true } } "
+	  "} "
+	  "] } ] } ] }",
+	  ":3:38: a DDP item inside an array or list is not supported" },
+	{ "{ \"ulb-rules\": 1, \"programs\": [ { \"program\": 7, \"versions\": [\n"
+	  "  { \"version\": 1, \"procedures\": [ { \"proc\": 1,\n"
+	  "    \"args\": { \"type\": \"union\", \"arms\": { \"one\": \"void\" } } } ] } ] } ] }",
+	  ":3:42: arm \"one\": a discriminant must be a 32-bit integer" },
+	{ "{ \"ulb-rules\": 1, \"programs\": [ { \"program\": 7, \"versions\": [\n"
+	  "  { \"version\": 1, \"procedures\": [ { \"proc\": 1, \"args\": \"void\" },\n"
+	  "                                   { \"proc\": 1, \"args\": \"void\" } ] } ] } ] }",
+	  ":3:46: procedure 1 is bound twice" },
+	{ "{ \"ulb-rules\": 1, \"programs\": [ { \"program\": 7, \"versions\": [\n"
+	  "  { \"version\": 1, \"procedures\": [ { \"proc\": 1, \"args\": { \"type\": \"uint\", "
+	  "\"mx\": 1 } } ] } ] } ] }",
+	  ":2:74: unknown member \"mx\"" },
+	{ "{ \"ulb-rules\": 1, \"programs\": [ { \"program\": 7, \"versions\": [\n"
+	  "  { \"version\": 1, \"procedures\": [ { \"proc\": 1, \"reply_max\": [ 4, true ] } ] } ] "
+	  "} ] }",
+	  ":2:66: reply_max terms are byte counts or value names" },
+	{ "{ \"ulb-rules\": 1, \"programs\": [ { \"program\": 7, \"versions\": [\n"
+	  "  { \"version\": 4, \"procedures\": [ { \"proc\": 1 } ],\n"
+	  "    \"compound\": { \"procedure\": 1, \"operations\": [ { \"op\": 3, \"args\": \"void\" "
+	  "} "
+	  "] } } ] } ] }",
+	  ":3:51: an operation needs \"args\" and \"results\"" },
+	{ "{ \"ulb-rules\": 1, \"programs\": [ { \"program\": 7, \"versions\": [\n"
+	  "  { \"version\": 1, \"procedures\": [ { \"proc\": 4096 } ] } ] } ] }",
+	  ":2:45: number larger than 1023" },
+	{ "{ \"ulb-rules\": 1, \"programs\": [ { \"program\": -1, \"versions\": [] } ] }",
+	  ":1:46: \"program\" must be an integer" },
+	{ "{ \"ulb-rules\": 1, \"programs\": [ { \"program\": 7, \"versions\": [\n"
+	  "  { \"version\": 1, \"procedures\": [ { \"proc\": 1,\n"
+	  "    \"args\": { \"type\": \"array\", \"of\": \"void\" } } ] } ] } ] }",
+	  ":3:38: array and list elements must not be empty" },
 };
 
 static void test_semantic_errors(void **state)
@@ -221,8 +224,8 @@ static void test_semantic_errors(void **state)
 static void test_missing_file(void **state)
 {
 	char err[256];
-	const char *files[] = {"/nonexistent/rules.json"};
-	struct ulb_options o = {.stock_dir = "", .files = files, .n_files = 1};
+	const char *files[] = { "/nonexistent/rules.json" };
+	struct ulb_options o = { .stock_dir = "", .files = files, .n_files = 1 };
 	assert_null(ulb_rules_load(&o, err, sizeof(err)));
 	assert_string_equal(err, "/nonexistent/rules.json: No such file or directory");
 }

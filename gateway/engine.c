@@ -1,0 +1,401 @@
+/* SPDX-License-Identifier: MIT */
+#include "gateway/engine.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "gateway/session.h"
+#include "rdma/conn.h"
+#include "rdma/device.h"
+#include "rdma/pool.h"
+#include "tcp/listener.h"
+#include "ulb-rules/ulb.h"
+
+struct gw_engine {
+	struct event_base *base;
+	const struct gw_config *cfg;
+	struct rdma_ctx *rdma;
+	struct gw_route_rt *routes;
+	size_t nroutes;
+	uint64_t next_session_id;
+	bool draining;
+	struct event *drain_timer;
+	void (*drain_done)(void *arg);
+	void *drain_arg;
+};
+
+struct event_base *gw_engine_base(const struct gw_engine *eng)
+{
+	return eng->base;
+}
+
+struct rdma_ctx *gw_engine_rdma(const struct gw_engine *eng)
+{
+	return eng->rdma;
+}
+
+void gw_format_addr(const struct sockaddr *sa, char *out, size_t outlen)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+	unsigned port = 0;
+
+	if (sa && sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+		port = ntohs(in->sin_port);
+		snprintf(out, outlen, "%s:%u", host, port);
+	} else if (sa && sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+		port = ntohs(in6->sin6_port);
+		snprintf(out, outlen, "[%s]:%u", host, port);
+	} else {
+		snprintf(out, outlen, "?");
+	}
+}
+
+void gw_session_register(struct gw_route_rt *route, struct gw_session *s,
+			 const struct gw_session_ops *ops, const struct sockaddr *client)
+{
+	s->route = route;
+	s->ops = ops;
+	s->id = ++route->eng->next_session_id;
+	s->started_us = gw_now_us();
+	gw_format_addr(client, s->client, sizeof(s->client));
+	TAILQ_INSERT_TAIL(&route->sessions, s, link);
+	route->live_sessions++;
+	GW_COUNT(s, sessions_opened, 1);
+	gw_info("%s: session %llu from %s", route->cfg->name, (unsigned long long)s->id, s->client);
+}
+
+static void engine_check_drained(struct gw_engine *eng);
+
+void gw_session_unregister(struct gw_session *s)
+{
+	struct gw_route_rt *route = s->route;
+
+	GW_COUNT(s, sessions_closed, 1);
+	TAILQ_REMOVE(&route->sessions, s, link);
+	route->live_sessions--;
+	gw_info("%s: session %llu from %s ended (%llu calls)", route->cfg->name,
+		(unsigned long long)s->id, s->client, (unsigned long long)s->counters.calls);
+	if (route->eng->draining)
+		engine_check_drained(route->eng);
+}
+
+/* ---- accepting ---- */
+
+static bool engine_admit(const struct sockaddr *peer, socklen_t len, void *arg)
+{
+	struct gw_route_rt *route = arg;
+
+	if (route->draining)
+		return false;
+	if (gw_route_client_allowed(route->cfg, peer))
+		return true;
+	char who[80];
+	gw_format_addr(peer, who, sizeof(who));
+	gw_warn("%s: refused client %s (not in allowed_clients)", route->cfg->name, who);
+	route->counters.events[GW_EV_REFUSED_CLIENT]++;
+	return false;
+}
+
+static void engine_tcp_accepted(evutil_socket_t fd, const struct sockaddr *peer, socklen_t len,
+				void *arg)
+{
+	gw_forward_accept(arg, fd, peer);
+}
+
+static const struct tcp_listener_ops engine_tcp_listener_ops = {
+	.admit = engine_admit,
+	.accepted = engine_tcp_accepted,
+};
+
+/* ---- routes ---- */
+
+static void route_tcp_config(struct gw_route_rt *rt)
+{
+	const struct gw_route *r = rt->cfg;
+
+	tcp_conn_config_default(&rt->tcp_cfg);
+	rt->tcp_cfg.max_record = r->max_record_size;
+}
+
+static void route_limits(struct gw_route_rt *rt)
+{
+	const struct gw_route *r = rt->cfg;
+
+	rpcrdma_limits_default(&rt->limits);
+	rt->limits.max_chunk_segs = r->max_chunk_segments;
+	rt->limits.max_read_chunks = r->max_read_segments;
+	rt->limits.max_write_chunks = r->max_write_chunks;
+	rpcrdma_limits_clamp(&rt->limits);
+}
+
+static int route_start(struct gw_engine *eng, struct gw_route_rt *rt, char *err, size_t errlen)
+{
+	const struct gw_route *r = rt->cfg;
+	char ulb_err[512];
+	struct ulb_options uo = {
+		.files = (const char *const *)r->ulb_rules,
+		.n_files = r->ulb_rules_count,
+	};
+
+	rt->rules = ulb_rules_load(&uo, ulb_err, sizeof(ulb_err));
+	if (!rt->rules) {
+		snprintf(err, errlen, "route %s: %s", r->name, ulb_err);
+		return -EINVAL;
+	}
+	route_tcp_config(rt);
+	route_limits(rt);
+
+	if (r->mode == GW_MODE_FORWARD) {
+		rt->tcp_listener =
+			tcp_listener_new(eng->base, (const struct sockaddr *)&r->listen.addr,
+					 r->listen.addrlen, 0, &engine_tcp_listener_ops, rt);
+		if (!rt->tcp_listener) {
+			snprintf(err, errlen, "route %s: cannot listen on %s: %s", r->name,
+				 r->listen.text, strerror(errno));
+			return -errno;
+		}
+	} else {
+		snprintf(err, errlen, "route %s: reverse mode is not available in this build",
+			 r->name);
+		return -ENOTSUP;
+	}
+	gw_info("%s: %s route listening on %s, upstream %s (%zu ULB bindings)", r->name,
+		r->mode == GW_MODE_FORWARD ? "forward" : "reverse", r->listen.text,
+		r->upstream.text, ulb_rules_count(rt->rules));
+	return 0;
+}
+
+static void route_stop_listening(struct gw_route_rt *rt)
+{
+	if (rt->tcp_listener) {
+		tcp_listener_free(rt->tcp_listener);
+		rt->tcp_listener = NULL;
+	}
+	if (rt->rdma_listener) {
+		rlistener_destroy(rt->rdma_listener);
+		rt->rdma_listener = NULL;
+	}
+}
+
+/*
+ * One pool layout serves every route: inline buffers as large as the
+ * largest inline size (at least 4096, the Linux server's floor), and record
+ * buffers as large as the largest record plus the parser's slack.
+ */
+static void engine_pool_config(const struct gw_config *cfg, struct rdma_pool_config *pc)
+{
+	uint32_t inline_max = 4096, record_max = 65536;
+
+	for (size_t i = 0; i < cfg->routes_count; i++) {
+		const struct gw_route *r = &cfg->routes[i];
+		if (r->inline_send_size > inline_max)
+			inline_max = r->inline_send_size;
+		if (r->inline_receive_size > inline_max)
+			inline_max = r->inline_receive_size;
+		struct tcp_conn_config tc;
+		tcp_conn_config_default(&tc);
+		tc.max_record = r->max_record_size;
+		if (tcp_conn_rx_buffer_size(&tc) > record_max)
+			record_max = tcp_conn_rx_buffer_size(&tc);
+	}
+	rdma_pool_default_config(pc, inline_max, record_max, 1024);
+}
+
+struct gw_engine *gw_engine_start(struct event_base *base, const struct gw_config *cfg, char *err,
+				  size_t errlen)
+{
+	struct gw_engine *eng = calloc(1, sizeof(*eng));
+	struct rdma_pool_config pc;
+
+	if (!eng) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	eng->base = base;
+	eng->cfg = cfg;
+	engine_pool_config(cfg, &pc);
+	eng->rdma = rdma_ctx_create(base, &pc);
+	if (!eng->rdma) {
+		snprintf(err, errlen,
+			 "RDMA is not available (is the rdma_ucm module loaded, and "
+			 "is there an RDMA device?)");
+		free(eng);
+		return NULL;
+	}
+	eng->routes = calloc(cfg->routes_count, sizeof(*eng->routes));
+	if (!eng->routes) {
+		snprintf(err, errlen, "out of memory");
+		gw_engine_stop(eng);
+		return NULL;
+	}
+	eng->nroutes = cfg->routes_count;
+	for (size_t i = 0; i < eng->nroutes; i++) {
+		struct gw_route_rt *rt = &eng->routes[i];
+		rt->eng = eng;
+		rt->cfg = &cfg->routes[i];
+		TAILQ_INIT(&rt->sessions);
+	}
+	for (size_t i = 0; i < eng->nroutes; i++) {
+		if (route_start(eng, &eng->routes[i], err, errlen) != 0) {
+			gw_engine_stop(eng);
+			return NULL;
+		}
+	}
+	return eng;
+}
+
+size_t gw_engine_sessions(const struct gw_engine *eng)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < eng->nroutes; i++)
+		n += eng->routes[i].live_sessions;
+	return n;
+}
+
+static void engine_finish_drain(struct gw_engine *eng)
+{
+	if (eng->drain_timer) {
+		event_free(eng->drain_timer);
+		eng->drain_timer = NULL;
+	}
+	void (*done)(void *) = eng->drain_done;
+	eng->drain_done = NULL;
+	if (done)
+		done(eng->drain_arg);
+}
+
+static void engine_check_drained(struct gw_engine *eng)
+{
+	if (eng->drain_done && gw_engine_sessions(eng) == 0)
+		engine_finish_drain(eng);
+}
+
+static void engine_drain_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct gw_engine *eng = arg;
+
+	gw_warn("drain: %zu sessions still busy after the drain timeout; closing them",
+		gw_engine_sessions(eng));
+	for (size_t i = 0; i < eng->nroutes; i++) {
+		struct gw_session *s, *next;
+		for (s = TAILQ_FIRST(&eng->routes[i].sessions); s; s = next) {
+			next = TAILQ_NEXT(s, link);
+			s->ops->shutdown(s);
+		}
+	}
+	engine_finish_drain(eng);
+}
+
+void gw_engine_drain(struct gw_engine *eng, unsigned timeout_ms, void (*done)(void *arg), void *arg)
+{
+	eng->draining = true;
+	eng->drain_done = done;
+	eng->drain_arg = arg;
+	for (size_t i = 0; i < eng->nroutes; i++) {
+		struct gw_route_rt *rt = &eng->routes[i];
+		rt->draining = true;
+		route_stop_listening(rt);
+		struct gw_session *s, *next;
+		for (s = TAILQ_FIRST(&rt->sessions); s; s = next) {
+			next = TAILQ_NEXT(s, link);
+			s->ops->drain(s);
+		}
+	}
+	if (gw_engine_sessions(eng) == 0) {
+		engine_finish_drain(eng);
+		return;
+	}
+	eng->drain_timer = evtimer_new(eng->base, engine_drain_timeout, eng);
+	struct timeval tv = { timeout_ms / 1000, (suseconds_t)(timeout_ms % 1000) * 1000 };
+	if (eng->drain_timer)
+		evtimer_add(eng->drain_timer, &tv);
+}
+
+void gw_engine_reload(struct gw_engine *eng, const struct gw_config *next)
+{
+	for (size_t i = 0; i < eng->nroutes; i++) {
+		struct gw_route_rt *rt = &eng->routes[i];
+		const struct gw_route *nr = gw_config_route(next, rt->cfg->name);
+		if (!nr)
+			continue; /* gw_config_reloadable() refused such a change */
+		rt->cfg = nr;
+		route_tcp_config(rt);
+		route_limits(rt);
+	}
+	eng->cfg = next;
+}
+
+void gw_engine_stop(struct gw_engine *eng)
+{
+	if (!eng)
+		return;
+	for (size_t i = 0; i < eng->nroutes; i++) {
+		struct gw_route_rt *rt = &eng->routes[i];
+		route_stop_listening(rt);
+		struct gw_session *s, *next;
+		for (s = TAILQ_FIRST(&rt->sessions); s; s = next) {
+			next = TAILQ_NEXT(s, link);
+			s->ops->shutdown(s);
+		}
+	}
+	/*
+	 * Sessions finish closing on the loop (RDMA teardown is deferred);
+	 * run it until they are gone, so that no buffer is still out when
+	 * the pools go.
+	 */
+	for (int spins = 0; gw_engine_sessions(eng) > 0 && spins < 1000; spins++)
+		event_base_loop(eng->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+	for (size_t i = 0; i < eng->nroutes; i++)
+		ulb_rules_free(eng->routes[i].rules);
+	free(eng->routes);
+	if (eng->drain_timer)
+		event_free(eng->drain_timer);
+	rdma_ctx_destroy(eng->rdma);
+	free(eng);
+}
+
+void gw_engine_snapshot(void *arg, struct gw_stats_visitor *v)
+{
+	struct gw_engine *eng = arg;
+	uint64_t now = gw_now_us();
+
+	for (size_t i = 0; i < eng->nroutes; i++) {
+		struct gw_route_rt *rt = &eng->routes[i];
+		struct gw_stats_route r = {
+			.name = rt->cfg->name,
+			.mode = rt->cfg->mode == GW_MODE_FORWARD ? "forward" : "reverse",
+			.listen = rt->cfg->listen.text,
+			.upstream = rt->cfg->upstream.text,
+			.totals = &rt->counters,
+			.live_sessions = rt->live_sessions,
+		};
+		v->route(v, &r);
+		struct gw_session *s;
+		TAILQ_FOREACH (s, &rt->sessions, link) {
+			struct gw_stats_session ss = {
+				.id = s->id,
+				.client = s->client,
+				.upstream = s->upstream,
+				.state = s->ops->state(s),
+				.age_ms = (now - s->started_us) / 1000,
+				.counters = &s->counters,
+			};
+			s->ops->credits(s, &ss.credits, &ss.inline_send, &ss.inline_recv);
+			v->session(v, &ss);
+		}
+	}
+}

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gateway/session.h - what the engine and the forward and reverse pipelines
+ * share: a route at run time, and the common part of a session.
+ *
+ * This header is internal to gateway/: main and the stats endpoint see the
+ * engine only through gateway/engine.h.
+ *
+ * A session pairs one accepted connection with one upstream connection and
+ * lives on its route's list from accept until both sides are closed and
+ * every call slot is free. Each pipeline embeds struct gw_session first in
+ * its own session struct and implements gw_session_ops.
+ */
+#ifndef GW_GATEWAY_SESSION_H
+#define GW_GATEWAY_SESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "conf/config.h"
+#include "gateway/counters.h"
+#include "rdma/rpcrdma_hdr.h"
+#include "tcp/tcp_conn.h"
+
+struct gw_engine;
+struct gw_session;
+struct rdma_ctx;
+struct ulb_rules;
+struct tcp_listener;
+struct rlistener;
+struct event_base;
+
+TAILQ_HEAD(gw_session_list, gw_session);
+
+struct gw_route_rt {
+	struct gw_engine *eng;
+	const struct gw_route *cfg; /* replaced on reload */
+	struct ulb_rules *rules;
+	struct rpcrdma_limits limits;
+	struct tcp_conn_config tcp_cfg;
+	struct gw_counters counters;
+	struct tcp_listener *tcp_listener; /* forward */
+	struct rlistener *rdma_listener;   /* reverse */
+	struct gw_session_list sessions;
+	uint32_t live_sessions;
+	bool draining;
+};
+
+struct gw_session_ops {
+	/* "connecting", "ready", "closing" */
+	const char *(*state)(const struct gw_session *s);
+	void (*credits)(const struct gw_session *s, struct gw_credit_state *out,
+			uint32_t *inline_send, uint32_t *inline_recv);
+	/* Stop taking new calls; close once every call in flight is answered. */
+	void (*drain)(struct gw_session *s);
+	/* Close both sides now. The session frees itself when that is done. */
+	void (*shutdown)(struct gw_session *s);
+};
+
+struct gw_session {
+	TAILQ_ENTRY(gw_session) link;
+	struct gw_route_rt *route;
+	const struct gw_session_ops *ops;
+	uint64_t id;
+	uint64_t started_us;
+	char client[64];   /* the accepted side's address, "addr:port" */
+	char upstream[64]; /* the upstream side's address, once known */
+	struct gw_counters counters;
+};
+
+/* Engine services for the pipelines (gateway/engine.c). */
+struct event_base *gw_engine_base(const struct gw_engine *eng);
+struct rdma_ctx *gw_engine_rdma(const struct gw_engine *eng);
+void gw_session_register(struct gw_route_rt *route, struct gw_session *s,
+			 const struct gw_session_ops *ops, const struct sockaddr *client);
+/* The session's last act: off the route's list; the engine may finish a drain. */
+void gw_session_unregister(struct gw_session *s);
+void gw_format_addr(const struct sockaddr *sa, char *out, size_t outlen);
+
+/* Count on the session and on its route. */
+#define GW_COUNT(s, field, n)                                                                      \
+	do {                                                                                       \
+		(s)->counters.field += (n);                                                        \
+		(s)->route->counters.field += (n);                                                 \
+	} while (0)
+
+static inline void gw_count_event(struct gw_session *s, enum gw_event_kind kind)
+{
+	s->counters.events[kind]++;
+	s->route->counters.events[kind]++;
+}
+
+static inline void gw_count_call(struct gw_session *s, uint32_t prog, uint32_t vers, uint32_t proc)
+{
+	gw_counters_count_call(&s->counters, prog, vers, proc);
+	gw_counters_count_call(&s->route->counters, prog, vers, proc);
+}
+
+static inline void gw_count_reply(struct gw_session *s, uint32_t prog, uint32_t vers, uint32_t proc)
+{
+	gw_counters_count_reply(&s->counters, prog, vers, proc);
+	gw_counters_count_reply(&s->route->counters, prog, vers, proc);
+}
+
+static inline void gw_count_latency(struct gw_session *s, uint64_t gateway_us, uint64_t upstream_us)
+{
+	gw_hist_add(&s->counters.gateway_us, gateway_us);
+	gw_hist_add(&s->route->counters.gateway_us, gateway_us);
+	gw_hist_add(&s->counters.upstream_us, upstream_us);
+	gw_hist_add(&s->route->counters.upstream_us, upstream_us);
+}
+
+/* Pipelines. */
+void gw_forward_accept(struct gw_route_rt *route, int fd, const struct sockaddr *peer);
+
+#endif

@@ -1,0 +1,188 @@
+# gw-e2e.sh: shared pieces of the end-to-end jobs. Source it inside a guest job:
+#   source "$GW_SRC/tests/e2e/lib/gw-e2e.sh"
+# Every check prints "ok: ..." or "FAIL: ..."; e2e_finish exits non-zero when anything
+# failed, so a job runs all its checks and reports every failure, not just the first.
+
+E2E_FAILS=0
+E2E_WORK=${E2E_WORK:-/tmp/e2e}
+mkdir -p "$E2E_WORK"
+
+ok() { echo "ok: $*"; }
+fail() { echo "FAIL: $*"; E2E_FAILS=$((E2E_FAILS + 1)); }
+check() { # check DESCRIPTION COMMAND...
+    local what=$1; shift
+    if "$@"; then ok "$what"; else fail "$what"; fi
+}
+e2e_finish() {
+    if ((E2E_FAILS)); then echo "e2e: $E2E_FAILS checks failed"; exit 1; fi
+    echo "e2e: all checks passed"
+}
+
+# ---- the gateway ----
+
+# gw_start NAME CONFIG_FILE: run the gateway in the background, log to $GW_OUT/NAME.log,
+# and wait until it serves its stats endpoint (so its listeners are up).
+gw_start() {
+    local name=$1 cfg=$2
+    GW_LOG=$GW_OUT/$name.log
+    "$GW_BIN" -c "$cfg" >"$GW_LOG" 2>&1 &
+    GW_PID=$!
+    local i
+    for i in $(seq 1 100); do
+        if grep -q "running with" "$GW_LOG" 2>/dev/null; then return 0; fi
+        kill -0 "$GW_PID" 2>/dev/null || break
+        sleep 0.2
+    done
+    fail "gateway $name did not start"; cat "$GW_LOG"
+    return 1
+}
+
+# gw_stop: SIGTERM (drain) and expect exit status 0.
+gw_stop() {
+    kill -TERM "$GW_PID" 2>/dev/null || true
+    local rc=0
+    wait "$GW_PID" || rc=$?
+    check "gateway drained and exited 0 on SIGTERM (status $rc)" test "$rc" -eq 0
+}
+
+# gw_stats [QUERY]: the JSON of /stats from the default stats address.
+gw_stats() { curl -sf "http://${GW_STATS:-127.0.0.1:9464}/stats${1:+?$1}"; }
+gw_metrics() { curl -sf "http://${GW_STATS:-127.0.0.1:9464}/metrics${1:+?$1}"; }
+
+# gw_jq EXPR: evaluate a Python expression over the /stats JSON bound to `s`.
+gw_jq() {
+    gw_stats | /usr/bin/python3 -c "import json,sys; s=json.load(sys.stdin); print($1)"
+}
+
+# ---- workloads: each checks data, not exit codes ----
+
+# A random source file of N MiB, made once per size.
+e2e_source() {
+    local mb=$1 f=$E2E_WORK/src-$1M
+    [[ -f $f ]] || dd if=/dev/urandom of="$f" bs=1M count="$mb" status=none
+    echo "$f"
+}
+
+# wl_bigfile DIR MB: O_DIRECT write and read back, checksums compared.
+wl_bigfile() {
+    local dir=$1 mb=$2 src want got
+    src=$(e2e_source "$mb")
+    want=$(md5sum <"$src" | cut -d' ' -f1)
+    if ! dd if="$src" of="$dir/big" bs=1M oflag=direct status=none; then
+        fail "O_DIRECT write of $mb MiB"; return
+    fi
+    # Read back with O_DIRECT so the data really comes over the wire again.
+    got=$(dd if="$dir/big" bs=1M iflag=direct status=none | md5sum | cut -d' ' -f1)
+    check "O_DIRECT write and read back of $mb MiB: checksums match" test "$want" = "$got"
+    rm -f "$dir/big"
+}
+
+# wl_oddsizes DIR: files whose sizes are not multiples of 4, around the inline and
+# page boundaries, written and read back byte for byte.
+wl_oddsizes() {
+    local dir=$1 sz bad=0
+    for sz in 1 2 3 5 7 1021 1023 1025 4093 4095 4097 4099 8191 65533 65537 131071 1048573 1048577; do
+        head -c "$sz" "$(e2e_source 2)" >"$E2E_WORK/odd"
+        cp "$E2E_WORK/odd" "$dir/odd-$sz"
+        if ! cmp -s "$E2E_WORK/odd" <(dd if="$dir/odd-$sz" iflag=direct bs=1M status=none); then
+            bad=$((bad + 1)); echo "  size $sz differs"
+        fi
+        [[ $(stat -c %s "$dir/odd-$sz") == "$sz" ]] || { bad=$((bad + 1)); echo "  size $sz: wrong length"; }
+    done
+    check "files of odd sizes (1 B .. 1 MiB+1) read back intact" test "$bad" -eq 0
+    rm -f "$dir"/odd-*
+}
+
+# wl_bigdir DIR N: N entries created and every one listed.
+wl_bigdir() {
+    local dir=$1/bigdir n=$2
+    mkdir -p "$dir"
+    (cd "$dir" && seq -f "entry-with-a-long-name-%06g" 1 "$n" | xargs touch)
+    # A fresh listing from the server, not the client's cache.
+    echo 3 >/proc/sys/vm/drop_caches
+    local listed; listed=$(ls -f "$dir" | grep -c '^entry-with-a-long-name-')
+    check "directory of $n entries listed completely ($listed)" test "$listed" -eq "$n"
+    local sum1 sum2
+    sum1=$(seq -f "entry-with-a-long-name-%06g" 1 "$n" | sort | md5sum)
+    sum2=$(ls "$dir" | sort | md5sum)
+    check "directory listing has exactly the names created" test "$sum1" = "$sum2"
+    rm -rf "$dir"
+}
+
+# wl_symlink DIR: symlink create and readlink, short and long targets.
+wl_symlink() {
+    local dir=$1 long
+    long=$(printf 'd%.0s' $(seq 1 200))/$(printf 'e%.0s' $(seq 1 200))/target-of-odd-length-x
+    ln -s "short/target" "$dir/ln1"
+    ln -s "$long" "$dir/ln2"
+    echo 3 >/proc/sys/vm/drop_caches
+    check "readlink of a short symlink" test "$(readlink "$dir/ln1")" = "short/target"
+    check "readlink of a ${#long}-byte symlink" test "$(readlink "$dir/ln2")" = "$long"
+    rm -f "$dir/ln1" "$dir/ln2"
+}
+
+# wl_rename_setattr DIR: rename, chmod, truncate, utimes, seen fresh from the server.
+wl_rename_setattr() {
+    local dir=$1
+    echo "rename me" >"$dir/a"
+    mv "$dir/a" "$dir/b"
+    chmod 0640 "$dir/b"
+    truncate -s 12345 "$dir/b"
+    touch -d "2001-02-03 04:05:06" "$dir/b"
+    echo 3 >/proc/sys/vm/drop_caches
+    check "rename: old name gone" test ! -e "$dir/a"
+    check "rename: new name present" test -e "$dir/b"
+    check "setattr: mode 0640" test "$(stat -c %a "$dir/b")" = "640"
+    check "setattr: size 12345" test "$(stat -c %s "$dir/b")" = "12345"
+    check "setattr: mtime" test "$(stat -c %Y "$dir/b")" = "$(date -d '2001-02-03 04:05:06' +%s)"
+    rm -f "$dir/b"
+}
+
+# wl_locks DIR: a POSIX lock held by one process blocks another, and is released.
+wl_locks() {
+    local dir=$1
+    : >"$dir/lockfile"
+    /usr/bin/python3 - "$dir/lockfile" <<'PY' && ok "POSIX locks: exclusive, conflicting, released" || fail "POSIX locks"
+import fcntl, os, sys, time
+path = sys.argv[1]
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    fd = os.open(path, os.O_RDWR)
+    fcntl.lockf(fd, fcntl.LOCK_EX)
+    os.write(w, b"L")
+    time.sleep(2)
+    fcntl.lockf(fd, fcntl.LOCK_UN)
+    os._exit(0)
+os.read(r, 1)
+fd = os.open(path, os.O_RDWR)
+try:
+    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    sys.exit("lock was granted while another process held it")
+except OSError:
+    pass
+t = time.time()
+fcntl.lockf(fd, fcntl.LOCK_EX)       # waits for the child's unlock
+fcntl.lockf(fd, fcntl.LOCK_UN)
+os.waitpid(pid, 0)
+sys.exit(0 if time.time() - t < 30 else "lock took too long")
+PY
+    rm -f "$dir/lockfile"
+}
+
+# wl_concurrent DIR N MB: N writers at once, each its own file, all checksummed.
+wl_concurrent() {
+    local dir=$1 n=$2 mb=$3 i src bad=0
+    src=$(e2e_source "$mb")
+    for i in $(seq 1 "$n"); do
+        (dd if="$src" of="$dir/par-$i" bs=256k oflag=direct status=none) &
+    done
+    wait
+    local want; want=$(md5sum <"$src" | cut -d' ' -f1)
+    for i in $(seq 1 "$n"); do
+        [[ $(dd if="$dir/par-$i" bs=1M iflag=direct status=none | md5sum | cut -d' ' -f1) == "$want" ]] ||
+            { bad=$((bad + 1)); echo "  writer $i: data differs"; }
+    done
+    check "$n concurrent writers of $mb MiB each: all intact" test "$bad" -eq 0
+    rm -f "$dir"/par-*
+}
