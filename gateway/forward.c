@@ -1052,7 +1052,15 @@ static struct rconn_params fwd_rdma_params(const struct gw_route *r, struct rpcr
 		.connect_timeout_ms = r->connect_timeout_ms,
 	};
 
-	*pd = (struct rpcrdma_privdata){ .remote_inv = true,
+	/*
+	 * R (remote invalidation) stays clear: the gateway fences every window
+	 * itself. The Linux server would save one LOCAL_INV per call at best
+	 * (it invalidates only when a call has exactly one rkey), and rxe in
+	 * Debian's 6.1 kernel dereferences a NULL pointer when a window that
+	 * the peer invalidated is invalidated again, which a lost or
+	 * misreported IBV_WC_WITH_INV would make the gateway do.
+	 */
+	*pd = (struct rpcrdma_privdata){ .remote_inv = false,
 					 .send_size = r->inline_send_size,
 					 .recv_size = r->inline_receive_size };
 	rpcrdma_privdata_encode(p.private_data, pd);

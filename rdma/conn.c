@@ -250,6 +250,12 @@ int rconn_expose(struct rconn *c, struct gw_buf *buf, uint32_t offset, uint32_t 
 	c->mw_free = m->next_free;
 	m->next_free = NULL;
 	m->rkey = rkey;
+	/*
+	 * A bind posted on the send queue does not update ibv_mw.rkey (only
+	 * ibv_bind_mw() does, for type 1), yet providers name the window by
+	 * that field in the next bind: keep it equal to the current rkey.
+	 */
+	m->mw->rkey = rkey;
 	m->bound = true;
 	c->mw_in_use++;
 	c->stats.binds++;
