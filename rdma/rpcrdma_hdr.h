@@ -15,8 +15,8 @@
  * Every failure has its own enum rpcrdma_reason, with a short stable name
  * (for counters and logs) and the answer a responder gives: ERR_VERS,
  * ERR_CHUNK, or drop. A requester never answers a reply with RDMA_ERROR: on
- * the reply path every failure means "drop the reply" (RFC 8166 "Error Handling"; 5666bis-01
- * section 5.5).
+ * the reply path every failure means "drop the reply" (RFC 8166 "Error
+ * Handling"; 5666bis-01 section 5.5).
  *
  * Which version is spoken is a property of the message (decode) or of the
  * connection (encode: the version field of each descriptor). Version One is
@@ -24,9 +24,15 @@
  * against the versions the caller enables in struct rpcrdma_limits, and a
  * message of any other version (Version Two included) decodes to
  * RPCRDMA_R_BAD_VERSION, answered with ERR_VERS carrying the enabled range.
+ * The one exception is an RDMA_ERROR/ERR_VERS, the same in every version and
+ * the answer version negotiation waits for: it is decoded whatever its
+ * version field says (the Linux server echoes the refused version there).
  * A Version Two codec (draft-cel-nfsv4-rpcrdma-version-two: RDMA2_OPTIONAL,
  * the direction fields, RDMA2_ERR_INVAL_OPTION) plugs into the per-version
- * table in rpcrdma_hdr.c and fills the same struct, so callers do not change.
+ * table in rpcrdma_hdr.c beside Version One and fills the same struct (new
+ * members for what only it carries, such as the direction and an optional
+ * type, are additions), with new reasons for its own errors; callers that
+ * dispatch on proc and on the reason's action do not change.
  *
  * The encoders write into a caller buffer: call the size function first, or
  * pass a buffer of at least that size. They never produce RDMA_MSGP or

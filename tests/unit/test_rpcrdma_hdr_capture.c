@@ -82,7 +82,8 @@ static void check_message(const char *dir, char **col)
 	struct list segcounts, positions, handles, lengths, offsets;
 	unsigned k = 0;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, col[0]);
+	if (snprintf(path, sizeof(path), "%s/%s", dir, col[0]) >= (int)sizeof(path))
+		fail_msg("path too long");
 	buf = read_file(path, &len);
 	rpcrdma_limits_default(&lim);
 	enum rpcrdma_reason r = rpcrdma_hdr_decode(&h, buf, len, &lim);
@@ -177,7 +178,8 @@ static void test_captured_headers(void **state)
 
 	if (!dir)
 		dir = GW_TEST_DATA_DIR "/rpcrdma";
-	snprintf(path, sizeof(path), "%s/tshark.tsv", dir);
+	if (snprintf(path, sizeof(path), "%s/tshark.tsv", dir) >= (int)sizeof(path))
+		fail_msg("path too long");
 	f = fopen(path, "r");
 	if (!f)
 		fail_msg("cannot open %s", path);

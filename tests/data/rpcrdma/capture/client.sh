@@ -5,6 +5,7 @@ modprobe nfsv3; modprobe nfsv4
 dev=$(ls /sys/class/net | grep -v -E '^(lo|rxe)' | head -1)
 tshark -i "$dev" -f 'udp port 4791' -w /tmp/cap.pcap -q 2>/dev/null & cap=$!
 for i in $(seq 1 120); do [ -e /share/server_ready ] && break; sleep 1; done
+for i in $(seq 1 120); do [ -s /tmp/cap.pcap ] && break; sleep 1; done
 workload() { # $1 = mount point
 	stat "$1/f" >/dev/null
 	ls -l "$1/big" | wc -l

@@ -3,14 +3,16 @@
 """Extract RPC-over-RDMA messages (transport header + following RPC bytes)
 from a RoCEv2 capture, and tshark's decode of each, for the codec's tests.
 
-    extract.py CAPTURE.pcap OUTDIR [--all]
+    extract.py CAPTURE.pcap OUTDIR [--all] [--types=4,...] [--first=N --append]
 
 Sends are reassembled per (source address, destination QP) from the RC
 SEND First/Middle/Last/Only opcodes (with Immediate or Invalidate), pad
 bytes and ICRC removed. One file per message kind is kept (--all: every
 message), named NNN-<proc>-<chunks>-<program><procedure or ops>-<call|reply>.bin, and OUTDIR/tshark.tsv gets one line
 per kept file with tshark's rpcordma fields for the frame that carries the
-header, so that tests need no tshark.
+header, so that tests need no tshark. --types keeps only messages of those
+rdma_proc values; --first numbers the files from N and --append adds to an
+existing tshark.tsv (to add a second capture to the same directory).
 """
 import os
 import struct
@@ -118,6 +120,9 @@ def describe(row):
         what.append("write%s" % row["rpcordma.writes_count"])
     if row["rpcordma.reply_count"] not in ("", "0"):
         what.append("replych")
+    err = {"1": "errvers", "2": "errchunk"}.get(row["rpcordma.errcode"])
+    if err:
+        what.append(err)
     prog = row["rpc.program"].split(",")[0]
     kind = {"100003": "nfs", "100227": "nfsacl", "100005": "mount"}.get(prog, "")
     if kind:
@@ -134,6 +139,9 @@ def main():
         sys.exit(__doc__)
     cap, outdir = sys.argv[1], sys.argv[2]
     keep_all = "--all" in sys.argv
+    opts = dict(a[2:].split("=", 1) for a in sys.argv[3:] if "=" in a)
+    types = [int(t) for t in opts["types"].split(",")] if "types" in opts else None
+    number = int(opts.get("first", "1"))
     rows = tshark_decode(cap)
     os.makedirs(outdir, exist_ok=True)
     kept, kinds, n, unmatched = [], set(), 0, 0
@@ -143,17 +151,21 @@ def main():
         if row is None:
             unmatched += 1
             continue
+        if types is not None and int(row["rpcordma.msg_type"] or -1) not in types:
+            continue
         proc, what = describe(row)
         sig = (proc, what)
         if sig in kinds and not keep_all:
             continue
         kinds.add(sig)
-        name = "%03d-%s-%s.bin" % (len(kept) + 1, proc, what)
+        name = "%03d-%s-%s.bin" % (len(kept) + number, proc, what)
         with open(os.path.join(outdir, name), "wb") as f:
             f.write(msg)
         kept.append((name, row))
-    with open(os.path.join(outdir, "tshark.tsv"), "w") as f:
-        f.write("# file\t" + "\t".join(FIELDS[1:16]) + "\n")
+    append = "--append" in sys.argv
+    with open(os.path.join(outdir, "tshark.tsv"), "a" if append else "w") as f:
+        if not append:
+            f.write("# file\t" + "\t".join(FIELDS[1:16]) + "\n")
         for name, row in kept:
             f.write(name + "\t" + "\t".join(row[k] for k in FIELDS[1:16]) + "\n")
     print("%d messages, %d kept, %d without a tshark decode" % (n, len(kept), unmatched))
