@@ -275,8 +275,20 @@ static int fwd_deliver_spliced(struct fwd_session *s, struct fwd_call *c, struct
 	}
 	enum ulb_reply_status st =
 		ulb_parse_reply(&c->ulb, &s->ulb_sessions, inl, inl_len, moved, &rep);
-	if (st != ULB_REPLY_OK && st != ULB_REPLY_STOPPED)
+	gw_debug("forward %s: xid %#x: reply of %u inline bytes, moved %#x, walk %d, %u items",
+		 s->base.client, c->xid, inl_len, moved, st, rep.n_items);
+	if (st != ULB_REPLY_OK && st != ULB_REPLY_STOPPED) {
+		if (gw_log_enabled(GW_LOG_DEBUG)) {
+			char hex[3 * 160 + 1];
+			uint32_t n = inl_len < 160 ? inl_len : 160;
+			for (uint32_t i = 0; i < n; i++)
+				snprintf(hex + 3 * i, 4, "%02x ", inl[i]);
+			hex[3 * n] = '\0';
+			gw_debug("forward %s: xid %#x: reply does not walk: %s", s->base.client,
+				 c->xid, hex);
+		}
 		return -EPROTO;
+	}
 	for (uint32_t k = 0; k < rep.n_items && k < c->nwrites; k++) {
 		const struct ulb_reply_item *it = &rep.items[k];
 		if (!it->moved)
@@ -405,11 +417,17 @@ static uint32_t fwd_reply_hdr_size(uint32_t nwrites)
 }
 
 /*
- * Decide how the reply comes back. Write chunks carry READ/READLINK data when
- * the rest of the reply surely fits inline; otherwise, when the whole reply
- * may not fit inline, a Reply chunk as large as the reply can be. Never both,
- * as the Linux client does: the Linux server then always writes the whole
- * reply into the Reply chunk.
+ * Decide how the reply comes back. Write chunks carry READ data when the rest
+ * of the reply surely fits inline; otherwise, when the whole reply may not fit
+ * inline, a Reply chunk as large as the reply can be. Never both, as the Linux
+ * client does: the Linux server then always writes the whole reply into the
+ * Reply chunk.
+ *
+ * READLINK paths are DDP-eligible too (RFC 8267) but go in the Reply chunk, as
+ * the Linux client sends them: the Linux 6.1 server moves an NFSv4 READLINK
+ * result into a Write chunk from its length word on, leaving the last four
+ * bytes of the path where the length should be. Only a leading run of opaque
+ * (READ) items gets Write chunks: chunk n belongs to result item n.
  */
 static void fwd_plan_reply(const struct fwd_session *s, const struct fwd_call *c, uint32_t *nwrites,
 			   bool *reply_chunk)
@@ -425,8 +443,9 @@ static void fwd_plan_reply(const struct fwd_session *s, const struct fwd_call *c
 	if (u->status == ULB_OK && u->n_results > 0) {
 		uint32_t n = 0;
 		uint64_t moved = 0;
-		while (n < u->n_results && n < limit && u->result_max[n] != ULB_LEN_UNKNOWN &&
-		       u->result_max[n] > 0 && u->result_max[n] <= pool_max) {
+		while (n < u->n_results && n < limit && (u->result_opaque & (1u << n)) &&
+		       u->result_max[n] != ULB_LEN_UNKNOWN && u->result_max[n] > 0 &&
+		       u->result_max[n] <= pool_max) {
 			moved += xdr_align(u->result_max[n]);
 			n++;
 		}

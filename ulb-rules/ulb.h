@@ -176,6 +176,12 @@ struct ulb_call {
 	/* Eligible result items to expect, in reply order: their largest length
 	 * (ULB_LEN_UNKNOWN when the call does not bound it). */
 	uint8_t n_results;
+	/*
+	 * Bit k set: result item k is opaque data (READ), clear: an XDR string
+	 * (a READLINK path). Requesters may treat them differently: the Linux
+	 * client offers Write chunks for READ data only.
+	 */
+	uint32_t result_opaque;
 	struct ulb_item args[ULB_MAX_ITEMS];
 	uint32_t result_max[ULB_MAX_ITEMS];
 

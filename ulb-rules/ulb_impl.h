@@ -42,6 +42,7 @@ enum {
 	UN_SAVE = 1 << 2,      /* value (or union discriminant, or opaque length) saved in @save */
 	UN_MAX_VALUE = 1 << 3, /* opaque/array maximum is the saved value @max_value */
 	UN_HAS_DDP = 1 << 4,   /* the subtree holds a DDP item */
+	UN_STRING = 1 << 5,    /* an XDR string (a path), not opaque data */
 };
 
 struct ulb_node {
@@ -78,6 +79,7 @@ struct ulb_bound {
 struct ulb_expect {
 	uint32_t max;  /* literal maximum, ULB_LEN_UNKNOWN when none */
 	uint8_t value; /* value slot, or ULB_NO_VALUE */
+	bool string;   /* an XDR string (READLINK's path), not opaque data */
 };
 #define ULB_NO_VALUE 0xff
 

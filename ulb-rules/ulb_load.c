@@ -533,7 +533,7 @@ static uint32_t compile_container(struct loader *L, json_t *v, const char *ptr, 
 	return n;
 }
 
-static uint32_t compile_opaque(struct loader *L, json_t *v, const char *ptr)
+static uint32_t compile_opaque(struct loader *L, json_t *v, const char *ptr, bool string)
 {
 	char sub[PTR_MAX];
 
@@ -546,6 +546,8 @@ static uint32_t compile_opaque(struct loader *L, json_t *v, const char *ptr)
 	}
 	struct ulb_node *node = &L->r->nodes[n];
 	node->max = ULB_LEN_UNKNOWN;
+	if (string)
+		node->flags |= UN_STRING;
 	L->nmin[n] = 4;
 	if (v) {
 		json_t *ddp = json_object_get(v, "ddp");
@@ -632,7 +634,7 @@ static uint32_t compile_object(struct loader *L, json_t *v, const char *ptr)
 	}
 	const char *t = json_string_value(tv);
 	if (strcmp(t, "opaque") == 0 || strcmp(t, "string") == 0)
-		return compile_opaque(L, v, ptr);
+		return compile_opaque(L, v, ptr, strcmp(t, "string") == 0);
 	if (strcmp(t, "fixed") == 0) {
 		uint32_t size = 0;
 		if (!check_keys(L, v, ptr, k_fixed) || !get_u32(L, v, ptr, "size", true, &size))
@@ -692,7 +694,7 @@ static uint32_t compile_type(struct loader *L, json_t *v, const char *ptr)
 		const char *t = json_string_value(v);
 		bool builtin;
 		if (strcmp(t, "opaque") == 0 || strcmp(t, "string") == 0) {
-			n = compile_opaque(L, NULL, ptr);
+			n = compile_opaque(L, NULL, ptr, strcmp(t, "string") == 0);
 		} else {
 			n = compile_builtin(L, t, &builtin);
 			if (!builtin)
@@ -739,6 +741,7 @@ static void collect_expect(const struct loader *L, uint32_t n, struct ulb_expect
 				(node->flags & UN_MAX_VALUE) ? ULB_LEN_UNKNOWN : node->max;
 			out[*count].value =
 				(node->flags & UN_MAX_VALUE) ? node->max_value : ULB_NO_VALUE;
+			out[*count].string = (node->flags & UN_STRING) != 0;
 			(*count)++;
 		}
 		return;

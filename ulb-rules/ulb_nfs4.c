@@ -73,6 +73,7 @@ static void stop_ddp(const struct ulb_version *v, const struct ulb_sessions *ses
 	call->stop_op = op;
 	call->n_args = 0;
 	call->n_results = 0;
+	call->result_opaque = 0;
 	ulb_counters.ddp_stopped++;
 	uint32_t maxresp = call->has_sequence && sessions
 				   ? ulb_sessions_maxresp(sessions, call->sessionid)

@@ -210,6 +210,8 @@ void ulb_expect_results(const struct ulb_proc *p, const uint64_t *values, struct
 		if (e->value != ULB_NO_VALUE)
 			max = values[e->value] <= UINT32_MAX ? (uint32_t)values[e->value]
 							     : ULB_LEN_UNKNOWN;
+		if (!e->string)
+			call->result_opaque |= 1u << call->n_results;
 		call->result_max[call->n_results++] = max;
 	}
 }
@@ -271,6 +273,7 @@ static enum ulb_status call_garbage(struct ulb_call *call)
 	call->status = ULB_GARBAGE_ARGS;
 	call->n_args = 0;
 	call->n_results = 0;
+	call->result_opaque = 0;
 	ulb_counters.garbage_args++;
 	return call->status;
 }

@@ -164,6 +164,7 @@ static void test_capture(void **state)
 	memset(&sessions, 0, sizeof(sessions));
 	char line[2048];
 	unsigned pairs = 0, call_items = 0, reply_items = 0, v41_bounded = 0, exact = 0;
+	unsigned v3_reads = 0, v3_readlinks = 0;
 	while (fgets(line, sizeof(line), m)) {
 		struct expect ec, er;
 		if (!parse_line(line, &ec))
@@ -204,6 +205,17 @@ static void test_capture(void **state)
 			v41_bounded++;
 		}
 
+		/* READ data is opaque, a READLINK path is a string (NFSv3: procs 6 and 5) */
+		if (call.prog == 100003 && call.vers == 3 && call.proc == 6) {
+			assert_int_equal(call.n_results, 1);
+			assert_int_equal(call.result_opaque, 1);
+			v3_reads++;
+		} else if (call.prog == 100003 && call.vers == 3 && call.proc == 5) {
+			assert_int_equal(call.n_results, 1);
+			assert_int_equal(call.result_opaque, 0);
+			v3_readlinks++;
+		}
+
 		struct ulb_reply r;
 		enum ulb_reply_status rs = ulb_parse_reply(&call, &sessions, rmsg, rlen, 0, &r);
 		if (rs != ULB_REPLY_OK && rs != ULB_REPLY_NO_RESULTS)
@@ -235,6 +247,7 @@ static void test_capture(void **state)
 	assert_true(call_items >= 20);
 	assert_true(reply_items >= 20);
 	assert_true(v41_bounded > 20);
+	assert_true(v3_reads > 0 && v3_readlinks > 0);
 }
 
 int main(void)

@@ -174,10 +174,13 @@ PY
 wl_concurrent() {
     local dir=$1 n=$2 mb=$3 i src bad=0
     src=$(e2e_source "$mb")
+    local pids=()
     for i in $(seq 1 "$n"); do
-        (dd if="$src" of="$dir/par-$i" bs=256k oflag=direct status=none) &
+        dd if="$src" of="$dir/par-$i" bs=256k oflag=direct status=none &
+        pids+=($!)
     done
-    wait
+    # Only these: a bare `wait` would also wait for the gateway.
+    for i in "${pids[@]}"; do wait "$i" || bad=$((bad + 1)); done
     local want; want=$(md5sum <"$src" | cut -d' ' -f1)
     for i in $(seq 1 "$n"); do
         [[ $(dd if="$dir/par-$i" bs=1M iflag=direct status=none | md5sum | cut -d' ' -f1) == "$want" ]] ||

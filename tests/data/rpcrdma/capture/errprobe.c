@@ -51,18 +51,19 @@ static int probe(struct rdma_cm_id *id, struct ibv_mr *mr, struct ibv_mr *smr, c
 
 int main(int argc, char **argv)
 {
-	struct rdma_addrinfo hints = {.ai_port_space = RDMA_PS_TCP}, *res;
+	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP }, *res;
 	struct ibv_qp_init_attr attr = {
-		.cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
-		.sq_sig_all = 1};
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+		.sq_sig_all = 1
+	};
 	/* RFC 8797: magic, version 1, no R, 4096/4096 */
-	const uint8_t pd[8] = {0xf6, 0xab, 0x0e, 0x18, 1, 0, 3, 3};
-	struct rdma_conn_param cp = {.private_data = pd,
-				     .private_data_len = 8,
-				     .responder_resources = 1,
-				     .initiator_depth = 1,
-				     .retry_count = 7,
-				     .rnr_retry_count = 7};
+	const uint8_t pd[8] = { 0xf6, 0xab, 0x0e, 0x18, 1, 0, 3, 3 };
+	struct rdma_conn_param cp = { .private_data = pd,
+				      .private_data_len = 8,
+				      .responder_resources = 1,
+				      .initiator_depth = 1,
+				      .retry_count = 7,
+				      .rnr_retry_count = 7 };
 	struct rdma_cm_id *id;
 	struct ibv_mr *mr, *smr;
 
@@ -79,11 +80,11 @@ int main(int argc, char **argv)
 	if (rdma_connect(id, &cp))
 		return perror("rdma_connect"), 1;
 	/* xid, vers, credits, proc, three empty lists, then an RPC NULL call header */
-	const uint32_t v2[] = {0x0e770001, 2,	   1, 0, 0, 0, 0, 0x0e770001, 0,
-			       2,	   100003, 3, 0, 0, 0, 0, 0};
-	const uint32_t badproc[] = {0x0e770002, 1, 1, 5, 0, 0, 0};
-	const uint32_t msgp[] = {0x0e770003, 1, 1,	2, 4096, 1024, 0, 0, 0, 0x0e770003,
-				 0,	     2, 100003, 3, 0,	 0,    0, 0, 0};
+	const uint32_t v2[] = { 0x0e770001, 2,	    1, 0, 0, 0, 0, 0x0e770001, 0,
+				2,	    100003, 3, 0, 0, 0, 0, 0 };
+	const uint32_t badproc[] = { 0x0e770002, 1, 1, 5, 0, 0, 0 };
+	const uint32_t msgp[] = { 0x0e770003, 1, 1,	 2, 4096, 1024, 0, 0, 0, 0x0e770003,
+				  0,	      2, 100003, 3, 0,	  0,	0, 0, 0 };
 	int rc = 0;
 	rc |= probe(id, mr, smr, "version-2", v2, sizeof(v2) / 4);
 	rc |= probe(id, mr, smr, "proc-5", badproc, sizeof(badproc) / 4);
