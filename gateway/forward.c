@@ -280,8 +280,8 @@ static int fwd_deliver_spliced(struct fwd_session *s, struct fwd_call *c, struct
 	if (st != ULB_REPLY_OK && st != ULB_REPLY_STOPPED) {
 		if (gw_log_enabled(GW_LOG_DEBUG)) {
 			char hex[3 * 160 + 1];
-			uint32_t n = inl_len < 160 ? inl_len : 160;
-			for (uint32_t i = 0; i < n; i++)
+			size_t n = inl_len < 160 ? inl_len : 160;
+			for (size_t i = 0; i < n; i++)
 				snprintf(hex + 3 * i, 4, "%02x ", inl[i]);
 			hex[3 * n] = '\0';
 			gw_debug("forward %s: xid %#x: reply does not walk: %s", s->base.client,
