@@ -28,6 +28,7 @@ struct gw_engine {
 	size_t nroutes;
 	uint64_t next_session_id;
 	bool draining;
+	struct event *sweep_timer; /* idle timeouts, once a second */
 	struct event *drain_timer;
 	void (*drain_done)(void *arg);
 	void *drain_arg;
@@ -70,6 +71,7 @@ void gw_session_register(struct gw_route_rt *route, struct gw_session *s,
 	s->ops = ops;
 	s->id = ++route->eng->next_session_id;
 	s->started_us = gw_now_us();
+	s->active_us = s->started_us;
 	gw_format_addr(client, s->client, sizeof(s->client));
 	TAILQ_INSERT_TAIL(&route->sessions, s, link);
 	route->live_sessions++;
@@ -78,6 +80,7 @@ void gw_session_register(struct gw_route_rt *route, struct gw_session *s,
 }
 
 static void engine_check_drained(struct gw_engine *eng);
+static void engine_sweep(evutil_socket_t fd, short what, void *arg);
 
 void gw_session_unregister(struct gw_session *s)
 {
@@ -254,7 +257,42 @@ struct gw_engine *gw_engine_start(struct event_base *base, const struct gw_confi
 			return NULL;
 		}
 	}
+	eng->sweep_timer = event_new(base, -1, EV_PERSIST, engine_sweep, eng);
+	struct timeval second = { 1, 0 };
+	if (!eng->sweep_timer || event_add(eng->sweep_timer, &second) != 0) {
+		snprintf(err, errlen, "cannot start the idle-timeout timer");
+		gw_engine_stop(eng);
+		return NULL;
+	}
 	return eng;
+}
+
+/*
+ * Close sessions that carried nothing for their route's idle_timeout. One
+ * sweep a second over every session costs less than a timer per session
+ * re-armed on every call.
+ */
+static void engine_sweep(evutil_socket_t fd, short what, void *arg)
+{
+	struct gw_engine *eng = arg;
+	uint64_t now = gw_now_us();
+
+	for (size_t i = 0; i < eng->nroutes; i++) {
+		struct gw_route_rt *rt = &eng->routes[i];
+		uint64_t limit_us = (uint64_t)rt->cfg->idle_timeout_ms * 1000;
+		if (!limit_us)
+			continue;
+		struct gw_session *s, *next;
+		for (s = TAILQ_FIRST(&rt->sessions); s; s = next) {
+			next = TAILQ_NEXT(s, link);
+			if (now - s->active_us >= limit_us && s->ops->idle(s)) {
+				gw_info("%s: session %llu from %s idle for %llu s: closing",
+					rt->cfg->name, (unsigned long long)s->id, s->client,
+					(unsigned long long)((now - s->active_us) / 1000000));
+				s->ops->shutdown(s);
+			}
+		}
+	}
 }
 
 size_t gw_engine_sessions(const struct gw_engine *eng)
@@ -364,6 +402,8 @@ void gw_engine_stop(struct gw_engine *eng)
 	free(eng->routes);
 	if (eng->drain_timer)
 		event_free(eng->drain_timer);
+	if (eng->sweep_timer)
+		event_free(eng->sweep_timer);
 	rdma_ctx_destroy(eng->rdma);
 	free(eng);
 }

@@ -112,6 +112,24 @@ struct fwd_call {
 	uint64_t t_reply;
 };
 
+/*
+ * A backward-direction call (RFC 8167): the server calls the client (NFSv4.1
+ * CB_SEQUENCE, CB_RECALL...) on the client's own connection. The gateway relays
+ * it to the TCP client as a CALL record and the client's REPLY record back as
+ * an inline RDMA_MSG. A slot lives from the call's arrival until the reply's
+ * Send completes; there are as many as backward credits we grant.
+ */
+struct fwd_bcall {
+	struct fwd_session *s;
+	bool busy;
+	bool send_pending;
+	uint32_t xid;
+	struct gw_buf *rec; /* the client's reply record, until its Send completes */
+	struct gw_buf *hdr;
+	struct rconn_wr send_wr;
+	uint64_t t_in;
+};
+
 enum fwd_state {
 	FS_CONNECTING,
 	FS_READY,
@@ -146,6 +164,10 @@ struct fwd_session {
 	bool in_close; /* fwd_session_close() is running: do not free under it */
 	struct rdma_pool_waiter pool_waiter;
 	struct ulb_sessions ulb_sessions;
+
+	struct fwd_bcall *bcalls;
+	uint32_t nbcalls; /* backward credits we grant */
+	uint32_t bc_busy;
 };
 
 static const uint8_t zero_pad[4];
@@ -232,6 +254,8 @@ static void fwd_reply_error(struct fwd_session *s, uint32_t xid, enum rpc_accept
 	gw_count_event(&s->base, GW_EV_RPC_ERROR_REPLY);
 	if (len && s->tcp && tcp_conn_send_copy(s->tcp, msg, len) != 0)
 		gw_debug("forward %s: error reply for xid %#x not queued", s->base.client, xid);
+	else
+		GW_COUNT(&s->base, tcp_bytes_out, len + 4);
 }
 
 /* Which buffer an iovec from the splicer lies in, to send it by reference. */
@@ -324,7 +348,10 @@ static int fwd_deliver_spliced(struct fwd_session *s, struct fwd_call *c, struct
 	}
 	for (unsigned i = 0; i < nins; i++)
 		GW_COUNT(&s->base, bytes_write_chunk, ins[i].len);
-	return tcp_conn_send_record(s->tcp, pieces, out.cnt) == 0 ? 0 : -errno;
+	if (tcp_conn_send_record(s->tcp, pieces, out.cnt) != 0)
+		return -errno;
+	GW_COUNT(&s->base, tcp_bytes_out, (uint64_t)out.len + 4);
+	return 0;
 }
 
 static void fwd_deliver(struct fwd_session *s, struct fwd_call *c)
@@ -371,6 +398,8 @@ static void fwd_deliver(struct fwd_session *s, struct fwd_call *c)
 		}
 		err = tcp_conn_send_ref(s->tcp, inl_buf, (uint32_t)(inl - inl_buf->base), inl_len);
 		err = err == 0 ? 0 : -errno;
+		if (!err)
+			GW_COUNT(&s->base, tcp_bytes_out, (uint64_t)inl_len + 4);
 	}
 	if (err)
 		gw_debug("forward %s: reply xid %#x not queued: %s", s->base.client, c->xid,
@@ -695,6 +724,7 @@ static void fwd_call_admit(struct fwd_session *s, struct gw_buf *buf, uint32_t o
 	c->rec_off = off;
 	c->rec_len = len;
 	c->t_in = gw_now_us();
+	gw_session_touch(&s->base, c->t_in);
 	enum ulb_status st = ulb_parse_call(s->base.route->rules, &s->ulb_sessions, buf->base + off,
 					    len, &c->ulb);
 	c->xid = xdr_get32(buf->base + off);
@@ -729,6 +759,143 @@ static void fwd_call_admit(struct fwd_session *s, struct gw_buf *buf, uint32_t o
 	fwd_pump(s);
 }
 
+/* ---- the backward direction (RFC 8167) ---- */
+
+static void fwd_bcall_release(struct fwd_bcall *b)
+{
+	struct fwd_session *s = b->s;
+
+	if (b->rec)
+		gw_buf_put(b->rec);
+	if (b->hdr)
+		gw_buf_put(b->hdr);
+	b->rec = NULL;
+	b->hdr = NULL;
+	b->busy = false;
+	s->bc_busy--;
+	fwd_maybe_free(s);
+}
+
+static void fwd_bcall_send_done(struct rconn_wr *wr, enum ibv_wc_status status)
+{
+	struct fwd_bcall *b =
+		(struct fwd_bcall *)((char *)wr - offsetof(struct fwd_bcall, send_wr));
+
+	b->send_pending = false;
+	fwd_bcall_release(b);
+}
+
+static struct fwd_bcall *fwd_bcall_by_xid(struct fwd_session *s, uint32_t xid)
+{
+	for (uint32_t i = 0; i < s->nbcalls; i++) {
+		struct fwd_bcall *b = &s->bcalls[i];
+		if (b->busy && !b->send_pending && b->xid == xid)
+			return b;
+	}
+	return NULL;
+}
+
+/*
+ * The client answered a backward call: send its reply to the server as an
+ * inline RDMA_MSG with no chunks, straight from the record buffer. Backward
+ * messages never use chunks (RFC 8167), so a reply larger than the server's
+ * inline threshold cannot be delivered.
+ */
+static void fwd_backward_reply(struct fwd_session *s, struct gw_buf *buf, uint32_t off,
+			       uint32_t len, uint32_t xid)
+{
+	struct fwd_bcall *b = fwd_bcall_by_xid(s, xid);
+
+	if (!b) {
+		gw_count_event(&s->base, GW_EV_UNMATCHED_REPLY);
+		gw_buf_put(buf);
+		return;
+	}
+	struct gw_buf *hdr = rdma_pool_alloc(fwd_pool(s), RPCRDMA_HDR_MIN_SIZE);
+	ssize_t hlen =
+		hdr ? rpcrdma_encode_msg_inline(hdr->base, hdr->size, RPCRDMA_V1, xid, s->nbcalls)
+		    : -ENOBUFS;
+	if (hlen < 0 || (uint32_t)hlen + len > s->thr.send) {
+		gw_warn("forward %s: backward reply xid %#x (%u bytes) cannot be sent: %s",
+			s->base.client, xid, len,
+			hlen < 0 ? "no buffer" : "larger than the server's inline threshold");
+		gw_count_event(&s->base, GW_EV_BACKWARD_UNDELIVERABLE);
+		if (hdr)
+			gw_buf_put(hdr);
+		gw_buf_put(buf);
+		fwd_bcall_release(b);
+		return;
+	}
+	struct ibv_sge sge[2] = {
+		{ (uintptr_t)hdr->base, (uint32_t)hlen, hdr->lkey },
+		{ (uintptr_t)(buf->base + off), len, buf->lkey },
+	};
+	b->rec = buf;
+	b->hdr = hdr;
+	b->send_wr.done = fwd_bcall_send_done;
+	b->send_pending = true;
+	int err = rconn_send(s->rdma, sge, 2, 0, &b->send_wr);
+	if (err) {
+		b->send_pending = false;
+		gw_count_event(&s->base, GW_EV_BACKWARD_UNDELIVERABLE);
+		fwd_bcall_release(b);
+		return;
+	}
+	GW_COUNT(&s->base, backward_replies, 1);
+	GW_COUNT(&s->base, bytes_inline, (uint64_t)hlen + len);
+}
+
+/*
+ * A backward call from the server: RDMA_MSG, no chunks, msg_type CALL, in
+ * the server's own XID space. It goes to the client as a CALL record, by
+ * reference to the receive buffer.
+ */
+static void fwd_backward_call(struct fwd_session *s, struct gw_buf *buf,
+			      const struct rpcrdma_hdr *h)
+{
+	struct fwd_bcall *b = NULL;
+
+	for (uint32_t i = 0; i < s->nbcalls && !b; i++) {
+		if (!s->bcalls[i].busy)
+			b = &s->bcalls[i];
+	}
+	if (!b || h->nreads || h->nwrites || h->has_reply || !s->tcp || s->state != FS_READY) {
+		gw_warn("forward %s: backward call xid %#x dropped: %s", s->base.client, h->xid,
+			!b	 ? "more than the backward credits granted"
+			: s->tcp ? "it has chunks"
+				 : "the client is gone");
+		gw_count_event(&s->base, GW_EV_BACKWARD_UNDELIVERABLE);
+		gw_buf_put(buf);
+		return;
+	}
+	b->busy = true;
+	b->xid = h->xid;
+	b->t_in = gw_now_us();
+	s->bc_busy++;
+	GW_COUNT(&s->base, backward_calls, 1);
+	GW_COUNT(&s->base, bytes_inline, h->hdr_len + h->inline_len);
+	if (tcp_conn_send_ref(s->tcp, buf, h->hdr_len, h->inline_len) != 0) {
+		gw_count_event(&s->base, GW_EV_BACKWARD_UNDELIVERABLE);
+		b->busy = false;
+		s->bc_busy--;
+	} else {
+		GW_COUNT(&s->base, tcp_bytes_out, (uint64_t)h->inline_len + 4);
+	}
+	gw_buf_put(buf);
+}
+
+/* Backward calls still waiting for the client when the session closes. */
+static void fwd_bcalls_abandon(struct fwd_session *s)
+{
+	for (uint32_t i = 0; i < s->nbcalls; i++) {
+		struct fwd_bcall *b = &s->bcalls[i];
+		if (b->busy && !b->send_pending) {
+			b->busy = false;
+			s->bc_busy--;
+		}
+	}
+}
+
 static void fwd_record(struct tcp_conn *tc, struct gw_buf *buf, uint32_t off, uint32_t len,
 		       void *arg)
 {
@@ -740,10 +907,14 @@ static void fwd_record(struct tcp_conn *tc, struct gw_buf *buf, uint32_t off, ui
 		gw_buf_put(buf);
 		return;
 	}
-	if (!rpc_msg_peek(buf->base + off, len, &xid, &type) || type != RPC_MSG_CALL) {
-		/* Backward-direction replies are relayed once callbacks are supported. */
-		gw_count_event(&s->base, GW_EV_UNMATCHED_REPLY);
+	if (!rpc_msg_peek(buf->base + off, len, &xid, &type)) {
+		gw_count_event(&s->base, GW_EV_MALFORMED_RECORD);
 		gw_buf_put(buf);
+		return;
+	}
+	if (type == RPC_MSG_REPLY) {
+		/* The msg_type tells a backward reply from a call, never the XID. */
+		fwd_backward_reply(s, buf, off, len, xid);
 		return;
 	}
 	fwd_call_admit(s, buf, off, len);
@@ -816,6 +987,7 @@ static void fwd_call_answered(struct fwd_session *s, struct fwd_call *c, uint32_
 	xidmap_remove(&s->xids, c->xid);
 	s->in_flight--;
 	c->t_reply = gw_now_us();
+	gw_session_touch(&s->base, c->t_reply);
 	c->state = FC_FENCING;
 	c->fence_wr.done = fwd_fence_done;
 	c->fence_pending = true;
@@ -866,18 +1038,30 @@ static void fwd_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t
 		gw_buf_put(buf);
 		return;
 	}
+	if (h.proc == RPCRDMA_MSG) {
+		r = rpcrdma_hdr_check_xid(&h, buf->base + h.hdr_len, h.inline_len);
+		if (r != RPCRDMA_OK) {
+			gw_warn("forward %s: dropping a message whose RPC header does not match "
+				"its transport header: %s",
+				s->base.client, rpcrdma_reason_name(r));
+			gw_count_event(&s->base, GW_EV_BAD_TRANSPORT_HEADER);
+			gw_buf_put(buf);
+			return;
+		}
+		/*
+		 * The RPC msg_type tells a backward call from a forward reply
+		 * (RFC 8167); its credit field asks for backward credits and
+		 * says nothing about the forward grant.
+		 */
+		if (rpcrdma_rpc_msg_type(buf->base + h.hdr_len) == RPCRDMA_RPC_CALL) {
+			fwd_backward_call(s, buf, &h);
+			return;
+		}
+	}
 	/* A grant of 0 is forbidden; read it as 1 (RFC 8166). */
 	s->granted = h.credits ? h.credits : 1;
 	if (h.proc == RPCRDMA_ERROR) {
 		fwd_recv_error(s, &h, inv_rkey);
-		gw_buf_put(buf);
-		return;
-	}
-	if (h.proc == RPCRDMA_MSG &&
-	    (rpcrdma_hdr_check_xid(&h, buf->base + h.hdr_len, h.inline_len) != RPCRDMA_OK ||
-	     rpcrdma_rpc_msg_type(buf->base + h.hdr_len) == RPCRDMA_RPC_CALL)) {
-		/* Backward-direction calls are relayed once callbacks are supported. */
-		gw_count_event(&s->base, GW_EV_BACKWARD_UNDELIVERABLE);
 		gw_buf_put(buf);
 		return;
 	}
@@ -985,6 +1169,7 @@ static void fwd_session_close(struct fwd_session *s)
 			c->state = FC_DONE;
 			fwd_call_put(c);
 		}
+		fwd_bcalls_abandon(s);
 		if (s->tcp)
 			tcp_conn_close(s->tcp);
 		if (s->fd >= 0) {
@@ -1000,7 +1185,8 @@ static void fwd_session_close(struct fwd_session *s)
 
 static void fwd_maybe_free(struct fwd_session *s)
 {
-	if (s->in_close || s->state != FS_CLOSING || s->tcp || !s->rdma_closed || s->busy)
+	if (s->in_close || s->state != FS_CLOSING || s->tcp || !s->rdma_closed || s->busy ||
+	    s->bc_busy)
 		return;
 	if (s->rdma) {
 		rdma_dev_cancel_wait(rconn_device(s->rdma), &s->pool_waiter);
@@ -1009,6 +1195,7 @@ static void fwd_maybe_free(struct fwd_session *s)
 	}
 	xidmap_destroy(&s->xids);
 	free(s->calls);
+	free(s->bcalls);
 	gw_session_unregister(&s->base);
 	free(s);
 }
@@ -1029,6 +1216,8 @@ static void fwd_credits(const struct gw_session *g, struct gw_credit_state *out,
 	out->granted = s->granted;
 	out->in_use = s->in_flight;
 	out->queued = s->queued;
+	out->backward_granted = s->nbcalls;
+	out->backward_in_use = s->bc_busy;
 	*inline_send = s->thr.send;
 	*inline_recv = s->thr.recv;
 }
@@ -1047,11 +1236,19 @@ static void fwd_shutdown(struct gw_session *g)
 	fwd_session_close(fwd_of(g));
 }
 
+static bool fwd_idle(const struct gw_session *g)
+{
+	const struct fwd_session *s = (const struct fwd_session *)g;
+
+	return s->state == FS_READY && s->busy == 0 && s->bc_busy == 0;
+}
+
 static const struct gw_session_ops fwd_session_ops = {
 	.state = fwd_state_name,
 	.credits = fwd_credits,
 	.drain = fwd_drain,
 	.shutdown = fwd_shutdown,
+	.idle = fwd_idle,
 };
 
 static struct rconn_params fwd_rdma_params(const struct gw_route *r, struct rpcrdma_privdata *pd)
@@ -1069,6 +1266,7 @@ static struct rconn_params fwd_rdma_params(const struct gw_route *r, struct rpcr
 		.responder_resources = 16, /* the server's RDMA Reads of our Read chunks */
 		.initiator_depth = 0,
 		.connect_timeout_ms = r->connect_timeout_ms,
+		.reserved_port = r->source_port == GW_SOURCE_PORT_RESERVED,
 	};
 
 	/*
@@ -1098,12 +1296,17 @@ void gw_forward_accept(struct gw_route_rt *route, int fd, const struct sockaddr 
 	}
 	s->ncalls = r->credits + r->queue_limit;
 	s->calls = calloc(s->ncalls, sizeof(*s->calls));
-	if (!s->calls || xidmap_init(&s->xids, s->ncalls) != 0) {
+	s->nbcalls = r->backchannel_credits;
+	s->bcalls = calloc(s->nbcalls, sizeof(*s->bcalls));
+	if (!s->calls || !s->bcalls || xidmap_init(&s->xids, s->ncalls) != 0) {
 		free(s->calls);
+		free(s->bcalls);
 		free(s);
 		close(fd);
 		return;
 	}
+	for (uint32_t i = 0; i < s->nbcalls; i++)
+		s->bcalls[i].s = s;
 	for (uint32_t i = s->ncalls; i-- > 0;) {
 		s->calls[i].s = s;
 		s->calls[i].index = i;

@@ -56,6 +56,8 @@ struct gw_session_ops {
 	void (*drain)(struct gw_session *s);
 	/* Close both sides now. The session frees itself when that is done. */
 	void (*shutdown)(struct gw_session *s);
+	/* Nothing in flight either way (the idle timeout may close it). */
+	bool (*idle)(const struct gw_session *s);
 };
 
 struct gw_session {
@@ -64,8 +66,9 @@ struct gw_session {
 	const struct gw_session_ops *ops;
 	uint64_t id;
 	uint64_t started_us;
-	char client[64];   /* the accepted side's address, "addr:port" */
-	char upstream[64]; /* the upstream side's address, once known */
+	uint64_t active_us; /* last call or reply, for the idle timeout */
+	char client[64];    /* the accepted side's address, "addr:port" */
+	char upstream[64];  /* the upstream side's address, once known */
 	struct gw_counters counters;
 };
 
@@ -77,6 +80,12 @@ void gw_session_register(struct gw_route_rt *route, struct gw_session *s,
 /* The session's last act: off the route's list; the engine may finish a drain. */
 void gw_session_unregister(struct gw_session *s);
 void gw_format_addr(const struct sockaddr *sa, char *out, size_t outlen);
+
+/* A call or reply passed: the session is not idle. */
+static inline void gw_session_touch(struct gw_session *s, uint64_t now_us)
+{
+	s->active_us = now_us;
+}
 
 /* Count on the session and on its route. */
 #define GW_COUNT(s, field, n)                                                                      \

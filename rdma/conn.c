@@ -747,6 +747,30 @@ static struct rconn *rconn_alloc(struct rdma_ctx *ctx, const struct rconn_params
 	return c;
 }
 
+/*
+ * Bind @id to a free port below 1024 (from 1023 down to 512, the range
+ * bindresvport uses) on the wildcard address of @dst's family.
+ */
+static int rconn_bind_reserved(struct rdma_cm_id *id, const struct sockaddr *dst)
+{
+	struct sockaddr_storage ss;
+
+	for (uint16_t port = 1023; port >= 512; port--) {
+		memset(&ss, 0, sizeof(ss));
+		ss.ss_family = dst->sa_family;
+		if (dst->sa_family == AF_INET6)
+			((struct sockaddr_in6 *)&ss)->sin6_port = htons(port);
+		else
+			((struct sockaddr_in *)&ss)->sin_port = htons(port);
+		if (rdma_bind_addr(id, (struct sockaddr *)&ss) == 0)
+			return 0;
+		/* rdma_cm says EADDRNOTAVAIL for a port that is taken. */
+		if (errno != EADDRINUSE && errno != EADDRNOTAVAIL)
+			return -errno;
+	}
+	return -EADDRINUSE;
+}
+
 struct rconn *rconn_connect(struct rdma_ctx *ctx, const struct sockaddr *dst,
 			    const struct sockaddr *src, const struct rconn_params *params,
 			    const struct rconn_ops *ops, void *owner)
@@ -767,6 +791,14 @@ struct rconn *rconn_connect(struct rdma_ctx *ctx, const struct sockaddr *dst,
 		struct timeval tv = { params->connect_timeout_ms / 1000,
 				      (suseconds_t)(params->connect_timeout_ms % 1000) * 1000 };
 		evtimer_add(c->timer, &tv);
+	}
+	if (params->reserved_port && !src) {
+		int err = rconn_bind_reserved(c->id, dst);
+		if (err) {
+			gw_err("rdma: no reserved source port free: %s", strerror(-err));
+			rconn_fail(c, RCONN_CLOSE_RESOURCES);
+			return c;
+		}
 	}
 	if (rdma_resolve_addr(
 		    c->id, (struct sockaddr *)src, (struct sockaddr *)dst,

@@ -60,6 +60,8 @@ struct rconn_params {
 	uint8_t responder_resources; /* RDMA Reads the peer may have at us */
 	uint8_t initiator_depth;     /* RDMA Reads we may have at the peer */
 	uint32_t connect_timeout_ms;
+	/* Connect from a port below 1024, as kernel NFS clients do. */
+	bool reserved_port;
 	uint8_t private_data[RCONN_PRIVDATA_MAX];
 	uint8_t private_data_len;
 };

@@ -189,3 +189,24 @@ wl_concurrent() {
     check "$n concurrent writers of $mb MiB each: all intact" test "$bad" -eq 0
     rm -f "$dir"/par-*
 }
+
+# nfsd_wait_grace SERVER: wait (up to 150 s) until the NFS server's grace periods are
+# over: during NFSv4's, OPENs are refused with NFS4ERR_GRACE, and during it or lockd's
+# (10 s, set by gwvm-nfsd) no delegation is granted. A throwaway NFSv4.2 mount straight
+# over RDMA (not through any gateway) retries an open until it succeeds.
+nfsd_wait_grace() {
+    local srv=$1 m=/mnt/.grace t0
+    local started; started=$(cat /run/gwvm-nfsd.started 2>/dev/null || date +%s)
+    while (($(date +%s) - started < 12)); do sleep 1; done
+    mkdir -p $m
+    echo probe >/export/.grace-probe
+    mount -t nfs -o vers=4.2,proto=rdma,port=20049 "$srv":/ $m || return 1
+    t0=$(date +%s)
+    until timeout 5 cat $m/.grace-probe >/dev/null 2>&1; do
+        (($(date +%s) - t0 > 150)) && { umount $m; return 1; }
+        sleep 1
+    done
+    echo "nfsd grace period over after $(($(date +%s) - t0)) s"
+    umount $m
+    rm -f /export/.grace-probe
+}
