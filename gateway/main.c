@@ -26,6 +26,7 @@
 #include "conf/config.h"
 #include "gateway/engine.h"
 #include "gateway/probe.h"
+#include "gateway/sd_notify.h"
 #include "gateway/stats_http.h"
 
 struct gw_main {
@@ -85,6 +86,7 @@ static void on_stop_signal(evutil_socket_t sig, short what, void *arg)
 		return;
 	}
 	m->stopping = true;
+	gw_sd_notifyf("STOPPING=1\nSTATUS=draining %zu sessions", gw_engine_sessions(m->eng));
 	gw_info("%s: draining (%zu sessions, up to %u ms)", sig == SIGINT ? "SIGINT" : "SIGTERM",
 		gw_engine_sessions(m->eng), m->cfg->drain_timeout_ms);
 	gw_engine_drain(m->eng, m->cfg->drain_timeout_ms, on_drained, m);
@@ -97,8 +99,10 @@ static void on_reload_signal(evutil_socket_t sig, short what, void *arg)
 	unsigned changes = 0;
 
 	gw_conf_errors_init(&errs);
+	gw_sd_notify("RELOADING=1");
 	const struct gw_config *next = gw_config_load(m->config_path, &errs);
 	if (!next) {
+		gw_sd_notify("READY=1\nSTATUS=reload refused: configuration errors");
 		gw_err("SIGHUP: %s has errors; keeping the running configuration:", m->config_path);
 		for (size_t i = 0; i < errs.count; i++)
 			gw_err("  %s", errs.list[i].text);
@@ -106,6 +110,7 @@ static void on_reload_signal(evutil_socket_t sig, short what, void *arg)
 		return;
 	}
 	if (!gw_config_reloadable(m->cfg, next, &changes, &errs)) {
+		gw_sd_notify("READY=1\nSTATUS=reload refused: changes need a restart");
 		gw_err("SIGHUP: these changes need a restart; keeping the running configuration:");
 		for (size_t i = 0; i < errs.count; i++)
 			gw_err("  %s", errs.list[i].text);
@@ -119,6 +124,7 @@ static void on_reload_signal(evutil_socket_t sig, short what, void *arg)
 	gw_config_free(m->cfg);
 	m->cfg = next;
 	gw_info("SIGHUP: configuration reloaded (changes %#x)", changes);
+	gw_sd_notify("READY=1\nSTATUS=configuration reloaded");
 }
 
 static int run_gateway(struct gw_main *m)
@@ -158,6 +164,8 @@ static int run_gateway(struct gw_main *m)
 	evsignal_add(m->sig_hup, NULL);
 	gw_info("rpcrdma-gw %s running with %zu routes from %s", GW_VERSION, m->cfg->routes_count,
 		m->config_path);
+	/* Listeners are up: systemd (Type=notify) may start what depends on us. */
+	gw_sd_notifyf("READY=1\nSTATUS=%zu routes", m->cfg->routes_count);
 
 	event_base_dispatch(m->base);
 

@@ -1,0 +1,114 @@
+# Bad input and vanishing peers on a forward route. While a kernel NFS mount through
+# the gateway keeps reading and writing (checksummed), a raw TCP client sends:
+#  - a zero-length fragment that is not the last: its connection is closed, counted;
+#  - a record mark announcing more than max_record_size: closed, counted;
+#  - an NFSv3 WRITE whose data length lies: relayed, the server answers GARBAGE_ARGS;
+#  - a call to a program the server does not serve: the server answers PROG_UNAVAIL;
+#  - a REPLY for a call nobody made: dropped and counted, the connection stays.
+# Then the NFS server goes away (its threads stop, its RDMA connections drop) and
+# comes back: the gateway closes the paired client connections (counted), the client
+# reconnects and retransmits, and its data is intact.
+set -u
+source "$GW_SRC/tests/e2e/lib/gw-e2e.sh"
+gwvm-net
+gwvm-nfsd /export rdma
+modprobe nfsv4
+cat >"$E2E_WORK/gw.json" <<JSON
+{ "routes": [ { "name": "nfs", "mode": "forward", "max_record_size": 2097152,
+                "listen": "tcp://192.0.2.2:2049", "upstream": "rdma://192.0.2.1:20049" } ],
+  "stats": { "listen": "127.0.0.1:9464" } }
+JSON
+gw_start forward "$E2E_WORK/gw.json" || e2e_finish
+m=/mnt/err; mkdir -p $m
+mount -t nfs -o vers=4.2,proto=tcp,port=2049 192.0.2.2:/ $m || { fail mount; e2e_finish; }
+src=$(e2e_source 4)
+cp "$src" $m/keep
+healthy() { cmp -s "$src" <(dd if=$m/keep bs=1M iflag=direct status=none); }
+ev() { gw_jq "s['routes'][0]['totals']['events']['$1']"; }
+
+malformed0=$(ev malformed_record)
+/usr/bin/python3 - <<'PY' && ok "raw clients got the answers the standard gives" || fail "raw clients"
+import socket, struct, sys, time
+
+def conn():
+    s = socket.create_connection(("192.0.2.2", 2049), timeout=20)
+    return s
+
+def closed_by_peer(s):
+    try:
+        return s.recv(4) == b""
+    except (ConnectionResetError, socket.timeout):
+        return True
+
+def record(body):
+    return struct.pack(">I", 0x80000000 | len(body)) + body
+
+def call(xid, prog, vers, proc, args=b""):
+    return struct.pack(">IIIIIIIIII", xid, 0, 2, prog, vers, proc, 0, 0, 0, 0) + args
+
+def read_reply(s):
+    mark = b""
+    while len(mark) < 4:
+        chunk = s.recv(4 - len(mark))
+        if not chunk:
+            raise RuntimeError("connection closed before a reply")
+        mark += chunk
+    n = struct.unpack(">I", mark)[0] & 0x7FFFFFFF
+    body = b""
+    while len(body) < n:
+        body += s.recv(n - len(body))
+    return body
+
+fails = []
+# A zero-length fragment that is not the last one.
+s = conn(); s.sendall(struct.pack(">I", 0)); 
+if not closed_by_peer(s): fails.append("zero-length fragment: still open")
+# A fragment larger than max_record_size (2 MiB).
+s = conn(); s.sendall(struct.pack(">I", 0x80000000 | (64 << 20)))
+if not closed_by_peer(s): fails.append("oversize record: still open")
+
+s = conn()
+# NFSv3 WRITE (proc 7): an 8-byte handle, offset, count, stable, then data that
+# claims 1,000,000 bytes and brings 8.
+args = struct.pack(">I8sQIII8s", 8, b"\x01" * 8, 0, 8, 0, 1000000, b"x" * 8)
+s.sendall(record(call(0x1001, 100003, 3, 7, args)))
+r = read_reply(s)
+xid, mtype, stat, vflav, vlen, astat = struct.unpack(">IIIIII", r[:24])
+if (xid, mtype, stat, astat) != (0x1001, 1, 0, 4):
+    fails.append("lying WRITE: reply %r, want GARBAGE_ARGS (4)" % ((xid, mtype, stat, astat),))
+# A program nobody serves.
+s.sendall(record(call(0x1002, 399999, 1, 0)))
+r = read_reply(s)
+xid, mtype, stat, vflav, vlen, astat = struct.unpack(">IIIIII", r[:24])
+if (xid, astat) != (0x1002, 1):
+    fails.append("unknown program: accept_stat %d, want PROG_UNAVAIL (1)" % astat)
+# A reply to nothing: dropped, the connection stays usable.
+s.sendall(record(struct.pack(">IIIIII", 0x7777, 1, 0, 0, 0, 0)))
+s.sendall(record(call(0x1003, 100003, 3, 0)))  # NULL
+r = read_reply(s)
+if struct.unpack(">I", r[:4])[0] != 0x1003:
+    fails.append("after a stray reply: no answer to NULL")
+s.close()
+if fails:
+    print("\n".join(fails)); sys.exit(1)
+PY
+malformed1=$(ev malformed_record)
+check "malformed records counted ($malformed0 -> $malformed1)" test "$malformed1" -ge $((malformed0 + 2))
+check "a stray reply was counted" test "$(ev unmatched_reply)" -ge 1
+check "the mount kept working through all of it" healthy
+
+# The NFS server goes away and comes back.
+lost0=$(ev connection_lost)
+echo 0 >/proc/fs/nfsd/threads
+sleep 3
+check "the server's departure was noticed ($(ev connection_lost) connections lost)" \
+    test "$(ev connection_lost)" -gt "$lost0"
+echo "rdma 20049" >/proc/fs/nfsd/portlist
+echo 8 >/proc/fs/nfsd/threads
+nfsd_wait_grace 192.0.2.1 >/dev/null || true
+check "after the server's restart the client reconnects and reads its data intact" healthy
+dd if="$src" of=$m/after bs=1M oflag=direct status=none
+check "and writes again" cmp -s "$src" /export/after
+umount $m
+gw_stop
+e2e_finish
