@@ -61,9 +61,14 @@ if mount -t nfs -o vers=3,proto=rdma,port=20049,rsize=1048576,wsize=1048576 192.
     src=$(e2e_source 16); want=$(md5sum <"$src" | cut -d' ' -f1)
     dd if="$src" of="$mnt/restart" bs=64k oflag=direct status=none & writer=$!
     sleep 1
+    t0=$(date +%s)
     rpc.nfsd 0; sleep 3; rpc.nfsd 8
     wait "$writer"; rc=$?
+    t=$(($(date +%s) - t0))
     check "a writer with I/O in flight across the server restart finished (status $rc)" test "$rc" -eq 0
+    # Without the resend the calls in flight would wait for the client's retransmit
+    # timeout (60 s for proto=rdma) and a reconnect.
+    check "... without waiting for the client to time out (${t} s)" test "$t" -lt 40
     got=$(dd if="$mnt/restart" bs=1M iflag=direct status=none | md5sum | cut -d' ' -f1)
     check "... and its file is intact" test "$want" = "$got"
     echo "later call" >"$mnt/after"

@@ -12,9 +12,11 @@
  *   4. RDMA_DONE                       -> nothing for 2 s
  *   5. an NFSv3 NULL call              -> its RPC reply (the connection stays)
  *   6. the NULL call as RDMA_MSGP      -> its RPC reply in an RDMA_MSG
- *   7. an NFSv3 WRITE whose data length says more than the message holds
+ *   7. the NULL call in a Position-Zero Read chunk (RDMA_NOMSG)
+ *                                      -> the gateway RDMA-Reads it, replies
+ *   8. an NFSv3 WRITE whose data length says more than the message holds
  *                                      -> RPC reply GARBAGE_ARGS
- *   8. an NFSv3 NULL call again        -> its RPC reply
+ *   9. an NFSv3 NULL call again        -> its RPC reply
  * MODE "overrun": CREDITS + 1 NULL calls at once, to an upstream that never
  * answers: the gateway must close the connection.
  * MODE "noreads": connect offering no responder resources, so that the
@@ -116,9 +118,10 @@ struct step {
 	struct words msg;
 	enum step_kind kind;
 	struct words want;
+	bool p0_call; /* msg is built when sent: the call goes in a Position-Zero Read chunk */
 };
 
-static struct step steps[10];
+static struct step steps[12];
 static unsigned nsteps, cur;
 static uint32_t credits;
 static struct event_base *base;
@@ -182,6 +185,13 @@ static void build_error_steps(void)
 	s->kind = EXPECT;
 	hdr(&s->want, 0x1008, 1, 0, true);
 	rpc_reply(&s->want, 0x1008, 0);
+
+	s = &steps[nsteps++];
+	s->what = "a call in a Position-Zero Read chunk (RDMA_NOMSG) is pulled and answered";
+	s->p0_call = true;
+	s->kind = EXPECT;
+	hdr(&s->want, 0x1009, 1, 0, true);
+	rpc_reply(&s->want, 0x1009, 0);
 
 	s = &steps[nsteps++];
 	s->what = "an NFS WRITE whose data length lies gets RPC GARBAGE_ARGS";
@@ -265,6 +275,40 @@ static void finish(void)
 		event_base_loopexit(base, NULL);
 }
 
+static struct gw_buf *p0_buf;
+static struct rconn_exposure p0_exp;
+
+/*
+ * RDMA_NOMSG whose Read list holds the whole call at position zero: an NFS
+ * NULL call in our memory, exposed for the gateway to read.
+ */
+static bool build_p0_call(struct words *w)
+{
+	struct words call = { .len = 0 };
+
+	rpc_call(&call, 0x1009, 100003, 3, 0);
+	p0_buf = rdma_pool_alloc(rdma_dev_pool(rconn_device(conn)), MSG_MAX);
+	if (!p0_buf)
+		return false;
+	memcpy(p0_buf->base, call.b, call.len);
+	if (rconn_expose(conn, p0_buf, 0, call.len, RCONN_REMOTE_READ, &p0_exp) != 0)
+		return false;
+	w->len = 0;
+	w32(w, 0x1009);
+	w32(w, 1);
+	w32(w, 32);
+	w32(w, 1); /* RDMA_NOMSG */
+	w32(w, 1); /* Read list: one entry at position 0 */
+	w32(w, 0);
+	w32(w, p0_exp.rkey);
+	w32(w, call.len);
+	w64(w, p0_exp.addr);
+	w32(w, 0); /* end of the Read list */
+	w32(w, 0); /* no Write list */
+	w32(w, 0); /* no Reply chunk */
+	return true;
+}
+
 static void run_step(void)
 {
 	if (cur == nsteps) {
@@ -272,6 +316,11 @@ static void run_step(void)
 		return;
 	}
 	struct step *s = &steps[cur];
+	if (s->p0_call && !build_p0_call(&s->msg)) {
+		CHECK(0, "%s: call exposed", s->what);
+		finish();
+		return;
+	}
 	if (!send_words(&s->msg)) {
 		CHECK(0, "%s: sent", s->what);
 		finish();
@@ -390,6 +439,7 @@ int main(int argc, char **argv)
 		.recv_size = 4096,
 		.send_depth = 2 * credits + 16,
 		.max_send_sge = 2,
+		.nmw = 2,				     /* for the Position-Zero call */
 		.responder_resources = noreads_mode ? 0 : 4, /* the gateway's RDMA Reads at us */
 		.connect_timeout_ms = 5000,
 	};
@@ -428,6 +478,9 @@ int main(int argc, char **argv)
 		      "the connection stayed up until the client closed it (%s)",
 		      closed ? rconn_close_reason_str(close_reason) : "still open");
 	}
+	/* The connection is closed: its windows are gone with the queue pair. */
+	if (p0_buf)
+		gw_buf_put(p0_buf);
 	rconn_destroy(conn);
 	event_free(timer);
 	rdma_ctx_destroy(ctx);
