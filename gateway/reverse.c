@@ -716,7 +716,12 @@ static void rev_call_to_upstream(struct rev_session *s, struct rev_call *c)
 {
 	if (s->up == UP_READY && !s->out_congested && s->upq.n == 0 && rev_send_upstream(s, c))
 		return;
-	if (s->up != UP_READY && s->upq.n >= s->base.route->cfg->queue_limit) {
+	/*
+	 * While the upstream reconnects, queue_limit bounds the calls that
+	 * wait. Before it was ever reached they wait anyway (the credits bound
+	 * them): the session ends if it cannot be reached.
+	 */
+	if (s->up_reached && s->up != UP_READY && s->upq.n >= s->base.route->cfg->queue_limit) {
 		gw_warn("reverse %s: xid %#x: the upstream is not connected and %u calls wait "
 			"already: SYSTEM_ERR",
 			s->base.client, c->xid, s->upq.n);
