@@ -123,6 +123,20 @@ static const struct tcp_listener_ops engine_tcp_listener_ops = {
 	.accepted = engine_tcp_accepted,
 };
 
+static bool engine_rdma_accept(struct rlistener *l, void *owner, const struct sockaddr *peer,
+			       const uint8_t *pdata, uint8_t pdata_len,
+			       const struct rdma_conn_param *req, struct rconn_params *params,
+			       const struct rconn_ops **ops, void **conn_owner)
+{
+	if (!engine_admit(peer, 0, owner))
+		return false;
+	return gw_reverse_accept(owner, peer, pdata, pdata_len, req, params, ops, conn_owner);
+}
+
+static const struct rlistener_ops engine_rdma_listener_ops = {
+	.accept = engine_rdma_accept,
+};
+
 /* ---- routes ---- */
 
 static void route_tcp_config(struct gw_route_rt *rt)
@@ -171,9 +185,17 @@ static int route_start(struct gw_engine *eng, struct gw_route_rt *rt, char *err,
 			return -errno;
 		}
 	} else {
-		snprintf(err, errlen, "route %s: reverse mode is not available in this build",
-			 r->name);
-		return -ENOTSUP;
+		struct rconn_params defaults;
+		gw_reverse_listen_params(r, &defaults);
+		rt->rdma_listener =
+			rlistener_create(eng->rdma, (const struct sockaddr *)&r->listen.addr, 0,
+					 &defaults, &engine_rdma_listener_ops, rt);
+		if (!rt->rdma_listener) {
+			int e = errno ? errno : EADDRNOTAVAIL;
+			snprintf(err, errlen, "route %s: cannot listen on %s: %s", r->name,
+				 r->listen.text, strerror(e));
+			return -e;
+		}
 	}
 	gw_info("%s: %s route listening on %s, upstream %s (%zu ULB bindings)", r->name,
 		r->mode == GW_MODE_FORWARD ? "forward" : "reverse", r->listen.text,

@@ -123,4 +123,18 @@ static inline void gw_count_latency(struct gw_session *s, uint64_t gateway_us, u
 /* Pipelines. */
 void gw_forward_accept(struct gw_route_rt *route, int fd, const struct sockaddr *peer);
 
+/* Reverse mode (gateway/reverse.c): the RDMA listener's connection parameters for @r. */
+struct rconn_params;
+struct rconn_ops;
+struct rdma_conn_param;
+void gw_reverse_listen_params(const struct gw_route *r, struct rconn_params *p);
+/*
+ * A client's connection request that the route admits: make its session.
+ * False refuses the connection. The arguments are the rlistener accept
+ * callback's (rdma/conn.h).
+ */
+bool gw_reverse_accept(struct gw_route_rt *route, const struct sockaddr *peer, const uint8_t *pdata,
+		       uint8_t pdata_len, const struct rdma_conn_param *req,
+		       struct rconn_params *params, const struct rconn_ops **ops, void **owner);
+
 #endif

@@ -375,11 +375,23 @@ static void rconn_pool_wake(struct rdma_pool_waiter *w)
 		recv_refill(c);
 }
 
+static void rconn_established(struct rconn *c, const uint8_t *pdata, uint8_t plen);
+
 static void recv_complete(struct rconn *c, struct rconn_recv *r, const struct ibv_wc *wc)
 {
 	struct gw_buf *buf = r->buf;
 
 	r->buf = NULL;
+	/*
+	 * On the passive side the queue pair is ready to receive once
+	 * rdma_accept() returns, and the client sends its first call as soon
+	 * as it has the CM's REP, while the ESTABLISHED event waits for its
+	 * RTU: the call can complete here before that event is read. A
+	 * message is proof enough that the connection is up (as IB's
+	 * "communication established" event says).
+	 */
+	if (wc->status == IBV_WC_SUCCESS && c->accepted && c->state == RCONN_CONNECTING)
+		rconn_established(c, NULL, 0);
 	if (wc->status != IBV_WC_SUCCESS || c->state != RCONN_CONNECTED) {
 		gw_buf_put(buf);
 		return;
@@ -696,12 +708,9 @@ static void rconn_cm_event(struct rdma_cm_handler *h, struct rdma_cm_event *ev)
 		}
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
-		c->state = RCONN_CONNECTED;
-		if (c->timer)
-			event_del(c->timer);
-		if (c->recvs_owed)
-			recv_refill(c);
-		c->ops->established(c, c->owner, pdata, plen);
+		/* An accepted connection may have been established by its first message. */
+		if (c->state == RCONN_CONNECTING)
+			rconn_established(c, pdata, plen);
 		break;
 	case RDMA_CM_EVENT_TIMEWAIT_EXIT:
 	case RDMA_CM_EVENT_ADDR_CHANGE:
@@ -715,6 +724,16 @@ static void rconn_cm_event(struct rdma_cm_handler *h, struct rdma_cm_event *ev)
 		rconn_fail(c, reason_for_event(type));
 		break;
 	}
+}
+
+static void rconn_established(struct rconn *c, const uint8_t *pdata, uint8_t plen)
+{
+	c->state = RCONN_CONNECTED;
+	if (c->timer)
+		event_del(c->timer);
+	if (c->recvs_owed)
+		recv_refill(c);
+	c->ops->established(c, c->owner, pdata, plen);
 }
 
 static void rconn_timeout(evutil_socket_t fd, short what, void *arg)
@@ -862,6 +881,16 @@ static void rlistener_connect_request(struct rlistener *l, struct rdma_cm_event 
 		plen = 0;
 	rdma_ack_cm_event(ev);
 
+	/*
+	 * The connection exists before the owner is asked, so that an owner
+	 * made by the accept callback always gets its closed() callback.
+	 */
+	struct rconn *c = rconn_alloc(l->ctx, &l->defaults, NULL, NULL);
+	if (!c) {
+		rdma_reject(id, NULL, 0);
+		rdma_destroy_id(id);
+		return;
+	}
 	struct rconn_params params = l->defaults;
 	const struct rconn_ops *ops = NULL;
 	void *owner = NULL;
@@ -869,28 +898,26 @@ static void rlistener_connect_request(struct rlistener *l, struct rdma_cm_event 
 			    &owner)) {
 		rdma_reject(id, NULL, 0);
 		rdma_destroy_id(id);
+		rconn_destroy(c);
 		return;
 	}
-
-	struct rconn *c = rconn_alloc(l->ctx, &params, ops, owner);
-	if (!c) {
-		rdma_reject(id, NULL, 0);
-		rdma_destroy_id(id);
-		return;
-	}
+	c->params = params;
+	rconn_set_owner(c, ops, owner);
 	c->id = id;
 	c->accepted = true;
 	id->context = &c->cm_handler;
 	c->state = RCONN_CONNECTING;
 
 	/*
-	 * The client's responder resources bound our RDMA Reads at it; our own
-	 * limit bounds what we grant to its Reads at us.
+	 * The CM reports the request from this side: its initiator_depth is
+	 * the client's responder resources, i.e. the RDMA Reads we may have
+	 * outstanding at it, and its responder_resources the client's
+	 * initiator depth, its Reads at us. Our own limits bound both.
 	 */
-	uint8_t ird = req.responder_resources;
-	if (ird > c->params.initiator_depth)
-		ird = c->params.initiator_depth;
-	c->initiator_depth = ird;
+	uint8_t ord = req.initiator_depth;
+	if (ord > c->params.initiator_depth)
+		ord = c->params.initiator_depth;
+	c->initiator_depth = ord;
 
 	int err = rconn_setup_queues(c);
 	if (err) {
@@ -901,9 +928,9 @@ static void rlistener_connect_request(struct rlistener *l, struct rdma_cm_event 
 	}
 	struct rdma_conn_param cp;
 	rconn_fill_conn_param(c, &cp);
-	cp.initiator_depth = ird;
-	cp.responder_resources = req.initiator_depth < c->params.responder_resources
-					 ? req.initiator_depth
+	cp.initiator_depth = ord;
+	cp.responder_resources = req.responder_resources < c->params.responder_resources
+					 ? req.responder_resources
 					 : c->params.responder_resources;
 	if (rdma_accept(id, &cp) != 0) {
 		gw_err("rdma: rdma_accept: %s", strerror(errno));

@@ -79,7 +79,13 @@ enum rconn_close_reason {
 const char *rconn_close_reason_str(enum rconn_close_reason reason);
 
 struct rconn_ops {
-	/* Connected. @pdata is the peer's private data (may be empty). */
+	/*
+	 * Connected. @pdata is the peer's private data (may be empty). An
+	 * accepted connection is established by the CM's ESTABLISHED event or
+	 * by its first received message, whichever comes first (the client
+	 * may send before its RTU is processed); the owner learns the
+	 * client's private data from the accept callback.
+	 */
 	void (*established)(struct rconn *c, void *owner, const uint8_t *pdata, uint8_t len);
 	/*
 	 * A message arrived in @buf (the owner now holds the reference).
@@ -129,7 +135,10 @@ struct rconn *rconn_connect(struct rdma_ctx *ctx, const struct sockaddr *dst,
  * Accepting: ops->accept decides for each connection request. It returns
  * false to refuse; otherwise it fills @params (the listener's defaults are
  * there already, and the client's private data is in @pdata) and @ops and
- * @owner for the new connection.
+ * @owner for the new connection. @req is the request as the CM reports it,
+ * from this side: req->initiator_depth is the RDMA Reads this side may have
+ * outstanding at the client (the client's responder resources), and
+ * req->responder_resources the client's Reads at this side.
  */
 struct rlistener_ops {
 	bool (*accept)(struct rlistener *l, void *owner, const struct sockaddr *peer,

@@ -210,3 +210,38 @@ nfsd_wait_grace() {
     umount $m
     rm -f /export/.grace-probe
 }
+
+# wl_locks_try DIR: POSIX locks without a blocking wait: a lock held by one process makes
+# another's non-blocking attempt fail, and once released the other gets it. (A blocking
+# wait on NFSv4.1+ is woken by CB_NOTIFY_LOCK over the backchannel, or polls for 30 s.)
+wl_locks_try() {
+    local dir=$1
+    : >"$dir/lockfile"
+    /usr/bin/python3 - "$dir/lockfile" <<'PY' && ok "POSIX locks: exclusive, refused while held, granted once released" || fail "POSIX locks (non-blocking)"
+import fcntl, os, sys
+path = sys.argv[1]
+r, w = os.pipe(); r2, w2 = os.pipe()
+pid = os.fork()
+if pid == 0:
+    fd = os.open(path, os.O_RDWR)
+    fcntl.lockf(fd, fcntl.LOCK_EX)
+    os.write(w, b"L")
+    os.read(r2, 1)                    # hold it until the parent has tried
+    fcntl.lockf(fd, fcntl.LOCK_UN)
+    os.write(w, b"U")
+    os._exit(0)
+os.read(r, 1)
+fd = os.open(path, os.O_RDWR)
+try:
+    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    sys.exit("lock was granted while another process held it")
+except OSError:
+    pass
+os.write(w2, b"go")
+os.read(r, 1)
+fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)   # must be granted now
+fcntl.lockf(fd, fcntl.LOCK_UN)
+os.waitpid(pid, 0)
+PY
+    rm -f "$dir/lockfile"
+}

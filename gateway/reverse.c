@@ -1,0 +1,1609 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gateway/reverse.c - reverse mode: RPC-over-RDMA clients, a record-marked
+ * TCP server upstream. The gateway is the RDMA responder.
+ *
+ * A call's way through:
+ *
+ *   RDMA receive (the connection has posted a fresh receive already)
+ *     -> rev_recv(): decode; answer what cannot be a call (ERR_VERS,
+ *        ERR_CHUNK), drop RDMA_DONE, hold a credit and a call slot, copy
+ *        the Write list and Reply chunk the client offered into the slot
+ *     -> rev_reads_pump(): a call with Read chunks becomes ONE contiguous
+ *        message in a pool buffer: the inline pieces are copied (at most
+ *        the inline threshold), chunk data is RDMA-Read straight to its
+ *        final place, and never more Reads are outstanding than the client
+ *        allowed (its responder resources)
+ *     -> rev_call_ready(): ULB parse (GARBAGE_ARGS is answered here, never
+ *        forwarded), XID map, and out on TCP by reference, XID unchanged
+ *   TCP reply record (it lands in a registered pool buffer)
+ *     -> rev_tcp_record(): match the XID, find the DDP-eligible results
+ *     -> rev_post_reply(): result item k into the client's Write chunk k
+ *        (RDMA Writes straight from the record buffer, no pad), the reduced
+ *        reply inline (the Send gathers it from the record buffer) or into
+ *        the Reply chunk (RDMA_NOMSG), or ERR_CHUNK when it fits nothing
+ *        offered. The record goes back to the pool when the Send completes.
+ *
+ * Credits. The gateway grants the route's credits in every answer and keeps
+ * that many receives posted, plus the backchannel's. A call holds a credit
+ * from its receive until its answer is posted, which is never later than
+ * the client can learn of the answer. A client with more calls outstanding
+ * than granted has broken the protocol (its next message might find no
+ * receive): it is counted and disconnected.
+ *
+ * The upstream. One TCP connection per RDMA connection, made when the RDMA
+ * connection is established; calls wait until it is up. When it drops (a
+ * server restart) the gateway reconnects with a growing delay, for up to
+ * connect_timeout, and calls wait meanwhile (at most queue_limit of them;
+ * beyond that they are answered SYSTEM_ERR). The calls that were in flight
+ * are sent again on the new connection with their XIDs, as a TCP client
+ * retransmits after a reconnect, so that an NFS server restart costs the
+ * RDMA client a pause and not an I/O error. If the upstream cannot be
+ * (re)connected in time, the RDMA connection is closed: the client
+ * reconnects and retransmits as after any server restart.
+ *
+ * Ownership. A slot holds the receive buffer while its Read list is still
+ * being walked, the assembled call until its reply comes (for a resend
+ * after a reconnect), and the reply record until its Send completes. A
+ * slot is free again only when no work request can touch its memory: its
+ * Reads and its answer's Send have completed, or the connection's teardown
+ * has flushed them.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/xdr.h"
+#include "gateway/reverse_plan.h"
+#include "gateway/session.h"
+#include "gateway/xidmap.h"
+#include "rdma/conn.h"
+#include "rdma/device.h"
+#include "rdma/pool.h"
+#include "rdma/privdata.h"
+#include "rdma/rpcrdma_hdr.h"
+#include "rdma/splice.h"
+#include "tcp/listener.h"
+#include "tcp/tcp_conn.h"
+#include "ulb-rules/rpc_msg.h"
+#include "ulb-rules/ulb.h"
+
+enum {
+	/* RDMA Reads the gateway has outstanding per connection, at most. */
+	REV_MAX_READ_DEPTH = 16,
+	/* Segments per chunk the slots have room for (the configuration's maximum). */
+	REV_MAX_SEGS = 256,
+	/* A Send: the transport header and the reduced reply's pieces. */
+	REV_MAX_SGE = RPCRDMA_MAX_WRITE_CHUNKS + 2,
+	/* An RPC error reply made here. */
+	REV_RPC_ERR_MAX = 64,
+	/* Upstream reconnects: the first retry's delay, doubling up to the cap. */
+	REV_BACKOFF_MIN_MS = 100,
+	REV_BACKOFF_MAX_MS = 2000,
+};
+
+enum rev_call_state {
+	RC_FREE,
+	RC_READING,  /* on readq: its Read chunks are being pulled */
+	RC_WAITING,  /* on upq: for the upstream connection */
+	RC_SENT,     /* on sentq: on the upstream, no reply yet */
+	RC_ANSWER,   /* on sqq: its answer waits for send-queue room */
+	RC_ANSWERED, /* the answer's Send is posted */
+	RC_PARKED,   /* abandoned; released when the connection's teardown is done */
+};
+
+enum rev_answer {
+	RA_NONE,
+	RA_REPLY,     /* the upstream's reply record */
+	RA_RPC_ERROR, /* an RPC error reply made here: rpc_stat */
+	RA_ERR_VERS,  /* RDMA_ERROR ERR_VERS */
+	RA_ERR_CHUNK, /* RDMA_ERROR ERR_CHUNK */
+};
+
+struct rev_session;
+struct rev_call;
+
+struct rev_queue {
+	TAILQ_HEAD(rev_callhead, rev_call) head;
+	uint32_t n;
+};
+
+struct rev_call {
+	struct rev_session *s;
+	TAILQ_ENTRY(rev_call) link;
+	struct rev_queue *q; /* the queue it is on, or NULL */
+	struct rev_call *next_free;
+
+	/* The call: in its receive buffer (inline) or assembled in a pool buffer. */
+	struct gw_buf *msg;
+	/* Read chunks: the receive buffer holds the Read list until it is walked. */
+	struct gw_buf *rx;
+	const uint8_t *read_list;
+	/* What the client offered for the reply: segments live in segs. */
+	struct rpcrdma_seg *segs;
+	struct rpcrdma_chunk_desc wdesc[RPCRDMA_MAX_WRITE_CHUNKS];
+	struct rpcrdma_chunk_desc rdesc;
+	/* The answer: the reply record, sent from where it landed. */
+	struct gw_buf *reply;
+	uint8_t *room; /* this slot's header room in a registered buffer */
+	struct rconn_wr send_wr;
+
+	struct ulb_call ulb;
+	struct rev_call_layout layout;
+	struct rev_read_cursor cursor;
+	struct ulb_reply_item items[ULB_MAX_ITEMS];
+	uint64_t t_in;
+	uint64_t t_sent;
+	uint64_t t_reply;
+
+	uint32_t index;
+	enum rev_call_state state;
+	uint32_t xid;
+	uint32_t msg_off;
+	uint32_t msg_len;
+	uint32_t inl_off; /* RDMA_MSG: where the inline part starts in rx */
+	uint32_t read_nsegs;
+	uint32_t reads_in_flight;
+	uint32_t nwrites;
+	enum rev_answer answer;
+	enum rpc_accept_stat rpc_stat;
+	uint32_t reply_off;
+	uint32_t reply_len;
+	uint32_t room_lkey;
+	uint8_t nitems;
+	bool in_xidmap;
+	bool has_reply_chunk;
+	bool reads_posted; /* the whole Read list is posted */
+	bool read_failed;  /* a Read failed: the connection is going */
+	bool bad_chunks;   /* the Read list does not add up: ERR_CHUNK */
+	bool send_pending;
+};
+
+/* One outstanding RDMA Read. */
+struct rev_read_wr {
+	struct rconn_wr wr;
+	struct rev_call *c; /* NULL: free */
+};
+
+enum rev_state {
+	RS_ACCEPTING, /* the RDMA connection is not established yet */
+	RS_READY,
+	RS_CLOSING,
+};
+
+enum rev_up_state {
+	UP_NONE,       /* not connected, no attempt running (timer may be set) */
+	UP_CONNECTING, /* tcp_connect_start() is running */
+	UP_READY,
+};
+
+struct rev_session {
+	struct gw_session base; /* first */
+	enum rev_state state;
+	struct rconn *rdma; /* learnt from its first callback */
+	bool rdma_closed;
+
+	struct rpcrdma_privdata own_pd;
+	struct rpcrdma_privdata peer_pd;
+	struct rpcrdma_thresholds thr;
+	uint32_t grant;	      /* credits granted in every answer */
+	uint32_t outstanding; /* client calls holding a credit */
+
+	/* RDMA Reads: what the client allows, and what is out. */
+	uint32_t read_depth;
+	uint32_t reads_in_flight;
+	struct rev_read_wr rwr[REV_MAX_READ_DEPTH];
+
+	/* The upstream. */
+	enum rev_up_state up;
+	struct tcp_conn *tcp;
+	struct tcp_connect *connect;
+	struct event *retry_timer;
+	uint64_t up_missing_since; /* when the upstream was last found missing */
+	uint32_t backoff_ms;
+	bool up_reached; /* connected at least once */
+	bool out_congested;
+	bool tcp_starved;
+
+	/* Call slots and their queues. */
+	struct rev_call *calls;
+	uint32_t ncalls;
+	uint32_t busy;
+	struct rev_call *free_list;
+	struct xidmap xids;
+	struct rev_queue readq;	  /* pulling Read chunks, in arrival order */
+	struct rev_queue upq;	  /* waiting for the upstream */
+	struct rev_queue sentq;	  /* on the upstream, in the order sent */
+	struct rev_queue sqq;	  /* answers waiting for send-queue room */
+	struct gw_buf **hdr_bufs; /* registered buffers holding every slot's header room */
+	uint32_t nhdr_bufs;
+	uint32_t room_size;
+	struct rpcrdma_seg *segs;
+	uint32_t cap_writes; /* Write chunks and segments per chunk a slot can hold */
+	uint32_t cap_segs;
+
+	struct rdma_pool_waiter pool_waiter;
+	struct ulb_sessions ulb_sessions;
+	bool draining;
+	bool in_close; /* rev_session_close() is running: do not free under it */
+};
+
+static void rev_session_close(struct rev_session *s);
+static void rev_maybe_free(struct rev_session *s);
+static void rev_reads_pump(struct rev_session *s);
+static void rev_up_pump(struct rev_session *s);
+static void rev_answer(struct rev_session *s, struct rev_call *c, enum rev_answer a);
+static void rev_up_connect(struct rev_session *s);
+
+static struct rev_session *rev_of(struct gw_session *g)
+{
+	return (struct rev_session *)g;
+}
+
+static struct rdma_pool *rev_pool(const struct rev_session *s)
+{
+	return rdma_dev_pool(rconn_device(s->rdma));
+}
+
+/* ---- queues and slots ---- */
+
+static void rev_enqueue(struct rev_queue *q, struct rev_call *c)
+{
+	TAILQ_INSERT_TAIL(&q->head, c, link);
+	q->n++;
+	c->q = q;
+}
+
+static void rev_dequeue(struct rev_call *c)
+{
+	if (!c->q)
+		return;
+	TAILQ_REMOVE(&c->q->head, c, link);
+	c->q->n--;
+	c->q = NULL;
+}
+
+static struct rev_call *rev_call_get(struct rev_session *s)
+{
+	struct rev_call *c = s->free_list;
+
+	if (!c)
+		return NULL;
+	s->free_list = c->next_free;
+	c->next_free = NULL;
+	s->busy++;
+	return c;
+}
+
+static void rev_put_buf(struct gw_buf **b)
+{
+	if (*b) {
+		gw_buf_put(*b);
+		*b = NULL;
+	}
+}
+
+/* Return @c to the free list, unless a work request still refers to its memory. */
+static void rev_call_put(struct rev_call *c)
+{
+	struct rev_session *s = c->s;
+
+	if (c->send_pending || c->reads_in_flight)
+		return;
+	/* A parked call may have unsignaled work on the queue pair until it is gone. */
+	if (c->state == RC_PARKED && !s->rdma_closed)
+		return;
+	rev_dequeue(c);
+	if (c->in_xidmap)
+		xidmap_remove(&s->xids, c->xid);
+	rev_put_buf(&c->msg);
+	rev_put_buf(&c->rx);
+	rev_put_buf(&c->reply);
+
+	uint32_t index = c->index;
+	struct rpcrdma_seg *segs = c->segs;
+	uint8_t *room = c->room;
+	uint32_t room_lkey = c->room_lkey;
+	memset(c, 0, sizeof(*c));
+	c->s = s;
+	c->index = index;
+	c->segs = segs;
+	c->room = room;
+	c->room_lkey = room_lkey;
+	c->state = RC_FREE;
+	c->next_free = s->free_list;
+	s->free_list = c;
+	s->busy--;
+	if (s->draining && s->busy == 0 && s->state != RS_CLOSING && !s->in_close) {
+		rev_session_close(s); /* may free s */
+		return;
+	}
+	rev_maybe_free(s);
+}
+
+/*
+ * A call that gets no answer (not a call after all, a duplicate, or the
+ * connection is going): it gives its credit back.
+ */
+static void rev_call_drop(struct rev_call *c)
+{
+	struct rev_session *s = c->s;
+
+	if (s->outstanding)
+		s->outstanding--;
+	rev_call_put(c);
+}
+
+/* Abandon @c for good: released once the connection's teardown is done with its memory. */
+static void rev_call_park(struct rev_call *c)
+{
+	rev_dequeue(c);
+	c->state = RC_PARKED;
+	rev_call_put(c);
+}
+
+/*
+ * A work request for @c could not be posted: the queue pair is failing (the
+ * teardown is on its way), or the device refused what was asked. Either
+ * way the client cannot get its answer on this connection: close it.
+ */
+static void rev_call_post_failed(struct rev_session *s, struct rev_call *c, int err)
+{
+	if (err == -ENOTCONN)
+		gw_debug("reverse %s: xid %#x: the connection is going", s->base.client, c->xid);
+	else
+		gw_warn("reverse %s: xid %#x: cannot post to the connection: %s; closing",
+			s->base.client, c->xid, strerror(-err));
+	rev_call_park(c);
+	rev_session_close(s);
+}
+
+/* ---- answers to the client ---- */
+
+static void rev_answers_pump(struct rev_session *s);
+
+static void rev_send_done(struct rconn_wr *wr, enum ibv_wc_status status)
+{
+	struct rev_call *c = (struct rev_call *)((char *)wr - offsetof(struct rev_call, send_wr));
+	struct rev_session *s = c->s;
+	bool ready = s->state == RS_READY;
+
+	c->send_pending = false;
+	/* While the session is ready, putting a slot never frees it. */
+	rev_call_put(c);
+	if (ready && s->state == RS_READY) {
+		/* Send-queue room is back: answers and Reads that waited for it go now. */
+		rev_answers_pump(s);
+		rev_reads_pump(s);
+	}
+}
+
+/* Post @c's answer: @n pieces, the first its transport header. The credit goes back with it. */
+static int rev_post_send(struct rev_session *s, struct rev_call *c, const struct ibv_sge *sge,
+			 unsigned n)
+{
+	c->send_wr.done = rev_send_done;
+	c->send_pending = true;
+	int err = rconn_send(s->rdma, sge, n, 0, &c->send_wr);
+	if (err) {
+		c->send_pending = false;
+		return err;
+	}
+	c->state = RC_ANSWERED;
+	if (s->outstanding)
+		s->outstanding--;
+	return 0;
+}
+
+static struct ibv_sge rev_room_sge(const struct rev_call *c, uint32_t len)
+{
+	return (struct ibv_sge){ .addr = (uintptr_t)c->room, .length = len, .lkey = c->room_lkey };
+}
+
+/* RDMA_ERROR: ERR_VERS with the versions spoken, or ERR_CHUNK. */
+static int rev_post_rdma_error(struct rev_session *s, struct rev_call *c)
+{
+	ssize_t n;
+
+	if (rconn_sq_space(s->rdma) < 1)
+		return -EAGAIN;
+	if (c->answer == RA_ERR_VERS) {
+		uint32_t low, high;
+		rpcrdma_versions_range(&s->base.route->limits, &low, &high);
+		n = rpcrdma_encode_err_vers(c->room, s->room_size, c->xid, s->grant, low, high);
+	} else {
+		n = rpcrdma_encode_err_chunk(c->room, s->room_size, c->xid, s->grant);
+	}
+	if (n < 0)
+		return (int)n;
+	struct ibv_sge sge = rev_room_sge(c, (uint32_t)n);
+	int err = rev_post_send(s, c, &sge, 1);
+	if (err)
+		return err;
+	gw_count_event(&s->base,
+		       c->answer == RA_ERR_VERS ? GW_EV_ERR_VERS_SENT : GW_EV_ERR_CHUNK_SENT);
+	GW_COUNT(&s->base, bytes_inline, (uint64_t)n);
+	return 0;
+}
+
+/*
+ * An RPC error reply made here (GARBAGE_ARGS, SYSTEM_ERR), inline. Like any
+ * reply it echoes the Write list and Reply chunk the client offered, unused.
+ */
+static int rev_post_rpc_error(struct rev_session *s, struct rev_call *c)
+{
+	uint8_t msg[REV_RPC_ERR_MAX];
+	size_t mlen = rpc_build_accepted_error(msg, sizeof(msg), c->xid, c->rpc_stat, 0, 0);
+	struct iovec iov[REV_MAX_SGE];
+	struct splice_out reduced = { .iov = iov, .cap = REV_MAX_SGE - 1 };
+	struct rev_reply_plan plan;
+
+	if (rconn_sq_space(s->rdma) < 1)
+		return -EAGAIN;
+	const struct rev_reply_in in = {
+		.msg = msg,
+		.len = (uint32_t)mlen,
+		.nwrites = c->nwrites,
+		.writes = c->wdesc,
+		.reply = c->has_reply_chunk ? &c->rdesc : NULL,
+		.send_max = s->thr.send,
+		.version = RPCRDMA_V1,
+		.xid = c->xid,
+		.credits = s->grant,
+	};
+	rev_plan_reply(&in, &reduced, &plan);
+	ssize_t hlen = -EMSGSIZE;
+	if (mlen && plan.how == REV_REPLY_INLINE)
+		hlen = rpcrdma_encode_reply(c->room, s->room_size, &plan.desc);
+	if (hlen < 0 || (size_t)hlen + mlen > s->room_size) {
+		/* Too many chunks echoed to say it inline: ERR_CHUNK fails the call all the same.
+		 */
+		c->answer = RA_ERR_CHUNK;
+		return rev_post_rdma_error(s, c);
+	}
+	memcpy(c->room + hlen, msg, mlen);
+	struct ibv_sge sge = rev_room_sge(c, (uint32_t)(hlen + mlen));
+	int err = rev_post_send(s, c, &sge, 1);
+	if (err)
+		return err;
+	gw_count_event(&s->base, GW_EV_RPC_ERROR_REPLY);
+	GW_COUNT(&s->base, bytes_inline, (uint64_t)hlen + mlen);
+	return 0;
+}
+
+/* The RDMA Writes that put @len bytes into @chunk, segments filled in order. */
+static unsigned rev_chunk_steps(const struct rpcrdma_chunk_desc *chunk, uint32_t len,
+				struct splice_step *steps)
+{
+	unsigned n = 0;
+
+	if (len == 0 || splice_plan(chunk->segs, chunk->nsegs, len, 0, steps, REV_MAX_SEGS, &n,
+				    NULL) != SPLICE_OK)
+		return 0;
+	return n;
+}
+
+/* Result items into their Write chunks, straight from the record buffer; no pad. */
+static int rev_post_write_chunks(struct rev_session *s, struct rev_call *c,
+				 const struct rev_reply_plan *plan, struct splice_step *steps)
+{
+	const uint8_t *msg = c->reply->base + c->reply_off;
+
+	for (uint32_t k = 0; k < c->nwrites; k++) {
+		unsigned n = rev_chunk_steps(&c->wdesc[k], plan->write_used[k], steps);
+		for (unsigned i = 0; i < n; i++) {
+			struct ibv_sge sge = {
+				.addr = (uintptr_t)(msg + plan->write_off[k] +
+						    steps[i].local_offset),
+				.length = steps[i].len,
+				.lkey = c->reply->lkey,
+			};
+			int err = rconn_write(s->rdma, &sge, 1, steps[i].handle,
+					      steps[i].remote_offset, NULL);
+			if (err)
+				return err;
+		}
+	}
+	return 0;
+}
+
+/* A long reply: the reduced reply into the Reply chunk, gathered from the record buffer. */
+static int rev_post_reply_chunk(struct rev_session *s, struct rev_call *c,
+				const struct splice_out *reduced, struct splice_step *steps)
+{
+	unsigned n = rev_chunk_steps(&c->rdesc, reduced->len, steps);
+
+	for (unsigned i = 0; i < n; i++) {
+		struct iovec piece[REV_MAX_SGE];
+		struct ibv_sge sge[REV_MAX_SGE];
+		unsigned np = rev_iov_slice(reduced->iov, reduced->cnt, steps[i].local_offset,
+					    steps[i].len, piece, REV_MAX_SGE);
+		if (np == 0)
+			return -EINVAL;
+		for (unsigned j = 0; j < np; j++)
+			sge[j] = (struct ibv_sge){ .addr = (uintptr_t)piece[j].iov_base,
+						   .length = (uint32_t)piece[j].iov_len,
+						   .lkey = c->reply->lkey };
+		int err = rconn_write(s->rdma, sge, np, steps[i].handle, steps[i].remote_offset,
+				      NULL);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* The upstream's reply: Writes (unsignaled, RC orders them before the Send), then the Send. */
+static int rev_post_reply(struct rev_session *s, struct rev_call *c)
+{
+	struct iovec iov[REV_MAX_SGE];
+	struct splice_out reduced = { .iov = iov, .cap = REV_MAX_SGE - 1 };
+	struct rev_reply_plan plan;
+	const struct rev_reply_in in = {
+		.msg = c->reply->base + c->reply_off,
+		.len = c->reply_len,
+		.items = c->items,
+		.nitems = c->nitems,
+		.nwrites = c->nwrites,
+		.writes = c->wdesc,
+		.reply = c->has_reply_chunk ? &c->rdesc : NULL,
+		.send_max = s->thr.send,
+		.version = RPCRDMA_V1,
+		.xid = c->xid,
+		.credits = s->grant,
+	};
+
+	rev_plan_reply(&in, &reduced, &plan);
+	ssize_t hlen = -EMSGSIZE;
+	if (plan.how != REV_REPLY_ERR_CHUNK) {
+		hlen = rpcrdma_encode_reply(c->room, s->room_size, &plan.desc);
+		if (hlen < 0)
+			plan.why = "reply_header_too_long";
+	}
+	if (hlen < 0) {
+		gw_warn("reverse %s: the %u-byte reply to xid %#x fits nothing the client offered "
+			"(%s): ERR_CHUNK",
+			s->base.client, c->reply_len, c->xid, plan.why);
+		rev_put_buf(&c->reply);
+		c->answer = RA_ERR_CHUNK;
+		return rev_post_rdma_error(s, c);
+	}
+
+	/* Every work request of the answer fits the send queue, or none is posted yet. */
+	struct splice_step steps[REV_MAX_SEGS];
+	uint32_t need = 1;
+	for (uint32_t k = 0; k < c->nwrites; k++)
+		need += rev_chunk_steps(&c->wdesc[k], plan.write_used[k], steps);
+	if (plan.how == REV_REPLY_NOMSG)
+		need += rev_chunk_steps(&c->rdesc, reduced.len, steps);
+	if (rconn_sq_space(s->rdma) < need)
+		return -EAGAIN;
+
+	int err = rev_post_write_chunks(s, c, &plan, steps);
+	if (!err && plan.how == REV_REPLY_NOMSG)
+		err = rev_post_reply_chunk(s, c, &reduced, steps);
+	struct ibv_sge sge[REV_MAX_SGE];
+	unsigned nsge = 0;
+	sge[nsge++] = rev_room_sge(c, (uint32_t)hlen);
+	if (plan.how == REV_REPLY_INLINE) {
+		for (unsigned i = 0; i < reduced.cnt; i++)
+			sge[nsge++] = (struct ibv_sge){ .addr = (uintptr_t)iov[i].iov_base,
+							.length = (uint32_t)iov[i].iov_len,
+							.lkey = c->reply->lkey };
+	}
+	if (!err)
+		err = rev_post_send(s, c, sge, nsge);
+	if (err)
+		return err == -EAGAIN ? -EIO : err; /* some Writes may be posted: never again */
+
+	GW_COUNT(&s->base, bytes_write_chunk, plan.moved_bytes);
+	if (plan.how == REV_REPLY_INLINE) {
+		GW_COUNT(&s->base, bytes_inline, (uint64_t)hlen + reduced.len);
+	} else {
+		GW_COUNT(&s->base, bytes_inline, (uint64_t)hlen);
+		GW_COUNT(&s->base, bytes_reply_chunk, reduced.len);
+	}
+	gw_count_reply(&s->base, c->ulb.prog, c->ulb.vers, c->ulb.proc);
+	uint64_t now = gw_now_us();
+	gw_count_latency(&s->base, (c->t_sent - c->t_in) + (now - c->t_reply),
+			 c->t_reply - c->t_sent);
+	return 0;
+}
+
+static int rev_post_answer(struct rev_session *s, struct rev_call *c)
+{
+	switch (c->answer) {
+	case RA_REPLY:
+		return rev_post_reply(s, c);
+	case RA_RPC_ERROR:
+		return rev_post_rpc_error(s, c);
+	case RA_ERR_VERS:
+	case RA_ERR_CHUNK:
+		return rev_post_rdma_error(s, c);
+	case RA_NONE:
+		break;
+	}
+	return -EINVAL;
+}
+
+/*
+ * Answer @c now, or as soon as the send queue has room, in order. A post
+ * that fails otherwise means the connection is failing: the call is
+ * parked until the teardown is done with its memory.
+ */
+static void rev_answer(struct rev_session *s, struct rev_call *c, enum rev_answer a)
+{
+	c->answer = a;
+	if (s->sqq.n == 0) {
+		int err = rev_post_answer(s, c);
+		if (err == 0)
+			return;
+		if (err != -EAGAIN) {
+			rev_call_post_failed(s, c, err);
+			return;
+		}
+	}
+	c->state = RC_ANSWER;
+	rev_enqueue(&s->sqq, c);
+}
+
+static void rev_answers_pump(struct rev_session *s)
+{
+	struct rev_call *c;
+
+	while (s->state == RS_READY && (c = TAILQ_FIRST(&s->sqq.head)) != NULL) {
+		int err = rev_post_answer(s, c);
+		if (err == -EAGAIN)
+			return;
+		rev_dequeue(c);
+		if (err) {
+			rev_call_post_failed(s, c, err);
+			return;
+		}
+	}
+}
+
+/* ---- calls to the upstream ---- */
+
+static bool rev_send_upstream(struct rev_session *s, struct rev_call *c)
+{
+	if (tcp_conn_send_ref(s->tcp, c->msg, c->msg_off, c->msg_len) != 0) {
+		gw_debug("reverse %s: xid %#x not queued upstream: %s", s->base.client, c->xid,
+			 strerror(errno));
+		return false;
+	}
+	GW_COUNT(&s->base, tcp_bytes_out, (uint64_t)c->msg_len + 4);
+	c->state = RC_SENT;
+	c->t_sent = gw_now_us();
+	rev_enqueue(&s->sentq, c);
+	return true;
+}
+
+static void rev_requeue_front(struct rev_session *s, struct rev_call *c)
+{
+	c->state = RC_WAITING;
+	TAILQ_INSERT_HEAD(&s->upq.head, c, link);
+	s->upq.n++;
+	c->q = &s->upq;
+}
+
+/* Calls that wait go to the upstream while it takes them. */
+static void rev_up_pump(struct rev_session *s)
+{
+	struct rev_call *c;
+
+	while (s->state == RS_READY && s->up == UP_READY && !s->out_congested &&
+	       (c = TAILQ_FIRST(&s->upq.head)) != NULL) {
+		rev_dequeue(c);
+		if (rev_send_upstream(s, c))
+			continue;
+		/* A failed send may have closed the upstream under us (ENOMEM). */
+		if (s->state == RS_READY)
+			rev_requeue_front(s, c);
+		else
+			rev_call_put(c);
+		return;
+	}
+}
+
+static void rev_call_to_upstream(struct rev_session *s, struct rev_call *c)
+{
+	if (s->up == UP_READY && !s->out_congested && s->upq.n == 0 && rev_send_upstream(s, c))
+		return;
+	/*
+	 * While the upstream reconnects, queue_limit bounds the calls that
+	 * wait. Before it was ever reached they wait anyway (the credits bound
+	 * them): the session ends if it cannot be reached.
+	 */
+	if (s->up_reached && s->up != UP_READY && s->upq.n >= s->base.route->cfg->queue_limit) {
+		gw_warn("reverse %s: xid %#x: the upstream is not connected and %u calls wait "
+			"already: SYSTEM_ERR",
+			s->base.client, c->xid, s->upq.n);
+		xidmap_remove(&s->xids, c->xid);
+		c->in_xidmap = false;
+		rev_put_buf(&c->msg);
+		c->rpc_stat = RPC_ACC_SYSTEM_ERR;
+		rev_answer(s, c, RA_RPC_ERROR);
+		return;
+	}
+	c->state = RC_WAITING;
+	rev_enqueue(&s->upq, c);
+}
+
+/* ---- calls from the client ---- */
+
+/* The whole call is one message: parse its arguments, then relay it. */
+static void rev_call_ready(struct rev_session *s, struct rev_call *c)
+{
+	const uint8_t *m = c->msg->base + c->msg_off;
+	enum ulb_status st =
+		ulb_parse_call(s->base.route->rules, &s->ulb_sessions, m, c->msg_len, &c->ulb);
+
+	gw_count_call(&s->base, c->ulb.prog, c->ulb.vers, c->ulb.proc);
+	if (st == ULB_DDP_STOPPED)
+		gw_count_event(&s->base, GW_EV_ULB_UNKNOWN_OP);
+	/*
+	 * Arguments that do not parse are answered here (RFC 8166 section
+	 * 5.3.1's responder rule): the gateway has already acted on them by
+	 * placing chunks, and a server would only see a message cut wrongly.
+	 * A call header the server can judge (RPC version, credentials) goes
+	 * on, for the server's own RPC_MISMATCH or AUTH_ERROR.
+	 */
+	if (st == ULB_GARBAGE_ARGS ||
+	    (st == ULB_BAD_HEADER && c->ulb.hdr_status == RPC_HDR_SHORT)) {
+		gw_info("reverse %s: xid %#x: arguments of program %u version %u procedure %u do "
+			"not parse: GARBAGE_ARGS",
+			s->base.client, c->xid, c->ulb.prog, c->ulb.vers, c->ulb.proc);
+		gw_count_event(&s->base, GW_EV_GARBAGE_ARGS);
+		rev_put_buf(&c->msg);
+		c->rpc_stat = RPC_ACC_GARBAGE_ARGS;
+		rev_answer(s, c, RA_RPC_ERROR);
+		return;
+	}
+	if (!xidmap_insert(&s->xids, c->xid, c->index)) {
+		/* The same XID while the first is in flight: the first's reply answers both. */
+		gw_count_event(&s->base, GW_EV_RETRANSMIT_ABSORBED);
+		rev_call_drop(c);
+		return;
+	}
+	c->in_xidmap = true;
+	rev_call_to_upstream(s, c);
+}
+
+/* A call assembled from Read chunks: is it the call the transport header announced? */
+static void rev_call_assembled(struct rev_session *s, struct rev_call *c)
+{
+	const uint8_t *m = c->msg->base + c->msg_off;
+
+	if (c->msg_len < 8 || xdr_get32(m) != c->xid) {
+		gw_warn("reverse %s: xid %#x: the message in the Read chunks does not carry that "
+			"XID: ERR_CHUNK",
+			s->base.client, c->xid);
+		gw_count_event(&s->base, GW_EV_BAD_TRANSPORT_HEADER);
+		rev_put_buf(&c->msg);
+		rev_answer(s, c, RA_ERR_CHUNK);
+		return;
+	}
+	if (xdr_get32(m + 4) != RPC_MSG_CALL) {
+		/* Backward-direction replies travel inline (RFC 8167); no backchannel yet. */
+		gw_count_event(&s->base, GW_EV_UNMATCHED_REPLY);
+		rev_call_drop(c);
+		return;
+	}
+	rev_call_ready(s, c);
+}
+
+/* The Read list is done with: an assembled call, a bad list, or a failed Read. */
+static void rev_read_finished(struct rev_session *s, struct rev_call *c)
+{
+	if (c->read_failed || s->state != RS_READY) {
+		rev_call_park(c);
+		return;
+	}
+	if (c->bad_chunks) {
+		gw_warn("reverse %s: xid %#x: the Read list does not add up: ERR_CHUNK",
+			s->base.client, c->xid);
+		gw_count_event(&s->base, GW_EV_BAD_TRANSPORT_HEADER);
+		rev_put_buf(&c->msg);
+		rev_answer(s, c, RA_ERR_CHUNK);
+		return;
+	}
+	rev_call_assembled(s, c);
+}
+
+static void rev_read_done(struct rconn_wr *wr, enum ibv_wc_status status)
+{
+	struct rev_read_wr *rw =
+		(struct rev_read_wr *)((char *)wr - offsetof(struct rev_read_wr, wr));
+	struct rev_call *c = rw->c;
+	struct rev_session *s = c->s;
+
+	rw->c = NULL;
+	s->reads_in_flight--;
+	c->reads_in_flight--;
+	if (status != IBV_WC_SUCCESS)
+		c->read_failed = true; /* and the connection fails with it */
+	if (c->reads_in_flight == 0 && c->reads_posted)
+		rev_read_finished(s, c);
+	if (s->state == RS_READY)
+		rev_reads_pump(s);
+}
+
+/*
+ * The call's buffer: the whole message. The inline pieces of an RDMA_MSG
+ * are copied to their places now (they are at most the inline threshold);
+ * every chunk's XDR pad is zeroed, since the client sends none.
+ */
+static bool rev_read_prepare(struct rev_session *s, struct rev_call *c)
+{
+	const struct rev_call_layout *l = &c->layout;
+	struct gw_buf *m = rdma_pool_alloc(rev_pool(s), l->total_len);
+
+	if (!m) {
+		gw_count_event(&s->base, GW_EV_NO_BUFFERS);
+		rdma_dev_wait_for_buffers(rconn_device(s->rdma), &s->pool_waiter);
+		return false;
+	}
+	c->msg = m;
+	c->msg_off = 0;
+	c->msg_len = l->total_len;
+	if (!l->p0) {
+		const uint8_t *inl = c->rx->base + c->inl_off;
+		uint32_t run;
+		for (uint32_t off = 0; off < l->base_len; off += run) {
+			uint32_t dst = rev_layout_map(l, off, &run);
+			memcpy(m->base + dst, inl + off, run);
+		}
+	}
+	for (uint32_t i = 0; i < l->ninserts; i++)
+		memset(m->base + l->ins[i].position + l->ins[i].len, 0, xdr_pad(l->ins[i].len));
+	return true;
+}
+
+static struct rev_read_wr *rev_read_wr_get(struct rev_session *s)
+{
+	for (uint32_t i = 0; i < s->read_depth; i++) {
+		if (!s->rwr[i].c)
+			return &s->rwr[i];
+	}
+	return NULL;
+}
+
+/*
+ * Post @c's next Reads while the client's limit and the send queue allow.
+ * Returns 1 when the whole Read list is posted (or found bad), 0 when it
+ * must wait, -errno when a Read cannot be posted.
+ */
+static int rev_read_post(struct rev_session *s, struct rev_call *c)
+{
+	while (s->reads_in_flight < s->read_depth && rconn_sq_space(s->rdma) > 0) {
+		struct rev_read_cursor next = c->cursor;
+		struct rev_read_op op;
+		enum rev_read_status st =
+			rev_read_next(&c->layout, c->read_list, c->read_nsegs, &next, &op);
+		if (st != REV_READ_OP) {
+			c->bad_chunks = st == REV_READ_BAD;
+			c->reads_posted = true;
+			return 1;
+		}
+		struct rev_read_wr *rw = rev_read_wr_get(s);
+		if (!rw)
+			return 0;
+		struct ibv_sge sge = { .addr = (uintptr_t)(c->msg->base + op.dst),
+				       .length = op.len,
+				       .lkey = c->msg->lkey };
+		rw->wr.done = rev_read_done;
+		rw->c = c;
+		int err = rconn_read(s->rdma, &sge, 1, op.handle, op.remote, &rw->wr);
+		if (err) {
+			rw->c = NULL;
+			return err == -EAGAIN ? 0 : err;
+		}
+		c->cursor = next;
+		s->reads_in_flight++;
+		c->reads_in_flight++;
+		GW_COUNT(&s->base, bytes_read_chunk, op.len);
+	}
+	return 0;
+}
+
+/* Pull Read chunks, one call after the other in arrival order. */
+static void rev_reads_pump(struct rev_session *s)
+{
+	struct rev_call *c;
+
+	while (s->state == RS_READY && (c = TAILQ_FIRST(&s->readq.head)) != NULL) {
+		if (!c->msg && !rev_read_prepare(s, c))
+			return;
+		int r = rev_read_post(s, c);
+		if (r == 0)
+			return;
+		rev_dequeue(c);
+		if (r < 0) {
+			c->read_failed = true;
+			rev_call_post_failed(s, c, r);
+			return;
+		}
+		/* Every Read is posted: the receive buffer and its Read list can go. */
+		rev_put_buf(&c->rx);
+		c->read_list = NULL;
+		if (c->reads_in_flight == 0)
+			rev_read_finished(s, c);
+	}
+}
+
+/* Keep the Write list and Reply chunk the client offered: the receive buffer goes early. */
+static void rev_copy_offer(struct rev_session *s, struct rev_call *c, const struct rpcrdma_hdr *h)
+{
+	struct rpcrdma_seg *seg = c->segs;
+
+	c->nwrites = h->nwrites;
+	for (uint32_t k = 0; k < h->nwrites; k++) {
+		uint32_t n = rpcrdma_chunk_copy(&h->write[k], seg, s->cap_segs);
+		c->wdesc[k] = (struct rpcrdma_chunk_desc){ .nsegs = n, .segs = seg };
+		seg += n;
+	}
+	c->has_reply_chunk = h->has_reply;
+	if (h->has_reply) {
+		uint32_t n = rpcrdma_chunk_copy(&h->reply, seg, s->cap_segs);
+		c->rdesc = (struct rpcrdma_chunk_desc){ .nsegs = n, .segs = seg };
+	}
+}
+
+/* The decoder's limits: the route's, within what this session's slots can hold. */
+static void rev_limits(const struct rev_session *s, struct rpcrdma_limits *lim)
+{
+	*lim = s->base.route->limits;
+	if (lim->max_write_chunks > s->cap_writes)
+		lim->max_write_chunks = s->cap_writes;
+	if (lim->max_chunk_segs > s->cap_segs)
+		lim->max_chunk_segs = s->cap_segs;
+}
+
+static void rev_credit_overrun(struct rev_session *s)
+{
+	gw_warn("reverse %s: the client sent more calls than the %u credits granted: closing",
+		s->base.client, s->grant);
+	gw_count_event(&s->base, GW_EV_CREDIT_OVERRUN);
+	rev_session_close(s);
+}
+
+/* A message that is neither a call nor to be answered: true when it was dropped. */
+static bool rev_recv_dropped(struct rev_session *s, const struct rpcrdma_hdr *h,
+			     enum rpcrdma_reason r, const uint8_t *buf)
+{
+	if (r == RPCRDMA_R_RDMA_DONE) {
+		/* Deprecated, and no RDMA_MSGP is ever sent that it could end (RFC 8166). */
+		gw_count_event(&s->base, GW_EV_DONE_DROPPED);
+		return true;
+	}
+	if (r != RPCRDMA_OK && rpcrdma_reason_action(r) == RPCRDMA_ACT_DROP) {
+		gw_warn("reverse %s: dropping a message whose transport header cannot be "
+			"answered: %s",
+			s->base.client, rpcrdma_reason_name(r));
+		gw_count_event(&s->base, GW_EV_BAD_TRANSPORT_HEADER);
+		return true;
+	}
+	if (r == RPCRDMA_OK && h->proc == RPCRDMA_ERROR) {
+		/* A requester has nothing to report an error about: never answer one. */
+		gw_count_event(&s->base, GW_EV_BAD_TRANSPORT_HEADER);
+		return true;
+	}
+	if (r == RPCRDMA_OK && h->proc == RPCRDMA_MSG && h->nreads == 0 && h->inline_len >= 8 &&
+	    rpcrdma_rpc_msg_type(buf + h->hdr_len) == RPCRDMA_RPC_REPLY) {
+		/* A backward-direction reply (RFC 8167): no backward calls are sent yet. */
+		gw_count_event(&s->base, GW_EV_UNMATCHED_REPLY);
+		return true;
+	}
+	return false;
+}
+
+static void rev_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t len,
+		     uint32_t inv_rkey)
+{
+	struct rev_session *s = owner;
+	struct rpcrdma_limits lim;
+	struct rpcrdma_hdr h;
+
+	/* Draining: no new calls; the client sends them again after it reconnects. */
+	if (s->state != RS_READY || s->draining) {
+		gw_buf_put(buf);
+		return;
+	}
+	rev_limits(s, &lim);
+	enum rpcrdma_reason r = rpcrdma_hdr_decode(&h, buf->base, len, &lim);
+	if (r == RPCRDMA_OK)
+		r = rpcrdma_hdr_check_call(&h);
+	if (r == RPCRDMA_OK && h.proc == RPCRDMA_MSG && h.nreads == 0)
+		r = rpcrdma_hdr_check_xid(&h, buf->base + h.hdr_len, h.inline_len);
+	if (rev_recv_dropped(s, &h, r, buf->base)) {
+		gw_buf_put(buf);
+		return;
+	}
+	GW_COUNT(&s->base, bytes_inline, len);
+
+	/* A call, or a message to answer: it holds a credit until answered. */
+	struct rev_call *c = s->outstanding < s->grant ? rev_call_get(s) : NULL;
+	if (!c) {
+		gw_buf_put(buf);
+		rev_credit_overrun(s);
+		return;
+	}
+	s->outstanding++;
+	c->xid = h.xid;
+	c->t_in = gw_now_us();
+	if (r != RPCRDMA_OK) {
+		enum rpcrdma_action act = rpcrdma_reason_action(r);
+		gw_warn("reverse %s: xid %#x: %s: %s", s->base.client, h.xid,
+			rpcrdma_reason_name(r),
+			act == RPCRDMA_ACT_ERR_VERS ? "ERR_VERS" : "ERR_CHUNK");
+		if (act != RPCRDMA_ACT_ERR_VERS)
+			gw_count_event(&s->base, GW_EV_BAD_TRANSPORT_HEADER);
+		gw_buf_put(buf);
+		rev_answer(s, c, act == RPCRDMA_ACT_ERR_VERS ? RA_ERR_VERS : RA_ERR_CHUNK);
+		return;
+	}
+	rev_copy_offer(s, c, &h);
+
+	if (h.nreads == 0) {
+		/* An inline call: it goes upstream from the receive buffer itself. */
+		c->msg = buf;
+		c->msg_off = h.hdr_len;
+		c->msg_len = h.inline_len;
+		rev_call_ready(s, c);
+		return;
+	}
+	uint32_t max = s->base.route->cfg->max_record_size;
+	if (max > rdma_pool_max_size(rev_pool(s)))
+		max = rdma_pool_max_size(rev_pool(s));
+	enum rev_layout_status ls = rev_call_layout(&h, max, &c->layout);
+	if (ls != REV_LAYOUT_OK || c->layout.total_len < 8) {
+		gw_warn("reverse %s: xid %#x: %s: ERR_CHUNK", s->base.client, h.xid,
+			ls == REV_LAYOUT_TOO_LONG ? "the call is longer than max_record_size"
+						  : "its Read chunks do not make a call");
+		gw_count_event(&s->base, GW_EV_BAD_TRANSPORT_HEADER);
+		gw_buf_put(buf);
+		rev_answer(s, c, RA_ERR_CHUNK);
+		return;
+	}
+	c->rx = buf;
+	c->inl_off = h.hdr_len;
+	c->read_list = h.read_list;
+	c->read_nsegs = h.read_nsegs;
+	c->state = RC_READING;
+	rev_enqueue(&s->readq, c);
+	rev_reads_pump(s);
+}
+
+/* ---- the upstream ---- */
+
+static const struct tcp_conn_ops rev_tcp_ops;
+
+/* The DDP-eligible results of a full reply; only needed when the client offered Write chunks. */
+static void rev_find_items(struct rev_session *s, struct rev_call *c)
+{
+	struct ulb_reply rep;
+
+	c->nitems = 0;
+	if (c->nwrites == 0 || (c->ulb.status != ULB_OK && c->ulb.status != ULB_DDP_STOPPED))
+		return;
+	enum ulb_reply_status st = ulb_parse_reply(
+		&c->ulb, &s->ulb_sessions, c->reply->base + c->reply_off, c->reply_len, 0, &rep);
+	if (st != ULB_REPLY_OK && st != ULB_REPLY_STOPPED)
+		return;
+	c->nitems = rep.n_items;
+	memcpy(c->items, rep.items, sizeof(rep.items[0]) * rep.n_items);
+}
+
+static void rev_tcp_record(struct tcp_conn *tc, struct gw_buf *buf, uint32_t off, uint32_t len,
+			   void *arg)
+{
+	struct rev_session *s = arg;
+	uint32_t xid, type;
+
+	GW_COUNT(&s->base, tcp_bytes_in, (uint64_t)len + 4);
+	if (s->state != RS_READY || !rpc_msg_peek(buf->base + off, len, &xid, &type)) {
+		gw_buf_put(buf);
+		return;
+	}
+	if (type == RPC_MSG_CALL) {
+		/*
+		 * A backward-direction call from the server (an NFSv4.1
+		 * callback). Relaying it to the client as an RPC-over-RDMA
+		 * backward call is the backchannel's work (project issue 7);
+		 * until then it is counted and dropped: the server sees no
+		 * reply, as from a client whose callback path is down.
+		 */
+		gw_count_event(&s->base, GW_EV_BACKWARD_UNDELIVERABLE);
+		gw_buf_put(buf);
+		return;
+	}
+	uint32_t i = xidmap_find(&s->xids, xid);
+	if (i == XIDMAP_NONE || s->calls[i].state != RC_SENT) {
+		gw_count_event(&s->base, GW_EV_UNMATCHED_REPLY);
+		gw_buf_put(buf);
+		return;
+	}
+	struct rev_call *c = &s->calls[i];
+	rev_dequeue(c);
+	xidmap_remove(&s->xids, xid);
+	c->in_xidmap = false;
+	c->t_reply = gw_now_us();
+	rev_put_buf(&c->msg); /* answered: it will not be sent again */
+	c->reply = buf;
+	c->reply_off = off;
+	c->reply_len = len;
+	rev_find_items(s, c);
+	rev_answer(s, c, RA_REPLY);
+}
+
+static void rev_tcp_pressure(struct tcp_conn *tc, bool congested, void *arg)
+{
+	struct rev_session *s = arg;
+
+	/* The server does not read its calls: keep new ones until it does. */
+	s->out_congested = congested;
+	if (!congested)
+		rev_up_pump(s);
+}
+
+static void rev_tcp_starved(struct tcp_conn *tc, void *arg)
+{
+	struct rev_session *s = arg;
+
+	gw_count_event(&s->base, GW_EV_NO_BUFFERS);
+	s->tcp_starved = true;
+	rdma_dev_wait_for_buffers(rconn_device(s->rdma), &s->pool_waiter);
+}
+
+static void rev_pool_wake(struct rdma_pool_waiter *w)
+{
+	struct rev_session *s =
+		(struct rev_session *)((char *)w - offsetof(struct rev_session, pool_waiter));
+
+	if (s->tcp_starved && s->tcp) {
+		s->tcp_starved = false;
+		tcp_conn_source_ready(s->tcp);
+	}
+	rev_reads_pump(s);
+}
+
+static void rev_up_give_up(struct rev_session *s)
+{
+	gw_warn("reverse %s: the upstream %s could not be reached within %u ms: closing the "
+		"client's connection",
+		s->base.client, s->base.route->cfg->upstream.text,
+		s->base.route->cfg->connect_timeout_ms);
+	gw_count_event(&s->base, GW_EV_UPSTREAM_FAILURE);
+	rev_session_close(s);
+}
+
+static uint64_t rev_up_missing_ms(const struct rev_session *s)
+{
+	return (gw_now_us() - s->up_missing_since) / 1000;
+}
+
+/* Try again after a delay that doubles each time, within the connect timeout. */
+static void rev_up_retry_later(struct rev_session *s)
+{
+	uint64_t limit = s->base.route->cfg->connect_timeout_ms;
+	uint64_t missing = rev_up_missing_ms(s);
+
+	if (missing >= limit) {
+		rev_up_give_up(s);
+		return;
+	}
+	uint64_t delay = s->backoff_ms < limit - missing ? s->backoff_ms : limit - missing;
+	s->backoff_ms =
+		s->backoff_ms * 2 < REV_BACKOFF_MAX_MS ? s->backoff_ms * 2 : REV_BACKOFF_MAX_MS;
+	struct timeval tv = { (time_t)(delay / 1000), (suseconds_t)(delay % 1000) * 1000 };
+	evtimer_add(s->retry_timer, &tv);
+}
+
+static void rev_up_retry(evutil_socket_t fd, short what, void *arg)
+{
+	struct rev_session *s = arg;
+
+	if (s->state == RS_READY && s->up == UP_NONE)
+		rev_up_connect(s);
+}
+
+static void rev_up_connected(evutil_socket_t fd, int err, void *arg)
+{
+	struct rev_session *s = arg;
+
+	s->connect = NULL;
+	s->up = UP_NONE;
+	if (fd < 0) {
+		gw_info("reverse %s: upstream %s: %s", s->base.client,
+			s->base.route->cfg->upstream.text, strerror(err));
+		rev_up_retry_later(s);
+		return;
+	}
+	s->tcp = tcp_conn_new(gw_engine_base(s->base.route->eng), fd, &s->base.route->tcp_cfg,
+			      rdma_pool_source(rev_pool(s)), &rev_tcp_ops, s);
+	if (!s->tcp) {
+		gw_err("reverse %s: cannot set up the upstream connection: %s", s->base.client,
+		       strerror(errno));
+		close(fd);
+		rev_up_retry_later(s);
+		return;
+	}
+	s->up = UP_READY;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+		gw_format_addr((const struct sockaddr *)&ss, s->base.upstream,
+			       sizeof(s->base.upstream));
+	if (s->up_reached) {
+		gw_info("reverse %s: upstream reconnected from %s; %u calls go (again)",
+			s->base.client, s->base.upstream, s->upq.n);
+		gw_count_event(&s->base, GW_EV_UPSTREAM_RECONNECT);
+	} else {
+		gw_debug("reverse %s: upstream connected from %s", s->base.client,
+			 s->base.upstream);
+	}
+	s->up_reached = true;
+	rev_up_pump(s);
+}
+
+static void rev_up_connect(struct rev_session *s)
+{
+	const struct gw_route *r = s->base.route->cfg;
+	uint64_t missing = rev_up_missing_ms(s);
+
+	if (missing >= r->connect_timeout_ms) {
+		rev_up_give_up(s);
+		return;
+	}
+	unsigned flags = r->source_port == GW_SOURCE_PORT_RESERVED ? TCP_CONNECT_RESVPORT : 0;
+	s->up = UP_CONNECTING;
+	s->connect = tcp_connect_start(
+		gw_engine_base(s->base.route->eng), (const struct sockaddr *)&r->upstream.addr,
+		r->upstream.addrlen, (unsigned)(r->connect_timeout_ms - missing), flags,
+		rev_up_connected, s);
+	if (!s->connect) {
+		gw_warn("reverse %s: cannot connect to %s: %s", s->base.client, r->upstream.text,
+			strerror(errno));
+		s->up = UP_NONE;
+		rev_up_retry_later(s);
+	}
+}
+
+static void rev_tcp_closed(struct tcp_conn *tc, const struct tcp_close_info *why, void *arg)
+{
+	struct rev_session *s = arg;
+
+	tcp_conn_free(s->tcp);
+	s->tcp = NULL;
+	s->up = UP_NONE;
+	s->out_congested = false;
+	s->tcp_starved = false;
+	if (why->reason == TCP_CLOSE_BAD_RECORD) {
+		/* The same call would get the same reply again: no point reconnecting. */
+		gw_warn("reverse %s: closing: bad record from the upstream: %s", s->base.client,
+			rm_error_name(why->record_err));
+		gw_count_event(&s->base, GW_EV_MALFORMED_RECORD);
+		rev_session_close(s);
+		return;
+	}
+	gw_info("reverse %s: upstream connection lost (%s%s%s); reconnecting", s->base.client,
+		tcp_close_reason_name(why->reason), why->err ? ": " : "",
+		why->err ? strerror(why->err) : "");
+	gw_count_event(&s->base, GW_EV_CONNECTION_LOST);
+	/* The calls in flight go first on the next connection, in their order, XIDs unchanged. */
+	struct rev_call *c;
+	while ((c = TAILQ_LAST(&s->sentq.head, rev_callhead)) != NULL) {
+		rev_dequeue(c);
+		rev_requeue_front(s, c);
+	}
+	s->up_missing_since = gw_now_us();
+	s->backoff_ms = REV_BACKOFF_MIN_MS;
+	rev_up_connect(s);
+}
+
+static const struct tcp_conn_ops rev_tcp_ops = {
+	.record = rev_tcp_record,
+	.output_pressure = rev_tcp_pressure,
+	.starved = rev_tcp_starved,
+	.closed = rev_tcp_closed,
+};
+
+/* ---- the RDMA connection ---- */
+
+static void rev_established(struct rconn *rc, void *owner, const uint8_t *pdata, uint8_t len)
+{
+	struct rev_session *s = owner;
+
+	s->rdma = rc;
+	if (s->state == RS_CLOSING) {
+		/* Shut down before the connection was up. */
+		rconn_close(rc);
+		return;
+	}
+	s->read_depth = rconn_initiator_depth(rc);
+	if (s->read_depth > REV_MAX_READ_DEPTH)
+		s->read_depth = REV_MAX_READ_DEPTH;
+
+	/* Header room for every slot, in as few registered buffers as the pool allows. */
+	uint32_t per_buf = rdma_pool_max_size(rev_pool(s)) / s->room_size;
+	for (uint32_t i = 0; i < s->ncalls; i++) {
+		uint32_t b = i / per_buf, k = i % per_buf;
+		if (k == 0) {
+			uint32_t n = s->ncalls - i < per_buf ? s->ncalls - i : per_buf;
+			s->hdr_bufs[b] = rdma_pool_alloc(rev_pool(s), (size_t)n * s->room_size);
+			if (!s->hdr_bufs[b]) {
+				gw_err("reverse %s: no registered memory for the session's headers",
+				       s->base.client);
+				rev_session_close(s);
+				return;
+			}
+			s->nhdr_bufs = b + 1;
+		}
+		s->calls[i].room = s->hdr_bufs[b]->base + (size_t)k * s->room_size;
+		s->calls[i].room_lkey = s->hdr_bufs[b]->lkey;
+	}
+	s->state = RS_READY;
+	gw_debug("reverse %s: established (inline %u/%u, %u credits, %u RDMA Reads at a time)",
+		 s->base.client, s->thr.send, s->thr.recv, s->grant, s->read_depth);
+	s->up_missing_since = gw_now_us();
+	s->backoff_ms = REV_BACKOFF_MIN_MS;
+	rev_up_connect(s);
+}
+
+static void rev_rdma_closed(struct rconn *rc, void *owner, enum rconn_close_reason reason)
+{
+	struct rev_session *s = owner;
+
+	s->rdma = rc;
+	s->rdma_closed = true;
+	if (s->state != RS_CLOSING) {
+		if (reason == RCONN_CLOSE_DISCONNECTED) {
+			gw_debug("reverse %s: the client disconnected", s->base.client);
+		} else {
+			gw_info("reverse %s: connection lost: %s", s->base.client,
+				rconn_close_reason_str(reason));
+			gw_count_event(&s->base, GW_EV_CONNECTION_LOST);
+		}
+	}
+	/* The teardown has completed every work request: every slot can go now. */
+	rev_session_close(s);
+}
+
+static const struct rconn_ops rev_rdma_ops = {
+	.established = rev_established,
+	.recv = rev_recv,
+	.closed = rev_rdma_closed,
+};
+
+/* ---- session life ---- */
+
+/*
+ * Close both sides. Slots go as soon as no work request refers to them;
+ * the rest when the RDMA teardown has flushed theirs (rev_rdma_closed()).
+ */
+static void rev_session_close(struct rev_session *s)
+{
+	if (s->in_close)
+		return;
+	s->in_close = true;
+	if (s->state != RS_CLOSING) {
+		s->state = RS_CLOSING;
+		if (s->retry_timer)
+			evtimer_del(s->retry_timer);
+		if (s->connect) {
+			tcp_connect_cancel(s->connect);
+			s->connect = NULL;
+		}
+		if (s->tcp) {
+			/* The client is gone or going: its calls' replies have nowhere to go. */
+			tcp_conn_free(s->tcp);
+			s->tcp = NULL;
+		}
+		s->up = UP_NONE;
+		if (s->rdma && !s->rdma_closed)
+			rconn_close(s->rdma);
+	}
+	for (uint32_t i = 0; i < s->ncalls; i++) {
+		struct rev_call *c = &s->calls[i];
+		if (c->state != RC_FREE)
+			rev_call_put(c);
+	}
+	s->in_close = false;
+	rev_maybe_free(s);
+}
+
+static void rev_maybe_free(struct rev_session *s)
+{
+	if (s->in_close || s->state != RS_CLOSING || s->tcp || s->connect || !s->rdma_closed ||
+	    s->busy)
+		return;
+	for (uint32_t b = 0; b < s->nhdr_bufs; b++)
+		gw_buf_put(s->hdr_bufs[b]);
+	if (s->rdma) {
+		if (rconn_device(s->rdma))
+			rdma_dev_cancel_wait(rconn_device(s->rdma), &s->pool_waiter);
+		rconn_destroy(s->rdma);
+	}
+	event_free(s->retry_timer);
+	xidmap_destroy(&s->xids);
+	free(s->hdr_bufs);
+	free(s->segs);
+	free(s->calls);
+	gw_session_unregister(&s->base);
+	free(s);
+}
+
+static const char *rev_state_name(const struct gw_session *g)
+{
+	const struct rev_session *s = (const struct rev_session *)g;
+
+	if (s->state == RS_CLOSING)
+		return "closing";
+	return s->state == RS_READY && s->up == UP_READY ? "ready" : "connecting";
+}
+
+static void rev_credits(const struct gw_session *g, struct gw_credit_state *out,
+			uint32_t *inline_send, uint32_t *inline_recv)
+{
+	const struct rev_session *s = (const struct rev_session *)g;
+
+	memset(out, 0, sizeof(*out));
+	out->granted = s->grant;
+	out->in_use = s->outstanding;
+	out->queued = s->upq.n;
+	*inline_send = s->thr.send;
+	*inline_recv = s->thr.recv;
+}
+
+static void rev_drain(struct gw_session *g)
+{
+	struct rev_session *s = rev_of(g);
+
+	s->draining = true;
+	if (s->busy == 0)
+		rev_session_close(s);
+}
+
+static void rev_shutdown(struct gw_session *g)
+{
+	rev_session_close(rev_of(g));
+}
+
+static const struct gw_session_ops rev_session_ops = {
+	.state = rev_state_name,
+	.credits = rev_credits,
+	.drain = rev_drain,
+	.shutdown = rev_shutdown,
+};
+
+/*
+ * Call slots: the client may send a new call as soon as it has an answer,
+ * before that answer's Send completion reaches the gateway, so slots
+ * beyond the credits hold answers whose Sends have not completed yet.
+ */
+static uint32_t rev_slots(const struct gw_route *r)
+{
+	return 2 * r->credits;
+}
+
+/*
+ * A slot's header room: the longest reply header (fixed words, an empty
+ * Read list, every Write chunk echoed, the Reply chunk) and an RPC error
+ * reply after it; never more than can be sent inline anyway.
+ */
+static uint32_t rev_room_size(const struct gw_route *r, uint32_t writes, uint32_t segs)
+{
+	uint64_t hdr = RPCRDMA_FIXED_SIZE + 4 + (uint64_t)writes * (8 + segs * RPCRDMA_SEG_SIZE) +
+		       4 + 8 + (uint64_t)segs * RPCRDMA_SEG_SIZE;
+	uint64_t room = hdr + REV_RPC_ERR_MAX;
+
+	if (room > r->inline_send_size)
+		room = r->inline_send_size;
+	return (uint32_t)((room + 63) & ~63ull);
+}
+
+void gw_reverse_listen_params(const struct gw_route *r, struct rconn_params *p)
+{
+	const struct rpcrdma_privdata pd = {
+		/* A responder is never sent a Send With Invalidate: R means nothing here. */
+		.remote_inv = false,
+		.send_size = r->inline_send_size,
+		.recv_size = r->inline_receive_size,
+	};
+
+	memset(p, 0, sizeof(*p));
+	p->recv_count = r->credits + r->backchannel_credits;
+	p->recv_size = r->inline_receive_size > 4096 ? r->inline_receive_size : 4096;
+	/* Answers (a Send, usually one Write) and Reads; more waits for room. */
+	p->send_depth = rev_slots(r) * 3 + REV_MAX_READ_DEPTH + 16;
+	p->max_send_sge = REV_MAX_SGE;
+	p->nmw = 0;				 /* the responder exposes no memory */
+	p->responder_resources = 0;		 /* the client does not read from us */
+	p->initiator_depth = REV_MAX_READ_DEPTH; /* bounded by the client's at accept */
+	p->connect_timeout_ms = r->connect_timeout_ms;
+	rpcrdma_privdata_encode(p->private_data, &pd);
+	p->private_data_len = RPCRDMA_PD_SIZE;
+}
+
+static void rev_free_unregistered(struct rev_session *s)
+{
+	if (s->retry_timer)
+		event_free(s->retry_timer);
+	free(s->hdr_bufs);
+	free(s->segs);
+	free(s->calls);
+	free(s);
+}
+
+bool gw_reverse_accept(struct gw_route_rt *route, const struct sockaddr *peer, const uint8_t *pdata,
+		       uint8_t pdata_len, const struct rdma_conn_param *req,
+		       struct rconn_params *params, const struct rconn_ops **ops, void **owner)
+{
+	const struct gw_route *r = route->cfg;
+
+	/* Seen from here (rdma/conn.h): the RDMA Reads the client lets us have at it. */
+	if (req->initiator_depth == 0) {
+		/* As the Linux server does: Read chunks could never be pulled. */
+		char who[80];
+		gw_format_addr(peer, who, sizeof(who));
+		gw_warn("%s: refused client %s: it allows no RDMA Reads (responder resources 0)",
+			r->name, who);
+		return false;
+	}
+	struct rev_session *s = calloc(1, sizeof(*s));
+	if (!s)
+		return false;
+	s->cap_writes = r->max_write_chunks < RPCRDMA_MAX_WRITE_CHUNKS ? r->max_write_chunks
+								       : RPCRDMA_MAX_WRITE_CHUNKS;
+	s->cap_segs = r->max_chunk_segments < REV_MAX_SEGS ? r->max_chunk_segments : REV_MAX_SEGS;
+	s->ncalls = rev_slots(r);
+	s->room_size = rev_room_size(r, s->cap_writes, s->cap_segs);
+	size_t segs_per_call = (size_t)(s->cap_writes + 1) * s->cap_segs;
+	s->calls = calloc(s->ncalls, sizeof(*s->calls));
+	s->segs = calloc(s->ncalls * segs_per_call, sizeof(*s->segs));
+	s->hdr_bufs = calloc(s->ncalls, sizeof(struct gw_buf *));
+	s->retry_timer = evtimer_new(gw_engine_base(route->eng), rev_up_retry, s);
+	if (!s->calls || !s->segs || !s->hdr_bufs || !s->retry_timer) {
+		rev_free_unregistered(s);
+		return false;
+	}
+	if (xidmap_init(&s->xids, s->ncalls) != 0) {
+		rev_free_unregistered(s);
+		return false;
+	}
+	for (uint32_t i = s->ncalls; i-- > 0;) {
+		struct rev_call *c = &s->calls[i];
+		c->s = s;
+		c->index = i;
+		c->segs = s->segs + i * segs_per_call;
+		c->next_free = s->free_list;
+		s->free_list = c;
+	}
+	TAILQ_INIT(&s->readq.head);
+	TAILQ_INIT(&s->upq.head);
+	TAILQ_INIT(&s->sentq.head);
+	TAILQ_INIT(&s->sqq.head);
+	s->pool_waiter.fn = rev_pool_wake;
+	s->own_pd = (struct rpcrdma_privdata){ .remote_inv = false,
+					       .send_size = r->inline_send_size,
+					       .recv_size = r->inline_receive_size };
+	if (!rpcrdma_privdata_decode(pdata, pdata_len, &s->peer_pd))
+		gw_debug("%s: a client sent no RFC 8797 private data: 1024 bytes each way",
+			 r->name);
+	rpcrdma_inline_thresholds(&s->own_pd, &s->peer_pd, &s->thr);
+	s->grant = r->credits;
+	s->state = RS_ACCEPTING;
+	gw_session_register(route, &s->base, &rev_session_ops, peer);
+
+	*ops = &rev_rdma_ops;
+	*owner = s;
+	(void)params; /* the route's defaults (gw_reverse_listen_params()) are right */
+	return true;
+}

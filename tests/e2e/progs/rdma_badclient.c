@@ -1,0 +1,489 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdma_badclient ADDR PORT CREDITS MODE: an RPC-over-RDMA client that breaks
+ * the rules on purpose, against a reverse-mode gateway (RFC 8797 private
+ * data, responder resources for the gateway's RDMA Reads). CREDITS is what
+ * the gateway grants; every answer must carry it.
+ *
+ * MODE "errors", one message at a time, each answer checked byte for byte:
+ *   1. a Version Two header            -> RDMA_ERROR ERR_VERS, versions 1..1
+ *   2. rdma_proc 9                     -> RDMA_ERROR ERR_CHUNK
+ *   3. RDMA_NOMSG without chunks       -> RDMA_ERROR ERR_CHUNK
+ *   4. RDMA_DONE                       -> nothing for 2 s
+ *   5. an NFSv3 NULL call              -> its RPC reply (the connection stays)
+ *   6. the NULL call as RDMA_MSGP      -> its RPC reply in an RDMA_MSG
+ *   7. the NULL call in a Position-Zero Read chunk (RDMA_NOMSG)
+ *                                      -> the gateway RDMA-Reads it, replies
+ *   8. an NFSv3 WRITE whose data length says more than the message holds
+ *                                      -> RPC reply GARBAGE_ARGS
+ *   9. an NFSv3 NULL call again        -> its RPC reply
+ * MODE "overrun": CREDITS + 1 NULL calls at once, to an upstream that never
+ * answers: the gateway must close the connection.
+ * MODE "noreads": connect offering no responder resources, so that the
+ * gateway could never pull a Read chunk: the connection must be refused.
+ *
+ * Prints "ok: ..." or "FAIL: ..." per check and exits 0 only when all hold.
+ */
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "common/log.h"
+#include "common/xdr.h"
+#include "rdma/conn.h"
+#include "rdma/device.h"
+#include "rdma/privdata.h"
+
+static int failures;
+#define CHECK(cond, ...)                                                                           \
+	do {                                                                                       \
+		if (cond) {                                                                        \
+			printf("ok: " __VA_ARGS__);                                                \
+		} else {                                                                           \
+			printf("FAIL: " __VA_ARGS__);                                              \
+			failures++;                                                                \
+		}                                                                                  \
+		printf("\n");                                                                      \
+		fflush(stdout);                                                                    \
+	} while (0)
+
+enum { MSG_MAX = 256, QUIET_S = 2, ANSWER_S = 10, CLOSE_S = 20 };
+
+/* A message under construction, XDR words. */
+struct words {
+	uint8_t b[MSG_MAX];
+	uint32_t len;
+};
+
+static void w32(struct words *w, uint32_t v)
+{
+	xdr_put32(w->b + w->len, v);
+	w->len += 4;
+}
+
+static void w64(struct words *w, uint64_t v)
+{
+	xdr_put64(w->b + w->len, v);
+	w->len += 8;
+}
+
+/* Transport header: fixed words, then (for MSG and NOMSG) three empty lists. */
+static void hdr(struct words *w, uint32_t xid, uint32_t vers, uint32_t proc, bool lists)
+{
+	w->len = 0;
+	w32(w, xid);
+	w32(w, vers);
+	w32(w, 32); /* credits requested */
+	w32(w, proc);
+	if (lists) {
+		w32(w, 0);
+		w32(w, 0);
+		w32(w, 0);
+	}
+}
+
+/* An RPC call header with AUTH_NONE. */
+static void rpc_call(struct words *w, uint32_t xid, uint32_t prog, uint32_t vers, uint32_t proc)
+{
+	w32(w, xid);
+	w32(w, 0); /* CALL */
+	w32(w, 2);
+	w32(w, prog);
+	w32(w, vers);
+	w32(w, proc);
+	w32(w, 0);
+	w32(w, 0);
+	w32(w, 0);
+	w32(w, 0);
+}
+
+/* An accepted RPC reply with AUTH_NONE and accept_stat @stat (no results: NULL or an error). */
+static void rpc_reply(struct words *w, uint32_t xid, uint32_t stat)
+{
+	w32(w, xid);
+	w32(w, 1); /* REPLY */
+	w32(w, 0); /* MSG_ACCEPTED */
+	w32(w, 0);
+	w32(w, 0);
+	w32(w, stat);
+}
+
+enum step_kind { EXPECT, QUIET };
+
+struct step {
+	const char *what;
+	struct words msg;
+	enum step_kind kind;
+	struct words want;
+	bool p0_call; /* msg is built when sent: the call goes in a Position-Zero Read chunk */
+};
+
+static struct step steps[12];
+static unsigned nsteps, cur;
+static uint32_t credits;
+static struct event_base *base;
+static struct event *timer;
+static struct rconn *conn;
+static bool overrun_mode, noreads_mode, closed, established;
+static enum rconn_close_reason close_reason;
+static unsigned replies_seen;
+
+static void build_error_steps(void)
+{
+	struct step *s;
+
+	s = &steps[nsteps++];
+	s->what = "a Version Two header gets ERR_VERS (1, 1)";
+	hdr(&s->msg, 0x1001, 2, 0, true);
+	rpc_call(&s->msg, 0x1001, 100003, 3, 0);
+	s->kind = EXPECT;
+	hdr(&s->want, 0x1001, 1, 4, false);
+	w32(&s->want, 1);
+	w32(&s->want, 1);
+	w32(&s->want, 1);
+
+	s = &steps[nsteps++];
+	s->what = "an unknown rdma_proc gets ERR_CHUNK";
+	hdr(&s->msg, 0x1002, 1, 9, true);
+	rpc_call(&s->msg, 0x1002, 100003, 3, 0);
+	s->kind = EXPECT;
+	hdr(&s->want, 0x1002, 1, 4, false);
+	w32(&s->want, 2);
+
+	s = &steps[nsteps++];
+	s->what = "RDMA_NOMSG without chunks gets ERR_CHUNK";
+	hdr(&s->msg, 0x1003, 1, 1, true);
+	s->kind = EXPECT;
+	hdr(&s->want, 0x1003, 1, 4, false);
+	w32(&s->want, 2);
+
+	s = &steps[nsteps++];
+	s->what = "RDMA_DONE is dropped: no answer";
+	hdr(&s->msg, 0x1004, 1, 3, false);
+	s->kind = QUIET;
+
+	s = &steps[nsteps++];
+	s->what = "after RDMA_DONE the connection works: NFS NULL answered";
+	hdr(&s->msg, 0x1005, 1, 0, true);
+	rpc_call(&s->msg, 0x1005, 100003, 3, 0);
+	s->kind = EXPECT;
+	hdr(&s->want, 0x1005, 1, 0, true);
+	rpc_reply(&s->want, 0x1005, 0);
+
+	s = &steps[nsteps++];
+	s->what = "RDMA_MSGP is taken as RDMA_MSG: NFS NULL answered with RDMA_MSG";
+	hdr(&s->msg, 0x1008, 1, 2, false);
+	w32(&s->msg, 0); /* rdma_align: no padding asked */
+	w32(&s->msg, 0); /* rdma_thresh */
+	w32(&s->msg, 0); /* the three chunk lists */
+	w32(&s->msg, 0);
+	w32(&s->msg, 0);
+	rpc_call(&s->msg, 0x1008, 100003, 3, 0);
+	s->kind = EXPECT;
+	hdr(&s->want, 0x1008, 1, 0, true);
+	rpc_reply(&s->want, 0x1008, 0);
+
+	s = &steps[nsteps++];
+	s->what = "a call in a Position-Zero Read chunk (RDMA_NOMSG) is pulled and answered";
+	s->p0_call = true;
+	s->kind = EXPECT;
+	hdr(&s->want, 0x1009, 1, 0, true);
+	rpc_reply(&s->want, 0x1009, 0);
+
+	s = &steps[nsteps++];
+	s->what = "an NFS WRITE whose data length lies gets RPC GARBAGE_ARGS";
+	hdr(&s->msg, 0x1006, 1, 0, true);
+	rpc_call(&s->msg, 0x1006, 100003, 3, 7);
+	w32(&s->msg, 8); /* file handle */
+	w64(&s->msg, 0x0102030405060708ull);
+	w64(&s->msg, 0);    /* offset */
+	w32(&s->msg, 1000); /* count */
+	w32(&s->msg, 0);    /* UNSTABLE */
+	w32(&s->msg, 1000); /* data: 1000 bytes, says the length ... */
+	w64(&s->msg, 0);    /* ... but 8 follow */
+	s->kind = EXPECT;
+	hdr(&s->want, 0x1006, 1, 0, true);
+	rpc_reply(&s->want, 0x1006, 4);
+
+	s = &steps[nsteps++];
+	s->what = "and the connection still works: NFS NULL answered";
+	hdr(&s->msg, 0x1007, 1, 0, true);
+	rpc_call(&s->msg, 0x1007, 100003, 3, 0);
+	s->kind = EXPECT;
+	hdr(&s->want, 0x1007, 1, 0, true);
+	rpc_reply(&s->want, 0x1007, 0);
+
+	/* Every answer grants the gateway's credits. */
+	for (unsigned i = 0; i < nsteps; i++) {
+		if (steps[i].kind == EXPECT)
+			xdr_put32(steps[i].want.b + 8, credits);
+	}
+}
+
+/* ---- sending ---- */
+
+struct sent {
+	struct rconn_wr wr; /* first */
+	struct gw_buf *buf;
+};
+
+static void sent_done(struct rconn_wr *wr, enum ibv_wc_status st)
+{
+	struct sent *s = (struct sent *)wr;
+
+	gw_buf_put(s->buf);
+	free(s);
+}
+
+static bool send_words(const struct words *w)
+{
+	struct sent *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return false;
+	s->buf = rdma_pool_alloc(rdma_dev_pool(rconn_device(conn)), MSG_MAX);
+	if (!s->buf) {
+		free(s);
+		return false;
+	}
+	s->wr.done = sent_done;
+	memcpy(s->buf->base, w->b, w->len);
+	struct ibv_sge sge = { (uintptr_t)s->buf->base, w->len, s->buf->lkey };
+	if (rconn_send(conn, &sge, 1, 0, &s->wr) != 0) {
+		gw_buf_put(s->buf);
+		free(s);
+		return false;
+	}
+	return true;
+}
+
+static void arm_timer(int seconds)
+{
+	struct timeval tv = { seconds, 0 };
+
+	evtimer_add(timer, &tv);
+}
+
+static void finish(void)
+{
+	if (conn && !closed)
+		rconn_close(conn);
+	else
+		event_base_loopexit(base, NULL);
+}
+
+static struct gw_buf *p0_buf;
+static struct rconn_exposure p0_exp;
+
+/*
+ * RDMA_NOMSG whose Read list holds the whole call at position zero: an NFS
+ * NULL call in our memory, exposed for the gateway to read.
+ */
+static bool build_p0_call(struct words *w)
+{
+	struct words call = { .len = 0 };
+
+	rpc_call(&call, 0x1009, 100003, 3, 0);
+	p0_buf = rdma_pool_alloc(rdma_dev_pool(rconn_device(conn)), MSG_MAX);
+	if (!p0_buf)
+		return false;
+	memcpy(p0_buf->base, call.b, call.len);
+	if (rconn_expose(conn, p0_buf, 0, call.len, RCONN_REMOTE_READ, &p0_exp) != 0)
+		return false;
+	w->len = 0;
+	w32(w, 0x1009);
+	w32(w, 1);
+	w32(w, 32);
+	w32(w, 1); /* RDMA_NOMSG */
+	w32(w, 1); /* Read list: one entry at position 0 */
+	w32(w, 0);
+	w32(w, p0_exp.rkey);
+	w32(w, call.len);
+	w64(w, p0_exp.addr);
+	w32(w, 0); /* end of the Read list */
+	w32(w, 0); /* no Write list */
+	w32(w, 0); /* no Reply chunk */
+	return true;
+}
+
+static void run_step(void)
+{
+	if (cur == nsteps) {
+		finish();
+		return;
+	}
+	struct step *s = &steps[cur];
+	if (s->p0_call && !build_p0_call(&s->msg)) {
+		CHECK(0, "%s: call exposed", s->what);
+		finish();
+		return;
+	}
+	if (!send_words(&s->msg)) {
+		CHECK(0, "%s: sent", s->what);
+		finish();
+		return;
+	}
+	arm_timer(s->kind == QUIET ? QUIET_S : ANSWER_S);
+}
+
+static void dump(const char *what, const uint8_t *b, uint32_t len)
+{
+	printf("  %s (%u bytes):", what, len);
+	for (uint32_t i = 0; i < len && i < 64; i += 4)
+		printf(" %08x", len - i >= 4 ? xdr_get32(b + i) : 0);
+	printf("\n");
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+	if (overrun_mode) {
+		CHECK(0, "the gateway closed the connection within %d s", CLOSE_S);
+		finish();
+		return;
+	}
+	struct step *s = &steps[cur];
+	CHECK(s->kind == QUIET, "%s (no answer within %d s)", s->what,
+	      s->kind == QUIET ? QUIET_S : ANSWER_S);
+	cur++;
+	run_step();
+}
+
+static void on_recv(struct rconn *c, void *owner, struct gw_buf *buf, uint32_t len, uint32_t inv)
+{
+	replies_seen++;
+	if (overrun_mode || cur >= nsteps) {
+		gw_buf_put(buf);
+		return;
+	}
+	struct step *s = &steps[cur];
+	evtimer_del(timer);
+	bool same =
+		s->kind == EXPECT && len == s->want.len && memcmp(buf->base, s->want.b, len) == 0;
+	CHECK(same, "%s", s->what);
+	if (!same) {
+		dump("got", buf->base, len);
+		if (s->kind == EXPECT)
+			dump("want", s->want.b, s->want.len);
+	}
+	gw_buf_put(buf);
+	cur++;
+	run_step();
+}
+
+static void on_established(struct rconn *c, void *owner, const uint8_t *pdata, uint8_t len)
+{
+	struct rpcrdma_privdata pd;
+
+	established = true;
+	CHECK(rpcrdma_privdata_decode(pdata, len, &pd),
+	      "the gateway sent RFC 8797 private data (send %u, receive %u)", pd.send_size,
+	      pd.recv_size);
+	if (!overrun_mode) {
+		run_step();
+		return;
+	}
+	/* More calls than granted, at once; the upstream answers none of them. */
+	unsigned n = credits + 1, sent = 0;
+	for (unsigned i = 0; i < n; i++) {
+		struct words w;
+		hdr(&w, 0x2000 + i, 1, 0, true);
+		rpc_call(&w, 0x2000 + i, 100003, 3, 0);
+		sent += send_words(&w);
+	}
+	CHECK(sent == n, "%u calls sent with %u credits granted", sent, credits);
+	arm_timer(CLOSE_S);
+}
+
+static void on_closed(struct rconn *c, void *owner, enum rconn_close_reason reason)
+{
+	closed = true;
+	close_reason = reason;
+	evtimer_del(timer);
+	event_base_loopexit(base, NULL);
+}
+
+static const struct rconn_ops ops = {
+	.established = on_established,
+	.recv = on_recv,
+	.closed = on_closed,
+};
+
+int main(int argc, char **argv)
+{
+	if (argc != 5 || (strcmp(argv[4], "errors") != 0 && strcmp(argv[4], "overrun") != 0 &&
+			  strcmp(argv[4], "noreads") != 0)) {
+		fprintf(stderr, "usage: rdma_badclient ADDR PORT CREDITS errors|overrun|noreads\n");
+		return 2;
+	}
+	credits = (uint32_t)strtoul(argv[3], NULL, 10);
+	overrun_mode = strcmp(argv[4], "overrun") == 0;
+	noreads_mode = strcmp(argv[4], "noreads") == 0;
+	if (!overrun_mode && !noreads_mode)
+		build_error_steps();
+
+	base = event_base_new();
+	struct rdma_pool_config pc;
+	rdma_pool_default_config(&pc, 4096, 65536, 16);
+	struct rdma_ctx *ctx = rdma_ctx_create(base, &pc);
+	if (!ctx) {
+		printf("FAIL: no RDMA\n");
+		return 1;
+	}
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(atoi(argv[2])) };
+	inet_pton(AF_INET, argv[1], &sa.sin_addr);
+	struct rconn_params p = {
+		.recv_count = 16,
+		.recv_size = 4096,
+		.send_depth = 2 * credits + 16,
+		.max_send_sge = 2,
+		.nmw = 2,				     /* for the Position-Zero call */
+		.responder_resources = noreads_mode ? 0 : 4, /* the gateway's RDMA Reads at us */
+		.connect_timeout_ms = 5000,
+	};
+	const struct rpcrdma_privdata pd = { .remote_inv = false,
+					     .send_size = 4096,
+					     .recv_size = 4096 };
+	rpcrdma_privdata_encode(p.private_data, &pd);
+	p.private_data_len = RPCRDMA_PD_SIZE;
+	timer = evtimer_new(base, on_timer, NULL);
+	conn = rconn_connect(ctx, (struct sockaddr *)&sa, NULL, &p, &ops, NULL);
+	if (!conn) {
+		printf("FAIL: cannot start connecting\n");
+		return 1;
+	}
+	event_base_dispatch(base);
+
+	if (noreads_mode) {
+		CHECK(!established && closed && close_reason == RCONN_CLOSE_REJECTED,
+		      "a client that allows no RDMA Reads is refused (%s)",
+		      closed ? rconn_close_reason_str(close_reason) : "still open");
+		rconn_destroy(conn);
+		event_free(timer);
+		rdma_ctx_destroy(ctx);
+		event_base_free(base);
+		return failures ? 1 : 0;
+	}
+	CHECK(established, "connected to the gateway");
+	if (overrun_mode) {
+		CHECK(closed && close_reason == RCONN_CLOSE_DISCONNECTED,
+		      "the gateway disconnected the client that overran its credits (%s, %u "
+		      "answers)",
+		      closed ? rconn_close_reason_str(close_reason) : "still open", replies_seen);
+	} else {
+		CHECK(cur == nsteps, "every step ran (%u of %u)", cur, nsteps);
+		CHECK(closed && close_reason == RCONN_CLOSE_LOCAL,
+		      "the connection stayed up until the client closed it (%s)",
+		      closed ? rconn_close_reason_str(close_reason) : "still open");
+	}
+	/* The connection is closed: its windows are gone with the queue pair. */
+	if (p0_buf)
+		gw_buf_put(p0_buf);
+	rconn_destroy(conn);
+	event_free(timer);
+	rdma_ctx_destroy(ctx);
+	event_base_free(base);
+	return failures ? 1 : 0;
+}

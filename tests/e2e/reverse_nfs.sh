@@ -1,0 +1,106 @@
+# Reverse mode, one guest: the kernel NFS server listens on TCP only (192.0.2.1:2049); the
+# gateway listens on RDMA 192.0.2.2:20049 and relays to it; the kernel NFS client mounts
+# the gateway with proto=rdma. For NFSv3, 4.0, 4.1 and 4.2, with rsize/wsize 4 KiB and
+# 1 MiB: 64 MiB O_DIRECT write and read with checksums, odd file sizes, a 5,000-entry
+# directory, symlinks, rename and setattr, POSIX locks (without a blocking wait on
+# NFSv4.1+, whose wake-up needs the backchannel), 8 concurrent writers. Then the
+# upstream restarts under a mount with I/O running (the gateway reconnects and sends the
+# calls in flight again: the I/O completes intact), the counters must show the traffic,
+# and SIGTERM must drain it cleanly.
+#   E2E_VERSIONS="3 4.1" and E2E_SIZES="1048576" narrow the matrix for a quick run.
+set -u
+source "$GW_SRC/tests/e2e/lib/gw-e2e.sh"
+gwvm-net
+gwvm-nfsd /export tcp
+modprobe nfsv3; modprobe nfsv4; modprobe rpcrdma
+check "the NFS server has no RDMA listener" test -z "$(grep rdma /proc/fs/nfsd/portlist)"
+
+cat >"$E2E_WORK/gw.json" <<JSON
+{ "routes": [ { "name": "nfs", "mode": "reverse",
+                "listen": "rdma://192.0.2.2:20049", "upstream": "tcp://192.0.2.1:2049" } ],
+  "stats": { "listen": "127.0.0.1:9464" } }
+JSON
+gw_start reverse "$E2E_WORK/gw.json" || e2e_finish
+
+MB=${E2E_BIG_MB:-64}
+VERSIONS=${E2E_VERSIONS:-3 4.0 4.1 4.2}
+SIZES=${E2E_SIZES:-4096 1048576}
+runs_1m=0
+for vers in $VERSIONS; do
+    for size in $SIZES; do
+        mnt=/mnt/v$vers-$size; mkdir -p "$mnt"
+        if [[ $vers == 3 ]]; then src=192.0.2.2:/export; else src=192.0.2.2:/; fi
+        echo "--- NFSv$vers rsize=wsize=$size over RDMA through the gateway ($(date +%T))"
+        if ! mount -t nfs -o vers=$vers,proto=rdma,port=20049,rsize=$size,wsize=$size "$src" "$mnt"; then
+            fail "mount NFSv$vers over RDMA through the gateway"; continue
+        fi
+        check "NFSv$vers mount is RDMA to the gateway" grep -q "$mnt nfs.*proto=rdma.*addr=192.0.2.2" /proc/mounts
+        d=$mnt/t-$vers-$size; mkdir -p "$d"
+        wl_bigfile "$d" "$MB"
+        wl_oddsizes "$d"
+        wl_symlink "$d"
+        wl_rename_setattr "$d"
+        # A contended lock on NFSv4.1+ waits for CB_NOTIFY_LOCK on the backchannel, which
+        # the gateway does not relay yet (project issue 7): check locks without waiting.
+        case $vers in 4.[12]) wl_locks_try "$d" ;; *) wl_locks "$d" ;; esac
+        if [[ $size == 1048576 ]]; then
+            wl_bigdir "$d" 5000
+            wl_concurrent "$d" 8 8
+            runs_1m=$((runs_1m + 1))
+        fi
+        rm -rf "$d"
+        umount "$mnt"
+    done
+done
+
+# The upstream restarts while a client has I/O in flight through the gateway: the
+# gateway reconnects, sends the calls in flight again, and the I/O completes intact.
+echo "--- upstream restart under load ($(date +%T))"
+mnt=/mnt/restart; mkdir -p "$mnt"
+if mount -t nfs -o vers=3,proto=rdma,port=20049,rsize=1048576,wsize=1048576 192.0.2.2:/export "$mnt"; then
+    src=$(e2e_source 16); want=$(md5sum <"$src" | cut -d' ' -f1)
+    dd if="$src" of="$mnt/restart" bs=64k oflag=direct status=none & writer=$!
+    sleep 1
+    t0=$(date +%s)
+    rpc.nfsd 0; sleep 3; rpc.nfsd 8
+    wait "$writer"; rc=$?
+    t=$(($(date +%s) - t0))
+    check "a writer with I/O in flight across the server restart finished (status $rc)" test "$rc" -eq 0
+    # Without the resend the calls in flight would wait for the client's retransmit
+    # timeout (60 s for proto=rdma) and a reconnect.
+    check "... without waiting for the client to time out (${t} s)" test "$t" -lt 40
+    got=$(dd if="$mnt/restart" bs=1M iflag=direct status=none | md5sum | cut -d' ' -f1)
+    check "... and its file is intact" test "$want" = "$got"
+    echo "later call" >"$mnt/after"
+    check "a later call goes through" test "$(cat "$mnt/after")" = "later call"
+    rm -f "$mnt/restart" "$mnt/after"
+    umount "$mnt"
+else
+    fail "mount for the restart test"
+fi
+
+# The counters saw what was sent: READ data left by Write chunks, WRITE data came by
+# RDMA Read, long replies (READDIR) by the Reply chunk, and the restart was noticed.
+tot="s['routes'][0]['totals']"
+reads=$(gw_jq "sum(p['calls'] for p in $tot['procedures'] if p['procedure_name']=='READ')")
+replies=$(gw_jq "$tot['replies']")
+calls=$(gw_jq "$tot['calls']")
+wbytes=$(gw_jq "$tot['rdma_bytes']['write_chunk']")
+rbytes=$(gw_jq "$tot['rdma_bytes']['read_chunk']")
+rcbytes=$(gw_jq "$tot['rdma_bytes']['reply_chunk']")
+reconnects=$(gw_jq "$tot['events']['upstream_reconnect']")
+overruns=$(gw_jq "$tot['events']['credit_overrun']")
+echo "stats: calls $calls replies $replies READ $reads write_chunk $wbytes read_chunk $rbytes reply_chunk $rcbytes reconnects $reconnects"
+nvers=$(wc -w <<<"$VERSIONS"); nsizes=$(wc -w <<<"$SIZES")
+check "stats: NFS READ calls counted ($reads)" test "${reads:-0}" -gt 0
+check "stats: every call answered ($replies of $calls)" test "${replies:-0}" -ge "$((${calls:-1} * 99 / 100))"
+check "stats: bytes moved by Write chunks ($wbytes) >= the data read back" \
+    test "${wbytes:-0}" -ge $((MB * nvers * nsizes * 1048576))
+check "stats: bytes moved by Read chunks ($rbytes) >= the data written" \
+    test "${rbytes:-0}" -ge $((MB * nvers * nsizes * 1048576))
+check "stats: long replies went by the Reply chunk ($rcbytes bytes)" test "${rcbytes:-0}" -gt 0
+check "stats: the upstream restart was a reconnect ($reconnects)" test "${reconnects:-0}" -ge 1
+check "stats: no client overran its credits ($overruns)" test "${overruns:-1}" -eq 0
+gw_stop
+grep -E "error|warning" "$GW_LOG" | head -20
+e2e_finish
