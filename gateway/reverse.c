@@ -42,6 +42,16 @@
  * (re)connected in time, the RDMA connection is closed: the client
  * reconnects and retransmits as after any server restart.
  *
+ * The backchannel (RFC 8167). A CALL record from the server (an NFSv4.1
+ * callback) goes to the client as a backward call: RDMA_MSG, no chunks,
+ * inline, sent from the record buffer itself. No more are outstanding
+ * than the client's backward credits (1 until its first backward reply
+ * says otherwise); others wait in arrival order, up to backchannel_credits
+ * of them, and a call that cannot be delivered (too large for the client's
+ * inline threshold, no slot) is answered SYSTEM_ERR on TCP. The client's
+ * reply (msg_type REPLY; the XID is never used to guess) goes to the server
+ * as a record, unless the upstream connection that carried the call is gone.
+ *
  * Ownership. A slot holds the receive buffer while its Read list is still
  * being walked, the assembled call until its reply comes (for a resend
  * after a reconnect), and the reply record until its Send completes. A
@@ -166,6 +176,33 @@ struct rev_call {
 	bool send_pending;
 };
 
+/*
+ * A backward call: from the server's CALL record until the client's reply
+ * (or the session's end) and the Send's completion, whichever is later.
+ */
+enum rev_bc_state {
+	BC_FREE,
+	BC_WAITING, /* on bcq: for a backward credit or send-queue room */
+	BC_SENT,    /* posted to the client, no reply yet */
+	BC_DONE,    /* replied to or abandoned; free once the Send completes */
+};
+
+struct rev_bcall {
+	struct rev_session *s;
+	TAILQ_ENTRY(rev_bcall) link;
+	enum rev_bc_state state;
+	bool send_pending;
+	uint32_t xid;
+	uint32_t up_gen; /* the upstream connection that carried the call */
+	struct gw_buf *rec; /* the server's call record, until the Send completes */
+	uint32_t rec_off;
+	uint32_t rec_len;
+	uint8_t *room; /* the transport header, in registered memory */
+	uint32_t room_lkey;
+	struct rconn_wr send_wr;
+	uint64_t t_in;
+};
+
 /* One outstanding RDMA Read. */
 struct rev_read_wr {
 	struct rconn_wr wr;
@@ -233,6 +270,16 @@ struct rev_session {
 	struct ulb_sessions ulb_sessions;
 	bool draining;
 	bool in_close; /* rev_session_close() is running: do not free under it */
+
+	/* The backchannel. */
+	struct rev_bcall *bcalls;
+	uint32_t nbcalls;   /* slots: the route's backchannel_credits */
+	uint32_t bc_busy;   /* slots not free */
+	uint32_t bc_out;    /* backward calls posted and not answered */
+	uint32_t bc_grant;  /* the client's backward credits (1 until it says) */
+	uint32_t up_gen;    /* upstream connections made */
+	struct gw_buf *bc_hdr_buf;
+	TAILQ_HEAD(, rev_bcall) bcq;
 };
 
 static void rev_session_close(struct rev_session *s);
@@ -241,6 +288,7 @@ static void rev_reads_pump(struct rev_session *s);
 static void rev_up_pump(struct rev_session *s);
 static void rev_answer(struct rev_session *s, struct rev_call *c, enum rev_answer a);
 static void rev_up_connect(struct rev_session *s);
+static void rev_bc_pump(struct rev_session *s);
 
 static struct rev_session *rev_of(struct gw_session *g)
 {
@@ -382,6 +430,7 @@ static void rev_send_done(struct rconn_wr *wr, enum ibv_wc_status status)
 		/* Send-queue room is back: answers and Reads that waited for it go now. */
 		rev_answers_pump(s);
 		rev_reads_pump(s);
+		rev_bc_pump(s);
 	}
 }
 
@@ -736,6 +785,198 @@ static void rev_call_to_upstream(struct rev_session *s, struct rev_call *c)
 	rev_enqueue(&s->upq, c);
 }
 
+/* ---- the backchannel (RFC 8167) ---- */
+
+enum {
+	/* A backward call's transport header: RDMA_MSG with three empty lists. */
+	REV_BC_ROOM = 32,
+};
+
+static void rev_bc_release(struct rev_bcall *b)
+{
+	struct rev_session *s = b->s;
+
+	rev_put_buf(&b->rec);
+	b->state = BC_FREE;
+	s->bc_busy--;
+	rev_maybe_free(s);
+}
+
+/*
+ * A backward call that cannot reach the client: the server gets SYSTEM_ERR
+ * (RFC 5531) at once, rather than waiting for a reply that will never come.
+ */
+static void rev_bc_refuse(struct rev_session *s, uint32_t xid, const char *why)
+{
+	uint8_t msg[REV_RPC_ERR_MAX];
+	size_t n = rpc_build_accepted_error(msg, sizeof(msg), xid, RPC_ACC_SYSTEM_ERR, 0, 0);
+
+	gw_warn("reverse %s: backward call xid %#x cannot be delivered (%s): SYSTEM_ERR",
+		s->base.client, xid, why);
+	gw_count_event(&s->base, GW_EV_BACKWARD_UNDELIVERABLE);
+	if (n && s->up == UP_READY && tcp_conn_send_copy(s->tcp, msg, n) == 0)
+		GW_COUNT(&s->base, tcp_bytes_out, (uint64_t)n + 4);
+}
+
+static void rev_bc_send_done(struct rconn_wr *wr, enum ibv_wc_status status)
+{
+	struct rev_bcall *b = (struct rev_bcall *)((char *)wr - offsetof(struct rev_bcall, send_wr));
+	struct rev_session *s = b->s;
+	bool ready = s->state == RS_READY;
+
+	b->send_pending = false;
+	rev_put_buf(&b->rec);
+	/* While the session is ready, releasing a slot never frees it. */
+	if (b->state == BC_DONE)
+		rev_bc_release(b);
+	if (ready && s->state == RS_READY) {
+		rev_bc_pump(s);
+		rev_answers_pump(s);
+		rev_reads_pump(s);
+	}
+}
+
+/* Inline, no chunks: the transport header, then the call from its record buffer. */
+static int rev_bc_post(struct rev_session *s, struct rev_bcall *b)
+{
+	/* The credit field of a backward call asks for backward credits (RFC 8167). */
+	ssize_t hlen = rpcrdma_encode_msg_inline(b->room, REV_BC_ROOM, RPCRDMA_V1, b->xid,
+						 s->nbcalls);
+	if (hlen < 0)
+		return (int)hlen;
+	struct ibv_sge sge[2] = {
+		{ (uintptr_t)b->room, (uint32_t)hlen, b->room_lkey },
+		{ (uintptr_t)(b->rec->base + b->rec_off), b->rec_len, b->rec->lkey },
+	};
+	b->send_wr.done = rev_bc_send_done;
+	b->send_pending = true;
+	int err = rconn_send(s->rdma, sge, 2, 0, &b->send_wr);
+	if (err) {
+		b->send_pending = false;
+		return err;
+	}
+	b->state = BC_SENT;
+	s->bc_out++;
+	GW_COUNT(&s->base, backward_calls, 1);
+	GW_COUNT(&s->base, bytes_inline, (uint64_t)hlen + b->rec_len);
+	return 0;
+}
+
+/* Backward calls go to the client while its backward credits and the send queue allow. */
+static void rev_bc_pump(struct rev_session *s)
+{
+	struct rev_bcall *b;
+
+	while (s->state == RS_READY && s->bc_out < s->bc_grant && rconn_sq_space(s->rdma) > 0 &&
+	       (b = TAILQ_FIRST(&s->bcq)) != NULL) {
+		TAILQ_REMOVE(&s->bcq, b, link);
+		int err = rev_bc_post(s, b);
+		if (err) {
+			rev_bc_refuse(s, b->xid, strerror(-err));
+			b->state = BC_DONE;
+			rev_bc_release(b);
+		}
+	}
+}
+
+/* A CALL record from the server: a callback for the client. */
+static void rev_bc_call(struct rev_session *s, struct gw_buf *buf, uint32_t off, uint32_t len,
+			uint32_t xid)
+{
+	struct rev_bcall *b = NULL;
+
+	for (uint32_t i = 0; i < s->nbcalls && !b; i++) {
+		if (s->bcalls[i].state == BC_FREE)
+			b = &s->bcalls[i];
+	}
+	if (!b || RPCRDMA_HDR_MIN_SIZE + (uint64_t)len > s->thr.send) {
+		/* Backward messages are inline only (RFC 8167 section 5). */
+		rev_bc_refuse(s, xid,
+			      b ? "larger than the client's inline threshold"
+				: "more backward calls at once than backchannel_credits");
+		gw_buf_put(buf);
+		return;
+	}
+	b->state = BC_WAITING;
+	b->xid = xid;
+	b->up_gen = s->up_gen;
+	b->rec = buf;
+	b->rec_off = off;
+	b->rec_len = len;
+	b->t_in = gw_now_us();
+	s->bc_busy++;
+	TAILQ_INSERT_TAIL(&s->bcq, b, link);
+	rev_bc_pump(s);
+}
+
+/*
+ * The client's reply to a backward call: to the server as a record, by
+ * reference to the receive buffer, on the connection that carried the call.
+ * Its credit field grants backward credits.
+ */
+static void rev_bc_reply(struct rev_session *s, struct gw_buf *buf, const struct rpcrdma_hdr *h)
+{
+	struct rev_bcall *b = NULL;
+
+	for (uint32_t i = 0; i < s->nbcalls && !b; i++) {
+		if (s->bcalls[i].state == BC_SENT && s->bcalls[i].xid == h->xid)
+			b = &s->bcalls[i];
+	}
+	if (!b || h->nwrites || h->has_reply) {
+		gw_debug("reverse %s: a backward reply xid %#x %s: dropped", s->base.client,
+			 h->xid, b ? "with chunks" : "to no backward call");
+		gw_count_event(&s->base, b ? GW_EV_BAD_TRANSPORT_HEADER : GW_EV_UNMATCHED_REPLY);
+		gw_buf_put(buf);
+		return;
+	}
+	s->bc_out--;
+	s->bc_grant = h->credits == 0 ? 1 : h->credits < s->nbcalls ? h->credits : s->nbcalls;
+	b->state = BC_DONE;
+	if (b->up_gen != s->up_gen || s->up != UP_READY) {
+		gw_info("reverse %s: the reply to backward call xid %#x is dropped: the server's "
+			"connection that sent the call is gone",
+			s->base.client, h->xid);
+		gw_count_event(&s->base, GW_EV_BACKWARD_UNDELIVERABLE);
+	} else if (tcp_conn_send_ref(s->tcp, buf, h->hdr_len, h->inline_len) != 0) {
+		gw_count_event(&s->base, GW_EV_BACKWARD_UNDELIVERABLE);
+	} else {
+		GW_COUNT(&s->base, backward_replies, 1);
+		GW_COUNT(&s->base, tcp_bytes_out, (uint64_t)h->inline_len + 4);
+	}
+	gw_buf_put(buf);
+	if (!b->send_pending)
+		rev_bc_release(b);
+	rev_bc_pump(s);
+}
+
+/* Backward calls that wait for the client: the connection that sent them is gone. */
+static void rev_bc_drop_waiting(struct rev_session *s)
+{
+	struct rev_bcall *b;
+
+	while ((b = TAILQ_FIRST(&s->bcq)) != NULL) {
+		TAILQ_REMOVE(&s->bcq, b, link);
+		gw_count_event(&s->base, GW_EV_BACKWARD_UNDELIVERABLE);
+		b->state = BC_DONE;
+		rev_bc_release(b);
+	}
+}
+
+/* The session is closing: no reply will come; a pending Send completes (flushed) later. */
+static void rev_bc_abandon(struct rev_session *s)
+{
+	for (uint32_t i = 0; i < s->nbcalls; i++) {
+		struct rev_bcall *b = &s->bcalls[i];
+		if (b->state == BC_WAITING)
+			TAILQ_REMOVE(&s->bcq, b, link);
+		if (b->state != BC_FREE) {
+			b->state = BC_DONE;
+			if (!b->send_pending)
+				rev_bc_release(b);
+		}
+	}
+}
+
 /* ---- calls from the client ---- */
 
 /* The whole call is one message: parse its arguments, then relay it. */
@@ -995,12 +1236,6 @@ static bool rev_recv_dropped(struct rev_session *s, const struct rpcrdma_hdr *h,
 		gw_count_event(&s->base, GW_EV_BAD_TRANSPORT_HEADER);
 		return true;
 	}
-	if (r == RPCRDMA_OK && h->proc == RPCRDMA_MSG && h->nreads == 0 && h->inline_len >= 8 &&
-	    rpcrdma_rpc_msg_type(buf + h->hdr_len) == RPCRDMA_RPC_REPLY) {
-		/* A backward-direction reply (RFC 8167): no backward calls are sent yet. */
-		gw_count_event(&s->base, GW_EV_UNMATCHED_REPLY);
-		return true;
-	}
 	return false;
 }
 
@@ -1011,13 +1246,25 @@ static void rev_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t
 	struct rpcrdma_limits lim;
 	struct rpcrdma_hdr h;
 
-	/* Draining: no new calls; the client sends them again after it reconnects. */
-	if (s->state != RS_READY || s->draining) {
+	if (s->state != RS_READY) {
 		gw_buf_put(buf);
 		return;
 	}
 	rev_limits(s, &lim);
 	enum rpcrdma_reason r = rpcrdma_hdr_decode(&h, buf->base, len, &lim);
+	if (r == RPCRDMA_OK && h.proc == RPCRDMA_MSG && h.nreads == 0 && h.inline_len >= 8 &&
+	    xdr_get32(buf->base + h.hdr_len) == h.xid &&
+	    rpcrdma_rpc_msg_type(buf->base + h.hdr_len) == RPCRDMA_RPC_REPLY) {
+		/* A backward-direction reply (RFC 8167): told by its msg_type. */
+		gw_session_touch(&s->base, gw_now_us());
+		rev_bc_reply(s, buf, &h);
+		return;
+	}
+	/* Draining: no new calls; the client sends them again after it reconnects. */
+	if (s->draining) {
+		gw_buf_put(buf);
+		return;
+	}
 	if (r == RPCRDMA_OK)
 		r = rpcrdma_hdr_check_call(&h);
 	if (r == RPCRDMA_OK && h.proc == RPCRDMA_MSG && h.nreads == 0)
@@ -1038,6 +1285,7 @@ static void rev_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t
 	s->outstanding++;
 	c->xid = h.xid;
 	c->t_in = gw_now_us();
+	gw_session_touch(&s->base, c->t_in);
 	if (r != RPCRDMA_OK) {
 		enum rpcrdma_action act = rpcrdma_reason_action(r);
 		gw_warn("reverse %s: xid %#x: %s: %s", s->base.client, h.xid,
@@ -1113,15 +1361,9 @@ static void rev_tcp_record(struct tcp_conn *tc, struct gw_buf *buf, uint32_t off
 		return;
 	}
 	if (type == RPC_MSG_CALL) {
-		/*
-		 * A backward-direction call from the server (an NFSv4.1
-		 * callback). Relaying it to the client as an RPC-over-RDMA
-		 * backward call is the backchannel's work (project issue 7);
-		 * until then it is counted and dropped: the server sees no
-		 * reply, as from a client whose callback path is down.
-		 */
-		gw_count_event(&s->base, GW_EV_BACKWARD_UNDELIVERABLE);
-		gw_buf_put(buf);
+		/* The server calls the client (an NFSv4.1 callback): told by its msg_type. */
+		gw_session_touch(&s->base, gw_now_us());
+		rev_bc_call(s, buf, off, len, xid);
 		return;
 	}
 	uint32_t i = xidmap_find(&s->xids, xid);
@@ -1135,6 +1377,7 @@ static void rev_tcp_record(struct tcp_conn *tc, struct gw_buf *buf, uint32_t off
 	xidmap_remove(&s->xids, xid);
 	c->in_xidmap = false;
 	c->t_reply = gw_now_us();
+	gw_session_touch(&s->base, c->t_reply);
 	rev_put_buf(&c->msg); /* answered: it will not be sent again */
 	c->reply = buf;
 	c->reply_off = off;
@@ -1236,6 +1479,7 @@ static void rev_up_connected(evutil_socket_t fd, int err, void *arg)
 		return;
 	}
 	s->up = UP_READY;
+	s->up_gen++;
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
@@ -1297,6 +1541,7 @@ static void rev_tcp_closed(struct tcp_conn *tc, const struct tcp_close_info *why
 		tcp_close_reason_name(why->reason), why->err ? ": " : "",
 		why->err ? strerror(why->err) : "");
 	gw_count_event(&s->base, GW_EV_CONNECTION_LOST);
+	rev_bc_drop_waiting(s);
 	/* The calls in flight go first on the next connection, in their order, XIDs unchanged. */
 	struct rev_call *c;
 	while ((c = TAILQ_LAST(&s->sentq.head, rev_callhead)) != NULL) {
@@ -1348,6 +1593,17 @@ static void rev_established(struct rconn *rc, void *owner, const uint8_t *pdata,
 		}
 		s->calls[i].room = s->hdr_bufs[b]->base + (size_t)k * s->room_size;
 		s->calls[i].room_lkey = s->hdr_bufs[b]->lkey;
+	}
+	s->bc_hdr_buf = rdma_pool_alloc(rev_pool(s), (size_t)s->nbcalls * REV_BC_ROOM);
+	if (!s->bc_hdr_buf) {
+		gw_err("reverse %s: no registered memory for the backchannel's headers",
+		       s->base.client);
+		rev_session_close(s);
+		return;
+	}
+	for (uint32_t i = 0; i < s->nbcalls; i++) {
+		s->bcalls[i].room = s->bc_hdr_buf->base + (size_t)i * REV_BC_ROOM;
+		s->bcalls[i].room_lkey = s->bc_hdr_buf->lkey;
 	}
 	s->state = RS_READY;
 	gw_debug("reverse %s: established (inline %u/%u, %u credits, %u RDMA Reads at a time)",
@@ -1415,6 +1671,7 @@ static void rev_session_close(struct rev_session *s)
 		if (c->state != RC_FREE)
 			rev_call_put(c);
 	}
+	rev_bc_abandon(s);
 	s->in_close = false;
 	rev_maybe_free(s);
 }
@@ -1422,10 +1679,12 @@ static void rev_session_close(struct rev_session *s)
 static void rev_maybe_free(struct rev_session *s)
 {
 	if (s->in_close || s->state != RS_CLOSING || s->tcp || s->connect || !s->rdma_closed ||
-	    s->busy)
+	    s->busy || s->bc_busy)
 		return;
 	for (uint32_t b = 0; b < s->nhdr_bufs; b++)
 		gw_buf_put(s->hdr_bufs[b]);
+	if (s->bc_hdr_buf)
+		gw_buf_put(s->bc_hdr_buf);
 	if (s->rdma) {
 		if (rconn_device(s->rdma))
 			rdma_dev_cancel_wait(rconn_device(s->rdma), &s->pool_waiter);
@@ -1433,6 +1692,7 @@ static void rev_maybe_free(struct rev_session *s)
 	}
 	event_free(s->retry_timer);
 	xidmap_destroy(&s->xids);
+	free(s->bcalls);
 	free(s->hdr_bufs);
 	free(s->segs);
 	free(s->calls);
@@ -1458,6 +1718,8 @@ static void rev_credits(const struct gw_session *g, struct gw_credit_state *out,
 	out->granted = s->grant;
 	out->in_use = s->outstanding;
 	out->queued = s->upq.n;
+	out->backward_granted = s->bc_grant;
+	out->backward_in_use = s->bc_out;
 	*inline_send = s->thr.send;
 	*inline_recv = s->thr.recv;
 }
@@ -1476,11 +1738,19 @@ static void rev_shutdown(struct gw_session *g)
 	rev_session_close(rev_of(g));
 }
 
+static bool rev_idle(const struct gw_session *g)
+{
+	const struct rev_session *s = (const struct rev_session *)g;
+
+	return s->state == RS_READY && s->busy == 0 && s->bc_busy == 0;
+}
+
 static const struct gw_session_ops rev_session_ops = {
 	.state = rev_state_name,
 	.credits = rev_credits,
 	.drain = rev_drain,
 	.shutdown = rev_shutdown,
+	.idle = rev_idle,
 };
 
 /*
@@ -1536,6 +1806,7 @@ static void rev_free_unregistered(struct rev_session *s)
 {
 	if (s->retry_timer)
 		event_free(s->retry_timer);
+	free(s->bcalls);
 	free(s->hdr_bufs);
 	free(s->segs);
 	free(s->calls);
@@ -1569,8 +1840,10 @@ bool gw_reverse_accept(struct gw_route_rt *route, const struct sockaddr *peer, c
 	s->calls = calloc(s->ncalls, sizeof(*s->calls));
 	s->segs = calloc(s->ncalls * segs_per_call, sizeof(*s->segs));
 	s->hdr_bufs = calloc(s->ncalls, sizeof(struct gw_buf *));
+	s->nbcalls = r->backchannel_credits;
+	s->bcalls = calloc(s->nbcalls, sizeof(*s->bcalls));
 	s->retry_timer = evtimer_new(gw_engine_base(route->eng), rev_up_retry, s);
-	if (!s->calls || !s->segs || !s->hdr_bufs || !s->retry_timer) {
+	if (!s->calls || !s->segs || !s->hdr_bufs || !s->bcalls || !s->retry_timer) {
 		rev_free_unregistered(s);
 		return false;
 	}
@@ -1590,6 +1863,10 @@ bool gw_reverse_accept(struct gw_route_rt *route, const struct sockaddr *peer, c
 	TAILQ_INIT(&s->upq.head);
 	TAILQ_INIT(&s->sentq.head);
 	TAILQ_INIT(&s->sqq.head);
+	TAILQ_INIT(&s->bcq);
+	for (uint32_t i = 0; i < s->nbcalls; i++)
+		s->bcalls[i].s = s;
+	s->bc_grant = 1; /* until the client's first backward reply grants more */
 	s->pool_waiter.fn = rev_pool_wake;
 	s->own_pd = (struct rpcrdma_privdata){ .remote_inv = false,
 					       .send_size = r->inline_send_size,

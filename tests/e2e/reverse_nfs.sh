@@ -2,8 +2,8 @@
 # gateway listens on RDMA 192.0.2.2:20049 and relays to it; the kernel NFS client mounts
 # the gateway with proto=rdma. For NFSv3, 4.0, 4.1 and 4.2, with rsize/wsize 4 KiB and
 # 1 MiB: 64 MiB O_DIRECT write and read with checksums, odd file sizes, a 5,000-entry
-# directory, symlinks, rename and setattr, POSIX locks (without a blocking wait on
-# NFSv4.1+, whose wake-up needs the backchannel), 8 concurrent writers. Then the
+# directory, symlinks, rename and setattr, POSIX locks (on NFSv4.1+ the blocked waiter
+# is woken by CB_NOTIFY_LOCK through the gateway's backchannel), 8 concurrent writers. Then the
 # upstream restarts under a mount with I/O running (the gateway reconnects and sends the
 # calls in flight again: the I/O completes intact), the counters must show the traffic,
 # and SIGTERM must drain it cleanly.
@@ -40,9 +40,7 @@ for vers in $VERSIONS; do
         wl_oddsizes "$d"
         wl_symlink "$d"
         wl_rename_setattr "$d"
-        # A contended lock on NFSv4.1+ waits for CB_NOTIFY_LOCK on the backchannel, which
-        # the gateway does not relay yet (project issue 7): check locks without waiting.
-        case $vers in 4.[12]) wl_locks_try "$d" ;; *) wl_locks "$d" ;; esac
+        wl_locks "$d"
         if [[ $size == 1048576 ]]; then
             wl_bigdir "$d" 5000
             wl_concurrent "$d" 8 8

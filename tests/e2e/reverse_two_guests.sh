@@ -66,7 +66,7 @@ b)
         wl_oddsizes "$d"
         wl_symlink "$d"
         wl_rename_setattr "$d"
-        if [[ $vers == 3 ]]; then wl_locks "$d"; else wl_locks_try "$d"; fi
+        wl_locks "$d"
         wl_bigdir "$d" 1000
         wl_concurrent "$d" 4 4
         rm -rf "$d"

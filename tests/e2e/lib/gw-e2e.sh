@@ -190,17 +190,19 @@ wl_concurrent() {
     rm -f "$dir"/par-*
 }
 
-# nfsd_wait_grace SERVER: wait (up to 150 s) until the NFS server's grace periods are
-# over: during NFSv4's, OPENs are refused with NFS4ERR_GRACE, and during it or lockd's
+# nfsd_wait_grace SERVER [PROTO]: wait (up to 150 s) until the NFS server's grace periods
+# are over: during NFSv4's, OPENs are refused with NFS4ERR_GRACE, and during it or lockd's
 # (10 s, set by gwvm-nfsd) no delegation is granted. A throwaway NFSv4.2 mount straight
-# over RDMA (not through any gateway) retries an open until it succeeds.
+# to the server over PROTO (rdma, the default, or tcp; never through a gateway) retries
+# an open until it succeeds.
 nfsd_wait_grace() {
-    local srv=$1 m=/mnt/.grace t0
+    local srv=$1 proto=${2:-rdma} m=/mnt/.grace t0 port=20049
     local started; started=$(cat /run/gwvm-nfsd.started 2>/dev/null || date +%s)
     while (($(date +%s) - started < 12)); do sleep 1; done
     mkdir -p $m
     echo probe >/export/.grace-probe
-    mount -t nfs -o vers=4.2,proto=rdma,port=20049 "$srv":/ $m || return 1
+    [[ $proto == tcp ]] && port=2049
+    mount -t nfs -o vers=4.2,proto=$proto,port=$port "$srv":/ $m || return 1
     t0=$(date +%s)
     until timeout 5 cat $m/.grace-probe >/dev/null 2>&1; do
         (($(date +%s) - t0 > 150)) && { umount $m; return 1; }
@@ -209,39 +211,4 @@ nfsd_wait_grace() {
     echo "nfsd grace period over after $(($(date +%s) - t0)) s"
     umount $m
     rm -f /export/.grace-probe
-}
-
-# wl_locks_try DIR: POSIX locks without a blocking wait: a lock held by one process makes
-# another's non-blocking attempt fail, and once released the other gets it. (A blocking
-# wait on NFSv4.1+ is woken by CB_NOTIFY_LOCK over the backchannel, or polls for 30 s.)
-wl_locks_try() {
-    local dir=$1
-    : >"$dir/lockfile"
-    /usr/bin/python3 - "$dir/lockfile" <<'PY' && ok "POSIX locks: exclusive, refused while held, granted once released" || fail "POSIX locks (non-blocking)"
-import fcntl, os, sys
-path = sys.argv[1]
-r, w = os.pipe(); r2, w2 = os.pipe()
-pid = os.fork()
-if pid == 0:
-    fd = os.open(path, os.O_RDWR)
-    fcntl.lockf(fd, fcntl.LOCK_EX)
-    os.write(w, b"L")
-    os.read(r2, 1)                    # hold it until the parent has tried
-    fcntl.lockf(fd, fcntl.LOCK_UN)
-    os.write(w, b"U")
-    os._exit(0)
-os.read(r, 1)
-fd = os.open(path, os.O_RDWR)
-try:
-    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    sys.exit("lock was granted while another process held it")
-except OSError:
-    pass
-os.write(w2, b"go")
-os.read(r, 1)
-fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)   # must be granted now
-fcntl.lockf(fd, fcntl.LOCK_UN)
-os.waitpid(pid, 0)
-PY
-    rm -f "$dir/lockfile"
 }
