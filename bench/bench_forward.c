@@ -292,8 +292,8 @@ static int setup(struct bench *b, bool read)
 	b->data = malloc(DATA);
 	struct rpcrdma_seg seg = { 0x9a4, DATA, 0x7f0000000000ull };
 	b->call_len = read ? make_read_call(b->call, b->xid) : make_write_call(b->call, b->xid);
-	b->reply_len = read ? make_read_reply(b->reply, b->xid, &seg)
-			    : make_write_reply(b->reply, b->xid);
+	b->reply_len =
+		read ? make_read_reply(b->reply, b->xid, &seg) : make_write_reply(b->reply, b->xid);
 	/* Check once that every step sees what the gateway would. */
 	struct ulb_call call;
 	enum ulb_status st = ulb_parse_call(b->rules, &b->sessions, b->call, b->call_len, &call);

@@ -193,7 +193,7 @@ struct rev_bcall {
 	enum rev_bc_state state;
 	bool send_pending;
 	uint32_t xid;
-	uint32_t up_gen; /* the upstream connection that carried the call */
+	uint32_t up_gen;    /* the upstream connection that carried the call */
 	struct gw_buf *rec; /* the server's call record, until the Send completes */
 	uint32_t rec_off;
 	uint32_t rec_len;
@@ -273,11 +273,11 @@ struct rev_session {
 
 	/* The backchannel. */
 	struct rev_bcall *bcalls;
-	uint32_t nbcalls;   /* slots: the route's backchannel_credits */
-	uint32_t bc_busy;   /* slots not free */
-	uint32_t bc_out;    /* backward calls posted and not answered */
-	uint32_t bc_grant;  /* the client's backward credits (1 until it says) */
-	uint32_t up_gen;    /* upstream connections made */
+	uint32_t nbcalls;  /* slots: the route's backchannel_credits */
+	uint32_t bc_busy;  /* slots not free */
+	uint32_t bc_out;   /* backward calls posted and not answered */
+	uint32_t bc_grant; /* the client's backward credits (1 until it says) */
+	uint32_t up_gen;   /* upstream connections made */
 	struct gw_buf *bc_hdr_buf;
 	TAILQ_HEAD(, rev_bcall) bcq;
 };
@@ -820,7 +820,8 @@ static void rev_bc_refuse(struct rev_session *s, uint32_t xid, const char *why)
 
 static void rev_bc_send_done(struct rconn_wr *wr, enum ibv_wc_status status)
 {
-	struct rev_bcall *b = (struct rev_bcall *)((char *)wr - offsetof(struct rev_bcall, send_wr));
+	struct rev_bcall *b =
+		(struct rev_bcall *)((char *)wr - offsetof(struct rev_bcall, send_wr));
 	struct rev_session *s = b->s;
 	bool ready = s->state == RS_READY;
 
@@ -840,8 +841,8 @@ static void rev_bc_send_done(struct rconn_wr *wr, enum ibv_wc_status status)
 static int rev_bc_post(struct rev_session *s, struct rev_bcall *b)
 {
 	/* The credit field of a backward call asks for backward credits (RFC 8167). */
-	ssize_t hlen = rpcrdma_encode_msg_inline(b->room, REV_BC_ROOM, RPCRDMA_V1, b->xid,
-						 s->nbcalls);
+	ssize_t hlen =
+		rpcrdma_encode_msg_inline(b->room, REV_BC_ROOM, RPCRDMA_V1, b->xid, s->nbcalls);
 	if (hlen < 0)
 		return (int)hlen;
 	struct ibv_sge sge[2] = {
@@ -923,8 +924,8 @@ static void rev_bc_reply(struct rev_session *s, struct gw_buf *buf, const struct
 			b = &s->bcalls[i];
 	}
 	if (!b || h->nwrites || h->has_reply) {
-		gw_debug("reverse %s: a backward reply xid %#x %s: dropped", s->base.client,
-			 h->xid, b ? "with chunks" : "to no backward call");
+		gw_debug("reverse %s: a backward reply xid %#x %s: dropped", s->base.client, h->xid,
+			 b ? "with chunks" : "to no backward call");
 		gw_count_event(&s->base, b ? GW_EV_BAD_TRANSPORT_HEADER : GW_EV_UNMATCHED_REPLY);
 		gw_buf_put(buf);
 		return;
