@@ -6,7 +6,11 @@
 # GARBAGE_ARGS), RDMA_MSGP (answered as RDMA_MSG), each answer checked byte for byte; a
 # client that allows the gateway no RDMA Reads is refused. Then, on a second route whose
 # upstream accepts calls and never answers, it sends one call more than its credits: the
-# gateway closes that connection and counts it. The counters in /stats must show it all.
+# gateway closes that connection and counts it. On a third route, the upstream is a test
+# server that calls the client back (RFC 8167): a callback too large for the client's
+# inline threshold must come back as SYSTEM_ERR, and five others must reach the client
+# as backward calls within its backward credits (rdma_badclient backward) and their
+# replies come back to the server intact. The counters in /stats must show it all.
 set -u
 source "$GW_SRC/tests/e2e/lib/gw-e2e.sh"
 gwvm-net
@@ -28,12 +32,60 @@ while True:
 PY
 hole=$!
 
+# An upstream that calls its client back, as an NFSv4.1 server does on the back channel:
+# a CALL record too large for any inline Send, then two callbacks (the gateway may send
+# the second only once the first is answered: the client's initial backward grant is 1),
+# then three at once (the client's reply grants 4). Every reply must be the client's, byte
+# for byte; the large one must be answered SYSTEM_ERR by the gateway.
+/usr/bin/python3 - >"$E2E_WORK/callbacker.out" 2>&1 <<'PY' &
+import socket, struct, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("192.0.2.1", 2051)); s.listen(1); s.settimeout(60)
+c, _ = s.accept(); c.settimeout(20)
+def call(xid, pad=0):
+    body = struct.pack(">10I", xid, 0, 2, 0x40000000, 1, 0, 0, 0, 0, 0) + bytes(pad)
+    c.sendall(struct.pack(">I", 0x80000000 | len(body)) + body)
+def exact(n):
+    b = b""
+    while len(b) < n:
+        k = c.recv(n - len(b))
+        if not k: raise EOF
+        b += k
+    return b
+def record():
+    m, = struct.unpack(">I", exact(4))
+    return exact(m & 0x7fffffff)
+fails = 0
+def check(ok, what):
+    global fails
+    print(("ok: " if ok else "FAIL: ") + what, flush=True); fails += not ok
+def reply_is(rec, xid, stat):
+    return rec == struct.pack(">6I", xid, 1, 0, 0, 0, stat)
+try:
+    call(0xB001, 6000)
+    check(reply_is(record(), 0xB001, 5), "a 6 KiB callback is answered SYSTEM_ERR by the gateway")
+    call(0xB002); call(0xB003)
+    got = sorted(record() for _ in range(2))
+    check(got == sorted(struct.pack(">6I", x, 1, 0, 0, 0, 0) for x in (0xB002, 0xB003)),
+          "callbacks 0xb002, 0xb003 answered by the client")
+    for x in (0xB004, 0xB005, 0xB006): call(x)
+    got = sorted(record() for _ in range(3))
+    check(got == sorted(struct.pack(">6I", x, 1, 0, 0, 0, 0) for x in (0xB004, 0xB005, 0xB006)),
+          "callbacks 0xb004..0xb006 answered by the client")
+except Exception as e:
+    check(False, "the callbacks: %r" % e)
+sys.exit(1 if fails else 0)
+PY
+callbacker=$!
+
 cat >"$E2E_WORK/gw.json" <<JSON
 { "routes": [
     { "name": "nfs", "mode": "reverse",
       "listen": "rdma://192.0.2.2:20049", "upstream": "tcp://192.0.2.1:2049" },
     { "name": "silent", "mode": "reverse", "credits": 8,
-      "listen": "rdma://192.0.2.2:20050", "upstream": "tcp://192.0.2.1:2050" } ],
+      "listen": "rdma://192.0.2.2:20050", "upstream": "tcp://192.0.2.1:2050" },
+    { "name": "callbacks", "mode": "reverse", "source_port": "any",
+      "listen": "rdma://192.0.2.2:20051", "upstream": "tcp://192.0.2.1:2051" } ],
   "stats": { "listen": "127.0.0.1:9464" } }
 JSON
 gw_start reverse_errors "$E2E_WORK/gw.json" || e2e_finish
@@ -60,6 +112,15 @@ out=$("$BAD" 192.0.2.2 20050 8 overrun 2>&1); rc=$?
 echo "$out"
 check "rdma_badclient overrun: disconnected (status $rc)" test "$rc" -eq 0
 
+echo "--- the bad client: callbacks from the upstream (RFC 8167 backward calls)"
+out=$("$BAD" 192.0.2.2 20051 64 backward 2>&1); rc=$?
+echo "$out"
+check "rdma_badclient backward: backward calls within the grant, answered (status $rc)" test "$rc" -eq 0
+cbrc=0; wait "$callbacker" || cbrc=$?
+cat "$E2E_WORK/callbacker.out"
+check "the upstream's callbacks: SYSTEM_ERR for the large one, the client's replies for the rest (status $cbrc)" \
+    test "$cbrc" -eq 0
+
 check "the kernel client's file is intact after" \
     test "$(dd if="$mnt/before" bs=1M iflag=direct status=none | md5sum | cut -d' ' -f1)" = "$want"
 dd if="$src" of="$mnt/after" bs=1M oflag=direct status=none
@@ -75,6 +136,11 @@ check "stats: GARBAGE_ARGS ($(ev nfs garbage_args))" test "$(ev nfs garbage_args
 check "stats: RPC error replies made by the gateway ($(ev nfs rpc_error_reply))" test "$(ev nfs rpc_error_reply)" -eq 1
 check "stats: no overrun on the NFS route ($(ev nfs credit_overrun))" test "$(ev nfs credit_overrun)" -eq 0
 check "stats: the overrun counted on the silent route ($(ev silent credit_overrun))" test "$(ev silent credit_overrun)" -eq 1
+tot() { gw_jq "[r for r in s['routes'] if r['name']=='$1'][0]['totals']['$2']"; }
+check "stats: backward calls ($(tot callbacks backward_calls)) and replies ($(tot callbacks backward_replies))" \
+    test "$(tot callbacks backward_calls)" -eq 5 -a "$(tot callbacks backward_replies)" -eq 5
+check "stats: the undeliverable callback ($(ev callbacks backward_undeliverable))" \
+    test "$(ev callbacks backward_undeliverable)" -eq 1
 live=$(gw_jq "[r for r in s['routes'] if r['name']=='silent'][0]['live_sessions']")
 check "stats: the overrunning client's session is gone ($live live)" test "$live" -eq 0
 live=$(gw_jq "[r for r in s['routes'] if r['name']=='nfs'][0]['live_sessions']")

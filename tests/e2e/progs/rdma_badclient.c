@@ -21,6 +21,13 @@
  * answers: the gateway must close the connection.
  * MODE "noreads": connect offering no responder resources, so that the
  * gateway could never pull a Read chunk: the connection must be refused.
+ * MODE "backward": the route's upstream (a test server) sends the client
+ * callbacks through the gateway (RFC 8167 backward calls). Each must arrive
+ * as RDMA_MSG with three empty lists and the RPC call's own XID. The first
+ * is held for 2 s: with the initial backward grant of 1 no second one may
+ * arrive meanwhile. It is answered granting 4 backward credits, and the
+ * next one answered at once; then three must arrive together before any is
+ * answered (the grant of 4 is honoured). The test server checks the replies.
  *
  * Prints "ok: ..." or "FAIL: ..." per check and exits 0 only when all hold.
  */
@@ -127,7 +134,7 @@ static uint32_t credits;
 static struct event_base *base;
 static struct event *timer;
 static struct rconn *conn;
-static bool overrun_mode, noreads_mode, closed, established;
+static bool overrun_mode, noreads_mode, backward_mode, closed, established;
 static enum rconn_close_reason close_reason;
 static unsigned replies_seen;
 
@@ -337,8 +344,109 @@ static void dump(const char *what, const uint8_t *b, uint32_t len)
 	printf("\n");
 }
 
+/* ---- MODE backward ---- */
+
+enum { BC_HOLD_S = 2, BC_WAIT_S = 15, BC_GRANT = 4, BC_TOTAL = 5 };
+
+static unsigned bc_phase; /* 0: first call; 1: holding it; 2: the next; 3: three together */
+static uint32_t bc_held[BC_TOTAL];
+static unsigned bc_nheld, bc_answered;
+
+/* A backward call: RDMA_MSG, Version One, credits asked, no chunks, the RPC XID. */
+static bool bc_is_call(const uint8_t *b, uint32_t len, uint32_t *xid)
+{
+	if (len < 28 + 8)
+		return false;
+	*xid = xdr_get32(b);
+	return xdr_get32(b + 4) == 1 && xdr_get32(b + 8) != 0 && xdr_get32(b + 12) == 0 &&
+	       xdr_get32(b + 16) == 0 && xdr_get32(b + 20) == 0 && xdr_get32(b + 24) == 0 &&
+	       xdr_get32(b + 28) == *xid && xdr_get32(b + 32) == 0;
+}
+
+/* The backward reply: RDMA_MSG granting BC_GRANT backward credits, an accepted NULL reply. */
+static void bc_answer(uint32_t xid)
+{
+	struct words w;
+
+	hdr(&w, xid, 1, 0, true);
+	xdr_put32(w.b + 8, BC_GRANT);
+	rpc_reply(&w, xid, 0);
+	if (!send_words(&w))
+		CHECK(0, "backward reply %#x sent", xid);
+	bc_answered++;
+}
+
+static void bc_answer_held(void)
+{
+	for (unsigned i = 0; i < bc_nheld; i++)
+		bc_answer(bc_held[i]);
+	bc_nheld = 0;
+}
+
+static void bc_timer(void)
+{
+	if (bc_phase == 1) {
+		CHECK(bc_nheld == 1,
+		      "no second backward call while the first is unanswered and "
+		      "the grant is 1 (%u outstanding)",
+		      bc_nheld);
+		bc_answer_held();
+		bc_phase = 2;
+		arm_timer(BC_WAIT_S);
+		return;
+	}
+	if (bc_phase == 4) {
+		finish(); /* the replies have had time to reach the test server */
+		return;
+	}
+	CHECK(0, "backward calls arrived (phase %u, %u answered, %u held)", bc_phase, bc_answered,
+	      bc_nheld);
+	finish();
+}
+
+static void bc_recv(struct gw_buf *buf, uint32_t len)
+{
+	uint32_t xid = 0;
+	bool ok = bc_is_call(buf->base, len, &xid);
+
+	CHECK(ok, "backward call %#x is RDMA_MSG, Version One, no chunks, RPC CALL, same XID", xid);
+	if (!ok)
+		dump("got", buf->base, len);
+	gw_buf_put(buf);
+	if (bc_nheld < BC_TOTAL)
+		bc_held[bc_nheld++] = xid;
+	switch (bc_phase) {
+	case 0:
+		bc_phase = 1;
+		evtimer_del(timer);
+		arm_timer(BC_HOLD_S);
+		return;
+	case 1:
+		return; /* counted when the hold ends */
+	case 2:
+		bc_answer_held();
+		bc_phase = 3;
+		return;
+	case 3:
+		if (bc_nheld < 3)
+			return;
+		CHECK(1, "three backward calls outstanding at once under a grant of %d", BC_GRANT);
+		bc_answer_held();
+		bc_phase = 4;
+		evtimer_del(timer);
+		arm_timer(BC_HOLD_S);
+		return;
+	default:
+		CHECK(0, "no backward call beyond the %d expected (%#x)", BC_TOTAL, xid);
+	}
+}
+
 static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
+	if (backward_mode) {
+		bc_timer();
+		return;
+	}
 	if (overrun_mode) {
 		CHECK(0, "the gateway closed the connection within %d s", CLOSE_S);
 		finish();
@@ -354,6 +462,10 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 static void on_recv(struct rconn *c, void *owner, struct gw_buf *buf, uint32_t len, uint32_t inv)
 {
 	replies_seen++;
+	if (backward_mode) {
+		bc_recv(buf, len);
+		return;
+	}
 	if (overrun_mode || cur >= nsteps) {
 		gw_buf_put(buf);
 		return;
@@ -381,6 +493,10 @@ static void on_established(struct rconn *c, void *owner, const uint8_t *pdata, u
 	CHECK(rpcrdma_privdata_decode(pdata, len, &pd),
 	      "the gateway sent RFC 8797 private data (send %u, receive %u)", pd.send_size,
 	      pd.recv_size);
+	if (backward_mode) {
+		arm_timer(BC_WAIT_S); /* the test server calls once the upstream is connected */
+		return;
+	}
 	if (!overrun_mode) {
 		run_step();
 		return;
@@ -414,14 +530,16 @@ static const struct rconn_ops ops = {
 int main(int argc, char **argv)
 {
 	if (argc != 5 || (strcmp(argv[4], "errors") != 0 && strcmp(argv[4], "overrun") != 0 &&
-			  strcmp(argv[4], "noreads") != 0)) {
-		fprintf(stderr, "usage: rdma_badclient ADDR PORT CREDITS errors|overrun|noreads\n");
+			  strcmp(argv[4], "noreads") != 0 && strcmp(argv[4], "backward") != 0)) {
+		fprintf(stderr, "usage: rdma_badclient ADDR PORT CREDITS "
+				"errors|overrun|noreads|backward\n");
 		return 2;
 	}
 	credits = (uint32_t)strtoul(argv[3], NULL, 10);
 	overrun_mode = strcmp(argv[4], "overrun") == 0;
 	noreads_mode = strcmp(argv[4], "noreads") == 0;
-	if (!overrun_mode && !noreads_mode)
+	backward_mode = strcmp(argv[4], "backward") == 0;
+	if (!overrun_mode && !noreads_mode && !backward_mode)
 		build_error_steps();
 
 	base = event_base_new();
@@ -467,7 +585,10 @@ int main(int argc, char **argv)
 		return failures ? 1 : 0;
 	}
 	CHECK(established, "connected to the gateway");
-	if (overrun_mode) {
+	if (backward_mode) {
+		CHECK(bc_answered == BC_TOTAL, "%u backward calls answered (%d expected)",
+		      bc_answered, BC_TOTAL);
+	} else if (overrun_mode) {
 		CHECK(closed && close_reason == RCONN_CLOSE_DISCONNECTED,
 		      "the gateway disconnected the client that overran its credits (%s, %u "
 		      "answers)",
