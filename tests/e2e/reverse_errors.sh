@@ -4,7 +4,8 @@
 # (ERR_VERS 1..1), an unknown rdma_proc and an RDMA_NOMSG without chunks (ERR_CHUNK),
 # RDMA_DONE (no answer, the connection stays), an NFS WRITE whose data length lies (RPC
 # GARBAGE_ARGS), RDMA_MSGP (answered as RDMA_MSG), each answer checked byte for byte; a
-# client that allows the gateway no RDMA Reads is refused. Then, on a second route whose
+# client that allows the gateway no RDMA Reads is refused, and so is a client outside a
+# route's allowed_clients (counted). Then, on a second route whose
 # upstream accepts calls and never answers, it sends one call more than its credits: the
 # gateway closes that connection and counts it. On a third route, the upstream is a test
 # server that calls the client back (RFC 8167): a callback too large for the client's
@@ -85,7 +86,9 @@ cat >"$E2E_WORK/gw.json" <<JSON
     { "name": "silent", "mode": "reverse", "credits": 8,
       "listen": "rdma://192.0.2.2:20050", "upstream": "tcp://192.0.2.1:2050" },
     { "name": "callbacks", "mode": "reverse", "source_port": "any",
-      "listen": "rdma://192.0.2.2:20051", "upstream": "tcp://192.0.2.1:2051" } ],
+      "listen": "rdma://192.0.2.2:20051", "upstream": "tcp://192.0.2.1:2051" },
+    { "name": "acl", "mode": "reverse", "allowed_clients": ["198.51.100.0/24"],
+      "listen": "rdma://192.0.2.2:20052", "upstream": "tcp://192.0.2.1:2049" } ],
   "stats": { "listen": "127.0.0.1:9464" } }
 JSON
 gw_start reverse_errors "$E2E_WORK/gw.json" || e2e_finish
@@ -106,6 +109,11 @@ echo "--- the bad client: a client that allows the gateway no RDMA Reads"
 out=$("$BAD" 192.0.2.2 20049 64 noreads 2>&1); rc=$?
 echo "$out"
 check "rdma_badclient noreads: refused (status $rc)" test "$rc" -eq 0
+
+echo "--- a client outside allowed_clients"
+out=$("$BAD" 192.0.2.2 20052 64 refused 2>&1); rc=$?
+echo "$out"
+check "rdma_badclient refused: not in allowed_clients (status $rc)" test "$rc" -eq 0
 
 echo "--- the bad client: more calls than credits on the silent route"
 out=$("$BAD" 192.0.2.2 20050 8 overrun 2>&1); rc=$?
@@ -139,6 +147,8 @@ check "stats: the overrun counted on the silent route ($(ev silent credit_overru
 tot() { gw_jq "[r for r in s['routes'] if r['name']=='$1'][0]['totals']['$2']"; }
 check "stats: backward calls ($(tot callbacks backward_calls)) and replies ($(tot callbacks backward_replies))" \
     test "$(tot callbacks backward_calls)" -eq 5 -a "$(tot callbacks backward_replies)" -eq 5
+check "stats: the refused client counted on the acl route ($(ev acl refused_client))" \
+    test "$(ev acl refused_client)" -eq 1 -a "$(ev nfs refused_client)" -eq 0
 check "stats: the undeliverable callback ($(ev callbacks backward_undeliverable))" \
     test "$(ev callbacks backward_undeliverable)" -eq 1
 live=$(gw_jq "[r for r in s['routes'] if r['name']=='silent'][0]['live_sessions']")

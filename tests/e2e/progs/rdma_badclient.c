@@ -21,6 +21,8 @@
  * answers: the gateway must close the connection.
  * MODE "noreads": connect offering no responder resources, so that the
  * gateway could never pull a Read chunk: the connection must be refused.
+ * MODE "refused": a well-formed connection request that the route must
+ * refuse (the client is outside its allowed_clients).
  * MODE "backward": the route's upstream (a test server) sends the client
  * callbacks through the gateway (RFC 8167 backward calls). Each must arrive
  * as RDMA_MSG with three empty lists and the RPC call's own XID. The first
@@ -134,7 +136,7 @@ static uint32_t credits;
 static struct event_base *base;
 static struct event *timer;
 static struct rconn *conn;
-static bool overrun_mode, noreads_mode, backward_mode, closed, established;
+static bool overrun_mode, noreads_mode, refused_mode, backward_mode, closed, established;
 static enum rconn_close_reason close_reason;
 static unsigned replies_seen;
 
@@ -530,16 +532,18 @@ static const struct rconn_ops ops = {
 int main(int argc, char **argv)
 {
 	if (argc != 5 || (strcmp(argv[4], "errors") != 0 && strcmp(argv[4], "overrun") != 0 &&
-			  strcmp(argv[4], "noreads") != 0 && strcmp(argv[4], "backward") != 0)) {
+			  strcmp(argv[4], "noreads") != 0 && strcmp(argv[4], "refused") != 0 &&
+			  strcmp(argv[4], "backward") != 0)) {
 		fprintf(stderr, "usage: rdma_badclient ADDR PORT CREDITS "
-				"errors|overrun|noreads|backward\n");
+				"errors|overrun|noreads|refused|backward\n");
 		return 2;
 	}
 	credits = (uint32_t)strtoul(argv[3], NULL, 10);
 	overrun_mode = strcmp(argv[4], "overrun") == 0;
 	noreads_mode = strcmp(argv[4], "noreads") == 0;
 	backward_mode = strcmp(argv[4], "backward") == 0;
-	if (!overrun_mode && !noreads_mode && !backward_mode)
+	refused_mode = strcmp(argv[4], "refused") == 0;
+	if (!overrun_mode && !noreads_mode && !backward_mode && !refused_mode)
 		build_error_steps();
 
 	base = event_base_new();
@@ -574,9 +578,11 @@ int main(int argc, char **argv)
 	}
 	event_base_dispatch(base);
 
-	if (noreads_mode) {
+	if (noreads_mode || refused_mode) {
 		CHECK(!established && closed && close_reason == RCONN_CLOSE_REJECTED,
-		      "a client that allows no RDMA Reads is refused (%s)",
+		      "%s is refused (%s)",
+		      noreads_mode ? "a client that allows no RDMA Reads"
+				   : "a client outside the route's allowed_clients",
 		      closed ? rconn_close_reason_str(close_reason) : "still open");
 		rconn_destroy(conn);
 		event_free(timer);
