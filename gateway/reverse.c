@@ -417,6 +417,14 @@ static void rev_call_post_failed(struct rev_session *s, struct rev_call *c, int 
 
 static void rev_answers_pump(struct rev_session *s);
 
+/* Send-queue room is back: answers, Reads and backward calls that waited for it go now. */
+static void rev_sq_pump(struct rev_session *s)
+{
+	rev_answers_pump(s);
+	rev_reads_pump(s);
+	rev_bc_pump(s);
+}
+
 static void rev_send_done(struct rconn_wr *wr, enum ibv_wc_status status)
 {
 	struct rev_call *c = (struct rev_call *)((char *)wr - offsetof(struct rev_call, send_wr));
@@ -426,12 +434,8 @@ static void rev_send_done(struct rconn_wr *wr, enum ibv_wc_status status)
 	c->send_pending = false;
 	/* While the session is ready, putting a slot never frees it. */
 	rev_call_put(c);
-	if (ready && s->state == RS_READY) {
-		/* Send-queue room is back: answers and Reads that waited for it go now. */
-		rev_answers_pump(s);
-		rev_reads_pump(s);
-		rev_bc_pump(s);
-	}
+	if (ready && s->state == RS_READY)
+		rev_sq_pump(s);
 }
 
 /* Post @c's answer: @n pieces, the first its transport header. The credit goes back with it. */
@@ -483,6 +487,28 @@ static int rev_post_rdma_error(struct rev_session *s, struct rev_call *c)
 }
 
 /*
+ * What the reply planner needs: the reply @msg, what the client offered for
+ * it, and (@with_items) the DDP-eligible results found in it.
+ */
+static struct rev_reply_in rev_reply_input(const struct rev_session *s, const struct rev_call *c,
+					   const uint8_t *msg, uint32_t len, bool with_items)
+{
+	return (struct rev_reply_in){
+		.msg = msg,
+		.len = len,
+		.items = with_items ? c->items : NULL,
+		.nitems = with_items ? c->nitems : 0,
+		.nwrites = c->nwrites,
+		.writes = c->wdesc,
+		.reply = c->has_reply_chunk ? &c->rdesc : NULL,
+		.send_max = s->thr.send,
+		.version = RPCRDMA_V1,
+		.xid = c->xid,
+		.credits = s->grant,
+	};
+}
+
+/*
  * An RPC error reply made here (GARBAGE_ARGS, SYSTEM_ERR), inline. Like any
  * reply it echoes the Write list and Reply chunk the client offered, unused.
  */
@@ -496,17 +522,7 @@ static int rev_post_rpc_error(struct rev_session *s, struct rev_call *c)
 
 	if (rconn_sq_space(s->rdma) < 1)
 		return -EAGAIN;
-	const struct rev_reply_in in = {
-		.msg = msg,
-		.len = (uint32_t)mlen,
-		.nwrites = c->nwrites,
-		.writes = c->wdesc,
-		.reply = c->has_reply_chunk ? &c->rdesc : NULL,
-		.send_max = s->thr.send,
-		.version = RPCRDMA_V1,
-		.xid = c->xid,
-		.credits = s->grant,
-	};
+	const struct rev_reply_in in = rev_reply_input(s, c, msg, (uint32_t)mlen, false);
 	rev_plan_reply(&in, &reduced, &plan);
 	ssize_t hlen = -EMSGSIZE;
 	if (mlen && plan.how == REV_REPLY_INLINE)
@@ -594,19 +610,8 @@ static int rev_post_reply(struct rev_session *s, struct rev_call *c)
 	struct iovec iov[REV_MAX_SGE];
 	struct splice_out reduced = { .iov = iov, .cap = REV_MAX_SGE - 1 };
 	struct rev_reply_plan plan;
-	const struct rev_reply_in in = {
-		.msg = c->reply->base + c->reply_off,
-		.len = c->reply_len,
-		.items = c->items,
-		.nitems = c->nitems,
-		.nwrites = c->nwrites,
-		.writes = c->wdesc,
-		.reply = c->has_reply_chunk ? &c->rdesc : NULL,
-		.send_max = s->thr.send,
-		.version = RPCRDMA_V1,
-		.xid = c->xid,
-		.credits = s->grant,
-	};
+	const struct rev_reply_in in =
+		rev_reply_input(s, c, c->reply->base + c->reply_off, c->reply_len, true);
 
 	rev_plan_reply(&in, &reduced, &plan);
 	ssize_t hlen = -EMSGSIZE;
@@ -830,11 +835,8 @@ static void rev_bc_send_done(struct rconn_wr *wr, enum ibv_wc_status status)
 	/* While the session is ready, releasing a slot never frees it. */
 	if (b->state == BC_DONE)
 		rev_bc_release(b);
-	if (ready && s->state == RS_READY) {
-		rev_bc_pump(s);
-		rev_answers_pump(s);
-		rev_reads_pump(s);
-	}
+	if (ready && s->state == RS_READY)
+		rev_sq_pump(s);
 }
 
 /* Inline, no chunks: the transport header, then the call from its record buffer. */
@@ -1253,8 +1255,11 @@ static void rev_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t
 	}
 	rev_limits(s, &lim);
 	enum rpcrdma_reason r = rpcrdma_hdr_decode(&h, buf->base, len, &lim);
-	if (r == RPCRDMA_OK && h.proc == RPCRDMA_MSG && h.nreads == 0 && h.inline_len >= 8 &&
-	    xdr_get32(buf->base + h.hdr_len) == h.xid &&
+	/* An inline message: its RPC header must carry the transport header's XID. */
+	bool inl = r == RPCRDMA_OK && h.proc == RPCRDMA_MSG && h.nreads == 0;
+	enum rpcrdma_reason xr =
+		inl ? rpcrdma_hdr_check_xid(&h, buf->base + h.hdr_len, h.inline_len) : RPCRDMA_OK;
+	if (inl && xr == RPCRDMA_OK &&
 	    rpcrdma_rpc_msg_type(buf->base + h.hdr_len) == RPCRDMA_RPC_REPLY) {
 		/* A backward-direction reply (RFC 8167): told by its msg_type. */
 		gw_session_touch(&s->base, gw_now_us());
@@ -1268,8 +1273,8 @@ static void rev_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t
 	}
 	if (r == RPCRDMA_OK)
 		r = rpcrdma_hdr_check_call(&h);
-	if (r == RPCRDMA_OK && h.proc == RPCRDMA_MSG && h.nreads == 0)
-		r = rpcrdma_hdr_check_xid(&h, buf->base + h.hdr_len, h.inline_len);
+	if (r == RPCRDMA_OK)
+		r = xr;
 	if (rev_recv_dropped(s, &h, r, buf->base)) {
 		gw_buf_put(buf);
 		return;
