@@ -14,10 +14,7 @@ modprobe nfsv4
 nfsd_wait_grace 192.0.2.1 || fail "the NFS server's grace period did not end"
 
 # Client 2's namespace, reaching the gateway at 10.9.0.1.
-ip netns add c2
-ip link add vc1 type veth peer name vc2 netns c2
-ip addr add 10.9.0.1/24 dev vc1; ip link set vc1 up
-ip -n c2 addr add 10.9.0.2/24 dev vc2; ip -n c2 link set vc2 up; ip -n c2 link set lo up
+client2_netns
 
 cat >"$E2E_WORK/gw.json" <<JSON
 { "routes": [ { "name": "nfs", "mode": "forward",
@@ -30,53 +27,7 @@ for vers in 4.1 4.2; do
     echo "--- NFSv$vers"
     m1=/mnt/c1-$vers; mkdir -p "$m1"
     mount -t nfs -o vers=$vers,proto=tcp,port=2049 192.0.2.2:/ "$m1" || { fail "mount $vers"; continue; }
-    f=deleg-$vers
-    # Made on the server, so that no client holds it open for writing: nfsd does
-    # not delegate a file that is open for write.
-    echo "original" >/export/$f
-    # Client 1 opens it for reading until a delegation shows in the server's state,
-    # then holds it open.
-    /usr/bin/python3 - "$m1/$f" <<'PY' &
-import glob, sys, time
-deadline = time.time() + 30
-while time.time() < deadline:
-    f = open(sys.argv[1]); f.read()
-    if any("type: deleg" in open(p).read() for p in glob.glob("/proc/fs/nfsd/clients/*/states")):
-        break
-    f.close(); time.sleep(1)
-time.sleep(60)
-PY
-    holder=$!
-    has_deleg=no
-    for i in $(seq 1 70); do
-        if grep -qs "type: deleg" /proc/fs/nfsd/clients/*/states; then has_deleg=yes; break; fi
-        sleep 0.5
-    done
-    check "NFSv$vers: the server granted client 1 a delegation" test "$has_deleg" = yes
-    calls_before=$(gw_jq "s['routes'][0]['totals']['backward_calls']")
-
-    start=$(date +%s%N)
-    ip netns exec c2 unshare -u bash -c "
-        hostname gw-client-2
-        echo gw-client-2-id >/sys/fs/nfs/net/nfs_client/identifier
-        mkdir -p /mnt/c2 && mount -t nfs -o vers=$vers,proto=tcp,port=2049 10.9.0.1:/ /mnt/c2 &&
-        echo changed-by-client-2 >/mnt/c2/$f && umount /mnt/c2"
-    rc=$?
-    took=$(( ($(date +%s%N) - start) / 1000000 ))
-    check "NFSv$vers: client 2's conflicting write succeeded" test "$rc" -eq 0
-    check "NFSv$vers: it completed promptly (${took} ms, lease 90 s)" test "$took" -lt 20000
-    check "NFSv$vers: the delegation was returned" \
-        test -z "$(grep -s 'type: deleg' /proc/fs/nfsd/clients/*/states)"
-    calls_after=$(gw_jq "s['routes'][0]['totals']['backward_calls']")
-    replies=$(gw_jq "s['routes'][0]['totals']['backward_replies']")
-    check "NFSv$vers: the gateway relayed backward calls ($calls_before -> $calls_after, $replies replies)" \
-        test "$calls_after" -gt "$calls_before" -a "$replies" -gt 0
-    check "NFSv$vers: the server never saw the callback path down" \
-        test -z "$(grep -si 'callback.*down' /proc/fs/nfsd/clients/*/info)"
-    kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null
-    echo 3 >/proc/sys/vm/drop_caches
-    check "NFSv$vers: client 1 reads client 2's change" grep -q changed-by-client-2 "$m1/$f"
-    grep -h "callback" /proc/fs/nfsd/clients/*/info | sort | uniq -c
+    wl_delegation_recall "$vers" "$m1"
     umount "$m1"
 done
 gw_metrics | grep -E 'backward_(calls|replies)_total|backward_undeliverable' | grep -v '^#'

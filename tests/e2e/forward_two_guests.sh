@@ -86,8 +86,9 @@ check "only RDMA_MSG and RDMA_NOMSG were exchanged (no RDMA_ERROR, MSGP, DONE)" 
 # then finds the NFS reply cut. Such a frame is the server's RDMA_NOMSG with a
 # reassembled length below its Reply chunk's; the client's listing of the same
 # directories was checked complete above. Any other malformed frame fails.
-awk -F'\t' '$2 == "192.0.2.1" && $3 == 1 && $5 != "" && $5 + 0 < $4 + 0' /tmp/bad.txt >/tmp/short.txt
-awk -F'\t' '!($2 == "192.0.2.1" && $3 == 1 && $5 != "" && $5 + 0 < $4 + 0)' /tmp/bad.txt >/tmp/bad-other.txt
+: >/tmp/short.txt; : >/tmp/bad-other.txt
+awk -F'\t' '{ if ($2 == "192.0.2.1" && $3 == 1 && $5 != "" && $5 + 0 < $4 + 0)
+                  print > "/tmp/short.txt"; else print > "/tmp/bad-other.txt" }' /tmp/bad.txt
 if [[ -s /tmp/short.txt ]]; then
     echo "Reply chunks that tshark reassembled short of the server's length (its fault):"
     head -5 /tmp/short.txt

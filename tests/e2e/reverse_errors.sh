@@ -19,6 +19,15 @@ gwvm-nfsd /export tcp
 modprobe nfsv3; modprobe rpcrdma
 BAD=$GW_BUILD/tests/rdma_badclient
 
+# bad_client PORT CREDITS MODE WHAT: run rdma_badclient against the gateway, show what
+# it checked, and pass when all its checks held.
+bad_client() {
+    local out rc=0
+    out=$("$BAD" 192.0.2.2 "$1" "$2" "$3" 2>&1) || rc=$?
+    echo "$out"
+    check "rdma_badclient $3: $4 (status $rc)" test "$rc" -eq 0
+}
+
 # An upstream that takes calls and answers none, so that calls stay outstanding.
 /usr/bin/python3 - <<'PY' &
 import socket, threading
@@ -101,29 +110,19 @@ check "the kernel client's I/O works before" \
     test "$(dd if="$mnt/before" bs=1M iflag=direct status=none | md5sum | cut -d' ' -f1)" = "$want"
 
 echo "--- the bad client: protocol errors on the NFS route"
-out=$("$BAD" 192.0.2.2 20049 64 errors 2>&1); rc=$?
-echo "$out"
-check "rdma_badclient errors: every answer as the standard says (status $rc)" test "$rc" -eq 0
+bad_client 20049 64 errors "every answer as the standard says"
 
 echo "--- the bad client: a client that allows the gateway no RDMA Reads"
-out=$("$BAD" 192.0.2.2 20049 64 noreads 2>&1); rc=$?
-echo "$out"
-check "rdma_badclient noreads: refused (status $rc)" test "$rc" -eq 0
+bad_client 20049 64 noreads "refused"
 
 echo "--- a client outside allowed_clients"
-out=$("$BAD" 192.0.2.2 20052 64 refused 2>&1); rc=$?
-echo "$out"
-check "rdma_badclient refused: not in allowed_clients (status $rc)" test "$rc" -eq 0
+bad_client 20052 64 refused "not in allowed_clients"
 
 echo "--- the bad client: more calls than credits on the silent route"
-out=$("$BAD" 192.0.2.2 20050 8 overrun 2>&1); rc=$?
-echo "$out"
-check "rdma_badclient overrun: disconnected (status $rc)" test "$rc" -eq 0
+bad_client 20050 8 overrun "disconnected"
 
 echo "--- the bad client: callbacks from the upstream (RFC 8167 backward calls)"
-out=$("$BAD" 192.0.2.2 20051 64 backward 2>&1); rc=$?
-echo "$out"
-check "rdma_badclient backward: backward calls within the grant, answered (status $rc)" test "$rc" -eq 0
+bad_client 20051 64 backward "backward calls within the grant, answered"
 cbrc=0; wait "$callbacker" || cbrc=$?
 cat "$E2E_WORK/callbacker.out"
 check "the upstream's callbacks: SYSTEM_ERR for the large one, the client's replies for the rest (status $cbrc)" \

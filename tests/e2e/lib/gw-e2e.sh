@@ -212,3 +212,70 @@ nfsd_wait_grace() {
     umount $m
     rm -f /export/.grace-probe
 }
+
+# client2_netns: a network namespace "c2" for a second NFS client with its own
+# identity, at 10.9.0.2, reaching this guest at 10.9.0.1.
+client2_netns() {
+    ip netns add c2
+    ip link add vc1 type veth peer name vc2 netns c2
+    ip addr add 10.9.0.1/24 dev vc1; ip link set vc1 up
+    ip -n c2 addr add 10.9.0.2/24 dev vc2; ip -n c2 link set vc2 up; ip -n c2 link set lo up
+}
+
+# wl_delegation_recall VERS M1: client 1, mounted at M1 through the gateway, holds a
+# file open for reading until the server grants it a delegation; client 2 (namespace
+# c2, its own NFSv4 client identity, NFS over TCP at 10.9.0.1:2049) then writes the
+# file. The server recalls the delegation with CB_RECALL, which must cross the gateway
+# and be answered: the write completes well inside the 90 s lease, the delegation is
+# returned, the gateway (route 0) counts backward calls and replies, and the server
+# never sees the callback path down.
+wl_delegation_recall() {
+    local vers=$1 m1=$2 f i holder has_deleg calls_before calls_after replies start rc took
+    f=deleg-$vers
+    # Made on the server, so that no client holds it open for writing: nfsd does
+    # not delegate a file that is open for write.
+    echo "original" >/export/$f
+    # Client 1 opens it for reading until a delegation shows in the server's state,
+    # then holds it open.
+    /usr/bin/python3 - "$m1/$f" <<'PY' &
+import glob, sys, time
+deadline = time.time() + 30
+while time.time() < deadline:
+    f = open(sys.argv[1]); f.read()
+    if any("type: deleg" in open(p).read() for p in glob.glob("/proc/fs/nfsd/clients/*/states")):
+        break
+    f.close(); time.sleep(1)
+time.sleep(60)
+PY
+    holder=$!
+    has_deleg=no
+    for i in $(seq 1 70); do
+        if grep -qs "type: deleg" /proc/fs/nfsd/clients/*/states; then has_deleg=yes; break; fi
+        sleep 0.5
+    done
+    check "NFSv$vers: the server granted client 1 a delegation" test "$has_deleg" = yes
+    calls_before=$(gw_jq "s['routes'][0]['totals']['backward_calls']")
+
+    start=$(date +%s%N)
+    ip netns exec c2 unshare -u bash -c "
+        hostname gw-client-2
+        echo gw-client-2-id >/sys/fs/nfs/net/nfs_client/identifier
+        mkdir -p /mnt/c2 && mount -t nfs -o vers=$vers,proto=tcp,port=2049 10.9.0.1:/ /mnt/c2 &&
+        echo changed-by-client-2 >/mnt/c2/$f && umount /mnt/c2"
+    rc=$?
+    took=$(( ($(date +%s%N) - start) / 1000000 ))
+    check "NFSv$vers: client 2's conflicting write succeeded" test "$rc" -eq 0
+    check "NFSv$vers: it completed promptly (${took} ms, lease 90 s)" test "$took" -lt 20000
+    check "NFSv$vers: the delegation was returned" \
+        test -z "$(grep -s 'type: deleg' /proc/fs/nfsd/clients/*/states)"
+    calls_after=$(gw_jq "s['routes'][0]['totals']['backward_calls']")
+    replies=$(gw_jq "s['routes'][0]['totals']['backward_replies']")
+    check "NFSv$vers: the gateway relayed backward calls ($calls_before -> $calls_after, $replies replies)" \
+        test "$calls_after" -gt "$calls_before" -a "$replies" -gt 0
+    check "NFSv$vers: the server never saw the callback path down" \
+        test -z "$(grep -si 'callback.*down' /proc/fs/nfsd/clients/*/info)"
+    kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null
+    echo 3 >/proc/sys/vm/drop_caches
+    check "NFSv$vers: client 1 reads client 2's change" grep -q changed-by-client-2 "$m1/$f"
+    grep -h "callback" /proc/fs/nfsd/clients/*/info | sort | uniq -c
+}
