@@ -5,7 +5,8 @@
 # RDMA_DONE (no answer, the connection stays), an NFS WRITE whose data length lies (RPC
 # GARBAGE_ARGS), RDMA_MSGP (answered as RDMA_MSG), each answer checked byte for byte; a
 # client that allows the gateway no RDMA Reads is refused, and so is a client outside a
-# route's allowed_clients (counted). Then, on a second route whose
+# route's allowed_clients (counted), and a client that stays silent on a route with
+# idle_timeout_s is disconnected. Then, on a second route whose
 # upstream accepts calls and never answers, it sends one call more than its credits: the
 # gateway closes that connection and counts it. On a third route, the upstream is a test
 # server that calls the client back (RFC 8167): a callback too large for the client's
@@ -50,7 +51,7 @@ hole=$!
 /usr/bin/python3 - >"$E2E_WORK/callbacker.out" 2>&1 <<'PY' &
 import socket, struct, sys
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("192.0.2.1", 2051)); s.listen(1); s.settimeout(60)
+s.bind(("192.0.2.1", 2051)); s.listen(1); s.settimeout(300)  # the client comes after the other steps
 c, _ = s.accept(); c.settimeout(20)
 def call(xid, pad=0):
     body = struct.pack(">10I", xid, 0, 2, 0x40000000, 1, 0, 0, 0, 0, 0) + bytes(pad)
@@ -97,7 +98,9 @@ cat >"$E2E_WORK/gw.json" <<JSON
     { "name": "callbacks", "mode": "reverse", "source_port": "any",
       "listen": "rdma://192.0.2.2:20051", "upstream": "tcp://192.0.2.1:2051" },
     { "name": "acl", "mode": "reverse", "allowed_clients": ["198.51.100.0/24"],
-      "listen": "rdma://192.0.2.2:20052", "upstream": "tcp://192.0.2.1:2049" } ],
+      "listen": "rdma://192.0.2.2:20052", "upstream": "tcp://192.0.2.1:2049" },
+    { "name": "idle", "mode": "reverse", "idle_timeout_s": 2,
+      "listen": "rdma://192.0.2.2:20053", "upstream": "tcp://192.0.2.1:2049" } ],
   "stats": { "listen": "127.0.0.1:9464" } }
 JSON
 gw_start reverse_errors "$E2E_WORK/gw.json" || e2e_finish
@@ -117,6 +120,9 @@ bad_client 20049 64 noreads "refused"
 
 echo "--- a client outside allowed_clients"
 bad_client 20052 64 refused "not in allowed_clients"
+
+echo "--- a client that stays silent on a route with idle_timeout_s"
+bad_client 20053 64 idle "disconnected after the idle timeout"
 
 echo "--- the bad client: more calls than credits on the silent route"
 bad_client 20050 8 overrun "disconnected"
@@ -148,6 +154,9 @@ check "stats: backward calls ($(tot callbacks backward_calls)) and replies ($(to
     test "$(tot callbacks backward_calls)" -eq 5 -a "$(tot callbacks backward_replies)" -eq 5
 check "stats: the refused client counted on the acl route ($(ev acl refused_client))" \
     test "$(ev acl refused_client)" -eq 1 -a "$(ev nfs refused_client)" -eq 0
+live=$(gw_jq "[r for r in s['routes'] if r['name']=='idle'][0]['live_sessions']")
+check "stats: the idle client's session is gone ($live live)" test "$live" -eq 0
+check "the gateway logged the idle close" grep -q "idle: session .* idle for" "$GW_LOG"
 check "stats: the undeliverable callback ($(ev callbacks backward_undeliverable))" \
     test "$(ev callbacks backward_undeliverable)" -eq 1
 live=$(gw_jq "[r for r in s['routes'] if r['name']=='silent'][0]['live_sessions']")

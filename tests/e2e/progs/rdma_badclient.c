@@ -21,6 +21,8 @@
  * answers: the gateway must close the connection.
  * MODE "noreads": connect offering no responder resources, so that the
  * gateway could never pull a Read chunk: the connection must be refused.
+ * MODE "idle": connect and send nothing, on a route with an idle timeout:
+ * the gateway must disconnect the client.
  * MODE "refused": a well-formed connection request that the route must
  * refuse (the client is outside its allowed_clients).
  * MODE "backward": the route's upstream (a test server) sends the client
@@ -136,7 +138,7 @@ static uint32_t credits;
 static struct event_base *base;
 static struct event *timer;
 static struct rconn *conn;
-static bool overrun_mode, noreads_mode, refused_mode, backward_mode, closed, established;
+static bool overrun_mode, noreads_mode, refused_mode, backward_mode, idle_mode, closed, established;
 static enum rconn_close_reason close_reason;
 static unsigned replies_seen;
 
@@ -449,7 +451,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 		bc_timer();
 		return;
 	}
-	if (overrun_mode) {
+	if (overrun_mode || idle_mode) {
 		CHECK(0, "the gateway closed the connection within %d s", CLOSE_S);
 		finish();
 		return;
@@ -499,6 +501,10 @@ static void on_established(struct rconn *c, void *owner, const uint8_t *pdata, u
 		arm_timer(BC_WAIT_S); /* the test server calls once the upstream is connected */
 		return;
 	}
+	if (idle_mode) {
+		arm_timer(CLOSE_S);
+		return;
+	}
 	if (!overrun_mode) {
 		run_step();
 		return;
@@ -533,9 +539,9 @@ int main(int argc, char **argv)
 {
 	if (argc != 5 || (strcmp(argv[4], "errors") != 0 && strcmp(argv[4], "overrun") != 0 &&
 			  strcmp(argv[4], "noreads") != 0 && strcmp(argv[4], "refused") != 0 &&
-			  strcmp(argv[4], "backward") != 0)) {
+			  strcmp(argv[4], "backward") != 0 && strcmp(argv[4], "idle") != 0)) {
 		fprintf(stderr, "usage: rdma_badclient ADDR PORT CREDITS "
-				"errors|overrun|noreads|refused|backward\n");
+				"errors|overrun|noreads|refused|backward|idle\n");
 		return 2;
 	}
 	credits = (uint32_t)strtoul(argv[3], NULL, 10);
@@ -543,7 +549,8 @@ int main(int argc, char **argv)
 	noreads_mode = strcmp(argv[4], "noreads") == 0;
 	backward_mode = strcmp(argv[4], "backward") == 0;
 	refused_mode = strcmp(argv[4], "refused") == 0;
-	if (!overrun_mode && !noreads_mode && !backward_mode && !refused_mode)
+	idle_mode = strcmp(argv[4], "idle") == 0;
+	if (!overrun_mode && !noreads_mode && !backward_mode && !refused_mode && !idle_mode)
 		build_error_steps();
 
 	base = event_base_new();
@@ -594,6 +601,10 @@ int main(int argc, char **argv)
 	if (backward_mode) {
 		CHECK(bc_answered == BC_TOTAL, "%u backward calls answered (%d expected)",
 		      bc_answered, BC_TOTAL);
+	} else if (idle_mode) {
+		CHECK(closed && close_reason == RCONN_CLOSE_DISCONNECTED,
+		      "the gateway disconnected the idle client (%s)",
+		      closed ? rconn_close_reason_str(close_reason) : "still open");
 	} else if (overrun_mode) {
 		CHECK(closed && close_reason == RCONN_CLOSE_DISCONNECTED,
 		      "the gateway disconnected the client that overran its credits (%s, %u "
