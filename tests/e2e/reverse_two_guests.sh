@@ -1,10 +1,11 @@
 # gwvm: two-guests
+# gwvm: host-part
 # Reverse mode across the wire: guest A (192.0.2.1) runs the kernel NFS server on TCP and
 # the gateway in reverse mode (RDMA 192.0.2.1:20049 -> TCP 192.0.2.1:2049); guest B
 # (192.0.2.2) mounts the gateway with proto=rdma, so RoCEv2 crosses the Ethernet link
 # between the guests, and runs the workload for NFSv3 and NFSv4.1 with 1 MiB
-# rsize/wsize. B captures the link (udp/4791) with tshark and fails on any malformed or
-# erroneous frame, on any RPC-over-RDMA message that is not a known type of Version One,
+# rsize/wsize. B captures the link (udp/4791) with tshark; the host decodes the capture
+# and fails on any malformed or erroneous frame, on any RPC-over-RDMA message that is not a known type of Version One,
 # and unless the capture shows the gateway's Write chunks, Reply chunks and RDMA_NOMSG
 # replies and the client's Read chunks. A checks its counters and drains on SIGTERM.
 set -u
@@ -19,6 +20,32 @@ wait_for() { # wait_for FILE SECONDS
 }
 
 case $GWVM_ROLE in
+host)
+    roce_decode "$GW_OUT/roce.pcap" || e2e_finish
+    n=$(roce_msgs 1)
+    check "the capture holds RPC-over-RDMA messages ($n)" test "$n" -gt 1000
+    nbad=$(grep -c . "$E2E_WORK/bad.tsv")
+    check "no malformed or erroneous frame ($nbad found)" test "$nbad" -eq 0
+    head -20 "$E2E_WORK/bad.tsv"
+    # Every message is Version One and a known type; the gateway (192.0.2.1) sends only
+    # RDMA_MSG and RDMA_NOMSG here (no errors in this workload), never MSGP or DONE.
+    check "every message is RPC-over-RDMA Version One" test "$(roce_msgs 'vers != 1')" -eq 0
+    check "every message is a known type (MSG, NOMSG, MSGP, DONE, ERROR)" \
+        test "$(roce_msgs 'type < 0 || type > 4')" -eq 0
+    check "the gateway sent only RDMA_MSG and RDMA_NOMSG" \
+        test "$(roce_msgs 'src == "192.0.2.1" && type != 0 && type != 1')" -eq 0
+    check "the gateway returned Write chunks (READ data by RDMA Write)" \
+        test "$(roce_msgs 'src == "192.0.2.1" && writes > 0')" -gt 0
+    check "the gateway answered with RDMA_NOMSG into Reply chunks" \
+        test "$(roce_msgs 'src == "192.0.2.1" && type == 1 && reply > 0')" -gt 0
+    check "the client sent Read chunks (WRITE data pulled by RDMA Read)" \
+        test "$(roce_msgs 'src == "192.0.2.2" && reads > 0')" -gt 0
+    # BTH opcode 12: RDMA READ Request.
+    nreads=$(roce_frames 'src == "192.0.2.1" && op == 12')
+    check "RDMA Read requests from the gateway on the wire ($nreads)" test "$nreads" -gt 0
+    ((E2E_FAILS)) || rm -f "$GW_OUT/roce.pcap"
+    e2e_finish
+    ;;
 a)
     rm -f "$SHARE"/a-ready "$SHARE"/b-done
     gwvm-net 192.0.2.1
@@ -45,10 +72,8 @@ b)
     gwvm-net 192.0.2.2
     modprobe nfsv3; modprobe nfsv4; modprobe rpcrdma
     wait_for "$SHARE"/a-ready 300 || { fail "guest A's gateway is up"; touch "$SHARE"/b-done; e2e_finish; }
-    dev=$(ls /sys/class/net | grep -v -E '^(lo|veth)' | head -1)
-    cap=$E2E_WORK/roce.pcap
-    tshark -i "$dev" -f 'udp port 4791' -w "$cap" -q 2>/dev/null & tsk=$!
-    sleep 3
+    roce_capture_start
+    sleep 2
     for vers in 3 4.1; do
         mnt=/mnt/v$vers; mkdir -p "$mnt"
         if [[ $vers == 3 ]]; then src=192.0.2.1:/export opts=nolock; else src=192.0.2.1:/ opts=; fi
@@ -72,37 +97,8 @@ b)
         rm -rf "$d"
         umount "$mnt"
     done
-    sleep 2; kill "$tsk"; wait "$tsk" 2>/dev/null
+    roce_capture_stop
     touch "$SHARE"/b-done
-
-    echo "--- the capture ($(du -h "$cap" | cut -f1), $(date +%T))"
-    T=(tshark -r "$cap" -2 -d udp.port==4791,infiniband)
-    fields=$E2E_WORK/rpcordma.txt
-    "${T[@]}" -Y rpcordma -T fields -E separator=' ' -E occurrence=f -e frame.number -e ip.src \
-        -e rpcordma.version -e rpcordma.msg_type -e rpcordma.reads_count \
-        -e rpcordma.writes_count -e rpcordma.reply_count >"$fields" 2>/dev/null
-    n=$(wc -l <"$fields")
-    check "the capture holds RPC-over-RDMA messages ($n)" test "$n" -gt 1000
-    bad=$("${T[@]}" -Y '_ws.malformed || _ws.expert.severity >= error' -T fields -e frame.number \
-          -e _ws.col.Info 2>/dev/null)
-    check "no malformed or erroneous frame ($(grep -c . <<<"$bad") found)" test -z "$bad"
-    [[ -n $bad ]] && head -20 <<<"$bad"
-    # Every message is Version One and a known type; the gateway (192.0.2.1) sends only
-    # RDMA_MSG and RDMA_NOMSG here (no errors in this workload), never MSGP or DONE.
-    check "every message is RPC-over-RDMA Version One" \
-        test "$(awk '$3 != 1' "$fields" | wc -l)" -eq 0
-    check "every message is a known type (MSG, NOMSG, MSGP, DONE, ERROR)" \
-        test "$(awk '$4 < 0 || $4 > 4' "$fields" | wc -l)" -eq 0
-    check "the gateway sent only RDMA_MSG and RDMA_NOMSG" \
-        test "$(awk '$2 == "192.0.2.1" && $4 != 0 && $4 != 1' "$fields" | wc -l)" -eq 0
-    check "the gateway returned Write chunks (READ data by RDMA Write)" \
-        test "$(awk '$2 == "192.0.2.1" && $6 > 0' "$fields" | wc -l)" -gt 0
-    check "the gateway answered with RDMA_NOMSG into Reply chunks" \
-        test "$(awk '$2 == "192.0.2.1" && $4 == 1 && $7 > 0' "$fields" | wc -l)" -gt 0
-    check "the client sent Read chunks (WRITE data pulled by RDMA Read)" \
-        test "$(awk '$2 == "192.0.2.2" && $5 > 0' "$fields" | wc -l)" -gt 0
-    nreads=$("${T[@]}" -Y 'infiniband.bth.opcode == 12' 2>/dev/null | wc -l)
-    check "RDMA Read requests from the gateway on the wire ($nreads)" test "$nreads" -gt 0
     e2e_finish
     ;;
 esac

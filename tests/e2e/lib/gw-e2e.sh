@@ -279,3 +279,68 @@ PY
     check "NFSv$vers: client 1 reads client 2's change" grep -q changed-by-client-2 "$m1/$f"
     grep -h "callback" /proc/fs/nfsd/clients/*/info | sort | uniq -c
 }
+
+# ---- RoCEv2 captures (two-guest jobs) ----
+# A guest captures the link with roce_capture_start and hands the file to the host with
+# roce_capture_stop; the job's host part (run-e2e's "# gwvm: host-part") decodes it with
+# roce_decode, natively: tshark with chunk reassembly over a few hundred thousand
+# frames takes minutes under emulation, seconds on the host.
+
+# roce_capture_start: capture RoCEv2 (udp/4791) on the guest's Ethernet link into a
+# RAM file. A large capture buffer: a dropped packet would break chunk reassembly and
+# show up as a malformed frame that no peer sent.
+roce_capture_start() {
+    local dev; dev=$(ls /sys/class/net | grep -v -E '^(lo|veth|vc)' | head -1)
+    ROCE_PCAP=$E2E_WORK/roce.pcap
+    tshark -i "$dev" -B 64 -f 'udp port 4791' -w "$ROCE_PCAP" -q 2>"$E2E_WORK/tshark.err" &
+    ROCE_CAP_PID=$!
+    local i
+    for i in $(seq 1 50); do [[ -s $ROCE_PCAP ]] && return 0; sleep 0.2; done
+    fail "tshark started capturing on $dev"
+}
+
+# roce_capture_stop: end the capture and leave it in GW_OUT for the host part.
+roce_capture_stop() {
+    sleep 1
+    kill -INT "$ROCE_CAP_PID" 2>/dev/null; wait "$ROCE_CAP_PID" 2>/dev/null
+    grep -i "captured\|dropped" "$E2E_WORK/tshark.err"
+    cp "$ROCE_PCAP" "$GW_OUT/roce.pcap" || fail "the capture was handed to the host"
+    rm -f "$ROCE_PCAP"
+}
+
+# roce_decode PCAP: (host part) decode the capture once with chunk reassembly into
+#   $E2E_WORK/frames.tsv   every frame: number, ip.src, BTH opcode, and for a frame that
+#                          carries an RPC-over-RDMA header: version, msg_type, errcode,
+#                          reads_count, writes_count, reply_count, rdma_length,
+#                          reassembled.length (empty otherwise)
+#   $E2E_WORK/bad.tsv      every malformed frame or one with an expert error: number,
+#                          ip.src, msg_type, rdma_length, reassembled.length, protocols,
+#                          expert message
+# There is no Ethernet over InfiniBand here: without those two heuristics off, the
+# InfiniBand dissector now and then takes an RDMA Write fragment for an Ethernet frame.
+roce_decode() {
+    local pcap=$1
+    local T=(tshark -r "$pcap" -2 -d udp.port==4791,infiniband
+             --disable-heuristic eth_over_ib --disable-heuristic mellanox_eoib)
+    [[ -s $pcap ]] || { fail "a capture to decode ($pcap)"; return 1; }
+    "${T[@]}" -T fields -E occurrence=f -e frame.number -e ip.src -e infiniband.bth.opcode \
+        -e rpcordma.version -e rpcordma.msg_type -e rpcordma.errcode -e rpcordma.reads_count \
+        -e rpcordma.writes_count -e rpcordma.reply_count -e rpcordma.rdma_length \
+        -e rpcordma.reassembled.length >"$E2E_WORK/frames.tsv" 2>"$E2E_WORK/tshark-decode.err" ||
+        { fail "tshark decoded $pcap"; cat "$E2E_WORK/tshark-decode.err"; return 1; }
+    "${T[@]}" -Y '_ws.malformed || _ws.expert.severity >= "error"' -T fields -E occurrence=f \
+        -e frame.number -e ip.src -e rpcordma.msg_type -e rpcordma.rdma_length \
+        -e rpcordma.reassembled.length -e frame.protocols -e _ws.expert.message \
+        >"$E2E_WORK/bad.tsv" 2>/dev/null
+    echo "capture: $(wc -l <"$E2E_WORK/frames.tsv") frames, $(du -h "$pcap" | cut -f1)"
+}
+
+# roce_frames AWK-CONDITION: how many frames in frames.tsv meet the condition, over the
+# fields named src op vers type err reads writes reply len rlen (vers is empty in a
+# frame that carries no RPC-over-RDMA header). roce_msgs: the same, over messages only.
+roce_frames() {
+    awk -F'\t' "{ src=\$2; op=\$3; vers=\$4; type=\$5; err=\$6; reads=\$7; writes=\$8;
+                  reply=\$9; len=\$10; rlen=\$11 }
+                $1 { n++ } END { print n + 0 }" "$E2E_WORK/frames.tsv"
+}
+roce_msgs() { roce_frames "vers != \"\" && ($1)"; }
