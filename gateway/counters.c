@@ -24,6 +24,7 @@ static const char *const event_names[GW_EV_KIND_COUNT] = {
 	[GW_EV_REPLY_CHUNK_RETRY] = "reply_chunk_retry",
 	[GW_EV_BACKWARD_UNDELIVERABLE] = "backward_undeliverable",
 	[GW_EV_NO_BUFFERS] = "no_buffers",
+	[GW_EV_OUTPUT_OVERFLOW] = "output_overflow",
 };
 
 const char *gw_event_kind_name(enum gw_event_kind kind)

@@ -36,6 +36,7 @@ enum gw_event_kind {
 	GW_EV_REPLY_CHUNK_RETRY,      /* reply larger than estimated: retried with more room */
 	GW_EV_BACKWARD_UNDELIVERABLE, /* a backward call that could not be delivered */
 	GW_EV_NO_BUFFERS,	      /* a pool ran dry: the gateway applied back-pressure */
+	GW_EV_OUTPUT_OVERFLOW,	      /* a reply found no room toward its TCP peer: closed */
 	GW_EV_KIND_COUNT
 };
 
@@ -142,9 +143,20 @@ struct gw_stats_session {
 	uint32_t inline_recv;
 };
 
+/* An RDMA device's registered buffer pool, shared by every connection on it. */
+struct gw_stats_device {
+	const char *name;
+	uint64_t bytes_registered;
+	uint64_t alloc_failures; /* allocations that found the pool dry */
+	uint32_t buffers_in_use;
+	uint32_t buffers_total; /* carved from registered slabs so far */
+};
+
+/* route() for each route, each followed by session() for its live sessions; then device(). */
 struct gw_stats_visitor {
 	void (*route)(struct gw_stats_visitor *v, const struct gw_stats_route *r);
 	void (*session)(struct gw_stats_visitor *v, const struct gw_stats_session *s);
+	void (*device)(struct gw_stats_visitor *v, const struct gw_stats_device *d);
 };
 
 typedef void (*gw_stats_snapshot_fn)(void *engine, struct gw_stats_visitor *v);

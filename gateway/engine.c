@@ -145,6 +145,14 @@ static void route_tcp_config(struct gw_route_rt *rt)
 
 	tcp_conn_config_default(&rt->tcp_cfg);
 	rt->tcp_cfg.max_record = r->max_record_size;
+	/*
+	 * After a TCP peer stops draining (out_high), the messages already asked
+	 * for keep coming: in forward mode the replies to every call in flight,
+	 * in reverse mode the calls the RDMA client was granted credits for.
+	 * Each is at most a record, and none may be refused for want of room.
+	 */
+	rt->tcp_cfg.out_max = rt->tcp_cfg.out_high + (size_t)(r->credits + r->backchannel_credits) *
+							     tcp_conn_rx_buffer_size(&rt->tcp_cfg);
 }
 
 static void route_limits(struct gw_route_rt *rt)
@@ -459,5 +467,20 @@ void gw_engine_snapshot(void *arg, struct gw_stats_visitor *v)
 			s->ops->credits(s, &ss.credits, &ss.inline_send, &ss.inline_recv);
 			v->session(v, &ss);
 		}
+	}
+	for (const struct rdma_dev *dev = rdma_ctx_next_device(eng->rdma, NULL); dev;
+	     dev = rdma_ctx_next_device(eng->rdma, dev)) {
+		struct rdma_pool_stats ps;
+		rdma_pool_get_stats(rdma_dev_pool(dev), &ps);
+		struct gw_stats_device d = {
+			.name = rdma_dev_name(dev),
+			.bytes_registered = ps.bytes_registered,
+			.alloc_failures = ps.failures,
+		};
+		for (unsigned k = 0; k < RDMA_POOL_MAX_CLASSES; k++) {
+			d.buffers_in_use += ps.in_use[k];
+			d.buffers_total += ps.total[k];
+		}
+		v->device(v, &d);
 	}
 }

@@ -159,6 +159,7 @@ struct fwd_session {
 	TAILQ_HEAD(, fwd_call) queue;
 	uint32_t queued;
 	bool read_paused;   /* by us, for want of slots */
+	bool tcp_starved;   /* reading stopped: the pool had no buffer for the client */
 	bool out_congested; /* the client is not draining its replies */
 	bool draining;
 	bool in_close; /* fwd_session_close() is running: do not free under it */
@@ -241,6 +242,24 @@ static void fwd_call_put(struct fwd_call *c)
 		return;
 	}
 	fwd_maybe_free(s);
+}
+
+/*
+ * The session is closing and @c will get no reply: a call on the wire is
+ * taken off it. Its memory is safe to reuse once no work request refers to
+ * it (fwd_call_put() waits for those): rconn_close() moved the queue pair to
+ * the error state, so the server can no longer reach any of its windows.
+ */
+static void fwd_call_abandon(struct fwd_call *c)
+{
+	struct fwd_session *s = c->s;
+
+	if (c->state == FC_SENT) {
+		xidmap_remove(&s->xids, c->xid);
+		s->in_flight--;
+	}
+	c->state = FC_DONE;
+	fwd_call_put(c);
 }
 
 /* ---- replies to the client ---- */
@@ -401,9 +420,22 @@ static void fwd_deliver(struct fwd_session *s, struct fwd_call *c)
 		if (!err)
 			GW_COUNT(&s->base, tcp_bytes_out, (uint64_t)inl_len + 4);
 	}
-	if (err)
-		gw_debug("forward %s: reply xid %#x not queued: %s", s->base.client, c->xid,
-			 strerror(-err));
+	if (err) {
+		/*
+		 * Output room is sized for every reply the client has asked for
+		 * (route_tcp_config()), so this is a client that went away or a
+		 * bug. A reply lost on a live connection would leave the client
+		 * waiting for ever (NFS over TCP does not retransmit on the same
+		 * connection): close it, and the client retransmits after it
+		 * reconnects.
+		 */
+		gw_warn("forward %s: reply xid %#x could not be queued (%s): closing the client's "
+			"connection",
+			s->base.client, c->xid, strerror(-err));
+		gw_count_event(&s->base, GW_EV_OUTPUT_OVERFLOW);
+		fwd_session_close(s);
+		return;
+	}
 	gw_count_reply(&s->base, u->prog, u->vers, u->proc);
 	uint64_t now = gw_now_us();
 	gw_count_latency(&s->base, (c->t_sent - c->t_in) + (now - c->t_reply),
@@ -435,7 +467,9 @@ static void fwd_send_done(struct rconn_wr *wr, enum ibv_wc_status status)
 		gw_buf_put(c->hdr);
 		c->hdr = NULL;
 	}
-	if (c->state == FC_DONE || c->s->state == FS_CLOSING)
+	if (c->s->state == FS_CLOSING)
+		fwd_call_abandon(c);
+	else if (c->state == FC_DONE)
 		fwd_call_put(c);
 }
 
@@ -547,10 +581,13 @@ static int fwd_marshal(struct fwd_session *s, struct fwd_call *c)
 	struct splice_item items[ULB_MAX_ITEMS];
 	uint32_t nitems = 0;
 	if (hdr_plain + c->rec_len > s->thr.send && u->status == ULB_OK && u->n_args > 0) {
-		for (uint32_t i = 0; i < u->n_args && i < s->base.route->cfg->max_read_segments;
-		     i++)
-			items[nitems++] =
-				(struct splice_item){ u->args[i].offset, u->args[i].length };
+		/* An empty item has nothing to move: it stays inline (a chunk cannot be empty). */
+		for (uint32_t i = 0;
+		     i < u->n_args && nitems < s->base.route->cfg->max_read_segments; i++) {
+			if (u->args[i].length > 0)
+				items[nitems++] = (struct splice_item){ u->args[i].offset,
+									u->args[i].length };
+		}
 	}
 	if (hdr_plain + c->rec_len <= s->thr.send) {
 		iov[0] = (struct iovec){ (void *)msg, c->rec_len };
@@ -640,8 +677,12 @@ static int fwd_marshal(struct fwd_session *s, struct fwd_call *c)
 	memcpy(c->wbuf, wbuf, sizeof(wbuf));
 	c->rbuf = rbuf;
 	c->has_reply_chunk = reply_chunk;
+	/*
+	 * The connection is failing (the space checks above rule out -EAGAIN):
+	 * fwd_pump() invalidates what was bound and ends the call.
+	 */
 	if (err)
-		return err; /* the connection is failing: the teardown cleans up */
+		return err == -EAGAIN ? -EIO : err;
 
 	ssize_t hlen = rpcrdma_encode_call(hdr->base, hdr->size, &d);
 	if (hlen < 0) {
@@ -667,6 +708,30 @@ static int fwd_marshal(struct fwd_session *s, struct fwd_call *c)
 	return 0;
 }
 
+static void fwd_unexpose_done(struct rconn_wr *wr, enum ibv_wc_status status)
+{
+	struct fwd_call *c = (struct fwd_call *)((char *)wr - offsetof(struct fwd_call, fence_wr));
+
+	c->fence_pending = false;
+	fwd_call_put(c);
+}
+
+/*
+ * A call that was not sent after all may have windows bound already: they
+ * are invalidated before its buffers go back to the pool, which would
+ * otherwise stay reachable through them while they are reused.
+ */
+static void fwd_call_unexpose(struct fwd_session *s, struct fwd_call *c)
+{
+	if (c->nexp == 0 || s->rdma_closed)
+		return;
+	c->fence_wr.done = fwd_unexpose_done;
+	c->fence_pending = true;
+	if (rconn_fence(s->rdma, c->exp, c->nexp, 0, &c->fence_wr) == 1)
+		c->fence_pending = false;
+	/* Otherwise fwd_unexpose_done() runs, with a flush status if the connection fails. */
+}
+
 /* Send queued calls while the server's grant, the send queue and buffers allow. */
 static void fwd_pump(struct fwd_session *s)
 {
@@ -689,6 +754,7 @@ static void fwd_pump(struct fwd_session *s)
 			if (s->state == FS_READY)
 				fwd_reply_error(s, c->xid, RPC_ACC_SYSTEM_ERR);
 			c->state = FC_DONE;
+			fwd_call_unexpose(s, c);
 			fwd_call_put(c);
 			if (s->state != FS_READY)
 				return;
@@ -700,11 +766,16 @@ static void fwd_pump(struct fwd_session *s)
 	}
 }
 
+/* Buffers came back: resume a client read that found the pool dry, and queued calls. */
 static void fwd_pool_wake(struct rdma_pool_waiter *w)
 {
 	struct fwd_session *s =
 		(struct fwd_session *)((char *)w - offsetof(struct fwd_session, pool_waiter));
 
+	if (s->tcp_starved && s->tcp) {
+		s->tcp_starved = false;
+		tcp_conn_source_ready(s->tcp);
+	}
 	fwd_pump(s);
 }
 
@@ -725,8 +796,8 @@ static void fwd_call_admit(struct fwd_session *s, struct gw_buf *buf, uint32_t o
 	c->rec_len = len;
 	c->t_in = gw_now_us();
 	gw_session_touch(&s->base, c->t_in);
-	enum ulb_status st = ulb_parse_call(s->base.route->rules, &s->ulb_sessions, buf->base + off,
-					    len, &c->ulb);
+	enum ulb_status st =
+		ulb_parse_call(s->base.route->rules, &s->ulb_sessions, buf->base + off, len, &c->ulb);
 	c->xid = xdr_get32(buf->base + off);
 	if (st == ULB_DDP_STOPPED)
 		gw_count_event(&s->base, GW_EV_ULB_UNKNOWN_OP);
@@ -939,6 +1010,7 @@ static void fwd_tcp_starved(struct tcp_conn *tc, void *arg)
 	struct fwd_session *s = arg;
 
 	gw_count_event(&s->base, GW_EV_NO_BUFFERS);
+	s->tcp_starved = true;
 	rdma_dev_wait_for_buffers(rconn_device(s->rdma), &s->pool_waiter);
 }
 
@@ -1152,7 +1224,8 @@ static const struct rconn_ops fwd_rdma_ops = {
  * Close both sides. The TCP side closes gracefully: replies already queued
  * still reach the client. Calls still queued are dropped (the client
  * retransmits after it reconnects); slots in flight are freed by their
- * flushed completions.
+ * flushed completions, or, when none is outstanding, once the RDMA
+ * teardown has run.
  */
 static void fwd_session_close(struct fwd_session *s)
 {
@@ -1178,6 +1251,18 @@ static void fwd_session_close(struct fwd_session *s)
 		}
 		if (s->rdma && !s->rdma_closed)
 			rconn_close(s->rdma);
+	}
+	/*
+	 * Calls still waiting for their replies end once the RDMA side is gone
+	 * (ops->closed has run: every work request has completed). They are not
+	 * answered; the client retransmits them after it reconnects.
+	 */
+	if (s->rdma_closed) {
+		for (uint32_t i = 0; i < s->ncalls; i++) {
+			struct fwd_call *c = &s->calls[i];
+			if (c->state == FC_SENT && !c->send_pending)
+				fwd_call_abandon(c);
+		}
 	}
 	s->in_close = false;
 	fwd_maybe_free(s);

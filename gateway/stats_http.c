@@ -159,6 +159,10 @@ enum prom_family {
 	FAM_UPSTREAM_LATENCY,
 	FAM_PROC_CALLS,
 	FAM_PROC_REPLIES,
+	FAM_POOL_BUFFERS_IN_USE,
+	FAM_POOL_BUFFERS,
+	FAM_POOL_BYTES_REGISTERED,
+	FAM_POOL_ALLOC_FAILURES,
 	FAM_COUNT
 };
 
@@ -219,6 +223,17 @@ static const struct prom_family_desc {
 			     "RPC calls by program, version and procedure." },
 	[FAM_PROC_REPLIES] = { "procedure_replies_total", "counter", ON_ROUTE,
 			       "RPC replies by program, version and procedure." },
+	/* Per RDMA device (label device), written in the route scope: no prefix. */
+	[FAM_POOL_BUFFERS_IN_USE] = { "pool_buffers_in_use", "gauge", ON_ROUTE,
+				      "Registered buffers in use (records, headers, receives, "
+				      "chunk data)." },
+	[FAM_POOL_BUFFERS] = { "pool_buffers", "gauge", ON_ROUTE,
+			       "Registered buffers carved so far, in use or free." },
+	[FAM_POOL_BYTES_REGISTERED] = { "pool_registered_bytes", "gauge", ON_ROUTE,
+					"Bytes of memory registered with the device." },
+	[FAM_POOL_ALLOC_FAILURES] = { "pool_exhausted_total", "counter", ON_ROUTE,
+				      "Buffer allocations that found the pool at its limit "
+				      "(back-pressure applied)." },
 };
 
 /* The plain counters of struct gw_counters and the family each one feeds. */
@@ -488,6 +503,25 @@ out:
 	free(info_labels);
 }
 
+static void prom_device(struct gw_stats_visitor *v, const struct gw_stats_device *d)
+{
+	struct prom *p = container_of(v, struct prom, visitor);
+	const char *device[] = { "device", d->name };
+	char *labels;
+
+	prom_route_end(p);
+	labels = make_labels(NULL, device, ARRAY_SIZE(device));
+	if (!labels) {
+		p->failed = true;
+		return;
+	}
+	put_u64(p, SCOPE_ROUTE, FAM_POOL_BUFFERS_IN_USE, "", labels, NULL, d->buffers_in_use);
+	put_u64(p, SCOPE_ROUTE, FAM_POOL_BUFFERS, "", labels, NULL, d->buffers_total);
+	put_u64(p, SCOPE_ROUTE, FAM_POOL_BYTES_REGISTERED, "", labels, NULL, d->bytes_registered);
+	put_u64(p, SCOPE_ROUTE, FAM_POOL_ALLOC_FAILURES, "", labels, NULL, d->alloc_failures);
+	free(labels);
+}
+
 static void prom_family_header(struct evbuffer *out, enum prom_scope scope, enum prom_family f)
 {
 	const char *session = scope == SCOPE_SESSION ? "session_" : "";
@@ -522,6 +556,7 @@ static bool prom_init(struct prom *p, bool with_sessions)
 	memset(p, 0, sizeof(*p));
 	p->visitor.route = prom_route;
 	p->visitor.session = prom_session;
+	p->visitor.device = prom_device;
 	p->with_sessions = with_sessions;
 	for (unsigned s = 0; s < SCOPE_COUNT; s++) {
 		for (unsigned f = 0; f < FAM_COUNT; f++) {
@@ -746,6 +781,7 @@ struct jwriter {
 	bool route_open;	    /* the last one still is */
 	unsigned sessions;	    /* sessions written in it */
 	struct gw_credit_state sum; /* and their credits */
+	unsigned devices;	    /* RDMA devices written (after the routes) */
 };
 
 static void jw_raw(struct jwriter *w, const char *text)
@@ -811,11 +847,31 @@ static void jw_session(struct gw_stats_visitor *v, const struct gw_stats_session
 		jw_value(w, w->sessions++ ? "," : "", json_session(s));
 }
 
+/* The routes' array ends where the devices' begins. */
+static void jw_routes_end(struct jwriter *w)
+{
+	jw_route_end(w);
+	if (w->devices == 0)
+		jw_raw(w, "],\"rdma_devices\":[");
+}
+
+static void jw_device(struct gw_stats_visitor *v, const struct gw_stats_device *d)
+{
+	struct jwriter *w = container_of(v, struct jwriter, visitor);
+
+	jw_routes_end(w);
+	jw_value(w, w->devices++ ? "," : "",
+		 json_pack("{s:s, s:I, s:I, s:I, s:I}", "name", or_empty(d->name), "buffers_in_use",
+			   (json_int_t)d->buffers_in_use, "buffers", (json_int_t)d->buffers_total,
+			   "registered_bytes", (json_int_t)d->bytes_registered, "exhausted",
+			   (json_int_t)d->alloc_failures));
+}
+
 /* The document into @out; false when memory ran out on the way. */
 static bool render_json(struct gw_stats_http *sh, bool with_sessions, struct evbuffer *out)
 {
 	struct jwriter w = {
-		.visitor = { .route = jw_route, .session = jw_session },
+		.visitor = { .route = jw_route, .session = jw_session, .device = jw_device },
 		.out = out,
 		.with_sessions = with_sessions,
 	};
@@ -823,7 +879,7 @@ static bool render_json(struct gw_stats_http *sh, bool with_sessions, struct evb
 	jw_value(&w, "{\"version\":", json_string(GW_VERSION));
 	jw_raw(&w, ",\"routes\":[");
 	sh->snapshot(sh->engine, &w.visitor);
-	jw_route_end(&w);
+	jw_routes_end(&w);
 	jw_raw(&w, "]}\n");
 	return !w.failed;
 }

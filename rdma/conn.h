@@ -28,11 +28,14 @@
  * its rconn_wr completes. Windows go back to the connection's set at once:
  * the send queue orders a later bind after the invalidation.
  *
- * Teardown. rconn_close() disconnects, destroys the queue pair (after which
- * the device touches none of our memory), and completes every outstanding
- * rconn_wr with IBV_WC_WR_FLUSH_ERR, synchronously, before it returns. Then
- * ops->closed runs (unless the owner asked for the close), and the owner
- * frees the rconn with rconn_destroy() when it has let go of its state.
+ * Teardown. rconn_close() disconnects at once (rdma_disconnect() moves the
+ * queue pair to the error state: from then on the peer reaches none of our
+ * memory) and tears down from the event loop: the queue pair is destroyed
+ * (after which the device touches none of our memory either), every
+ * outstanding rconn_wr completes with IBV_WC_WR_FLUSH_ERR, and then
+ * ops->closed runs, with RCONN_CLOSE_LOCAL when the owner asked for the
+ * close. The owner frees the rconn with rconn_destroy() when it has let go
+ * of its state.
  */
 #ifndef GW_RDMA_CONN_H
 #define GW_RDMA_CONN_H

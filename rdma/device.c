@@ -225,6 +225,11 @@ struct rdma_dev *rdma_ctx_device(struct rdma_ctx *ctx, struct ibv_context *verbs
 	return dev;
 }
 
+const struct rdma_dev *rdma_ctx_next_device(const struct rdma_ctx *ctx, const struct rdma_dev *prev)
+{
+	return prev ? prev->next : ctx->devices;
+}
+
 struct ibv_pd *rdma_dev_pd(const struct rdma_dev *dev)
 {
 	return dev->pd;

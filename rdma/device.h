@@ -54,6 +54,9 @@ struct rdma_event_channel *rdma_ctx_cm_channel(const struct rdma_ctx *ctx);
 
 /* The device behind @verbs, opened on first use; NULL on failure (logged). */
 struct rdma_dev *rdma_ctx_device(struct rdma_ctx *ctx, struct ibv_context *verbs);
+/* The devices opened so far: the first with @prev NULL, then the one after @prev. */
+const struct rdma_dev *rdma_ctx_next_device(const struct rdma_ctx *ctx,
+					    const struct rdma_dev *prev);
 
 struct ibv_pd *rdma_dev_pd(const struct rdma_dev *dev);
 struct ibv_comp_channel *rdma_dev_comp_channel(const struct rdma_dev *dev);

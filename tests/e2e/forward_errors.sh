@@ -5,9 +5,14 @@
 #  - an NFSv3 WRITE whose data length lies: relayed, the server answers GARBAGE_ARGS;
 #  - a call to a program the server does not serve: the server answers PROG_UNAVAIL;
 #  - a REPLY for a call nobody made: dropped and counted, the connection stays.
+# A second route leads to an RPC-over-RDMA server that answers ERR_VERS, ERR_CHUNK and a
+# reply breaking the protocol (tests/e2e/progs/rdma_badserver): the TCP client gets
+# SYSTEM_ERR for each, counted, and the server's credit grant is never exceeded.
 # Then the NFS server goes away (its threads stop, its RDMA connections drop) and
 # comes back: the gateway closes the paired client connections (counted), the client
-# reconnects and retransmits, and its data is intact.
+# reconnects and retransmits, and its data is intact. Calls that were in flight when
+# the server went are released with their connection: once the client unmounts, the
+# gateway holds no session and no registered buffer.
 set -u
 source "$GW_SRC/tests/e2e/lib/gw-e2e.sh"
 gwvm-net
@@ -15,7 +20,9 @@ gwvm-nfsd /export rdma
 modprobe nfsv4
 cat >"$E2E_WORK/gw.json" <<JSON
 { "routes": [ { "name": "nfs", "mode": "forward", "max_record_size": 2097152,
-                "listen": "tcp://192.0.2.2:2049", "upstream": "rdma://192.0.2.1:20049" } ],
+                "listen": "tcp://192.0.2.2:2049", "upstream": "rdma://192.0.2.1:20049" },
+              { "name": "bad", "mode": "forward",
+                "listen": "tcp://192.0.2.2:2050", "upstream": "rdma://192.0.2.1:20050" } ],
   "stats": { "listen": "127.0.0.1:9464" } }
 JSON
 gw_start forward "$E2E_WORK/gw.json" || e2e_finish
@@ -97,7 +104,78 @@ check "malformed records counted ($malformed0 -> $malformed1)" test "$malformed1
 check "a stray reply was counted" test "$(ev unmatched_reply)" -ge 1
 check "the mount kept working through all of it" healthy
 
-# The NFS server goes away and comes back.
+# An RPC-over-RDMA server that answers RDMA_ERROR and breaks the protocol on demand
+# (tests/e2e/progs/rdma_badserver): each call ends with the RPC error reply the
+# gateway makes, the connection keeps working, and the server's grant is never
+# exceeded (it checks that; it grants 2 and holds its replies, so calls queue).
+"$GW_BUILD/tests/rdma_badserver" 192.0.2.1 20050 >"$E2E_WORK/badserver.out" 2>&1 &
+badsrv=$!
+for _ in $(seq 1 50); do grep -q listening "$E2E_WORK/badserver.out" && break; sleep 0.2; done
+/usr/bin/python3 - <<'PY' && ok "a TCP client got the RPC answers for the server's RDMA errors" || fail "a TCP client through the bad server's route"
+import socket, struct, sys
+
+def record(body):
+    return struct.pack(">I", 0x80000000 | len(body)) + body
+
+def null_call(xid):
+    return struct.pack(">IIIIIIIIII", xid, 0, 2, 100003, 3, 0, 0, 0, 0, 0)
+
+def read_reply(s):
+    head = b""
+    while len(head) < 4:
+        chunk = s.recv(4 - len(head))
+        if not chunk:
+            raise RuntimeError("connection closed before a reply")
+        head += chunk
+    n = struct.unpack(">I", head)[0] & 0x7FFFFFFF
+    body = b""
+    while len(body) < n:
+        chunk = s.recv(n - len(body))
+        if not chunk:
+            raise RuntimeError("connection closed inside a reply")
+        body += chunk
+    xid, mtype, stat, _, _, astat = struct.unpack(">IIIIII", body[:24])
+    return xid, (mtype, stat, astat)
+
+s = socket.create_connection(("192.0.2.2", 2050), timeout=30)
+fails = []
+# Six calls at once: the server grants 2, so four wait for credits in the gateway.
+s.sendall(b"".join(record(null_call(0x3101 + i)) for i in range(6)))
+got = dict(read_reply(s) for _ in range(6))
+if got != {0x3101 + i: (1, 0, 0) for i in range(6)}:
+    fails.append("pipelined NULL calls: %r" % got)
+# SYSTEM_ERR (5) for ERR_VERS, ERR_CHUNK and a reply that breaks the protocol;
+# then a normal answer on the same connection.
+for xid, want, what in ((0x3201, 5, "ERR_VERS"), (0x3202, 5, "ERR_CHUNK"),
+                        (0x3203, 5, "a Write chunk never offered"), (0x3204, 0, "a NULL reply")):
+    s.sendall(record(null_call(xid)))
+    rxid, (mtype, stat, astat) = read_reply(s)
+    if (rxid, mtype, stat, astat) != (xid, 1, 0, want):
+        fails.append("%s: reply %#x %r, want accept_stat %d" % (what, rxid, (mtype, stat, astat), want))
+s.close()
+if fails:
+    print("\n".join(fails)); sys.exit(1)
+PY
+bad_rc=0; wait "$badsrv" || bad_rc=$?
+cat "$E2E_WORK/badserver.out"
+check "the bad server's own checks passed (status $bad_rc)" test "$bad_rc" -eq 0
+bev() { gw_jq "[r for r in s['routes'] if r['name']=='bad'][0]['totals']['events']['$1']"; }
+bqueued=$(gw_jq "[r for r in s['routes'] if r['name']=='bad'][0]['totals']['calls_queued_for_credits']")
+check "stats: ERR_VERS received ($(bev err_vers_received))" test "$(bev err_vers_received)" -eq 1
+check "stats: ERR_CHUNK received ($(bev err_chunk_received))" test "$(bev err_chunk_received)" -eq 1
+check "stats: the reply that broke the protocol ($(bev bad_transport_header))" test "$(bev bad_transport_header)" -eq 1
+check "stats: the gateway's own error replies ($(bev rpc_error_reply))" test "$(bev rpc_error_reply)" -eq 3
+check "stats: calls waited for credits ($bqueued)" test "$bqueued" -ge 1
+check "the mount kept working meanwhile" healthy
+
+# The NFS server goes away and comes back, with calls in flight: a reader keeps
+# reading the file while it happens.
+want=$(md5sum <"$src" | cut -d' ' -f1)
+( while [[ ! -e $E2E_WORK/stop-reading ]]; do
+      dd if=$m/keep bs=1M iflag=direct status=none | md5sum | cut -d' ' -f1
+  done ) >"$E2E_WORK/reads.txt" &
+reader=$!
+sleep 2
 lost0=$(ev connection_lost)
 echo 0 >/proc/fs/nfsd/threads
 sleep 3
@@ -107,8 +185,12 @@ echo "rdma 20049" >/proc/fs/nfsd/portlist
 echo 8 >/proc/fs/nfsd/threads
 nfsd_wait_grace 192.0.2.1 >/dev/null || true
 check "after the server's restart the client reconnects and reads its data intact" healthy
+touch "$E2E_WORK/stop-reading"; wait "$reader"
+check "every read across the restart returned the file intact ($(wc -l <"$E2E_WORK/reads.txt") reads)" \
+    test -s "$E2E_WORK/reads.txt" -a -z "$(grep -v -x "$want" "$E2E_WORK/reads.txt")"
 dd if="$src" of=$m/after bs=1M oflag=direct status=none
 check "and writes again" cmp -s "$src" /export/after
 umount $m
+gw_check_quiet
 gw_stop
 e2e_finish

@@ -50,6 +50,7 @@ rbytes=$(gw_jq "s['routes'][0]['totals']['rdma_bytes']['read_chunk']")
 check "stats: NFS READ calls counted ($reads)" test "${reads:-0}" -gt 0
 check "stats: bytes moved by Write chunks ($wbytes) >= the data read back" test "${wbytes:-0}" -ge $((MB * 8 * 1048576))
 check "stats: bytes moved by Read chunks ($rbytes) >= the data written" test "${rbytes:-0}" -ge $((MB * 8 * 1048576))
+gw_check_quiet
 gw_stop
 grep -E "error|warning" "$GW_LOG" | head -20
 e2e_finish

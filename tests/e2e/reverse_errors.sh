@@ -166,6 +166,7 @@ check "stats: the kernel client's session lives on ($live live)" test "$live" -e
 
 umount "$mnt"
 kill "$hole" 2>/dev/null; wait "$hole" 2>/dev/null
+gw_check_quiet
 gw_stop
 grep -E "error|warning" "$GW_LOG" | head -20
 e2e_finish

@@ -99,6 +99,7 @@ check "stats: bytes moved by Read chunks ($rbytes) >= the data written" \
 check "stats: long replies went by the Reply chunk ($rcbytes bytes)" test "${rcbytes:-0}" -gt 0
 check "stats: the upstream restart was a reconnect ($reconnects)" test "${reconnects:-0}" -ge 1
 check "stats: no client overran its credits ($overruns)" test "${overruns:-1}" -eq 0
+gw_check_quiet
 gw_stop
 grep -E "error|warning" "$GW_LOG" | head -20
 e2e_finish

@@ -54,6 +54,8 @@ struct fake_route {
 struct fake_engine {
 	struct fake_route routes[2];
 	unsigned nroutes;
+	struct gw_stats_device devices[2];
+	unsigned ndevices;
 	unsigned walks;
 };
 
@@ -80,6 +82,10 @@ static void fake_snapshot(void *arg, struct gw_stats_visitor *v)
 			s = fr->sessions[j].s;
 			v->session(v, &s);
 		}
+	}
+	for (unsigned i = 0; i < e->ndevices; i++) {
+		struct gw_stats_device d = e->devices[i];
+		v->device(v, &d);
 	}
 }
 
@@ -186,6 +192,14 @@ static void fake_engine_init(struct fake_engine *e)
 					.upstream = "nfs.example:2049",
 					.totals = &b->totals,
 					.live_sessions = 0 };
+
+	e->ndevices = 2;
+	e->devices[0] = (struct gw_stats_device){ .name = "rxe0",
+						  .bytes_registered = 75ull << 20,
+						  .alloc_failures = 3,
+						  .buffers_in_use = 130,
+						  .buffers_total = 1088 };
+	e->devices[1] = (struct gw_stats_device){ .name = "mlx5_1", .buffers_total = 64 };
 }
 
 /* ---- an HTTP client ---------------------------------------------------------- */
@@ -653,6 +667,16 @@ static void test_stats_json(void **state)
 	assert_int_equal(json_array_size(json_object_get(rb, "sessions")), 0);
 	assert_int_equal(jint(rb, "credits.granted"), 0);
 	assert_int_equal(jint(rb, "credits.in_use"), 0);
+	/* the RDMA devices' pools, after the routes */
+	json_t *devs = json_object_get(root, "rdma_devices");
+	assert_int_equal(json_array_size(devs), 2);
+	assert_string_equal(jtext(json_array_get(devs, 0), "name"), "rxe0");
+	assert_int_equal(jint(json_array_get(devs, 0), "buffers_in_use"), 130);
+	assert_int_equal(jint(json_array_get(devs, 0), "buffers"), 1088);
+	assert_int_equal(jint(json_array_get(devs, 0), "registered_bytes"), 75ll << 20);
+	assert_int_equal(jint(json_array_get(devs, 0), "exhausted"), 3);
+	assert_string_equal(jtext(json_array_get(devs, 1), "name"), "mlx5_1");
+	assert_int_equal(jint(json_array_get(devs, 1), "buffers_in_use"), 0);
 	json_decref(root);
 }
 
@@ -691,9 +715,12 @@ static void test_stats_json_no_routes(void **state)
 	struct fixture *f = *state;
 
 	f->engine.nroutes = 0;
+	f->engine.ndevices = 0;
 	json_t *root = fetch_json(f, "/stats");
 	assert_true(json_is_array(json_object_get(root, "routes")));
 	assert_int_equal(json_array_size(json_object_get(root, "routes")), 0);
+	assert_true(json_is_array(json_object_get(root, "rdma_devices")));
+	assert_int_equal(json_array_size(json_object_get(root, "rdma_devices")), 0);
 	json_decref(root);
 }
 
@@ -1041,6 +1068,16 @@ static void test_metrics_routes(void **state)
 	assert_false(has_sample(fams, pc, R, weird_name, "program", "other", "version", "",
 				"procedure", "", NULL));
 
+	/* the RDMA devices' pools */
+	check_family(fams, "rpcrdma_gw_pool_buffers_in_use", "gauge");
+	check_family(fams, "rpcrdma_gw_pool_exhausted", "counter");
+	assert_true(sample(fams, "rpcrdma_gw_pool_buffers_in_use", "device", "rxe0", NULL) == 130);
+	assert_true(sample(fams, "rpcrdma_gw_pool_buffers", "device", "rxe0", NULL) == 1088);
+	assert_true(sample(fams, "rpcrdma_gw_pool_registered_bytes", "device", "rxe0", NULL) ==
+		    75 << 20);
+	assert_true(sample(fams, "rpcrdma_gw_pool_exhausted_total", "device", "rxe0", NULL) == 3);
+	assert_true(sample(fams, "rpcrdma_gw_pool_buffers", "device", "mlx5_1", NULL) == 64);
+
 	/* every kind of event on every route, from the first scrape */
 	assert_int_equal(family_size(fams, "rpcrdma_gw_events"), 2 * GW_EV_KIND_COUNT);
 
@@ -1129,6 +1166,7 @@ static void test_metrics_no_routes(void **state)
 	struct fixture *f = *state;
 
 	f->engine.nroutes = 0;
+	f->engine.ndevices = 0;
 	json_t *fams = fetch_metrics(f, "/metrics?sessions=1");
 	assert_int_equal(json_array_size(fams), 1);
 	assert_non_null(find_family(fams, "rpcrdma_gw_build_info"));

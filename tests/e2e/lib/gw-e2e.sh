@@ -54,6 +54,21 @@ gw_jq() {
     gw_stats | /usr/bin/python3 -c "import json,sys; s=json.load(sys.stdin); print($1)"
 }
 
+# gw_check_quiet [SECONDS]: once every client is gone (unmounted), the gateway holds
+# nothing: no live session on any route, and no registered buffer in use on any RDMA
+# device (a call, record or window kept past its connection shows up here). Waits up to
+# SECONDS (30) for connections that are still closing.
+gw_check_quiet() {
+    local limit=${1:-30} i state
+    for i in $(seq 1 "$limit"); do
+        state=$(gw_jq "'%d sessions, %d buffers in use' % (sum(r['live_sessions'] for r in s['routes']), sum(d['buffers_in_use'] for d in s['rdma_devices']))")
+        [[ $state == "0 sessions, 0 buffers in use" ]] && break
+        sleep 1
+    done
+    check "nothing left behind once the clients are gone ($state)" \
+        test "$state" = "0 sessions, 0 buffers in use"
+}
+
 # ---- workloads: each checks data, not exit codes ----
 
 # A random source file of N MiB, made once per size.
