@@ -121,9 +121,14 @@ struct gw_route {
 	struct gw_cidr *allowed_clients;
 	size_t allowed_clients_count;
 
-	/* Absolute paths, in the order given. No entries: the stock rules. */
+	/*
+	 * Rule files besides the stock ones: absolute paths, in the order
+	 * given. No entries: the stock rules alone.
+	 */
 	char **ulb_rules;
 	size_t ulb_rules_count;
+	/* The reply size assumed for calls whose reply the rules do not bound. */
+	uint32_t reply_size_estimate;
 };
 
 struct gw_config {

@@ -178,6 +178,17 @@ const struct conf_option conf_options[] = {
 		.reload = CONF_RELOAD_LIVE,
 		.change = GW_CHANGE_ULB_RULES,
 	},
+	{
+		.name = "reply_size_estimate",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(reply_size_estimate),
+		.min = 4 * KIB,
+		.max = 16 * MIB,
+		.step = 1,
+		.def = 1 * MIB,
+		.reload = CONF_RELOAD_LIVE,
+		.change = GW_CHANGE_ULB_RULES,
+	},
 };
 const size_t conf_options_count = CONF_ARRAY_SIZE(conf_options);
 

@@ -73,6 +73,7 @@ void gw_session_register(struct gw_route_rt *route, struct gw_session *s,
 	s->started_us = gw_now_us();
 	s->active_us = s->started_us;
 	gw_format_addr(client, s->client, sizeof(s->client));
+	s->rules = ulb_rules_ref(route->rules);
 	TAILQ_INSERT_TAIL(&route->sessions, s, link);
 	route->live_sessions++;
 	GW_COUNT(s, sessions_opened, 1);
@@ -91,6 +92,8 @@ void gw_session_unregister(struct gw_session *s)
 	route->live_sessions--;
 	gw_info("%s: session %llu from %s ended (%llu calls)", route->cfg->name,
 		(unsigned long long)s->id, s->client, (unsigned long long)s->counters.calls);
+	ulb_rules_free(s->rules);
+	s->rules = NULL;
 	if (route->eng->draining)
 		engine_check_drained(route->eng);
 }
@@ -166,20 +169,40 @@ static void route_limits(struct gw_route_rt *rt)
 	rpcrdma_limits_clamp(&rt->limits);
 }
 
-static int route_start(struct gw_engine *eng, struct gw_route_rt *rt, char *err, size_t errlen)
+/* The route's Upper-Layer Binding rules: the stock files and the route's own. */
+static struct ulb_rules *route_load_rules(const struct gw_route *r, char *err, size_t errlen)
 {
-	const struct gw_route *r = rt->cfg;
 	char ulb_err[512];
 	struct ulb_options uo = {
 		.files = (const char *const *)r->ulb_rules,
 		.n_files = r->ulb_rules_count,
+		.default_reply_max = r->reply_size_estimate,
 	};
+	struct ulb_rules *rules = ulb_rules_load(&uo, ulb_err, sizeof(ulb_err));
 
-	rt->rules = ulb_rules_load(&uo, ulb_err, sizeof(ulb_err));
-	if (!rt->rules) {
-		snprintf(err, errlen, "route %s: %s", r->name, ulb_err);
-		return -EINVAL;
+	if (!rules)
+		snprintf(err, errlen, "route %s: ulb_rules: %s", r->name, ulb_err);
+	return rules;
+}
+
+int gw_engine_check_rules(const struct gw_config *cfg, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < cfg->routes_count; i++) {
+		struct ulb_rules *rules = route_load_rules(&cfg->routes[i], err, errlen);
+		if (!rules)
+			return -EINVAL;
+		ulb_rules_free(rules);
 	}
+	return 0;
+}
+
+static int route_start(struct gw_engine *eng, struct gw_route_rt *rt, char *err, size_t errlen)
+{
+	const struct gw_route *r = rt->cfg;
+
+	rt->rules = route_load_rules(r, err, errlen);
+	if (!rt->rules)
+		return -EINVAL;
 	route_tcp_config(rt);
 	route_limits(rt);
 
@@ -393,18 +416,48 @@ void gw_engine_drain(struct gw_engine *eng, unsigned timeout_ms, void (*done)(vo
 		evtimer_add(eng->drain_timer, &tv);
 }
 
-void gw_engine_reload(struct gw_engine *eng, const struct gw_config *next)
+int gw_engine_reload(struct gw_engine *eng, const struct gw_config *next, char *err, size_t errlen)
 {
+	/*
+	 * The rule files are read again (an operator may have edited one), all
+	 * of them before anything changes: a broken file leaves the running
+	 * configuration whole.
+	 */
+	struct ulb_rules **rules =
+		calloc(eng->nroutes ? eng->nroutes : 1, sizeof(struct ulb_rules *));
+	if (!rules) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < eng->nroutes; i++) {
+		const struct gw_route *nr = gw_config_route(next, eng->routes[i].cfg->name);
+		if (!nr)
+			continue; /* gw_config_reloadable() refused such a change */
+		rules[i] = route_load_rules(nr, err, errlen);
+		if (!rules[i]) {
+			while (i-- > 0)
+				ulb_rules_free(rules[i]);
+			free(rules);
+			return -EINVAL;
+		}
+	}
 	for (size_t i = 0; i < eng->nroutes; i++) {
 		struct gw_route_rt *rt = &eng->routes[i];
 		const struct gw_route *nr = gw_config_route(next, rt->cfg->name);
 		if (!nr)
-			continue; /* gw_config_reloadable() refused such a change */
+			continue;
 		rt->cfg = nr;
 		route_tcp_config(rt);
 		route_limits(rt);
+		/* Live sessions keep the set they started with (their calls refer to it). */
+		ulb_rules_free(rt->rules);
+		rt->rules = rules[i];
+		gw_info("%s: %zu ULB bindings for new sessions", nr->name,
+			ulb_rules_count(rt->rules));
 	}
+	free(rules);
 	eng->cfg = next;
+	return 0;
 }
 
 void gw_engine_stop(struct gw_engine *eng)

@@ -37,10 +37,20 @@ void gw_engine_drain(struct gw_engine *eng, unsigned timeout_ms, void (*done)(vo
 
 /*
  * Apply a new configuration that gw_config_reloadable() accepted: logging,
- * client ACLs, limits, timeouts. @next replaces the running one (the caller
- * frees the old one after this returns).
+ * client ACLs, limits, timeouts, and every route's Upper-Layer Binding rules,
+ * read again from their files (sessions that are already open keep the
+ * rules they started with). @next replaces the running one (the caller
+ * frees the old one after this returns). When a rule file does not load,
+ * nothing changes: -errno, with the reason in @err.
  */
-void gw_engine_reload(struct gw_engine *eng, const struct gw_config *next);
+int gw_engine_reload(struct gw_engine *eng, const struct gw_config *next, char *err, size_t errlen);
+
+/*
+ * Load every route's Upper-Layer Binding rules of @cfg and let them go:
+ * what --check does for rule files. -errno with "route NAME: ulb_rules:
+ * FILE:LINE:COL: reason" in @err for the first that does not load.
+ */
+int gw_engine_check_rules(const struct gw_config *cfg, char *err, size_t errlen);
 
 /* Close everything at once and free the engine. */
 void gw_engine_stop(struct gw_engine *eng);

@@ -797,7 +797,7 @@ static void fwd_call_admit(struct fwd_session *s, struct gw_buf *buf, uint32_t o
 	c->t_in = gw_now_us();
 	gw_session_touch(&s->base, c->t_in);
 	enum ulb_status st =
-		ulb_parse_call(s->base.route->rules, &s->ulb_sessions, buf->base + off, len, &c->ulb);
+		ulb_parse_call(s->base.rules, &s->ulb_sessions, buf->base + off, len, &c->ulb);
 	c->xid = xdr_get32(buf->base + off);
 	if (st == ULB_DDP_STOPPED)
 		gw_count_event(&s->base, GW_EV_ULB_UNKNOWN_OP);

@@ -119,8 +119,14 @@ static void on_reload_signal(evutil_socket_t sig, short what, void *arg)
 		return;
 	}
 	gw_conf_errors_clear(&errs);
+	char err[768];
+	if (gw_engine_reload(m->eng, next, err, sizeof(err)) != 0) {
+		gw_sd_notify("READY=1\nSTATUS=reload refused: a rule file does not load");
+		gw_err("SIGHUP: %s; keeping the running configuration", err);
+		gw_config_free(next);
+		return;
+	}
 	apply_logging(next);
-	gw_engine_reload(m->eng, next);
 	gw_config_free(m->cfg);
 	m->cfg = next;
 	gw_info("SIGHUP: configuration reloaded (changes %#x)", changes);
@@ -187,6 +193,13 @@ static int run_check(const char *path)
 	if (!cfg) {
 		gw_conf_errors_print(stderr, &errs);
 		gw_conf_errors_clear(&errs);
+		return 1;
+	}
+	/* The rule files too: a broken one would stop the gateway at start-up. */
+	char err[768];
+	if (gw_engine_check_rules(cfg, err, sizeof(err)) != 0) {
+		fprintf(stderr, "%s: %s\n", path, err);
+		gw_config_free(cfg);
 		return 1;
 	}
 	printf("%s: valid (%zu routes)\n", path, cfg->routes_count);

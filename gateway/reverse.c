@@ -987,7 +987,7 @@ static void rev_call_ready(struct rev_session *s, struct rev_call *c)
 {
 	const uint8_t *m = c->msg->base + c->msg_off;
 	enum ulb_status st =
-		ulb_parse_call(s->base.route->rules, &s->ulb_sessions, m, c->msg_len, &c->ulb);
+		ulb_parse_call(s->base.rules, &s->ulb_sessions, m, c->msg_len, &c->ulb);
 
 	gw_count_call(&s->base, c->ulb.prog, c->ulb.vers, c->ulb.proc);
 	if (st == ULB_DDP_STOPPED)

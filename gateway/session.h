@@ -69,6 +69,8 @@ struct gw_session {
 	uint64_t active_us; /* last call or reply, for the idle timeout */
 	char client[64];    /* the accepted side's address, "addr:port" */
 	char upstream[64];  /* the upstream side's address, once known */
+	/* The route's ULB rules when the session started: its calls are parsed with them. */
+	struct ulb_rules *rules;
 	struct gw_counters counters;
 };
 

@@ -85,6 +85,14 @@ struct ulb_options {
  * the offending member's position for the rest).
  */
 struct ulb_rules *ulb_rules_load(const struct ulb_options *opts, char *err, size_t errlen);
+/*
+ * A set is shared by reference: whoever keeps using it (a session whose
+ * calls were parsed with it) takes a reference, so that a reload can put a
+ * new set in place while calls parsed with the old one are still in
+ * flight. ulb_rules_free() drops one reference (the load's or a ref's) and
+ * frees the set with the last. Single-threaded, like the rest.
+ */
+struct ulb_rules *ulb_rules_ref(struct ulb_rules *rules);
 void ulb_rules_free(struct ulb_rules *rules);
 
 /* How many program versions the set binds (for the start-up log). */

@@ -112,6 +112,7 @@ struct ulb_version {
 #define ULB_HASH_SIZE 64
 
 struct ulb_rules {
+	uint32_t refs; /* ulb_rules_load() and each ulb_rules_ref() */
 	uint32_t default_reply_max;
 	struct ulb_node *nodes;
 	uint32_t n_nodes;

@@ -1168,6 +1168,7 @@ struct ulb_rules *ulb_rules_load(const struct ulb_options *opts, char *err, size
 	}
 	for (int i = 0; i < ULB_HASH_SIZE; i++)
 		L.r->hash[i] = ULB_NONE;
+	L.r->refs = 1;
 	L.r->default_reply_max =
 		opts && opts->default_reply_max ? opts->default_reply_max : ULB_DEFAULT_REPLY_MAX;
 	const char *dir = opts && opts->stock_dir ? opts->stock_dir : default_stock_dir();
@@ -1186,9 +1187,15 @@ struct ulb_rules *ulb_rules_load(const struct ulb_options *opts, char *err, size
 	return L.r;
 }
 
+struct ulb_rules *ulb_rules_ref(struct ulb_rules *r)
+{
+	r->refs++;
+	return r;
+}
+
 void ulb_rules_free(struct ulb_rules *r)
 {
-	if (!r)
+	if (!r || --r->refs > 0)
 		return;
 	for (uint32_t i = 0; i < r->n_versions; i++) {
 		free(r->versions[i].procs);

@@ -5,8 +5,9 @@
 #  - /metrics parses with the Prometheus client library's parser and agrees with /stats;
 #  - an idle session is closed after idle_timeout_s and the client reconnects unharmed;
 #  - SIGHUP applies a new client ACL (a new client is refused and counted, the mount
-#    keeps working), refuses a broken file and a change that needs a restart, and the
-#    gateway keeps running on the old configuration;
+#    keeps working), refuses a broken file, a change that needs a restart and a rule
+#    file that does not parse (which --check names with its line and column too), reads
+#    a site's own rule file in, and the gateway keeps running throughout;
 #  - SIGTERM during a copy drains and exits 0; after a restart the client retransmits
 #    and the file on the server is exactly the source: no acknowledged write is lost.
 set -u
@@ -16,11 +17,11 @@ gwvm-nfsd /export rdma
 modprobe nfsv3
 
 cfg=$E2E_WORK/gw.json
-write_cfg() { # ALLOWED_CLIENTS_JSON LISTEN
+write_cfg() { # ALLOWED_CLIENTS_JSON [LISTEN] [MORE_ROUTE_KEYS]
     cat >"$cfg" <<JSON
 { "routes": [ { "name": "nfs", "mode": "forward",
                 "listen": "${2:-tcp://192.0.2.2:2049}", "upstream": "rdma://192.0.2.1:20049",
-                "idle_timeout_s": 4, "allowed_clients": $1 } ],
+                "idle_timeout_s": 4, "allowed_clients": $1 ${3:-} } ],
   "logging": { "level": "info" },
   "drain_timeout_s": 20,
   "stats": { "listen": "127.0.0.1:9464" } }
@@ -89,6 +90,20 @@ write_cfg '["192.0.2.0/24"]' tcp://192.0.2.2:2050
 kill -HUP "$GW_PID"; sleep 1
 check "SIGHUP with a new listen address: refused, restart needed" \
     grep -q "need a restart" "$GW_LOG"
+# A rule file that does not parse: --check names it, with its line and column, and a
+# reload is refused the same way; a good one of a site's own program is read in.
+echo '{ "ulb-rules": 1, "programs": [ oops ] }' >"$E2E_WORK/bad-rules.json"
+write_cfg '["192.0.2.0/24", "127.0.0.1"]' "" ", \"ulb_rules\": [\"$E2E_WORK/bad-rules.json\"]"
+out=$("$GW_BIN" -c "$cfg" --check 2>&1); rc=$?
+check "--check refuses a rule file that does not parse (status $rc: $out)" \
+    test "$rc" -ne 0 -a -n "$(grep -F "ulb_rules: $E2E_WORK/bad-rules.json:1:" <<<"$out")"
+kill -HUP "$GW_PID"; sleep 1
+check "SIGHUP with a broken rule file: refused with its position, old rules kept" \
+    grep -q "bad-rules.json:1:.*keeping the running configuration" "$GW_LOG"
+write_cfg '["192.0.2.0/24", "127.0.0.1"]' "" ", \"ulb_rules\": [\"$GW_SRC/tests/data/conf/rules/nfs.json\"]"
+kill -HUP "$GW_PID"; sleep 1
+check "SIGHUP with a site's own rule file: read in (15 bindings)" \
+    grep -q "nfs: 15 ULB bindings for new sessions" "$GW_LOG"
 write_cfg '["192.0.2.0/24", "127.0.0.1"]'
 kill -HUP "$GW_PID"; sleep 1
 check "the gateway is still serving after the bad reloads" \

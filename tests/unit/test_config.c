@@ -192,6 +192,7 @@ static void test_every_key(void **state)
 	assert_cidr(&a->allowed_clients[1], AF_INET6, "2001:db8:100::", 48);
 	assert_int_equal(a->ulb_rules_count, 1);
 	assert_string_equal(a->ulb_rules[0], nfs);
+	assert_int_equal(a->reply_size_estimate, 65536);
 
 	/* The second overrides every option, at the ends of the ranges. */
 	const struct gw_route *b = &cfg->routes[1];
@@ -221,6 +222,7 @@ static void test_every_key(void **state)
 	assert_int_equal(b->ulb_rules_count, 2);
 	assert_string_equal(b->ulb_rules[0], nfs);
 	assert_string_equal(b->ulb_rules[1], extra);
+	assert_int_equal(b->reply_size_estimate, 16777216);
 
 	gw_config_free(cfg);
 	free(nfs);

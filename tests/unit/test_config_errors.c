@@ -342,6 +342,7 @@ static void test_integer_ranges(void **state)
 		{ "max_read_segments", "1..1024", "0", "1025" },
 		{ "max_write_chunks", "1..64", "0", "65" },
 		{ "queue_limit", "0..4096", "-1", "4097" },
+		{ "reply_size_estimate", "4096..16777216", "4095", "16777217" },
 	};
 
 	(void)state;
