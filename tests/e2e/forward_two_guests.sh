@@ -41,6 +41,7 @@ if [[ $GWVM_ROLE == host ]]; then
     # The capture is kept for a failed run only (it is a few hundred MB).
     ((E2E_FAILS)) || rm -f "$GW_OUT/roce.pcap"
     e2e_finish
+    exit 0 # the rest is the guests' part
 fi
 
 if [[ $GWVM_ROLE == a ]]; then
