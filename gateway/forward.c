@@ -73,6 +73,12 @@ struct fwd_call {
 
 	/* The call as the client sent it. */
 	uint32_t xid;
+	/* The XID on the RDMA side: the client's, or the gateway's own for a retry. */
+	uint32_t wire_xid;
+	/* ERR_CHUNK to a Reply chunk sized from an estimate: send once more (RFC 8267). */
+	bool retry;
+	bool retried;
+	bool failed_retry; /* a work request of the first attempt was flushed */
 	struct gw_buf *rec;
 	uint32_t rec_off;
 	uint32_t rec_len;
@@ -169,11 +175,14 @@ struct fwd_session {
 	struct fwd_bcall *bcalls;
 	uint32_t nbcalls; /* backward credits we grant */
 	uint32_t bc_busy;
+
+	uint32_t next_retry_xid; /* XIDs of retried calls (fwd_call_retry()) */
 };
 
 static const uint8_t zero_pad[4];
 
 static void fwd_pump(struct fwd_session *s);
+static void fwd_call_retry(struct fwd_call *c, enum ibv_wc_status status);
 static void fwd_session_close(struct fwd_session *s);
 static void fwd_maybe_free(struct fwd_session *s);
 
@@ -255,7 +264,7 @@ static void fwd_call_abandon(struct fwd_call *c)
 	struct fwd_session *s = c->s;
 
 	if (c->state == FC_SENT) {
-		xidmap_remove(&s->xids, c->xid);
+		xidmap_remove(&s->xids, c->wire_xid);
 		s->in_flight--;
 	}
 	c->state = FC_DONE;
@@ -397,6 +406,10 @@ static void fwd_deliver(struct fwd_session *s, struct fwd_call *c)
 		GW_COUNT(&s->base, bytes_inline, c->reply_len);
 	}
 
+	/* A retried call's reply carries the gateway's XID: the client gets its own back. */
+	if (c->wire_xid != c->xid && inl_len >= 4)
+		xdr_put32((uint8_t *)inl, c->xid);
+
 	int err;
 	bool any_write = false;
 	for (uint32_t k = 0; k < c->nwrites; k++)
@@ -448,6 +461,10 @@ static void fwd_fence_done(struct rconn_wr *wr, enum ibv_wc_status status)
 	struct fwd_session *s = c->s;
 
 	c->fence_pending = false;
+	if (c->retry) {
+		fwd_call_retry(c, status);
+		return;
+	}
 	/* A flushed fence: the connection is gone, and with it the reply's client. */
 	if (status == IBV_WC_SUCCESS && s->state != FS_CLOSING)
 		fwd_deliver(s, c);
@@ -471,6 +488,8 @@ static void fwd_send_done(struct rconn_wr *wr, enum ibv_wc_status status)
 		fwd_call_abandon(c);
 	else if (c->state == FC_DONE)
 		fwd_call_put(c);
+	else if (c->retry)
+		fwd_call_retry(c, status);
 }
 
 /* Largest transport header of a reply that returns @nwrites Write chunks of one segment. */
@@ -570,7 +589,7 @@ static int fwd_marshal(struct fwd_session *s, struct fwd_call *c)
 	struct splice_out inl = { .iov = iov, .cap = FWD_MAX_SGE - 1 };
 	struct rpcrdma_call_desc d = {
 		.version = RPCRDMA_V1,
-		.xid = c->xid,
+		.xid = c->wire_xid,
 		.credits = s->window,
 		.nwrites = nwrites,
 		.writes = c->wdesc,
@@ -732,6 +751,60 @@ static void fwd_call_unexpose(struct fwd_session *s, struct fwd_call *c)
 	/* Otherwise fwd_unexpose_done() runs, with a flush status if the connection fails. */
 }
 
+/*
+ * The call comes back to the head of the queue once its Send has completed
+ * and its windows are fenced, with a Reply chunk as large as any reply and
+ * an XID of the gateway's own: the server may keep the first attempt in its
+ * duplicate request cache, and the retry must not be taken for it.
+ */
+static void fwd_call_retry(struct fwd_call *c, enum ibv_wc_status status)
+{
+	struct fwd_session *s = c->s;
+
+	/* A flushed work request: the connection is going, the call with it. */
+	if (status != IBV_WC_SUCCESS)
+		c->failed_retry = true;
+	if (c->send_pending || c->fence_pending)
+		return;
+	c->state = FC_DONE;
+	c->retry = false;
+	if (s->state != FS_READY || c->failed_retry) {
+		fwd_call_put(c);
+		return;
+	}
+	for (uint32_t k = 0; k < c->nwrites; k++) {
+		gw_buf_put(c->wbuf[k]);
+		c->wbuf[k] = NULL;
+	}
+	struct gw_buf **bufs[] = { &c->hdr, &c->rbuf, &c->reply };
+	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) {
+		if (*bufs[i]) {
+			gw_buf_put(*bufs[i]);
+			*bufs[i] = NULL;
+		}
+	}
+	c->nwrites = 0;
+	c->has_reply_chunk = false;
+	c->nexp = 0;
+	c->reply_len = c->reply_chunk_len = c->reply_proc = c->reply_hdr_len = 0;
+	memset(c->wlen, 0, sizeof(c->wlen));
+	c->retried = true;
+	c->ulb.reply_max = rdma_pool_max_size(fwd_pool(s));
+	/*
+	 * Any XID that is not in flight will do; a client call that later comes
+	 * with the same one while the retry is out is taken for a retransmit
+	 * (one chance in four billion per retry).
+	 */
+	do
+		c->wire_xid = s->next_retry_xid++;
+	while (c->wire_xid == c->xid || !xidmap_insert(&s->xids, c->wire_xid, c->index));
+	xdr_put32(c->rec->base + c->rec_off, c->wire_xid);
+	c->state = FC_QUEUED;
+	TAILQ_INSERT_HEAD(&s->queue, c, qlink);
+	s->queued++;
+	fwd_pump(s);
+}
+
 /* Send queued calls while the server's grant, the send queue and buffers allow. */
 static void fwd_pump(struct fwd_session *s)
 {
@@ -750,7 +823,7 @@ static void fwd_pump(struct fwd_session *s)
 		if (err) {
 			/* Could not be sent: the connection is failing, or the call is unsendable.
 			 */
-			xidmap_remove(&s->xids, c->xid);
+			xidmap_remove(&s->xids, c->wire_xid);
 			if (s->state == FS_READY)
 				fwd_reply_error(s, c->xid, RPC_ACC_SYSTEM_ERR);
 			c->state = FC_DONE;
@@ -799,6 +872,7 @@ static void fwd_call_admit(struct fwd_session *s, struct gw_buf *buf, uint32_t o
 	enum ulb_status st =
 		ulb_parse_call(s->base.rules, &s->ulb_sessions, buf->base + off, len, &c->ulb);
 	c->xid = xdr_get32(buf->base + off);
+	c->wire_xid = c->xid;
 	if (st == ULB_DDP_STOPPED)
 		gw_count_event(&s->base, GW_EV_ULB_UNKNOWN_OP);
 	/*
@@ -1056,7 +1130,7 @@ static struct fwd_call *fwd_call_by_xid(struct fwd_session *s, uint32_t xid)
 /* The server answered: take the call off the wire, fence, then deliver. */
 static void fwd_call_answered(struct fwd_session *s, struct fwd_call *c, uint32_t inv_rkey)
 {
-	xidmap_remove(&s->xids, c->xid);
+	xidmap_remove(&s->xids, c->wire_xid);
 	s->in_flight--;
 	c->t_reply = gw_now_us();
 	gw_session_touch(&s->base, c->t_reply);
@@ -1067,6 +1141,17 @@ static void fwd_call_answered(struct fwd_session *s, struct fwd_call *c, uint32_
 	if (r == 1)
 		fwd_fence_done(&c->fence_wr, IBV_WC_SUCCESS);
 	fwd_pump(s);
+}
+
+/*
+ * RFC 8267 lets a requester whose Reply chunk was too small for a reply it
+ * could only estimate (NFSACL GETACL, NFSv4.0 GETATTR; anything the rules do
+ * not bound) send the call once more, under a new XID, with a larger chunk.
+ */
+static bool fwd_may_retry(const struct fwd_session *s, const struct fwd_call *c)
+{
+	return c->has_reply_chunk && !c->ulb.reply_exact && !c->retried &&
+	       c->rseg.length < rdma_pool_max_size(fwd_pool(s));
 }
 
 static void fwd_recv_error(struct fwd_session *s, const struct rpcrdma_hdr *h, uint32_t inv_rkey)
@@ -1084,6 +1169,15 @@ static void fwd_recv_error(struct fwd_session *s, const struct rpcrdma_hdr *h, u
 	}
 	if (!c) {
 		gw_count_event(&s->base, GW_EV_UNMATCHED_REPLY);
+		return;
+	}
+	if (h->err == RPCRDMA_ERR_CHUNK && fwd_may_retry(s, c)) {
+		gw_info("forward %s: xid %#x: the reply exceeds its %u-byte Reply chunk (an "
+			"estimate): sending the call again with room for any reply",
+			s->base.client, c->xid, c->rseg.length);
+		gw_count_event(&s->base, GW_EV_REPLY_CHUNK_RETRY);
+		c->retry = true;
+		fwd_call_answered(s, c, inv_rkey);
 		return;
 	}
 	/* The call ends here: the client gets an RPC error reply for it. */
@@ -1238,7 +1332,7 @@ static void fwd_session_close(struct fwd_session *s)
 			struct fwd_call *c = TAILQ_FIRST(&s->queue);
 			TAILQ_REMOVE(&s->queue, c, qlink);
 			s->queued--;
-			xidmap_remove(&s->xids, c->xid);
+			xidmap_remove(&s->xids, c->wire_xid);
 			c->state = FC_DONE;
 			fwd_call_put(c);
 		}
@@ -1400,6 +1494,7 @@ void gw_forward_accept(struct gw_route_rt *route, int fd, const struct sockaddr 
 	}
 	TAILQ_INIT(&s->queue);
 	s->granted = 1; /* until the first reply (RFC 8166) */
+	s->next_retry_xid = (uint32_t)gw_now_us() ^ 0x5a5a0000u;
 	s->window = r->credits;
 	s->pool_waiter.fn = fwd_pool_wake;
 	rpcrdma_privdata_decode(NULL, 0, &s->peer_pd);

@@ -7,7 +7,8 @@
 #  - a REPLY for a call nobody made: dropped and counted, the connection stays.
 # A second route leads to an RPC-over-RDMA server that answers ERR_VERS, ERR_CHUNK and a
 # reply breaking the protocol (tests/e2e/progs/rdma_badserver): the TCP client gets
-# SYSTEM_ERR for each, counted, and the server's credit grant is never exceeded.
+# SYSTEM_ERR for each, counted, and the server's credit grant is never exceeded; an
+# NFSACL reply larger than the gateway's estimate is retried with a larger Reply chunk.
 # Then the NFS server goes away (its threads stop, its RDMA connections drop) and
 # comes back: the gateway closes the paired client connections (counted), the client
 # reconnects and retransmits, and its data is intact. Calls that were in flight when
@@ -152,6 +153,25 @@ for xid, want, what in ((0x3201, 5, "ERR_VERS"), (0x3202, 5, "ERR_CHUNK"),
     rxid, (mtype, stat, astat) = read_reply(s)
     if (rxid, mtype, stat, astat) != (xid, 1, 0, want):
         fails.append("%s: reply %#x %r, want accept_stat %d" % (what, rxid, (mtype, stat, astat), want))
+# An NFSACL GETACL whose 12 KiB reply exceeds the gateway's 8 KiB estimate: the server
+# refuses the first Reply chunk (ERR_CHUNK), the gateway retries with a larger one
+# under its own XID, and the client gets the whole reply under its XID.
+getacl = struct.pack(">IIIIIIIIII", 0x3301, 0, 2, 100227, 3, 1, 0, 0, 0, 0) + \
+    struct.pack(">I8sI", 8, b"\x02" * 8, 0xf)
+s.sendall(record(getacl))
+head = b""
+while len(head) < 4:
+    head += s.recv(4 - len(head))
+n = struct.unpack(">I", head)[0] & 0x7FFFFFFF
+body = b""
+while len(body) < n:
+    chunk = s.recv(n - len(body))
+    if not chunk:
+        break
+    body += chunk
+want = bytes((i * 7 + 3) & 0xFF for i in range(24, 12288))
+if n != 12288 or struct.unpack(">I", body[:4])[0] != 0x3301 or body[20:24] != b"\0" * 4 or body[24:] != want:
+    fails.append("GETACL after a Reply chunk retry: %d bytes, xid %#x" % (n, struct.unpack(">I", body[:4])[0]))
 s.close()
 if fails:
     print("\n".join(fails)); sys.exit(1)
@@ -162,9 +182,12 @@ check "the bad server's own checks passed (status $bad_rc)" test "$bad_rc" -eq 0
 bev() { gw_jq "[r for r in s['routes'] if r['name']=='bad'][0]['totals']['events']['$1']"; }
 bqueued=$(gw_jq "[r for r in s['routes'] if r['name']=='bad'][0]['totals']['calls_queued_for_credits']")
 check "stats: ERR_VERS received ($(bev err_vers_received))" test "$(bev err_vers_received)" -eq 1
-check "stats: ERR_CHUNK received ($(bev err_chunk_received))" test "$(bev err_chunk_received)" -eq 1
+check "stats: ERR_CHUNK received, one answered and one retried ($(bev err_chunk_received))" \
+    test "$(bev err_chunk_received)" -eq 2
 check "stats: the reply that broke the protocol ($(bev bad_transport_header))" test "$(bev bad_transport_header)" -eq 1
 check "stats: the gateway's own error replies ($(bev rpc_error_reply))" test "$(bev rpc_error_reply)" -eq 3
+check "stats: one Reply chunk retry ($(bev reply_chunk_retry))" \
+    test "$(bev reply_chunk_retry)" -eq 1
 check "stats: calls waited for credits ($bqueued)" test "$bqueued" -ge 1
 check "the mount kept working meanwhile" healthy
 

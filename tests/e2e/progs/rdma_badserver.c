@@ -18,6 +18,12 @@
  *   0x3203  answered with a Write chunk the call never offered (a reply
  *           that breaks the protocol)
  *   0x3204  answered normally: the connection still works
+ *   0x3301  an NFSACL GETACL call, whose reply the gateway can only estimate
+ *           (8 KiB, so it offers a Reply chunk): a chunk smaller than the
+ *           BIG_REPLY-byte reply gets ERR_CHUNK; the gateway must send the
+ *           call again (RFC 8267) under an XID of its own with a Reply chunk
+ *           large enough, which gets the reply, RDMA-written into the chunk
+ *           and announced by RDMA_NOMSG
  *
  * The TCP client side of the test checks what the gateway made of each.
  * Prints "ok: ..." or "FAIL: ..." per check and exits 0 only when all hold.
@@ -47,7 +53,7 @@ static int failures;
 		fflush(stdout);                                                                    \
 	} while (0)
 
-enum { GRANT = 2, HOLD_MS = 200, MSG_MAX = 256, HELD_MAX = 64 };
+enum { GRANT = 2, HOLD_MS = 200, MSG_MAX = 256, HELD_MAX = 64, BIG_REPLY = 12288 };
 
 static struct event_base *base;
 static struct rconn *conn;
@@ -55,6 +61,9 @@ static bool connected, finished;
 static uint32_t granted = 1; /* what the gateway may have outstanding now */
 static uint32_t outstanding, max_outstanding, over_grant, calls, bad_calls;
 static unsigned errors_sent;
+static unsigned getacl_calls, getacl_refused, getacl_answered;
+static uint32_t getacl_first_xid;
+static struct gw_buf *big; /* the GETACL reply, written into the Reply chunk */
 
 struct words {
 	uint8_t b[MSG_MAX];
@@ -197,6 +206,72 @@ static void hold(uint32_t xid)
 	}
 }
 
+/*
+ * The GETACL call: RDMA_MSG with an empty Read list and Write list and a
+ * one-segment Reply chunk, then the RPC call (program 100227).
+ */
+static void getacl(const uint8_t *b, uint32_t len)
+{
+	uint32_t xid = xdr_get32(b);
+	bool shape = len >= 48 + 24 && xdr_get32(b + 12) == 0 && xdr_get32(b + 16) == 0 &&
+		     xdr_get32(b + 20) == 0 && xdr_get32(b + 24) == 1 && xdr_get32(b + 28) == 1 &&
+		     xdr_get32(b + 48) == xid && xdr_get32(b + 48 + 12) == 100227;
+	struct words w;
+
+	getacl_calls++;
+	if (!shape) {
+		CHECK(0, "GETACL %#x came with a Reply chunk of one segment", xid);
+		hdr(&w, xid, 4);
+		w32(&w, 2);
+		answered();
+		send_words(&w);
+		return;
+	}
+	uint32_t handle = xdr_get32(b + 32), length = xdr_get32(b + 36);
+	uint64_t offset = xdr_get64(b + 40);
+	if (length < BIG_REPLY) {
+		/* As the Linux server does when a reply does not fit: ERR_CHUNK. */
+		getacl_refused++;
+		getacl_first_xid = xid;
+		hdr(&w, xid, 4);
+		w32(&w, 2);
+		answered();
+		send_words(&w);
+		return;
+	}
+	CHECK(getacl_refused == 1 && xid != getacl_first_xid,
+	      "the GETACL came again under a new XID (%#x after %#x) with a %u-byte Reply chunk",
+	      xid, getacl_first_xid, length);
+	/* The reply: accepted, SUCCESS, then a pattern the client checks. */
+	big = rdma_pool_alloc(rdma_dev_pool(rconn_device(conn)), BIG_REPLY);
+	if (!big) {
+		CHECK(0, "a buffer for the GETACL reply");
+		return;
+	}
+	struct words r = { .len = 0 };
+	null_reply(&r, xid);
+	memcpy(big->base, r.b, r.len);
+	for (uint32_t i = r.len; i < BIG_REPLY; i++)
+		big->base[i] = (uint8_t)(i * 7 + 3);
+	struct ibv_sge sge = { (uintptr_t)big->base, BIG_REPLY, big->lkey };
+	if (rconn_write(conn, &sge, 1, handle, offset, NULL) != 0) {
+		CHECK(0, "the GETACL reply written into the Reply chunk");
+		return;
+	}
+	hdr(&w, xid, 1); /* RDMA_NOMSG */
+	w32(&w, 0);
+	w32(&w, 0);
+	w32(&w, 1); /* the Reply chunk, with the bytes written */
+	w32(&w, 1);
+	w32(&w, handle);
+	w32(&w, BIG_REPLY);
+	w32(&w, (uint32_t)(offset >> 32));
+	w32(&w, (uint32_t)offset);
+	getacl_answered++;
+	answered();
+	send_words(&w);
+}
+
 static void on_recv(struct rconn *c, void *owner, struct gw_buf *buf, uint32_t len, uint32_t inv)
 {
 	const uint8_t *b = buf->base;
@@ -213,6 +288,12 @@ static void on_recv(struct rconn *c, void *owner, struct gw_buf *buf, uint32_t l
 	if (outstanding > granted) {
 		over_grant++;
 		printf("  call %#x: %u outstanding with %u granted\n", xid, outstanding, granted);
+	}
+	if (len >= 64 && xdr_get32(b + 24) == 1) {
+		/* A Reply chunk is offered: the GETACL. */
+		getacl(b, len);
+		gw_buf_put(buf);
+		return;
 	}
 	if (!ok) {
 		bad_calls++;
@@ -306,10 +387,15 @@ int main(int argc, char **argv)
 	      "the gateway used the whole grant: %u calls outstanding at most, %d granted",
 	      max_outstanding, GRANT);
 	CHECK(errors_sent == 2, "ERR_VERS and ERR_CHUNK were sent (%u)", errors_sent);
+	CHECK(getacl_calls == 2 && getacl_refused == 1 && getacl_answered == 1,
+	      "GETACL: refused once for a small Reply chunk, answered on the retry (%u calls)",
+	      getacl_calls);
 	printf("%u calls served\n", calls);
 	rlistener_destroy(l);
 	if (conn)
 		rconn_destroy(conn);
+	if (big)
+		gw_buf_put(big); /* after the connection: its Write is long done */
 	event_free(hold_timer);
 	rdma_ctx_destroy(ctx);
 	event_base_free(base);
