@@ -128,12 +128,44 @@ wl_bigdir() {
 wl_symlink() {
     local dir=$1 long
     long=$(printf 'd%.0s' $(seq 1 200))/$(printf 'e%.0s' $(seq 1 200))/target-of-odd-length-x
+    # Longer than a 4 KiB inline threshold leaves room for: the path goes by a Read
+    # chunk (SYMLINK, CREATE) and comes back in a Reply chunk (READLINK).
+    huge=$(for i in $(seq 1 39); do printf 'component-%03d-%s/' "$i" "$(printf 'x%.0s' $(seq 1 86))"; done)end-x
     ln -s "short/target" "$dir/ln1"
     ln -s "$long" "$dir/ln2"
+    ln -s "$huge" "$dir/ln3"
     echo 3 >/proc/sys/vm/drop_caches
     check "readlink of a short symlink" test "$(readlink "$dir/ln1")" = "short/target"
     check "readlink of a ${#long}-byte symlink" test "$(readlink "$dir/ln2")" = "$long"
-    rm -f "$dir/ln1" "$dir/ln2"
+    check "readlink of a ${#huge}-byte symlink" test "$(readlink "$dir/ln3")" = "$huge"
+    rm -f "$dir/ln1" "$dir/ln2" "$dir/ln3"
+}
+
+# wl_bigacl DIR N: a POSIX ACL of N named users set on a file and read back fresh from
+# the server, entry for entry. On NFSv3 the ACL travels by NFSACL: with N = 700 the
+# SETACL call (12 bytes an entry) exceeds a 4 KiB inline threshold without any
+# DDP-eligible item (a Position-Zero long call in forward mode) and the GETACL reply
+# exceeds the 8 KiB the NFSACL rules estimate (forward mode retries it with a larger
+# Reply chunk).
+wl_bigacl() {
+    local f=$1/acl n=$2
+    : >"$f"
+    /usr/bin/python3 - "$f" "$n" <<'PY' && ok "a POSIX ACL of $n entries set and read back intact" || fail "a POSIX ACL of $n entries"
+import os, struct, sys
+path, n = sys.argv[1], int(sys.argv[2])
+# system.posix_acl_access: version 2, then (tag, perm, id) little-endian, in the order
+# the kernel keeps them: USER_OBJ, USER by id, GROUP_OBJ, MASK, OTHER.
+entries = [(0x01, 6, 0xFFFFFFFF)] + [(0x02, 4, 5000 + i) for i in range(n)] + \
+          [(0x04, 4, 0xFFFFFFFF), (0x10, 4, 0xFFFFFFFF), (0x20, 0, 0xFFFFFFFF)]
+acl = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *e) for e in entries)
+os.setxattr(path, "system.posix_acl_access", acl)
+with open("/proc/sys/vm/drop_caches", "w") as dc:
+    dc.write("3")
+got = os.getxattr(path, "system.posix_acl_access")
+if got != acl:
+    sys.exit("read back %d bytes, want %d" % (len(got), len(acl)))
+PY
+    rm -f "$f"
 }
 
 # wl_rename_setattr DIR: rename, chmod, truncate, utimes, seen fresh from the server.
