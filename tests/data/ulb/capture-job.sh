@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Guest job (run by tests/data/ulb/recapture through rdmavm): the kernel NFS
+# Guest job (run by tests/data/ulb/recapture in tests/vm/gwvm): the kernel NFS
 # client talks to the kernel NFS server over TCP, NFSv3 (with MOUNT, NLM, NSM,
 # NFSACL), NFSv4.0, 4.1 and 4.2, while dumpcap records every TCP segment on
 # lo and veth0 to /share/ulb.pcapng. A second client in network namespace
@@ -20,7 +20,7 @@ ip -n c2 link set lo up
 ip -n c2 addr add 192.0.2.2/24 dev veth1
 ip -n c2 link set veth1 up
 
-# Server: like rdmavm-guest-nfsd, but with the shortest lease and grace
+# Server: like tests/vm/guest/gwvm-nfsd, but with the shortest lease and grace
 # times, so that v4 clients renew during the run and no OPEN waits for grace.
 modprobe nfsd
 mkdir -p /export /var/lib/nfs/rpc_pipefs /var/lib/nfs/v4recovery

@@ -194,14 +194,18 @@ def main():
         what, prog, vers, proc = describe(call)
         tc = truth.get((s, xid, 0), {"ops": [], "items": []})
         tr = truth.get((s, xid, 1), {"ops": [], "items": []})
+        minor = None
         if prog == 100003 and vers == 4 and proc == 1:
             ops = tc["ops"]
-            what = "nfs4.%d-%s" % (minorversion(call),
-                                   "+".join(NFS4_OPS.get(o, str(o)) for o in ops))
+            minor = minorversion(call)
+            what = "nfs4.%d-%s" % (minor, "+".join(NFS4_OPS.get(o, str(o)) for o in ops))
         else:
             ops = []
         odd = any(len(b) % 4 for b in tc["items"] + tr["items"])
-        kind = (prog, vers, proc, tuple(ops))
+        # A kind is a procedure (NFSv4: a minor version's operation list) with items
+        # of given lengths: each minor version and each shape of item is kept.
+        sizes = tuple(len(b) for b in tc["items"] + tr["items"])
+        kind = (prog, vers, proc, minor, tuple(ops), sizes)
         kinds[kind] += 1
         if kinds[kind] > MAX_PER_KIND and not odd:
             continue

@@ -1,9 +1,9 @@
-# rdmavm job, host B: provoke RDMA_ERROR answers from host A's svcrdma with
-# errprobe (built into $RDMAVM_SHARE beforehand), capturing RoCEv2.
+# gwvm job, host B: provoke RDMA_ERROR answers from host A's svcrdma with
+# errprobe (built into $GWVM_SHARE beforehand), capturing RoCEv2.
 #   cc -O2 -o SHARE/errprobe errprobe.c -lrdmacm -libverbs
-#   RDMAVM_SHARE=SHARE rdmavm run2 server.sh client-errors.sh
+#   GWVM_SHARE=SHARE tests/vm/gwvm run2 server.sh client-errors.sh
 set -eu
-rdmavm-guest-net 192.0.2.2
+gwvm-net 192.0.2.2
 dev=$(ls /sys/class/net | grep -v -E '^(lo|rxe)' | head -1)
 tshark -i "$dev" -f 'udp port 4791' -w /tmp/cap.pcap -q 2>/dev/null & cap=$!
 for i in $(seq 1 120); do [ -e /share/server_ready ] && break; sleep 1; done

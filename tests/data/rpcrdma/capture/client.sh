@@ -1,6 +1,6 @@
-# rdmavm job, host B: kernel NFS client (xprtrdma) against host A, capturing RoCEv2.
+# gwvm job, host B: kernel NFS client (xprtrdma) against host A, capturing RoCEv2.
 set -eu
-rdmavm-guest-net 192.0.2.2
+gwvm-net 192.0.2.2
 modprobe nfsv3; modprobe nfsv4
 dev=$(ls /sys/class/net | grep -v -E '^(lo|rxe)' | head -1)
 tshark -i "$dev" -f 'udp port 4791' -w /tmp/cap.pcap -q 2>/dev/null & cap=$!

@@ -1,8 +1,8 @@
-# rdmavm job, host A: kernel NFS server over RDMA (svcrdma) at 192.0.2.1.
-# Run with client.sh as host B: RDMAVM_SHARE=DIR rdmavm run2 server.sh client.sh
+# gwvm job, host A: kernel NFS server over RDMA (svcrdma) at 192.0.2.1.
+# Run with client.sh as host B: GWVM_SHARE=DIR tests/vm/gwvm run2 server.sh client.sh
 set -eu
-rdmavm-guest-net 192.0.2.1
-rdmavm-guest-nfsd /export
+gwvm-net 192.0.2.1
+gwvm-nfsd /export
 dd if=/dev/urandom of=/export/f bs=1M count=2 status=none
 head -c 5001 /dev/urandom >/export/odd
 mkdir /export/big
