@@ -289,6 +289,7 @@ static void rev_up_pump(struct rev_session *s);
 static void rev_answer(struct rev_session *s, struct rev_call *c, enum rev_answer a);
 static void rev_up_connect(struct rev_session *s);
 static void rev_bc_pump(struct rev_session *s);
+static void rev_tcp_closed(struct tcp_conn *tc, const struct tcp_close_info *why, void *arg);
 
 static struct rev_session *rev_of(struct gw_session *g)
 {
@@ -332,10 +333,12 @@ static struct rev_call *rev_call_get(struct rev_session *s)
 
 static void rev_put_buf(struct gw_buf **b)
 {
-	if (*b) {
-		gw_buf_put(*b);
-		*b = NULL;
-	}
+	struct gw_buf *buf = *b;
+
+	/* Cleared first: whatever the put sets off finds the slot without it. */
+	*b = NULL;
+	if (buf)
+		gw_buf_put(buf);
 }
 
 /* Return @c to the free list, unless a work request still refers to its memory. */
@@ -760,7 +763,7 @@ static void rev_up_pump(struct rev_session *s)
 		/* A failed send may have closed the upstream under us (ENOMEM). */
 		if (s->state == RS_READY)
 			rev_requeue_front(s, c);
-		else
+		else if (c->state != RC_FREE) /* the close has not released it already */
 			rev_call_put(c);
 		return;
 	}
@@ -811,6 +814,24 @@ static void rev_bc_release(struct rev_bcall *b)
  * A backward call that cannot reach the client: the server gets SYSTEM_ERR
  * (RFC 5531) at once, rather than waiting for a reply that will never come.
  */
+/*
+ * A message for the upstream found no room in its output: the server has
+ * stopped reading (output room is sized for everything it was sent).
+ * Rather than lose the message on a live connection, where the server
+ * would wait for it until its own timeout, start over on a new one, as
+ * when the server goes away: calls in flight go again.
+ */
+static void rev_up_overflow(struct rev_session *s, const char *what, uint32_t xid)
+{
+	int err = errno;
+
+	gw_warn("reverse %s: %s xid %#x could not be queued to the upstream (%s): reconnecting",
+		s->base.client, what, xid, strerror(err));
+	gw_count_event(&s->base, GW_EV_OUTPUT_OVERFLOW);
+	struct tcp_close_info why = { .reason = TCP_CLOSE_ERROR, .err = err };
+	rev_tcp_closed(s->tcp, &why, s);
+}
+
 static void rev_bc_refuse(struct rev_session *s, uint32_t xid, const char *why)
 {
 	uint8_t msg[REV_RPC_ERR_MAX];
@@ -819,8 +840,12 @@ static void rev_bc_refuse(struct rev_session *s, uint32_t xid, const char *why)
 	gw_warn("reverse %s: backward call xid %#x cannot be delivered (%s): SYSTEM_ERR",
 		s->base.client, xid, why);
 	gw_count_event(&s->base, GW_EV_BACKWARD_UNDELIVERABLE);
-	if (n && s->up == UP_READY && tcp_conn_send_copy(s->tcp, msg, n) == 0)
+	if (!n || s->up != UP_READY)
+		return;
+	if (tcp_conn_send_copy(s->tcp, msg, n) == 0)
 		GW_COUNT(&s->base, tcp_bytes_out, (uint64_t)n + 4);
+	else if (s->tcp)
+		rev_up_overflow(s, "the error reply to backward call", xid);
 }
 
 static void rev_bc_send_done(struct rconn_wr *wr, enum ibv_wc_status status)
@@ -942,6 +967,8 @@ static void rev_bc_reply(struct rev_session *s, struct gw_buf *buf, const struct
 		gw_count_event(&s->base, GW_EV_BACKWARD_UNDELIVERABLE);
 	} else if (tcp_conn_send_ref(s->tcp, buf, h->hdr_len, h->inline_len) != 0) {
 		gw_count_event(&s->base, GW_EV_BACKWARD_UNDELIVERABLE);
+		if (s->tcp)
+			rev_up_overflow(s, "the reply to backward call", h->xid);
 	} else {
 		GW_COUNT(&s->base, backward_replies, 1);
 		GW_COUNT(&s->base, tcp_bytes_out, (uint64_t)h->inline_len + 4);
@@ -1075,8 +1102,9 @@ static void rev_read_done(struct rconn_wr *wr, enum ibv_wc_status status)
 		c->read_failed = true; /* and the connection fails with it */
 	if (c->reads_in_flight == 0 && c->reads_posted)
 		rev_read_finished(s, c);
+	/* Send-queue room is back: answers and backward calls may wait for it too. */
 	if (s->state == RS_READY)
-		rev_reads_pump(s);
+		rev_sq_pump(s);
 }
 
 /*
@@ -1797,8 +1825,19 @@ void gw_reverse_listen_params(const struct gw_route *r, struct rconn_params *p)
 	memset(p, 0, sizeof(*p));
 	p->recv_count = r->credits + r->backchannel_credits;
 	p->recv_size = r->inline_receive_size > 4096 ? r->inline_receive_size : 4096;
-	/* Answers (a Send, usually one Write) and Reads; more waits for room. */
+	/*
+	 * Answers (a Send, usually one Write) and Reads; more waits for room.
+	 * The largest single answer (a Write per segment of every chunk the
+	 * client may offer, and the Send) must fit an empty queue, or it would
+	 * wait for ever and every answer behind it.
+	 */
+	uint32_t segs = r->max_chunk_segments < REV_MAX_SEGS ? r->max_chunk_segments : REV_MAX_SEGS;
+	uint32_t writes = r->max_write_chunks < RPCRDMA_MAX_WRITE_CHUNKS ? r->max_write_chunks
+									 : RPCRDMA_MAX_WRITE_CHUNKS;
+	uint32_t largest = (writes + 1) * segs + 1;
 	p->send_depth = rev_slots(r) * 3 + REV_MAX_READ_DEPTH + 16;
+	if (p->send_depth < largest + REV_MAX_READ_DEPTH)
+		p->send_depth = largest + REV_MAX_READ_DEPTH;
 	p->max_send_sge = REV_MAX_SGE;
 	p->nmw = 0;				 /* the responder exposes no memory */
 	p->responder_resources = 0;		 /* the client does not read from us */

@@ -17,7 +17,9 @@ struct rdma_dev {
 	struct event *channel_ev;
 	struct rdma_pool *pool;
 	struct rdma_dev_caps caps;
-	struct rdma_pool_waiter *waiters;
+	struct rdma_pool_waiter *waiters; /* waiting for buffers */
+	struct rdma_pool_waiter *waking;  /* being woken now (dev_wake_waiters()) */
+	struct event *wake_ev;
 };
 
 struct rdma_ctx {
@@ -93,6 +95,8 @@ static void dev_close(struct rdma_dev *dev)
 {
 	if (dev->channel_ev)
 		event_free(dev->channel_ev);
+	if (dev->wake_ev)
+		event_free(dev->wake_ev);
 	rdma_pool_destroy(dev->pool);
 	if (dev->channel)
 		ibv_destroy_comp_channel(dev->channel);
@@ -144,19 +148,38 @@ static void dev_channel_readable(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-static void dev_pool_wake(void *arg)
+/*
+ * Buffers are back: every connection that waited for them is called, from
+ * the event loop. Never from the pool's release itself, which runs inside
+ * gw_buf_put() wherever a buffer is let go, in the middle of whatever the
+ * caller is doing; a waiter that then posted work, failed and closed its
+ * session would pull that state from under the caller.
+ *
+ * The waiters are taken off the list first: one that finds the pool dry
+ * again queues itself anew for the next wake. One may cancel another
+ * (its session closes) while they are being called: cancel takes it off
+ * dev->waking too.
+ */
+static void dev_wake_waiters(evutil_socket_t fd, short what, void *arg)
 {
 	struct rdma_dev *dev = arg;
-	struct rdma_pool_waiter *w = dev->waiters;
+	struct rdma_pool_waiter *w;
 
+	dev->waking = dev->waiters;
 	dev->waiters = NULL;
-	while (w) {
-		struct rdma_pool_waiter *next = w->next;
+	while ((w = dev->waking) != NULL) {
+		dev->waking = w->next;
 		w->queued = false;
 		w->next = NULL;
 		w->fn(w);
-		w = next;
 	}
+}
+
+static void dev_pool_wake(void *arg)
+{
+	struct rdma_dev *dev = arg;
+
+	event_active(dev->wake_ev, 0, 0);
 }
 
 static void dev_query_caps(struct rdma_dev *dev)
@@ -197,6 +220,9 @@ static struct rdma_dev *dev_open(struct rdma_ctx *ctx, struct ibv_context *verbs
 		gw_err("rdma: %s: cannot create the buffer pool", rdma_dev_name(dev));
 		goto fail;
 	}
+	dev->wake_ev = event_new(ctx->base, -1, 0, dev_wake_waiters, dev);
+	if (!dev->wake_ev)
+		goto fail;
 	rdma_pool_set_waker(dev->pool, dev_pool_wake, dev);
 	dev->channel_ev = event_new(ctx->base, dev->channel->fd, EV_READ | EV_PERSIST,
 				    dev_channel_readable, dev);
@@ -264,16 +290,23 @@ void rdma_dev_wait_for_buffers(struct rdma_dev *dev, struct rdma_pool_waiter *w)
 	dev->waiters = w;
 }
 
+static bool unlink_waiter(struct rdma_pool_waiter **list, struct rdma_pool_waiter *w)
+{
+	for (struct rdma_pool_waiter **pp = list; *pp; pp = &(*pp)->next) {
+		if (*pp == w) {
+			*pp = w->next;
+			return true;
+		}
+	}
+	return false;
+}
+
 void rdma_dev_cancel_wait(struct rdma_dev *dev, struct rdma_pool_waiter *w)
 {
 	if (!w->queued)
 		return;
-	for (struct rdma_pool_waiter **pp = &dev->waiters; *pp; pp = &(*pp)->next) {
-		if (*pp == w) {
-			*pp = w->next;
-			break;
-		}
-	}
+	if (!unlink_waiter(&dev->waiters, w))
+		unlink_waiter(&dev->waking, w);
 	w->queued = false;
 	w->next = NULL;
 }

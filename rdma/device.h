@@ -65,8 +65,10 @@ const struct rdma_dev_caps *rdma_dev_caps(const struct rdma_dev *dev);
 const char *rdma_dev_name(const struct rdma_dev *dev);
 
 /*
- * Call @fn(@arg) when a buffer comes back to the device's pool after an
- * allocation failed. One waiter per connection; remove it before freeing.
+ * Call @fn(@w) when buffers come back to the device's pool after an
+ * allocation failed: from the event loop, never from inside the
+ * gw_buf_put() that returned them. One waiter per connection; cancel it
+ * before freeing.
  */
 struct rdma_pool_waiter {
 	void (*fn)(struct rdma_pool_waiter *w);
