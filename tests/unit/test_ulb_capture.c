@@ -153,6 +153,66 @@ static void check_reduced(const struct expect *e, const struct ulb_call *call,
 	free(back);
 }
 
+/*
+ * What the capture must hold (the issue's list): every NFSv3 procedure, and
+ * in each NFSv4 minor version the operations of a mount, create, write, read,
+ * readdir, symlink, readlink, rename, setattr, lock and delegation return.
+ */
+enum { NFS4_MINORS = 3, NFS4_OPS_MAX = 76 };
+
+struct coverage {
+	bool v3[22];
+	bool v4[NFS4_MINORS][NFS4_OPS_MAX];
+};
+
+static void cover(struct coverage *cov, const struct ulb_call *call, const char *ops)
+{
+	if (call->prog != 100003)
+		return;
+	if (call->vers == 3 && call->proc < 22)
+		cov->v3[call->proc] = true;
+	if (call->vers != 4 || call->proc != 1 || call->minorversion >= NFS4_MINORS)
+		return;
+	for (const char *p = ops; *p && *p != '-';) {
+		char *end;
+		unsigned long op = strtoul(p, &end, 10);
+		if (end == p)
+			break;
+		if (op < NFS4_OPS_MAX)
+			cov->v4[call->minorversion][op] = true;
+		p = *end == ',' ? end + 1 : end;
+	}
+}
+
+static void check_coverage(const struct coverage *cov)
+{
+	/* OPEN CLOSE ACCESS LOOKUP PUTFH GETATTR WRITE COMMIT READ READDIR CREATE
+	 * READLINK RENAME SETATTR LOCK LOCKU DELEGRETURN REMOVE */
+	static const unsigned every[] = { 18, 4, 3,  15, 22, 9,	 38, 5, 25,
+					  26, 6, 27, 29, 34, 12, 14, 8, 28 };
+	/* SETCLIENTID SETCLIENTID_CONFIRM PUTROOTFH RENEW */
+	static const unsigned v40[] = { 35, 36, 24, 30 };
+	/* EXCHANGE_ID CREATE_SESSION SEQUENCE RECLAIM_COMPLETE SECINFO_NO_NAME DESTROY_SESSION */
+	static const unsigned v41[] = { 42, 43, 53, 58, 52, 44 };
+
+	for (unsigned p = 0; p < 22; p++) {
+		if (!cov->v3[p])
+			fail_msg("no NFSv3 procedure %u in the capture", p);
+	}
+	for (unsigned m = 0; m < NFS4_MINORS; m++) {
+		for (size_t i = 0; i < sizeof(every) / sizeof(every[0]); i++) {
+			if (!cov->v4[m][every[i]])
+				fail_msg("no operation %u in the NFSv4.%u capture", every[i], m);
+		}
+		const unsigned *own = m == 0 ? v40 : v41;
+		size_t nown = m == 0 ? sizeof(v40) / sizeof(v40[0]) : sizeof(v41) / sizeof(v41[0]);
+		for (size_t i = 0; i < nown; i++) {
+			if (!cov->v4[m][own[i]])
+				fail_msg("no operation %u in the NFSv4.%u capture", own[i], m);
+		}
+	}
+}
+
 static void test_capture(void **state)
 {
 	char path[512];
@@ -162,6 +222,8 @@ static void test_capture(void **state)
 
 	struct ulb_sessions sessions;
 	memset(&sessions, 0, sizeof(sessions));
+	struct coverage cov;
+	memset(&cov, 0, sizeof(cov));
 	char line[2048];
 	unsigned pairs = 0, call_items = 0, reply_items = 0, v41_bounded = 0, exact = 0;
 	unsigned v3_reads = 0, v3_readlinks = 0;
@@ -184,6 +246,11 @@ static void test_capture(void **state)
 		assert_int_equal(call.proc, ec.proc);
 		if (ec.prog == 100003)
 			assert_true(call.known);
+		cover(&cov, &call, ec.ops);
+		/* READ, READDIR and READDIRPLUS bound their replies exactly from their counts */
+		if (call.prog == 100003 && call.vers == 3 &&
+		    (call.proc == 6 || call.proc == 16 || call.proc == 17))
+			assert_true(call.reply_exact);
 
 		uint32_t off[ULB_MAX_ITEMS], len[ULB_MAX_ITEMS];
 		for (unsigned i = 0; i < call.n_args; i++) {
@@ -248,6 +315,7 @@ static void test_capture(void **state)
 	assert_true(reply_items >= 20);
 	assert_true(v41_bounded > 20);
 	assert_true(v3_reads > 0 && v3_readlinks > 0);
+	check_coverage(&cov);
 }
 
 int main(void)
