@@ -9,6 +9,8 @@
 # reply breaking the protocol (tests/e2e/progs/rdma_badserver): the TCP client gets
 # SYSTEM_ERR for each, counted, and the server's credit grant is never exceeded; an
 # NFSACL reply larger than the gateway's estimate is retried with a larger Reply chunk.
+# A client that stops reading (a third route with 4 credits and a queue of 8): the
+# gateway stops sending its calls, then stops reading them, and loses none.
 # Then the NFS server goes away (its threads stop, its RDMA connections drop) and
 # comes back: the gateway closes the paired client connections (counted), the client
 # reconnects and retransmits, and its data is intact. Calls that were in flight when
@@ -23,7 +25,9 @@ cat >"$E2E_WORK/gw.json" <<JSON
 { "routes": [ { "name": "nfs", "mode": "forward", "max_record_size": 2097152,
                 "listen": "tcp://192.0.2.2:2049", "upstream": "rdma://192.0.2.1:20049" },
               { "name": "bad", "mode": "forward",
-                "listen": "tcp://192.0.2.2:2050", "upstream": "rdma://192.0.2.1:20050" } ],
+                "listen": "tcp://192.0.2.2:2050", "upstream": "rdma://192.0.2.1:20050" },
+              { "name": "slow", "mode": "forward", "credits": 4, "queue_limit": 8,
+                "listen": "tcp://192.0.2.2:2051", "upstream": "rdma://192.0.2.1:20049" } ],
   "stats": { "listen": "127.0.0.1:9464" } }
 JSON
 gw_start forward "$E2E_WORK/gw.json" || e2e_finish
@@ -36,36 +40,18 @@ ev() { gw_jq "s['routes'][0]['totals']['events']['$1']"; }
 
 malformed0=$(ev malformed_record)
 /usr/bin/python3 - <<'PY' && ok "raw clients got the answers the standard gives" || fail "raw clients"
-import socket, struct, sys, time
+import os, socket, struct, sys
+sys.path.insert(0, os.environ["GW_SRC"] + "/tests/e2e/lib")
+from rpc_tcp import *
 
 def conn():
-    s = socket.create_connection(("192.0.2.2", 2049), timeout=20)
-    return s
+    return socket.create_connection(("192.0.2.2", 2049), timeout=20)
 
 def closed_by_peer(s):
     try:
         return s.recv(4) == b""
     except (ConnectionResetError, socket.timeout):
         return True
-
-def record(body):
-    return struct.pack(">I", 0x80000000 | len(body)) + body
-
-def call(xid, prog, vers, proc, args=b""):
-    return struct.pack(">IIIIIIIIII", xid, 0, 2, prog, vers, proc, 0, 0, 0, 0) + args
-
-def read_reply(s):
-    mark = b""
-    while len(mark) < 4:
-        chunk = s.recv(4 - len(mark))
-        if not chunk:
-            raise RuntimeError("connection closed before a reply")
-        mark += chunk
-    n = struct.unpack(">I", mark)[0] & 0x7FFFFFFF
-    body = b""
-    while len(body) < n:
-        body += s.recv(n - len(body))
-    return body
 
 fails = []
 # A zero-length fragment that is not the last one.
@@ -80,21 +66,18 @@ s = conn()
 # claims 1,000,000 bytes and brings 8.
 args = struct.pack(">I8sQIII8s", 8, b"\x01" * 8, 0, 8, 0, 1000000, b"x" * 8)
 s.sendall(record(call(0x1001, 100003, 3, 7, args)))
-r = read_reply(s)
-xid, mtype, stat, vflav, vlen, astat = struct.unpack(">IIIIII", r[:24])
-if (xid, mtype, stat, astat) != (0x1001, 1, 0, 4):
-    fails.append("lying WRITE: reply %r, want GARBAGE_ARGS (4)" % ((xid, mtype, stat, astat),))
+got = reply_status(read_record(s))
+if got != (0x1001, 1, 0, GARBAGE_ARGS):
+    fails.append("lying WRITE: reply %r, want GARBAGE_ARGS" % (got,))
 # A program nobody serves.
 s.sendall(record(call(0x1002, 399999, 1, 0)))
-r = read_reply(s)
-xid, mtype, stat, vflav, vlen, astat = struct.unpack(">IIIIII", r[:24])
-if (xid, astat) != (0x1002, 1):
-    fails.append("unknown program: accept_stat %d, want PROG_UNAVAIL (1)" % astat)
+got = reply_status(read_record(s))
+if got != (0x1002, 1, 0, PROG_UNAVAIL):
+    fails.append("unknown program: reply %r, want PROG_UNAVAIL" % (got,))
 # A reply to nothing: dropped, the connection stays usable.
 s.sendall(record(struct.pack(">IIIIII", 0x7777, 1, 0, 0, 0, 0)))
 s.sendall(record(call(0x1003, 100003, 3, 0)))  # NULL
-r = read_reply(s)
-if struct.unpack(">I", r[:4])[0] != 0x1003:
+if reply_status(read_record(s))[0] != 0x1003:
     fails.append("after a stray reply: no answer to NULL")
 s.close()
 if fails:
@@ -105,6 +88,61 @@ check "malformed records counted ($malformed0 -> $malformed1)" test "$malformed1
 check "a stray reply was counted" test "$(ev unmatched_reply)" -ge 1
 check "the mount kept working through all of it" healthy
 
+# Back-pressure both ways, on a route with 4 credits and 8 calls' queue: a client sends
+# 40 NFSv4.0 READs of 1 MiB at once and reads nothing for a while. The gateway must stop
+# sending its calls once its replies pile up (calls wait, none in flight) and stop
+# reading its calls once its queue is full (fewer than 40 taken), lose none of them,
+# and when the client reads, every reply must come, with the file's bytes.
+/usr/bin/python3 - "$src" <<'PY' && ok "a client that did not read its replies got them all, intact, when it did" || fail "back-pressure on a client that does not read"
+import json, os, socket, struct, sys, threading, time, urllib.request
+sys.path.insert(0, os.environ["GW_SRC"] + "/tests/e2e/lib")
+from rpc_tcp import *
+N, SIZE = 40, 1 << 20
+data = open(sys.argv[1], "rb").read()
+
+def compound_read(xid, off):
+    # COMPOUND, NFSv4.0: PUTROOTFH, LOOKUP "keep", READ with the anonymous stateid
+    args = struct.pack(">II", 0, 0) + struct.pack(">I", 3) + struct.pack(">I", 24) + \
+        struct.pack(">I", 15) + xdr_opaque(b"keep") + \
+        struct.pack(">I", 25) + b"\0" * 16 + struct.pack(">QI", off, SIZE)
+    return record(call(xid, 100003, 4, 1, args, cred=auth_sys()))
+
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+s.connect(("192.0.2.2", 2051))
+port = s.getsockname()[1]
+calls = b"".join(compound_read(0x5000 + i, (i % 4) * SIZE) for i in range(N))
+sender = threading.Thread(target=s.sendall, args=(calls,))
+sender.start()
+time.sleep(10)
+st = json.load(urllib.request.urlopen("http://127.0.0.1:9464/stats"))
+me = [x for r in st["routes"] if r["name"] == "slow" for x in r["sessions"]
+      if x["client"].endswith(":%d" % port)]
+fails = []
+if len(me) != 1:
+    fails.append("no session for the client: %r" % me)
+else:
+    cr, taken = me[0]["credits"], me[0]["counters"]["calls"]
+    print("  while the client does not read: %d calls taken, %d waiting, %d in flight" %
+          (taken, cr["queued"], cr["in_use"]))
+    if not (cr["queued"] > 0 and cr["in_use"] == 0):
+        fails.append("calls should wait with none in flight: %r" % cr)
+    if not taken < N:
+        fails.append("the gateway took all %d calls from a client that does not read" % taken)
+for i in range(N):
+    body = read_record(s)
+    n = len(body)
+    xid, mtype, rstat = struct.unpack(">III", body[:12])
+    off = (i % 4) * SIZE
+    if xid != 0x5000 + i or mtype != 1 or rstat != 0 or body[-SIZE:] != data[off:off + SIZE]:
+        fails.append("reply %d: xid %#x, %d bytes, data %s" % (i, xid, n,
+                     "intact" if body[-SIZE:] == data[off:off + SIZE] else "wrong"))
+sender.join()
+s.close()
+if fails:
+    print("\n".join(fails)); sys.exit(1)
+PY
+
 # An RPC-over-RDMA server that answers RDMA_ERROR and breaks the protocol on demand
 # (tests/e2e/progs/rdma_badserver): each call ends with the RPC error reply the
 # gateway makes, the connection keeps working, and the server's grant is never
@@ -113,29 +151,15 @@ check "the mount kept working through all of it" healthy
 badsrv=$!
 for _ in $(seq 1 50); do grep -q listening "$E2E_WORK/badserver.out" && break; sleep 0.2; done
 /usr/bin/python3 - <<'PY' && ok "a TCP client got the RPC answers for the server's RDMA errors" || fail "a TCP client through the bad server's route"
-import socket, struct, sys
-
-def record(body):
-    return struct.pack(">I", 0x80000000 | len(body)) + body
+import os, socket, struct, sys
+sys.path.insert(0, os.environ["GW_SRC"] + "/tests/e2e/lib")
+from rpc_tcp import *
 
 def null_call(xid):
-    return struct.pack(">IIIIIIIIII", xid, 0, 2, 100003, 3, 0, 0, 0, 0, 0)
+    return call(xid, 100003, 3, 0)
 
 def read_reply(s):
-    head = b""
-    while len(head) < 4:
-        chunk = s.recv(4 - len(head))
-        if not chunk:
-            raise RuntimeError("connection closed before a reply")
-        head += chunk
-    n = struct.unpack(">I", head)[0] & 0x7FFFFFFF
-    body = b""
-    while len(body) < n:
-        chunk = s.recv(n - len(body))
-        if not chunk:
-            raise RuntimeError("connection closed inside a reply")
-        body += chunk
-    xid, mtype, stat, _, _, astat = struct.unpack(">IIIIII", body[:24])
+    xid, mtype, stat, astat = reply_status(read_record(s))
     return xid, (mtype, stat, astat)
 
 s = socket.create_connection(("192.0.2.2", 2050), timeout=30)
@@ -147,8 +171,9 @@ if got != {0x3101 + i: (1, 0, 0) for i in range(6)}:
     fails.append("pipelined NULL calls: %r" % got)
 # SYSTEM_ERR (5) for ERR_VERS, ERR_CHUNK and a reply that breaks the protocol;
 # then a normal answer on the same connection.
-for xid, want, what in ((0x3201, 5, "ERR_VERS"), (0x3202, 5, "ERR_CHUNK"),
-                        (0x3203, 5, "a Write chunk never offered"), (0x3204, 0, "a NULL reply")):
+for xid, want, what in ((0x3201, SYSTEM_ERR, "ERR_VERS"), (0x3202, SYSTEM_ERR, "ERR_CHUNK"),
+                        (0x3203, SYSTEM_ERR, "a Write chunk never offered"),
+                        (0x3204, SUCCESS, "a NULL reply")):
     s.sendall(record(null_call(xid)))
     rxid, (mtype, stat, astat) = read_reply(s)
     if (rxid, mtype, stat, astat) != (xid, 1, 0, want):
@@ -156,19 +181,10 @@ for xid, want, what in ((0x3201, 5, "ERR_VERS"), (0x3202, 5, "ERR_CHUNK"),
 # An NFSACL GETACL whose 12 KiB reply exceeds the gateway's 8 KiB estimate: the server
 # refuses the first Reply chunk (ERR_CHUNK), the gateway retries with a larger one
 # under its own XID, and the client gets the whole reply under its XID.
-getacl = struct.pack(">IIIIIIIIII", 0x3301, 0, 2, 100227, 3, 1, 0, 0, 0, 0) + \
-    struct.pack(">I8sI", 8, b"\x02" * 8, 0xf)
+getacl = call(0x3301, 100227, 3, 1, struct.pack(">I8sI", 8, b"\x02" * 8, 0xf))
 s.sendall(record(getacl))
-head = b""
-while len(head) < 4:
-    head += s.recv(4 - len(head))
-n = struct.unpack(">I", head)[0] & 0x7FFFFFFF
-body = b""
-while len(body) < n:
-    chunk = s.recv(n - len(body))
-    if not chunk:
-        break
-    body += chunk
+body = read_record(s)
+n = len(body)
 want = bytes((i * 7 + 3) & 0xFF for i in range(24, 12288))
 if n != 12288 or struct.unpack(">I", body[:4])[0] != 0x3301 or body[20:24] != b"\0" * 4 or body[24:] != want:
     fails.append("GETACL after a Reply chunk retry: %d bytes, xid %#x" % (n, struct.unpack(">I", body[:4])[0]))

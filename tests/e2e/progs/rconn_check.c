@@ -23,23 +23,10 @@
 #include <event2/event.h>
 
 #include "common/log.h"
-#include "rdma/conn.h"
-#include "rdma/device.h"
+#include "tests/e2e/progs/peer.h"
 
 #define PORT	    7471
 #define PATTERN_LEN 8192
-
-static int failures;
-#define CHECK(cond, ...)                                                                           \
-	do {                                                                                       \
-		if (cond) {                                                                        \
-			printf("ok: " __VA_ARGS__);                                                \
-		} else {                                                                           \
-			printf("FAIL: " __VA_ARGS__);                                              \
-			failures++;                                                                \
-		}                                                                                  \
-		printf("\n");                                                                      \
-	} while (0)
 
 struct msg {
 	uint32_t kind; /* 1 hello, 2 read this, 3 write there, 4 fenced, 5 written */

@@ -43,43 +43,10 @@
 #include <event2/event.h>
 
 #include "common/log.h"
-#include "common/xdr.h"
-#include "rdma/conn.h"
-#include "rdma/device.h"
 #include "rdma/privdata.h"
+#include "tests/e2e/progs/peer.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                                           \
-	do {                                                                                       \
-		if (cond) {                                                                        \
-			printf("ok: " __VA_ARGS__);                                                \
-		} else {                                                                           \
-			printf("FAIL: " __VA_ARGS__);                                              \
-			failures++;                                                                \
-		}                                                                                  \
-		printf("\n");                                                                      \
-		fflush(stdout);                                                                    \
-	} while (0)
-
-enum { MSG_MAX = 256, QUIET_S = 2, ANSWER_S = 10, CLOSE_S = 20 };
-
-/* A message under construction, XDR words. */
-struct words {
-	uint8_t b[MSG_MAX];
-	uint32_t len;
-};
-
-static void w32(struct words *w, uint32_t v)
-{
-	xdr_put32(w->b + w->len, v);
-	w->len += 4;
-}
-
-static void w64(struct words *w, uint64_t v)
-{
-	xdr_put64(w->b + w->len, v);
-	w->len += 8;
-}
+enum { MSG_MAX = PEER_MSG_MAX, QUIET_S = 2, ANSWER_S = 10, CLOSE_S = 20 };
 
 /* Transport header: fixed words, then (for MSG and NOMSG) three empty lists. */
 static void hdr(struct words *w, uint32_t xid, uint32_t vers, uint32_t proc, bool lists)
@@ -236,39 +203,9 @@ static void build_error_steps(void)
 
 /* ---- sending ---- */
 
-struct sent {
-	struct rconn_wr wr; /* first */
-	struct gw_buf *buf;
-};
-
-static void sent_done(struct rconn_wr *wr, enum ibv_wc_status st)
-{
-	struct sent *s = (struct sent *)wr;
-
-	gw_buf_put(s->buf);
-	free(s);
-}
-
 static bool send_words(const struct words *w)
 {
-	struct sent *s = calloc(1, sizeof(*s));
-
-	if (!s)
-		return false;
-	s->buf = rdma_pool_alloc(rdma_dev_pool(rconn_device(conn)), MSG_MAX);
-	if (!s->buf) {
-		free(s);
-		return false;
-	}
-	s->wr.done = sent_done;
-	memcpy(s->buf->base, w->b, w->len);
-	struct ibv_sge sge = { (uintptr_t)s->buf->base, w->len, s->buf->lkey };
-	if (rconn_send(conn, &sge, 1, 0, &s->wr) != 0) {
-		gw_buf_put(s->buf);
-		free(s);
-		return false;
-	}
-	return true;
+	return peer_send(conn, w);
 }
 
 static void arm_timer(int seconds)

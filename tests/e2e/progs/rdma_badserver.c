@@ -35,25 +35,10 @@
 
 #include <event2/event.h>
 
-#include "common/xdr.h"
-#include "rdma/conn.h"
-#include "rdma/device.h"
 #include "rdma/privdata.h"
+#include "tests/e2e/progs/peer.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                                           \
-	do {                                                                                       \
-		if (cond) {                                                                        \
-			printf("ok: " __VA_ARGS__);                                                \
-		} else {                                                                           \
-			printf("FAIL: " __VA_ARGS__);                                              \
-			failures++;                                                                \
-		}                                                                                  \
-		printf("\n");                                                                      \
-		fflush(stdout);                                                                    \
-	} while (0)
-
-enum { GRANT = 2, HOLD_MS = 200, MSG_MAX = 256, HELD_MAX = 64, BIG_REPLY = 12288 };
+enum { GRANT = 2, HOLD_MS = 200, HELD_MAX = 64, BIG_REPLY = 12288 };
 
 static struct event_base *base;
 static struct rconn *conn;
@@ -65,49 +50,10 @@ static unsigned getacl_calls, getacl_refused, getacl_answered;
 static uint32_t getacl_first_xid;
 static struct gw_buf *big; /* the GETACL reply, written into the Reply chunk */
 
-struct words {
-	uint8_t b[MSG_MAX];
-	uint32_t len;
-};
-
-static void w32(struct words *w, uint32_t v)
-{
-	xdr_put32(w->b + w->len, v);
-	w->len += 4;
-}
-
-struct sent {
-	struct rconn_wr wr; /* first */
-	struct gw_buf *buf;
-};
-
-static void sent_done(struct rconn_wr *wr, enum ibv_wc_status st)
-{
-	struct sent *s = (struct sent *)wr;
-
-	gw_buf_put(s->buf);
-	free(s);
-}
-
 static void send_words(const struct words *w)
 {
-	struct sent *s = calloc(1, sizeof(*s));
-
-	if (s)
-		s->buf = rdma_pool_alloc(rdma_dev_pool(rconn_device(conn)), MSG_MAX);
-	if (!s || !s->buf) {
-		CHECK(0, "a buffer for an answer");
-		free(s);
-		return;
-	}
-	s->wr.done = sent_done;
-	memcpy(s->buf->base, w->b, w->len);
-	struct ibv_sge sge = { (uintptr_t)s->buf->base, w->len, s->buf->lkey };
-	if (rconn_send(conn, &sge, 1, 0, &s->wr) != 0) {
+	if (!peer_send(conn, w))
 		CHECK(0, "answer sent");
-		gw_buf_put(s->buf);
-		free(s);
-	}
 }
 
 /* The fixed words; then, for RDMA_MSG, the lists follow. */
