@@ -1147,11 +1147,12 @@ static void fwd_call_answered(struct fwd_session *s, struct fwd_call *c, uint32_
  * RFC 8267 lets a requester whose Reply chunk was too small for a reply it
  * could only estimate (NFSACL GETACL, NFSv4.0 GETATTR; anything the rules do
  * not bound) send the call once more, under a new XID, with a larger chunk.
+ * An estimate that fit inline and offered no chunk at all is the same case.
  */
 static bool fwd_may_retry(const struct fwd_session *s, const struct fwd_call *c)
 {
-	return c->has_reply_chunk && !c->ulb.reply_exact && !c->retried &&
-	       c->rseg.length < rdma_pool_max_size(fwd_pool(s));
+	return !c->ulb.reply_exact && !c->retried &&
+	       (!c->has_reply_chunk || c->rseg.length < rdma_pool_max_size(fwd_pool(s)));
 }
 
 static void fwd_recv_error(struct fwd_session *s, const struct rpcrdma_hdr *h, uint32_t inv_rkey)
@@ -1172,9 +1173,9 @@ static void fwd_recv_error(struct fwd_session *s, const struct rpcrdma_hdr *h, u
 		return;
 	}
 	if (h->err == RPCRDMA_ERR_CHUNK && fwd_may_retry(s, c)) {
-		gw_info("forward %s: xid %#x: the reply exceeds its %u-byte Reply chunk (an "
-			"estimate): sending the call again with room for any reply",
-			s->base.client, c->xid, c->rseg.length);
+		gw_info("forward %s: xid %#x: the reply exceeds the %u bytes estimated for it: "
+			"sending the call again with room for any reply",
+			s->base.client, c->xid, c->has_reply_chunk ? c->rseg.length : s->thr.recv);
 		gw_count_event(&s->base, GW_EV_REPLY_CHUNK_RETRY);
 		c->retry = true;
 		fwd_call_answered(s, c, inv_rkey);

@@ -41,7 +41,7 @@ for vers in $VERSIONS; do
         wl_symlink "$d"
         wl_rename_setattr "$d"
         wl_locks "$d"
-        [[ $vers == 3 && $size == 4096 ]] && wl_bigacl "$d" 700
+        [[ $vers == 3 && $size == 4096 ]] && wl_bigacl "$d" 300
         if [[ $size == 1048576 ]]; then
             wl_bigdir "$d" 5000
             wl_concurrent "$d" 8 8

@@ -142,11 +142,9 @@ wl_symlink() {
 }
 
 # wl_bigacl DIR N: a POSIX ACL of N named users set on a file and read back fresh from
-# the server, entry for entry. On NFSv3 the ACL travels by NFSACL: with N = 700 the
-# SETACL call (12 bytes an entry) exceeds a 4 KiB inline threshold without any
-# DDP-eligible item (a Position-Zero long call in forward mode) and the GETACL reply
-# exceeds the 8 KiB the NFSACL rules estimate (forward mode retries it with a larger
-# Reply chunk).
+# the server, entry for entry. On NFSv3 the ACL travels by NFSACL (SETACL, GETACL: 12
+# bytes an entry). The Linux 6.1 client and server refuse (EIO) a SETACL of much more
+# than 300 entries even over plain TCP: its arguments must fit a page.
 wl_bigacl() {
     local f=$1/acl n=$2
     : >"$f"

@@ -24,6 +24,8 @@
  *           call again (RFC 8267) under an XID of its own with a Reply chunk
  *           large enough, which gets the reply, RDMA-written into the chunk
  *           and announced by RDMA_NOMSG
+ *   0x3302  an NFSv4.0 GETATTR, estimated small enough for inline (no Reply
+ *           chunk): ERR_CHUNK, and the same for its retry
  *
  * The TCP client side of the test checks what the gateway made of each.
  * Prints "ok: ..." or "FAIL: ..." per check and exits 0 only when all hold.
@@ -46,9 +48,11 @@ static bool connected, finished;
 static uint32_t granted = 1; /* what the gateway may have outstanding now */
 static uint32_t outstanding, max_outstanding, over_grant, calls, bad_calls;
 static unsigned errors_sent;
-static unsigned getacl_calls, getacl_refused, getacl_answered;
-static uint32_t getacl_first_xid;
-static struct gw_buf *big; /* the GETACL reply, written into the Reply chunk */
+/* The calls whose replies exceed their estimates, by program: 0 NFSACL, 1 NFS. */
+static unsigned big_calls[2], big_refused[2], big_answered[2];
+static uint32_t big_first_xid[2];
+static struct gw_buf *bigs[4]; /* big replies written into Reply chunks */
+static unsigned nbigs;
 
 static void send_words(const struct words *w)
 {
@@ -153,45 +157,40 @@ static void hold(uint32_t xid)
 }
 
 /*
- * The GETACL call: RDMA_MSG with an empty Read list and Write list and a
- * one-segment Reply chunk, then the RPC call (program 100227).
+ * A call whose reply exceeds what the gateway estimated: the first attempt
+ * (a Reply chunk under BIG_REPLY bytes, or none) gets ERR_CHUNK, as from the
+ * Linux server; the retry must come under a new XID with a Reply chunk of
+ * one segment large enough, and gets a BIG_REPLY-byte reply written into it.
  */
-static void getacl(const uint8_t *b, uint32_t len)
+static void big_reply(const uint8_t *b, uint32_t len)
 {
 	uint32_t xid = xdr_get32(b);
-	bool shape = len >= 48 + 24 && xdr_get32(b + 12) == 0 && xdr_get32(b + 16) == 0 &&
-		     xdr_get32(b + 20) == 0 && xdr_get32(b + 24) == 1 && xdr_get32(b + 28) == 1 &&
-		     xdr_get32(b + 48) == xid && xdr_get32(b + 48 + 12) == 100227;
+	bool chunk = len >= 48 && xdr_get32(b + 24) == 1;
+	uint32_t rpc = chunk ? 48 : 28; /* where the RPC call starts */
+	unsigned k = len >= rpc + 16 && xdr_get32(b + rpc + 12) == 100227 ? 0 : 1;
 	struct words w;
 
-	getacl_calls++;
-	if (!shape) {
-		CHECK(0, "GETACL %#x came with a Reply chunk of one segment", xid);
+	big_calls[k]++;
+	if (!chunk || xdr_get32(b + 36) < BIG_REPLY) {
+		big_refused[k]++;
+		big_first_xid[k] = xid;
 		hdr(&w, xid, 4);
-		w32(&w, 2);
+		w32(&w, 2); /* ERR_CHUNK */
 		answered();
 		send_words(&w);
 		return;
 	}
 	uint32_t handle = xdr_get32(b + 32), length = xdr_get32(b + 36);
 	uint64_t offset = xdr_get64(b + 40);
-	if (length < BIG_REPLY) {
-		/* As the Linux server does when a reply does not fit: ERR_CHUNK. */
-		getacl_refused++;
-		getacl_first_xid = xid;
-		hdr(&w, xid, 4);
-		w32(&w, 2);
-		answered();
-		send_words(&w);
-		return;
-	}
-	CHECK(getacl_refused == 1 && xid != getacl_first_xid,
-	      "the GETACL came again under a new XID (%#x after %#x) with a %u-byte Reply chunk",
-	      xid, getacl_first_xid, length);
+	CHECK(xdr_get32(b + 28) == 1 && big_refused[k] == 1 && xid != big_first_xid[k] &&
+		      xdr_get32(b + rpc) == xid,
+	      "program %u: the call came again under a new XID (%#x after %#x) with a "
+	      "%u-byte Reply chunk",
+	      xdr_get32(b + rpc + 12), xid, big_first_xid[k], length);
 	/* The reply: accepted, SUCCESS, then a pattern the client checks. */
-	big = rdma_pool_alloc(rdma_dev_pool(rconn_device(conn)), BIG_REPLY);
+	struct gw_buf *big = rdma_pool_alloc(rdma_dev_pool(rconn_device(conn)), BIG_REPLY);
 	if (!big) {
-		CHECK(0, "a buffer for the GETACL reply");
+		CHECK(0, "a buffer for the big reply");
 		return;
 	}
 	struct words r = { .len = 0 };
@@ -201,10 +200,12 @@ static void getacl(const uint8_t *b, uint32_t len)
 		big->base[i] = (uint8_t)(i * 7 + 3);
 	struct ibv_sge sge = { (uintptr_t)big->base, BIG_REPLY, big->lkey };
 	if (rconn_write(conn, &sge, 1, handle, offset, NULL) != 0) {
-		CHECK(0, "the GETACL reply written into the Reply chunk");
+		CHECK(0, "the big reply written into the Reply chunk");
+		gw_buf_put(big);
 		return;
 	}
-	hdr(&w, xid, 1); /* RDMA_NOMSG */
+	bigs[nbigs++] = big; /* until the connection is gone: its Write completes unsignaled */
+	hdr(&w, xid, 1);     /* RDMA_NOMSG */
 	w32(&w, 0);
 	w32(&w, 0);
 	w32(&w, 1); /* the Reply chunk, with the bytes written */
@@ -213,7 +214,7 @@ static void getacl(const uint8_t *b, uint32_t len)
 	w32(&w, BIG_REPLY);
 	w32(&w, (uint32_t)(offset >> 32));
 	w32(&w, (uint32_t)offset);
-	getacl_answered++;
+	big_answered[k]++;
 	answered();
 	send_words(&w);
 }
@@ -235,9 +236,9 @@ static void on_recv(struct rconn *c, void *owner, struct gw_buf *buf, uint32_t l
 		over_grant++;
 		printf("  call %#x: %u outstanding with %u granted\n", xid, outstanding, granted);
 	}
-	if (len >= 64 && xdr_get32(b + 24) == 1) {
-		/* A Reply chunk is offered: the GETACL. */
-		getacl(b, len);
+	if ((len >= 64 && xdr_get32(b + 24) == 1) || xid == 0x3302) {
+		/* A Reply chunk is offered (GETACL), or the GETATTR without one. */
+		big_reply(b, len);
 		gw_buf_put(buf);
 		return;
 	}
@@ -333,15 +334,18 @@ int main(int argc, char **argv)
 	      "the gateway used the whole grant: %u calls outstanding at most, %d granted",
 	      max_outstanding, GRANT);
 	CHECK(errors_sent == 2, "ERR_VERS and ERR_CHUNK were sent (%u)", errors_sent);
-	CHECK(getacl_calls == 2 && getacl_refused == 1 && getacl_answered == 1,
+	CHECK(big_calls[0] == 2 && big_refused[0] == 1 && big_answered[0] == 1,
 	      "GETACL: refused once for a small Reply chunk, answered on the retry (%u calls)",
-	      getacl_calls);
+	      big_calls[0]);
+	CHECK(big_calls[1] == 2 && big_refused[1] == 1 && big_answered[1] == 1,
+	      "GETATTR: refused once without a Reply chunk, answered on the retry (%u calls)",
+	      big_calls[1]);
 	printf("%u calls served\n", calls);
 	rlistener_destroy(l);
 	if (conn)
 		rconn_destroy(conn);
-	if (big)
-		gw_buf_put(big); /* after the connection: its Write is long done */
+	for (unsigned i = 0; i < nbigs; i++)
+		gw_buf_put(bigs[i]); /* after the connection: their Writes are long done */
 	event_free(hold_timer);
 	rdma_ctx_destroy(ctx);
 	event_base_free(base);
