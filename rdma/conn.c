@@ -455,8 +455,14 @@ static void rconn_dispatch(struct rconn *c, const struct ibv_wc *wc)
 	uintptr_t lo = (uintptr_t)c->recvs;
 	uintptr_t hi = lo + c->params.recv_count * sizeof(*c->recvs);
 	if (id >= lo && id < hi) {
-		if (wc->status != IBV_WC_WR_FLUSH_ERR)
+		if (wc->status != IBV_WC_WR_FLUSH_ERR) {
+			gw_err("rdma: %s: receive failed: %s (vendor error %#x)%s",
+			       rdma_dev_name(c->dev), ibv_wc_status_str(wc->status), wc->vendor_err,
+			       wc->status == IBV_WC_LOC_LEN_ERR
+				       ? ": the peer sent more than its inline threshold allows"
+				       : "");
 			rconn_fail(c, RCONN_CLOSE_TRANSPORT);
+		}
 		recv_complete(c, (struct rconn_recv *)id, wc);
 		return;
 	}

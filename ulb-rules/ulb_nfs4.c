@@ -23,12 +23,43 @@
 #include "ulb-rules/ulb_impl.h"
 
 enum {
+	OP_GETATTR = 9,
 	OP_CREATE_SESSION = 43,
 	OP_DESTROY_SESSION = 44,
 	OP_SEQUENCE = 53,
 	OP_ILLEGAL = 10044,
 	NFS4_OK = 0,
 };
+
+/*
+ * Attributes whose values have no size a rule can estimate: an ACL (as many
+ * ACEs as the file has; dacl and sacl too), fs_locations(_info) (server
+ * names and paths), a security label. A GETATTR that asks for one makes the
+ * reply unbounded (the default bound, a Reply chunk in forward mode): the
+ * Linux server sends a reply that exceeds the inline threshold inline all
+ * the same when no Reply chunk is offered, and the requester's receive
+ * fails (the connection dies, and with it every retransmission).
+ */
+static const uint32_t unbounded_attrs[] = { 12 /* acl */,
+					    24 /* fs_locations */,
+					    58 /* dacl */,
+					    59 /* sacl */,
+					    67 /* fs_locations_info */,
+					    80 /* sec_label */ };
+
+/* Does the bitmap4 at @p (@len bytes, already walked) ask for any of them? */
+static bool bitmap_unbounded(const uint8_t *p, size_t len)
+{
+	uint32_t words = len >= 4 ? xdr_get32(p) : 0;
+
+	for (size_t i = 0; i < sizeof(unbounded_attrs) / sizeof(unbounded_attrs[0]); i++) {
+		uint32_t bit = unbounded_attrs[i];
+		if (bit / 32 < words && 4 + 4 * (size_t)(bit / 32) + 4 <= len &&
+		    (xdr_get32(p + 4 + 4 * (bit / 32)) & (1u << (bit % 32))))
+			return true;
+	}
+	return false;
+}
 
 /* CREATE_SESSION4resok: sessionid, sequence, flags, then the fore channel's
  * headerpadsize, maxrequestsize, maxresponsesize. */
@@ -137,6 +168,8 @@ void ulb_nfs4_parse_call(const struct ulb_version *v, const struct ulb_sessions 
 		if (w->collect)
 			ulb_expect_results(p, w->values, call);
 		body += ulb_bound_eval(&p->reply, w->values, &estimate, &unbounded);
+		if (op == OP_GETATTR && bitmap_unbounded(w->msg + start, w->pos - start))
+			unbounded = true;
 	}
 
 	for (uint8_t i = 0; i < w->n_items; i++) {

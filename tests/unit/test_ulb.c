@@ -573,6 +573,45 @@ static void test_compound_create_symlink(void **state)
 	assert_int_equal(c.n_args, 0);
 }
 
+/*
+ * A GETATTR asking for the ACL (or another attribute without a size) has no
+ * bound but the default; the usual attributes keep the rule's estimate.
+ */
+static void test_compound_getattr_acl_unbounded(void **state)
+{
+	struct xb b;
+	struct ulb_call c;
+
+	compound_hdr(&b, 60, 0, 2);
+	op_putfh(&b);
+	u32(&b, 9); /* GETATTR: type, mode, size, change */
+	u32(&b, 1);
+	u32(&b, 0x0000001a);
+	assert_int_equal(parse(&b, b.len, &c, NULL), ULB_OK);
+	assert_false(c.reply_exact);
+	assert_true(c.reply_max < 4096);
+
+	compound_hdr(&b, 61, 0, 2);
+	op_putfh(&b);
+	u32(&b, 9); /* GETATTR: mode and the ACL (bit 12) */
+	u32(&b, 2);
+	u32(&b, 0x00001000);
+	u32(&b, 0x00000002);
+	assert_int_equal(parse(&b, b.len, &c, NULL), ULB_OK);
+	assert_false(c.reply_exact);
+	assert_int_equal(c.reply_max, DEFAULT_MAX);
+
+	compound_hdr(&b, 62, 0, 2);
+	op_putfh(&b);
+	u32(&b, 9); /* GETATTR: sec_label (bit 80) in the third word */
+	u32(&b, 3);
+	u32(&b, 0);
+	u32(&b, 0);
+	u32(&b, 1u << 16);
+	assert_int_equal(parse(&b, b.len, &c, NULL), ULB_OK);
+	assert_int_equal(c.reply_max, DEFAULT_MAX);
+}
+
 static void test_compound_unknown_op(void **state)
 {
 	struct xb b;
@@ -910,6 +949,7 @@ int main(void)
 		cmocka_unit_test(test_compound_several_reads),
 		cmocka_unit_test(test_compound_read_fails),
 		cmocka_unit_test(test_compound_create_symlink),
+		cmocka_unit_test(test_compound_getattr_acl_unbounded),
 		cmocka_unit_test(test_compound_unknown_op),
 		cmocka_unit_test(test_compound_lying_counts),
 		cmocka_unit_test(test_sessions),
