@@ -3,8 +3,9 @@
 # the gateway over TCP. For NFSv3, 4.0, 4.1 and 4.2, with rsize/wsize 4 KiB and 1 MiB:
 # 64 MiB O_DIRECT write and read with checksums, odd file sizes, a 5,000-entry directory,
 # symlinks (one longer than the inline threshold), rename and setattr, POSIX locks, 8
-# concurrent writers; on NFSv3 a POSIX ACL of 300 entries (NFSACL). Then the gateway's
-# counters must show the traffic, and SIGTERM must drain it cleanly.
+# concurrent writers; on NFSv3 a POSIX ACL of 300 entries (NFSACL), on NFSv4 an ACL of
+# 190 users (a SETATTR longer than the inline threshold: a Position-Zero long call).
+# Then the gateway's counters must show the traffic, and SIGTERM must drain it cleanly.
 set -u
 source "$GW_SRC/tests/e2e/lib/gw-e2e.sh"
 gwvm-net
@@ -36,6 +37,7 @@ for vers in 3 4.0 4.1 4.2; do
         wl_rename_setattr "$d"
         wl_locks "$d"
         [[ $vers == 3 && $size == 4096 ]] && wl_bigacl "$d" 300
+        [[ $vers != 3 && $size == 4096 ]] && wl_nfs4acl "$d" 190
         if [[ $size == 1048576 ]]; then
             wl_bigdir "$d" 5000
             wl_concurrent "$d" 8 8

@@ -38,6 +38,9 @@ if [[ $GWVM_ROLE == host ]]; then
     head -20 "$E2E_WORK/bad-other.tsv"
     reads=$(roce_msgs 'reads > 0'); writes=$(roce_msgs 'writes > 0')
     check "Read chunks ($reads) and Write chunks ($writes) crossed the wire" test "$reads" -gt 0 -a "$writes" -gt 0
+    # The SETATTR of a 190-user NFSv4 ACL has no DDP-eligible item and exceeds 4 KiB.
+    p0=$(roce_msgs 'src == "192.0.2.2" && type == 1 && reads > 0')
+    check "the gateway sent Position-Zero long calls (RDMA_NOMSG with a Read chunk: $p0)" test "$p0" -gt 0
     # The capture is kept for a failed run only (it is a few hundred MB).
     ((E2E_FAILS)) || rm -f "$GW_OUT/roce.pcap"
     e2e_finish
@@ -81,6 +84,7 @@ for vers in 3 4.1 4.2; do
     wl_rename_setattr $d
     [[ $vers != 3 ]] && wl_locks $d
     [[ $vers == 3 ]] && wl_bigacl $d 300
+    [[ $vers != 3 ]] && wl_nfs4acl $d 190
     wl_bigdir $d 1000
     wl_concurrent $d 4 4
     rm -rf $d

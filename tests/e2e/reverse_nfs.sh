@@ -42,6 +42,7 @@ for vers in $VERSIONS; do
         wl_rename_setattr "$d"
         wl_locks "$d"
         [[ $vers == 3 && $size == 4096 ]] && wl_bigacl "$d" 300
+        [[ $vers != 3 && $size == 4096 ]] && wl_nfs4acl "$d" 190
         if [[ $size == 1048576 ]]; then
             wl_bigdir "$d" 5000
             wl_concurrent "$d" 8 8

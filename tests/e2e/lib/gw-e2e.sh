@@ -166,6 +166,46 @@ PY
     rm -f "$f"
 }
 
+# wl_nfs4acl DIR N: an NFSv4 ACL (system.nfs4_acl, on an NFSv4 mount) that allows N
+# users set and read back fresh from the server: every user must be in the ACL it
+# returns. With N = 190 the SETATTR that carries it exceeds a 4 KiB inline threshold
+# with nothing DDP-eligible in it: a long call (a Position-Zero Read chunk); the
+# GETATTR reply is as long.
+wl_nfs4acl() {
+    local f=$1/acl4 n=$2
+    : >"$f"
+    /usr/bin/python3 - "$f" "$n" <<'PY' && ok "an NFSv4 ACL of $n users set and read back" || fail "an NFSv4 ACL of $n users"
+import os, struct, sys
+path, n = sys.argv[1], int(sys.argv[2])
+
+def utf8str(b):
+    return struct.pack(">I", len(b)) + b + b"\0" * (-len(b) % 4)
+
+# ALLOW ACEs: the owner, N users by nine-digit number (the server does not map names), the
+# group and everyone: what a POSIX ACL of N named users looks like to NFSv4.
+users = [str(100000000 + i).encode() for i in range(n)]
+aces = [(0, 0, 0x001F01FF, b"OWNER@")] + [(0, 0, 0x00120089, u) for u in users] + \
+       [(0, 0x40, 0x00120089, b"GROUP@"), (0, 0, 0x00120089, b"EVERYONE@")]
+acl = struct.pack(">I", len(aces)) + \
+    b"".join(struct.pack(">III", t, fl, m) + utf8str(w) for t, fl, m, w in aces)
+os.setxattr(path, "system.nfs4_acl", acl)
+with open("/proc/sys/vm/drop_caches", "w") as dc:
+    dc.write("3")
+got = os.getxattr(path, "system.nfs4_acl")
+count, pos, allowed = struct.unpack(">I", got[:4])[0], 4, set()
+for _ in range(count):
+    t, fl, m, wl = struct.unpack(">IIII", got[pos:pos + 16])
+    who = got[pos + 16:pos + 16 + wl]
+    pos += 16 + wl + (-wl % 4)
+    if t == 0:
+        allowed.add(who)
+missing = [u for u in users if u not in allowed]
+if missing or pos != len(got):
+    sys.exit("%d of %d users missing from the %d ACEs read back" % (len(missing), n, count))
+PY
+    rm -f "$f"
+}
+
 # wl_rename_setattr DIR: rename, chmod, truncate, utimes, seen fresh from the server.
 wl_rename_setattr() {
     local dir=$1
