@@ -54,8 +54,9 @@ static bool bitmap_unbounded(const uint8_t *p, size_t len)
 
 	for (size_t i = 0; i < sizeof(unbounded_attrs) / sizeof(unbounded_attrs[0]); i++) {
 		uint32_t bit = unbounded_attrs[i];
-		if (bit / 32 < words && 4 + 4 * (size_t)(bit / 32) + 4 <= len &&
-		    (xdr_get32(p + 4 + 4 * (bit / 32)) & (1u << (bit % 32))))
+		size_t word = 4 + 4 * (size_t)(bit / 32); /* after the count */
+		if (bit / 32 < words && word + 4 <= len &&
+		    (xdr_get32(p + word) & (1u << (bit % 32))))
 			return true;
 	}
 	return false;
