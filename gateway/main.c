@@ -160,7 +160,6 @@ static int run_gateway(struct gw_main *m)
 			event_base_free(m->base);
 			return 1;
 		}
-		gw_info("statistics on http://%s/metrics and /stats", m->cfg->stats_text);
 	}
 	m->sig_term = evsignal_new(m->base, SIGTERM, on_stop_signal, m);
 	m->sig_int = evsignal_new(m->base, SIGINT, on_stop_signal, m);
