@@ -811,10 +811,6 @@ static void rev_bc_release(struct rev_bcall *b)
 }
 
 /*
- * A backward call that cannot reach the client: the server gets SYSTEM_ERR
- * (RFC 5531) at once, rather than waiting for a reply that will never come.
- */
-/*
  * A message for the upstream found no room in its output: the server has
  * stopped reading (output room is sized for everything it was sent).
  * Rather than lose the message on a live connection, where the server
@@ -832,6 +828,10 @@ static void rev_up_overflow(struct rev_session *s, const char *what, uint32_t xi
 	rev_tcp_closed(s->tcp, &why, s);
 }
 
+/*
+ * A backward call that cannot reach the client: the server gets SYSTEM_ERR
+ * (RFC 5531) at once, rather than waiting for a reply that will never come.
+ */
 static void rev_bc_refuse(struct rev_session *s, uint32_t xid, const char *why)
 {
 	uint8_t msg[REV_RPC_ERR_MAX];
@@ -1792,6 +1792,18 @@ static const struct gw_session_ops rev_session_ops = {
  * before that answer's Send completion reaches the gateway, so slots
  * beyond the credits hold answers whose Sends have not completed yet.
  */
+/* The Write chunks and segments per chunk a client may offer, as the route allows. */
+static uint32_t rev_cap_writes(const struct gw_route *r)
+{
+	return r->max_write_chunks < RPCRDMA_MAX_WRITE_CHUNKS ? r->max_write_chunks
+							      : RPCRDMA_MAX_WRITE_CHUNKS;
+}
+
+static uint32_t rev_cap_segs(const struct gw_route *r)
+{
+	return r->max_chunk_segments < REV_MAX_SEGS ? r->max_chunk_segments : REV_MAX_SEGS;
+}
+
 static uint32_t rev_slots(const struct gw_route *r)
 {
 	return 2 * r->credits;
@@ -1831,10 +1843,7 @@ void gw_reverse_listen_params(const struct gw_route *r, struct rconn_params *p)
 	 * client may offer, and the Send) must fit an empty queue, or it would
 	 * wait for ever and every answer behind it.
 	 */
-	uint32_t segs = r->max_chunk_segments < REV_MAX_SEGS ? r->max_chunk_segments : REV_MAX_SEGS;
-	uint32_t writes = r->max_write_chunks < RPCRDMA_MAX_WRITE_CHUNKS ? r->max_write_chunks
-									 : RPCRDMA_MAX_WRITE_CHUNKS;
-	uint32_t largest = (writes + 1) * segs + 1;
+	uint32_t largest = (rev_cap_writes(r) + 1) * rev_cap_segs(r) + 1;
 	p->send_depth = rev_slots(r) * 3 + REV_MAX_READ_DEPTH + 16;
 	if (p->send_depth < largest + REV_MAX_READ_DEPTH)
 		p->send_depth = largest + REV_MAX_READ_DEPTH;
@@ -1876,9 +1885,8 @@ bool gw_reverse_accept(struct gw_route_rt *route, const struct sockaddr *peer, c
 	struct rev_session *s = calloc(1, sizeof(*s));
 	if (!s)
 		return false;
-	s->cap_writes = r->max_write_chunks < RPCRDMA_MAX_WRITE_CHUNKS ? r->max_write_chunks
-								       : RPCRDMA_MAX_WRITE_CHUNKS;
-	s->cap_segs = r->max_chunk_segments < REV_MAX_SEGS ? r->max_chunk_segments : REV_MAX_SEGS;
+	s->cap_writes = rev_cap_writes(r);
+	s->cap_segs = rev_cap_segs(r);
 	s->ncalls = rev_slots(r);
 	s->room_size = rev_room_size(r, s->cap_writes, s->cap_segs);
 	size_t segs_per_call = (size_t)(s->cap_writes + 1) * s->cap_segs;
