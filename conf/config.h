@@ -115,6 +115,13 @@ struct gw_route {
 	uint32_t queue_limit; /* calls that may wait for a credit, per session */
 	uint32_t connect_timeout_ms;
 	uint32_t idle_timeout_ms; /* 0: never */
+	/* A call unanswered this long resets its session (forward), 0: never. */
+	uint32_t call_timeout_ms;
+	/* Once a record's mark has arrived, the record must be complete within this. */
+	uint32_t record_timeout_ms;
+	uint32_t max_sessions;		   /* sessions on this route at once */
+	uint32_t max_sessions_per_client;  /* sessions from one client address */
+	uint32_t max_session_memory;	   /* bytes of pool buffers one session may hold */
 	enum gw_source_port source_port;
 
 	/* No entries: every client is allowed. */

@@ -25,6 +25,13 @@ static const char *const event_names[GW_EV_KIND_COUNT] = {
 	[GW_EV_BACKWARD_UNDELIVERABLE] = "backward_undeliverable",
 	[GW_EV_NO_BUFFERS] = "no_buffers",
 	[GW_EV_OUTPUT_OVERFLOW] = "output_overflow",
+	[GW_EV_PROTOCOL_VIOLATION] = "protocol_violation",
+	[GW_EV_CALL_TIMEOUT] = "call_timeout",
+	[GW_EV_SESSION_LIMIT] = "session_limit",
+	[GW_EV_CLIENT_SESSION_LIMIT] = "client_session_limit",
+	[GW_EV_RECORD_TIMEOUT] = "record_timeout",
+	[GW_EV_CONNECT_TIMEOUT] = "connect_timeout",
+	[GW_EV_SESSION_MEMORY_LIMIT] = "session_memory_limit",
 };
 
 const char *gw_event_kind_name(enum gw_event_kind kind)

@@ -37,6 +37,13 @@ enum gw_event_kind {
 	GW_EV_BACKWARD_UNDELIVERABLE, /* a backward call that could not be delivered */
 	GW_EV_NO_BUFFERS,	      /* a pool ran dry: the gateway applied back-pressure */
 	GW_EV_OUTPUT_OVERFLOW,	      /* a reply found no room toward its TCP peer: closed */
+	GW_EV_PROTOCOL_VIOLATION,     /* an RDMA peer broke the transport's rules: closed */
+	GW_EV_CALL_TIMEOUT,	      /* a call went unanswered past call_timeout: reset */
+	GW_EV_SESSION_LIMIT,	      /* refused: the route's or the process's sessions full */
+	GW_EV_CLIENT_SESSION_LIMIT,   /* refused: the client address has its sessions */
+	GW_EV_RECORD_TIMEOUT,	      /* a record not finished within record_timeout: closed */
+	GW_EV_CONNECT_TIMEOUT,	      /* an accepted RDMA connection not established in time */
+	GW_EV_SESSION_MEMORY_LIMIT,   /* a session held its buffer cap: reading paused */
 	GW_EV_KIND_COUNT
 };
 

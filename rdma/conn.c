@@ -865,6 +865,11 @@ uint8_t rconn_initiator_depth(const struct rconn *c)
 	return c->initiator_depth;
 }
 
+struct ibv_qp *rconn_qp(const struct rconn *c)
+{
+	return c->state == RCONN_CONNECTED && c->id ? c->id->qp : NULL;
+}
+
 void rconn_get_stats(const struct rconn *c, struct rconn_stats *out)
 {
 	*out = c->stats;

@@ -167,6 +167,12 @@ void rconn_set_owner(struct rconn *c, const struct rconn_ops *ops, void *owner);
 /* RDMA Reads the peer allowed us to have outstanding (its responder resources). */
 uint8_t rconn_initiator_depth(const struct rconn *c);
 void rconn_get_stats(const struct rconn *c, struct rconn_stats *out);
+/*
+ * The queue pair, for test peers that must post what the gateway never
+ * does (RDMA Write With Immediate, a stray Send With Invalidate); NULL
+ * when not connected. The gateway itself posts only through this API.
+ */
+struct ibv_qp *rconn_qp(const struct rconn *c);
 
 /* Send-queue WRs that can be posted now. */
 uint32_t rconn_sq_space(const struct rconn *c);
