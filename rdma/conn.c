@@ -81,6 +81,7 @@ static const char *const close_reason_names[] = {
 	[RCONN_CLOSE_TRANSPORT] = "transport error",
 	[RCONN_CLOSE_DEVICE] = "device removed",
 	[RCONN_CLOSE_RESOURCES] = "out of resources",
+	[RCONN_CLOSE_PROTOCOL] = "protocol violation by the peer",
 };
 
 const char *rconn_close_reason_str(enum rconn_close_reason reason)

@@ -78,6 +78,7 @@ enum rconn_close_reason {
 	RCONN_CLOSE_TRANSPORT,	  /* a completion error: QP in error */
 	RCONN_CLOSE_DEVICE,	  /* device removed */
 	RCONN_CLOSE_RESOURCES,	  /* could not set up queues, buffers, windows */
+	RCONN_CLOSE_PROTOCOL,	  /* the peer broke the transport's rules (see recv) */
 };
 const char *rconn_close_reason_str(enum rconn_close_reason reason);
 
