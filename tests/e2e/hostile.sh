@@ -1,0 +1,242 @@
+# Hostile and careless peers against the default configuration (issue 12), one guest:
+# a flood, connection leaks, and faults under hard-mounted kernel NFS clients.
+#
+# Topology. gwvm-net's veth pair carries Soft-RoCE: the NFS server is 192.0.2.1 (veth0,
+# rxe0), the gateway's RDMA side 192.0.2.2 (veth1, rxe1). The TCP clients of the forward
+# route reach the gateway at 10.9.0.1 on another veth pair (client2_netns): the flood
+# and the connection cycles come from the namespace c2 (10.9.0.2 and 10.9.0.3, two
+# hosts), the kernel NFS client from the guest itself (10.9.0.1, a third address).
+#   route fwd: tcp://10.9.0.1:3049 -> rdma://192.0.2.1:20049 (nfsd over RDMA)
+#   route rev: rdma://192.0.2.2:20050 -> tcp://192.0.2.1:2049 (nfsd over TCP)
+# Neither route sets a limit key: the defaults are under test.
+#
+# 1. Flood. From 10.9.0.3, 50 connections announce a 1,000,000-byte record and send one
+#    byte a second; from 10.9.0.2, 400 connections send nothing. Meanwhile the kernel
+#    client mounts the forward route (NFSv3 and NFSv4.1, hard) and copies 16 MiB in and
+#    out, checksummed. Each host gets max_sessions_per_client (32) sessions; the rest are
+#    refused with a closed connection within a second or so (client_session_limit), and
+#    the tricklers that got in are closed at record_timeout (30 s, record_timeout). The
+#    gateway's RSS and the server's RDMA connections (RC QPs the kernel owns: nfsd's
+#    side of the gateway's sessions) stay bounded by those limits. Without the limits
+#    all 450 connections would be held, each with an RDMA connection at the server and a
+#    1 MiB record buffer for each trickler (issue 12 measured ~860 MB resident).
+# 2. Leaks. TCP connect/close cycles on the forward route (every tenth with an NFS NULL
+#    call answered through the server) and RDMA connect/disconnect cycles on the reverse
+#    route (tests/e2e/progs/rdma_cycles, every tenth with a NULL call). Afterwards no
+#    session is left, registered buffers in use are back to the baseline and RSS grows
+#    by less than RSS_MARGIN_MB. Each forward session opens an RDMA connection to nfsd,
+#    which under emulation (ASan build, TCG) runs at about 5 cycles a second: 10,000
+#    (what issue 12 asks) would take over half an hour, so the count is 500, about what
+#    fits two minutes with the rest of the job inside ~8 minutes. RDMA cycles run at
+#    about 8 a second: 600 (issue 12 asks for 1,000).
+# 3. Faults under hard mounts: a forward mount (kernel client over TCP) and a reverse
+#    mount (kernel client over RDMA) copy at once, each after an fsync'ed write.
+#    a. The RoCE link goes down for 10 s mid-copy: veth0 down. Both rxe devices sit on
+#       this pair and rxe follows its carrier (both ports go DOWN), so every RDMA
+#       connection in the guest stops (tried: an NFS/RDMA write stalls at once), while
+#       the TCP legs (10.9.0.1 on vc1, and the local route to 192.0.2.1, which survives
+#       a link down) keep working: exactly the RoCE side fails, in both modes.
+#    b. The gateway is killed with SIGKILL mid-copy and started again as its systemd
+#       unit (deploy/rpcrdma-gw.service: Restart=on-failure, RestartSec=2) would: the
+#       same binary and configuration after 2 s. The guest has no systemd and no job
+#       runs the unit itself (operations.sh and deploy_softroce.sh start the binary).
+#    Both copies finish with intact checksums and the fsync'ed files are intact.
+set -u
+source "$GW_SRC/tests/e2e/lib/gw-e2e.sh"
+PEERS=$GW_SRC/tests/e2e/lib/hostile_peers.py
+T_START=$(date +%s)
+gwvm-net
+gwvm-nfsd /export
+modprobe nfsv3; modprobe nfsv4; modprobe rpcrdma
+client2_netns
+ip -n c2 addr add 10.9.0.3/24 dev vc2
+
+# ASan keeps freed memory in a quarantine (256 MiB by default) that would fill RSS
+# whatever the gateway does; a small one lets RSS follow what the gateway holds.
+if ldd "$GW_BIN" | grep -q libasan; then
+    export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=4
+    echo "gateway built with ASan (quarantine 4 MiB)"
+fi
+
+cfg=$E2E_WORK/gw.json
+cat >"$cfg" <<JSON
+{ "routes": [ { "name": "fwd", "mode": "forward",
+                "listen": "tcp://10.9.0.1:3049", "upstream": "rdma://192.0.2.1:20049" },
+              { "name": "rev", "mode": "reverse",
+                "listen": "rdma://192.0.2.2:20050", "upstream": "tcp://192.0.2.1:2049" } ],
+  "stats": { "listen": "127.0.0.1:9464" } }
+JSON
+gw_start hostile "$cfg" || e2e_finish
+
+rss_mb() { echo $(($(awk '/^VmRSS:/ {print $2}' /proc/"$GW_PID"/status) / 1024)); }
+# RC QPs the kernel owns on the server's device: nfsd's end of each RDMA connection
+# (the gateway's are user QPs, with a pid).
+server_qps() {
+    rdma -j res show qp 2>/dev/null | /usr/bin/python3 -c '
+import json, sys
+print(sum(1 for q in json.load(sys.stdin) if q.get("type") == "RC" and "pid" not in q))'
+}
+route_jq() { gw_jq "[r for r in s['routes'] if r['name']=='$1'][0]$2"; }
+ev() { route_jq "$1" "['totals']['events']['$2']"; }
+bufs_in_use() { gw_jq "sum(d['buffers_in_use'] for d in s['rdma_devices'])"; }
+sessions() { gw_jq "sum(r['live_sessions'] for r in s['routes'])"; }
+# md5 of a file read back with O_DIRECT (from the server, not the page cache)
+md5_direct() { dd if="$1" bs=1M iflag=direct status=none | md5sum | cut -d' ' -f1; }
+md5() { md5sum <"$1" | cut -d' ' -f1; }
+elapsed() { echo "$(($(date +%s) - T_START)) s"; }
+
+# copy_in_out MNT TAG: 16 MiB in with O_DIRECT, checked on the server and read back.
+copy_in_out() {
+    local m=$1 tag=$2 src want
+    src=$(e2e_source 16); want=$(md5 "$src")
+    if ! timeout -s KILL 120 dd if="$src" of="$m/flood-$tag" bs=1M oflag=direct status=none; then
+        fail "$tag: copy in"; return
+    fi
+    check "$tag: the server's copy is intact" test "$(md5 "/export/flood-$tag")" = "$want"
+    check "$tag: the copy read back through the gateway is intact" \
+        test "$(timeout -s KILL 120 dd if="$m/flood-$tag" bs=1M iflag=direct status=none | md5sum | cut -d' ' -f1)" = "$want"
+    rm -f "$m/flood-$tag"
+}
+
+# ---- 1. flood ------------------------------------------------------------------------
+echo "=== 1. flood ($(elapsed))"
+rss0=$(rss_mb)
+echo "gateway RSS at start: $rss0 MiB; server RC QPs: $(server_qps)"
+( peak_rss=0; peak_qps=0
+  while [[ ! -e $E2E_WORK/flood-done ]]; do
+      r=$(rss_mb); q=$(server_qps)
+      ((r > peak_rss)) && peak_rss=$r; ((q > peak_qps)) && peak_qps=$q
+      echo "$peak_rss $peak_qps" >"$E2E_WORK/peaks"; sleep 0.5
+  done ) &
+sampler=$!
+ip netns exec c2 /usr/bin/python3 "$PEERS" flood 10.9.0.1 3049 10.9.0.2 400 10.9.0.3 50 45 \
+    >"$E2E_WORK/flood.out" 2>&1 &
+flooder=$!
+sleep 8
+echo "during the flood: $(route_jq fwd "['live_sessions']" 2>/dev/null) sessions, RSS $(rss_mb) MiB, server RC QPs $(server_qps)"
+for vers in 3 4.1; do
+    m=/mnt/flood-$vers; mkdir -p $m
+    if [[ $vers == 3 ]]; then exp=10.9.0.1:/export; else exp=10.9.0.1:/; fi
+    if timeout -s KILL 120 mount -t nfs -o vers=$vers,proto=tcp,port=3049,hard $exp $m; then
+        ok "NFSv$vers mounted through the gateway during the flood"
+        copy_in_out $m "NFSv$vers during the flood"
+        umount $m
+    else
+        fail "NFSv$vers mounted through the gateway during the flood"
+    fi
+done
+wait "$flooder"
+touch "$E2E_WORK/flood-done"; wait "$sampler"
+cat "$E2E_WORK/flood.out"
+read -r peak_rss peak_qps <"$E2E_WORK/peaks"
+fj() { tail -1 "$E2E_WORK/flood.out" | /usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
+limit=32   # max_sessions_per_client, default (conf/route.c), not set in $cfg
+check "idle flood: at most $limit connections held ($(fj idle_held))" test "$(fj idle_held)" -le $limit
+check "idle flood: the other $((400 - limit)) closed by the gateway ($(fj idle_refused), slowest after $(fj idle_refused_max_s) s)" \
+    test "$(fj idle_refused)" -ge $((400 - limit))
+check "idle flood: no refused connection left hanging ($(fj idle_late) closed late)" test "$(fj idle_late)" -eq 0
+check "tricklers: those over the limit closed at once ($(fj trickle_refused))" \
+    test "$(fj trickle_refused)" -ge $((50 - limit))
+check "tricklers: those let in closed at the record deadline ($(fj trickle_timed_out), ages $(fj trickle_age_min_s)-$(fj trickle_age_max_s) s)" \
+    test "$(fj trickle_timed_out)" -ge 1 -a "$(fj trickle_open)" -eq 0
+csl=$(ev fwd client_session_limit); rto=$(ev fwd record_timeout); sl=$(ev fwd session_limit)
+echo "events: client_session_limit $csl, session_limit $sl, record_timeout $rto"
+check "stats: refusals counted (client_session_limit + session_limit $((csl + sl)))" \
+    test $((csl + sl)) -ge $(($(fj idle_refused) + $(fj trickle_refused)))
+check "stats: record deadlines counted (record_timeout $rto)" test "$rto" -ge "$(fj trickle_timed_out)"
+# Bound: 2 x 32 sessions held, each with 80 receive buffers of 4 KiB and a record
+# buffer of up to 1 MiB (~1.4 MiB each, ~90 MiB), over the gateway's start-up RSS,
+# with room for ASan's shadow and allocator; 450 held sessions would exceed it.
+check "gateway RSS peaked at $peak_rss MiB (start $rss0 MiB; bound 300 MiB)" test "$peak_rss" -lt 300
+# Bound: one nfsd QP per held session (2 x 32) and a few for the kernel client's mounts.
+check "server RDMA connections peaked at $peak_qps (bound $((2 * limit + 8)), flood 450)" \
+    test "$peak_qps" -le $((2 * limit + 8))
+gw_check_quiet 60
+
+# ---- 2. leaks -----------------------------------------------------------------------
+echo "=== 2. leaks ($(elapsed))"
+RSS_MARGIN_MB=16
+TCP_CYCLES=500    # measured: ~5 cycles/s (each opens an RDMA connection to nfsd)
+RDMA_CYCLES=600   # measured: ~8 cycles/s
+# A warm-up, so that pools and allocator caches are at their working size.
+ip netns exec c2 /usr/bin/python3 "$PEERS" cycles 10.9.0.1 3049 10.9.0.2 50 10 60 >/dev/null
+"$GW_BUILD/tests/rdma_cycles" 192.0.2.2 20050 20 10 >/dev/null
+gw_check_quiet 60
+rss1=$(rss_mb); b1=$(bufs_in_use)
+echo "baseline: RSS $rss1 MiB, $b1 registered buffers in use, $(sessions) sessions"
+out=$(ip netns exec c2 /usr/bin/python3 "$PEERS" cycles 10.9.0.1 3049 10.9.0.2 "$TCP_CYCLES" 10 150)
+echo "TCP cycles: $out"
+tj() { /usr/bin/python3 -c "import json,sys; print(json.loads(sys.argv[1])['$1'])" "$out"; }
+check "$(tj done) of $TCP_CYCLES TCP connect/close cycles done in $(tj seconds) s ($(tj rate)/s)" \
+    test "$(tj done)" -eq "$TCP_CYCLES"
+check "every NULL call among them answered ($(tj answered) of $(tj calls), $(tj retried) retried after a refusal)" \
+    test "$(tj answered)" -eq "$(tj calls)"
+t0=$(date +%s)
+rc=0; "$GW_BUILD/tests/rdma_cycles" 192.0.2.2 20050 "$RDMA_CYCLES" 10 || rc=$?
+check "RDMA connect/disconnect cycles on the reverse route ($(($(date +%s) - t0)) s, status $rc)" test "$rc" -eq 0
+gw_check_quiet 60
+rss2=$(rss_mb); b2=$(bufs_in_use)
+echo "after the cycles: RSS $rss2 MiB (baseline $rss1), $b2 registered buffers in use (baseline $b1)"
+check "registered buffers in use back to the baseline ($b2, baseline $b1)" test "$b2" -eq "$b1"
+check "RSS grew by less than $RSS_MARGIN_MB MiB ($rss1 -> $rss2 MiB)" test $((rss2 - rss1)) -lt $RSS_MARGIN_MB
+
+# ---- 3. faults ----------------------------------------------------------------------
+mf=/mnt/fault-fwd; mr=/mnt/fault-rev; mkdir -p $mf $mr
+mount -t nfs -o vers=3,proto=tcp,port=3049,hard 10.9.0.1:/export $mf || fail "forward mount for the faults"
+mount -t nfs -o vers=3,proto=rdma,port=20050,hard 192.0.2.2:/export $mr || fail "reverse mount for the faults"
+big=$(e2e_source 32); small=$(e2e_source 4)
+
+# fault NAME ACTION: an fsync'ed write on each mount, then both copy 32 MiB while
+# ACTION runs; both copies must finish, intact, and the fsync'ed files too.
+fault() {
+    local name=$1 action=$2 t0 rc_f=0 rc_r=0
+    echo "=== 3. $name ($(elapsed))"
+    dd if="$small" of="$mf/synced-$name-f" bs=1M conv=fsync status=none || fail "$name: fsync'ed write (forward)"
+    dd if="$small" of="$mr/synced-$name-r" bs=1M conv=fsync status=none || fail "$name: fsync'ed write (reverse)"
+    t0=$(date +%s)
+    timeout -s KILL 120 dd if="$big" of="$mf/copy-$name" bs=1M oflag=direct status=none & local cf=$!
+    timeout -s KILL 120 dd if="$big" of="$mr/copy-$name-r" bs=1M oflag=direct status=none & local cr=$!
+    sleep 2
+    $action
+    wait "$cf" || rc_f=$?
+    wait "$cr" || rc_r=$?
+    if ((rc_f || rc_r)); then
+        echo "$name: RDMA connections and CM ids when a copy did not finish:"
+        rdma res show cm_id | head -20; tail -5 "$GW_LOG"
+    fi
+    echo "$name: the copies ended $(($(date +%s) - t0)) s after they started"
+    check "$name: the forward copy finished (status $rc_f)" test "$rc_f" -eq 0
+    check "$name: the reverse copy finished (status $rc_r)" test "$rc_r" -eq 0
+    check "$name: forward copy intact on the server" test "$(md5 "/export/copy-$name")" = "$(md5 "$big")"
+    check "$name: reverse copy intact on the server" test "$(md5 "/export/copy-$name-r")" = "$(md5 "$big")"
+    check "$name: forward copy reads back intact" test "$(md5_direct "$mf/copy-$name")" = "$(md5 "$big")"
+    check "$name: reverse copy reads back intact" test "$(md5_direct "$mr/copy-$name-r")" = "$(md5 "$big")"
+    check "$name: the fsync'ed write before it is intact (forward)" \
+        test "$(md5 "/export/synced-$name-f")" = "$(md5 "$small")"
+    check "$name: the fsync'ed write before it is intact (reverse)" \
+        test "$(md5 "/export/synced-$name-r")" = "$(md5 "$small")"
+    rm -f "$mf/copy-$name" "$mr/copy-$name-r" "$mf/synced-$name-f" "$mr/synced-$name-r"
+}
+
+link_down() {
+    ip link set veth0 down
+    echo "veth0 down: $(rdma link show | awk '{print $2, $4}' | tr '\n' ' ')"
+    sleep 10
+    ip link set veth0 up
+    echo "veth0 up again"
+}
+kill_and_restart() {
+    kill -KILL "$GW_PID"; wait "$GW_PID" 2>/dev/null
+    echo "gateway killed (SIGKILL); restarting after RestartSec=2"
+    mv "$GW_LOG" "$GW_OUT/hostile-before-kill.log"
+    sleep 2
+    gw_start hostile "$cfg"
+}
+fault link-down link_down
+fault sigkill kill_and_restart
+umount $mf; umount $mr
+gw_check_quiet 60
+echo "gateway RSS at the end: $(rss_mb) MiB"
+gw_stop
+echo "job time: $(elapsed)"
+e2e_finish
