@@ -148,6 +148,7 @@ static void route_tcp_config(struct gw_route_rt *rt)
 
 	tcp_conn_config_default(&rt->tcp_cfg);
 	rt->tcp_cfg.max_record = r->max_record_size;
+	rt->tcp_cfg.record_timeout_ms = r->record_timeout_ms;
 	/*
 	 * After a TCP peer stops draining (out_high), the messages already asked
 	 * for keep coming: in forward mode the replies to every call in flight,
