@@ -63,11 +63,9 @@ enum {
  * (which closes the socket, after evhttp's own shutdown already sent FIN).
  */
 struct stats_conn {
-	TAILQ_ENTRY(stats_conn) link;
+	struct stats_conn *next;
 	struct bufferevent *bev;
 };
-
-TAILQ_HEAD(stats_conn_list, stats_conn);
 
 struct gw_stats_http {
 	struct evhttp *http;
@@ -75,7 +73,7 @@ struct gw_stats_http {
 	gw_stats_snapshot_fn snapshot;
 	void *engine;
 	/* Connection cap: at max_conns, the listener is off and refuse_ev closes newcomers. */
-	struct stats_conn_list conns;
+	struct stats_conn *conns;
 	unsigned live_conns;
 	unsigned max_conns;
 	bool full;
@@ -1148,20 +1146,22 @@ static void stats_refuse(evutil_socket_t fd, short what, void *arg)
 static void stats_sweep(evutil_socket_t fd, short what, void *arg)
 {
 	struct gw_stats_http *sh = arg;
-	struct stats_conn *sc, *next;
+	struct stats_conn **pp = &sh->conns;
 
 	(void)fd;
 	(void)what;
-	for (sc = TAILQ_FIRST(&sh->conns); sc; sc = next) {
+	while (*pp) {
+		struct stats_conn *sc = *pp;
 		bufferevent_data_cb rd, wr;
 		bufferevent_event_cb ev;
 		void *evcon = NULL;
 
-		next = TAILQ_NEXT(sc, link);
 		bufferevent_getcb(sc->bev, &rd, &wr, &ev, &evcon);
-		if (evcon)
+		if (evcon) {
+			pp = &sc->next;
 			continue;
-		TAILQ_REMOVE(&sh->conns, sc, link);
+		}
+		*pp = sc->next;
 		bufferevent_decref(sc->bev);
 		free(sc);
 		sh->live_conns--;
@@ -1193,7 +1193,8 @@ static struct bufferevent *stats_conn_new(struct event_base *base, void *arg)
 		return NULL;
 	}
 	bufferevent_incref(sc->bev);
-	TAILQ_INSERT_TAIL(&sh->conns, sc, link);
+	sc->next = sh->conns;
+	sh->conns = sc;
 	sh->live_conns++;
 	/* The connection exists once this returns: hook its close callback then. */
 	event_active(sh->sweep_ev, EV_TIMEOUT, 0);
@@ -1203,9 +1204,7 @@ static struct bufferevent *stats_conn_new(struct event_base *base, void *arg)
 
 static void stats_conns_hook(struct gw_stats_http *sh)
 {
-	struct stats_conn *sc;
-
-	TAILQ_FOREACH (sc, &sh->conns, link) {
+	for (struct stats_conn *sc = sh->conns; sc; sc = sc->next) {
 		bufferevent_data_cb rd, wr;
 		bufferevent_event_cb ev;
 		void *evcon = NULL;
@@ -1251,7 +1250,6 @@ struct gw_stats_http *gw_stats_http_start(struct event_base *base, const struct 
 		goto nomem;
 	sh->snapshot = snapshot;
 	sh->engine = engine;
-	TAILQ_INIT(&sh->conns);
 	sh->max_conns = DEFAULT_MAX_CONNECTIONS;
 	sh->sweep_ev = event_new(base, -1, EV_PERSIST, stats_sweep_and_hook, sh);
 	if (!sh->sweep_ev)
@@ -1302,8 +1300,8 @@ void gw_stats_http_stop(struct gw_stats_http *sh)
 	if (sh->http)
 		evhttp_free(sh->http);
 	/* evhttp has freed every connection: ours are the last references. */
-	while ((sc = TAILQ_FIRST(&sh->conns))) {
-		TAILQ_REMOVE(&sh->conns, sc, link);
+	while ((sc = sh->conns)) {
+		sh->conns = sc->next;
 		bufferevent_decref(sc->bev);
 		free(sc);
 	}
