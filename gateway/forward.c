@@ -1268,6 +1268,8 @@ static void fwd_tcp_closed(struct tcp_conn *tc, const struct tcp_close_info *why
 		gw_warn("forward %s: closing: bad record from the client: %s", s->base.client,
 			rm_error_name(why->record_err));
 		gw_count_event(&s->base, GW_EV_MALFORMED_RECORD);
+	} else if (why->reason == TCP_CLOSE_RECORD_TIMEOUT) {
+		gw_count_event(&s->base, GW_EV_RECORD_TIMEOUT);
 	} else if (why->reason == TCP_CLOSE_ERROR) {
 		gw_info("forward %s: client connection error: %s", s->base.client,
 			strerror(why->err));
