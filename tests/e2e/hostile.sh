@@ -25,10 +25,10 @@
 #    route (tests/e2e/progs/rdma_cycles, every tenth with a NULL call). Afterwards no
 #    session is left, registered buffers in use are back to the baseline and RSS grows
 #    by less than RSS_MARGIN_MB. Each forward session opens an RDMA connection to nfsd,
-#    which under emulation (ASan build, TCG) runs at about 5 cycles a second: 10,000
-#    (what issue 12 asks) would take over half an hour, so the count is 500, about what
-#    fits two minutes with the rest of the job inside ~8 minutes. RDMA cycles run at
-#    about 8 a second: 600 (issue 12 asks for 1,000).
+#    which under emulation (ASan build, TCG) runs at about 14 cycles a second: 10,000
+#    (what issue 12 asks) would take 12 minutes, so the count is 1,500, what fits under
+#    two minutes with the rest of the job inside ~8 minutes. RDMA cycles run at about
+#    11 a second: 1,000, as issue 12 asks.
 # 3. Faults under hard mounts: a forward mount (kernel client over TCP) and a reverse
 #    mount (kernel client over RDMA) copy at once, each after an fsync'ed write.
 #    a. The RoCE link goes down for 10 s mid-copy: veth0 down. Both rxe devices sit on
@@ -41,6 +41,10 @@
 #       same binary and configuration after 2 s. The guest has no systemd and no job
 #       runs the unit itself (operations.sh and deploy_softroce.sh start the binary).
 #    Both copies finish with intact checksums and the fsync'ed files are intact.
+#    (b) runs before (a): after the link-down the Linux 6.1 nfsd was seen to leave new
+#    RDMA connections from the gateway unaccepted (its cm_id stays in CONNECT) for
+#    minutes, which fails the forward half of (a); the job prints the CM ids and nfsd
+#    threads when a copy does not finish.
 set -u
 source "$GW_SRC/tests/e2e/lib/gw-e2e.sh"
 PEERS=$GW_SRC/tests/e2e/lib/hostile_peers.py
@@ -53,7 +57,9 @@ ip -n c2 addr add 10.9.0.3/24 dev vc2
 
 # ASan keeps freed memory in a quarantine (256 MiB by default) that would fill RSS
 # whatever the gateway does; a small one lets RSS follow what the gateway holds.
+asan=0
 if ldd "$GW_BIN" | grep -q libasan; then
+    asan=1
     export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=4
     echo "gateway built with ASan (quarantine 4 MiB)"
 fi
@@ -81,7 +87,7 @@ ev() { route_jq "$1" "['totals']['events']['$2']"; }
 bufs_in_use() { gw_jq "sum(d['buffers_in_use'] for d in s['rdma_devices'])"; }
 sessions() { gw_jq "sum(r['live_sessions'] for r in s['routes'])"; }
 # md5 of a file read back with O_DIRECT (from the server, not the page cache)
-md5_direct() { dd if="$1" bs=1M iflag=direct status=none | md5sum | cut -d' ' -f1; }
+md5_direct() { timeout -s KILL 60 dd if="$1" bs=1M iflag=direct status=none | md5sum | cut -d' ' -f1; }
 md5() { md5sum <"$1" | cut -d' ' -f1; }
 elapsed() { echo "$(($(date +%s) - T_START)) s"; }
 
@@ -145,9 +151,11 @@ check "stats: refusals counted (client_session_limit + session_limit $((csl + sl
     test $((csl + sl)) -ge $(($(fj idle_refused) + $(fj trickle_refused)))
 check "stats: record deadlines counted (record_timeout $rto)" test "$rto" -ge "$(fj trickle_timed_out)"
 # Bound: 2 x 32 sessions held, each with 80 receive buffers of 4 KiB and a record
-# buffer of up to 1 MiB (~1.4 MiB each, ~90 MiB), over the gateway's start-up RSS,
-# with room for ASan's shadow and allocator; 450 held sessions would exceed it.
-check "gateway RSS peaked at $peak_rss MiB (start $rss0 MiB; bound 300 MiB)" test "$peak_rss" -lt 300
+# buffer of up to 1 MiB (~1.4 MiB each, ~90 MiB), over the gateway's start-up RSS;
+# ASan's shadow and redzones about triple that (272 MiB measured). Without the limits
+# the 450 sessions took 1,443 MiB (ASan) here, ~860 MB in issue 12.
+rss_bound=$((asan ? 400 : 300))
+check "gateway RSS peaked at $peak_rss MiB (start $rss0 MiB; bound $rss_bound MiB)" test "$peak_rss" -lt $rss_bound
 # Bound: one nfsd QP per held session (2 x 32) and a few for the kernel client's mounts.
 check "server RDMA connections peaked at $peak_qps (bound $((2 * limit + 8)), flood 450)" \
     test "$peak_qps" -le $((2 * limit + 8))
@@ -156,8 +164,8 @@ gw_check_quiet 60
 # ---- 2. leaks -----------------------------------------------------------------------
 echo "=== 2. leaks ($(elapsed))"
 RSS_MARGIN_MB=16
-TCP_CYCLES=500    # measured: ~5 cycles/s (each opens an RDMA connection to nfsd)
-RDMA_CYCLES=600   # measured: ~8 cycles/s
+TCP_CYCLES=1500   # measured: ~14 cycles/s (each opens an RDMA connection to nfsd)
+RDMA_CYCLES=1000  # measured: ~11 cycles/s
 # A warm-up, so that pools and allocator caches are at their working size.
 ip netns exec c2 /usr/bin/python3 "$PEERS" cycles 10.9.0.1 3049 10.9.0.2 50 10 60 >/dev/null
 "$GW_BUILD/tests/rdma_cycles" 192.0.2.2 20050 20 10 >/dev/null
@@ -201,8 +209,10 @@ fault() {
     wait "$cf" || rc_f=$?
     wait "$cr" || rc_r=$?
     if ((rc_f || rc_r)); then
-        echo "$name: RDMA connections and CM ids when a copy did not finish:"
-        rdma res show cm_id | head -20; tail -5 "$GW_LOG"
+        echo "$name: CM ids and nfsd threads when a copy did not finish:"
+        rdma res show cm_id | grep -v LISTEN | head -20
+        ps -eo pid,stat,wchan:32,comm | grep -E 'nfsd|rpcrdma' | sort -k3 | uniq -c -f2
+        tail -3 "$GW_LOG"
     fi
     echo "$name: the copies ended $(($(date +%s) - t0)) s after they started"
     check "$name: the forward copy finished (status $rc_f)" test "$rc_f" -eq 0
@@ -232,9 +242,12 @@ kill_and_restart() {
     sleep 2
     gw_start hostile "$cfg"
 }
-fault link-down link_down
+# The SIGKILL first: after the link-down the Linux 6.1 nfsd has been seen to stop
+# accepting RDMA connections (see the diagnostics printed when a copy fails).
 fault sigkill kill_and_restart
-umount $mf; umount $mr
+fault link-down link_down
+timeout 30 umount $mf || umount -f -l $mf
+timeout 30 umount $mr || umount -f -l $mr
 gw_check_quiet 60
 echo "gateway RSS at the end: $(rss_mb) MiB"
 gw_stop
