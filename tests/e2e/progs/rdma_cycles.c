@@ -16,8 +16,11 @@
  * Prints one line per failure, then "ok: ..." or "FAIL: ..." with the count of
  * cycles, calls answered and the rate, and exits 0 only when every connect
  * and every call succeeded. A cycle that hangs (a call never answered, a
- * disconnect that never completes) ends the program after 30 s (SIGALRM).
+ * disconnect that never completes) ends the program after 30 s (SIGALRM)
+ * with the cycle and the step it hung at, status 3.
  */
+#include <signal.h>
+
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 
@@ -31,6 +34,22 @@
 #include <arpa/inet.h>
 
 enum { MSG_SIZE = 4096, CALL_WORDS = 17, RDMA_MSG = 0 };
+
+/* Where the current cycle is, for the report of a cycle that hangs. */
+static volatile sig_atomic_t cur_cycle, cur_stage;
+static const char *const stage_names[] = { "connect", "send", "reply", "disconnect" };
+
+static void on_alarm(int sig)
+{
+	char msg[96];
+	int n = snprintf(msg, sizeof(msg), "FAIL: cycle %d hung for 30 s at %s\n", (int)cur_cycle,
+			 stage_names[cur_stage]);
+
+	(void)sig;
+	if (n > 0)
+		(void)!write(STDOUT_FILENO, msg, (size_t)n);
+	_exit(3);
+}
 
 /* RDMA_MSG with three empty lists, then an NFSv3 NULL call with AUTH_NONE. */
 static size_t build_null_call(uint32_t *w, uint32_t xid)
@@ -87,6 +106,7 @@ static int cycle(struct rdma_addrinfo *ai, uint32_t xid, int with_call, int *ans
 			goto out;
 		}
 	}
+	cur_stage = 0;
 	if (rdma_connect(id, &cp)) {
 		perror("rdma_connect");
 		goto out;
@@ -94,11 +114,14 @@ static int cycle(struct rdma_addrinfo *ai, uint32_t xid, int with_call, int *ans
 	if (with_call) {
 		size_t len = build_null_call(sbuf, xid);
 
+		cur_stage = 1;
+
 		if (rdma_post_send(id, NULL, sbuf, len, smr, 0) ||
 		    rdma_get_send_comp(id, &wc) <= 0 || wc.status != IBV_WC_SUCCESS) {
 			fprintf(stderr, "cycle xid %#x: the call was not sent\n", xid);
 			goto disconnect;
 		}
+		cur_stage = 2;
 		if (rdma_get_recv_comp(id, &wc) <= 0 || wc.status != IBV_WC_SUCCESS ||
 		    !null_reply_ok(rbuf, wc.byte_len, xid)) {
 			fprintf(stderr, "cycle xid %#x: no good reply (status %d, %u bytes)\n", xid,
@@ -109,6 +132,7 @@ static int cycle(struct rdma_addrinfo *ai, uint32_t xid, int with_call, int *ans
 	}
 	rc = 0;
 disconnect:
+	cur_stage = 3;
 	rdma_disconnect(id);
 out:
 	if (smr)
@@ -139,10 +163,12 @@ int main(int argc, char **argv)
 		perror("rdma_getaddrinfo");
 		return 2;
 	}
+	signal(SIGALRM, on_alarm);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (int i = 0; i < count; i++) {
 		int with_call = i % every == 0;
 
+		cur_cycle = i;
 		alarm(30);
 		calls += with_call;
 		if (cycle(ai, 0x52000000u + (uint32_t)i, with_call, &answered))
