@@ -29,7 +29,20 @@
  * from its receive until its answer is posted, which is never later than
  * the client can learn of the answer. A client with more calls outstanding
  * than granted has broken the protocol (its next message might find no
- * receive): it is counted and disconnected.
+ * receive): it is counted and disconnected (rev_admit_call()).
+ *
+ * Call slots are another matter: a slot is held until its answer's Send has
+ * completed, and the client may send its next call before the gateway has
+ * seen that completion. A call that finds every slot busy is not the
+ * client's fault: its receive buffer is kept, in arrival order, until a
+ * slot frees (rev_rx_park(), rev_rx_pump()). That costs a pool buffer per
+ * waiting message and no receive (rconn has posted a fresh one already),
+ * and it bounds itself: a client within its credits never has more waiting
+ * than its credits plus its backward replies, the room kept; one that
+ * fills that room has overrun its credits. Slots could instead be sized for
+ * the worst case, but the Sends a slow completion leaves pending are bounded
+ * only by the send queue, and each slot carries a segment array for every
+ * chunk a client may offer.
  *
  * The upstream. One TCP connection per RDMA connection, made when the RDMA
  * connection is established; calls wait until it is up. When it drops (a
@@ -203,6 +216,12 @@ struct rev_bcall {
 	uint64_t t_in;
 };
 
+/* A received message that waits for a call slot. */
+struct rev_rx {
+	struct gw_buf *buf;
+	uint32_t len;
+};
+
 /* One outstanding RDMA Read. */
 struct rev_read_wr {
 	struct rconn_wr wr;
@@ -255,10 +274,15 @@ struct rev_session {
 	uint32_t busy;
 	struct rev_call *free_list;
 	struct xidmap xids;
-	struct rev_queue readq;	  /* pulling Read chunks, in arrival order */
-	struct rev_queue upq;	  /* waiting for the upstream */
-	struct rev_queue sentq;	  /* on the upstream, in the order sent */
-	struct rev_queue sqq;	  /* answers waiting for send-queue room */
+	struct rev_queue readq; /* pulling Read chunks, in arrival order */
+	struct rev_queue upq;	/* waiting for the upstream */
+	struct rev_queue sentq; /* on the upstream, in the order sent */
+	struct rev_queue sqq;	/* answers waiting for send-queue room */
+	struct rev_rx *rxq;	/* received messages waiting for a slot, a ring */
+	uint32_t rxq_cap;	/* credits + backchannel_credits */
+	uint32_t rxq_head;
+	uint32_t rxq_n;
+	bool rx_pumping;
 	struct gw_buf **hdr_bufs; /* registered buffers holding every slot's header room */
 	uint32_t nhdr_bufs;
 	uint32_t room_size;
@@ -290,6 +314,7 @@ static void rev_answer(struct rev_session *s, struct rev_call *c, enum rev_answe
 static void rev_up_connect(struct rev_session *s);
 static void rev_bc_pump(struct rev_session *s);
 static void rev_tcp_closed(struct tcp_conn *tc, const struct tcp_close_info *why, void *arg);
+static void rev_rx_pump(struct rev_session *s);
 
 static struct rev_session *rev_of(struct gw_session *g)
 {
@@ -420,12 +445,16 @@ static void rev_call_post_failed(struct rev_session *s, struct rev_call *c, int 
 
 static void rev_answers_pump(struct rev_session *s);
 
-/* Send-queue room is back: answers, Reads and backward calls that waited for it go now. */
+/*
+ * Send-queue room is back (a completion): answers, Reads and backward calls
+ * that waited for it go now, and received calls that waited for a slot.
+ */
 static void rev_sq_pump(struct rev_session *s)
 {
 	rev_answers_pump(s);
 	rev_reads_pump(s);
 	rev_bc_pump(s);
+	rev_rx_pump(s);
 }
 
 static void rev_send_done(struct rconn_wr *wr, enum ibv_wc_status status)
@@ -1246,6 +1275,25 @@ static void rev_credit_overrun(struct rev_session *s)
 	rev_session_close(s);
 }
 
+/* The message waits for a slot, behind any that wait already. */
+static void rev_rx_park(struct rev_session *s, struct gw_buf *buf, uint32_t len)
+{
+	uint32_t tail = (s->rxq_head + s->rxq_n) % s->rxq_cap;
+
+	s->rxq[tail] = (struct rev_rx){ .buf = buf, .len = len };
+	s->rxq_n++;
+}
+
+static void rev_rx_drop_all(struct rev_session *s)
+{
+	while (s->rxq_n) {
+		gw_buf_put(s->rxq[s->rxq_head].buf);
+		s->rxq[s->rxq_head].buf = NULL;
+		s->rxq_head = (s->rxq_head + 1) % s->rxq_cap;
+		s->rxq_n--;
+	}
+}
+
 /* A message that is neither a call nor to be answered: true when it was dropped. */
 static bool rev_recv_dropped(struct rev_session *s, const struct rpcrdma_hdr *h,
 			     enum rpcrdma_reason r, const uint8_t *buf)
@@ -1270,17 +1318,16 @@ static bool rev_recv_dropped(struct rev_session *s, const struct rpcrdma_hdr *h,
 	return false;
 }
 
-static void rev_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t len,
-		     uint32_t inv_rkey)
+/*
+ * One message from the client, in arrival order. False when it is a call
+ * that must wait for a slot: then nothing was done with it, and it is
+ * offered again when a slot frees.
+ */
+static bool rev_recv_msg(struct rev_session *s, struct gw_buf *buf, uint32_t len)
 {
-	struct rev_session *s = owner;
 	struct rpcrdma_limits lim;
 	struct rpcrdma_hdr h;
 
-	if (s->state != RS_READY) {
-		gw_buf_put(buf);
-		return;
-	}
 	rev_limits(s, &lim);
 	enum rpcrdma_reason r = rpcrdma_hdr_decode(&h, buf->base, len, &lim);
 	/* An inline message: its RPC header must carry the transport header's XID. */
@@ -1292,12 +1339,12 @@ static void rev_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t
 		/* A backward-direction reply (RFC 8167): told by its msg_type. */
 		gw_session_touch(&s->base, gw_now_us());
 		rev_bc_reply(s, buf, &h);
-		return;
+		return true;
 	}
 	/* Draining: no new calls; the client sends them again after it reconnects. */
 	if (s->draining) {
 		gw_buf_put(buf);
-		return;
+		return true;
 	}
 	if (r == RPCRDMA_OK)
 		r = rpcrdma_hdr_check_call(&h);
@@ -1305,17 +1352,22 @@ static void rev_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t
 		r = xr;
 	if (rev_recv_dropped(s, &h, r, buf->base)) {
 		gw_buf_put(buf);
-		return;
+		return true;
 	}
-	GW_COUNT(&s->base, bytes_inline, len);
 
 	/* A call, or a message to answer: it holds a credit until answered. */
-	struct rev_call *c = s->outstanding < s->grant ? rev_call_get(s) : NULL;
-	if (!c) {
+	switch (rev_admit_call(s->outstanding, s->grant, s->ncalls - s->busy)) {
+	case REV_ADMIT_WAIT:
+		return false;
+	case REV_ADMIT_OVERRUN:
 		gw_buf_put(buf);
 		rev_credit_overrun(s);
-		return;
+		return true;
+	case REV_ADMIT_TAKE:
+		break;
 	}
+	GW_COUNT(&s->base, bytes_inline, len);
+	struct rev_call *c = rev_call_get(s);
 	s->outstanding++;
 	c->xid = h.xid;
 	c->t_in = gw_now_us();
@@ -1329,7 +1381,7 @@ static void rev_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t
 			gw_count_event(&s->base, GW_EV_BAD_TRANSPORT_HEADER);
 		gw_buf_put(buf);
 		rev_answer(s, c, act == RPCRDMA_ACT_ERR_VERS ? RA_ERR_VERS : RA_ERR_CHUNK);
-		return;
+		return true;
 	}
 	rev_copy_offer(s, c, &h);
 
@@ -1339,7 +1391,7 @@ static void rev_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t
 		c->msg_off = h.hdr_len;
 		c->msg_len = h.inline_len;
 		rev_call_ready(s, c);
-		return;
+		return true;
 	}
 	uint32_t max = s->base.route->cfg->max_record_size;
 	if (max > rdma_pool_max_size(rev_pool(s)))
@@ -1352,7 +1404,7 @@ static void rev_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t
 		gw_count_event(&s->base, GW_EV_BAD_TRANSPORT_HEADER);
 		gw_buf_put(buf);
 		rev_answer(s, c, RA_ERR_CHUNK);
-		return;
+		return true;
 	}
 	c->rx = buf;
 	c->inl_off = h.hdr_len;
@@ -1361,6 +1413,51 @@ static void rev_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t
 	c->state = RC_READING;
 	rev_enqueue(&s->readq, c);
 	rev_reads_pump(s);
+	return true;
+}
+
+/* Messages that waited for a slot go on, in order, while slots are free. */
+static void rev_rx_pump(struct rev_session *s)
+{
+	if (s->rx_pumping)
+		return;
+	s->rx_pumping = true;
+	while (s->state == RS_READY && s->rxq_n && s->busy < s->ncalls) {
+		struct rev_rx rx = s->rxq[s->rxq_head];
+		/* Off the ring first: a close inside drops what is still on it. */
+		s->rxq[s->rxq_head].buf = NULL;
+		s->rxq_head = (s->rxq_head + 1) % s->rxq_cap;
+		s->rxq_n--;
+		if (!rev_recv_msg(s, rx.buf, rx.len)) {
+			/* Still no slot: back to the front, nothing was done with it. */
+			s->rxq_head = (s->rxq_head + s->rxq_cap - 1) % s->rxq_cap;
+			s->rxq[s->rxq_head] = rx;
+			s->rxq_n++;
+			break;
+		}
+	}
+	s->rx_pumping = false;
+}
+
+static void rev_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t len,
+		     uint32_t inv_rkey)
+{
+	struct rev_session *s = owner;
+
+	if (s->state != RS_READY) {
+		gw_buf_put(buf);
+		return;
+	}
+	if (s->rxq_n == 0 && rev_recv_msg(s, buf, len))
+		return;
+	if (s->rxq_n == s->rxq_cap) {
+		/* More waiting than credits and backward replies allow: see the file's head. */
+		gw_buf_put(buf);
+		rev_credit_overrun(s);
+		return;
+	}
+	rev_rx_park(s, buf, len);
+	rev_rx_pump(s);
 }
 
 /* ---- the upstream ---- */
@@ -1700,6 +1797,7 @@ static void rev_session_close(struct rev_session *s)
 		if (s->rdma && !s->rdma_closed)
 			rconn_close(s->rdma);
 	}
+	rev_rx_drop_all(s);
 	for (uint32_t i = 0; i < s->ncalls; i++) {
 		struct rev_call *c = &s->calls[i];
 		if (c->state != RC_FREE)
@@ -1726,6 +1824,7 @@ static void rev_maybe_free(struct rev_session *s)
 	}
 	event_free(s->retry_timer);
 	xidmap_destroy(&s->xids);
+	free(s->rxq);
 	free(s->bcalls);
 	free(s->hdr_bufs);
 	free(s->segs);
@@ -1787,11 +1886,6 @@ static const struct gw_session_ops rev_session_ops = {
 	.idle = rev_idle,
 };
 
-/*
- * Call slots: the client may send a new call as soon as it has an answer,
- * before that answer's Send completion reaches the gateway, so slots
- * beyond the credits hold answers whose Sends have not completed yet.
- */
 /* The Write chunks and segments per chunk a client may offer, as the route allows. */
 static uint32_t rev_cap_writes(const struct gw_route *r)
 {
@@ -1804,6 +1898,12 @@ static uint32_t rev_cap_segs(const struct gw_route *r)
 	return r->max_chunk_segments < REV_MAX_SEGS ? r->max_chunk_segments : REV_MAX_SEGS;
 }
 
+/*
+ * Call slots: the client may send a new call as soon as it has an answer,
+ * before that answer's Send completion reaches the gateway, so slots
+ * beyond the credits hold answers whose Sends have not completed yet. A
+ * call that still finds none free waits for one (rev_rx_pump()).
+ */
 static uint32_t rev_slots(const struct gw_route *r)
 {
 	return 2 * r->credits;
@@ -1860,6 +1960,7 @@ static void rev_free_unregistered(struct rev_session *s)
 {
 	if (s->retry_timer)
 		event_free(s->retry_timer);
+	free(s->rxq);
 	free(s->bcalls);
 	free(s->hdr_bufs);
 	free(s->segs);
@@ -1895,8 +1996,11 @@ bool gw_reverse_accept(struct gw_route_rt *route, const struct sockaddr *peer, c
 	s->hdr_bufs = calloc(s->ncalls, sizeof(struct gw_buf *));
 	s->nbcalls = r->backchannel_credits;
 	s->bcalls = calloc(s->nbcalls, sizeof(*s->bcalls));
+	/* Every receive the connection keeps posted (gw_reverse_listen_params()). */
+	s->rxq_cap = r->credits + r->backchannel_credits;
+	s->rxq = calloc(s->rxq_cap, sizeof(*s->rxq));
 	s->retry_timer = evtimer_new(gw_engine_base(route->eng), rev_up_retry, s);
-	if (!s->calls || !s->segs || !s->hdr_bufs || !s->bcalls || !s->retry_timer) {
+	if (!s->calls || !s->segs || !s->hdr_bufs || !s->bcalls || !s->rxq || !s->retry_timer) {
 		rev_free_unregistered(s);
 		return false;
 	}
