@@ -53,7 +53,13 @@
  * retransmits after a reconnect, so that an NFS server restart costs the
  * RDMA client a pause and not an I/O error. If the upstream cannot be
  * (re)connected in time, the RDMA connection is closed: the client
- * reconnects and retransmits as after any server restart.
+ * reconnects and retransmits as after any server restart. When the session
+ * ends, the upstream connection gets a normal close (its output flushed,
+ * FIN, the server's FIN awaited within close_timeout), so the server sees a
+ * client leave and not a failure; only a client that broke the rules (a
+ * protocol violation, a credit overrun) or an upstream that did (a bad
+ * record, a call never answered) gets a reset. The session is freed once
+ * that close is over.
  *
  * The backchannel (RFC 8167). A CALL record from the server (an NFSv4.1
  * callback) goes to the client as a backward call: RDMA_MSG, no chunks,
@@ -293,7 +299,8 @@ struct rev_session {
 	struct rdma_pool_waiter pool_waiter;
 	struct ulb_sessions ulb_sessions;
 	bool draining;
-	bool in_close; /* rev_session_close() is running: do not free under it */
+	bool in_close;	     /* rev_session_close() is running: do not free under it */
+	bool reset_upstream; /* a peer misbehaved: the upstream is reset, not closed */
 
 	/* The backchannel. */
 	struct rev_bcall *bcalls;
@@ -307,6 +314,7 @@ struct rev_session {
 };
 
 static void rev_session_close(struct rev_session *s);
+static void rev_session_fail(struct rev_session *s);
 static void rev_maybe_free(struct rev_session *s);
 static void rev_reads_pump(struct rev_session *s);
 static void rev_up_pump(struct rev_session *s);
@@ -1272,7 +1280,7 @@ static void rev_credit_overrun(struct rev_session *s)
 	gw_warn("reverse %s: the client sent more calls than the %u credits granted: closing",
 		s->base.client, s->grant);
 	gw_count_event(&s->base, GW_EV_CREDIT_OVERRUN);
-	rev_session_close(s);
+	rev_session_fail(s);
 }
 
 /* The message waits for a slot, behind any that wait already. */
@@ -1655,6 +1663,13 @@ static void rev_tcp_closed(struct tcp_conn *tc, const struct tcp_close_info *why
 {
 	struct rev_session *s = arg;
 
+	if (s->state == RS_CLOSING) {
+		/* The session's own close of the upstream is over (or failed): the last of it. */
+		tcp_conn_free(tc);
+		s->tcp = NULL;
+		rev_maybe_free(s); /* may free s */
+		return;
+	}
 	tcp_conn_free(s->tcp);
 	s->tcp = NULL;
 	s->up = UP_NONE;
@@ -1665,7 +1680,7 @@ static void rev_tcp_closed(struct tcp_conn *tc, const struct tcp_close_info *why
 		gw_warn("reverse %s: closing: bad record from the upstream: %s", s->base.client,
 			rm_error_name(why->record_err));
 		gw_count_event(&s->base, GW_EV_MALFORMED_RECORD);
-		rev_session_close(s);
+		rev_session_fail(s);
 		return;
 	}
 	gw_info("reverse %s: upstream connection lost (%s%s%s); reconnecting", s->base.client,
@@ -1788,10 +1803,16 @@ static void rev_session_close(struct rev_session *s)
 			tcp_connect_cancel(s->connect);
 			s->connect = NULL;
 		}
-		if (s->tcp) {
-			/* The client is gone or going: its calls' replies have nowhere to go. */
+		if (s->tcp && s->reset_upstream) {
 			tcp_conn_free(s->tcp);
 			s->tcp = NULL;
+		} else if (s->tcp) {
+			/*
+			 * The client is gone or going: its calls' replies have
+			 * nowhere to go, but what was sent goes, and the server
+			 * sees a FIN. The session waits for rev_tcp_closed().
+			 */
+			tcp_conn_close(s->tcp);
 		}
 		s->up = UP_NONE;
 		if (s->rdma && !s->rdma_closed)
@@ -1808,6 +1829,20 @@ static void rev_session_close(struct rev_session *s)
 	rev_maybe_free(s);
 }
 
+/* A peer broke the rules: close, resetting the upstream rather than closing it. */
+static void rev_session_fail(struct rev_session *s)
+{
+	s->reset_upstream = true;
+	rev_session_close(s);
+}
+
+/*
+ * Free the session once nothing refers to it: both connections are gone
+ * (the upstream's close has reported, the RDMA teardown has completed every
+ * work request) and every slot is free. Called wherever one of those
+ * becomes true; the last such call frees it, and nothing after it touches
+ * @s.
+ */
 static void rev_maybe_free(struct rev_session *s)
 {
 	if (s->in_close || s->state != RS_CLOSING || s->tcp || s->connect || !s->rdma_closed ||
