@@ -1759,21 +1759,44 @@ static void rev_established(struct rconn *rc, void *owner, const uint8_t *pdata,
 	rev_up_connect(s);
 }
 
+/* Why the client's connection went, logged and counted: the client's doing or the fabric's. */
+static void rev_rdma_close_reason(struct rev_session *s, enum rconn_close_reason reason)
+{
+	switch (reason) {
+	case RCONN_CLOSE_DISCONNECTED:
+		gw_debug("reverse %s: the client disconnected", s->base.client);
+		return;
+	case RCONN_CLOSE_PROTOCOL:
+		/* rconn closed it: the client posted what no RPC-over-RDMA peer may. */
+		gw_warn("reverse %s: the client broke the transport's rules (%s): closed",
+			s->base.client, rconn_close_reason_str(reason));
+		gw_count_event(&s->base, GW_EV_PROTOCOL_VIOLATION);
+		s->reset_upstream = true;
+		return;
+	case RCONN_CLOSE_TIMEOUT:
+		if (s->state == RS_ACCEPTING) {
+			/* Accepted, never established: it held a session for connect_timeout. */
+			gw_info("reverse %s: the connection was not established within %u ms",
+				s->base.client, s->base.route->cfg->connect_timeout_ms);
+			gw_count_event(&s->base, GW_EV_CONNECT_TIMEOUT);
+			return;
+		}
+		break;
+	default:
+		break;
+	}
+	gw_info("reverse %s: connection lost: %s", s->base.client, rconn_close_reason_str(reason));
+	gw_count_event(&s->base, GW_EV_CONNECTION_LOST);
+}
+
 static void rev_rdma_closed(struct rconn *rc, void *owner, enum rconn_close_reason reason)
 {
 	struct rev_session *s = owner;
 
 	s->rdma = rc;
 	s->rdma_closed = true;
-	if (s->state != RS_CLOSING) {
-		if (reason == RCONN_CLOSE_DISCONNECTED) {
-			gw_debug("reverse %s: the client disconnected", s->base.client);
-		} else {
-			gw_info("reverse %s: connection lost: %s", s->base.client,
-				rconn_close_reason_str(reason));
-			gw_count_event(&s->base, GW_EV_CONNECTION_LOST);
-		}
-	}
+	if (s->state != RS_CLOSING)
+		rev_rdma_close_reason(s, reason);
 	/* The teardown has completed every work request: every slot can go now. */
 	rev_session_close(s);
 }
