@@ -53,7 +53,17 @@
  * retransmits after a reconnect, so that an NFS server restart costs the
  * RDMA client a pause and not an I/O error. If the upstream cannot be
  * (re)connected in time, the RDMA connection is closed: the client
- * reconnects and retransmits as after any server restart. When the session
+ * reconnects and retransmits as after any server restart.
+ *
+ * A call the upstream does not answer within call_timeout is counted
+ * (call_timeout) and the upstream connection is started over, which sends
+ * the calls in flight again, as a TCP client does after a major timeout; a
+ * call that then goes unanswered once more ends the session, and the RDMA
+ * client reconnects and retransmits, as the kernel's client does after
+ * its own timeout. One timer per session watches the oldest call on the
+ * upstream (the sent queue is in the order sent), not a timer per call.
+ *
+ * When the session
  * ends, the upstream connection gets a normal close (its output flushed,
  * FIN, the server's FIN awaited within close_timeout), so the server sees a
  * client leave and not a failure; only a client that broke the rules (a
@@ -193,6 +203,7 @@ struct rev_call {
 	bool read_failed;  /* a Read failed: the connection is going */
 	bool bad_chunks;   /* the Read list does not add up: ERR_CHUNK */
 	bool send_pending;
+	bool timed_out; /* unanswered for call_timeout once: sent again on a new connection */
 };
 
 /*
@@ -268,6 +279,7 @@ struct rev_session {
 	struct tcp_conn *tcp;
 	struct tcp_connect *connect;
 	struct event *retry_timer;
+	struct event *call_timer;  /* the oldest call on the upstream, for call_timeout */
 	uint64_t up_missing_since; /* when the upstream was last found missing */
 	uint32_t backoff_ms;
 	bool up_reached; /* connected at least once */
@@ -320,6 +332,8 @@ static void rev_reads_pump(struct rev_session *s);
 static void rev_up_pump(struct rev_session *s);
 static void rev_answer(struct rev_session *s, struct rev_call *c, enum rev_answer a);
 static void rev_up_connect(struct rev_session *s);
+static void rev_up_restart(struct rev_session *s);
+static void rev_call_timeout(evutil_socket_t fd, short what, void *arg);
 static void rev_bc_pump(struct rev_session *s);
 static void rev_tcp_closed(struct tcp_conn *tc, const struct tcp_close_info *why, void *arg);
 static void rev_rx_pump(struct rev_session *s);
@@ -765,6 +779,20 @@ static void rev_answers_pump(struct rev_session *s)
 
 /* ---- calls to the upstream ---- */
 
+/* Wake up when the oldest call on the upstream reaches call_timeout (0: never). */
+static void rev_call_timer_arm(struct rev_session *s)
+{
+	uint64_t limit_us = (uint64_t)s->base.route->cfg->call_timeout_ms * 1000;
+	const struct rev_call *c = TAILQ_FIRST(&s->sentq.head);
+
+	if (limit_us == 0 || !c || evtimer_pending(s->call_timer, NULL))
+		return;
+	uint64_t now = gw_now_us(), due = c->t_sent + limit_us;
+	uint64_t wait = due > now ? due - now : 0;
+	struct timeval tv = { (time_t)(wait / 1000000), (suseconds_t)(wait % 1000000) };
+	evtimer_add(s->call_timer, &tv);
+}
+
 static bool rev_send_upstream(struct rev_session *s, struct rev_call *c)
 {
 	if (tcp_conn_send_ref(s->tcp, c->msg, c->msg_off, c->msg_len) != 0) {
@@ -776,6 +804,7 @@ static bool rev_send_upstream(struct rev_session *s, struct rev_call *c)
 	c->state = RC_SENT;
 	c->t_sent = gw_now_us();
 	rev_enqueue(&s->sentq, c);
+	rev_call_timer_arm(s);
 	return true;
 }
 
@@ -1687,9 +1716,27 @@ static void rev_tcp_closed(struct tcp_conn *tc, const struct tcp_close_info *why
 		tcp_close_reason_name(why->reason), why->err ? ": " : "",
 		why->err ? strerror(why->err) : "");
 	gw_count_event(&s->base, GW_EV_CONNECTION_LOST);
-	rev_bc_drop_waiting(s);
-	/* The calls in flight go first on the next connection, in their order, XIDs unchanged. */
+	rev_up_restart(s);
+}
+
+/*
+ * The upstream is to start over on a new connection (it was lost, or it
+ * stopped answering): the calls in flight go first on the next one, in
+ * their order, XIDs unchanged.
+ */
+static void rev_up_restart(struct rev_session *s)
+{
 	struct rev_call *c;
+
+	if (s->tcp) {
+		/* A server that stops answering gets a reset: it may not read a FIN either. */
+		tcp_conn_free(s->tcp);
+		s->tcp = NULL;
+	}
+	s->up = UP_NONE;
+	s->out_congested = false;
+	s->tcp_starved = false;
+	rev_bc_drop_waiting(s);
 	while ((c = TAILQ_LAST(&s->sentq.head, rev_callhead)) != NULL) {
 		rev_dequeue(c);
 		rev_requeue_front(s, c);
@@ -1697,6 +1744,39 @@ static void rev_tcp_closed(struct tcp_conn *tc, const struct tcp_close_info *why
 	s->up_missing_since = gw_now_us();
 	s->backoff_ms = REV_BACKOFF_MIN_MS;
 	rev_up_connect(s);
+}
+
+/*
+ * The oldest call on the upstream may have waited call_timeout: the first
+ * time, the upstream starts over and the calls in flight go again; a call
+ * that was sent again for that already ends the session.
+ */
+static void rev_call_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct rev_session *s = arg;
+	uint32_t limit_ms = s->base.route->cfg->call_timeout_ms;
+	struct rev_call *c = TAILQ_FIRST(&s->sentq.head);
+
+	if (s->state != RS_READY || limit_ms == 0 || !c)
+		return;
+	if (gw_now_us() - c->t_sent < (uint64_t)limit_ms * 1000) {
+		rev_call_timer_arm(s); /* answered meanwhile: the next oldest */
+		return;
+	}
+	gw_count_event(&s->base, GW_EV_CALL_TIMEOUT);
+	if (c->timed_out) {
+		gw_warn("reverse %s: xid %#x: no reply from the upstream within %u ms, twice: "
+			"closing the client's connection (it retransmits after reconnecting)",
+			s->base.client, c->xid, limit_ms);
+		rev_session_fail(s);
+		return;
+	}
+	gw_warn("reverse %s: xid %#x: no reply from the upstream within %u ms: a new upstream "
+		"connection, %u calls in flight go again",
+		s->base.client, c->xid, limit_ms, s->sentq.n);
+	TAILQ_FOREACH (c, &s->sentq.head, link)
+		c->timed_out = true;
+	rev_up_restart(s);
 }
 
 static const struct tcp_conn_ops rev_tcp_ops = {
@@ -1822,6 +1902,8 @@ static void rev_session_close(struct rev_session *s)
 		s->state = RS_CLOSING;
 		if (s->retry_timer)
 			evtimer_del(s->retry_timer);
+		if (s->call_timer)
+			evtimer_del(s->call_timer);
 		if (s->connect) {
 			tcp_connect_cancel(s->connect);
 			s->connect = NULL;
@@ -1881,6 +1963,7 @@ static void rev_maybe_free(struct rev_session *s)
 		rconn_destroy(s->rdma);
 	}
 	event_free(s->retry_timer);
+	event_free(s->call_timer);
 	xidmap_destroy(&s->xids);
 	free(s->rxq);
 	free(s->bcalls);
@@ -2018,6 +2101,8 @@ static void rev_free_unregistered(struct rev_session *s)
 {
 	if (s->retry_timer)
 		event_free(s->retry_timer);
+	if (s->call_timer)
+		event_free(s->call_timer);
 	free(s->rxq);
 	free(s->bcalls);
 	free(s->hdr_bufs);
@@ -2058,7 +2143,9 @@ bool gw_reverse_accept(struct gw_route_rt *route, const struct sockaddr *peer, c
 	s->rxq_cap = r->credits + r->backchannel_credits;
 	s->rxq = calloc(s->rxq_cap, sizeof(*s->rxq));
 	s->retry_timer = evtimer_new(gw_engine_base(route->eng), rev_up_retry, s);
-	if (!s->calls || !s->segs || !s->hdr_bufs || !s->bcalls || !s->rxq || !s->retry_timer) {
+	s->call_timer = evtimer_new(gw_engine_base(route->eng), rev_call_timeout, s);
+	if (!s->calls || !s->segs || !s->hdr_bufs || !s->bcalls || !s->rxq || !s->retry_timer ||
+	    !s->call_timer) {
 		rev_free_unregistered(s);
 		return false;
 	}
