@@ -88,6 +88,7 @@
  * Reads and its answer's Send have completed, or the connection's teardown
  * has flushed them.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +128,11 @@ enum {
 	REV_BACKOFF_MIN_MS = 100,
 	REV_BACKOFF_MAX_MS = 2000,
 };
+
+/* A slot's fixed arrays hold what the decoder and the ULB may hand over. */
+static_assert(REV_MAX_READ_DEPTH <= UINT8_MAX, "initiator depth is a CM byte");
+static_assert(ULB_MAX_ITEMS <= UINT8_MAX, "a slot counts its items in a byte");
+static_assert(REV_MAX_SGE >= 2, "a Send is the header and at least one piece");
 
 enum rev_call_state {
 	RC_FREE,
@@ -619,7 +625,7 @@ static int rev_post_write_chunks(struct rev_session *s, struct rev_call *c,
 		unsigned n = rev_chunk_steps(&c->wdesc[k], plan->write_used[k], steps);
 		for (unsigned i = 0; i < n; i++) {
 			struct ibv_sge sge = {
-				.addr = (uintptr_t)(msg + plan->write_off[k] +
+				.addr = (uintptr_t)(msg + (uint64_t)plan->write_off[k] +
 						    steps[i].local_offset),
 				.length = steps[i].len,
 				.lkey = c->reply->lkey,
@@ -1196,11 +1202,24 @@ static bool rev_read_prepare(struct rev_session *s, struct rev_call *c)
 		uint32_t run;
 		for (uint32_t off = 0; off < l->base_len; off += run) {
 			uint32_t dst = rev_layout_map(l, off, &run);
+			/* The layout says so; checked anyway, as every peer-made offset. */
+			if (run == 0 || (uint64_t)dst + run > l->total_len ||
+			    (uint64_t)c->inl_off + off + run > c->rx->size) {
+				c->bad_chunks = true;
+				return true;
+			}
 			memcpy(m->base + dst, inl + off, run);
 		}
 	}
-	for (uint32_t i = 0; i < l->ninserts; i++)
-		memset(m->base + l->ins[i].position + l->ins[i].len, 0, xdr_pad(l->ins[i].len));
+	for (uint32_t i = 0; i < l->ninserts; i++) {
+		uint64_t pad_at = (uint64_t)l->ins[i].position + l->ins[i].len;
+		uint32_t pad = xdr_pad(l->ins[i].len);
+		if (pad_at + pad > l->total_len) {
+			c->bad_chunks = true;
+			return true;
+		}
+		memset(m->base + pad_at, 0, pad);
+	}
 	return true;
 }
 
@@ -1259,7 +1278,9 @@ static void rev_reads_pump(struct rev_session *s)
 	while (s->state == RS_READY && (c = TAILQ_FIRST(&s->readq.head)) != NULL) {
 		if (!c->msg && !rev_read_prepare(s, c))
 			return;
-		int r = rev_read_post(s, c);
+		int r = c->bad_chunks ? 1 : rev_read_post(s, c);
+		if (c->bad_chunks)
+			c->reads_posted = true;
 		if (r == 0)
 			return;
 		rev_dequeue(c);
@@ -1277,21 +1298,33 @@ static void rev_reads_pump(struct rev_session *s)
 }
 
 /* Keep the Write list and Reply chunk the client offered: the receive buffer goes early. */
-static void rev_copy_offer(struct rev_session *s, struct rev_call *c, const struct rpcrdma_hdr *h)
+/*
+ * The decoder held the offer to rev_limits(); the slot's arrays are sized
+ * by the same caps, and checked here again rather than trusted: false when
+ * the offer does not fit them.
+ */
+static bool rev_copy_offer(struct rev_session *s, struct rev_call *c, const struct rpcrdma_hdr *h)
 {
 	struct rpcrdma_seg *seg = c->segs;
 
+	if (h->nwrites > s->cap_writes)
+		return false;
 	c->nwrites = h->nwrites;
 	for (uint32_t k = 0; k < h->nwrites; k++) {
+		if (h->write[k].nsegs > s->cap_segs)
+			return false;
 		uint32_t n = rpcrdma_chunk_copy(&h->write[k], seg, s->cap_segs);
 		c->wdesc[k] = (struct rpcrdma_chunk_desc){ .nsegs = n, .segs = seg };
 		seg += n;
 	}
 	c->has_reply_chunk = h->has_reply;
 	if (h->has_reply) {
+		if (h->reply.nsegs > s->cap_segs)
+			return false;
 		uint32_t n = rpcrdma_chunk_copy(&h->reply, seg, s->cap_segs);
 		c->rdesc = (struct rpcrdma_chunk_desc){ .nsegs = n, .segs = seg };
 	}
+	return true;
 }
 
 /* The decoder's limits: the route's, within what this session's slots can hold. */
@@ -1365,6 +1398,16 @@ static bool rev_recv_msg(struct rev_session *s, struct gw_buf *buf, uint32_t len
 	struct rpcrdma_limits lim;
 	struct rpcrdma_hdr h;
 
+	if (len > buf->size) {
+		/* rconn refuses such a receive; checked again before a byte of it is read. */
+		gw_warn("reverse %s: a %u-byte message in a %u-byte receive buffer: closing",
+			s->base.client, len, buf->size);
+		gw_count_event(&s->base, GW_EV_PROTOCOL_VIOLATION);
+		gw_buf_put(buf);
+		rev_session_fail(s);
+		return true;
+	}
+
 	rev_limits(s, &lim);
 	enum rpcrdma_reason r = rpcrdma_hdr_decode(&h, buf->base, len, &lim);
 	/* An inline message: its RPC header must carry the transport header's XID. */
@@ -1420,7 +1463,17 @@ static bool rev_recv_msg(struct rev_session *s, struct gw_buf *buf, uint32_t len
 		rev_answer(s, c, act == RPCRDMA_ACT_ERR_VERS ? RA_ERR_VERS : RA_ERR_CHUNK);
 		return true;
 	}
-	rev_copy_offer(s, c, &h);
+	if (!rev_copy_offer(s, c, &h)) {
+		gw_warn("reverse %s: xid %#x: more chunks or segments offered than the slot "
+			"holds: ERR_CHUNK",
+			s->base.client, h.xid);
+		gw_count_event(&s->base, GW_EV_BAD_TRANSPORT_HEADER);
+		c->nwrites = 0;
+		c->has_reply_chunk = false;
+		gw_buf_put(buf);
+		rev_answer(s, c, RA_ERR_CHUNK);
+		return true;
+	}
 
 	if (h.nreads == 0) {
 		/* An inline call: it goes upstream from the receive buffer itself. */
@@ -1511,7 +1564,7 @@ static void rev_find_items(struct rev_session *s, struct rev_call *c)
 		return;
 	enum ulb_reply_status st = ulb_parse_reply(
 		&c->ulb, &s->ulb_sessions, c->reply->base + c->reply_off, c->reply_len, 0, &rep);
-	if (st != ULB_REPLY_OK && st != ULB_REPLY_STOPPED)
+	if ((st != ULB_REPLY_OK && st != ULB_REPLY_STOPPED) || rep.n_items > ULB_MAX_ITEMS)
 		return;
 	c->nitems = rep.n_items;
 	memcpy(c->items, rep.items, sizeof(rep.items[0]) * rep.n_items);
@@ -1535,7 +1588,7 @@ static void rev_tcp_record(struct tcp_conn *tc, struct gw_buf *buf, uint32_t off
 		return;
 	}
 	uint32_t i = xidmap_find(&s->xids, xid);
-	if (i == XIDMAP_NONE || s->calls[i].state != RC_SENT) {
+	if (i == XIDMAP_NONE || i >= s->ncalls || s->calls[i].state != RC_SENT) {
 		gw_count_event(&s->base, GW_EV_UNMATCHED_REPLY);
 		gw_buf_put(buf);
 		return;
@@ -1804,6 +1857,12 @@ static void rev_established(struct rconn *rc, void *owner, const uint8_t *pdata,
 
 	/* Header room for every slot, in as few registered buffers as the pool allows. */
 	uint32_t per_buf = rdma_pool_max_size(rev_pool(s)) / s->room_size;
+	if (per_buf == 0) {
+		gw_err("reverse %s: the pool's largest buffer holds no header room",
+		       s->base.client);
+		rev_session_close(s);
+		return;
+	}
 	for (uint32_t i = 0; i < s->ncalls; i++) {
 		uint32_t b = i / per_buf, k = i % per_buf;
 		if (k == 0) {
