@@ -2066,9 +2066,24 @@ static void rev_drain(struct gw_session *g)
 		rev_session_close(s);
 }
 
+/*
+ * Close now. An idle session's upstream gets the normal close; when the
+ * process is leaving (its drain ran out of time, or a second signal), the
+ * engine does not wait for servers' FINs, so the upstream is reset, even
+ * one whose normal close is under way.
+ */
 static void rev_shutdown(struct gw_session *g)
 {
-	rev_session_close(rev_of(g));
+	struct rev_session *s = rev_of(g);
+
+	if (s->base.route->draining) {
+		s->reset_upstream = true;
+		if (s->state == RS_CLOSING && s->tcp) {
+			tcp_conn_free(s->tcp);
+			s->tcp = NULL;
+		}
+	}
+	rev_session_close(s); /* may free s */
 }
 
 static bool rev_idle(const struct gw_session *g)
