@@ -34,7 +34,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <event2/event.h>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -166,7 +169,8 @@ struct fwd_session {
 	int fd; /* the accepted socket until the TCP side is set up, else -1 */
 	struct tcp_conn *tcp;
 	struct rconn *rdma;
-	bool rdma_closed; /* ops->closed has run, or connect never started */
+	bool rdma_closed;	/* ops->closed has run, or connect never started */
+	struct event *first_ev; /* waiting for the client's first bytes */
 
 	struct rpcrdma_privdata own_pd;
 	struct rpcrdma_privdata peer_pd;
@@ -1518,6 +1522,8 @@ static void fwd_session_close(struct fwd_session *s)
 			fwd_call_put(c);
 		}
 		fwd_bcalls_abandon(s);
+		if (s->first_ev)
+			event_del(s->first_ev);
 		if (s->tcp)
 			tcp_conn_close(s->tcp);
 		if (s->fd >= 0) {
@@ -1553,6 +1559,8 @@ static void fwd_maybe_free(struct fwd_session *s)
 		rconn_destroy(s->rdma);
 		s->rdma = NULL;
 	}
+	if (s->first_ev)
+		event_free(s->first_ev);
 	xidmap_destroy(&s->xids);
 	free(s->calls);
 	free(s->bcalls);
@@ -1693,6 +1701,90 @@ static struct rconn_params fwd_rdma_params(const struct gw_route *r, struct rpcr
 	return p;
 }
 
+/* The call slots and backward-call state, when the session starts relaying. */
+static int fwd_alloc_slots(struct fwd_session *s, const struct gw_route *r)
+{
+	uint32_t ncalls = r->credits + r->queue_limit;
+
+	s->calls = calloc(ncalls, sizeof(*s->calls));
+	s->bcalls = calloc(r->backchannel_credits, sizeof(*s->bcalls));
+	s->refusals = calloc(r->backchannel_credits, sizeof(*s->refusals));
+	if (!s->calls || !s->bcalls || !s->refusals || xidmap_init(&s->xids, ncalls) != 0)
+		return -ENOMEM; /* fwd_maybe_free() frees what was had */
+	s->ncalls = ncalls;
+	s->nbcalls = r->backchannel_credits;
+	for (uint32_t i = 0; i < s->nbcalls; i++)
+		s->bcalls[i].s = s;
+	for (uint32_t i = s->ncalls; i-- > 0;) {
+		s->calls[i].s = s;
+		s->calls[i].index = i;
+		s->calls[i].next_free = s->free_list;
+		s->free_list = &s->calls[i];
+	}
+	return 0;
+}
+
+static void fwd_connect_upstream(struct fwd_session *s)
+{
+	struct gw_route_rt *route = s->base.route;
+	const struct gw_route *r = route->cfg;
+
+	if (fwd_alloc_slots(s, r) != 0) {
+		gw_err("forward %s: out of memory for the session", s->base.client);
+		fwd_session_close(s);
+		return;
+	}
+	struct rconn_params params = fwd_rdma_params(r, &s->own_pd);
+	s->rdma_closed = false;
+	s->rdma = rconn_connect(gw_engine_rdma(route->eng),
+				(const struct sockaddr *)&r->upstream.addr, NULL, &params,
+				&fwd_rdma_ops, s);
+	if (!s->rdma) {
+		gw_count_event(&s->base, GW_EV_UPSTREAM_FAILURE);
+		s->rdma_closed = true;
+		fwd_session_close(s);
+	}
+}
+
+static struct timeval fwd_ms_tv(uint32_t ms)
+{
+	return (struct timeval){ ms / 1000, (suseconds_t)(ms % 1000) * 1000 };
+}
+
+/*
+ * The client's first bytes are waited for before anything else is taken:
+ * a connection that sends nothing (a port scan, an idle flood) costs a
+ * socket and the session's small struct, never a connection at the server,
+ * a reserved port or call slots, and it is closed after record_timeout,
+ * as a record begun and not finished would be. An RPC client sends its
+ * first call as soon as it has connected.
+ */
+static void fwd_first_bytes(evutil_socket_t fd, short what, void *arg)
+{
+	struct fwd_session *s = arg;
+	uint8_t b;
+
+	if (what & EV_TIMEOUT) {
+		gw_info("forward %s: the client sent nothing for %u ms: closing", s->base.client,
+			s->base.route->cfg->record_timeout_ms);
+		gw_count_event(&s->base, GW_EV_RECORD_TIMEOUT);
+		fwd_session_close(s);
+		return;
+	}
+	ssize_t n = recv(fd, &b, 1, MSG_PEEK);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+		struct timeval tv = fwd_ms_tv(s->base.route->cfg->record_timeout_ms);
+		event_add(s->first_ev, &tv);
+		return;
+	}
+	if (n <= 0) {
+		gw_debug("forward %s: the client left before sending anything", s->base.client);
+		fwd_session_close(s);
+		return;
+	}
+	fwd_connect_upstream(s);
+}
+
 void gw_forward_accept(struct gw_route_rt *route, int fd, const struct sockaddr *peer)
 {
 	const struct gw_route *r = route->cfg;
@@ -1702,27 +1794,6 @@ void gw_forward_accept(struct gw_route_rt *route, int fd, const struct sockaddr 
 		close(fd);
 		return;
 	}
-	s->ncalls = r->credits + r->queue_limit;
-	s->calls = calloc(s->ncalls, sizeof(*s->calls));
-	s->nbcalls = r->backchannel_credits;
-	s->bcalls = calloc(s->nbcalls, sizeof(*s->bcalls));
-	s->refusals = calloc(s->nbcalls, sizeof(*s->refusals));
-	if (!s->calls || !s->bcalls || !s->refusals || xidmap_init(&s->xids, s->ncalls) != 0) {
-		free(s->calls);
-		free(s->bcalls);
-		free(s->refusals);
-		free(s);
-		close(fd);
-		return;
-	}
-	for (uint32_t i = 0; i < s->nbcalls; i++)
-		s->bcalls[i].s = s;
-	for (uint32_t i = s->ncalls; i-- > 0;) {
-		s->calls[i].s = s;
-		s->calls[i].index = i;
-		s->calls[i].next_free = s->free_list;
-		s->free_list = &s->calls[i];
-	}
 	TAILQ_INIT(&s->queue);
 	s->granted = 1; /* until the first reply (RFC 8166) */
 	s->next_retry_xid = (uint32_t)gw_now_us() ^ 0x5a5a0000u;
@@ -1731,15 +1802,14 @@ void gw_forward_accept(struct gw_route_rt *route, int fd, const struct sockaddr 
 	rpcrdma_privdata_decode(NULL, 0, &s->peer_pd);
 	s->state = FS_CONNECTING;
 	s->fd = fd;
+	s->rdma_closed = true; /* no connection is started until the client speaks */
 	gw_session_register(route, &s->base, &fwd_session_ops, peer);
 
-	struct rconn_params params = fwd_rdma_params(r, &s->own_pd);
-	s->rdma = rconn_connect(gw_engine_rdma(route->eng),
-				(const struct sockaddr *)&r->upstream.addr, NULL, &params,
-				&fwd_rdma_ops, s);
-	if (!s->rdma) {
-		gw_count_event(&s->base, GW_EV_UPSTREAM_FAILURE);
-		s->rdma_closed = true;
+	s->first_ev = event_new(gw_engine_base(route->eng), fd, EV_READ, fwd_first_bytes, s);
+	struct timeval tv = fwd_ms_tv(r->record_timeout_ms);
+	if (!s->first_ev || event_add(s->first_ev, &tv) != 0) {
+		gw_err("forward %s: cannot wait for the client: %s", s->base.client,
+		       strerror(errno));
 		fwd_session_close(s);
 	}
 }
