@@ -62,6 +62,9 @@ _Static_assert(ULB_MAX_ITEMS <= 32, "result_opaque and the moved mask are 32-bit
 /* Transport header room: fixed part and three lists with every chunk we may offer. */
 enum { FWD_HDR_MAX = 1024 };
 
+/* Backward calls waiting for their SYSTEM_ERR answer, per session; beyond, dropped. */
+enum { FWD_REFUSE_QUEUE = 64 };
+
 /* The least Reply chunk offered to an estimated reply of a call that must not be retried. */
 enum { FWD_UNSAFE_REPLY_MIN = 16384 };
 
@@ -199,6 +202,9 @@ struct fwd_session {
 	uint32_t bc_busy;
 	struct fwd_bc_refusal *refusals; /* nbcalls of them */
 	uint32_t refusals_busy;
+	/* XIDs waiting for a refusal slot, oldest first. */
+	uint32_t refuse_ring[FWD_REFUSE_QUEUE];
+	uint32_t refuse_head, refuse_count;
 
 	uint64_t mem_held; /* pool bytes held by calls, against max_session_memory */
 	bool mem_paused;   /* reading paused for max_session_memory */
@@ -1041,6 +1047,8 @@ static void fwd_bcall_send_done(struct rconn_wr *wr, enum ibv_wc_status status)
 	fwd_bcall_release(b);
 }
 
+static bool fwd_refusal_send(struct fwd_session *s, uint32_t xid);
+
 static void fwd_refusal_done(struct rconn_wr *wr, enum ibv_wc_status status)
 {
 	struct fwd_bc_refusal *f =
@@ -1050,17 +1058,19 @@ static void fwd_refusal_done(struct rconn_wr *wr, enum ibv_wc_status status)
 	gw_buf_put(f->buf);
 	f->buf = NULL;
 	s->refusals_busy--;
+	/* The next waiting answer takes the slot, unless the connection is going. */
+	while (s->refuse_count && status == IBV_WC_SUCCESS && s->state == FS_READY) {
+		uint32_t xid = s->refuse_ring[s->refuse_head];
+		s->refuse_head = (s->refuse_head + 1) % FWD_REFUSE_QUEUE;
+		s->refuse_count--;
+		if (fwd_refusal_send(s, xid))
+			break;
+	}
 	fwd_maybe_free(s);
 }
 
-/*
- * Answer a backward call that the client will not get with an RPC
- * SYSTEM_ERR reply, inline (RFC 8167), so that the server's callback fails
- * at once rather than at its own timeout. Bounded: at most as many answers
- * in flight as backward credits; a server that floods beyond that has its
- * calls dropped (counted by the caller).
- */
-static bool fwd_backward_refuse(struct fwd_session *s, uint32_t xid)
+/* Post one SYSTEM_ERR answer from a free refusal slot; false when none is free or it failed. */
+static bool fwd_refusal_send(struct fwd_session *s, uint32_t xid)
 {
 	struct fwd_bc_refusal *f = NULL;
 
@@ -1093,6 +1103,25 @@ static bool fwd_backward_refuse(struct fwd_session *s, uint32_t xid)
 	}
 	s->refusals_busy++;
 	GW_COUNT(&s->base, bytes_inline, (uint64_t)hlen + rlen);
+	return true;
+}
+
+/*
+ * Answer a backward call that the client will not get with an RPC
+ * SYSTEM_ERR reply, inline (RFC 8167), so that the server's callback fails
+ * at once rather than at its own timeout. Bounded: as many answers in
+ * flight as backward credits and FWD_REFUSE_QUEUE more waiting for them; a
+ * server that floods beyond that has its calls dropped. False when dropped.
+ */
+static bool fwd_backward_refuse(struct fwd_session *s, uint32_t xid)
+{
+	if (s->refuse_count == 0 && fwd_refusal_send(s, xid))
+		return true;
+	/* Waiting needs an answer in flight, whose completion sends the next. */
+	if (s->refuse_count == FWD_REFUSE_QUEUE || s->rdma_closed || s->refusals_busy == 0)
+		return false;
+	s->refuse_ring[(s->refuse_head + s->refuse_count) % FWD_REFUSE_QUEUE] = xid;
+	s->refuse_count++;
 	return true;
 }
 
