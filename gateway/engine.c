@@ -321,9 +321,10 @@ struct gw_engine *gw_engine_start(struct event_base *base, const struct gw_confi
 }
 
 /*
- * Close sessions that carried nothing for their route's idle_timeout. One
- * sweep a second over every session costs less than a timer per session
- * re-armed on every call.
+ * Once a second: let each session end what waited too long (its calls'
+ * timeouts), and close sessions that carried nothing for their route's
+ * idle_timeout. One sweep a second over every session costs less than a
+ * timer per session (or per call) re-armed on every call.
  */
 static void engine_sweep(evutil_socket_t fd, short what, void *arg)
 {
@@ -333,12 +334,12 @@ static void engine_sweep(evutil_socket_t fd, short what, void *arg)
 	for (size_t i = 0; i < eng->nroutes; i++) {
 		struct gw_route_rt *rt = &eng->routes[i];
 		uint64_t limit_us = (uint64_t)rt->cfg->idle_timeout_ms * 1000;
-		if (!limit_us)
-			continue;
 		struct gw_session *s, *next;
 		for (s = TAILQ_FIRST(&rt->sessions); s; s = next) {
 			next = TAILQ_NEXT(s, link);
-			if (now - s->active_us >= limit_us && s->ops->idle(s)) {
+			if (s->ops->sweep && s->ops->sweep(s, now))
+				continue; /* closed, perhaps freed */
+			if (limit_us && now - s->active_us >= limit_us && s->ops->idle(s)) {
 				gw_info("%s: session %llu from %s idle for %llu s: closing",
 					rt->cfg->name, (unsigned long long)s->id, s->client,
 					(unsigned long long)((now - s->active_us) / 1000000));

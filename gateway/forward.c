@@ -52,6 +52,9 @@
 
 /* Exposures per call: Read chunks for the call's items, Write chunks, a Reply chunk. */
 enum { FWD_MAX_EXPOSE = 2 * ULB_MAX_ITEMS + 2, FWD_MAX_SGE = ULB_MAX_ITEMS + 3 };
+_Static_assert((int)FWD_MAX_EXPOSE <= (int)RCONN_FENCE_MAX,
+	       "one fence must cover every window of a call");
+_Static_assert(ULB_MAX_ITEMS <= 32, "result_opaque and the moved mask are 32-bit masks");
 
 /* Transport header room: fixed part and three lists with every chunk we may offer. */
 enum { FWD_HDR_MAX = 1024 };
@@ -97,6 +100,7 @@ struct fwd_call {
 	struct rconn_exposure exp[FWD_MAX_EXPOSE];
 	unsigned nexp;
 	uint32_t bytes_read_chunk; /* bytes the server pulls by RDMA Read */
+	uint64_t mem;		   /* pool bytes the call holds (max_session_memory) */
 
 	/* Completion bookkeeping. */
 	struct rconn_wr send_wr;
@@ -134,6 +138,17 @@ struct fwd_bcall {
 	struct gw_buf *hdr;
 	struct rconn_wr send_wr;
 	uint64_t t_in;
+};
+
+/*
+ * An RPC error reply to a backward call the client cannot be given (no
+ * slot, the client gone, never answered in time): sent inline to the
+ * server from its own small buffer, which goes back when the Send completes.
+ */
+struct fwd_bc_refusal {
+	struct fwd_session *s;
+	struct gw_buf *buf; /* NULL: free */
+	struct rconn_wr send_wr;
 };
 
 enum fwd_state {
@@ -175,6 +190,11 @@ struct fwd_session {
 	struct fwd_bcall *bcalls;
 	uint32_t nbcalls; /* backward credits we grant */
 	uint32_t bc_busy;
+	struct fwd_bc_refusal *refusals; /* nbcalls of them */
+	uint32_t refusals_busy;
+
+	uint64_t mem_held; /* pool bytes held by calls, against max_session_memory */
+	bool mem_paused;   /* reading paused for max_session_memory */
 
 	uint32_t next_retry_xid; /* XIDs of retried calls (fwd_call_retry()) */
 };
@@ -234,6 +254,7 @@ static void fwd_call_put(struct fwd_call *c)
 	if (c->send_pending || c->fence_pending)
 		return;
 	fwd_call_release_buffers(c);
+	s->mem_held -= c->mem;
 	uint32_t index = c->index;
 	memset(c, 0, sizeof(*c));
 	c->s = s;
@@ -242,7 +263,10 @@ static void fwd_call_put(struct fwd_call *c)
 	c->next_free = s->free_list;
 	s->free_list = c;
 	s->busy--;
-	if (s->read_paused && s->state == FS_READY && s->queued < s->base.route->cfg->queue_limit) {
+	if (s->mem_paused && s->mem_held <= s->base.route->cfg->max_session_memory / 2)
+		s->mem_paused = false;
+	if (s->read_paused && !s->mem_paused && s->state == FS_READY &&
+	    s->queued < s->base.route->cfg->queue_limit) {
 		s->read_paused = false;
 		tcp_conn_resume_read(s->tcp);
 	}
@@ -280,10 +304,18 @@ static void fwd_reply_error(struct fwd_session *s, uint32_t xid, enum rpc_accept
 	size_t len = rpc_build_accepted_error(msg, sizeof(msg), xid, stat, 0, 0);
 
 	gw_count_event(&s->base, GW_EV_RPC_ERROR_REPLY);
-	if (len && s->tcp && tcp_conn_send_copy(s->tcp, msg, len) != 0)
-		gw_debug("forward %s: error reply for xid %#x not queued", s->base.client, xid);
-	else
+	if (!s->tcp)
+		return; /* the client is gone: nobody waits for it */
+	if (len && tcp_conn_send_copy(s->tcp, msg, len) == 0) {
 		GW_COUNT(&s->base, tcp_bytes_out, len + 4);
+		return;
+	}
+	/* Lost, the answer would leave the client waiting for ever: it reconnects instead. */
+	gw_warn("forward %s: error reply for xid %#x could not be queued: closing the client's "
+		"connection",
+		s->base.client, xid);
+	gw_count_event(&s->base, GW_EV_OUTPUT_OVERFLOW);
+	fwd_session_close(s);
 }
 
 /* Which buffer an iovec from the splicer lies in, to send it by reference. */
@@ -398,6 +430,18 @@ static void fwd_deliver(struct fwd_session *s, struct fwd_call *c)
 		inl_buf = c->rbuf;
 		inl = c->rbuf->base;
 		inl_len = c->reply_chunk_len;
+		/*
+		 * Checked now that the window is fenced and the bytes can no
+		 * longer change: the Reply chunk must hold this call's reply.
+		 */
+		if (inl_len < 8 || xdr_get32(inl) != c->wire_xid) {
+			gw_warn("forward %s: xid %#x: the Reply chunk (%u bytes) does not hold its "
+				"reply",
+				s->base.client, c->xid, inl_len);
+			gw_count_event(&s->base, GW_EV_BAD_TRANSPORT_HEADER);
+			fwd_reply_error(s, c->xid, RPC_ACC_SYSTEM_ERR);
+			return;
+		}
 		GW_COUNT(&s->base, bytes_reply_chunk, inl_len);
 	} else {
 		inl_buf = c->reply;
@@ -492,6 +536,22 @@ static void fwd_send_done(struct rconn_wr *wr, enum ibv_wc_status status)
 		fwd_call_retry(c, status);
 }
 
+/*
+ * May @c be sent a second time under a new XID (the RFC 8267 retry)? The
+ * server's duplicate request cache does not know the new XID, so only
+ * when a second execution is harmless: the call only reads, or it is an
+ * NFSv4.1+ COMPOUND starting with SEQUENCE, whose repeat the server answers
+ * from the session slot's reply cache instead of executing it.
+ */
+static bool fwd_retry_safe(const struct fwd_call *c)
+{
+	const struct ulb_call *u = &c->ulb;
+
+	if (u->prog == 100003 && u->vers == 4 && u->minorversion >= 1 && u->has_sequence)
+		return true;
+	return ulb_call_read_only(u);
+}
+
 /* Largest transport header of a reply that returns @nwrites Write chunks of one segment. */
 static uint32_t fwd_reply_hdr_size(uint32_t nwrites)
 {
@@ -512,7 +572,7 @@ static uint32_t fwd_reply_hdr_size(uint32_t nwrites)
  * (READ) items gets Write chunks: chunk n belongs to result item n.
  */
 static void fwd_plan_reply(const struct fwd_session *s, const struct fwd_call *c, uint32_t *nwrites,
-			   bool *reply_chunk)
+			   bool *reply_chunk, uint32_t *reply_size)
 {
 	const struct ulb_call *u = &c->ulb;
 	uint32_t pool_max = rdma_pool_max_size(fwd_pool(s));
@@ -520,7 +580,19 @@ static void fwd_plan_reply(const struct fwd_session *s, const struct fwd_call *c
 
 	*nwrites = 0;
 	*reply_chunk = false;
-	if (u->reply_max + RPCRDMA_HDR_MIN_SIZE <= s->thr.recv)
+	*reply_size = u->reply_max < pool_max ? u->reply_max : pool_max;
+	/*
+	 * A reply only estimated for a call that must not run twice gets the
+	 * largest Reply chunk at once: the RFC 8267 retry that a smaller
+	 * chunk might need is not open to it (fwd_may_retry()).
+	 */
+	if (!u->reply_exact && !c->retried && !fwd_retry_safe(c)) {
+		*reply_chunk = true;
+		*reply_size = pool_max;
+		return;
+	}
+	/* 64 bits: reply_max comes from counts the client chose. */
+	if ((uint64_t)u->reply_max + RPCRDMA_HDR_MIN_SIZE <= s->thr.recv)
 		return;
 	if (u->status == ULB_OK && u->n_results > 0) {
 		uint32_t n = 0;
@@ -558,13 +630,19 @@ static int fwd_marshal(struct fwd_session *s, struct fwd_call *c)
 	struct rdma_pool *pool = fwd_pool(s);
 	const uint8_t *msg = c->rec->base + c->rec_off;
 	const struct ulb_call *u = &c->ulb;
-	uint32_t nwrites;
+	uint32_t nwrites, reply_size;
 	bool reply_chunk;
 
-	fwd_plan_reply(s, c, &nwrites, &reply_chunk);
-	uint32_t reply_size = u->reply_max;
-	if (reply_chunk && reply_size > rdma_pool_max_size(pool))
-		reply_size = rdma_pool_max_size(pool);
+	fwd_plan_reply(s, c, &nwrites, &reply_chunk, &reply_size);
+	/* The session's cap on pool memory: wait for replies to free some. */
+	uint64_t need = FWD_HDR_MAX + (reply_chunk ? reply_size : 0);
+	for (uint32_t k = 0; k < nwrites; k++)
+		need += u->result_max[k];
+	if (s->in_flight > 0 && s->mem_held + need > s->base.route->cfg->max_session_memory) {
+		gw_count_event(&s->base, GW_EV_SESSION_MEMORY_LIMIT);
+		rdma_dev_wait_for_buffers(rconn_device(s->rdma), &s->pool_waiter);
+		return -EAGAIN;
+	}
 
 	/* Everything that can fail for want of resources, before anything is posted. */
 	struct gw_buf *hdr = rdma_pool_alloc(pool, FWD_HDR_MAX);
@@ -658,6 +736,17 @@ static int fwd_marshal(struct fwd_session *s, struct fwd_call *c)
 		return -EAGAIN;
 	}
 
+	/*
+	 * Memory the server may write is cleared first: a server that claims
+	 * bytes it never wrote must find zeros there, never an earlier
+	 * record of another client (docs/security.md; the cost is in
+	 * docs/performance.md).
+	 */
+	for (uint32_t k = 0; k < nwrites; k++)
+		memset(wbuf[k]->base, 0, u->result_max[k]);
+	if (rbuf)
+		memset(rbuf->base, 0, reply_size);
+
 	/* Expose exactly what the server may touch, for this call only. */
 	int err = 0;
 	c->nexp = 0;
@@ -695,6 +784,8 @@ static int fwd_marshal(struct fwd_session *s, struct fwd_call *c)
 	c->nwrites = nwrites;
 	memcpy(c->wbuf, wbuf, sizeof(wbuf));
 	c->rbuf = rbuf;
+	s->mem_held += need;
+	c->mem += need;
 	c->has_reply_chunk = reply_chunk;
 	/*
 	 * The connection is failing (the space checks above rule out -EAGAIN):
@@ -786,6 +877,8 @@ static void fwd_call_retry(struct fwd_call *c, enum ibv_wc_status status)
 	c->nwrites = 0;
 	c->has_reply_chunk = false;
 	c->nexp = 0;
+	s->mem_held -= c->mem - c->rec_len;
+	c->mem = c->rec_len;
 	c->reply_len = c->reply_chunk_len = c->reply_proc = c->reply_hdr_len = 0;
 	memset(c->wlen, 0, sizeof(c->wlen));
 	c->retried = true;
@@ -867,6 +960,8 @@ static void fwd_call_admit(struct fwd_session *s, struct gw_buf *buf, uint32_t o
 	c->rec = buf;
 	c->rec_off = off;
 	c->rec_len = len;
+	c->mem = len;
+	s->mem_held += len;
 	c->t_in = gw_now_us();
 	gw_session_touch(&s->base, c->t_in);
 	enum ulb_status st =
@@ -928,6 +1023,61 @@ static void fwd_bcall_send_done(struct rconn_wr *wr, enum ibv_wc_status status)
 
 	b->send_pending = false;
 	fwd_bcall_release(b);
+}
+
+static void fwd_refusal_done(struct rconn_wr *wr, enum ibv_wc_status status)
+{
+	struct fwd_bc_refusal *f =
+		(struct fwd_bc_refusal *)((char *)wr - offsetof(struct fwd_bc_refusal, send_wr));
+	struct fwd_session *s = f->s;
+
+	gw_buf_put(f->buf);
+	f->buf = NULL;
+	s->refusals_busy--;
+	fwd_maybe_free(s);
+}
+
+/*
+ * Answer a backward call that the client will not get with an RPC
+ * SYSTEM_ERR reply, inline (RFC 8167), so that the server's callback fails
+ * at once rather than at its own timeout. Bounded: at most as many answers
+ * in flight as backward credits; a server that floods beyond that has its
+ * calls dropped (counted by the caller).
+ */
+static bool fwd_backward_refuse(struct fwd_session *s, uint32_t xid)
+{
+	struct fwd_bc_refusal *f = NULL;
+
+	for (uint32_t i = 0; i < s->nbcalls && !f; i++) {
+		if (!s->refusals[i].buf)
+			f = &s->refusals[i];
+	}
+	if (!f || s->rdma_closed || !rconn_is_connected(s->rdma))
+		return false;
+	struct gw_buf *buf = rdma_pool_alloc(fwd_pool(s), RPCRDMA_HDR_MIN_SIZE + 64);
+	if (!buf)
+		return false;
+	ssize_t hlen = rpcrdma_encode_msg_inline(buf->base, buf->size, RPCRDMA_V1, xid, s->nbcalls);
+	size_t rlen = hlen > 0
+			      ? rpc_build_accepted_error(buf->base + hlen, buf->size - (size_t)hlen,
+							 xid, RPC_ACC_SYSTEM_ERR, 0, 0)
+			      : 0;
+	if (rlen == 0) {
+		gw_buf_put(buf);
+		return false;
+	}
+	struct ibv_sge sge = { (uintptr_t)buf->base, (uint32_t)((size_t)hlen + rlen), buf->lkey };
+	f->s = s;
+	f->buf = buf;
+	f->send_wr.done = fwd_refusal_done;
+	if (rconn_send(s->rdma, &sge, 1, 0, &f->send_wr) != 0) {
+		f->buf = NULL;
+		gw_buf_put(buf);
+		return false;
+	}
+	s->refusals_busy++;
+	GW_COUNT(&s->base, bytes_inline, (uint64_t)hlen + rlen);
+	return true;
 }
 
 static struct fwd_bcall *fwd_bcall_by_xid(struct fwd_session *s, uint32_t xid)
@@ -1005,10 +1155,15 @@ static void fwd_backward_call(struct fwd_session *s, struct gw_buf *buf,
 			b = &s->bcalls[i];
 	}
 	if (!b || h->nreads || h->nwrites || h->has_reply || !s->tcp || s->state != FS_READY) {
-		gw_warn("forward %s: backward call xid %#x dropped: %s", s->base.client, h->xid,
-			!b	 ? "more than the backward credits granted"
-			: s->tcp ? "it has chunks"
-				 : "the client is gone");
+		const char *why = !b	   ? "more than the backward credits granted"
+				  : s->tcp ? "it has chunks"
+					   : "the client is gone";
+		bool answered = fwd_backward_refuse(s, h->xid);
+		/* A flooding server must not flood the log: the first of a session is said. */
+		if (s->base.counters.events[GW_EV_BACKWARD_UNDELIVERABLE] == 0)
+			gw_warn("forward %s: backward call xid %#x not delivered (%s): %s",
+				s->base.client, h->xid, why,
+				answered ? "answered SYSTEM_ERR" : "dropped");
 		gw_count_event(&s->base, GW_EV_BACKWARD_UNDELIVERABLE);
 		gw_buf_put(buf);
 		return;
@@ -1021,6 +1176,7 @@ static void fwd_backward_call(struct fwd_session *s, struct gw_buf *buf,
 	GW_COUNT(&s->base, bytes_inline, h->hdr_len + h->inline_len);
 	if (tcp_conn_send_ref(s->tcp, buf, h->hdr_len, h->inline_len) != 0) {
 		gw_count_event(&s->base, GW_EV_BACKWARD_UNDELIVERABLE);
+		fwd_backward_refuse(s, h->xid);
 		b->busy = false;
 		s->bc_busy--;
 	} else {
@@ -1063,7 +1219,14 @@ static void fwd_record(struct tcp_conn *tc, struct gw_buf *buf, uint32_t off, ui
 		return;
 	}
 	fwd_call_admit(s, buf, off, len);
-	if (!s->free_list || s->queued >= s->base.route->cfg->queue_limit) {
+	if (s->state != FS_READY)
+		return;
+	if (s->mem_held >= s->base.route->cfg->max_session_memory && !s->mem_paused) {
+		/* Resumed by fwd_call_put() once half of it is free again. */
+		s->mem_paused = true;
+		gw_count_event(&s->base, GW_EV_SESSION_MEMORY_LIMIT);
+	}
+	if (!s->free_list || s->queued >= s->base.route->cfg->queue_limit || s->mem_paused) {
 		s->read_paused = true;
 		tcp_conn_pause_read(s->tcp);
 	}
@@ -1151,7 +1314,7 @@ static void fwd_call_answered(struct fwd_session *s, struct fwd_call *c, uint32_
  */
 static bool fwd_may_retry(const struct fwd_session *s, const struct fwd_call *c)
 {
-	return !c->ulb.reply_exact && !c->retried &&
+	return !c->ulb.reply_exact && !c->retried && fwd_retry_safe(c) &&
 	       (!c->has_reply_chunk || c->rseg.length < rdma_pool_max_size(fwd_pool(s)));
 }
 
@@ -1299,6 +1462,9 @@ static void fwd_rdma_closed(struct rconn *rc, void *owner, enum rconn_close_reas
 		gw_warn("forward %s: cannot reach the server: %s", s->base.client,
 			rconn_close_reason_str(reason));
 		gw_count_event(&s->base, GW_EV_UPSTREAM_FAILURE);
+	} else if (reason == RCONN_CLOSE_PROTOCOL) {
+		/* rconn said what the server did; the client reconnects and retransmits. */
+		gw_count_event(&s->base, GW_EV_PROTOCOL_VIOLATION);
 	} else if (reason != RCONN_CLOSE_LOCAL) {
 		gw_info("forward %s: server connection lost: %s", s->base.client,
 			rconn_close_reason_str(reason));
@@ -1366,7 +1532,7 @@ static void fwd_session_close(struct fwd_session *s)
 static void fwd_maybe_free(struct fwd_session *s)
 {
 	if (s->in_close || s->state != FS_CLOSING || s->tcp || !s->rdma_closed || s->busy ||
-	    s->bc_busy)
+	    s->bc_busy || s->refusals_busy)
 		return;
 	if (s->rdma) {
 		rdma_dev_cancel_wait(rconn_device(s->rdma), &s->pool_waiter);
@@ -1376,6 +1542,7 @@ static void fwd_maybe_free(struct fwd_session *s)
 	xidmap_destroy(&s->xids);
 	free(s->calls);
 	free(s->bcalls);
+	free(s->refusals);
 	gw_session_unregister(&s->base);
 	free(s);
 }
@@ -1423,12 +1590,59 @@ static bool fwd_idle(const struct gw_session *g)
 	return s->state == FS_READY && s->busy == 0 && s->bc_busy == 0;
 }
 
+/*
+ * Once a second (the engine's sweep): no client waits for ever. A call the
+ * server has not answered within call_timeout resets the session, as the
+ * kernel's RPC-over-RDMA client does after a major timeout: both sides
+ * close, the client reconnects and retransmits, and the server's duplicate
+ * request cache answers what it had already done. A backward call the
+ * client has not answered in that time is answered SYSTEM_ERR and its
+ * credit freed. Returns true when the session was closed (it may be gone).
+ */
+static bool fwd_sweep(struct gw_session *g, uint64_t now)
+{
+	struct fwd_session *s = fwd_of(g);
+	uint64_t limit = (uint64_t)g->route->cfg->call_timeout_ms * 1000;
+
+	if (!limit || s->state != FS_READY)
+		return false;
+	for (uint32_t i = 0; i < s->nbcalls; i++) {
+		struct fwd_bcall *b = &s->bcalls[i];
+		if (b->busy && !b->send_pending && now - b->t_in >= limit) {
+			gw_warn("forward %s: backward call xid %#x unanswered by the client for "
+				"%llu "
+				"s: answered SYSTEM_ERR",
+				s->base.client, b->xid, (unsigned long long)(limit / 1000000));
+			gw_count_event(&s->base, GW_EV_CALL_TIMEOUT);
+			fwd_backward_refuse(s, b->xid);
+			fwd_bcall_release(b);
+		}
+	}
+	if (s->in_flight == 0)
+		return false;
+	for (uint32_t i = 0; i < s->ncalls; i++) {
+		const struct fwd_call *c = &s->calls[i];
+		if (c->state == FC_SENT && now - c->t_sent >= limit) {
+			gw_warn("forward %s: the server has not answered xid %#x in %llu s: "
+				"resetting "
+				"the session",
+				s->base.client, c->xid,
+				(unsigned long long)((now - c->t_sent) / 1000000));
+			gw_count_event(&s->base, GW_EV_CALL_TIMEOUT);
+			fwd_session_close(s);
+			return true;
+		}
+	}
+	return false;
+}
+
 static const struct gw_session_ops fwd_session_ops = {
 	.state = fwd_state_name,
 	.credits = fwd_credits,
 	.drain = fwd_drain,
 	.shutdown = fwd_shutdown,
 	.idle = fwd_idle,
+	.sweep = fwd_sweep,
 };
 
 static struct rconn_params fwd_rdma_params(const struct gw_route *r, struct rpcrdma_privdata *pd)
@@ -1478,9 +1692,11 @@ void gw_forward_accept(struct gw_route_rt *route, int fd, const struct sockaddr 
 	s->calls = calloc(s->ncalls, sizeof(*s->calls));
 	s->nbcalls = r->backchannel_credits;
 	s->bcalls = calloc(s->nbcalls, sizeof(*s->bcalls));
-	if (!s->calls || !s->bcalls || xidmap_init(&s->xids, s->ncalls) != 0) {
+	s->refusals = calloc(s->nbcalls, sizeof(*s->refusals));
+	if (!s->calls || !s->bcalls || !s->refusals || xidmap_init(&s->xids, s->ncalls) != 0) {
 		free(s->calls);
 		free(s->bcalls);
+		free(s->refusals);
 		free(s);
 		close(fd);
 		return;

@@ -58,6 +58,11 @@ struct gw_session_ops {
 	void (*shutdown)(struct gw_session *s);
 	/* Nothing in flight either way (the idle timeout may close it). */
 	bool (*idle)(const struct gw_session *s);
+	/*
+	 * Optional, once a second: end what has waited too long (call
+	 * timeouts). True when the session closed; it may be freed already.
+	 */
+	bool (*sweep)(struct gw_session *s, uint64_t now_us);
 };
 
 struct gw_session {

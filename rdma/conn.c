@@ -2,6 +2,7 @@
 #include "rdma/conn.h"
 
 #include <errno.h>
+#include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -277,9 +278,11 @@ static void mw_put(struct rconn *c, struct rconn_mw *m)
 int rconn_fence(struct rconn *c, struct rconn_exposure *exp, unsigned n, uint32_t remote_inv_rkey,
 		struct rconn_wr *wr)
 {
-	struct ibv_send_wr wrs[16];
+	struct ibv_send_wr wrs[RCONN_FENCE_MAX];
 	unsigned nwr = 0;
 
+	if (n > RCONN_FENCE_MAX)
+		return -E2BIG; /* checked before any window is let go of */
 	for (unsigned i = 0; i < n; i++) {
 		struct rconn_mw *m = exp[i].mw;
 		if (!m)
@@ -290,8 +293,6 @@ int rconn_fence(struct rconn *c, struct rconn_exposure *exp, unsigned n, uint32_
 			mw_put(c, m);
 			continue;
 		}
-		if (nwr == sizeof(wrs) / sizeof(wrs[0]))
-			return -E2BIG;
 		wrs[nwr] = (struct ibv_send_wr){
 			.opcode = IBV_WR_LOCAL_INV,
 			.invalidate_rkey = exp[i].rkey,
@@ -413,6 +414,51 @@ static void recv_complete(struct rconn *c, struct rconn_recv *r, const struct ib
 	c->ops->recv(c, c->owner, buf, wc->byte_len, inv);
 }
 
+/*
+ * What a successful receive completion says about the peer. Only a plain
+ * Send (or an allowed Send With Invalidate) of at most the receive size is
+ * a message; NULL when it is one, else why not, for the log.
+ */
+static const char *recv_violation(const struct rconn *c, const struct ibv_wc *wc)
+{
+	if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM)
+		return "RDMA Write With Immediate";
+	if (wc->opcode != IBV_WC_RECV)
+		return "a receive completion of an unknown kind";
+	if ((wc->wc_flags & IBV_WC_WITH_INV) && !c->params.remote_invalidation)
+		return "Send With Invalidate, which was not advertised";
+	if (wc->byte_len > c->params.recv_size)
+		return "a message longer than the receive buffer";
+	return NULL;
+}
+
+/*
+ * The peer broke the transport's rules: the buffer goes back unseen (it may
+ * hold nothing of the peer's: a Write With Immediate lands elsewhere) and
+ * the connection closes. Whatever the peer wrote into memory we exposed is
+ * never delivered: the owner's calls end with the connection.
+ */
+static void recv_reject(struct rconn *c, struct rconn_recv *r, const struct ibv_wc *wc,
+			const char *why)
+{
+	char peer[64] = "?";
+	const struct sockaddr *sa = rconn_peer_addr(c);
+
+	if (sa)
+		getnameinfo(sa,
+			    sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+						      : sizeof(struct sockaddr_in),
+			    peer, sizeof(peer), NULL, 0, NI_NUMERICHOST);
+	gw_warn("rdma: %s: protocol violation by %s: %s (%u bytes): closing the connection",
+		c->dev ? rdma_dev_name(c->dev) : "?", peer, why, wc->byte_len);
+	c->stats.protocol_violations++;
+	if (r->buf) {
+		gw_buf_put(r->buf);
+		r->buf = NULL;
+	}
+	rconn_fail(c, RCONN_CLOSE_PROTOCOL);
+}
+
 /* ---- completions ---- */
 
 static void send_complete(struct rconn *c, const struct ibv_wc *wc)
@@ -444,18 +490,25 @@ static void send_complete(struct rconn *c, const struct ibv_wc *wc)
 
 static void rconn_dispatch(struct rconn *c, const struct ibv_wc *wc)
 {
-	if (wc->opcode & IBV_WC_RECV && wc->status == IBV_WC_SUCCESS) {
-		recv_complete(c, (struct rconn_recv *)(uintptr_t)wc->wr_id, wc);
-		return;
-	}
 	/*
-	 * On error the opcode is not valid; a receive is recognised by its
-	 * wr_id pointing into the receive slots.
+	 * A receive is recognised by its wr_id pointing into the receive
+	 * slots, never by the opcode: on error the opcode is not valid, and
+	 * IBV_WC_RECV_RDMA_WITH_IMM shares IBV_WC_RECV's bit.
 	 */
 	uintptr_t id = (uintptr_t)wc->wr_id;
 	uintptr_t lo = (uintptr_t)c->recvs;
-	uintptr_t hi = lo + c->params.recv_count * sizeof(*c->recvs);
-	if (id >= lo && id < hi) {
+	uintptr_t hi = lo + (uintptr_t)c->params.recv_count * sizeof(*c->recvs);
+	bool is_recv = c->recvs && id >= lo && id < hi;
+	if (is_recv && wc->status == IBV_WC_SUCCESS) {
+		struct rconn_recv *r = (struct rconn_recv *)id;
+		const char *why = recv_violation(c, wc);
+		if (why && c->state < RCONN_CLOSING)
+			recv_reject(c, r, wc, why);
+		else
+			recv_complete(c, r, wc);
+		return;
+	}
+	if (is_recv) {
 		if (wc->status != IBV_WC_WR_FLUSH_ERR) {
 			gw_err("rdma: %s: receive failed: %s (vendor error %#x)%s",
 			       rdma_dev_name(c->dev), ibv_wc_status_str(wc->status), wc->vendor_err,
@@ -751,6 +804,24 @@ static void rconn_timeout(evutil_socket_t fd, short what, void *arg)
 		rconn_fail(c, RCONN_CLOSE_TIMEOUT);
 }
 
+/*
+ * The connect deadline, for both sides: a peer that never finishes the CM
+ * exchange (a client that never sends its RTU) must not hold a queue pair
+ * and its receive buffers for ever.
+ */
+static void rconn_start_timer(struct rconn *c)
+{
+	uint32_t ms = c->params.connect_timeout_ms;
+
+	if (!ms)
+		return;
+	c->timer = evtimer_new(rdma_ctx_base(c->ctx), rconn_timeout, c);
+	if (c->timer) {
+		struct timeval tv = { ms / 1000, (suseconds_t)(ms % 1000) * 1000 };
+		evtimer_add(c->timer, &tv);
+	}
+}
+
 static struct rconn *rconn_alloc(struct rdma_ctx *ctx, const struct rconn_params *params,
 				 const struct rconn_ops *ops, void *owner)
 {
@@ -812,12 +883,7 @@ struct rconn *rconn_connect(struct rdma_ctx *ctx, const struct sockaddr *dst,
 		return NULL;
 	}
 	c->state = RCONN_RESOLVING_ADDR;
-	c->timer = evtimer_new(rdma_ctx_base(ctx), rconn_timeout, c);
-	if (c->timer && params->connect_timeout_ms) {
-		struct timeval tv = { params->connect_timeout_ms / 1000,
-				      (suseconds_t)(params->connect_timeout_ms % 1000) * 1000 };
-		evtimer_add(c->timer, &tv);
-	}
+	rconn_start_timer(c);
 	if (params->reserved_port && !src) {
 		int err = rconn_bind_reserved(c->id, dst);
 		if (err) {
@@ -919,6 +985,7 @@ static void rlistener_connect_request(struct rlistener *l, struct rdma_cm_event 
 	c->accepted = true;
 	id->context = &c->cm_handler;
 	c->state = RCONN_CONNECTING;
+	rconn_start_timer(c);
 
 	/*
 	 * The CM reports the request from this side: its initiator_depth is

@@ -13,6 +13,15 @@
  * A completed receive is handed to the owner with its buffer reference; a
  * replacement is allocated from the device pool and posted before the owner
  * sees the message, so the owner may hold the buffer as long as it needs.
+ * Only a real Send is a message: a receive completed by RDMA Write With
+ * Immediate (whose byte_len is the Write's, not the receive's), by a Send
+ * With Invalidate the connection did not allow, or claiming more bytes than
+ * the receive buffer holds, closes the connection with
+ * RCONN_CLOSE_PROTOCOL; its buffer is never handed to the owner.
+ *
+ * Connecting. Both an outgoing and an accepted connection that is not
+ * established within @connect_timeout_ms closes with RCONN_CLOSE_TIMEOUT:
+ * a peer that never finishes the CM exchange holds nothing for long.
  *
  * Work requests. Each signaled operation carries an rconn_wr embedded in the
  * owner's state; its done() runs from the completion handler exactly once,
@@ -65,6 +74,11 @@ struct rconn_params {
 	uint32_t connect_timeout_ms;
 	/* Connect from a port below 1024, as kernel NFS clients do. */
 	bool reserved_port;
+	/*
+	 * The peer may use Send With Invalidate (we advertised it, RFC 8797).
+	 * When false, such a Send is a protocol violation.
+	 */
+	bool remote_invalidation;
 	uint8_t private_data[RCONN_PRIVDATA_MAX];
 	uint8_t private_data_len;
 };
@@ -126,6 +140,7 @@ struct rconn_stats {
 	uint64_t local_invalidates;
 	uint64_t remote_invalidates;
 	uint64_t recv_buffer_shortages;
+	uint64_t protocol_violations;
 	uint32_t sq_used;
 	uint32_t mw_in_use;
 };
@@ -211,8 +226,11 @@ enum rconn_access {
 int rconn_expose(struct rconn *c, struct gw_buf *buf, uint32_t offset, uint32_t len,
 		 enum rconn_access access, struct rconn_exposure *out);
 
+/* The most exposures one rconn_fence() call invalidates. */
+enum { RCONN_FENCE_MAX = 32 };
+
 /*
- * Invalidate @n exposures, except one whose rkey is @remote_inv_rkey (the
+ * Invalidate @n (at most RCONN_FENCE_MAX) exposures, except one whose rkey is @remote_inv_rkey (the
  * peer invalidated it already). @wr completes when the buffers behind them
  * are safe to reuse. Returns 1 when nothing needed invalidating (@wr will
  * not be called), 0 when @wr will be called, or -errno (the connection is

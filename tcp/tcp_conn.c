@@ -542,7 +542,15 @@ static bool tcp_conn_add_piece(struct tcp_conn *c, const struct tcp_piece *pc)
 		return true;
 	if (!buf)
 		return evbuffer_add(c->out, pc->data, pc->len) == 0;
-	assert((uint64_t)pc->off + pc->len <= buf->size);
+	/*
+	 * A run-time check in every build: a piece outside its buffer would
+	 * send whatever lies beyond it (another session's record) to the peer.
+	 */
+	if ((uint64_t)pc->off + pc->len > buf->size) {
+		gw_err("tcp: a piece of %u bytes at %u lies outside its %u-byte buffer: not sent",
+		       pc->len, pc->off, buf->size);
+		return false;
+	}
 	gw_buf_get(buf);
 	rc = evbuffer_add_reference(c->out, buf->base + pc->off, pc->len, tcp_conn_put_ref, buf);
 	if (rc == 0)
@@ -562,8 +570,18 @@ int tcp_conn_send_record(struct tcp_conn *c, const struct tcp_piece *pieces, uns
 		errno = ENOTCONN;
 		return -1;
 	}
-	for (unsigned int i = 0; i < n; i++)
-		total += pieces[i].len;
+	for (unsigned int i = 0; i < n; i++) {
+		const struct tcp_piece *pc = &pieces[i];
+		/* Checked before anything is queued: the stream stays whole. */
+		if (pc->buf && (uint64_t)pc->off + pc->len > pc->buf->size) {
+			gw_err("tcp: a piece of %u bytes at %u lies outside its %u-byte buffer: "
+			       "record not sent",
+			       pc->len, pc->off, pc->buf->size);
+			errno = EFAULT;
+			return -1;
+		}
+		total += pc->len;
+	}
 	if (total > RM_LEN_MASK) {
 		errno = EMSGSIZE;
 		return -1;

@@ -201,6 +201,8 @@ struct ulb_call {
 	 */
 	uint32_t reply_max;
 	bool reply_exact;
+	/* NFSv4 COMPOUND: an operation that changes state, or one not known. */
+	bool nfs4_mutates;
 
 	/* NFSv4 COMPOUND */
 	uint32_t minorversion;
@@ -224,6 +226,15 @@ struct ulb_call {
  */
 enum ulb_status ulb_parse_call(const struct ulb_rules *rules, const struct ulb_sessions *sessions,
 			       const uint8_t *msg, size_t len, struct ulb_call *call);
+
+/*
+ * Executing @call a second time changes nothing: every procedure or NFSv4
+ * operation in it only reads (NFSv2/3 and NFSACL by procedure, NFSv4 by
+ * operation). False for anything not known, and for a call the rules could
+ * not walk. A requester may send such a call again under a new XID, which
+ * the server's duplicate request cache does not recognise.
+ */
+bool ulb_call_read_only(const struct ulb_call *call);
 
 /* ------------------------------------------------------------------ */
 /* Replies                                                            */

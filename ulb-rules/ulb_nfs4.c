@@ -98,6 +98,42 @@ static bool read_count(struct ulb_walk *w, uint32_t *count)
 	return *count <= (w->len - w->pos) / 4;
 }
 
+/*
+ * Operations that only read (RFC 7530, 8881, 7862, 8276): the rest change
+ * state, or make the server hand out state (OPEN, LOCK, LAYOUTGET...).
+ * SEQUENCE is here: a repeated one is a replay, answered from the slot.
+ */
+static bool nfs4_op_reads_only(uint32_t op)
+{
+	switch (op) {
+	case 3:	 /* ACCESS */
+	case 9:	 /* GETATTR */
+	case 10: /* GETFH */
+	case 15: /* LOOKUP */
+	case 16: /* LOOKUPP */
+	case 17: /* NVERIFY */
+	case 22: /* PUTFH */
+	case 23: /* PUTPUBFH */
+	case 24: /* PUTROOTFH */
+	case 25: /* READ */
+	case 26: /* READDIR */
+	case 27: /* READLINK */
+	case 31: /* RESTOREFH */
+	case 32: /* SAVEFH */
+	case 33: /* SECINFO */
+	case 37: /* VERIFY */
+	case 52: /* SECINFO_NO_NAME */
+	case 53: /* SEQUENCE */
+	case 68: /* READ_PLUS */
+	case 69: /* SEEK */
+	case 72: /* GETXATTR */
+	case 73: /* LISTXATTRS */
+		return true;
+	default:
+		return false;
+	}
+}
+
 static void stop_ddp(const struct ulb_version *v, const struct ulb_sessions *sessions, uint32_t op,
 		     uint32_t extra, struct ulb_call *call)
 {
@@ -146,6 +182,8 @@ void ulb_nfs4_parse_call(const struct ulb_version *v, const struct ulb_sessions 
 		}
 		uint32_t op = xdr_get32(w->msg + w->pos);
 		w->pos += 4;
+		if (!nfs4_op_reads_only(op))
+			call->nfs4_mutates = true;
 		const struct ulb_proc *p = nfs4_op(v, op);
 		if (!p) {
 			stop_ddp(v, sessions, op, extra, call);

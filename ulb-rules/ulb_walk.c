@@ -259,6 +259,7 @@ static void call_init(struct ulb_call *call, const struct ulb_rules *rules)
 	memset(call, 0, offsetof(struct ulb_call, args));
 	call->reply_max = rules->default_reply_max;
 	call->reply_exact = false;
+	call->nfs4_mutates = false;
 	call->minorversion = 0;
 	call->nops = 0;
 	call->stop_op = 0;
@@ -371,6 +372,30 @@ enum ulb_status ulb_parse_call(const struct ulb_rules *rules, const struct ulb_s
 	uint64_t body = ulb_bound_eval(&p->reply, w.values, &estimate, &unbounded);
 	ulb_set_reply_bound(call, rules, body, estimate, unbounded, extra);
 	return call->status;
+}
+
+/* Bit n: procedure n of that program and version only reads. */
+static uint32_t read_only_procs(uint32_t prog, uint32_t vers)
+{
+	if (prog == 100003 && vers == 2) /* NULL GETATTR ROOT LOOKUP READLINK READ READDIR STATFS */
+		return 1u << 0 | 1u << 1 | 1u << 3 | 1u << 4 | 1u << 5 | 1u << 6 | 1u << 16 |
+		       1u << 17;
+	if (prog == 100003 && vers == 3) /* NULL GETATTR LOOKUP ACCESS READLINK READ READDIR(PLUS)
+					    FSSTAT FSINFO PATHCONF COMMIT */
+		return 1u << 0 | 1u << 1 | 1u << 3 | 1u << 4 | 1u << 5 | 1u << 6 | 1u << 16 |
+		       1u << 17 | 1u << 18 | 1u << 19 | 1u << 20 | 1u << 21;
+	if (prog == 100227) /* NFSACL: NULL, GETACL */
+		return 1u << 0 | 1u << 1;
+	return 0;
+}
+
+bool ulb_call_read_only(const struct ulb_call *call)
+{
+	if (call->status != ULB_OK && call->status != ULB_DDP_STOPPED)
+		return false;
+	if (call->prog == 100003 && call->vers == 4)
+		return call->proc == 0 || (call->proc == 1 && !call->nfs4_mutates);
+	return call->proc < 32 && (read_only_procs(call->prog, call->vers) >> call->proc & 1u);
 }
 
 enum ulb_reply_status ulb_parse_reply(const struct ulb_call *call, struct ulb_sessions *sessions,

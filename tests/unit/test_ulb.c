@@ -612,6 +612,61 @@ static void test_compound_getattr_acl_unbounded(void **state)
 	assert_int_equal(c.reply_max, DEFAULT_MAX);
 }
 
+/*
+ * What may be executed twice (the RFC 8267 retry under a new XID): calls
+ * that only read; not one that removes, writes or opens, nor anything the
+ * rules do not know.
+ */
+static void test_read_only_calls(void **state)
+{
+	struct xb b;
+	struct ulb_call c;
+
+	compound_hdr(&b, 70, 0, 2); /* PUTFH, GETATTR */
+	op_putfh(&b);
+	u32(&b, 9);
+	u32(&b, 1);
+	u32(&b, 0x0000001a);
+	assert_int_equal(parse(&b, b.len, &c, NULL), ULB_OK);
+	assert_true(ulb_call_read_only(&c));
+
+	compound_hdr(&b, 71, 0, 3); /* PUTFH, REMOVE "x", GETATTR */
+	op_putfh(&b);
+	u32(&b, 28);
+	opaque(&b, 'x', 1);
+	u32(&b, 9);
+	u32(&b, 1);
+	u32(&b, 0x0000001a);
+	assert_int_equal(parse(&b, b.len, &c, NULL), ULB_OK);
+	assert_false(ulb_call_read_only(&c));
+
+	call_hdr(&b, 72, NFS_PROG, 3, 6); /* NFSv3 READ */
+	u32(&b, 8);
+	fixed(&b, 1, 8);
+	u64(&b, 0);
+	u32(&b, 4096);
+	assert_int_equal(parse(&b, b.len, &c, NULL), ULB_OK);
+	assert_true(ulb_call_read_only(&c));
+
+	call_hdr(&b, 73, NFS_PROG, 3, 12); /* NFSv3 REMOVE */
+	u32(&b, 8);
+	fixed(&b, 1, 8);
+	opaque(&b, 'x', 1);
+	assert_int_equal(parse(&b, b.len, &c, NULL), ULB_OK);
+	assert_false(ulb_call_read_only(&c));
+
+	call_hdr(&b, 74, 100227, 3, 1); /* NFSACL GETACL */
+	u32(&b, 8);
+	fixed(&b, 1, 8);
+	u32(&b, 0xf);
+	parse(&b, b.len, &c, NULL);
+	assert_true(ulb_call_read_only(&c));
+
+	call_hdr(&b, 75, 399999, 1, 0); /* a program nobody knows */
+	parse(&b, b.len, &c, NULL);
+	assert_false(ulb_call_read_only(&c));
+}
+
 static void test_compound_unknown_op(void **state)
 {
 	struct xb b;
@@ -942,6 +997,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_v3_write),
+		cmocka_unit_test(test_read_only_calls),
 		cmocka_unit_test(test_v3_read_and_reply),
 		cmocka_unit_test(test_v3_symlink_readlink_readdir),
 		cmocka_unit_test(test_v2_symlink_item_in_the_middle),
