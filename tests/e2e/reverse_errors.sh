@@ -12,7 +12,7 @@
 # server that calls the client back (RFC 8167): a callback too large for the client's
 # inline threshold must come back as SYSTEM_ERR, and five others must reach the client
 # as backward calls within its backward credits (rdma_badclient backward) and their
-# replies come back to the server intact. On a route with connect_timeout_s 2, 300
+# replies come back to the server intact. On a route with connect_timeout_s 2, 200
 # connections are answered by the gateway and never established (rdma_badclient
 # halfopen): the gateway must end each within the timeout (counted connect_timeout), an
 # ordinary client must connect and be answered meanwhile and after, the kernel client's
@@ -147,7 +147,7 @@ cat "$E2E_WORK/callbacker.out"
 check "the upstream's callbacks: SYSTEM_ERR for the large one, the client's replies for the rest (status $cbrc)" \
     test "$cbrc" -eq 0
 
-echo "--- 300 connections that never finish, on a route with connect_timeout_s 2"
+echo "--- 200 connections that never finish, on a route with connect_timeout_s 2"
 ( while [[ ! -e $E2E_WORK/stop-io ]]; do
       dd if="$mnt/before" bs=1M iflag=direct status=none | md5sum | cut -d' ' -f1
   done ) >"$E2E_WORK/io.txt" &
@@ -193,7 +193,7 @@ check "stats: the overrunning client's session is gone ($live live)" test "$live
 live=$(gw_jq "[r for r in s['routes'] if r['name']=='nfs'][0]['live_sessions']")
 check "stats: the kernel client's session lives on ($live live)" test "$live" -eq 1
 check "stats: the half-open connections timed out ($(ev half connect_timeout))" \
-    test "$(ev half connect_timeout)" -eq 300
+    test "$(ev half connect_timeout)" -eq 200
 check "stats: the Write With Immediate was a protocol violation ($(ev rules protocol_violation))" \
     test "$(ev rules protocol_violation)" -ge 1
 for r in half rules; do
