@@ -22,10 +22,10 @@
 enum { CONF_FILE_MAX = 4 * 1024 * 1024 };
 
 static const char *const top_keys[] = {
-	"routes", "defaults", "logging", "stats", "drain_timeout_s", "comment",
+	"routes", "defaults", "logging", "stats", "drain_timeout_s", "max_sessions", "comment",
 };
 static const char *const logging_keys[] = { "level", "destination", "comment" };
-static const char *const stats_keys[] = { "enabled", "listen", "comment" };
+static const char *const stats_keys[] = { "enabled", "listen", "max_connections", "comment" };
 /* Only in routes: never inherited, so never in "defaults". */
 static const char *const route_only_keys[] = { "name", "mode", "listen", "upstream" };
 
@@ -57,6 +57,35 @@ static const struct conf_option drain_timeout = {
 	.def = 30000,
 	.reload = CONF_RELOAD_LIVE,
 	.change = GW_CHANGE_TIMEOUTS,
+};
+
+/*
+ * Sessions over all routes: each holds registered buffers and, in forward
+ * mode, a reserved source port and an RDMA connection at the server.
+ */
+static const struct conf_option process_max_sessions = {
+	.name = "max_sessions",
+	.type = CONF_OPT_UINT,
+	.offset = offsetof(struct gw_config, max_sessions),
+	.min = 1,
+	.max = 1048576,
+	.step = 1,
+	.def = 4096,
+	.reload = CONF_RELOAD_LIVE,
+	.change = GW_CHANGE_LIMITS,
+};
+
+/* HTTP connections to the stats endpoint at once. */
+static const struct conf_option stats_max_connections = {
+	.name = "max_connections",
+	.type = CONF_OPT_UINT,
+	.offset = offsetof(struct gw_config, stats_max_connections),
+	.min = 1,
+	.max = 4096,
+	.step = 1,
+	.def = 32,
+	.reload = CONF_RELOAD_LIVE,
+	.change = GW_CHANGE_LIMITS,
 };
 
 static bool name_in(const char *name, const char *const *list, size_t n)
@@ -125,7 +154,7 @@ static const char *misplaced_hint(enum object_kind kind, const char *name)
 }
 
 /* Objects with at most this many keys list them when one is unknown. */
-enum { SHORT_KEY_LIST = 6 };
+enum { SHORT_KEY_LIST = 7 };
 
 static void fail_unknown_listing(const struct conf_report *rep, const struct conf_where *kw,
 				 const char *const *known, size_t n)
@@ -234,9 +263,14 @@ static void load_stats(const struct conf_report *rep, const struct conf_where *t
 	char got[96];
 
 	cfg->stats_enabled = true;
+	cfg->stats_max_connections = stats_max_connections.def;
 	obj = object_member(rep, top, root, "stats", &w);
 	if (obj) {
 		check_members(rep, &w, obj, OBJ_STATS, stats_keys, CONF_ARRAY_SIZE(stats_keys));
+		if ((v = json_object_get(obj, stats_max_connections.name))) {
+			conf_where_member(&mw, &w, stats_max_connections.name);
+			conf_load_number(rep, &mw, v, &stats_max_connections, cfg);
+		}
 		if ((v = json_object_get(obj, "enabled"))) {
 			conf_where_member(&mw, &w, "enabled");
 			if (json_is_boolean(v)) {
@@ -605,6 +639,11 @@ static void load_document(const struct conf_report *rep, json_t *root, const cha
 	if ((v = json_object_get(root, drain_timeout.name))) {
 		conf_where_member(&w, &top, drain_timeout.name);
 		conf_load_number(rep, &w, v, &drain_timeout, cfg);
+	}
+	cfg->max_sessions = process_max_sessions.def;
+	if ((v = json_object_get(root, process_max_sessions.name))) {
+		conf_where_member(&w, &top, process_max_sessions.name);
+		conf_load_number(rep, &w, v, &process_max_sessions, cfg);
 	}
 	load_defaults(rep, &top, root, base, &defaults);
 	load_routes(rep, &top, root, &defaults, base, cfg);

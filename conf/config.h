@@ -119,9 +119,9 @@ struct gw_route {
 	uint32_t call_timeout_ms;
 	/* Once a record's mark has arrived, the record must be complete within this. */
 	uint32_t record_timeout_ms;
-	uint32_t max_sessions;		   /* sessions on this route at once */
-	uint32_t max_sessions_per_client;  /* sessions from one client address */
-	uint32_t max_session_memory;	   /* bytes of pool buffers one session may hold */
+	uint32_t max_sessions;		  /* sessions on this route at once */
+	uint32_t max_sessions_per_client; /* sessions from one client address */
+	uint32_t max_session_memory;	  /* bytes of pool buffers one session may hold */
 	enum gw_source_port source_port;
 
 	/* No entries: every client is allowed. */
@@ -150,9 +150,11 @@ struct gw_config {
 	bool stats_enabled;
 	struct sockaddr_storage stats_addr;
 	socklen_t stats_addrlen;
-	char *stats_text; /* "HOST:PORT" as written, or the default */
+	char *stats_text;		/* "HOST:PORT" as written, or the default */
+	uint32_t stats_max_connections; /* HTTP connections at once; more are closed */
 
 	uint32_t drain_timeout_ms; /* on SIGTERM, before open sessions are closed */
+	uint32_t max_sessions;	   /* sessions over all routes at once */
 };
 
 /*
@@ -200,7 +202,7 @@ bool gw_route_client_allowed(const struct gw_route *route, const struct sockaddr
 enum gw_config_change {
 	GW_CHANGE_LOGGING = 1u << 0,	 /* logging.level, logging.destination */
 	GW_CHANGE_CLIENTS = 1u << 1,	 /* a route's allowed_clients */
-	GW_CHANGE_LIMITS = 1u << 2,	 /* segment, chunk and queue limits */
+	GW_CHANGE_LIMITS = 1u << 2,	 /* segment, chunk, queue and session limits */
 	GW_CHANGE_TIMEOUTS = 1u << 3,	 /* connect, idle and drain timeouts */
 	GW_CHANGE_SOURCE_PORT = 1u << 4, /* a route's source_port */
 	GW_CHANGE_ULB_RULES = 1u << 5,	 /* a route's list of rule files */

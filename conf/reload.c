@@ -189,6 +189,9 @@ bool gw_config_reloadable(const struct gw_config *cur, const struct gw_config *n
 		rl.changes |= GW_CHANGE_LOGGING;
 	if (cur->drain_timeout_ms != next->drain_timeout_ms)
 		rl.changes |= GW_CHANGE_TIMEOUTS;
+	if (cur->max_sessions != next->max_sessions ||
+	    cur->stats_max_connections != next->stats_max_connections)
+		rl.changes |= GW_CHANGE_LIMITS;
 	compare_stats(&rl);
 	compare_routes(&rl);
 	conf_errors_sort(errs);

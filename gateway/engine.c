@@ -27,6 +27,7 @@ struct gw_engine {
 	struct gw_route_rt *routes;
 	size_t nroutes;
 	uint64_t next_session_id;
+	size_t live_sessions; /* over all routes, for the top-level max_sessions */
 	bool draining;
 	struct event *sweep_timer; /* idle timeouts, once a second */
 	struct event *drain_timer;
@@ -74,8 +75,13 @@ void gw_session_register(struct gw_route_rt *route, struct gw_session *s,
 	s->active_us = s->started_us;
 	gw_format_addr(client, s->client, sizeof(s->client));
 	s->rules = ulb_rules_ref(route->rules);
+	if (!gw_admission_enter(&route->admission, client, &s->admitted))
+		gw_warn("%s: out of memory counting sessions per client; session from %s "
+			"not counted against its address",
+			route->cfg->name, s->client);
 	TAILQ_INSERT_TAIL(&route->sessions, s, link);
 	route->live_sessions++;
+	route->eng->live_sessions++;
 	GW_COUNT(s, sessions_opened, 1);
 	gw_info("%s: session %llu from %s", route->cfg->name, (unsigned long long)s->id, s->client);
 }
@@ -90,6 +96,8 @@ void gw_session_unregister(struct gw_session *s)
 	GW_COUNT(s, sessions_closed, 1);
 	TAILQ_REMOVE(&route->sessions, s, link);
 	route->live_sessions--;
+	route->eng->live_sessions--;
+	gw_admission_leave(&route->admission, &s->admitted);
 	gw_info("%s: session %llu from %s ended (%llu calls)", route->cfg->name,
 		(unsigned long long)s->id, s->client, (unsigned long long)s->counters.calls);
 	ulb_rules_free(s->rules);
@@ -100,19 +108,36 @@ void gw_session_unregister(struct gw_session *s)
 
 /* ---- accepting ---- */
 
+/*
+ * Whether the route takes a session from @peer: the address ACL, then the
+ * session limits. Runs before anything is done for the client (forward:
+ * the TCP socket is reset by the listener; reverse: the connection
+ * request is rejected), and the session it admits registers in the same
+ * turn of the loop, so no other admission can come in between.
+ */
 static bool engine_admit(const struct sockaddr *peer, socklen_t len, void *arg)
 {
 	struct gw_route_rt *route = arg;
+	struct gw_engine *eng = route->eng;
 
 	if (route->draining)
 		return false;
-	if (gw_route_client_allowed(route->cfg, peer))
-		return true;
-	char who[80];
-	gw_format_addr(peer, who, sizeof(who));
-	gw_warn("%s: refused client %s (not in allowed_clients)", route->cfg->name, who);
-	route->counters.events[GW_EV_REFUSED_CLIENT]++;
-	return false;
+	if (!gw_route_client_allowed(route->cfg, peer)) {
+		char who[80];
+		gw_format_addr(peer, who, sizeof(who));
+		gw_warn("%s: refused client %s (not in allowed_clients)", route->cfg->name, who);
+		route->counters.events[GW_EV_REFUSED_CLIENT]++;
+		return false;
+	}
+	struct gw_admission_limits lim = {
+		.route = route->cfg->name,
+		.route_live = route->live_sessions,
+		.route_max = route->cfg->max_sessions,
+		.process_live = eng->live_sessions,
+		.process_max = eng->cfg->max_sessions,
+		.client_max = route->cfg->max_sessions_per_client,
+	};
+	return gw_admission_check(&route->admission, &lim, peer, &route->counters, gw_now_us());
 }
 
 static void engine_tcp_accepted(evutil_socket_t fd, const struct sockaddr *peer, socklen_t len,
@@ -148,6 +173,7 @@ static void route_tcp_config(struct gw_route_rt *rt)
 
 	tcp_conn_config_default(&rt->tcp_cfg);
 	rt->tcp_cfg.max_record = r->max_record_size;
+	rt->tcp_cfg.record_timeout_ms = r->record_timeout_ms;
 	/*
 	 * After a TCP peer stops draining (out_high), the messages already asked
 	 * for keep coming: in forward mode the replies to every call in flight,
@@ -303,6 +329,8 @@ struct gw_engine *gw_engine_start(struct event_base *base, const struct gw_confi
 		rt->eng = eng;
 		rt->cfg = &cfg->routes[i];
 		TAILQ_INIT(&rt->sessions);
+		gw_admission_init(&rt->admission,
+				  (uint32_t)(gw_now_us() * 2654435761u) ^ (uint32_t)i);
 	}
 	for (size_t i = 0; i < eng->nroutes; i++) {
 		if (route_start(eng, &eng->routes[i], err, errlen) != 0) {
@@ -351,11 +379,7 @@ static void engine_sweep(evutil_socket_t fd, short what, void *arg)
 
 size_t gw_engine_sessions(const struct gw_engine *eng)
 {
-	size_t n = 0;
-
-	for (size_t i = 0; i < eng->nroutes; i++)
-		n += eng->routes[i].live_sessions;
-	return n;
+	return eng->live_sessions;
 }
 
 static void engine_finish_drain(struct gw_engine *eng)
@@ -481,8 +505,10 @@ void gw_engine_stop(struct gw_engine *eng)
 	 */
 	for (int spins = 0; gw_engine_sessions(eng) > 0 && spins < 1000; spins++)
 		event_base_loop(eng->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
-	for (size_t i = 0; i < eng->nroutes; i++)
+	for (size_t i = 0; i < eng->nroutes; i++) {
 		ulb_rules_free(eng->routes[i].rules);
+		gw_admission_fini(&eng->routes[i].admission);
+	}
 	free(eng->routes);
 	if (eng->drain_timer)
 		event_free(eng->drain_timer);

@@ -59,6 +59,9 @@ _Static_assert(ULB_MAX_ITEMS <= 32, "result_opaque and the moved mask are 32-bit
 /* Transport header room: fixed part and three lists with every chunk we may offer. */
 enum { FWD_HDR_MAX = 1024 };
 
+/* The least Reply chunk offered to an estimated reply of a call that must not be retried. */
+enum { FWD_UNSAFE_REPLY_MIN = 16384 };
+
 enum fwd_call_state {
 	FC_FREE,
 	FC_QUEUED,  /* waiting for a credit, send-queue room or buffers */
@@ -582,13 +585,19 @@ static void fwd_plan_reply(const struct fwd_session *s, const struct fwd_call *c
 	*reply_chunk = false;
 	*reply_size = u->reply_max < pool_max ? u->reply_max : pool_max;
 	/*
-	 * A reply only estimated for a call that must not run twice gets the
-	 * largest Reply chunk at once: the RFC 8267 retry that a smaller
-	 * chunk might need is not open to it (fwd_may_retry()).
+	 * A reply only estimated for a call that must not run twice gets a
+	 * Reply chunk with room to spare at once: the RFC 8267 retry is not
+	 * open to it (fwd_may_retry()), and a reply larger still ends the
+	 * call with an error rather than executing it twice. Not the largest
+	 * chunk: an NFSv4.0 COMPOUND's GETATTR is an estimate, and every
+	 * byte offered is cleared first.
 	 */
 	if (!u->reply_exact && !c->retried && !fwd_retry_safe(c)) {
+		uint64_t room = 2 * (uint64_t)u->reply_max;
+		if (room < FWD_UNSAFE_REPLY_MIN)
+			room = FWD_UNSAFE_REPLY_MIN;
 		*reply_chunk = true;
-		*reply_size = pool_max;
+		*reply_size = room < pool_max ? (uint32_t)room : pool_max;
 		return;
 	}
 	/* 64 bits: reply_max comes from counts the client chose. */
@@ -1259,6 +1268,8 @@ static void fwd_tcp_closed(struct tcp_conn *tc, const struct tcp_close_info *why
 		gw_warn("forward %s: closing: bad record from the client: %s", s->base.client,
 			rm_error_name(why->record_err));
 		gw_count_event(&s->base, GW_EV_MALFORMED_RECORD);
+	} else if (why->reason == TCP_CLOSE_RECORD_TIMEOUT) {
+		gw_count_event(&s->base, GW_EV_RECORD_TIMEOUT);
 	} else if (why->reason == TCP_CLOSE_ERROR) {
 		gw_info("forward %s: client connection error: %s", s->base.client,
 			strerror(why->err));

@@ -127,6 +127,8 @@ static void on_reload_signal(evutil_socket_t sig, short what, void *arg)
 		return;
 	}
 	apply_logging(next);
+	if (m->stats)
+		gw_stats_http_set_max_connections(m->stats, next->stats_max_connections);
 	gw_config_free(m->cfg);
 	m->cfg = next;
 	gw_info("SIGHUP: configuration reloaded (changes %#x)", changes);
@@ -160,6 +162,7 @@ static int run_gateway(struct gw_main *m)
 			event_base_free(m->base);
 			return 1;
 		}
+		gw_stats_http_set_max_connections(m->stats, m->cfg->stats_max_connections);
 	}
 	m->sig_term = evsignal_new(m->base, SIGTERM, on_stop_signal, m);
 	m->sig_int = evsignal_new(m->base, SIGINT, on_stop_signal, m);

@@ -1571,6 +1571,8 @@ static void rev_tcp_closed(struct tcp_conn *tc, const struct tcp_close_info *why
 		rev_session_close(s);
 		return;
 	}
+	if (why->reason == TCP_CLOSE_RECORD_TIMEOUT)
+		gw_count_event(&s->base, GW_EV_RECORD_TIMEOUT);
 	gw_info("reverse %s: upstream connection lost (%s%s%s); reconnecting", s->base.client,
 		tcp_close_reason_name(why->reason), why->err ? ": " : "",
 		why->err ? strerror(why->err) : "");

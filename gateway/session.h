@@ -19,6 +19,7 @@
 #include <sys/queue.h>
 
 #include "conf/config.h"
+#include "gateway/admission.h"
 #include "gateway/counters.h"
 #include "rdma/rpcrdma_hdr.h"
 #include "tcp/tcp_conn.h"
@@ -44,6 +45,8 @@ struct gw_route_rt {
 	struct rlistener *rdma_listener;   /* reverse */
 	struct gw_session_list sessions;
 	uint32_t live_sessions;
+	/* Sessions per client address, and the refusals' log rate. */
+	struct gw_admission admission;
 	bool draining;
 };
 
@@ -76,10 +79,21 @@ struct gw_session {
 	char upstream[64];  /* the upstream side's address, once known */
 	/* The route's ULB rules when the session started: its calls are parsed with them. */
 	struct ulb_rules *rules;
+	/* Its count on the route's per-address table; given back at unregister. */
+	struct gw_admission_ticket admitted;
 	struct gw_counters counters;
 };
 
-/* Engine services for the pipelines (gateway/engine.c). */
+/*
+ * Engine services for the pipelines (gateway/engine.c).
+ *
+ * Whether a session may start is decided before the pipeline is asked
+ * (the engine's admission hook, gateway/admission.h), and a session that
+ * registers is counted against its route, the process and its client's
+ * address until it unregisters. Register and unregister are each called
+ * exactly once per session, register in the same turn of the loop as the
+ * admission decision.
+ */
 struct event_base *gw_engine_base(const struct gw_engine *eng);
 struct rdma_ctx *gw_engine_rdma(const struct gw_engine *eng);
 void gw_session_register(struct gw_route_rt *route, struct gw_session *s,

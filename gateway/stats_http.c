@@ -22,6 +22,7 @@
 #include <sys/queue.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -47,6 +48,23 @@ enum {
 	MAX_BODY_SIZE = 4096,
 	LISTEN_BACKLOG = 64,
 	DEFAULT_TIMEOUT_S = 10,
+	DEFAULT_MAX_CONNECTIONS = 32,
+	/* Connections refused per readiness event while full, before others get a turn. */
+	REFUSE_PER_EVENT = 64,
+};
+
+/*
+ * One HTTP connection, known by its bufferevent. evhttp (libevent 2.1)
+ * neither caps its connections nor says when one ends, except through a
+ * close callback that not every path calls; so each bufferevent it makes
+ * through us carries one more reference, ours. When evhttp frees it, it
+ * clears the callbacks and drops its reference: a bufferevent of ours with
+ * no callback argument left is a connection that ended. We then drop ours
+ * (which closes the socket, after evhttp's own shutdown already sent FIN).
+ */
+struct stats_conn {
+	struct stats_conn *next;
+	struct bufferevent *bev;
 };
 
 struct gw_stats_http {
@@ -54,6 +72,15 @@ struct gw_stats_http {
 	struct evhttp_bound_socket *bound; /* owned by http */
 	gw_stats_snapshot_fn snapshot;
 	void *engine;
+	/* Connection cap: at max_conns, the listener is off and refuse_ev closes newcomers. */
+	struct stats_conn *conns;
+	unsigned live_conns;
+	unsigned max_conns;
+	bool full;
+	bool stopping;
+	struct event *refuse_ev;
+	struct event *sweep_ev; /* finds ended connections; also once a second */
+	uint64_t refused;
 };
 
 static const char *or_empty(const char *s)
@@ -533,13 +560,20 @@ static void prom_family_header(struct evbuffer *out, enum prom_scope scope, enum
 }
 
 /* Families in table order, routes' before sessions'; empty families are left out. */
-static void prom_join(struct prom *p, struct evbuffer *out)
+static void prom_join(struct prom *p, uint64_t stats_refused, struct evbuffer *out)
 {
 	evbuffer_add_printf(out,
 			    "# HELP " METRIC_PREFIX "build_info Always 1; the version of the "
 			    "gateway.\n# TYPE " METRIC_PREFIX "build_info gauge\n" METRIC_PREFIX
 			    "build_info{version=\"%s\"} 1\n",
 			    GW_VERSION);
+	evbuffer_add_printf(out,
+			    "# HELP " METRIC_PREFIX "stats_connections_refused_total Connections "
+			    "to this endpoint closed at once because stats.max_connections were "
+			    "open.\n# TYPE " METRIC_PREFIX
+			    "stats_connections_refused_total counter\n" METRIC_PREFIX
+			    "stats_connections_refused_total %" PRIu64 "\n",
+			    stats_refused);
 	for (unsigned s = 0; s < SCOPE_COUNT; s++) {
 		for (unsigned f = 0; f < FAM_COUNT; f++) {
 			if (!p->fam[s][f] || !evbuffer_get_length(p->fam[s][f]))
@@ -590,7 +624,7 @@ static bool render_prometheus(struct gw_stats_http *sh, bool with_sessions, stru
 	if (prom_init(&p, with_sessions)) {
 		sh->snapshot(sh->engine, &p.visitor);
 		prom_route_end(&p);
-		prom_join(&p, out);
+		prom_join(&p, sh->refused, out);
 		ok = !p.failed;
 	}
 	prom_release(&p);
@@ -877,6 +911,7 @@ static bool render_json(struct gw_stats_http *sh, bool with_sessions, struct evb
 	};
 
 	jw_value(&w, "{\"version\":", json_string(GW_VERSION));
+	jw_value(&w, ",\"stats_connections_refused\":", ju64(sh->refused));
 	jw_raw(&w, ",\"routes\":[");
 	sh->snapshot(sh->engine, &w.visitor);
 	jw_routes_end(&w);
@@ -1068,6 +1103,124 @@ static const unsigned every_method = EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_R
 				     EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
 				     EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH;
 
+/* ---- the connection cap ------------------------------------------------------ */
+
+static void stats_update_accepting(struct gw_stats_http *sh)
+{
+	bool full = sh->live_conns >= sh->max_conns;
+	struct evconnlistener *lev;
+
+	if (full == sh->full || sh->stopping || !sh->bound)
+		return;
+	sh->full = full;
+	lev = evhttp_bound_socket_get_listener(sh->bound);
+	if (full) {
+		/* evconnlistener checks after each callback whether it was disabled. */
+		evconnlistener_disable(lev);
+		event_add(sh->refuse_ev, NULL);
+	} else {
+		event_del(sh->refuse_ev);
+		evconnlistener_enable(lev);
+	}
+}
+
+/* While full: accept and close at once, so a client sees a closed connection, not a hang. */
+static void stats_refuse(evutil_socket_t fd, short what, void *arg)
+{
+	struct gw_stats_http *sh = arg;
+
+	(void)what;
+	for (int i = 0; i < REFUSE_PER_EVENT; i++) {
+		evutil_socket_t c = accept(fd, NULL, NULL);
+		if (c < 0)
+			return;
+		evutil_closesocket(c);
+		if (sh->refused++ == 0 || sh->refused % 1000 == 0)
+			gw_warn("stats: %u connections open (stats.max_connections): refused "
+				"%" PRIu64 " so far",
+				sh->max_conns, sh->refused);
+	}
+}
+
+/* Let go of the connections evhttp has freed. */
+static void stats_sweep(evutil_socket_t fd, short what, void *arg)
+{
+	struct gw_stats_http *sh = arg;
+	struct stats_conn **pp = &sh->conns;
+
+	(void)fd;
+	(void)what;
+	while (*pp) {
+		struct stats_conn *sc = *pp;
+		bufferevent_data_cb rd, wr;
+		bufferevent_event_cb ev;
+		void *evcon = NULL;
+
+		bufferevent_getcb(sc->bev, &rd, &wr, &ev, &evcon);
+		if (evcon) {
+			pp = &sc->next;
+			continue;
+		}
+		*pp = sc->next;
+		bufferevent_decref(sc->bev);
+		free(sc);
+		sh->live_conns--;
+	}
+	stats_update_accepting(sh);
+}
+
+/* evhttp's close callback, when it calls it: sweep soon, from the loop. */
+static void stats_conn_closed(struct evhttp_connection *evcon, void *arg)
+{
+	struct gw_stats_http *sh = arg;
+
+	(void)evcon;
+	if (!sh->stopping)
+		event_active(sh->sweep_ev, EV_TIMEOUT, 0);
+}
+
+/* evhttp accepted a connection and asks for its bufferevent. */
+static struct bufferevent *stats_conn_new(struct event_base *base, void *arg)
+{
+	struct gw_stats_http *sh = arg;
+	struct stats_conn *sc = calloc(1, sizeof(*sc));
+
+	if (!sc)
+		return NULL; /* evhttp makes one of its own; that connection goes uncounted */
+	sc->bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+	if (!sc->bev) {
+		free(sc);
+		return NULL;
+	}
+	bufferevent_incref(sc->bev);
+	sc->next = sh->conns;
+	sh->conns = sc;
+	sh->live_conns++;
+	/* The connection exists once this returns: hook its close callback then. */
+	event_active(sh->sweep_ev, EV_TIMEOUT, 0);
+	stats_update_accepting(sh);
+	return sc->bev;
+}
+
+static void stats_conns_hook(struct gw_stats_http *sh)
+{
+	for (struct stats_conn *sc = sh->conns; sc; sc = sc->next) {
+		bufferevent_data_cb rd, wr;
+		bufferevent_event_cb ev;
+		void *evcon = NULL;
+
+		bufferevent_getcb(sc->bev, &rd, &wr, &ev, &evcon);
+		if (evcon)
+			evhttp_connection_set_closecb(evcon, stats_conn_closed, sh);
+	}
+}
+
+static void stats_sweep_and_hook(evutil_socket_t fd, short what, void *arg)
+{
+	stats_sweep(fd, what, arg);
+	stats_conns_hook(arg);
+}
+
 static struct evhttp *http_new(struct event_base *base, struct gw_stats_http *sh)
 {
 	struct evhttp *http = evhttp_new(base);
@@ -1079,6 +1232,7 @@ static struct evhttp *http_new(struct event_base *base, struct gw_stats_http *sh
 	evhttp_set_max_headers_size(http, MAX_HEADERS_SIZE);
 	evhttp_set_max_body_size(http, MAX_BODY_SIZE);
 	evhttp_set_timeout(http, DEFAULT_TIMEOUT_S);
+	evhttp_set_bevcb(http, stats_conn_new, sh);
 	return http;
 }
 
@@ -1096,6 +1250,10 @@ struct gw_stats_http *gw_stats_http_start(struct event_base *base, const struct 
 		goto nomem;
 	sh->snapshot = snapshot;
 	sh->engine = engine;
+	sh->max_conns = DEFAULT_MAX_CONNECTIONS;
+	sh->sweep_ev = event_new(base, -1, EV_PERSIST, stats_sweep_and_hook, sh);
+	if (!sh->sweep_ev)
+		goto nomem;
 	sh->http = http_new(base, sh);
 	if (!sh->http)
 		goto nomem;
@@ -1113,6 +1271,11 @@ struct gw_stats_http *gw_stats_http_start(struct event_base *base, const struct 
 		evconnlistener_free(lev);
 		goto nomem;
 	}
+	sh->refuse_ev =
+		event_new(base, evconnlistener_get_fd(lev), EV_READ | EV_PERSIST, stats_refuse, sh);
+	struct timeval second = { 1, 0 };
+	if (!sh->refuse_ev || event_add(sh->sweep_ev, &second) != 0)
+		goto nomem;
 	if (gw_stats_http_local_addr(sh, &ss))
 		format_addr((struct sockaddr *)&ss, where, sizeof(where));
 	gw_info("stats: serving /stats and /metrics on http://%s/", where);
@@ -1127,10 +1290,23 @@ fail:
 
 void gw_stats_http_stop(struct gw_stats_http *sh)
 {
+	struct stats_conn *sc;
+
 	if (!sh)
 		return;
+	sh->stopping = true;
+	if (sh->refuse_ev)
+		event_free(sh->refuse_ev);
 	if (sh->http)
 		evhttp_free(sh->http);
+	/* evhttp has freed every connection: ours are the last references. */
+	while ((sc = sh->conns)) {
+		sh->conns = sc->next;
+		bufferevent_decref(sc->bev);
+		free(sc);
+	}
+	if (sh->sweep_ev)
+		event_free(sh->sweep_ev);
 	free(sh);
 }
 
@@ -1148,4 +1324,20 @@ socklen_t gw_stats_http_local_addr(const struct gw_stats_http *sh, struct sockad
 void gw_stats_http_set_timeout(struct gw_stats_http *sh, const struct timeval *tv)
 {
 	evhttp_set_timeout_tv(sh->http, tv);
+}
+
+void gw_stats_http_set_max_connections(struct gw_stats_http *sh, unsigned n)
+{
+	sh->max_conns = n ? n : 1;
+	stats_update_accepting(sh);
+}
+
+unsigned gw_stats_http_connections(const struct gw_stats_http *sh)
+{
+	return sh->live_conns;
+}
+
+uint64_t gw_stats_http_refused(const struct gw_stats_http *sh)
+{
+	return sh->refused;
 }

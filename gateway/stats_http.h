@@ -19,11 +19,17 @@
  * is answered at once; the counters themselves are never locked or copied
  * on the data path. A client that stalls while sending its request or
  * reading the answer is dropped after the timeout (10 s by default), so it
- * holds neither the loop nor more than one answer's memory.
+ * holds neither the loop nor more than one answer's memory. At most
+ * max_connections (32 by default) are open at once: while that many are,
+ * newcomers are accepted and closed at once, and counted
+ * (rpcrdma_gw_stats_connections_refused_total; "stats_connections_refused"
+ * in /stats), so that a flood of idle connections cannot hold descriptors
+ * and memory without bound.
  */
 #ifndef GW_GATEWAY_STATS_HTTP_H
 #define GW_GATEWAY_STATS_HTTP_H
 
+#include <stdint.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
@@ -53,5 +59,12 @@ socklen_t gw_stats_http_local_addr(const struct gw_stats_http *sh, struct sockad
  * connections accepted from then on.
  */
 void gw_stats_http_set_timeout(struct gw_stats_http *sh, const struct timeval *tv);
+
+/* At most @n connections at once (stats.max_connections); 0 is taken as 1. */
+void gw_stats_http_set_max_connections(struct gw_stats_http *sh, unsigned n);
+
+/* Connections open now, and connections refused so far for the cap. */
+unsigned gw_stats_http_connections(const struct gw_stats_http *sh);
+uint64_t gw_stats_http_refused(const struct gw_stats_http *sh);
 
 #endif

@@ -71,8 +71,8 @@ static void tcp_listener_on_accept(struct evconnlistener *lev, evutil_socket_t f
 		char peer[NI_MAXHOST + NI_MAXSERV + 4];
 
 		l->stats.refused++;
-		gw_info("tcp: refused client %s",
-			tcp_addr_str(sa, (socklen_t)socklen, peer, sizeof(peer)));
+		gw_debug("tcp: refused client %s",
+			 tcp_addr_str(sa, (socklen_t)socklen, peer, sizeof(peer)));
 		tcp_close_reset(fd);
 		return;
 	}

@@ -68,6 +68,11 @@ struct tcp_conn {
 	struct event *read_ev;
 	struct event *write_ev;
 	struct event *close_timer;
+	/* The record deadline: added while a record is under way (see tcp_conn_watch_record()). */
+	struct event *record_timer;
+	bool record_armed;
+	/* records_in when the deadline was set: a later value means a new record. */
+	uint64_t record_armed_at;
 	struct evbuffer *out;
 	struct tcp_conn_stats stats;
 };
@@ -78,6 +83,7 @@ static const char *const tcp_close_reason_names[TCP_CLOSE_REASON_COUNT] = {
 	[TCP_CLOSE_BAD_RECORD] = "bad-record",
 	[TCP_CLOSE_LOCAL] = "local",
 	[TCP_CLOSE_TIMEOUT] = "close-timeout",
+	[TCP_CLOSE_RECORD_TIMEOUT] = "record_timeout",
 };
 
 const char *tcp_close_reason_name(enum tcp_close_reason reason)
@@ -97,6 +103,7 @@ void tcp_conn_config_default(struct tcp_conn_config *cfg)
 	cfg->out_low = 1u << 20;
 	cfg->out_max = 64u << 20;
 	cfg->close_timeout_ms = 5000;
+	cfg->record_timeout_ms = 30000;
 }
 
 /* ---- lifetime ---------------------------------------------------------- */
@@ -106,6 +113,7 @@ static void tcp_conn_destroy(struct tcp_conn *c)
 	event_free(c->read_ev);
 	event_free(c->write_ev);
 	event_free(c->close_timer);
+	event_free(c->record_timer);
 	evbuffer_free(c->out);
 	free(c);
 }
@@ -137,9 +145,18 @@ static const char *tcp_conn_peer(const struct tcp_conn *c, char *buf, size_t len
 	return buf;
 }
 
+static void tcp_conn_record_disarm(struct tcp_conn *c)
+{
+	if (c->record_armed) {
+		evtimer_del(c->record_timer);
+		c->record_armed = false;
+	}
+}
+
 /* Give back the receive buffer; the parser restarts between records. */
 static void tcp_conn_drop_rx(struct tcp_conn *c)
 {
+	tcp_conn_record_disarm(c);
 	if (c->rx) {
 		gw_buf_put(c->rx);
 		c->rx = NULL;
@@ -160,6 +177,7 @@ static void tcp_conn_teardown(struct tcp_conn *c, bool reset)
 	event_del(c->read_ev);
 	event_del(c->write_ev);
 	event_del(c->close_timer);
+	tcp_conn_record_disarm(c);
 	c->reading = false;
 	c->writing = false;
 	if (reset) {
@@ -181,7 +199,8 @@ static void tcp_conn_fail(struct tcp_conn *c, enum tcp_close_reason reason, int 
 
 	if (c->state == TCP_CONN_CLOSED)
 		return;
-	tcp_conn_teardown(c, reason == TCP_CLOSE_TIMEOUT);
+	/* A peer that held a record open past its deadline gets a reset, as a slow close does. */
+	tcp_conn_teardown(c, reason == TCP_CLOSE_TIMEOUT || reason == TCP_CLOSE_RECORD_TIMEOUT);
 	if (c->ops.closed)
 		c->ops.closed(c, &why, c->arg);
 }
@@ -221,6 +240,16 @@ static void tcp_conn_starve(struct tcp_conn *c)
 /*
  * The parser needs a buffer of at least need bytes. The bytes it moves are
  * those already read of one record: its mark and some read-ahead.
+ *
+ * A mark for a large record asks at once for a buffer of the record's
+ * whole size (up to max_record), before its bytes arrive. It is taken
+ * whole, not grown as bytes come: the record is read straight into
+ * registered memory and later exposed from there in one piece, which
+ * growing would turn into copies. What bounds the memory a client can
+ * pin this way is time and number instead: the record deadline
+ * (record_timeout_ms) gives the buffer back when a record is not
+ * finished, and the owner's session limits bound how many such records
+ * can be under way at once.
  */
 static bool tcp_conn_switch_rx(struct tcp_conn *c, uint32_t need)
 {
@@ -326,7 +355,58 @@ static enum tcp_read_result tcp_conn_read_into(struct tcp_conn *c, const struct 
 	return TCP_READ_NONE;
 }
 
-static void tcp_conn_read_records(struct tcp_conn *c)
+/*
+ * Keep the record deadline: set when a record is under way and the
+ * deadline is not already running for it, removed between records. A
+ * client that sends each record whole never sets it; one that pipelines
+ * re-sets it at most once per read event, when the record it ran for was
+ * delivered and another has begun. Nothing is done per read(2).
+ */
+static void tcp_conn_record_arm(struct tcp_conn *c)
+{
+	struct timeval tv = {
+		.tv_sec = c->cfg.record_timeout_ms / 1000,
+		.tv_usec = (suseconds_t)(c->cfg.record_timeout_ms % 1000) * 1000,
+	};
+
+	evtimer_add(c->record_timer, &tv);
+	c->record_armed = true;
+	c->record_armed_at = c->stats.records_in;
+}
+
+static void tcp_conn_watch_record(struct tcp_conn *c)
+{
+	if (c->cfg.record_timeout_ms == 0 || c->state != TCP_CONN_OPEN)
+		return;
+	if (rm_pending(&c->rm) == 0)
+		tcp_conn_record_disarm(c);
+	else if (!c->record_armed || c->record_armed_at != c->stats.records_in)
+		tcp_conn_record_arm(c);
+}
+
+static void tcp_conn_on_record_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct tcp_conn *c = arg;
+	char peer[NI_MAXHOST + NI_MAXSERV + 4];
+
+	(void)fd;
+	(void)what;
+	c->record_armed = false;
+	if (c->state != TCP_CONN_OPEN)
+		return;
+	if (c->paused != 0) {
+		/* We stopped reading, not the peer: the record gets another period. */
+		tcp_conn_record_arm(c);
+		return;
+	}
+	tcp_conn_hold(c);
+	gw_warn("tcp %s: a record was not finished within %u ms (%u bytes in), closing",
+		tcp_conn_peer(c, peer, sizeof(peer)), c->cfg.record_timeout_ms, rm_pending(&c->rm));
+	tcp_conn_fail(c, TCP_CLOSE_RECORD_TIMEOUT, ETIMEDOUT, RM_OK);
+	tcp_conn_unhold(c);
+}
+
+static void tcp_conn_parse_and_read(struct tcp_conn *c)
 {
 	unsigned int reads = 0;
 	bool drained = false;
@@ -367,6 +447,12 @@ static void tcp_conn_read_records(struct tcp_conn *c)
 			break;
 		}
 	}
+}
+
+static void tcp_conn_read_records(struct tcp_conn *c)
+{
+	tcp_conn_parse_and_read(c);
+	tcp_conn_watch_record(c);
 }
 
 /* Graceful close, last step: discard input until the peer's FIN. */
@@ -713,14 +799,17 @@ struct tcp_conn *tcp_conn_new(struct event_base *base, evutil_socket_t fd,
 	c->read_ev = event_new(base, fd, EV_READ | EV_PERSIST, tcp_conn_on_read, c);
 	c->write_ev = event_new(base, fd, EV_WRITE | EV_PERSIST, tcp_conn_on_write, c);
 	c->close_timer = evtimer_new(base, tcp_conn_on_close_timer, c);
+	c->record_timer = evtimer_new(base, tcp_conn_on_record_timer, c);
 	c->out = evbuffer_new();
-	if (!c->read_ev || !c->write_ev || !c->close_timer || !c->out) {
+	if (!c->read_ev || !c->write_ev || !c->close_timer || !c->record_timer || !c->out) {
 		if (c->read_ev)
 			event_free(c->read_ev);
 		if (c->write_ev)
 			event_free(c->write_ev);
 		if (c->close_timer)
 			event_free(c->close_timer);
+		if (c->record_timer)
+			event_free(c->record_timer);
 		if (c->out)
 			evbuffer_free(c->out);
 		free(c);

@@ -27,8 +27,9 @@
  *    producing replies for this client, and below the low watermark that
  *    it may go on; a hard limit refuses output beyond it.
  *
- * Closing: EOF, socket errors and bad records close the connection and
- * report the reason through the closed callback. tcp_conn_close() is the
+ * Closing: EOF, socket errors, bad records and a record not finished in
+ * time close the connection and report the reason through the closed
+ * callback. tcp_conn_close() is the
  * graceful close (stop reading, flush, half-close, wait for the peer's FIN
  * within a time limit); tcp_conn_abort() resets the connection at once.
  * Either way the owner frees the connection with tcp_conn_free(), which is
@@ -73,10 +74,17 @@ struct tcp_conn_config {
 	size_t out_max;
 	/* A graceful close that takes longer is turned into an abort. */
 	unsigned int close_timeout_ms;
+	/*
+	 * Once the first byte of a record (its mark) has arrived, the whole
+	 * record must be in within this, or the connection is reset
+	 * (TCP_CLOSE_RECORD_TIMEOUT); 0: no deadline. Time between records
+	 * is not counted: that is idle, which the owner governs.
+	 */
+	unsigned int record_timeout_ms;
 };
 
 /* Defaults: 1 MiB + 4 KiB records, 4 KiB receive buffers, 1 KiB read-ahead,
- * 4/1 MiB watermarks, 64 MiB output limit, 5 s to close. */
+ * 4/1 MiB watermarks, 64 MiB output limit, 5 s to close, 30 s per record. */
 void tcp_conn_config_default(struct tcp_conn_config *cfg);
 
 /* The largest buffer a connection asks of its source. */
@@ -96,6 +104,8 @@ enum tcp_close_reason {
 	TCP_CLOSE_LOCAL,
 	/* A graceful close ran out of time and was aborted. */
 	TCP_CLOSE_TIMEOUT,
+	/* A record was begun and not finished within record_timeout_ms: reset. */
+	TCP_CLOSE_RECORD_TIMEOUT,
 	TCP_CLOSE_REASON_COUNT
 };
 

@@ -98,6 +98,8 @@ static void test_minimal_form(void **state)
 	assert_int_equal(cfg->log_level, GW_LOG_INFO);
 	assert_int_equal(cfg->log_destination, GW_LOG_TO_STDERR);
 	assert_int_equal(cfg->drain_timeout_ms, 30000);
+	assert_int_equal(cfg->max_sessions, 4096);
+	assert_int_equal(cfg->stats_max_connections, 32);
 	gw_config_free(cfg);
 }
 
@@ -113,6 +115,8 @@ static void test_global_defaults(void **state)
 	assert_int_equal(cfg->log_level, GW_LOG_INFO);
 	assert_int_equal(cfg->log_destination, GW_LOG_TO_STDERR);
 	assert_int_equal(cfg->drain_timeout_ms, 30000);
+	assert_int_equal(cfg->max_sessions, 4096);
+	assert_int_equal(cfg->stats_max_connections, 32);
 	gw_config_free(cfg);
 }
 
@@ -169,6 +173,8 @@ static void test_every_key(void **state)
 	assert_string_equal(addr_text(&cfg->stats_addr), "[::1]:9500");
 	assert_int_equal(cfg->stats_addrlen, sizeof(struct sockaddr_in6));
 	assert_int_equal(cfg->drain_timeout_ms, 12500);
+	assert_int_equal(cfg->max_sessions, 1000);
+	assert_int_equal(cfg->stats_max_connections, 4);
 	assert_int_equal(cfg->routes_count, 2);
 
 	/* The first route takes everything from "defaults". */
@@ -186,6 +192,11 @@ static void test_every_key(void **state)
 	assert_int_equal(a->queue_limit, 100);
 	assert_int_equal(a->connect_timeout_ms, 2500);
 	assert_int_equal(a->idle_timeout_ms, 600000);
+	assert_int_equal(a->call_timeout_ms, 60000);
+	assert_int_equal(a->record_timeout_ms, 10000);
+	assert_int_equal(a->max_sessions, 200);
+	assert_int_equal(a->max_sessions_per_client, 8);
+	assert_int_equal(a->max_session_memory, 16777216);
 	assert_int_equal(a->source_port, GW_SOURCE_PORT_ANY);
 	assert_int_equal(a->allowed_clients_count, 2);
 	assert_cidr(&a->allowed_clients[0], AF_INET, "198.51.100.0", 24);
@@ -211,6 +222,11 @@ static void test_every_key(void **state)
 	assert_int_equal(b->queue_limit, 0);
 	assert_int_equal(b->connect_timeout_ms, 300000);
 	assert_int_equal(b->idle_timeout_ms, 250);
+	assert_int_equal(b->call_timeout_ms, 0);
+	assert_int_equal(b->record_timeout_ms, 600000);
+	assert_int_equal(b->max_sessions, 65536);
+	assert_int_equal(b->max_sessions_per_client, 1);
+	assert_int_equal(b->max_session_memory, 1073741824);
 	assert_int_equal(b->source_port, GW_SOURCE_PORT_RESERVED);
 	/* A list in a route replaces the default list; it is not merged. */
 	assert_int_equal(b->allowed_clients_count, 4);

@@ -212,26 +212,28 @@ static void test_unknown_keys(void **state)
 		"gw.json:2:28: defaults.stats: unknown key here; it is a top-level key\n"
 		"gw.json:4:46: routes[0].logging: unknown key here; it is a top-level key\n");
 	/* Nothing close: small objects list their keys, large ones point to the docs. */
-	expect_errors("{'zzz': 1, 'logging': {'lvl': 'info'}, 'stats': {'port': 1},\n"
-		      " 'routes': [{'name': 'a', 'mode': 'forward', 'listen': 'tcp://0.0.0.0',\n"
-		      "             'upstream': 'rdma://192.0.2.1', 'weight': 3}]}",
-		      "gw.json:1:2: zzz: unknown key; expected \"routes\", \"defaults\", "
-		      "\"logging\", \"stats\", \"drain_timeout_s\" or \"comment\"\n"
-		      "gw.json:1:24: logging.lvl: unknown key; expected \"level\", \"destination\" "
-		      "or \"comment\"\n"
-		      "gw.json:1:50: stats.port: unknown key; expected \"enabled\", \"listen\" or "
-		      "\"comment\"\n"
-		      "gw.json:3:46: routes[0].weight: unknown key; the keys are listed in "
-		      "docs/configuration.md\n");
+	expect_errors(
+		"{'zzz': 1, 'logging': {'lvl': 'info'}, 'stats': {'port': 1},\n"
+		" 'routes': [{'name': 'a', 'mode': 'forward', 'listen': 'tcp://0.0.0.0',\n"
+		"             'upstream': 'rdma://192.0.2.1', 'weight': 3}]}",
+		"gw.json:1:2: zzz: unknown key; expected \"routes\", \"defaults\", "
+		"\"logging\", \"stats\", \"drain_timeout_s\", \"max_sessions\" or \"comment\"\n"
+		"gw.json:1:24: logging.lvl: unknown key; expected \"level\", \"destination\" "
+		"or \"comment\"\n"
+		"gw.json:1:50: stats.port: unknown key; expected \"enabled\", \"listen\", "
+		"\"max_connections\" or \"comment\"\n"
+		"gw.json:3:46: routes[0].weight: unknown key; the keys are listed in "
+		"docs/configuration.md\n");
 }
 
 /* A key from the file is shown on one line, whatever it holds. */
 static void test_unknown_key_with_control_characters(void **state)
 {
 	(void)state;
-	expect_errors("{'routes': [" ROUTE_FWD "], 'a\\nb\\u0001': 1}",
-		      "gw.json:1:120: a?b?: unknown key; expected \"routes\", \"defaults\", "
-		      "\"logging\", \"stats\", \"drain_timeout_s\" or \"comment\"\n");
+	expect_errors(
+		"{'routes': [" ROUTE_FWD "], 'a\\nb\\u0001': 1}",
+		"gw.json:1:120: a?b?: unknown key; expected \"routes\", \"defaults\", "
+		"\"logging\", \"stats\", \"drain_timeout_s\", \"max_sessions\" or \"comment\"\n");
 }
 
 /* Keys with the characters JSON Pointers escape are still found in the text. */
@@ -343,6 +345,9 @@ static void test_integer_ranges(void **state)
 		{ "max_write_chunks", "1..64", "0", "65" },
 		{ "queue_limit", "0..4096", "-1", "4097" },
 		{ "reply_size_estimate", "4096..16777216", "4095", "16777217" },
+		{ "max_sessions", "1..65536", "0", "65537" },
+		{ "max_sessions_per_client", "1..65536", "0", "65537" },
+		{ "max_session_memory", "2097152..1073741824", "2097151", "1073741825" },
 	};
 
 	(void)state;
@@ -369,6 +374,10 @@ static void test_seconds_ranges(void **state)
 	check_option("idle_timeout_s", "-1", "expected a number of seconds 0..86400, got -1");
 	check_option("idle_timeout_s", "86400.5",
 		     "expected a number of seconds 0..86400, got 86400.5");
+	check_option("call_timeout_s", "3601", "expected a number of seconds 0..3600, got 3601");
+	check_option("call_timeout_s", "-1", "expected a number of seconds 0..3600, got -1");
+	check_option("record_timeout_s", "0.5", "expected a number of seconds 1..600, got 0.5");
+	check_option("record_timeout_s", "601", "expected a number of seconds 1..600, got 601");
 }
 
 static void test_drain_timeout(void **state)
@@ -380,6 +389,23 @@ static void test_drain_timeout(void **state)
 	expect_errors("{'drain_timeout_s': false, 'routes': [" ROUTE_FWD "]}",
 		      "gw.json:1:21: drain_timeout_s: expected a number of seconds 0..3600, got "
 		      "false\n");
+}
+
+/* The process-wide session cap and the stats endpoint's connection cap. */
+static void test_process_limits(void **state)
+{
+	(void)state;
+	expect_errors("{'max_sessions': 0, 'routes': [" ROUTE_FWD "]}",
+		      "gw.json:1:18: max_sessions: expected an integer 1..1048576, got 0\n");
+	expect_errors("{'max_sessions': 1048577, 'routes': [" ROUTE_FWD "]}",
+		      "gw.json:1:18: max_sessions: expected an integer 1..1048576, got 1048577\n");
+	expect_errors("{'max_sessions': '10', 'routes': [" ROUTE_FWD "]}",
+		      "gw.json:1:18: max_sessions: expected an integer 1..1048576, got \"10\"\n");
+	expect_errors("{'stats': {'max_connections': 0}, 'routes': [" ROUTE_FWD "]}",
+		      "gw.json:1:31: stats.max_connections: expected an integer 1..4096, got 0\n");
+	expect_errors("{'stats': {'max_connections': 4097}, 'routes': [" ROUTE_FWD "]}",
+		      "gw.json:1:31: stats.max_connections: expected an integer 1..4096, got "
+		      "4097\n");
 }
 
 static void test_source_port(void **state)
@@ -792,8 +818,8 @@ static void test_error_cap_keeps_the_first_in_the_file(void **state)
 		if (i < 18) {
 			snprintf(line, sizeof(line),
 				 "gw.json:%d:2: zz%02d: unknown key; expected \"routes\", "
-				 "\"defaults\", \"logging\", \"stats\", \"drain_timeout_s\" or "
-				 "\"comment\"\n",
+				 "\"defaults\", \"logging\", \"stats\", \"drain_timeout_s\", "
+				 "\"max_sessions\" or \"comment\"\n",
 				 i + 2, i);
 			strcat(want, line);
 		}
@@ -853,6 +879,7 @@ int main(void)
 		cmocka_unit_test(test_integer_ranges),
 		cmocka_unit_test(test_seconds_ranges),
 		cmocka_unit_test(test_drain_timeout),
+		cmocka_unit_test(test_process_limits),
 		cmocka_unit_test(test_source_port),
 		cmocka_unit_test(test_list_options),
 		cmocka_unit_test(test_bad_networks),

@@ -115,6 +115,14 @@ static void test_live_changes(void **state)
 		    GW_CHANGE_TIMEOUTS);
 	expect_live(cur, "{'routes': [" ROUTE_A(", 'idle_timeout_s': 8") "]}", GW_CHANGE_TIMEOUTS);
 	expect_live(cur, "{'drain_timeout_s': 8, 'routes': [" ROUTE_A("") "]}", GW_CHANGE_TIMEOUTS);
+	expect_live(cur, "{'max_sessions': 8, 'routes': [" ROUTE_A("") "]}", GW_CHANGE_LIMITS);
+	expect_live(cur, "{'stats': {'max_connections': 8}, 'routes': [" ROUTE_A("") "]}",
+		    GW_CHANGE_LIMITS);
+	expect_live(cur, "{'routes': [" ROUTE_A(", 'max_sessions': 8") "]}", GW_CHANGE_LIMITS);
+	expect_live(cur, "{'routes': [" ROUTE_A(", 'max_sessions_per_client': 8") "]}",
+		    GW_CHANGE_LIMITS);
+	expect_live(cur, "{'routes': [" ROUTE_A(", 'record_timeout_s': 8") "]}",
+		    GW_CHANGE_TIMEOUTS);
 	expect_live(cur, "{'routes': [" ROUTE_A(", 'source_port': 'any'") "]}",
 		    GW_CHANGE_SOURCE_PORT);
 	/* Several at once, through "defaults". */

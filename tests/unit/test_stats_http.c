@@ -1168,8 +1168,10 @@ static void test_metrics_no_routes(void **state)
 	f->engine.nroutes = 0;
 	f->engine.ndevices = 0;
 	json_t *fams = fetch_metrics(f, "/metrics?sessions=1");
-	assert_int_equal(json_array_size(fams), 1);
+	/* the endpoint's own families are there without any route */
+	assert_int_equal(json_array_size(fams), 2);
 	assert_non_null(find_family(fams, "rpcrdma_gw_build_info"));
+	check_family(fams, "rpcrdma_gw_stats_connections_refused", "counter");
 	json_decref(fams);
 }
 
@@ -1261,6 +1263,85 @@ static void test_idle_connection_is_closed(void **state)
 	close(fd);
 }
 
+/* Turn the loop until the endpoint counts @n connections (or 5 s pass). */
+static void pump_until_connections(struct fixture *f, unsigned n)
+{
+	double deadline = now_s() + 5;
+
+	while (gw_stats_http_connections(f->sh) != n && now_s() < deadline) {
+		event_base_loop(f->base, EVLOOP_NONBLOCK);
+		poll(NULL, 0, 5);
+	}
+	assert_int_equal(gw_stats_http_connections(f->sh), n);
+}
+
+/*
+ * With max_connections open, a newcomer is closed at once (not left
+ * hanging), and counted in /metrics and /stats; once a holder goes, new
+ * clients are served again.
+ */
+static void test_connection_cap(void **state)
+{
+	struct fixture *f = *state;
+	int idle[3];
+	size_t len;
+	bool closed;
+
+	gw_stats_http_set_max_connections(f->sh, 3);
+	for (int i = 0; i < 3; i++)
+		idle[i] = connect_to(f);
+	pump_until_connections(f, 3);
+
+	for (int i = 0; i < 2; i++) {
+		int late = connect_to(f);
+		double start = now_s();
+		send_all(late, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+		free(pump_and_read(f->base, late, 5, &len, &closed));
+		assert_true(closed);
+		assert_int_equal(len, 0);
+		/* at once, not after the request timeout */
+		assert_true(now_s() - start < 5);
+		close(late);
+	}
+	assert_int_equal(gw_stats_http_refused(f->sh), 2);
+	assert_int_equal(gw_stats_http_connections(f->sh), 3);
+
+	/* one holder leaves: its slot comes back */
+	close(idle[0]);
+	pump_until_connections(f, 2);
+	json_t *fams = fetch_metrics(f, "/metrics");
+	assert_true(sample(fams, "rpcrdma_gw_stats_connections_refused_total", NULL) == 2);
+	json_decref(fams);
+	json_t *root = fetch_json(f, "/stats");
+	assert_int_equal(jint(root, "stats_connections_refused"), 2);
+	json_decref(root);
+	close(idle[1]);
+	close(idle[2]);
+	pump_until_connections(f, 0);
+}
+
+/* Connections that never send a request lose their slots at the request timeout. */
+static void test_idle_holders_are_shed(void **state)
+{
+	struct fixture *f = *state;
+	struct timeval tv = { 0, 300 * 1000 };
+	int idle[4];
+	struct answer a;
+
+	gw_stats_http_set_timeout(f->sh, &tv);
+	gw_stats_http_set_max_connections(f->sh, 4);
+	for (int i = 0; i < 4; i++)
+		idle[i] = connect_to(f);
+	pump_until_connections(f, 4);
+	pump_until_connections(f, 0);
+	fetch(f, "GET", "/healthz", &a);
+	assert_int_equal(a.status, 200);
+	answer_free(&a);
+	assert_int_equal(gw_stats_http_refused(f->sh), 0);
+	for (int i = 0; i < 4; i++)
+		close(idle[i]);
+}
+
 static void test_stop_closes_connections(void **state)
 {
 	struct fixture *f = *state;
@@ -1332,6 +1413,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_vanished_client, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_keep_alive, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_connection_is_closed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_connection_cap, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_idle_holders_are_shed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stop_closes_connections, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_address_in_use, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ipv6_loopback, setup, teardown),

@@ -1048,6 +1048,145 @@ static void test_close_timeout(void **state)
 	}
 }
 
+/* ---- the record deadline -------------------------------------------------- */
+
+/* The peer sends a stream a few bytes at a time, one piece per interval. */
+struct drip {
+	struct harness *h;
+	struct event *ev;
+	struct stream s;
+	size_t pos;
+	size_t chunk;
+};
+
+static void drip_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct drip *d = arg;
+	size_t n = d->s.len - d->pos < d->chunk ? d->s.len - d->pos : d->chunk;
+
+	(void)fd;
+	(void)what;
+	if (n == 0) {
+		event_del(d->ev);
+		return;
+	}
+	if (send(d->h->peer, d->s.data + d->pos, n, MSG_NOSIGNAL) == (ssize_t)n)
+		d->pos += n;
+}
+
+static void drip_start(struct drip *d, struct harness *h, size_t chunk, unsigned int interval_ms)
+{
+	struct timeval tv = { interval_ms / 1000, (suseconds_t)(interval_ms % 1000) * 1000 };
+
+	d->h = h;
+	d->chunk = chunk;
+	d->ev = event_new(h->base, -1, EV_PERSIST, drip_cb, d);
+	assert_non_null(d->ev);
+	assert_int_equal(event_add(d->ev, &tv), 0);
+}
+
+static void drip_free(struct drip *d)
+{
+	event_free(d->ev);
+	free(d->s.data);
+}
+
+/*
+ * A client that sends a record's mark and then a byte every 50 ms is cut
+ * off once the record is 300 ms old; the time it sat idle before the mark
+ * does not count.
+ */
+static void test_record_deadline_trickle(void **state)
+{
+	(void)state;
+	struct harness *h = h_new(true);
+	struct stream first = { 0 };
+	struct drip d = { 0 };
+
+	h->cfg.record_timeout_ms = 300;
+	h_start(h);
+	stream_record(&first, 0, 100, 0);
+	h_write_now(h, &first);
+	run_until(h, h->nrec == 1, WAIT_MS);
+	assert_int_equal(h->nrec, 1);
+	/* idle between records, longer than the deadline */
+	run_for(h, 700);
+	assert_false(h->closed);
+	/* then a record of 100 bytes, one byte at a time: 5 s to finish */
+	stream_record(&d.s, 1, 100, 0);
+	drip_start(&d, h, 1, 50);
+	run_until(h, h->closed, WAIT_MS);
+	assert_true(h->closed);
+	assert_int_equal(h->why.reason, TCP_CLOSE_RECORD_TIMEOUT);
+	assert_string_equal(tcp_close_reason_name(h->why.reason), "record_timeout");
+	assert_int_equal(h->nrec, 1);
+	/* cut off well before the record could have been finished */
+	assert_true(d.pos < d.s.len);
+	/* its half record's buffer went back */
+	assert_int_equal(h->src.outstanding, 0);
+	drip_free(&d);
+	free(first.data);
+	h_free(h);
+}
+
+/*
+ * A client that sends its records slowly, each in two pieces 100 ms
+ * apart and 450 ms between records, is not cut off: each record is
+ * finished well within the deadline, and between records it is idle, not
+ * late.
+ */
+static void test_record_deadline_slow_records(void **state)
+{
+	(void)state;
+	struct harness *h = h_new(true);
+	const unsigned int n = 4;
+
+	h->cfg.record_timeout_ms = 300;
+	h_start(h);
+	for (unsigned int r = 0; r < n; r++) {
+		struct stream s = { 0 };
+
+		stream_record(&s, r, 200, 0);
+		assert_int_equal(send(h->peer, s.data, 100, MSG_NOSIGNAL), 100);
+		run_for(h, 100);
+		assert_int_equal(send(h->peer, s.data + 100, s.len - 100, MSG_NOSIGNAL),
+				 (ssize_t)(s.len - 100));
+		run_until(h, h->nrec == r + 1 || h->closed, WAIT_MS);
+		assert_int_equal(h->nrec, r + 1);
+		run_for(h, 450);
+		assert_false(h->closed);
+		free(s.data);
+	}
+	assert_false(h->bad_content);
+	h_free(h);
+}
+
+/*
+ * A client that pipelines, so that some record is always under way but
+ * each one is finished soon after it starts, is not cut off either: the
+ * deadline is per record, not per stretch of traffic.
+ */
+static void test_record_deadline_pipelined(void **state)
+{
+	(void)state;
+	struct harness *h = h_new(true);
+	struct drip d = { 0 };
+	const unsigned int n = 20;
+
+	h->cfg.record_timeout_ms = 300;
+	h_start(h);
+	/* 204 bytes a record, 250 a piece: no piece ends where a record does */
+	for (unsigned int r = 0; r < n; r++)
+		stream_record(&d.s, r, 200, 0);
+	drip_start(&d, h, 250, 100);
+	run_until(h, h->nrec == n || h->closed, WAIT_MS);
+	assert_false(h->closed);
+	assert_int_equal(h->nrec, n);
+	assert_false(h->bad_content);
+	drip_free(&d);
+	h_free(h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1069,6 +1208,9 @@ int main(void)
 		cmocka_unit_test(test_abort_releases_references),
 		cmocka_unit_test(test_graceful_close),
 		cmocka_unit_test(test_close_timeout),
+		cmocka_unit_test(test_record_deadline_trickle),
+		cmocka_unit_test(test_record_deadline_slow_records),
+		cmocka_unit_test(test_record_deadline_pipelined),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gateway/admission.c - session limits per route, per process and per
+ * client address.
+ */
+#include "gateway/admission.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+
+/* Refusal messages per route: at most one per this many microseconds. */
+#define GW_ADMISSION_LOG_US 1000000u
+
+/* A client address as the table keys it: IPv4 in the first 4 bytes. */
+struct gw_client_key {
+	sa_family_t family; /* AF_INET or AF_INET6 */
+	uint8_t addr[16];
+};
+
+struct gw_client_entry {
+	struct gw_client_entry *next;
+	struct gw_client_key key;
+	uint32_t sessions;
+};
+
+static bool client_key(const struct sockaddr *sa, struct gw_client_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	if (sa && sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+		k->family = AF_INET;
+		memcpy(k->addr, &in->sin_addr, 4);
+		return true;
+	}
+	if (sa && sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+		/* A dual-stack listener sees IPv4 clients as ::ffff:a.b.c.d: one client, one key.
+		 */
+		if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
+			k->family = AF_INET;
+			memcpy(k->addr, &in6->sin6_addr.s6_addr[12], 4);
+		} else {
+			k->family = AF_INET6;
+			memcpy(k->addr, &in6->sin6_addr, 16);
+		}
+		return true;
+	}
+	return false;
+}
+
+/* FNV-1a over the key, seeded. */
+static uint32_t client_bucket(const struct gw_admission *a, const struct gw_client_key *k)
+{
+	uint32_t h = 2166136261u ^ a->seed;
+	size_t n = k->family == AF_INET ? 4 : 16;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= k->addr[i];
+		h *= 16777619u;
+	}
+	h ^= h >> 15;
+	return h & (GW_ADMISSION_BUCKETS - 1);
+}
+
+static bool client_key_equal(const struct gw_client_key *x, const struct gw_client_key *y)
+{
+	return x->family == y->family && memcmp(x->addr, y->addr, sizeof(x->addr)) == 0;
+}
+
+/* The link that points at @k's entry, or the NULL link at the end of its bucket. */
+static struct gw_client_entry **client_find(struct gw_admission *a, const struct gw_client_key *k)
+{
+	struct gw_client_entry **pp = &a->buckets[client_bucket(a, k)];
+
+	while (*pp && !client_key_equal(&(*pp)->key, k))
+		pp = &(*pp)->next;
+	return pp;
+}
+
+static const struct gw_client_entry *client_lookup(const struct gw_admission *a,
+						   const struct gw_client_key *k)
+{
+	const struct gw_client_entry *e = a->buckets[client_bucket(a, k)];
+
+	while (e && !client_key_equal(&e->key, k))
+		e = e->next;
+	return e;
+}
+
+void gw_admission_init(struct gw_admission *a, uint32_t seed)
+{
+	memset(a, 0, sizeof(*a));
+	a->seed = seed;
+}
+
+void gw_admission_fini(struct gw_admission *a)
+{
+	for (size_t i = 0; i < GW_ADMISSION_BUCKETS; i++) {
+		while (a->buckets[i]) {
+			struct gw_client_entry *e = a->buckets[i];
+			a->buckets[i] = e->next;
+			free(e);
+		}
+	}
+	a->entries = 0;
+}
+
+uint32_t gw_admission_client_sessions(const struct gw_admission *a, const struct sockaddr *peer)
+{
+	struct gw_client_key k;
+
+	if (!client_key(peer, &k))
+		return 0;
+	const struct gw_client_entry *e = client_lookup(a, &k);
+	return e ? e->sessions : 0;
+}
+
+static void admission_log(struct gw_admission *a, const struct gw_admission_limits *lim,
+			  const struct sockaddr *peer, const char *why, uint64_t now_us)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+	struct gw_client_key k;
+
+	a->unlogged++;
+	if (a->last_log_us != 0 && now_us - a->last_log_us < GW_ADMISSION_LOG_US)
+		return;
+	if (client_key(peer, &k))
+		inet_ntop(k.family, k.addr, host, sizeof(host));
+	if (a->unlogged > 1)
+		gw_warn("%s: refused client %s: %s (%llu refused since the last such message)",
+			lim->route, host, why, (unsigned long long)a->unlogged);
+	else
+		gw_warn("%s: refused client %s: %s", lim->route, host, why);
+	a->last_log_us = now_us;
+	a->unlogged = 0;
+}
+
+bool gw_admission_check(struct gw_admission *a, const struct gw_admission_limits *lim,
+			const struct sockaddr *peer, struct gw_counters *totals, uint64_t now_us)
+{
+	char why[96];
+
+	if (lim->client_max != 0 && gw_admission_client_sessions(a, peer) >= lim->client_max) {
+		totals->events[GW_EV_CLIENT_SESSION_LIMIT]++;
+		snprintf(why, sizeof(why), "it has %u sessions (max_sessions_per_client)",
+			 lim->client_max);
+		admission_log(a, lim, peer, why, now_us);
+		return false;
+	}
+	if (lim->route_max != 0 && lim->route_live >= lim->route_max) {
+		totals->events[GW_EV_SESSION_LIMIT]++;
+		snprintf(why, sizeof(why), "the route has %u sessions (max_sessions)",
+			 lim->route_live);
+		admission_log(a, lim, peer, why, now_us);
+		return false;
+	}
+	if (lim->process_max != 0 && lim->process_live >= lim->process_max) {
+		totals->events[GW_EV_SESSION_LIMIT]++;
+		snprintf(why, sizeof(why), "the gateway has %zu sessions (top-level max_sessions)",
+			 lim->process_live);
+		admission_log(a, lim, peer, why, now_us);
+		return false;
+	}
+	return true;
+}
+
+bool gw_admission_enter(struct gw_admission *a, const struct sockaddr *peer,
+			struct gw_admission_ticket *t)
+{
+	struct gw_client_key k;
+
+	t->entry = NULL;
+	if (!client_key(peer, &k))
+		return true; /* not an IP client (tests' socketpairs): nothing to count */
+	struct gw_client_entry **pp = client_find(a, &k);
+	if (!*pp) {
+		struct gw_client_entry *e = calloc(1, sizeof(*e));
+		if (!e)
+			return false;
+		e->key = k;
+		*pp = e;
+		a->entries++;
+	}
+	(*pp)->sessions++;
+	t->entry = *pp;
+	return true;
+}
+
+void gw_admission_leave(struct gw_admission *a, struct gw_admission_ticket *t)
+{
+	struct gw_client_entry *e = t->entry;
+
+	if (!e)
+		return;
+	t->entry = NULL;
+	if (--e->sessions > 0)
+		return;
+	struct gw_client_entry **pp = client_find(a, &e->key);
+	*pp = e->next;
+	free(e);
+	a->entries--;
+}
