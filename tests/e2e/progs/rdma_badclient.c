@@ -541,7 +541,7 @@ static const struct rconn_ops ops = {
 
 /* ---- MODE halfopen ---- */
 
-enum { HALF_MAX = 1000, HALF_SETUP_S = 20, HALF_END_S = 10 };
+enum { HALF_MAX = 1000, HALF_SETUP_S = 20, HALF_END_S = 15 };
 
 enum half_state { H_ADDR, H_ROUTE, H_CONNECTING, H_HALF_OPEN, H_ENDED, H_FAILED };
 
