@@ -585,15 +585,18 @@ static void fwd_plan_reply(const struct fwd_session *s, const struct fwd_call *c
 	*reply_chunk = false;
 	*reply_size = u->reply_max < pool_max ? u->reply_max : pool_max;
 	/*
-	 * A reply only estimated for a call that must not run twice gets a
-	 * Reply chunk with room to spare at once: the RFC 8267 retry is not
-	 * open to it (fwd_may_retry()), and a reply larger still ends the
-	 * call with an error rather than executing it twice. Not the largest
-	 * chunk: an NFSv4.0 COMPOUND's GETATTR is an estimate, and every
-	 * byte offered is cleared first.
+	 * A reply only estimated for a call that must not run twice gets
+	 * room to spare at once: the RFC 8267 retry is not open to it
+	 * (fwd_may_retry()), and a reply larger still ends the call with an
+	 * error rather than executing it twice. Twice the estimate: inline
+	 * when that fits (an NFSv4.0 COMPOUND's GETATTR is an estimate, and
+	 * a Reply chunk costs a window, an RDMA Write and clearing), else a
+	 * Reply chunk of that size, not the largest.
 	 */
 	if (!u->reply_exact && !c->retried && !fwd_retry_safe(c)) {
 		uint64_t room = 2 * (uint64_t)u->reply_max;
+		if (room + RPCRDMA_HDR_MIN_SIZE <= s->thr.recv)
+			return;
 		if (room < FWD_UNSAFE_REPLY_MIN)
 			room = FWD_UNSAFE_REPLY_MIN;
 		*reply_chunk = true;
