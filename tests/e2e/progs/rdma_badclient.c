@@ -41,8 +41,8 @@
  * rdma_establish() that never comes; on a route with connect_timeout_s 2
  * the gateway must end each within HALF_END_S of its answer (the timeout,
  * and the time a loaded emulated machine takes to tear 200 down), and an
- * ordinary connection with a NULL call must work while they are open and
- * after.
+ * ordinary connection with a NULL call (to PORT2, PORT by default; the
+ * reply must grant CREDITS) must work while they are open and after.
  *
  * Prints "ok: ..." or "FAIL: ..." per check and exits 0 only when all hold.
  */
@@ -682,7 +682,7 @@ static bool normal_session(struct rdma_ctx *ctx, const struct sockaddr_in *sa,
  * they are open and after.
  */
 static void half_open(struct rdma_ctx *ctx, const struct sockaddr_in *sa,
-		      const struct rconn_params *p, unsigned n)
+		      const struct sockaddr_in *ordinary, const struct rconn_params *p, unsigned n)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
 	const struct rpcrdma_privdata pd = { .send_size = 4096, .recv_size = 4096 };
@@ -718,7 +718,7 @@ static void half_open(struct rdma_ctx *ctx, const struct sockaddr_in *sa,
 
 	half_pump(ch, now_s() + 0.2, half_all_ended); /* the latest news first */
 	unsigned still = half_count(H_HALF_OPEN);
-	bool during = normal_session(ctx, sa, p, 0x1101, "an ordinary client meanwhile");
+	bool during = normal_session(ctx, ordinary, p, 0x1101, "an ordinary client meanwhile");
 	CHECK(during && still > 0,
 	      "an ordinary client connected and was answered while %u connections were "
 	      "half-open",
@@ -741,7 +741,7 @@ static void half_open(struct rdma_ctx *ctx, const struct sockaddr_in *sa,
 	      "after %.1f s)",
 	      HALF_END_S, late, worst < 1e9 ? worst : -1.0);
 
-	CHECK(normal_session(ctx, sa, p, 0x1102, "an ordinary client after"),
+	CHECK(normal_session(ctx, ordinary, p, 0x1102, "an ordinary client after"),
 	      "an ordinary client connected and was answered after");
 	for (unsigned i = 0; i < nhalves; i++)
 		rdma_destroy_id(halves[i].id);
@@ -757,13 +757,14 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; argc >= 5 && i < sizeof(modes) / sizeof(modes[0]); i++)
 		known |= strcmp(argv[4], modes[i]) == 0;
 	bool halfopen_mode = known && strcmp(argv[4], "halfopen") == 0;
-	if (!known || argc > (halfopen_mode ? 6 : 5)) {
-		fprintf(stderr, "usage: rdma_badclient ADDR PORT CREDITS "
-				"errors|overrun|noreads|refused|backward|idle|writeimm|sendinv\n"
-				"       rdma_badclient ADDR PORT CREDITS halfopen [COUNT]\n");
+	if (!known || argc > (halfopen_mode ? 7 : 5)) {
+		fprintf(stderr,
+			"usage: rdma_badclient ADDR PORT CREDITS "
+			"errors|overrun|noreads|refused|backward|idle|writeimm|sendinv\n"
+			"       rdma_badclient ADDR PORT CREDITS halfopen [COUNT [PORT2]]\n");
 		return 2;
 	}
-	unsigned half_n = argc == 6 ? (unsigned)strtoul(argv[5], NULL, 10) : 200;
+	unsigned half_n = argc >= 6 ? (unsigned)strtoul(argv[5], NULL, 10) : 200;
 	if (half_n == 0 || half_n > HALF_MAX)
 		half_n = 200;
 	credits = (uint32_t)strtoul(argv[3], NULL, 10);
@@ -803,7 +804,10 @@ int main(int argc, char **argv)
 	p.private_data_len = RPCRDMA_PD_SIZE;
 	timer = evtimer_new(base, on_timer, NULL);
 	if (halfopen_mode) {
-		half_open(ctx, &sa, &p, half_n);
+		struct sockaddr_in ordinary = sa;
+		if (argc == 7)
+			ordinary.sin_port = htons(atoi(argv[6]));
+		half_open(ctx, &sa, &ordinary, &p, half_n);
 		event_free(timer);
 		rdma_ctx_destroy(ctx);
 		event_base_free(base);

@@ -675,7 +675,10 @@ static void on_recv(struct rconn *c, void *owner, struct gw_buf *buf, uint32_t l
 		answer_write_imm(p, &ci);
 		break;
 	case 0x3b00:
-		answer_send_inv(p, &ci);
+		if (ci.write)
+			answer_send_inv(p, &ci);
+		else
+			answer(p, xid); /* the NULL call that brings the grant to 2 */
 		break;
 	default:
 		if (ci.reply || xid == 0x3302) {
