@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 #include "gateway/counters.h"
 
+#include <assert.h>
 #include <stddef.h>
 
-static const char *const event_names[GW_EV_KIND_COUNT] = {
+#include "gateway/rpc_names.h"
+
+static const char *const event_names[] = {
 	[GW_EV_ERR_VERS_SENT] = "err_vers_sent",
 	[GW_EV_ERR_CHUNK_SENT] = "err_chunk_sent",
 	[GW_EV_ERR_VERS_RECEIVED] = "err_vers_received",
@@ -33,6 +36,10 @@ static const char *const event_names[GW_EV_KIND_COUNT] = {
 	[GW_EV_CONNECT_TIMEOUT] = "connect_timeout",
 	[GW_EV_SESSION_MEMORY_LIMIT] = "session_memory_limit",
 };
+
+/* A kind added to the enum without a name here fails the build, not a scrape. */
+static_assert(sizeof(event_names) / sizeof(event_names[0]) == GW_EV_KIND_COUNT,
+	      "every event kind has a name");
 
 const char *gw_event_kind_name(enum gw_event_kind kind)
 {
@@ -86,9 +93,24 @@ struct gw_proc_count *gw_counters_proc(struct gw_counters *c, uint32_t prog, uin
 	return NULL;
 }
 
+/*
+ * The slot a peer's call may count in. Program, version and procedure are
+ * the client's to choose: only those of the well-known table get a slot,
+ * and that table fits the slots (gateway/rpc_names.c checks it at compile
+ * time), so made-up numbers never crowd out real ones. The rest go to
+ * 'other'.
+ */
+static struct gw_proc_count *counters_proc_known(struct gw_counters *c, uint32_t prog,
+						 uint32_t vers, uint32_t proc)
+{
+	if (!gw_rpc_procedure_known(prog, vers, proc))
+		return NULL;
+	return gw_counters_proc(c, prog, vers, proc);
+}
+
 void gw_counters_count_call(struct gw_counters *c, uint32_t prog, uint32_t vers, uint32_t proc)
 {
-	struct gw_proc_count *p = gw_counters_proc(c, prog, vers, proc);
+	struct gw_proc_count *p = counters_proc_known(c, prog, vers, proc);
 
 	c->calls++;
 	if (p)
@@ -99,7 +121,7 @@ void gw_counters_count_call(struct gw_counters *c, uint32_t prog, uint32_t vers,
 
 void gw_counters_count_reply(struct gw_counters *c, uint32_t prog, uint32_t vers, uint32_t proc)
 {
-	struct gw_proc_count *p = gw_counters_proc(c, prog, vers, proc);
+	struct gw_proc_count *p = counters_proc_known(c, prog, vers, proc);
 
 	c->replies++;
 	if (p)

@@ -68,7 +68,7 @@ void gw_hist_add(struct gw_hist *h, uint64_t us);
 uint64_t gw_hist_bucket_le(unsigned i);
 
 /* Calls and replies by RPC program, version and procedure: a fixed table. */
-enum { GW_PROC_SLOTS = 128 };
+enum { GW_PROC_SLOTS = 256 }; /* at least every procedure gateway/rpc_names.c knows */
 struct gw_proc_count {
 	uint32_t prog;
 	uint32_t vers;
@@ -106,7 +106,11 @@ struct gw_counters {
 	uint64_t procs_other_replies;
 };
 
-/* The slot for (prog, vers, proc), taken on first use; NULL when the table is full. */
+/*
+ * The slot for (prog, vers, proc), taken on first use; NULL when the table
+ * is full. The count functions below give slots only to the procedures
+ * gateway/rpc_names.h knows (gw_rpc_procedure_known()); others are 'other'.
+ */
 struct gw_proc_count *gw_counters_proc(struct gw_counters *c, uint32_t prog, uint32_t vers,
 				       uint32_t proc);
 void gw_counters_count_call(struct gw_counters *c, uint32_t prog, uint32_t vers, uint32_t proc);

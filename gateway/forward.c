@@ -34,7 +34,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <event2/event.h>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -58,6 +61,9 @@ _Static_assert(ULB_MAX_ITEMS <= 32, "result_opaque and the moved mask are 32-bit
 
 /* Transport header room: fixed part and three lists with every chunk we may offer. */
 enum { FWD_HDR_MAX = 1024 };
+
+/* Backward calls waiting for their SYSTEM_ERR answer, per session; beyond, dropped. */
+enum { FWD_REFUSE_QUEUE = 64 };
 
 /* The least Reply chunk offered to an estimated reply of a call that must not be retried. */
 enum { FWD_UNSAFE_REPLY_MIN = 16384 };
@@ -166,7 +172,8 @@ struct fwd_session {
 	int fd; /* the accepted socket until the TCP side is set up, else -1 */
 	struct tcp_conn *tcp;
 	struct rconn *rdma;
-	bool rdma_closed; /* ops->closed has run, or connect never started */
+	bool rdma_closed;	/* ops->closed has run, or connect never started */
+	struct event *first_ev; /* waiting for the client's first bytes */
 
 	struct rpcrdma_privdata own_pd;
 	struct rpcrdma_privdata peer_pd;
@@ -195,6 +202,9 @@ struct fwd_session {
 	uint32_t bc_busy;
 	struct fwd_bc_refusal *refusals; /* nbcalls of them */
 	uint32_t refusals_busy;
+	/* XIDs waiting for a refusal slot, oldest first. */
+	uint32_t refuse_ring[FWD_REFUSE_QUEUE];
+	uint32_t refuse_head, refuse_count;
 
 	uint64_t mem_held; /* pool bytes held by calls, against max_session_memory */
 	bool mem_paused;   /* reading paused for max_session_memory */
@@ -585,15 +595,18 @@ static void fwd_plan_reply(const struct fwd_session *s, const struct fwd_call *c
 	*reply_chunk = false;
 	*reply_size = u->reply_max < pool_max ? u->reply_max : pool_max;
 	/*
-	 * A reply only estimated for a call that must not run twice gets a
-	 * Reply chunk with room to spare at once: the RFC 8267 retry is not
-	 * open to it (fwd_may_retry()), and a reply larger still ends the
-	 * call with an error rather than executing it twice. Not the largest
-	 * chunk: an NFSv4.0 COMPOUND's GETATTR is an estimate, and every
-	 * byte offered is cleared first.
+	 * A reply only estimated for a call that must not run twice gets
+	 * room to spare at once: the RFC 8267 retry is not open to it
+	 * (fwd_may_retry()), and a reply larger still ends the call with an
+	 * error rather than executing it twice. Twice the estimate: inline
+	 * when that fits (an NFSv4.0 COMPOUND's GETATTR is an estimate, and
+	 * a Reply chunk costs a window, an RDMA Write and clearing), else a
+	 * Reply chunk of that size, not the largest.
 	 */
 	if (!u->reply_exact && !c->retried && !fwd_retry_safe(c)) {
 		uint64_t room = 2 * (uint64_t)u->reply_max;
+		if (room + RPCRDMA_HDR_MIN_SIZE <= s->thr.recv)
+			return;
 		if (room < FWD_UNSAFE_REPLY_MIN)
 			room = FWD_UNSAFE_REPLY_MIN;
 		*reply_chunk = true;
@@ -1034,6 +1047,8 @@ static void fwd_bcall_send_done(struct rconn_wr *wr, enum ibv_wc_status status)
 	fwd_bcall_release(b);
 }
 
+static bool fwd_refusal_send(struct fwd_session *s, uint32_t xid);
+
 static void fwd_refusal_done(struct rconn_wr *wr, enum ibv_wc_status status)
 {
 	struct fwd_bc_refusal *f =
@@ -1043,17 +1058,19 @@ static void fwd_refusal_done(struct rconn_wr *wr, enum ibv_wc_status status)
 	gw_buf_put(f->buf);
 	f->buf = NULL;
 	s->refusals_busy--;
+	/* The next waiting answer takes the slot, unless the connection is going. */
+	while (s->refuse_count && status == IBV_WC_SUCCESS && s->state == FS_READY) {
+		uint32_t xid = s->refuse_ring[s->refuse_head];
+		s->refuse_head = (s->refuse_head + 1) % FWD_REFUSE_QUEUE;
+		s->refuse_count--;
+		if (fwd_refusal_send(s, xid))
+			break;
+	}
 	fwd_maybe_free(s);
 }
 
-/*
- * Answer a backward call that the client will not get with an RPC
- * SYSTEM_ERR reply, inline (RFC 8167), so that the server's callback fails
- * at once rather than at its own timeout. Bounded: at most as many answers
- * in flight as backward credits; a server that floods beyond that has its
- * calls dropped (counted by the caller).
- */
-static bool fwd_backward_refuse(struct fwd_session *s, uint32_t xid)
+/* Post one SYSTEM_ERR answer from a free refusal slot; false when none is free or it failed. */
+static bool fwd_refusal_send(struct fwd_session *s, uint32_t xid)
 {
 	struct fwd_bc_refusal *f = NULL;
 
@@ -1086,6 +1103,25 @@ static bool fwd_backward_refuse(struct fwd_session *s, uint32_t xid)
 	}
 	s->refusals_busy++;
 	GW_COUNT(&s->base, bytes_inline, (uint64_t)hlen + rlen);
+	return true;
+}
+
+/*
+ * Answer a backward call that the client will not get with an RPC
+ * SYSTEM_ERR reply, inline (RFC 8167), so that the server's callback fails
+ * at once rather than at its own timeout. Bounded: as many answers in
+ * flight as backward credits and FWD_REFUSE_QUEUE more waiting for them; a
+ * server that floods beyond that has its calls dropped. False when dropped.
+ */
+static bool fwd_backward_refuse(struct fwd_session *s, uint32_t xid)
+{
+	if (s->refuse_count == 0 && fwd_refusal_send(s, xid))
+		return true;
+	/* Waiting needs an answer in flight, whose completion sends the next. */
+	if (s->refuse_count == FWD_REFUSE_QUEUE || s->rdma_closed || s->refusals_busy == 0)
+		return false;
+	s->refuse_ring[(s->refuse_head + s->refuse_count) % FWD_REFUSE_QUEUE] = xid;
+	s->refuse_count++;
 	return true;
 }
 
@@ -1515,6 +1551,8 @@ static void fwd_session_close(struct fwd_session *s)
 			fwd_call_put(c);
 		}
 		fwd_bcalls_abandon(s);
+		if (s->first_ev)
+			event_del(s->first_ev);
 		if (s->tcp)
 			tcp_conn_close(s->tcp);
 		if (s->fd >= 0) {
@@ -1550,6 +1588,8 @@ static void fwd_maybe_free(struct fwd_session *s)
 		rconn_destroy(s->rdma);
 		s->rdma = NULL;
 	}
+	if (s->first_ev)
+		event_free(s->first_ev);
 	xidmap_destroy(&s->xids);
 	free(s->calls);
 	free(s->bcalls);
@@ -1690,6 +1730,90 @@ static struct rconn_params fwd_rdma_params(const struct gw_route *r, struct rpcr
 	return p;
 }
 
+/* The call slots and backward-call state, when the session starts relaying. */
+static int fwd_alloc_slots(struct fwd_session *s, const struct gw_route *r)
+{
+	uint32_t ncalls = r->credits + r->queue_limit;
+
+	s->calls = calloc(ncalls, sizeof(*s->calls));
+	s->bcalls = calloc(r->backchannel_credits, sizeof(*s->bcalls));
+	s->refusals = calloc(r->backchannel_credits, sizeof(*s->refusals));
+	if (!s->calls || !s->bcalls || !s->refusals || xidmap_init(&s->xids, ncalls) != 0)
+		return -ENOMEM; /* fwd_maybe_free() frees what was had */
+	s->ncalls = ncalls;
+	s->nbcalls = r->backchannel_credits;
+	for (uint32_t i = 0; i < s->nbcalls; i++)
+		s->bcalls[i].s = s;
+	for (uint32_t i = s->ncalls; i-- > 0;) {
+		s->calls[i].s = s;
+		s->calls[i].index = i;
+		s->calls[i].next_free = s->free_list;
+		s->free_list = &s->calls[i];
+	}
+	return 0;
+}
+
+static void fwd_connect_upstream(struct fwd_session *s)
+{
+	struct gw_route_rt *route = s->base.route;
+	const struct gw_route *r = route->cfg;
+
+	if (fwd_alloc_slots(s, r) != 0) {
+		gw_err("forward %s: out of memory for the session", s->base.client);
+		fwd_session_close(s);
+		return;
+	}
+	struct rconn_params params = fwd_rdma_params(r, &s->own_pd);
+	s->rdma_closed = false;
+	s->rdma = rconn_connect(gw_engine_rdma(route->eng),
+				(const struct sockaddr *)&r->upstream.addr, NULL, &params,
+				&fwd_rdma_ops, s);
+	if (!s->rdma) {
+		gw_count_event(&s->base, GW_EV_UPSTREAM_FAILURE);
+		s->rdma_closed = true;
+		fwd_session_close(s);
+	}
+}
+
+static struct timeval fwd_ms_tv(uint32_t ms)
+{
+	return (struct timeval){ ms / 1000, (suseconds_t)(ms % 1000) * 1000 };
+}
+
+/*
+ * The client's first bytes are waited for before anything else is taken:
+ * a connection that sends nothing (a port scan, an idle flood) costs a
+ * socket and the session's small struct, never a connection at the server,
+ * a reserved port or call slots, and it is closed after record_timeout,
+ * as a record begun and not finished would be. An RPC client sends its
+ * first call as soon as it has connected.
+ */
+static void fwd_first_bytes(evutil_socket_t fd, short what, void *arg)
+{
+	struct fwd_session *s = arg;
+	uint8_t b;
+
+	if (what & EV_TIMEOUT) {
+		gw_info("forward %s: the client sent nothing for %u ms: closing", s->base.client,
+			s->base.route->cfg->record_timeout_ms);
+		gw_count_event(&s->base, GW_EV_RECORD_TIMEOUT);
+		fwd_session_close(s);
+		return;
+	}
+	ssize_t n = recv(fd, &b, 1, MSG_PEEK);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+		struct timeval tv = fwd_ms_tv(s->base.route->cfg->record_timeout_ms);
+		event_add(s->first_ev, &tv);
+		return;
+	}
+	if (n <= 0) {
+		gw_debug("forward %s: the client left before sending anything", s->base.client);
+		fwd_session_close(s);
+		return;
+	}
+	fwd_connect_upstream(s);
+}
+
 void gw_forward_accept(struct gw_route_rt *route, int fd, const struct sockaddr *peer)
 {
 	const struct gw_route *r = route->cfg;
@@ -1699,27 +1823,6 @@ void gw_forward_accept(struct gw_route_rt *route, int fd, const struct sockaddr 
 		close(fd);
 		return;
 	}
-	s->ncalls = r->credits + r->queue_limit;
-	s->calls = calloc(s->ncalls, sizeof(*s->calls));
-	s->nbcalls = r->backchannel_credits;
-	s->bcalls = calloc(s->nbcalls, sizeof(*s->bcalls));
-	s->refusals = calloc(s->nbcalls, sizeof(*s->refusals));
-	if (!s->calls || !s->bcalls || !s->refusals || xidmap_init(&s->xids, s->ncalls) != 0) {
-		free(s->calls);
-		free(s->bcalls);
-		free(s->refusals);
-		free(s);
-		close(fd);
-		return;
-	}
-	for (uint32_t i = 0; i < s->nbcalls; i++)
-		s->bcalls[i].s = s;
-	for (uint32_t i = s->ncalls; i-- > 0;) {
-		s->calls[i].s = s;
-		s->calls[i].index = i;
-		s->calls[i].next_free = s->free_list;
-		s->free_list = &s->calls[i];
-	}
 	TAILQ_INIT(&s->queue);
 	s->granted = 1; /* until the first reply (RFC 8166) */
 	s->next_retry_xid = (uint32_t)gw_now_us() ^ 0x5a5a0000u;
@@ -1728,15 +1831,14 @@ void gw_forward_accept(struct gw_route_rt *route, int fd, const struct sockaddr 
 	rpcrdma_privdata_decode(NULL, 0, &s->peer_pd);
 	s->state = FS_CONNECTING;
 	s->fd = fd;
+	s->rdma_closed = true; /* no connection is started until the client speaks */
 	gw_session_register(route, &s->base, &fwd_session_ops, peer);
 
-	struct rconn_params params = fwd_rdma_params(r, &s->own_pd);
-	s->rdma = rconn_connect(gw_engine_rdma(route->eng),
-				(const struct sockaddr *)&r->upstream.addr, NULL, &params,
-				&fwd_rdma_ops, s);
-	if (!s->rdma) {
-		gw_count_event(&s->base, GW_EV_UPSTREAM_FAILURE);
-		s->rdma_closed = true;
+	s->first_ev = event_new(gw_engine_base(route->eng), fd, EV_READ, fwd_first_bytes, s);
+	struct timeval tv = fwd_ms_tv(r->record_timeout_ms);
+	if (!s->first_ev || event_add(s->first_ev, &tv) != 0) {
+		gw_err("forward %s: cannot wait for the client: %s", s->base.client,
+		       strerror(errno));
 		fwd_session_close(s);
 	}
 }

@@ -29,7 +29,20 @@
  * from its receive until its answer is posted, which is never later than
  * the client can learn of the answer. A client with more calls outstanding
  * than granted has broken the protocol (its next message might find no
- * receive): it is counted and disconnected.
+ * receive): it is counted and disconnected (rev_admit_call()).
+ *
+ * Call slots are another matter: a slot is held until its answer's Send has
+ * completed, and the client may send its next call before the gateway has
+ * seen that completion. A call that finds every slot busy is not the
+ * client's fault: its receive buffer is kept, in arrival order, until a
+ * slot frees (rev_rx_park(), rev_rx_pump()). That costs a pool buffer per
+ * waiting message and no receive (rconn has posted a fresh one already),
+ * and it bounds itself: a client within its credits never has more waiting
+ * than its credits plus its backward replies, the room kept; one that
+ * fills that room has overrun its credits. Slots could instead be sized for
+ * the worst case, but the Sends a slow completion leaves pending are bounded
+ * only by the send queue, and each slot carries a segment array for every
+ * chunk a client may offer.
  *
  * The upstream. One TCP connection per RDMA connection, made when the RDMA
  * connection is established; calls wait until it is up. When it drops (a
@@ -41,6 +54,22 @@
  * RDMA client a pause and not an I/O error. If the upstream cannot be
  * (re)connected in time, the RDMA connection is closed: the client
  * reconnects and retransmits as after any server restart.
+ *
+ * A call the upstream does not answer within call_timeout is counted
+ * (call_timeout) and the upstream connection is started over, which sends
+ * the calls in flight again, as a TCP client does after a major timeout; a
+ * call that then goes unanswered once more ends the session, and the RDMA
+ * client reconnects and retransmits, as the kernel's client does after
+ * its own timeout. One timer per session watches the oldest call on the
+ * upstream (the sent queue is in the order sent), not a timer per call.
+ *
+ * When the session
+ * ends, the upstream connection gets a normal close (its output flushed,
+ * FIN, the server's FIN awaited within close_timeout), so the server sees a
+ * client leave and not a failure; only a client that broke the rules (a
+ * protocol violation, a credit overrun) or an upstream that did (a bad
+ * record, a call never answered) gets a reset. The session is freed once
+ * that close is over.
  *
  * The backchannel (RFC 8167). A CALL record from the server (an NFSv4.1
  * callback) goes to the client as a backward call: RDMA_MSG, no chunks,
@@ -59,6 +88,7 @@
  * Reads and its answer's Send have completed, or the connection's teardown
  * has flushed them.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +128,11 @@ enum {
 	REV_BACKOFF_MIN_MS = 100,
 	REV_BACKOFF_MAX_MS = 2000,
 };
+
+/* A slot's fixed arrays hold what the decoder and the ULB may hand over. */
+static_assert(REV_MAX_READ_DEPTH <= UINT8_MAX, "initiator depth is a CM byte");
+static_assert(ULB_MAX_ITEMS <= UINT8_MAX, "a slot counts its items in a byte");
+static_assert(REV_MAX_SGE >= 2, "a Send is the header and at least one piece");
 
 enum rev_call_state {
 	RC_FREE,
@@ -174,6 +209,7 @@ struct rev_call {
 	bool read_failed;  /* a Read failed: the connection is going */
 	bool bad_chunks;   /* the Read list does not add up: ERR_CHUNK */
 	bool send_pending;
+	bool timed_out; /* unanswered for call_timeout once: sent again on a new connection */
 };
 
 /*
@@ -201,6 +237,12 @@ struct rev_bcall {
 	uint32_t room_lkey;
 	struct rconn_wr send_wr;
 	uint64_t t_in;
+};
+
+/* A received message that waits for a call slot. */
+struct rev_rx {
+	struct gw_buf *buf;
+	uint32_t len;
 };
 
 /* One outstanding RDMA Read. */
@@ -243,6 +285,7 @@ struct rev_session {
 	struct tcp_conn *tcp;
 	struct tcp_connect *connect;
 	struct event *retry_timer;
+	struct event *call_timer;  /* the oldest call on the upstream, for call_timeout */
 	uint64_t up_missing_since; /* when the upstream was last found missing */
 	uint32_t backoff_ms;
 	bool up_reached; /* connected at least once */
@@ -255,10 +298,15 @@ struct rev_session {
 	uint32_t busy;
 	struct rev_call *free_list;
 	struct xidmap xids;
-	struct rev_queue readq;	  /* pulling Read chunks, in arrival order */
-	struct rev_queue upq;	  /* waiting for the upstream */
-	struct rev_queue sentq;	  /* on the upstream, in the order sent */
-	struct rev_queue sqq;	  /* answers waiting for send-queue room */
+	struct rev_queue readq; /* pulling Read chunks, in arrival order */
+	struct rev_queue upq;	/* waiting for the upstream */
+	struct rev_queue sentq; /* on the upstream, in the order sent */
+	struct rev_queue sqq;	/* answers waiting for send-queue room */
+	struct rev_rx *rxq;	/* received messages waiting for a slot, a ring */
+	uint32_t rxq_cap;	/* credits + backchannel_credits */
+	uint32_t rxq_head;
+	uint32_t rxq_n;
+	bool rx_pumping;
 	struct gw_buf **hdr_bufs; /* registered buffers holding every slot's header room */
 	uint32_t nhdr_bufs;
 	uint32_t room_size;
@@ -269,7 +317,8 @@ struct rev_session {
 	struct rdma_pool_waiter pool_waiter;
 	struct ulb_sessions ulb_sessions;
 	bool draining;
-	bool in_close; /* rev_session_close() is running: do not free under it */
+	bool in_close;	     /* rev_session_close() is running: do not free under it */
+	bool reset_upstream; /* a peer misbehaved: the upstream is reset, not closed */
 
 	/* The backchannel. */
 	struct rev_bcall *bcalls;
@@ -283,13 +332,17 @@ struct rev_session {
 };
 
 static void rev_session_close(struct rev_session *s);
+static void rev_session_fail(struct rev_session *s);
 static void rev_maybe_free(struct rev_session *s);
 static void rev_reads_pump(struct rev_session *s);
 static void rev_up_pump(struct rev_session *s);
 static void rev_answer(struct rev_session *s, struct rev_call *c, enum rev_answer a);
 static void rev_up_connect(struct rev_session *s);
+static void rev_up_restart(struct rev_session *s);
+static void rev_call_timeout(evutil_socket_t fd, short what, void *arg);
 static void rev_bc_pump(struct rev_session *s);
 static void rev_tcp_closed(struct tcp_conn *tc, const struct tcp_close_info *why, void *arg);
+static void rev_rx_pump(struct rev_session *s);
 
 static struct rev_session *rev_of(struct gw_session *g)
 {
@@ -420,12 +473,16 @@ static void rev_call_post_failed(struct rev_session *s, struct rev_call *c, int 
 
 static void rev_answers_pump(struct rev_session *s);
 
-/* Send-queue room is back: answers, Reads and backward calls that waited for it go now. */
+/*
+ * Send-queue room is back (a completion): answers, Reads and backward calls
+ * that waited for it go now, and received calls that waited for a slot.
+ */
 static void rev_sq_pump(struct rev_session *s)
 {
 	rev_answers_pump(s);
 	rev_reads_pump(s);
 	rev_bc_pump(s);
+	rev_rx_pump(s);
 }
 
 static void rev_send_done(struct rconn_wr *wr, enum ibv_wc_status status)
@@ -568,7 +625,7 @@ static int rev_post_write_chunks(struct rev_session *s, struct rev_call *c,
 		unsigned n = rev_chunk_steps(&c->wdesc[k], plan->write_used[k], steps);
 		for (unsigned i = 0; i < n; i++) {
 			struct ibv_sge sge = {
-				.addr = (uintptr_t)(msg + plan->write_off[k] +
+				.addr = (uintptr_t)(msg + (uint64_t)plan->write_off[k] +
 						    steps[i].local_offset),
 				.length = steps[i].len,
 				.lkey = c->reply->lkey,
@@ -728,6 +785,20 @@ static void rev_answers_pump(struct rev_session *s)
 
 /* ---- calls to the upstream ---- */
 
+/* Wake up when the oldest call on the upstream reaches call_timeout (0: never). */
+static void rev_call_timer_arm(struct rev_session *s)
+{
+	uint64_t limit_us = (uint64_t)s->base.route->cfg->call_timeout_ms * 1000;
+	const struct rev_call *c = TAILQ_FIRST(&s->sentq.head);
+
+	if (limit_us == 0 || !c || evtimer_pending(s->call_timer, NULL))
+		return;
+	uint64_t now = gw_now_us(), due = c->t_sent + limit_us;
+	uint64_t wait = due > now ? due - now : 0;
+	struct timeval tv = { (time_t)(wait / 1000000), (suseconds_t)(wait % 1000000) };
+	evtimer_add(s->call_timer, &tv);
+}
+
 static bool rev_send_upstream(struct rev_session *s, struct rev_call *c)
 {
 	if (tcp_conn_send_ref(s->tcp, c->msg, c->msg_off, c->msg_len) != 0) {
@@ -739,6 +810,7 @@ static bool rev_send_upstream(struct rev_session *s, struct rev_call *c)
 	c->state = RC_SENT;
 	c->t_sent = gw_now_us();
 	rev_enqueue(&s->sentq, c);
+	rev_call_timer_arm(s);
 	return true;
 }
 
@@ -1130,11 +1202,24 @@ static bool rev_read_prepare(struct rev_session *s, struct rev_call *c)
 		uint32_t run;
 		for (uint32_t off = 0; off < l->base_len; off += run) {
 			uint32_t dst = rev_layout_map(l, off, &run);
+			/* The layout says so; checked anyway, as every peer-made offset. */
+			if (run == 0 || (uint64_t)dst + run > l->total_len ||
+			    (uint64_t)c->inl_off + off + run > c->rx->size) {
+				c->bad_chunks = true;
+				return true;
+			}
 			memcpy(m->base + dst, inl + off, run);
 		}
 	}
-	for (uint32_t i = 0; i < l->ninserts; i++)
-		memset(m->base + l->ins[i].position + l->ins[i].len, 0, xdr_pad(l->ins[i].len));
+	for (uint32_t i = 0; i < l->ninserts; i++) {
+		uint64_t pad_at = (uint64_t)l->ins[i].position + l->ins[i].len;
+		uint32_t pad = xdr_pad(l->ins[i].len);
+		if (pad_at + pad > l->total_len) {
+			c->bad_chunks = true;
+			return true;
+		}
+		memset(m->base + pad_at, 0, pad);
+	}
 	return true;
 }
 
@@ -1193,7 +1278,9 @@ static void rev_reads_pump(struct rev_session *s)
 	while (s->state == RS_READY && (c = TAILQ_FIRST(&s->readq.head)) != NULL) {
 		if (!c->msg && !rev_read_prepare(s, c))
 			return;
-		int r = rev_read_post(s, c);
+		int r = c->bad_chunks ? 1 : rev_read_post(s, c);
+		if (c->bad_chunks)
+			c->reads_posted = true;
 		if (r == 0)
 			return;
 		rev_dequeue(c);
@@ -1211,21 +1298,33 @@ static void rev_reads_pump(struct rev_session *s)
 }
 
 /* Keep the Write list and Reply chunk the client offered: the receive buffer goes early. */
-static void rev_copy_offer(struct rev_session *s, struct rev_call *c, const struct rpcrdma_hdr *h)
+/*
+ * The decoder held the offer to rev_limits(); the slot's arrays are sized
+ * by the same caps, and checked here again rather than trusted: false when
+ * the offer does not fit them.
+ */
+static bool rev_copy_offer(struct rev_session *s, struct rev_call *c, const struct rpcrdma_hdr *h)
 {
 	struct rpcrdma_seg *seg = c->segs;
 
+	if (h->nwrites > s->cap_writes)
+		return false;
 	c->nwrites = h->nwrites;
 	for (uint32_t k = 0; k < h->nwrites; k++) {
+		if (h->write[k].nsegs > s->cap_segs)
+			return false;
 		uint32_t n = rpcrdma_chunk_copy(&h->write[k], seg, s->cap_segs);
 		c->wdesc[k] = (struct rpcrdma_chunk_desc){ .nsegs = n, .segs = seg };
 		seg += n;
 	}
 	c->has_reply_chunk = h->has_reply;
 	if (h->has_reply) {
+		if (h->reply.nsegs > s->cap_segs)
+			return false;
 		uint32_t n = rpcrdma_chunk_copy(&h->reply, seg, s->cap_segs);
 		c->rdesc = (struct rpcrdma_chunk_desc){ .nsegs = n, .segs = seg };
 	}
+	return true;
 }
 
 /* The decoder's limits: the route's, within what this session's slots can hold. */
@@ -1243,7 +1342,26 @@ static void rev_credit_overrun(struct rev_session *s)
 	gw_warn("reverse %s: the client sent more calls than the %u credits granted: closing",
 		s->base.client, s->grant);
 	gw_count_event(&s->base, GW_EV_CREDIT_OVERRUN);
-	rev_session_close(s);
+	rev_session_fail(s);
+}
+
+/* The message waits for a slot, behind any that wait already. */
+static void rev_rx_park(struct rev_session *s, struct gw_buf *buf, uint32_t len)
+{
+	uint32_t tail = (s->rxq_head + s->rxq_n) % s->rxq_cap;
+
+	s->rxq[tail] = (struct rev_rx){ .buf = buf, .len = len };
+	s->rxq_n++;
+}
+
+static void rev_rx_drop_all(struct rev_session *s)
+{
+	while (s->rxq_n) {
+		gw_buf_put(s->rxq[s->rxq_head].buf);
+		s->rxq[s->rxq_head].buf = NULL;
+		s->rxq_head = (s->rxq_head + 1) % s->rxq_cap;
+		s->rxq_n--;
+	}
 }
 
 /* A message that is neither a call nor to be answered: true when it was dropped. */
@@ -1270,17 +1388,26 @@ static bool rev_recv_dropped(struct rev_session *s, const struct rpcrdma_hdr *h,
 	return false;
 }
 
-static void rev_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t len,
-		     uint32_t inv_rkey)
+/*
+ * One message from the client, in arrival order. False when it is a call
+ * that must wait for a slot: then nothing was done with it, and it is
+ * offered again when a slot frees.
+ */
+static bool rev_recv_msg(struct rev_session *s, struct gw_buf *buf, uint32_t len)
 {
-	struct rev_session *s = owner;
 	struct rpcrdma_limits lim;
 	struct rpcrdma_hdr h;
 
-	if (s->state != RS_READY) {
+	if (len > buf->size) {
+		/* rconn refuses such a receive; checked again before a byte of it is read. */
+		gw_warn("reverse %s: a %u-byte message in a %u-byte receive buffer: closing",
+			s->base.client, len, buf->size);
+		gw_count_event(&s->base, GW_EV_PROTOCOL_VIOLATION);
 		gw_buf_put(buf);
-		return;
+		rev_session_fail(s);
+		return true;
 	}
+
 	rev_limits(s, &lim);
 	enum rpcrdma_reason r = rpcrdma_hdr_decode(&h, buf->base, len, &lim);
 	/* An inline message: its RPC header must carry the transport header's XID. */
@@ -1292,12 +1419,12 @@ static void rev_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t
 		/* A backward-direction reply (RFC 8167): told by its msg_type. */
 		gw_session_touch(&s->base, gw_now_us());
 		rev_bc_reply(s, buf, &h);
-		return;
+		return true;
 	}
 	/* Draining: no new calls; the client sends them again after it reconnects. */
 	if (s->draining) {
 		gw_buf_put(buf);
-		return;
+		return true;
 	}
 	if (r == RPCRDMA_OK)
 		r = rpcrdma_hdr_check_call(&h);
@@ -1305,17 +1432,22 @@ static void rev_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t
 		r = xr;
 	if (rev_recv_dropped(s, &h, r, buf->base)) {
 		gw_buf_put(buf);
-		return;
+		return true;
 	}
-	GW_COUNT(&s->base, bytes_inline, len);
 
 	/* A call, or a message to answer: it holds a credit until answered. */
-	struct rev_call *c = s->outstanding < s->grant ? rev_call_get(s) : NULL;
-	if (!c) {
+	switch (rev_admit_call(s->outstanding, s->grant, s->ncalls - s->busy)) {
+	case REV_ADMIT_WAIT:
+		return false;
+	case REV_ADMIT_OVERRUN:
 		gw_buf_put(buf);
 		rev_credit_overrun(s);
-		return;
+		return true;
+	case REV_ADMIT_TAKE:
+		break;
 	}
+	GW_COUNT(&s->base, bytes_inline, len);
+	struct rev_call *c = rev_call_get(s);
 	s->outstanding++;
 	c->xid = h.xid;
 	c->t_in = gw_now_us();
@@ -1329,9 +1461,19 @@ static void rev_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t
 			gw_count_event(&s->base, GW_EV_BAD_TRANSPORT_HEADER);
 		gw_buf_put(buf);
 		rev_answer(s, c, act == RPCRDMA_ACT_ERR_VERS ? RA_ERR_VERS : RA_ERR_CHUNK);
-		return;
+		return true;
 	}
-	rev_copy_offer(s, c, &h);
+	if (!rev_copy_offer(s, c, &h)) {
+		gw_warn("reverse %s: xid %#x: more chunks or segments offered than the slot "
+			"holds: ERR_CHUNK",
+			s->base.client, h.xid);
+		gw_count_event(&s->base, GW_EV_BAD_TRANSPORT_HEADER);
+		c->nwrites = 0;
+		c->has_reply_chunk = false;
+		gw_buf_put(buf);
+		rev_answer(s, c, RA_ERR_CHUNK);
+		return true;
+	}
 
 	if (h.nreads == 0) {
 		/* An inline call: it goes upstream from the receive buffer itself. */
@@ -1339,7 +1481,7 @@ static void rev_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t
 		c->msg_off = h.hdr_len;
 		c->msg_len = h.inline_len;
 		rev_call_ready(s, c);
-		return;
+		return true;
 	}
 	uint32_t max = s->base.route->cfg->max_record_size;
 	if (max > rdma_pool_max_size(rev_pool(s)))
@@ -1352,7 +1494,7 @@ static void rev_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t
 		gw_count_event(&s->base, GW_EV_BAD_TRANSPORT_HEADER);
 		gw_buf_put(buf);
 		rev_answer(s, c, RA_ERR_CHUNK);
-		return;
+		return true;
 	}
 	c->rx = buf;
 	c->inl_off = h.hdr_len;
@@ -1361,6 +1503,51 @@ static void rev_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t
 	c->state = RC_READING;
 	rev_enqueue(&s->readq, c);
 	rev_reads_pump(s);
+	return true;
+}
+
+/* Messages that waited for a slot go on, in order, while slots are free. */
+static void rev_rx_pump(struct rev_session *s)
+{
+	if (s->rx_pumping)
+		return;
+	s->rx_pumping = true;
+	while (s->state == RS_READY && s->rxq_n && s->busy < s->ncalls) {
+		struct rev_rx rx = s->rxq[s->rxq_head];
+		/* Off the ring first: a close inside drops what is still on it. */
+		s->rxq[s->rxq_head].buf = NULL;
+		s->rxq_head = (s->rxq_head + 1) % s->rxq_cap;
+		s->rxq_n--;
+		if (!rev_recv_msg(s, rx.buf, rx.len)) {
+			/* Still no slot: back to the front, nothing was done with it. */
+			s->rxq_head = (s->rxq_head + s->rxq_cap - 1) % s->rxq_cap;
+			s->rxq[s->rxq_head] = rx;
+			s->rxq_n++;
+			break;
+		}
+	}
+	s->rx_pumping = false;
+}
+
+static void rev_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t len,
+		     uint32_t inv_rkey)
+{
+	struct rev_session *s = owner;
+
+	if (s->state != RS_READY) {
+		gw_buf_put(buf);
+		return;
+	}
+	if (s->rxq_n == 0 && rev_recv_msg(s, buf, len))
+		return;
+	if (s->rxq_n == s->rxq_cap) {
+		/* More waiting than credits and backward replies allow: see the file's head. */
+		gw_buf_put(buf);
+		rev_credit_overrun(s);
+		return;
+	}
+	rev_rx_park(s, buf, len);
+	rev_rx_pump(s);
 }
 
 /* ---- the upstream ---- */
@@ -1377,7 +1564,7 @@ static void rev_find_items(struct rev_session *s, struct rev_call *c)
 		return;
 	enum ulb_reply_status st = ulb_parse_reply(
 		&c->ulb, &s->ulb_sessions, c->reply->base + c->reply_off, c->reply_len, 0, &rep);
-	if (st != ULB_REPLY_OK && st != ULB_REPLY_STOPPED)
+	if ((st != ULB_REPLY_OK && st != ULB_REPLY_STOPPED) || rep.n_items > ULB_MAX_ITEMS)
 		return;
 	c->nitems = rep.n_items;
 	memcpy(c->items, rep.items, sizeof(rep.items[0]) * rep.n_items);
@@ -1401,7 +1588,7 @@ static void rev_tcp_record(struct tcp_conn *tc, struct gw_buf *buf, uint32_t off
 		return;
 	}
 	uint32_t i = xidmap_find(&s->xids, xid);
-	if (i == XIDMAP_NONE || s->calls[i].state != RC_SENT) {
+	if (i == XIDMAP_NONE || i >= s->ncalls || s->calls[i].state != RC_SENT) {
 		gw_count_event(&s->base, GW_EV_UNMATCHED_REPLY);
 		gw_buf_put(buf);
 		return;
@@ -1558,6 +1745,13 @@ static void rev_tcp_closed(struct tcp_conn *tc, const struct tcp_close_info *why
 {
 	struct rev_session *s = arg;
 
+	if (s->state == RS_CLOSING) {
+		/* The session's own close of the upstream is over (or failed): the last of it. */
+		tcp_conn_free(tc);
+		s->tcp = NULL;
+		rev_maybe_free(s); /* may free s */
+		return;
+	}
 	tcp_conn_free(s->tcp);
 	s->tcp = NULL;
 	s->up = UP_NONE;
@@ -1568,7 +1762,7 @@ static void rev_tcp_closed(struct tcp_conn *tc, const struct tcp_close_info *why
 		gw_warn("reverse %s: closing: bad record from the upstream: %s", s->base.client,
 			rm_error_name(why->record_err));
 		gw_count_event(&s->base, GW_EV_MALFORMED_RECORD);
-		rev_session_close(s);
+		rev_session_fail(s);
 		return;
 	}
 	if (why->reason == TCP_CLOSE_RECORD_TIMEOUT)
@@ -1577,9 +1771,27 @@ static void rev_tcp_closed(struct tcp_conn *tc, const struct tcp_close_info *why
 		tcp_close_reason_name(why->reason), why->err ? ": " : "",
 		why->err ? strerror(why->err) : "");
 	gw_count_event(&s->base, GW_EV_CONNECTION_LOST);
-	rev_bc_drop_waiting(s);
-	/* The calls in flight go first on the next connection, in their order, XIDs unchanged. */
+	rev_up_restart(s);
+}
+
+/*
+ * The upstream is to start over on a new connection (it was lost, or it
+ * stopped answering): the calls in flight go first on the next one, in
+ * their order, XIDs unchanged.
+ */
+static void rev_up_restart(struct rev_session *s)
+{
 	struct rev_call *c;
+
+	if (s->tcp) {
+		/* A server that stops answering gets a reset: it may not read a FIN either. */
+		tcp_conn_free(s->tcp);
+		s->tcp = NULL;
+	}
+	s->up = UP_NONE;
+	s->out_congested = false;
+	s->tcp_starved = false;
+	rev_bc_drop_waiting(s);
 	while ((c = TAILQ_LAST(&s->sentq.head, rev_callhead)) != NULL) {
 		rev_dequeue(c);
 		rev_requeue_front(s, c);
@@ -1587,6 +1799,39 @@ static void rev_tcp_closed(struct tcp_conn *tc, const struct tcp_close_info *why
 	s->up_missing_since = gw_now_us();
 	s->backoff_ms = REV_BACKOFF_MIN_MS;
 	rev_up_connect(s);
+}
+
+/*
+ * The oldest call on the upstream may have waited call_timeout: the first
+ * time, the upstream starts over and the calls in flight go again; a call
+ * that was sent again for that already ends the session.
+ */
+static void rev_call_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct rev_session *s = arg;
+	uint32_t limit_ms = s->base.route->cfg->call_timeout_ms;
+	struct rev_call *c = TAILQ_FIRST(&s->sentq.head);
+
+	if (s->state != RS_READY || limit_ms == 0 || !c)
+		return;
+	if (gw_now_us() - c->t_sent < (uint64_t)limit_ms * 1000) {
+		rev_call_timer_arm(s); /* answered meanwhile: the next oldest */
+		return;
+	}
+	gw_count_event(&s->base, GW_EV_CALL_TIMEOUT);
+	if (c->timed_out) {
+		gw_warn("reverse %s: xid %#x: no reply from the upstream within %u ms, twice: "
+			"closing the client's connection (it retransmits after reconnecting)",
+			s->base.client, c->xid, limit_ms);
+		rev_session_fail(s);
+		return;
+	}
+	gw_warn("reverse %s: xid %#x: no reply from the upstream within %u ms: a new upstream "
+		"connection, %u calls in flight go again",
+		s->base.client, c->xid, limit_ms, s->sentq.n);
+	TAILQ_FOREACH (c, &s->sentq.head, link)
+		c->timed_out = true;
+	rev_up_restart(s);
 }
 
 static const struct tcp_conn_ops rev_tcp_ops = {
@@ -1614,6 +1859,12 @@ static void rev_established(struct rconn *rc, void *owner, const uint8_t *pdata,
 
 	/* Header room for every slot, in as few registered buffers as the pool allows. */
 	uint32_t per_buf = rdma_pool_max_size(rev_pool(s)) / s->room_size;
+	if (per_buf == 0) {
+		gw_err("reverse %s: the pool's largest buffer holds no header room",
+		       s->base.client);
+		rev_session_close(s);
+		return;
+	}
 	for (uint32_t i = 0; i < s->ncalls; i++) {
 		uint32_t b = i / per_buf, k = i % per_buf;
 		if (k == 0) {
@@ -1649,21 +1900,44 @@ static void rev_established(struct rconn *rc, void *owner, const uint8_t *pdata,
 	rev_up_connect(s);
 }
 
+/* Why the client's connection went, logged and counted: the client's doing or the fabric's. */
+static void rev_rdma_close_reason(struct rev_session *s, enum rconn_close_reason reason)
+{
+	switch (reason) {
+	case RCONN_CLOSE_DISCONNECTED:
+		gw_debug("reverse %s: the client disconnected", s->base.client);
+		return;
+	case RCONN_CLOSE_PROTOCOL:
+		/* rconn closed it: the client posted what no RPC-over-RDMA peer may. */
+		gw_warn("reverse %s: the client broke the transport's rules (%s): closed",
+			s->base.client, rconn_close_reason_str(reason));
+		gw_count_event(&s->base, GW_EV_PROTOCOL_VIOLATION);
+		s->reset_upstream = true;
+		return;
+	case RCONN_CLOSE_TIMEOUT:
+		if (s->state == RS_ACCEPTING) {
+			/* Accepted, never established: it held a session for connect_timeout. */
+			gw_info("reverse %s: the connection was not established within %u ms",
+				s->base.client, s->base.route->cfg->connect_timeout_ms);
+			gw_count_event(&s->base, GW_EV_CONNECT_TIMEOUT);
+			return;
+		}
+		break;
+	default:
+		break;
+	}
+	gw_info("reverse %s: connection lost: %s", s->base.client, rconn_close_reason_str(reason));
+	gw_count_event(&s->base, GW_EV_CONNECTION_LOST);
+}
+
 static void rev_rdma_closed(struct rconn *rc, void *owner, enum rconn_close_reason reason)
 {
 	struct rev_session *s = owner;
 
 	s->rdma = rc;
 	s->rdma_closed = true;
-	if (s->state != RS_CLOSING) {
-		if (reason == RCONN_CLOSE_DISCONNECTED) {
-			gw_debug("reverse %s: the client disconnected", s->base.client);
-		} else {
-			gw_info("reverse %s: connection lost: %s", s->base.client,
-				rconn_close_reason_str(reason));
-			gw_count_event(&s->base, GW_EV_CONNECTION_LOST);
-		}
-	}
+	if (s->state != RS_CLOSING)
+		rev_rdma_close_reason(s, reason);
 	/* The teardown has completed every work request: every slot can go now. */
 	rev_session_close(s);
 }
@@ -1689,19 +1963,28 @@ static void rev_session_close(struct rev_session *s)
 		s->state = RS_CLOSING;
 		if (s->retry_timer)
 			evtimer_del(s->retry_timer);
+		if (s->call_timer)
+			evtimer_del(s->call_timer);
 		if (s->connect) {
 			tcp_connect_cancel(s->connect);
 			s->connect = NULL;
 		}
-		if (s->tcp) {
-			/* The client is gone or going: its calls' replies have nowhere to go. */
+		if (s->tcp && s->reset_upstream) {
 			tcp_conn_free(s->tcp);
 			s->tcp = NULL;
+		} else if (s->tcp) {
+			/*
+			 * The client is gone or going: its calls' replies have
+			 * nowhere to go, but what was sent goes, and the server
+			 * sees a FIN. The session waits for rev_tcp_closed().
+			 */
+			tcp_conn_close(s->tcp);
 		}
 		s->up = UP_NONE;
 		if (s->rdma && !s->rdma_closed)
 			rconn_close(s->rdma);
 	}
+	rev_rx_drop_all(s);
 	for (uint32_t i = 0; i < s->ncalls; i++) {
 		struct rev_call *c = &s->calls[i];
 		if (c->state != RC_FREE)
@@ -1712,6 +1995,20 @@ static void rev_session_close(struct rev_session *s)
 	rev_maybe_free(s);
 }
 
+/* A peer broke the rules: close, resetting the upstream rather than closing it. */
+static void rev_session_fail(struct rev_session *s)
+{
+	s->reset_upstream = true;
+	rev_session_close(s);
+}
+
+/*
+ * Free the session once nothing refers to it: both connections are gone
+ * (the upstream's close has reported, the RDMA teardown has completed every
+ * work request) and every slot is free. Called wherever one of those
+ * becomes true; the last such call frees it, and nothing after it touches
+ * @s.
+ */
 static void rev_maybe_free(struct rev_session *s)
 {
 	if (s->in_close || s->state != RS_CLOSING || s->tcp || s->connect || !s->rdma_closed ||
@@ -1727,7 +2024,9 @@ static void rev_maybe_free(struct rev_session *s)
 		rconn_destroy(s->rdma);
 	}
 	event_free(s->retry_timer);
+	event_free(s->call_timer);
 	xidmap_destroy(&s->xids);
+	free(s->rxq);
 	free(s->bcalls);
 	free(s->hdr_bufs);
 	free(s->segs);
@@ -1769,9 +2068,24 @@ static void rev_drain(struct gw_session *g)
 		rev_session_close(s);
 }
 
+/*
+ * Close now. An idle session's upstream gets the normal close; when the
+ * process is leaving (its drain ran out of time, or a second signal), the
+ * engine does not wait for servers' FINs, so the upstream is reset, even
+ * one whose normal close is under way.
+ */
 static void rev_shutdown(struct gw_session *g)
 {
-	rev_session_close(rev_of(g));
+	struct rev_session *s = rev_of(g);
+
+	if (s->base.route->draining) {
+		s->reset_upstream = true;
+		if (s->state == RS_CLOSING && s->tcp) {
+			tcp_conn_free(s->tcp);
+			s->tcp = NULL;
+		}
+	}
+	rev_session_close(s); /* may free s */
 }
 
 static bool rev_idle(const struct gw_session *g)
@@ -1789,11 +2103,6 @@ static const struct gw_session_ops rev_session_ops = {
 	.idle = rev_idle,
 };
 
-/*
- * Call slots: the client may send a new call as soon as it has an answer,
- * before that answer's Send completion reaches the gateway, so slots
- * beyond the credits hold answers whose Sends have not completed yet.
- */
 /* The Write chunks and segments per chunk a client may offer, as the route allows. */
 static uint32_t rev_cap_writes(const struct gw_route *r)
 {
@@ -1806,6 +2115,12 @@ static uint32_t rev_cap_segs(const struct gw_route *r)
 	return r->max_chunk_segments < REV_MAX_SEGS ? r->max_chunk_segments : REV_MAX_SEGS;
 }
 
+/*
+ * Call slots: the client may send a new call as soon as it has an answer,
+ * before that answer's Send completion reaches the gateway, so slots
+ * beyond the credits hold answers whose Sends have not completed yet. A
+ * call that still finds none free waits for one (rev_rx_pump()).
+ */
 static uint32_t rev_slots(const struct gw_route *r)
 {
 	return 2 * r->credits;
@@ -1862,6 +2177,9 @@ static void rev_free_unregistered(struct rev_session *s)
 {
 	if (s->retry_timer)
 		event_free(s->retry_timer);
+	if (s->call_timer)
+		event_free(s->call_timer);
+	free(s->rxq);
 	free(s->bcalls);
 	free(s->hdr_bufs);
 	free(s->segs);
@@ -1897,8 +2215,13 @@ bool gw_reverse_accept(struct gw_route_rt *route, const struct sockaddr *peer, c
 	s->hdr_bufs = calloc(s->ncalls, sizeof(struct gw_buf *));
 	s->nbcalls = r->backchannel_credits;
 	s->bcalls = calloc(s->nbcalls, sizeof(*s->bcalls));
+	/* Every receive the connection keeps posted (gw_reverse_listen_params()). */
+	s->rxq_cap = r->credits + r->backchannel_credits;
+	s->rxq = calloc(s->rxq_cap, sizeof(*s->rxq));
 	s->retry_timer = evtimer_new(gw_engine_base(route->eng), rev_up_retry, s);
-	if (!s->calls || !s->segs || !s->hdr_bufs || !s->bcalls || !s->retry_timer) {
+	s->call_timer = evtimer_new(gw_engine_base(route->eng), rev_call_timeout, s);
+	if (!s->calls || !s->segs || !s->hdr_bufs || !s->bcalls || !s->rxq || !s->retry_timer ||
+	    !s->call_timer) {
 		rev_free_unregistered(s);
 		return false;
 	}

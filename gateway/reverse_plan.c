@@ -261,3 +261,10 @@ unsigned rev_iov_slice(const struct iovec *iov, unsigned n, uint32_t off, uint32
 	}
 	return pos >= end ? cnt : 0;
 }
+
+enum rev_admit rev_admit_call(uint32_t outstanding, uint32_t grant, uint32_t free_slots)
+{
+	if (outstanding >= grant)
+		return REV_ADMIT_OVERRUN;
+	return free_slots ? REV_ADMIT_TAKE : REV_ADMIT_WAIT;
+}

@@ -22,6 +22,9 @@
  * (RDMA_NOMSG), else ERR_CHUNK. rev_iov_slice() cuts a gathered message into
  * the pieces of one RDMA Write.
  *
+ * Credits. rev_admit_call() decides what a new call from the client may do:
+ * go on, wait for a call slot, or be refused as a credit overrun.
+ *
  * Nothing here allocates, copies bulk data or does I/O; all input (chunk
  * lists, positions, item offsets) is untrusted and checked.
  */
@@ -160,5 +163,25 @@ void rev_plan_reply(const struct rev_reply_in *in, struct splice_out *reduced,
  */
 unsigned rev_iov_slice(const struct iovec *iov, unsigned n, uint32_t off, uint32_t len,
 		       struct iovec *out, unsigned cap);
+
+/* ---- credits ---- */
+
+enum rev_admit {
+	REV_ADMIT_TAKE,	   /* within the grant, and a slot is free: handle it now */
+	REV_ADMIT_WAIT,	   /* within the grant, no slot free yet: keep it until one is */
+	REV_ADMIT_OVERRUN, /* more calls outstanding than granted: the client broke the rules */
+};
+
+/*
+ * A call arrives while @outstanding calls hold a credit (received, their
+ * answer not yet posted) and @free_slots call slots are free. Only the
+ * credits judge the client, counted as 5666bis section 4.3 has it: a
+ * credit comes back when the answer is posted, never later than the client
+ * can see it, so a client that keeps to its @grant is never refused. A
+ * slot, though, is held until its answer's Send has completed, which the
+ * gateway may learn after the client has sent its next call: running out
+ * of slots is the gateway's own business, and the call waits.
+ */
+enum rev_admit rev_admit_call(uint32_t outstanding, uint32_t grant, uint32_t free_slots);
 
 #endif

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 #include "gateway/rpc_names.h"
 
+#include <assert.h>
 #include <stddef.h>
+
+#include "gateway/counters.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -12,6 +15,11 @@ enum {
 	PROG_NLM = 100021,
 	PROG_NSM = 100024,
 	PROG_NFSACL = 100227,
+	/* Versions that share a procedure table (the table below and the count of it). */
+	MOUNT_VERS_LO = 1,
+	MOUNT_VERS_HI = 3,
+	NLM_VERS_LO = 1,
+	NLM_VERS_HI = 4,
 };
 
 static const struct {
@@ -82,8 +90,8 @@ static const struct {
 	{ PROG_NFS, 2, 2, nfs2, ARRAY_SIZE(nfs2) },
 	{ PROG_NFS, 3, 3, nfs3, ARRAY_SIZE(nfs3) },
 	{ PROG_NFS, 4, 4, nfs4, ARRAY_SIZE(nfs4) },
-	{ PROG_MOUNT, 1, 3, mount, ARRAY_SIZE(mount) },
-	{ PROG_NLM, 1, 4, nlm, ARRAY_SIZE(nlm) },
+	{ PROG_MOUNT, MOUNT_VERS_LO, MOUNT_VERS_HI, mount, ARRAY_SIZE(mount) },
+	{ PROG_NLM, NLM_VERS_LO, NLM_VERS_HI, nlm, ARRAY_SIZE(nlm) },
 	{ PROG_NSM, 1, 1, nsm, ARRAY_SIZE(nsm) },
 	{ PROG_NFSACL, 2, 2, nfsacl2, ARRAY_SIZE(nfsacl2) },
 	{ PROG_NFSACL, 3, 3, nfsacl3, ARRAY_SIZE(nfsacl3) },
@@ -91,6 +99,20 @@ static const struct {
 	{ PROG_RPCBIND, 3, 3, rpcb3, ARRAY_SIZE(rpcb3) },
 	{ PROG_RPCBIND, 4, 4, rpcb4, ARRAY_SIZE(rpcb4) },
 };
+
+/*
+ * Every (program, version, procedure) the table covers, gaps included: the
+ * most slots gw_rpc_procedure_known() can ever let the counters take.
+ */
+enum {
+	KNOWN_PROCEDURES_MAX = ARRAY_SIZE(nfs2) + ARRAY_SIZE(nfs3) + ARRAY_SIZE(nfs4) +
+			       (MOUNT_VERS_HI - MOUNT_VERS_LO + 1) * ARRAY_SIZE(mount) +
+			       (NLM_VERS_HI - NLM_VERS_LO + 1) * ARRAY_SIZE(nlm) + ARRAY_SIZE(nsm) +
+			       ARRAY_SIZE(nfsacl2) + ARRAY_SIZE(nfsacl3) + ARRAY_SIZE(pmap2) +
+			       ARRAY_SIZE(rpcb3) + ARRAY_SIZE(rpcb4),
+};
+static_assert((unsigned)KNOWN_PROCEDURES_MAX <= (unsigned)GW_PROC_SLOTS,
+	      "the per-procedure table must hold every known procedure at once");
 
 const char *gw_rpc_program_name(uint32_t prog)
 {
@@ -111,4 +133,9 @@ const char *gw_rpc_procedure_name(uint32_t prog, uint32_t vers, uint32_t proc)
 		return proc < procedures[i].count ? procedures[i].names[proc] : NULL;
 	}
 	return NULL;
+}
+
+bool gw_rpc_procedure_known(uint32_t prog, uint32_t vers, uint32_t proc)
+{
+	return gw_rpc_procedure_name(prog, vers, proc) != NULL;
 }

@@ -379,6 +379,21 @@ static void rconn_pool_wake(struct rdma_pool_waiter *w)
 
 static void rconn_established(struct rconn *c, const uint8_t *pdata, uint8_t plen);
 
+/*
+ * Send With Invalidate, as providers report it. rxe (Soft-RoCE) passes the
+ * kernel's IB_WC_WITH_INVALIDATE (1 << 2) through unchanged, and user space
+ * reads that bit as IBV_WC_IP_CSUM_OK, which means nothing for a
+ * reliable-connected receive: either bit is an invalidation. Missing it
+ * would be worse than a crash-free close: the gateway would invalidate the
+ * window again, which rxe in Linux 6.1 answers with a NULL dereference.
+ */
+enum { RCONN_WC_KERNEL_WITH_INV = 1u << 2 };
+
+static bool wc_with_inv(const struct ibv_wc *wc)
+{
+	return (wc->wc_flags & (IBV_WC_WITH_INV | RCONN_WC_KERNEL_WITH_INV)) != 0;
+}
+
 static void recv_complete(struct rconn *c, struct rconn_recv *r, const struct ibv_wc *wc)
 {
 	struct gw_buf *buf = r->buf;
@@ -410,7 +425,7 @@ static void recv_complete(struct rconn *c, struct rconn_recv *r, const struct ib
 		rconn_fail(c, RCONN_CLOSE_TRANSPORT);
 		return;
 	}
-	uint32_t inv = (wc->wc_flags & IBV_WC_WITH_INV) ? wc->invalidated_rkey : 0;
+	uint32_t inv = wc_with_inv(wc) ? wc->invalidated_rkey : 0;
 	c->ops->recv(c, c->owner, buf, wc->byte_len, inv);
 }
 
@@ -425,7 +440,7 @@ static const char *recv_violation(const struct rconn *c, const struct ibv_wc *wc
 		return "RDMA Write With Immediate";
 	if (wc->opcode != IBV_WC_RECV)
 		return "a receive completion of an unknown kind";
-	if ((wc->wc_flags & IBV_WC_WITH_INV) && !c->params.remote_invalidation)
+	if (wc_with_inv(wc) && !c->params.remote_invalidation)
 		return "Send With Invalidate, which was not advertised";
 	if (wc->byte_len > c->params.recv_size)
 		return "a message longer than the receive buffer";
@@ -629,6 +644,17 @@ static void rconn_release_resources(struct rconn *c)
 	}
 	if (c->dev)
 		rdma_dev_cancel_wait(c->dev, &c->pool_waiter);
+	/*
+	 * Windows first: a type 2 window still bound (a call whose reply
+	 * never came) holds its queue pair, and rxe's destroy then waits for
+	 * that reference for tens of seconds, the whole event loop with it.
+	 * Deallocated, no window reaches our memory any more either.
+	 */
+	for (uint32_t i = 0; c->mws && i < c->params.nmw; i++) {
+		if (c->mws[i].mw)
+			ibv_dealloc_mw(c->mws[i].mw);
+		c->mws[i].mw = NULL;
+	}
 	if (c->id && c->id->qp) {
 		/* After this the device touches none of our memory. */
 		rdma_destroy_qp(c->id);
@@ -646,11 +672,6 @@ static void rconn_release_resources(struct rconn *c)
 			gw_buf_put(c->recvs[i].buf);
 			c->recvs[i].buf = NULL;
 		}
-	}
-	for (uint32_t i = 0; c->mws && i < c->params.nmw; i++) {
-		if (c->mws[i].mw)
-			ibv_dealloc_mw(c->mws[i].mw);
-		c->mws[i].mw = NULL;
 	}
 	if (c->cq) {
 		ibv_destroy_cq(c->cq);

@@ -10,6 +10,23 @@
 # SYSTEM_ERR for each, counted, and the server's credit grant is never exceeded; an
 # NFSACL reply and an NFSv4.0 GETATTR reply larger than the gateway's estimates are
 # retried with a larger Reply chunk.
+# The same server then breaks rules that cost the gateway the connection (each TCP
+# client session is an RDMA connection of its own):
+#  - RDMA Write With Immediate into a Write chunk the gateway offered, and Send With
+#    Invalidate naming the call's own chunk or, with two calls in flight, the other
+#    call's (remote invalidation is not advertised): protocol violations, counted; the
+#    session is closed and the TCP client gets no reply bytes at all;
+#  - reply lengths claimed and never written (a Write chunk, a Write chunk with only
+#    its first bytes written, a Reply chunk holding only the RPC header), right after
+#    another client moved a pattern through the same route: the client gets zeros
+#    where nothing was written, never the other client's bytes;
+#  - grants of 0 (taken as 1) and 2^32 - 1 (capped by the credits the gateway asked
+#    for), on a route with 8 credits: the server checks what was outstanding;
+#  - backward calls far beyond the 2 backward credits granted: at most 2 reach the
+#    client, the gateway answers the rest SYSTEM_ERR (counted backward_undeliverable),
+#    and the session keeps working;
+#  - a call never answered, on a route with call_timeout_s 3: the gateway closes the
+#    client's connection after the timeout (counted call_timeout), well within 2x.
 # A client that stops reading (a third route with 4 credits and a queue of 8): the
 # gateway stops sending its calls, then stops reading them, and loses none.
 # Then the NFS server goes away (its threads stop, its RDMA connections drop) and
@@ -28,7 +45,10 @@ cat >"$E2E_WORK/gw.json" <<JSON
               { "name": "bad", "mode": "forward",
                 "listen": "tcp://192.0.2.2:2050", "upstream": "rdma://192.0.2.1:20050" },
               { "name": "slow", "mode": "forward", "credits": 4, "queue_limit": 8,
-                "listen": "tcp://192.0.2.2:2051", "upstream": "rdma://192.0.2.1:20049" } ],
+                "listen": "tcp://192.0.2.2:2051", "upstream": "rdma://192.0.2.1:20049" },
+              { "name": "bad2", "mode": "forward", "credits": 8, "backchannel_credits": 2,
+                "call_timeout_s": 3,
+                "listen": "tcp://192.0.2.2:2052", "upstream": "rdma://192.0.2.1:20050" } ],
   "stats": { "listen": "127.0.0.1:9464" } }
 JSON
 gw_start forward "$E2E_WORK/gw.json" || e2e_finish
@@ -204,7 +224,200 @@ s.close()
 if fails:
     print("\n".join(fails)); sys.exit(1)
 PY
+
+# The same server breaks the rules in ways that cost the gateway its connection, on the
+# "bad" route and on "bad2" (8 credits, 2 backward credits, a 3 s call timeout). Each
+# TCP client session is an RDMA connection of its own.
+/usr/bin/python3 - <<'PY' && ok "hostile server: no client saw bytes it should not, every broken session was closed" || fail "hostile server"
+import os, socket, struct, sys, threading, time
+sys.path.insert(0, os.environ["GW_SRC"] + "/tests/e2e/lib")
+from rpc_tcp import *
+PATTERN, LAZY_HEAD, FLOOD, BC_GRANT = b"OTHER-CLIENT-SECRET-", b"LAZY-HEAD-BYTES!", 10, 2
+fails = []
+
+def expect(cond, what):
+    print(("  ok: " if cond else "  FAIL: ") + what, flush=True)
+    if not cond:
+        fails.append(what)
+
+def conn(port=2050):
+    return socket.create_connection(("192.0.2.2", port), timeout=20)
+
+def read3(xid, count=32768):
+    """An NFSv3 READ: the gateway offers a Write chunk for its data."""
+    return record(call(xid, 100003, 3, 6, struct.pack(">I8sQI", 8, b"\x03" * 8, 0, count)))
+
+def getacl(xid):
+    """An NFSACL GETACL: the gateway offers a Reply chunk."""
+    return record(call(xid, 100227, 3, 1, struct.pack(">I8sI", 8, b"\x02" * 8, 0xf)))
+
+def null(xid):
+    return record(call(xid, 100003, 3, 0))
+
+def cyc(n):
+    return (PATTERN * (n // len(PATTERN) + 1))[:n]
+
+def read_data(body):
+    """The data of an NFSv3 READ reply (status, no attributes, count, eof, data)."""
+    status, _, count, _, n = struct.unpack(">IIIII", body[24:44])
+    return status, count, body[44:44 + n] if len(body) >= 44 + n else None
+
+def until_closed(s, limit):
+    """Bytes received until the gateway closed the connection, and when (None: still open)."""
+    got, t0 = b"", time.monotonic()
+    s.settimeout(limit)
+    try:
+        while True:
+            b = s.recv(65536)
+            if not b:
+                return got, time.monotonic() - t0
+            got += b
+    except ConnectionResetError:
+        return got, time.monotonic() - t0
+    except socket.timeout:
+        return got, None
+
+# f. A call the server never answers, on bad2 (call_timeout_s 3), meanwhile.
+timeout_result = {}
+def never_answered():
+    s = conn(2052)
+    s.sendall(null(0x3901))
+    timeout_result["r"] = until_closed(s, 15)
+t_timeout = threading.Thread(target=never_answered)
+t_timeout.start()
+
+# c. One client moves PATTERN through the route: READ data written into Write chunks and
+# GETACL replies into Reply chunks; those buffers go back to the gateway's pool.
+s = conn()
+s.sendall(b"".join(read3(0x3601 + i) for i in range(4)) + getacl(0x3605) + getacl(0x3606))
+for _ in range(6):
+    body = read_record(s)
+    xid = struct.unpack(">I", body[:4])[0]
+    if xid in (0x3605, 0x3606):
+        ok = body[24:] == cyc(len(body) - 24) and len(body) > 1024
+    else:
+        st, count, data = read_data(body)
+        ok = st == 0 and data == cyc(count) and count > 1024
+    expect(ok, "another client's data, xid %#x: %d bytes of PATTERN delivered" % (xid, len(body)))
+s.close()
+time.sleep(0.5)
+# Then a second client's calls are answered with lengths the server never wrote.
+s = conn()
+for xid, msg, head in ((0x3701, read3(0x3701), b""), (0x3702, read3(0x3702), LAZY_HEAD),
+                       (0x3703, getacl(0x3703), None)):
+    s.sendall(msg)
+    try:
+        body = read_record(s)
+    except Exception as e:
+        expect(False, "xid %#x: a reply (%r)" % (xid, e))
+        break
+    if head is None:
+        data, what = body[24:], "Reply chunk (RDMA_NOMSG) beyond the RPC header"
+        ok = body[:24] == struct.pack(">6I", xid, 1, 0, 0, 0, 0)
+    else:
+        st, count, data = read_data(body)
+        what = "Write chunk" + (" beyond %d bytes written" % len(head) if head else "")
+        ok = st == 0 and data is not None and data[:len(head)] == head
+        data = data[len(head):] if data is not None else b""
+    expect(ok and len(data) > 1024 and data.count(0) == len(data) and PATTERN[:8] not in body,
+           "xid %#x: %d bytes claimed in a %s and not written: %s" %
+           (xid, len(data), what, "zeros" if data.count(0) == len(data) else
+            "another client's PATTERN" if PATTERN[:8] in body else "not zeros: %r" % data[:32]))
+s.close()
+
+# d. Credits 0 (read as 1) and 2^32 - 1 (capped by the 8 the gateway asks for), on bad2;
+# the server checks what was outstanding.
+s = conn(2052)
+fine = True
+for batch in ([0x3800], list(range(0x3810, 0x3816)), [0x3820], list(range(0x3830, 0x3844)),
+              [0x3850]):
+    s.sendall(b"".join(null(x) for x in batch))
+    got = sorted(reply_status(read_record(s)) for _ in batch)
+    fine &= got == [(x, 1, 0, SUCCESS) for x in batch]
+expect(fine, "grants of 0 and 2^32 - 1: every call answered, in turn")
+s.close()
+
+# e. A flood of backward calls, on bad2 (2 backward credits): at most 2 reach the client,
+# the server gets SYSTEM_ERR for the rest from the gateway (it counts them), and the
+# session keeps working.
+# The client answers at once: the gateway answers SYSTEM_ERR itself for a backward call
+# the client leaves unanswered for call_timeout_s.
+s = conn(2052)
+s.sendall(null(0x3c01))
+s.settimeout(1)
+bcalls, replies = [], []
+try:  # until the flood is over: nothing more for a second
+    while True:
+        body = read_record(s)
+        xid, mtype = struct.unpack(">II", body[:8])
+        (bcalls if mtype == 0 else replies).append(xid)
+except (socket.timeout, RuntimeError):
+    pass
+s.settimeout(20)
+expect(replies == [0x3c01] and 1 <= len(bcalls) <= BC_GRANT,
+       "%d backward calls sent at once: %d reached the client (%d granted)" %
+       (FLOOD, len(bcalls), BC_GRANT))
+delivered = len(bcalls)
+def answer_calls(xids):
+    s.sendall(b"".join(record(struct.pack(">6I", x, 1, 0, 0, 0, 0)) for x in xids))
+answer_calls(bcalls)
+s.sendall(null(0x3c02))
+got = None
+try:  # calls the gateway held back may come now that the client has answered
+    while got is None:
+        body = read_record(s)
+        xid, mtype = struct.unpack(">II", body[:8])
+        if mtype == 0:
+            delivered += 1
+            answer_calls([xid])
+        else:
+            got = reply_status(body)
+except Exception as e:
+    got = repr(e)
+expect(got == (0x3c02, 1, 0, SUCCESS), "after the flood a call is answered (%r)" % (got,))
+s.close()
+print("  backward calls delivered: %d" % delivered)
+open(os.environ.get("E2E_WORK", "/tmp/e2e") + "/bc_delivered", "w").write("%d\n" % delivered)
+
+# a, b. Write With Immediate into the call's Write chunk; Send With Invalidate naming the
+# call's own chunk; and, with two calls in flight, the other call's chunk: the gateway
+# closes the session, and the client gets no reply bytes at all.
+for what, first, calls in (("RDMA Write With Immediate", b"", [read3(0x3a01, 65536)]),
+                           ("Send With Invalidate of the call's own chunk", b"", [read3(0x3b01)]),
+                           ("Send With Invalidate of the other call's chunk", null(0x3b00),
+                            [read3(0x3b11), read3(0x3b12)])):
+    try:
+        s = conn()
+        if first:
+            s.sendall(first)
+            read_record(s)  # two credits from here on: both READs go at once
+        s.sendall(b"".join(calls))
+        got, t = until_closed(s, 10)
+        s.close()
+    except Exception as e:  # the gateway stopped answering: the next cases still run
+        got, t = repr(e).encode(), None
+    expect(t is not None and got == b"",
+           "%s: the client's connection is closed (%s) with no reply bytes (%d)" %
+           (what, "%.1f s" % t if t is not None else "still open", len(got)))
+
+t_timeout.join()
+got, t = timeout_result["r"]
+expect(t is not None and 2.5 <= t <= 7 and got == b"",
+       "a call never answered (call_timeout_s 3): the client's connection closed after %s, "
+       "no reply bytes (%d)" % ("%.1f s" % t if t is not None else "more than 15 s", len(got)))
+
+# The end: the server stops once this session is gone.
+s = conn()
+s.sendall(null(0x3fff))
+expect(reply_status(read_record(s)) == (0x3fff, 1, 0, SUCCESS), "the stop call answered")
+s.close()
+sys.exit(1 if fails else 0)
+PY
+( sleep 20; kill -TERM "$badsrv" 2>/dev/null ) &
+watchdog=$!
 bad_rc=0; wait "$badsrv" || bad_rc=$?
+kill "$watchdog" 2>/dev/null
+dmesg | grep -iE "rxe|timed out waiting" | tail -5
 cat "$E2E_WORK/badserver.out"
 check "the bad server's own checks passed (status $bad_rc)" test "$bad_rc" -eq 0
 bev() { gw_jq "[r for r in s['routes'] if r['name']=='bad'][0]['totals']['events']['$1']"; }
@@ -217,6 +430,16 @@ check "stats: the gateway's own error replies ($(bev rpc_error_reply))" test "$(
 check "stats: two Reply chunk retries ($(bev reply_chunk_retry))" \
     test "$(bev reply_chunk_retry)" -eq 2
 check "stats: calls waited for credits ($bqueued)" test "$bqueued" -ge 1
+b2ev() { gw_jq "[r for r in s['routes'] if r['name']=='bad2'][0]['totals']['events']['$1']"; }
+check "stats: protocol violations on bad ($(bev protocol_violation))" test "$(bev protocol_violation)" -eq 3
+check "stats: call timeouts on bad2 ($(b2ev call_timeout))" test "$(b2ev call_timeout)" -eq 1
+bc_delivered=$(cat "$E2E_WORK/bc_delivered" 2>/dev/null || echo 0)
+check "stats: the backward calls not delivered ($(b2ev backward_undeliverable)) are the 10 sent less the $bc_delivered delivered" \
+    test "$(b2ev backward_undeliverable)" -eq $((10 - bc_delivered))
+for r in bad bad2; do
+    live=$(gw_jq "[r for r in s['routes'] if r['name']=='$r'][0]['live_sessions']")
+    check "stats: no session left on $r ($live live)" test "$live" -eq 0
+done
 check "the mount kept working meanwhile" healthy
 
 # The NFS server goes away and comes back, with calls in flight: a reader keeps

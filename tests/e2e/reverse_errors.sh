@@ -12,7 +12,15 @@
 # server that calls the client back (RFC 8167): a callback too large for the client's
 # inline threshold must come back as SYSTEM_ERR, and five others must reach the client
 # as backward calls within its backward credits (rdma_badclient backward) and their
-# replies come back to the server intact. The counters in /stats must show it all.
+# replies come back to the server intact. On a route with connect_timeout_s 2, 200
+# connections are answered by the gateway and never established (rdma_badclient
+# halfopen): the gateway must end each within the timeout (counted connect_timeout), an
+# ordinary client (on another route) must connect and be answered meanwhile and after,
+# the kernel client's reads go on, and no session is left. An RDMA Write With Immediate from a client, and a
+# call sent by Send With Invalidate, close that client's connection unanswered (the
+# first counted protocol_violation; on Soft-RoCE the second fails in the transport
+# itself, as the gateway exposes no rkey a client could name). The counters in /stats
+# must show it all.
 set -u
 source "$GW_SRC/tests/e2e/lib/gw-e2e.sh"
 gwvm-net
@@ -100,7 +108,12 @@ cat >"$E2E_WORK/gw.json" <<JSON
     { "name": "acl", "mode": "reverse", "allowed_clients": ["198.51.100.0/24"],
       "listen": "rdma://192.0.2.2:20052", "upstream": "tcp://192.0.2.1:2049" },
     { "name": "idle", "mode": "reverse", "idle_timeout_s": 2,
-      "listen": "rdma://192.0.2.2:20053", "upstream": "tcp://192.0.2.1:2049" } ],
+      "listen": "rdma://192.0.2.2:20053", "upstream": "tcp://192.0.2.1:2049" },
+    { "name": "half", "mode": "reverse", "credits": 8, "connect_timeout_s": 2,
+      "max_sessions_per_client": 400,
+      "listen": "rdma://192.0.2.2:20054", "upstream": "tcp://192.0.2.1:2049" },
+    { "name": "rules", "mode": "reverse",
+      "listen": "rdma://192.0.2.2:20055", "upstream": "tcp://192.0.2.1:2049" } ],
   "stats": { "listen": "127.0.0.1:9464" } }
 JSON
 gw_start reverse_errors "$E2E_WORK/gw.json" || e2e_finish
@@ -134,6 +147,28 @@ cat "$E2E_WORK/callbacker.out"
 check "the upstream's callbacks: SYSTEM_ERR for the large one, the client's replies for the rest (status $cbrc)" \
     test "$cbrc" -eq 0
 
+echo "--- 200 connections that never finish, on a route with connect_timeout_s 2"
+( while [[ ! -e $E2E_WORK/stop-io ]]; do
+      dd if="$mnt/before" bs=1M iflag=direct status=none | md5sum | cut -d' ' -f1
+  done ) >"$E2E_WORK/io.txt" &
+io=$!
+t0=$(date +%s)
+# The ordinary client goes to the "rules" route: on "half", its own upstream connect
+# would have the same 2 s limit, which the teardown of 200 connections in one event loop
+# can outlast on an emulated machine (about 30 ms each).
+out=$("$BAD" 192.0.2.2 20054 64 halfopen 200 20055 2>&1); rc=$?
+echo "$out"
+check "rdma_badclient halfopen: half-open connections ended; ordinary clients served meanwhile and after (status $rc)" \
+    test "$rc" -eq 0
+echo "    ($(( $(date +%s) - t0 )) s)"
+touch "$E2E_WORK/stop-io"; wait "$io"
+check "the kernel client's reads meanwhile were intact ($(wc -l <"$E2E_WORK/io.txt") reads)" \
+    test -s "$E2E_WORK/io.txt" -a -z "$(grep -v -x "$want" "$E2E_WORK/io.txt")"
+
+echo "--- RDMA Write With Immediate and Send With Invalidate from a client"
+bad_client 20055 64 writeimm "closed at the Write With Immediate"
+bad_client 20055 64 sendinv "closed at the Send With Invalidate"
+
 check "the kernel client's file is intact after" \
     test "$(dd if="$mnt/before" bs=1M iflag=direct status=none | md5sum | cut -d' ' -f1)" = "$want"
 dd if="$src" of="$mnt/after" bs=1M oflag=direct status=none
@@ -163,6 +198,15 @@ live=$(gw_jq "[r for r in s['routes'] if r['name']=='silent'][0]['live_sessions'
 check "stats: the overrunning client's session is gone ($live live)" test "$live" -eq 0
 live=$(gw_jq "[r for r in s['routes'] if r['name']=='nfs'][0]['live_sessions']")
 check "stats: the kernel client's session lives on ($live live)" test "$live" -eq 1
+check "stats: the half-open connections timed out ($(ev half connect_timeout))" \
+    test "$(ev half connect_timeout)" -eq 200
+check "stats: the Write With Immediate was a protocol violation ($(ev rules protocol_violation))" \
+    test "$(ev rules protocol_violation)" -ge 1
+for r in half rules; do
+    live=$(gw_jq "[r for r in s['routes'] if r['name']=='$r'][0]['live_sessions']")
+    n=$(gw_jq "len([r for r in s['routes'] if r['name']=='$r'][0]['sessions'])")
+    check "stats: no session left on $r ($live live, $n listed)" test "$live" -eq 0 -a "$n" -eq 0
+done
 
 umount "$mnt"
 kill "$hole" 2>/dev/null; wait "$hole" 2>/dev/null

@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "gateway/counters.h"
+#include "gateway/rpc_names.h"
 
 /* The bucket a single sample lands in. */
 static unsigned bucket_of(uint64_t us)
@@ -128,7 +129,9 @@ static void test_proc_slots(void **state)
 	gw_counters_count_call(c, 100003, 3, 6);
 	gw_counters_count_reply(c, 100003, 3, 6);
 	gw_counters_count_call(c, 100003, 4, 1);
-	/* (0, 0, 0) is a key like any other, not an empty slot */
+	/* rpcbind NULL: a key with zeros, not an empty slot */
+	gw_counters_count_call(c, 100000, 2, 0);
+	/* (0, 0, 0) is no procedure anybody defines: 'other' */
 	gw_counters_count_call(c, 0, 0, 0);
 
 	struct gw_proc_count *p = gw_counters_proc(c, 100003, 3, 6);
@@ -136,10 +139,10 @@ static void test_proc_slots(void **state)
 	assert_int_equal(p->calls, 2);
 	assert_int_equal(p->replies, 1);
 	assert_int_equal(gw_counters_proc(c, 100003, 4, 1)->calls, 1);
-	assert_int_equal(gw_counters_proc(c, 0, 0, 0)->calls, 1);
-	assert_int_equal(c->calls, 4);
+	assert_int_equal(gw_counters_proc(c, 100000, 2, 0)->calls, 1);
+	assert_int_equal(c->calls, 5);
 	assert_int_equal(c->replies, 1);
-	assert_int_equal(c->procs_other_calls, 0);
+	assert_int_equal(c->procs_other_calls, 1);
 
 	unsigned used = 0;
 	for (unsigned i = 0; i < GW_PROC_SLOTS; i++)
@@ -148,36 +151,116 @@ static void test_proc_slots(void **state)
 	free(c);
 }
 
+/* Every slot taken (by the table's own function, as no peer can): a fill of keys. */
+static void fill_table(struct gw_counters *c, uint32_t prog)
+{
+	for (uint32_t i = 0; i < GW_PROC_SLOTS; i++)
+		assert_non_null(gw_counters_proc(c, prog, 1, i));
+	for (unsigned i = 0; i < GW_PROC_SLOTS; i++)
+		assert_true(c->procs[i].used);
+}
+
 /* A full table still finds what it holds; newcomers are counted as 'other'. */
 static void test_proc_table_full(void **state)
 {
 	(void)state;
 	struct gw_counters *c = counters_new();
 
-	for (uint32_t i = 0; i < GW_PROC_SLOTS; i++)
-		gw_counters_count_call(c, 100003, 3, i);
-	for (unsigned i = 0; i < GW_PROC_SLOTS; i++)
-		assert_true(c->procs[i].used);
-	assert_int_equal(c->procs_other_calls, 0);
-
-	assert_null(gw_counters_proc(c, 100003, 3, GW_PROC_SLOTS));
-	gw_counters_count_call(c, 100003, 3, GW_PROC_SLOTS);
+	fill_table(c, 400000);
+	assert_null(gw_counters_proc(c, 400000, 1, GW_PROC_SLOTS));
 	gw_counters_count_call(c, 100005, 3, 1);
 	gw_counters_count_reply(c, 100005, 3, 1);
+	gw_counters_count_call(c, 100003, 3, 6);
 	assert_int_equal(c->procs_other_calls, 2);
 	assert_int_equal(c->procs_other_replies, 1);
-	assert_int_equal(c->calls, GW_PROC_SLOTS + 2);
+	assert_int_equal(c->calls, 2);
 	assert_int_equal(c->replies, 1);
 
 	for (uint32_t i = 0; i < GW_PROC_SLOTS; i++) {
-		gw_counters_count_reply(c, 100003, 3, i);
-		struct gw_proc_count *p = gw_counters_proc(c, 100003, 3, i);
+		struct gw_proc_count *p = gw_counters_proc(c, 400000, 1, i);
 		assert_non_null(p);
 		assert_int_equal(p->proc, i);
-		assert_int_equal(p->calls, 1);
-		assert_int_equal(p->replies, 1);
 	}
-	assert_int_equal(c->procs_other_replies, 1);
+	free(c);
+}
+
+/* Every procedure the name table knows, counted once; returns how many. */
+static unsigned count_every_known(struct gw_counters *c)
+{
+	static const uint32_t progs[] = { 100000, 100003, 100005, 100021, 100024, 100227 };
+	unsigned n = 0;
+
+	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
+		for (uint32_t vers = 0; vers < 8; vers++) {
+			for (uint32_t proc = 0; proc < 64; proc++) {
+				if (!gw_rpc_procedure_known(progs[i], vers, proc))
+					continue;
+				gw_counters_count_call(c, progs[i], vers, proc);
+				n++;
+			}
+		}
+	}
+	return n;
+}
+
+/*
+ * Numbers a client makes up, thousands of them, take no slot: they are
+ * 'other', and every real procedure still gets its own slot afterwards.
+ */
+static void test_proc_made_up_numbers(void **state)
+{
+	(void)state;
+	static const uint32_t progs[] = { 100000, 100003, 100005, 100021, 100024, 100227 };
+	struct gw_counters *c = counters_new();
+	uint64_t other = 0;
+
+	srand(11);
+	for (unsigned i = 0; i < 20000; i++) {
+		uint32_t r = (uint32_t)rand() ^ ((uint32_t)rand() << 16);
+		uint32_t prog, vers, proc;
+		switch (i % 3) {
+		case 0: /* anything at all */
+			prog = r;
+			vers = (uint32_t)rand() ^ ((uint32_t)rand() << 16);
+			proc = (uint32_t)rand() ^ ((uint32_t)rand() << 16);
+			break;
+		case 1: /* a known program, a version it does not have */
+			prog = progs[r % 6];
+			vers = 5 + (uint32_t)rand() % 1000;
+			proc = (uint32_t)rand() % 32;
+			break;
+		default: /* a known program and version, a procedure beyond its last */
+			prog = 100003;
+			vers = 2 + r % 3;
+			proc = 22 + (uint32_t)rand() % 100000;
+			break;
+		}
+		if (gw_rpc_procedure_known(prog, vers, proc))
+			continue; /* the odd random hit on a real one */
+		gw_counters_count_call(c, prog, vers, proc);
+		gw_counters_count_reply(c, prog, vers, proc);
+		other++;
+	}
+	for (unsigned i = 0; i < GW_PROC_SLOTS; i++)
+		assert_false(c->procs[i].used);
+	assert_int_equal(c->procs_other_calls, other);
+	assert_int_equal(c->procs_other_replies, other);
+
+	/* Every real one, all at once: each in a slot of its own. */
+	unsigned known = count_every_known(c);
+	assert_true(known > 100);
+	assert_true(known <= GW_PROC_SLOTS);
+	assert_int_equal(c->procs_other_calls, other);
+	unsigned used = 0;
+	for (unsigned i = 0; i < GW_PROC_SLOTS; i++) {
+		if (!c->procs[i].used)
+			continue;
+		used++;
+		assert_true(gw_rpc_procedure_known(c->procs[i].prog, c->procs[i].vers,
+						   c->procs[i].proc));
+		assert_int_equal(c->procs[i].calls, 1);
+	}
+	assert_int_equal(used, known);
 	free(c);
 }
 
@@ -274,8 +357,7 @@ static void test_add_procs_into_full_table(void **state)
 	(void)state;
 	struct gw_counters *a = counters_new(), *b = counters_new();
 
-	for (uint32_t i = 0; i < GW_PROC_SLOTS; i++)
-		gw_counters_count_call(a, 100003, 3, i);
+	fill_table(a, 400000);
 	gw_counters_count_call(b, 100003, 3, 1);
 	gw_counters_count_call(b, 100005, 3, 1);
 	gw_counters_count_call(b, 100005, 3, 1);
@@ -284,9 +366,9 @@ static void test_add_procs_into_full_table(void **state)
 	b->procs_other_replies = 8;
 	gw_counters_add(a, b);
 
-	assert_int_equal(gw_counters_proc(a, 100003, 3, 1)->calls, 2);
+	assert_null(gw_counters_proc(a, 100003, 3, 1));
 	assert_null(gw_counters_proc(a, 100005, 3, 1));
-	assert_int_equal(a->procs_other_calls, 2 + 7);
+	assert_int_equal(a->procs_other_calls, 1 + 2 + 7);
 	assert_int_equal(a->procs_other_replies, 1 + 8);
 	free(a);
 	free(b);
@@ -302,6 +384,7 @@ int main(void)
 		cmocka_unit_test(test_event_names),
 		cmocka_unit_test(test_proc_slots),
 		cmocka_unit_test(test_proc_table_full),
+		cmocka_unit_test(test_proc_made_up_numbers),
 		cmocka_unit_test(test_add_scalars_and_hists),
 		cmocka_unit_test(test_add_procs),
 		cmocka_unit_test(test_add_procs_into_full_table),

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rdma_badclient ADDR PORT CREDITS MODE: an RPC-over-RDMA client that breaks
+ * rdma_badclient ADDR PORT CREDITS MODE [COUNT]: an RPC-over-RDMA client that breaks
  * the rules on purpose, against a reverse-mode gateway (RFC 8797 private
  * data, responder resources for the gateway's RDMA Reads). CREDITS is what
  * the gateway grants; every answer must carry it.
@@ -32,15 +32,29 @@
  * arrive meanwhile. It is answered granting 4 backward credits, and the
  * next one answered at once; then three must arrive together before any is
  * answered (the grant of 4 is honoured). The test server checks the replies.
+ * MODE "writeimm": an RDMA Write With Immediate of no bytes, then an NFS
+ * NULL call: the gateway must close the connection without answering.
+ * MODE "sendinv": the NULL call by Send With Invalidate (remote
+ * invalidation was not offered): the same.
+ * MODE "halfopen" [COUNT]: COUNT (200) connections from CM ids without a
+ * queue pair, so that the CM reports the gateway's answer and waits for an
+ * rdma_establish() that never comes; on a route with connect_timeout_s 2
+ * the gateway must end each within HALF_END_S of its answer (the timeout,
+ * and the time a loaded emulated machine takes to tear 200 down), and an
+ * ordinary connection with a NULL call (to PORT2, PORT by default; the
+ * reply must grant CREDITS) must work while they are open and after.
  *
  * Prints "ok: ..." or "FAIL: ..." per check and exits 0 only when all hold.
  */
 #include <arpa/inet.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <event2/event.h>
+#include <rdma/rdma_cma.h>
 
 #include "common/log.h"
 #include "rdma/privdata.h"
@@ -106,6 +120,8 @@ static struct event_base *base;
 static struct event *timer;
 static struct rconn *conn;
 static bool overrun_mode, noreads_mode, refused_mode, backward_mode, idle_mode, closed, established;
+static bool violate_mode; /* "writeimm" or "sendinv" */
+static bool write_imm;
 static enum rconn_close_reason close_reason;
 static unsigned replies_seen;
 
@@ -388,7 +404,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 		bc_timer();
 		return;
 	}
-	if (overrun_mode || idle_mode) {
+	if (overrun_mode || idle_mode || violate_mode) {
 		CHECK(0, "the gateway closed the connection within %d s", CLOSE_S);
 		finish();
 		return;
@@ -407,7 +423,7 @@ static void on_recv(struct rconn *c, void *owner, struct gw_buf *buf, uint32_t l
 		bc_recv(buf, len);
 		return;
 	}
-	if (overrun_mode || cur >= nsteps) {
+	if (overrun_mode || violate_mode || cur >= nsteps) {
 		gw_buf_put(buf);
 		return;
 	}
@@ -426,6 +442,52 @@ static void on_recv(struct rconn *c, void *owner, struct gw_buf *buf, uint32_t l
 	run_step();
 }
 
+/* ---- MODE writeimm, sendinv ---- */
+
+/*
+ * Post what the gateway must refuse, then an ordinary NFS NULL call that
+ * a gateway taking the first for a message would answer: an RDMA Write
+ * With Immediate of no bytes (no rkey is needed for that, and the gateway
+ * exposes nothing to a client), or the call itself by Send With Invalidate
+ * (remote invalidation was not offered; the gateway exposes no memory, so
+ * the rkey named can only be a stranger's).
+ */
+static void violate(void)
+{
+	struct words w;
+	struct ibv_qp *qp = rconn_qp(conn);
+
+	hdr(&w, 0x4001, 1, 0, true);
+	rpc_call(&w, 0x4001, 100003, 3, 0);
+	if (write_imm) {
+		struct ibv_send_wr wr = { .wr_id = 0, /* unsignaled: reported only if it fails */
+					  .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+					  .imm_data = htonl(0x4001) };
+		struct ibv_send_wr *bad;
+		CHECK(qp && ibv_post_send(qp, &wr, &bad) == 0,
+		      "an RDMA Write With Immediate of no bytes posted");
+		CHECK(send_words(&w), "an NFS NULL call sent after it");
+		return;
+	}
+	struct peer_sent *sent = calloc(1, sizeof(*sent));
+	if (sent)
+		sent->buf = rdma_pool_alloc(rdma_dev_pool(rconn_device(conn)), MSG_MAX);
+	if (!sent || !sent->buf) {
+		free(sent);
+		CHECK(0, "a buffer for the call");
+		return;
+	}
+	memcpy(sent->buf->base, w.b, w.len);
+	sent->wr.done = peer_sent_done;
+	struct ibv_sge sge = { (uintptr_t)sent->buf->base, w.len, sent->buf->lkey };
+	int err = rconn_send(conn, &sge, 1, 0x1234, &sent->wr);
+	CHECK(err == 0, "an NFS NULL call sent by Send With Invalidate of rkey 0x1234");
+	if (err) {
+		gw_buf_put(sent->buf);
+		free(sent);
+	}
+}
+
 static void on_established(struct rconn *c, void *owner, const uint8_t *pdata, uint8_t len)
 {
 	struct rpcrdma_privdata pd;
@@ -439,6 +501,11 @@ static void on_established(struct rconn *c, void *owner, const uint8_t *pdata, u
 		return;
 	}
 	if (idle_mode) {
+		arm_timer(CLOSE_S);
+		return;
+	}
+	if (violate_mode) {
+		violate();
 		arm_timer(CLOSE_S);
 		return;
 	}
@@ -472,22 +539,243 @@ static const struct rconn_ops ops = {
 	.closed = on_closed,
 };
 
+/* ---- MODE halfopen ---- */
+
+enum { HALF_MAX = 1000, HALF_SETUP_S = 20, HALF_END_S = 15 };
+
+enum half_state { H_ADDR, H_ROUTE, H_CONNECTING, H_HALF_OPEN, H_ENDED, H_FAILED };
+
+struct half {
+	struct rdma_cm_id *id;
+	enum half_state state;
+	double t_resp, t_end;
+};
+
+static struct half *halves;
+static unsigned nhalves;
+static struct rdma_conn_param half_param;
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static unsigned half_count(enum half_state st)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < nhalves; i++)
+		n += halves[i].state == st;
+	return n;
+}
+
+static void half_event(struct rdma_cm_event *ev)
+{
+	struct half *h = ev->id->context;
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		h->state = H_ROUTE;
+		if (rdma_resolve_route(h->id, 2000) != 0)
+			h->state = H_FAILED;
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		h->state = H_CONNECTING;
+		/* No queue pair: the CM reports the answer and waits for rdma_establish(). */
+		/*
+		 * A queue pair number no real queue pair has here: the CM refuses
+		 * a second request from one (remote QPN, CA) as a stale connection.
+		 */
+		half_param.qp_num = 0xc00000 + (uint32_t)(h - halves);
+		if (rdma_connect(h->id, &half_param) != 0)
+			h->state = H_FAILED;
+		break;
+	case RDMA_CM_EVENT_CONNECT_RESPONSE:
+		h->state = H_HALF_OPEN;
+		h->t_resp = now_s();
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+	case RDMA_CM_EVENT_DISCONNECTED:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+		if (h->state == H_HALF_OPEN) {
+			h->state = H_ENDED;
+			h->t_end = now_s();
+		} else if (h->state != H_ENDED) {
+			printf("  connection %u: %s before the answer\n", (unsigned)(h - halves),
+			       rdma_event_str(ev->event));
+			h->state = H_FAILED;
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+/* Take CM events until @done(), or until @until (monotonic seconds). */
+static void half_pump(struct rdma_event_channel *ch, double until, bool (*done)(void))
+{
+	while (!done() && now_s() < until) {
+		struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
+		if (poll(&pfd, 1, 100) <= 0)
+			continue;
+		struct rdma_cm_event *ev;
+		while (rdma_get_cm_event(ch, &ev) == 0) {
+			half_event(ev);
+			rdma_ack_cm_event(ev);
+			struct pollfd again = { .fd = ch->fd, .events = POLLIN };
+			if (poll(&again, 1, 0) <= 0)
+				break;
+		}
+	}
+}
+
+static bool half_all_answered(void)
+{
+	return half_count(H_HALF_OPEN) + half_count(H_ENDED) + half_count(H_FAILED) == nhalves;
+}
+
+static bool half_all_ended(void)
+{
+	return half_count(H_HALF_OPEN) == 0;
+}
+
+/* One ordinary connection with one NFS NULL call on it; true when it was answered. */
+static bool normal_session(struct rdma_ctx *ctx, const struct sockaddr_in *sa,
+			   const struct rconn_params *p, uint32_t xid, const char *what)
+{
+	struct step *s = &steps[0];
+
+	nsteps = 1;
+	cur = 0;
+	closed = established = false;
+	s->what = what;
+	s->kind = EXPECT;
+	hdr(&s->msg, xid, 1, 0, true);
+	rpc_call(&s->msg, xid, 100003, 3, 0);
+	hdr(&s->want, xid, 1, 0, true);
+	xdr_put32(s->want.b + 8, credits);
+	rpc_reply(&s->want, xid, 0);
+	int failed = failures;
+	conn = rconn_connect(ctx, (const struct sockaddr *)sa, NULL, p, &ops, NULL);
+	if (!conn) {
+		CHECK(0, "%s: connecting", what);
+		return false;
+	}
+	event_base_dispatch(base);
+	bool ok = established && cur == nsteps && failures == failed;
+	rconn_destroy(conn);
+	conn = NULL;
+	return ok;
+}
+
+/*
+ * @n connections that never finish: each is answered by the gateway (the
+ * CM's CONNECT_RESPONSE) and never established. The gateway must end each
+ * within its connect timeout (HALF_END_S allows twice a 2 s timeout and
+ * the CM's slack); an ordinary client must connect and be answered while
+ * they are open and after.
+ */
+static void half_open(struct rdma_ctx *ctx, const struct sockaddr_in *sa,
+		      const struct sockaddr_in *ordinary, const struct rconn_params *p, unsigned n)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	const struct rpcrdma_privdata pd = { .send_size = 4096, .recv_size = 4096 };
+	uint8_t priv[RPCRDMA_PD_SIZE];
+
+	halves = calloc(n, sizeof(*halves));
+	if (!ch || !halves) {
+		CHECK(0, "an event channel, %u connections", n);
+		return;
+	}
+	rpcrdma_privdata_encode(priv, &pd);
+	half_param = (struct rdma_conn_param){ .private_data = priv,
+					       .private_data_len = RPCRDMA_PD_SIZE,
+					       .responder_resources = 4,
+					       .initiator_depth = 4,
+					       .retry_count = 7,
+					       .rnr_retry_count = 7 };
+	double t0 = now_s();
+	for (nhalves = 0; nhalves < n; nhalves++) {
+		struct half *h = &halves[nhalves];
+		if (rdma_create_id(ch, &h->id, h, RDMA_PS_TCP) != 0 ||
+		    rdma_resolve_addr(h->id, NULL, (struct sockaddr *)sa, 2000) != 0) {
+			h->state = H_FAILED;
+			if (h->id)
+				nhalves++;
+			break;
+		}
+	}
+	half_pump(ch, t0 + HALF_SETUP_S, half_all_answered);
+	unsigned open = half_count(H_HALF_OPEN) + half_count(H_ENDED);
+	CHECK(open == n, "%u of %u connections answered by the gateway and left half-open (%.1f s)",
+	      open, n, now_s() - t0);
+
+	half_pump(ch, now_s() + 0.2, half_all_ended); /* the latest news first */
+	unsigned still = half_count(H_HALF_OPEN);
+	bool during = normal_session(ctx, ordinary, p, 0x1101, "an ordinary client meanwhile");
+	CHECK(during && still > 0,
+	      "an ordinary client connected and was answered while %u connections were "
+	      "half-open",
+	      still);
+
+	half_pump(ch, now_s() + HALF_END_S + 2, half_all_ended);
+	double worst = 0;
+	unsigned late = 0;
+	for (unsigned i = 0; i < nhalves; i++) {
+		const struct half *h = &halves[i];
+		double t = h->state == H_ENDED ? h->t_end - h->t_resp : 1e9;
+		if (h->t_resp == 0)
+			continue;
+		if (t > worst)
+			worst = t;
+		late += t > HALF_END_S;
+	}
+	CHECK(late == 0 && open > 0,
+	      "the gateway ended every half-open connection within %d s (%u not; the slowest "
+	      "after %.1f s)",
+	      HALF_END_S, late, worst < 1e9 ? worst : -1.0);
+
+	CHECK(normal_session(ctx, ordinary, p, 0x1102, "an ordinary client after"),
+	      "an ordinary client connected and was answered after");
+	for (unsigned i = 0; i < nhalves; i++)
+		rdma_destroy_id(halves[i].id);
+	free(halves);
+	rdma_destroy_event_channel(ch);
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 5 || (strcmp(argv[4], "errors") != 0 && strcmp(argv[4], "overrun") != 0 &&
-			  strcmp(argv[4], "noreads") != 0 && strcmp(argv[4], "refused") != 0 &&
-			  strcmp(argv[4], "backward") != 0 && strcmp(argv[4], "idle") != 0)) {
-		fprintf(stderr, "usage: rdma_badclient ADDR PORT CREDITS "
-				"errors|overrun|noreads|refused|backward|idle\n");
+	static const char *const modes[] = { "errors", "overrun",  "noreads", "refused", "backward",
+					     "idle",   "writeimm", "sendinv", "halfopen" };
+	bool known = false;
+	for (unsigned i = 0; argc >= 5 && i < sizeof(modes) / sizeof(modes[0]); i++)
+		known |= strcmp(argv[4], modes[i]) == 0;
+	bool halfopen_mode = known && strcmp(argv[4], "halfopen") == 0;
+	if (!known || argc > (halfopen_mode ? 7 : 5)) {
+		fprintf(stderr,
+			"usage: rdma_badclient ADDR PORT CREDITS "
+			"errors|overrun|noreads|refused|backward|idle|writeimm|sendinv\n"
+			"       rdma_badclient ADDR PORT CREDITS halfopen [COUNT [PORT2]]\n");
 		return 2;
 	}
+	unsigned half_n = argc >= 6 ? (unsigned)strtoul(argv[5], NULL, 10) : 200;
+	if (half_n == 0 || half_n > HALF_MAX)
+		half_n = 200;
 	credits = (uint32_t)strtoul(argv[3], NULL, 10);
 	overrun_mode = strcmp(argv[4], "overrun") == 0;
 	noreads_mode = strcmp(argv[4], "noreads") == 0;
 	backward_mode = strcmp(argv[4], "backward") == 0;
 	refused_mode = strcmp(argv[4], "refused") == 0;
 	idle_mode = strcmp(argv[4], "idle") == 0;
-	if (!overrun_mode && !noreads_mode && !backward_mode && !refused_mode && !idle_mode)
+	write_imm = strcmp(argv[4], "writeimm") == 0;
+	violate_mode = write_imm || strcmp(argv[4], "sendinv") == 0;
+	if (strcmp(argv[4], "errors") == 0)
 		build_error_steps();
 
 	base = event_base_new();
@@ -515,6 +803,16 @@ int main(int argc, char **argv)
 	rpcrdma_privdata_encode(p.private_data, &pd);
 	p.private_data_len = RPCRDMA_PD_SIZE;
 	timer = evtimer_new(base, on_timer, NULL);
+	if (halfopen_mode) {
+		struct sockaddr_in ordinary = sa;
+		if (argc == 7)
+			ordinary.sin_port = htons(atoi(argv[6]));
+		half_open(ctx, &sa, &ordinary, &p, half_n);
+		event_free(timer);
+		rdma_ctx_destroy(ctx);
+		event_base_free(base);
+		return failures ? 1 : 0;
+	}
 	conn = rconn_connect(ctx, (struct sockaddr *)&sa, NULL, &p, &ops, NULL);
 	if (!conn) {
 		printf("FAIL: cannot start connecting\n");
@@ -542,6 +840,12 @@ int main(int argc, char **argv)
 		CHECK(closed && close_reason == RCONN_CLOSE_DISCONNECTED,
 		      "the gateway disconnected the idle client (%s)",
 		      closed ? rconn_close_reason_str(close_reason) : "still open");
+	} else if (violate_mode) {
+		CHECK(closed && close_reason != RCONN_CLOSE_LOCAL && replies_seen == 0,
+		      "the gateway closed the connection after %s, and answered nothing (%s, %u "
+		      "answers)",
+		      write_imm ? "the Write With Immediate" : "the Send With Invalidate",
+		      closed ? rconn_close_reason_str(close_reason) : "still open", replies_seen);
 	} else if (overrun_mode) {
 		CHECK(closed && close_reason == RCONN_CLOSE_DISCONNECTED,
 		      "the gateway disconnected the client that overran its credits (%s, %u "
