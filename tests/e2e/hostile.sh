@@ -31,20 +31,21 @@
 #    11 a second: 1,000, as issue 12 asks.
 # 3. Faults under hard mounts: a forward mount (kernel client over TCP) and a reverse
 #    mount (kernel client over RDMA) copy at once, each after an fsync'ed write.
-#    a. The RoCE link goes down for 10 s mid-copy: veth0 down. Both rxe devices sit on
-#       this pair and rxe follows its carrier (both ports go DOWN), so every RDMA
-#       connection in the guest stops (tried: an NFS/RDMA write stalls at once), while
-#       the TCP legs (10.9.0.1 on vc1, and the local route to 192.0.2.1, which survives
-#       a link down) keep working: exactly the RoCE side fails, in both modes.
+#    a. The RoCE link carries nothing for 10 s mid-copy: netem drops every frame on
+#       veth0 and veth1, both ways, as a failed cable or switch between the two would.
+#       Every RDMA connection in the guest stalls and its queue pairs exhaust their
+#       retries, while the TCP legs (10.9.0.1 on vc1, and the local route to
+#       192.0.2.1) keep working: exactly the RoCE side fails, in both modes. Not
+#       `ip link set down`: rxe then takes both ports DOWN, and the Linux 6.1 nfsd's
+#       RDMA listener was seen never to accept a connection again afterwards (its
+#       cm_id stays in CONNECT for minutes, a kernel client straight to it fails as
+#       the gateway does), which tests the server's kernel and not the gateway.
 #    b. The gateway is killed with SIGKILL mid-copy and started again as its systemd
 #       unit (deploy/rpcrdma-gw.service: Restart=on-failure, RestartSec=2) would: the
 #       same binary and configuration after 2 s. The guest has no systemd and no job
 #       runs the unit itself (operations.sh and deploy_softroce.sh start the binary).
 #    Both copies finish with intact checksums and the fsync'ed files are intact.
-#    (b) runs before (a): after the link-down the Linux 6.1 nfsd was seen to leave new
-#    RDMA connections from the gateway unaccepted (its cm_id stays in CONNECT) for
-#    minutes, which fails the forward half of (a); the job prints the CM ids and nfsd
-#    threads when a copy does not finish.
+#    The job prints the CM ids and nfsd threads when a copy does not finish.
 set -u
 source "$GW_SRC/tests/e2e/lib/gw-e2e.sh"
 PEERS=$GW_SRC/tests/e2e/lib/hostile_peers.py
@@ -229,11 +230,13 @@ fault() {
 }
 
 link_down() {
-    ip link set veth0 down
-    echo "veth0 down: $(rdma link show | awk '{print $2, $4}' | tr '\n' ' ')"
+    tc qdisc add dev veth0 root netem loss 100%
+    tc qdisc add dev veth1 root netem loss 100%
+    echo "RoCE link cut (every frame dropped both ways)"
     sleep 10
-    ip link set veth0 up
-    echo "veth0 up again"
+    tc qdisc del dev veth0 root
+    tc qdisc del dev veth1 root
+    echo "RoCE link back"
 }
 kill_and_restart() {
     kill -KILL "$GW_PID"; wait "$GW_PID" 2>/dev/null
@@ -242,8 +245,7 @@ kill_and_restart() {
     sleep 2
     gw_start hostile "$cfg"
 }
-# The SIGKILL first: after the link-down the Linux 6.1 nfsd has been seen to stop
-# accepting RDMA connections (see the diagnostics printed when a copy fails).
+modprobe sch_netem
 fault sigkill kill_and_restart
 fault link-down link_down
 timeout 30 umount $mf || umount -f -l $mf
