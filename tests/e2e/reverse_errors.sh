@@ -207,18 +207,22 @@ echo "--- the bad client: more calls than credits on the silent route"
 bad_client 20050 8 overrun "disconnected"
 
 echo "--- a client that keeps every credit in use, on routes to the NFS server"
-# Its next call may reach the gateway before the completion of the Send that answered
-# the last: with 1 credit (2 call slots) that is most often seen.
+# Every answer frees a credit as it is posted, so the first burst and each call after an
+# answer find the grant exactly full: a credit leaked, counted one too many or granted
+# beyond what is admitted ends the connection here. (A call that finds every slot held
+# by an uncompleted Send waits for one; on Soft-RoCE that Send's completion comes before
+# the next call almost always, one CQ and the ACK first, so that wait is seldom reached
+# here: tests/unit/test_reverse_plan.c models it.)
 bad_client 20056 64 "pipelined 3000" "never taken for an overrun, every call answered"
-bad_client 20059 1 "pipelined 2000" "never taken for an overrun, every call answered"
+bad_client 20059 1 "pipelined 1000" "never taken for an overrun, every call answered"
 
 # rec_conns: how many connections the recording upstream has had.
 rec_conns() { awk '$3 == "open"' "$rec_log" | wc -l; }
 # rec_ends FROM: once every connection after the FROMth has ended (20 s at most), how
 # each ended, "N:eof N:reset ...", in order.
 rec_ends() {
-    local i opened ended
-    for i in $(seq 1 100); do
+    local opened ended
+    for _ in $(seq 1 100); do
         opened=$(awk -v f="$1" '$3 == "open" && $2 > f' "$rec_log" | wc -l)
         ended=$(awk -v f="$1" '$3 == "end" && $2 > f' "$rec_log" | wc -l)
         ((opened > 0 && opened == ended)) && break
