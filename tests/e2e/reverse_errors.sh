@@ -208,11 +208,12 @@ bad_client 20050 8 overrun "disconnected"
 
 echo "--- a client that keeps every credit in use, on routes to the NFS server"
 # Every answer frees a credit as it is posted, so the first burst and each call after an
-# answer find the grant exactly full: a credit leaked, counted one too many or granted
-# beyond what is admitted ends the connection here. (A call that finds every slot held
-# by an uncompleted Send waits for one; on Soft-RoCE that Send's completion comes before
-# the next call almost always, one CQ and the ACK first, so that wait is seldom reached
-# here: tests/unit/test_reverse_plan.c models it.)
+# answer find the grant exactly full: a credit leaked, counted one too many, granted
+# beyond what is admitted, or given back only when the answer's Send completes (with 64
+# credits the next call comes before that completion within the first answers) ends the
+# connection here. (A call that finds all 2 x credits slots held waits for one; that
+# takes as many Sends uncompleted as credits, which Soft-RoCE does not show here:
+# tests/unit/test_reverse_plan.c models it.)
 bad_client 20056 64 "pipelined 3000" "never taken for an overrun, every call answered"
 bad_client 20059 1 "pipelined 1000" "never taken for an overrun, every call answered"
 

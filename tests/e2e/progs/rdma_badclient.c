@@ -1074,7 +1074,7 @@ int main(int argc, char **argv)
 		      write_imm ? "the Write With Immediate" : "the Send With Invalidate",
 		      closed ? rconn_close_reason_str(close_reason) : "still open", replies_seen);
 	} else if (pipelined_mode) {
-		double t = pipe_t1 - pipe_t0;
+		double t = (pipe_t1 > 0 ? pipe_t1 : now_s()) - pipe_t0;
 		CHECK(pipe_answered == pipe_total && pipe_wrong == 0,
 		      "%u NULL calls with %u outstanding at a time: %u answered, each once with "
 		      "its XID (%u wrong; %.1f s, %.0f calls/s)",
