@@ -19,8 +19,17 @@
 # the kernel client's reads go on, and no session is left. An RDMA Write With Immediate from a client, and a
 # call sent by Send With Invalidate, close that client's connection unanswered (the
 # first counted protocol_violation; on Soft-RoCE the second fails in the transport
-# itself, as the gateway exposes no rkey a client could name). The counters in /stats
-# must show it all.
+# itself, as the gateway exposes no rkey a client could name).
+# A client that keeps exactly its credits outstanding, sending the next call the moment
+# an answer comes (rdma_badclient pipelined, thousands of NFS NULL calls, with 64 credits
+# and with 1), is never taken for an overrun: every call is answered with its XID and
+# the connection stays up. A test upstream that records each of its connections sees how
+# the gateway ends them: a FIN when the client leaves normally, a reset when it overran
+# its credits or posted a Write With Immediate. On a route with call_timeout_s 2 it never
+# answers one call (rdma_badclient timeout): the gateway sends the same XID again on a
+# new upstream connection about 2 s later, and after the second timeout closes the
+# client's connection (about 4 s after the call), both upstream connections reset and
+# call_timeout counted twice. The counters in /stats must show it all.
 set -u
 source "$GW_SRC/tests/e2e/lib/gw-e2e.sh"
 gwvm-net
@@ -28,11 +37,12 @@ gwvm-nfsd /export tcp
 modprobe nfsv3; modprobe rpcrdma
 BAD=$GW_BUILD/tests/rdma_badclient
 
-# bad_client PORT CREDITS MODE WHAT: run rdma_badclient against the gateway, show what
-# it checked, and pass when all its checks held.
+# bad_client PORT CREDITS "MODE [ARG]" WHAT: run rdma_badclient against the gateway, show
+# what it checked, and pass when all its checks held.
 bad_client() {
-    local out rc=0
-    out=$("$BAD" 192.0.2.2 "$1" "$2" "$3" 2>&1) || rc=$?
+    local out rc=0 mode
+    read -ra mode <<<"$3"
+    out=$("$BAD" 192.0.2.2 "$1" "$2" "${mode[@]}" 2>&1) || rc=$?
     echo "$out"
     check "rdma_badclient $3: $4 (status $rc)" test "$rc" -eq 0
 }
@@ -97,6 +107,54 @@ sys.exit(1 if fails else 0)
 PY
 callbacker=$!
 
+# An upstream that writes down what each of its connections carried and how it ended:
+# "T N open", "T N call XID", "T N end eof|reset|..." (T in seconds, N the connection's
+# number from 1). It answers NFS NULL calls SUCCESS, except the XIDs 0x2000..0x2fff
+# (rdma_badclient overrun's) and 0x7000..0x7fff (timeout's), which it never answers.
+rec_log=$E2E_WORK/recorder.log
+/usr/bin/python3 - "$rec_log" >"$E2E_WORK/recorder.out" 2>&1 <<'PY' &
+import socket, struct, sys, threading, time
+log = open(sys.argv[1], "w")
+lock = threading.Lock()
+def note(n, what):
+    with lock:
+        log.write("%.3f %d %s\n" % (time.monotonic(), n, what)); log.flush()
+def exact(c, n):
+    b = b""
+    while len(b) < n:
+        k = c.recv(n - len(b))
+        if not k: raise EOFError
+        b += k
+    return b
+def serve(c, n):
+    try:
+        while True:
+            m, = struct.unpack(">I", exact(c, 4))
+            body = exact(c, m & 0x7fffffff)
+            xid, mtype = struct.unpack(">II", body[:8])
+            if mtype != 0:
+                continue
+            note(n, "call %#x" % xid)
+            if 0x2000 <= xid <= 0x2fff or 0x7000 <= xid <= 0x7fff:
+                continue
+            c.sendall(struct.pack(">7I", 0x80000018, xid, 1, 0, 0, 0, 0))
+    except EOFError:
+        note(n, "end eof")
+    except ConnectionResetError:
+        note(n, "end reset")
+    except Exception as e:
+        note(n, "end %s" % type(e).__name__)
+    c.close()
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("192.0.2.1", 2052)); s.listen(8)
+n = 0
+while True:
+    c, _ = s.accept(); n += 1
+    note(n, "open")
+    threading.Thread(target=serve, args=(c, n), daemon=True).start()
+PY
+recorder=$!
+
 cat >"$E2E_WORK/gw.json" <<JSON
 { "routes": [
     { "name": "nfs", "mode": "reverse",
@@ -113,7 +171,15 @@ cat >"$E2E_WORK/gw.json" <<JSON
       "max_sessions_per_client": 400,
       "listen": "rdma://192.0.2.2:20054", "upstream": "tcp://192.0.2.1:2049" },
     { "name": "rules", "mode": "reverse",
-      "listen": "rdma://192.0.2.2:20055", "upstream": "tcp://192.0.2.1:2049" } ],
+      "listen": "rdma://192.0.2.2:20055", "upstream": "tcp://192.0.2.1:2049" },
+    { "name": "pipe", "mode": "reverse",
+      "listen": "rdma://192.0.2.2:20056", "upstream": "tcp://192.0.2.1:2049" },
+    { "name": "pipe1", "mode": "reverse", "credits": 1,
+      "listen": "rdma://192.0.2.2:20059", "upstream": "tcp://192.0.2.1:2049" },
+    { "name": "rec", "mode": "reverse", "credits": 8,
+      "listen": "rdma://192.0.2.2:20057", "upstream": "tcp://192.0.2.1:2052" },
+    { "name": "slow", "mode": "reverse", "call_timeout_s": 2,
+      "listen": "rdma://192.0.2.2:20058", "upstream": "tcp://192.0.2.1:2052" } ],
   "stats": { "listen": "127.0.0.1:9464" } }
 JSON
 gw_start reverse_errors "$E2E_WORK/gw.json" || e2e_finish
@@ -139,6 +205,71 @@ bad_client 20053 64 idle "disconnected after the idle timeout"
 
 echo "--- the bad client: more calls than credits on the silent route"
 bad_client 20050 8 overrun "disconnected"
+
+echo "--- a client that keeps every credit in use, on routes to the NFS server"
+# Every answer frees a credit as it is posted, so the first burst and each call after an
+# answer find the grant exactly full: a credit leaked, counted one too many, granted
+# beyond what is admitted, or given back only when the answer's Send completes (with 64
+# credits the next call comes before that completion within the first answers) ends the
+# connection here. (A call that finds all 2 x credits slots held waits for one; that
+# takes as many Sends uncompleted as credits, which Soft-RoCE does not show here:
+# tests/unit/test_reverse_plan.c models it.)
+bad_client 20056 64 "pipelined 3000" "never taken for an overrun, every call answered"
+bad_client 20059 1 "pipelined 1000" "never taken for an overrun, every call answered"
+
+# rec_conns: how many connections the recording upstream has had.
+rec_conns() { awk '$3 == "open"' "$rec_log" | wc -l; }
+# rec_ends FROM: once every connection after the FROMth has ended (20 s at most), how
+# each ended, "N:eof N:reset ...", in order.
+rec_ends() {
+    local opened ended
+    for _ in $(seq 1 100); do
+        opened=$(awk -v f="$1" '$3 == "open" && $2 > f' "$rec_log" | wc -l)
+        ended=$(awk -v f="$1" '$3 == "end" && $2 > f' "$rec_log" | wc -l)
+        ((opened > 0 && opened == ended)) && break
+        sleep 0.2
+    done
+    awk -v f="$1" '$3 == "end" && $2 > f { print $2 ":" $4 }' "$rec_log" | sort -n | xargs
+}
+# rec_carried N XID: the Nth upstream connection carried the call XID.
+rec_carried() { awk -v n="$1" -v x="$2" '$2 == n && $3 == "call" && $4 == x' "$rec_log" | grep -q .; }
+
+echo "--- how the upstream connection ends: a normal close for a client that leaves"
+n0=$(rec_conns)
+bad_client 20057 8 "pipelined 20" "calls answered, then the client disconnects"
+ends=$(rec_ends "$n0")
+check "a client that leaves: its upstream connection ended with a FIN ($ends)" \
+    test "$ends" = "$((n0 + 1)):eof"
+
+echo "--- a reset for a client that breaks the rules"
+n0=$(rec_conns)
+bad_client 20057 8 "overrun warm" "disconnected"
+ends=$(rec_ends "$n0")
+check "a client that overran its credits: its upstream connection was reset ($ends)" \
+    test "$ends" = "$((n0 + 1)):reset"
+# (The calls beyond the NULL call never reach it: the reset drops them unsent.)
+check "    (that connection carried the client's first call)" rec_carried $((n0 + 1)) 0x1f01
+n0=$(rec_conns)
+bad_client 20057 8 "writeimm warm" "closed at the Write With Immediate"
+ends=$(rec_ends "$n0")
+check "a client that posted a Write With Immediate: its upstream connection was reset ($ends)" \
+    test "$ends" = "$((n0 + 1)):reset"
+check "    (that connection carried the client's first call)" rec_carried $((n0 + 1)) 0x1f01
+
+echo "--- a call the upstream never answers, on a route with call_timeout_s 2"
+n0=$(rec_conns)
+bad_client 20058 64 "timeout 2" "the connection closed after two call timeouts"
+ends=$(rec_ends "$n0")
+# Each upstream connection that carried it, and when: "N T" lines.
+seen=$(awk -v f="$n0" '$2 > f && $3 == "call" && $4 == "0x7001" { print $2, $1 }' "$rec_log")
+echo "$seen" | sed 's/^/    xid 0x7001 on upstream connection /'
+check "the unanswered call went again on a new upstream connection, once ($ends)" \
+    test "$(echo "$seen" | awk '{ print $1 }' | xargs)" = "$((n0 + 1)) $((n0 + 2))"
+gap=$(echo "$seen" | awk 'NR == 1 { t = $2 } NR == 2 { printf "%.1f", $2 - t }')
+check "    after one call timeout: ${gap:-?} s (1.8..6 allowed)" \
+    awk -v g="${gap:--1}" 'BEGIN { exit !(g >= 1.8 && g <= 6) }'
+check "both upstream connections were reset: the server stopped answering ($ends)" \
+    test "$ends" = "$((n0 + 1)):reset $((n0 + 2)):reset"
 
 echo "--- the bad client: callbacks from the upstream (RFC 8167 backward calls)"
 bad_client 20051 64 backward "backward calls within the grant, answered"
@@ -184,6 +315,14 @@ check "stats: GARBAGE_ARGS ($(ev nfs garbage_args))" test "$(ev nfs garbage_args
 check "stats: RPC error replies made by the gateway ($(ev nfs rpc_error_reply))" test "$(ev nfs rpc_error_reply)" -eq 1
 check "stats: no overrun on the NFS route ($(ev nfs credit_overrun))" test "$(ev nfs credit_overrun)" -eq 0
 check "stats: the overrun counted on the silent route ($(ev silent credit_overrun))" test "$(ev silent credit_overrun)" -eq 1
+check "stats: no overrun at full credit ($(ev pipe credit_overrun), $(ev pipe1 credit_overrun))" \
+    test "$(ev pipe credit_overrun)" -eq 0 -a "$(ev pipe1 credit_overrun)" -eq 0
+check "stats: the overrun counted on the recorded route ($(ev rec credit_overrun))" \
+    test "$(ev rec credit_overrun)" -eq 1
+check "stats: two call timeouts ($(ev slow call_timeout)), none elsewhere ($(ev rec call_timeout), $(ev pipe call_timeout))" \
+    test "$(ev slow call_timeout)" -eq 2 -a "$(ev rec call_timeout)" -eq 0 -a "$(ev pipe call_timeout)" -eq 0
+check "stats: the Write With Immediate on the recorded route ($(ev rec protocol_violation))" \
+    test "$(ev rec protocol_violation)" -eq 1
 tot() { gw_jq "[r for r in s['routes'] if r['name']=='$1'][0]['totals']['$2']"; }
 check "stats: backward calls ($(tot callbacks backward_calls)) and replies ($(tot callbacks backward_replies))" \
     test "$(tot callbacks backward_calls)" -eq 5 -a "$(tot callbacks backward_replies)" -eq 5
@@ -202,14 +341,14 @@ check "stats: the half-open connections timed out ($(ev half connect_timeout))" 
     test "$(ev half connect_timeout)" -eq 200
 check "stats: the Write With Immediate was a protocol violation ($(ev rules protocol_violation))" \
     test "$(ev rules protocol_violation)" -ge 1
-for r in half rules; do
+for r in half rules pipe pipe1 rec slow; do
     live=$(gw_jq "[r for r in s['routes'] if r['name']=='$r'][0]['live_sessions']")
     n=$(gw_jq "len([r for r in s['routes'] if r['name']=='$r'][0]['sessions'])")
     check "stats: no session left on $r ($live live, $n listed)" test "$live" -eq 0 -a "$n" -eq 0
 done
 
 umount "$mnt"
-kill "$hole" 2>/dev/null; wait "$hole" 2>/dev/null
+kill "$hole" "$recorder" 2>/dev/null; wait "$hole" "$recorder" 2>/dev/null
 gw_check_quiet
 gw_stop
 grep -E "error|warning" "$GW_LOG" | head -20

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rdma_badclient ADDR PORT CREDITS MODE [COUNT]: an RPC-over-RDMA client that breaks
+ * rdma_badclient ADDR PORT CREDITS MODE [ARG...]: an RPC-over-RDMA client that breaks
  * the rules on purpose, against a reverse-mode gateway (RFC 8797 private
  * data, responder resources for the gateway's RDMA Reads). CREDITS is what
  * the gateway grants; every answer must carry it.
@@ -17,8 +17,21 @@
  *   8. an NFSv3 WRITE whose data length says more than the message holds
  *                                      -> RPC reply GARBAGE_ARGS
  *   9. an NFSv3 NULL call again        -> its RPC reply
- * MODE "overrun": CREDITS + 1 NULL calls at once, to an upstream that never
- * answers: the gateway must close the connection.
+ * MODE "overrun" [warm]: CREDITS + 1 NULL calls at once, to an upstream that
+ * never answers them: the gateway must close the connection. With "warm", an
+ * NFS NULL call (XID 0x1f01) must be answered first, so that the upstream
+ * connection is known to be up when the client breaks the rules; so also
+ * for "writeimm" and "sendinv".
+ * MODE "pipelined" [COUNT]: COUNT (3000) NFS NULL calls, CREDITS outstanding
+ * at all times: the next goes the moment an answer comes, which may be
+ * before the gateway has seen its answer's Send complete. Every call must
+ * be answered once, byte for byte with its XID and the grant, and the
+ * connection must stay up (a client at full credit is no overrun).
+ * MODE "timeout" [CALL_TIMEOUT_S]: a NULL call first (answered), then one
+ * (XID 0x7001) that the route's upstream never answers: the gateway must
+ * close the connection after two call timeouts (it sends the call again
+ * after the first), never sooner, at most three times later, and never
+ * answer it.
  * MODE "noreads": connect offering no responder resources, so that the
  * gateway could never pull a Read chunk: the connection must be refused.
  * MODE "idle": connect and send nothing, on a route with an idle timeout:
@@ -32,9 +45,9 @@
  * arrive meanwhile. It is answered granting 4 backward credits, and the
  * next one answered at once; then three must arrive together before any is
  * answered (the grant of 4 is honoured). The test server checks the replies.
- * MODE "writeimm": an RDMA Write With Immediate of no bytes, then an NFS
- * NULL call: the gateway must close the connection without answering.
- * MODE "sendinv": the NULL call by Send With Invalidate (remote
+ * MODE "writeimm" [warm]: an RDMA Write With Immediate of no bytes, then an
+ * NFS NULL call: the gateway must close the connection without answering.
+ * MODE "sendinv" [warm]: the NULL call by Send With Invalidate (remote
  * invalidation was not offered): the same.
  * MODE "halfopen" [COUNT]: COUNT (200) connections from CM ids without a
  * queue pair, so that the CM reports the gateway's answer and waits for an
@@ -122,6 +135,9 @@ static struct rconn *conn;
 static bool overrun_mode, noreads_mode, refused_mode, backward_mode, idle_mode, closed, established;
 static bool violate_mode; /* "writeimm" or "sendinv" */
 static bool write_imm;
+static bool pipelined_mode, timeout_mode;
+static bool warm;	  /* a NULL call answered before the mode's own messages */
+static bool warm_pending; /* ... and not answered yet */
 static enum rconn_close_reason close_reason;
 static unsigned replies_seen;
 
@@ -398,10 +414,173 @@ static void bc_recv(struct gw_buf *buf, uint32_t len)
 	}
 }
 
+static void start_mode(void);
+
+/* ---- MODE pipelined ---- */
+
+enum { PIPE_DEFAULT = 3000, PIPE_MAX = 100000, PIPE_XID = 0x30000000 };
+
+static unsigned pipe_total, pipe_sent, pipe_answered, pipe_wrong;
+static bool *pipe_done;		/* per call: its answer has come */
+static double pipe_t0, pipe_t1; /* the first call sent, the last answer */
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The next NFS NULL call, XID PIPE_XID + its number. */
+static bool pipe_send_next(void)
+{
+	struct words w;
+	uint32_t xid = PIPE_XID + pipe_sent;
+
+	hdr(&w, xid, 1, 0, true);
+	rpc_call(&w, xid, 100003, 3, 0);
+	if (!send_words(&w))
+		return false;
+	pipe_sent++;
+	return true;
+}
+
+static void pipe_start(void)
+{
+	unsigned n = credits < pipe_total ? credits : pipe_total;
+
+	pipe_t0 = now_s();
+	for (unsigned i = 0; i < n; i++) {
+		if (!pipe_send_next()) {
+			CHECK(0, "call %u of the first %u sent", i, n);
+			finish();
+			return;
+		}
+	}
+	arm_timer(ANSWER_S);
+}
+
+/*
+ * An answer must be the NULL reply to a call still outstanding, granting
+ * CREDITS, byte for byte; the next call goes at once, so that CREDITS are
+ * outstanding again the moment the gateway may count them.
+ */
+static void pipe_recv(struct gw_buf *buf, uint32_t len)
+{
+	struct words want;
+	uint32_t xid = len >= 4 ? xdr_get32(buf->base) : 0;
+	uint32_t k = xid - PIPE_XID;
+
+	hdr(&want, xid, 1, 0, true);
+	xdr_put32(want.b + 8, credits);
+	rpc_reply(&want, xid, 0);
+	bool ok = k < pipe_sent && !pipe_done[k] && len == want.len &&
+		  memcmp(buf->base, want.b, len) == 0;
+	if (!ok && pipe_wrong++ == 0) {
+		printf("  the first wrong answer (xid %#x, %u sent):\n", xid, pipe_sent);
+		dump("got", buf->base, len);
+	}
+	gw_buf_put(buf);
+	if (ok) {
+		pipe_done[k] = true;
+		pipe_answered++;
+	}
+	evtimer_del(timer);
+	if (pipe_answered == pipe_total) {
+		pipe_t1 = now_s();
+		finish();
+		return;
+	}
+	if (pipe_sent < pipe_total && !pipe_send_next()) {
+		CHECK(0, "call %u sent", pipe_sent);
+		finish();
+		return;
+	}
+	arm_timer(ANSWER_S);
+}
+
+/* ---- MODE timeout ---- */
+
+enum { TIMEOUT_XID = 0x7001 };
+
+static unsigned call_timeout_s; /* the route's call_timeout_s */
+static double timeout_t0, timeout_t_closed;
+
+/*
+ * One NFS NULL call the upstream never answers (its XID is in the test
+ * server's silent range): the gateway sends it again on a new upstream
+ * connection after call_timeout, and closes this connection after the
+ * second call_timeout; no answer ever comes.
+ */
+static void timeout_start(void)
+{
+	struct words w;
+
+	hdr(&w, TIMEOUT_XID, 1, 0, true);
+	rpc_call(&w, TIMEOUT_XID, 100003, 3, 0);
+	timeout_t0 = now_s();
+	CHECK(send_words(&w), "a call the upstream never answers sent (xid %#x)", TIMEOUT_XID);
+	arm_timer(6 * call_timeout_s + CLOSE_S); /* three times the two timeouts, and slack */
+}
+
+/* ---- the NULL call before a mode's own messages ---- */
+
+enum { WARM_XID = 0x1f01 };
+
+static void warm_send(void)
+{
+	struct words w;
+
+	hdr(&w, WARM_XID, 1, 0, true);
+	rpc_call(&w, WARM_XID, 100003, 3, 0);
+	warm_pending = true;
+	if (!send_words(&w)) {
+		CHECK(0, "a NULL call sent first");
+		finish();
+		return;
+	}
+	arm_timer(ANSWER_S);
+}
+
+static bool warm_recv(struct gw_buf *buf, uint32_t len)
+{
+	struct words want;
+
+	hdr(&want, WARM_XID, 1, 0, true);
+	xdr_put32(want.b + 8, credits);
+	rpc_reply(&want, WARM_XID, 0);
+	bool same = len == want.len && memcmp(buf->base, want.b, len) == 0;
+	CHECK(same, "a NULL call first is answered: the upstream connection is up");
+	if (!same)
+		dump("got", buf->base, len);
+	gw_buf_put(buf);
+	warm_pending = false;
+	evtimer_del(timer);
+	return same;
+}
+
 static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
 	if (backward_mode) {
 		bc_timer();
+		return;
+	}
+	if (warm_pending) {
+		CHECK(0, "the NULL call sent first answered within %d s", ANSWER_S);
+		finish();
+		return;
+	}
+	if (pipelined_mode) {
+		CHECK(0, "an answer within %d s (%u of %u answered, %u sent)", ANSWER_S,
+		      pipe_answered, pipe_total, pipe_sent);
+		finish();
+		return;
+	}
+	if (timeout_mode) {
+		CHECK(0, "the gateway closed the connection within %u s",
+		      6 * call_timeout_s + CLOSE_S);
+		finish();
 		return;
 	}
 	if (overrun_mode || idle_mode || violate_mode) {
@@ -423,7 +602,18 @@ static void on_recv(struct rconn *c, void *owner, struct gw_buf *buf, uint32_t l
 		bc_recv(buf, len);
 		return;
 	}
-	if (overrun_mode || violate_mode || cur >= nsteps) {
+	if (warm_pending) {
+		if (warm_recv(buf, len))
+			start_mode();
+		else
+			finish();
+		return;
+	}
+	if (pipelined_mode) {
+		pipe_recv(buf, len);
+		return;
+	}
+	if (overrun_mode || violate_mode || timeout_mode || cur >= nsteps) {
 		gw_buf_put(buf);
 		return;
 	}
@@ -488,18 +678,9 @@ static void violate(void)
 	}
 }
 
-static void on_established(struct rconn *c, void *owner, const uint8_t *pdata, uint8_t len)
+/* What the mode sends once the connection is up (after the NULL call first, if asked). */
+static void start_mode(void)
 {
-	struct rpcrdma_privdata pd;
-
-	established = true;
-	CHECK(rpcrdma_privdata_decode(pdata, len, &pd),
-	      "the gateway sent RFC 8797 private data (send %u, receive %u)", pd.send_size,
-	      pd.recv_size);
-	if (backward_mode) {
-		arm_timer(BC_WAIT_S); /* the test server calls once the upstream is connected */
-		return;
-	}
 	if (idle_mode) {
 		arm_timer(CLOSE_S);
 		return;
@@ -507,6 +688,14 @@ static void on_established(struct rconn *c, void *owner, const uint8_t *pdata, u
 	if (violate_mode) {
 		violate();
 		arm_timer(CLOSE_S);
+		return;
+	}
+	if (pipelined_mode) {
+		pipe_start();
+		return;
+	}
+	if (timeout_mode) {
+		timeout_start();
 		return;
 	}
 	if (!overrun_mode) {
@@ -525,8 +714,28 @@ static void on_established(struct rconn *c, void *owner, const uint8_t *pdata, u
 	arm_timer(CLOSE_S);
 }
 
+static void on_established(struct rconn *c, void *owner, const uint8_t *pdata, uint8_t len)
+{
+	struct rpcrdma_privdata pd;
+
+	established = true;
+	CHECK(rpcrdma_privdata_decode(pdata, len, &pd),
+	      "the gateway sent RFC 8797 private data (send %u, receive %u)", pd.send_size,
+	      pd.recv_size);
+	if (backward_mode) {
+		arm_timer(BC_WAIT_S); /* the test server calls once the upstream is connected */
+		return;
+	}
+	if (warm) {
+		warm_send();
+		return;
+	}
+	start_mode();
+}
+
 static void on_closed(struct rconn *c, void *owner, enum rconn_close_reason reason)
 {
+	timeout_t_closed = now_s();
 	closed = true;
 	close_reason = reason;
 	evtimer_del(timer);
@@ -554,14 +763,6 @@ struct half {
 static struct half *halves;
 static unsigned nhalves;
 static struct rdma_conn_param half_param;
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static unsigned half_count(enum half_state st)
 {
@@ -759,32 +960,56 @@ static void half_open(struct rdma_ctx *ctx, const struct sockaddr_in *sa,
 
 int main(int argc, char **argv)
 {
-	static const char *const modes[] = { "errors", "overrun",  "noreads", "refused", "backward",
-					     "idle",   "writeimm", "sendinv", "halfopen" };
+	static const char *const modes[] = { "errors",	 "overrun",   "noreads",  "refused",
+					     "backward", "idle",      "writeimm", "sendinv",
+					     "halfopen", "pipelined", "timeout" };
 	bool known = false;
 	for (unsigned i = 0; argc >= 5 && i < sizeof(modes) / sizeof(modes[0]); i++)
 		known |= strcmp(argv[4], modes[i]) == 0;
-	bool halfopen_mode = known && strcmp(argv[4], "halfopen") == 0;
-	if (!known || argc > (halfopen_mode ? 7 : 5)) {
+	const char *mode = known ? argv[4] : "";
+	bool halfopen_mode = strcmp(mode, "halfopen") == 0;
+	pipelined_mode = strcmp(mode, "pipelined") == 0;
+	timeout_mode = strcmp(mode, "timeout") == 0;
+	overrun_mode = strcmp(mode, "overrun") == 0;
+	write_imm = strcmp(mode, "writeimm") == 0;
+	violate_mode = write_imm || strcmp(mode, "sendinv") == 0;
+	/* Modes that break the rules may first make sure the upstream connection is up. */
+	warm = timeout_mode ||
+	       ((overrun_mode || violate_mode) && argc == 6 && strcmp(argv[5], "warm") == 0);
+	unsigned max_args = halfopen_mode ? 7 : pipelined_mode || timeout_mode || warm ? 6 : 5;
+	if (!known || argc > (int)max_args) {
 		fprintf(stderr,
 			"usage: rdma_badclient ADDR PORT CREDITS "
-			"errors|overrun|noreads|refused|backward|idle|writeimm|sendinv\n"
-			"       rdma_badclient ADDR PORT CREDITS halfopen [COUNT [PORT2]]\n");
+			"errors|noreads|refused|backward|idle\n"
+			"       rdma_badclient ADDR PORT CREDITS overrun|writeimm|sendinv [warm]\n"
+			"       rdma_badclient ADDR PORT CREDITS halfopen [COUNT [PORT2]]\n"
+			"       rdma_badclient ADDR PORT CREDITS pipelined [COUNT]\n"
+			"       rdma_badclient ADDR PORT CREDITS timeout [CALL_TIMEOUT_S]\n");
 		return 2;
 	}
 	unsigned half_n = argc >= 6 ? (unsigned)strtoul(argv[5], NULL, 10) : 200;
 	if (half_n == 0 || half_n > HALF_MAX)
 		half_n = 200;
+	pipe_total = argc >= 6 ? (unsigned)strtoul(argv[5], NULL, 10) : PIPE_DEFAULT;
+	if (pipe_total == 0 || pipe_total > PIPE_MAX)
+		pipe_total = PIPE_DEFAULT;
+	call_timeout_s = argc >= 6 ? (unsigned)strtoul(argv[5], NULL, 10) : 2;
+	if (call_timeout_s == 0 || call_timeout_s > 60)
+		call_timeout_s = 2;
 	credits = (uint32_t)strtoul(argv[3], NULL, 10);
-	overrun_mode = strcmp(argv[4], "overrun") == 0;
-	noreads_mode = strcmp(argv[4], "noreads") == 0;
-	backward_mode = strcmp(argv[4], "backward") == 0;
-	refused_mode = strcmp(argv[4], "refused") == 0;
-	idle_mode = strcmp(argv[4], "idle") == 0;
-	write_imm = strcmp(argv[4], "writeimm") == 0;
-	violate_mode = write_imm || strcmp(argv[4], "sendinv") == 0;
-	if (strcmp(argv[4], "errors") == 0)
+	noreads_mode = strcmp(mode, "noreads") == 0;
+	backward_mode = strcmp(mode, "backward") == 0;
+	refused_mode = strcmp(mode, "refused") == 0;
+	idle_mode = strcmp(mode, "idle") == 0;
+	if (strcmp(mode, "errors") == 0)
 		build_error_steps();
+	if (pipelined_mode) {
+		pipe_done = calloc(pipe_total, sizeof(*pipe_done));
+		if (!pipe_done || credits == 0 || credits > 1024) {
+			printf("FAIL: %u calls with %u credits\n", pipe_total, credits);
+			return 1;
+		}
+	}
 
 	base = event_base_new();
 	struct rdma_pool_config pc;
@@ -797,7 +1022,8 @@ int main(int argc, char **argv)
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(atoi(argv[2])) };
 	inet_pton(AF_INET, argv[1], &sa.sin_addr);
 	struct rconn_params p = {
-		.recv_count = 16,
+		/* Room for every answer to calls at full credit. */
+		.recv_count = pipelined_mode ? credits + 16 : 16,
 		.recv_size = 4096,
 		.send_depth = 2 * credits + 16,
 		.max_send_sge = 2,
@@ -849,11 +1075,33 @@ int main(int argc, char **argv)
 		      "the gateway disconnected the idle client (%s)",
 		      closed ? rconn_close_reason_str(close_reason) : "still open");
 	} else if (violate_mode) {
-		CHECK(closed && close_reason != RCONN_CLOSE_LOCAL && replies_seen == 0,
+		CHECK(closed && close_reason != RCONN_CLOSE_LOCAL &&
+			      replies_seen == (warm ? 1u : 0u),
 		      "the gateway closed the connection after %s, and answered nothing (%s, %u "
 		      "answers)",
 		      write_imm ? "the Write With Immediate" : "the Send With Invalidate",
 		      closed ? rconn_close_reason_str(close_reason) : "still open", replies_seen);
+	} else if (pipelined_mode) {
+		double t = (pipe_t1 > 0 ? pipe_t1 : now_s()) - pipe_t0;
+		CHECK(pipe_answered == pipe_total && pipe_wrong == 0,
+		      "%u NULL calls with %u outstanding at a time: %u answered, each once with "
+		      "its XID (%u wrong; %.1f s, %.0f calls/s)",
+		      pipe_total, credits, pipe_answered, pipe_wrong, t,
+		      t > 0 ? pipe_answered / t : 0.0);
+		CHECK(closed && close_reason == RCONN_CLOSE_LOCAL,
+		      "the connection stayed up until the client closed it (%s)",
+		      closed ? rconn_close_reason_str(close_reason) : "still open");
+	} else if (timeout_mode) {
+		double t = timeout_t_closed - timeout_t0, lo = 2.0 * call_timeout_s - 0.2,
+		       hi = 3 * 2.0 * call_timeout_s;
+		CHECK(closed && close_reason == RCONN_CLOSE_DISCONNECTED && replies_seen == 1,
+		      "the gateway disconnected the client whose call went unanswered, and "
+		      "answered it nothing (%s, %u answers besides the first call's)",
+		      closed ? rconn_close_reason_str(close_reason) : "still open",
+		      replies_seen - 1);
+		CHECK(closed && t >= lo && t <= hi,
+		      "after two call timeouts of %u s: %.1f s after the call (%.1f..%.1f allowed)",
+		      call_timeout_s, closed ? t : -1.0, lo, hi);
 	} else if (overrun_mode) {
 		CHECK(closed && close_reason == RCONN_CLOSE_DISCONNECTED,
 		      "the gateway disconnected the client that overran its credits (%s, %u "
