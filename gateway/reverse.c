@@ -1969,7 +1969,11 @@ static void rev_session_close(struct rev_session *s)
 			tcp_connect_cancel(s->connect);
 			s->connect = NULL;
 		}
-		if (s->tcp && s->reset_upstream) {
+		const struct gw_route *r = s->base.route->cfg;
+		bool linger =
+			!s->reset_upstream && (r->source_port != GW_SOURCE_PORT_RESERVED ||
+					       gw_upstream_may_linger(s->base.route, gw_now_us()));
+		if (s->tcp && !linger) {
 			tcp_conn_free(s->tcp);
 			s->tcp = NULL;
 		} else if (s->tcp) {

@@ -47,8 +47,35 @@ struct gw_route_rt {
 	uint32_t live_sessions;
 	/* Sessions per client address, and the refusals' log rate. */
 	struct gw_admission admission;
+	/*
+	 * Upstream connections on reserved ports this route closed with a FIN
+	 * in the current minute: each leaves its port in TIME_WAIT for a
+	 * minute, and the range has 512 ports (gw_upstream_may_linger()).
+	 */
+	uint64_t linger_window_us;
+	uint32_t linger_count;
 	bool draining;
 };
+
+/*
+ * May an upstream TCP connection of @route on a reserved source port end
+ * with a normal close (FIN) now? The side that closes first keeps the port
+ * in TIME_WAIT for a minute, so a route that ends more than
+ * GW_LINGER_PER_MINUTE such connections a minute resets the rest rather
+ * than run out of reserved ports for new ones.
+ */
+enum { GW_LINGER_PER_MINUTE = 256 };
+static inline bool gw_upstream_may_linger(struct gw_route_rt *route, uint64_t now_us)
+{
+	if (now_us - route->linger_window_us >= 60u * 1000000u) {
+		route->linger_window_us = now_us;
+		route->linger_count = 0;
+	}
+	if (route->linger_count >= GW_LINGER_PER_MINUTE)
+		return false;
+	route->linger_count++;
+	return true;
+}
 
 struct gw_session_ops {
 	/* "connecting", "ready", "closing" */

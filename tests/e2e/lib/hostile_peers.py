@@ -10,8 +10,9 @@
 #         idle_refused         idle connections closed within REFUSED_S of connecting
 #         idle_refused_max_s   the slowest of those closes (a refusal must not hang)
 #         idle_held            idle connections still open at the end
-#         idle_late            idle connections closed later than REFUSED_S (none expected:
-#                              the default route has no idle timeout)
+#         idle_late            idle connections closed later than REFUSED_S (those let in:
+#                              a client that sends nothing is closed at record_timeout)
+#         idle_age_min_s, idle_age_max_s   their ages when closed
 #         trickle_refused      tricklers closed within REFUSED_S of connecting
 #         trickle_timed_out    tricklers closed later, while trickling (a record deadline)
 #         trickle_age_min_s, trickle_age_max_s   their ages when closed
@@ -104,11 +105,14 @@ def flood(host, port, idle_src, idle_n, trickle_src, trickle_n, seconds):
     idle, trickle = of("idle"), of("trickle")
     refused = [a for a in idle if a is not None and a <= REFUSED_S]
     timed = [a for a in trickle if a is not None and a > REFUSED_S]
+    late = [a for a in idle if a is not None and a > REFUSED_S]
     res = {
         "idle_refused": len(refused),
         "idle_refused_max_s": round(max(refused, default=0), 2),
         "idle_held": sum(a is None for a in idle),
-        "idle_late": sum(a is not None and a > REFUSED_S for a in idle),
+        "idle_late": len(late),
+        "idle_age_min_s": round(min(late, default=0), 1),
+        "idle_age_max_s": round(max(late, default=0), 1),
         "trickle_refused": sum(a is not None and a <= REFUSED_S for a in trickle),
         "trickle_timed_out": len(timed),
         "trickle_age_min_s": round(min(timed, default=0), 1),
