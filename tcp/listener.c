@@ -300,6 +300,13 @@ void tcp_connect_cancel(struct tcp_connect *cn)
 	if (!cn)
 		return;
 	event_free(cn->ev);
+	/*
+	 * The connect may have completed unseen: a plain close would send a
+	 * FIN and keep the (reserved) source port in TIME_WAIT for a minute
+	 * for a connection that never carried a byte. Reset it instead.
+	 */
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	setsockopt(cn->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 	evutil_closesocket(cn->fd);
 	free(cn);
 }
