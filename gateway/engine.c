@@ -436,7 +436,7 @@ void gw_engine_drain(struct gw_engine *eng, unsigned timeout_ms, void (*done)(vo
 		return;
 	}
 	eng->drain_timer = evtimer_new(eng->base, engine_drain_timeout, eng);
-	struct timeval tv = { timeout_ms / 1000, (suseconds_t)(timeout_ms % 1000) * 1000 };
+	struct timeval tv = gw_ms_timeval(timeout_ms);
 	if (eng->drain_timer)
 		evtimer_add(eng->drain_timer, &tv);
 }

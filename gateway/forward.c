@@ -1660,9 +1660,8 @@ static bool fwd_sweep(struct gw_session *g, uint64_t now)
 	for (uint32_t i = 0; i < s->nbcalls; i++) {
 		struct fwd_bcall *b = &s->bcalls[i];
 		if (b->busy && !b->send_pending && now - b->t_in >= limit) {
-			gw_warn("forward %s: backward call xid %#x unanswered by the client for "
-				"%llu "
-				"s: answered SYSTEM_ERR",
+			gw_warn("forward %s: backward call xid %#x unanswered by the client "
+				"for %llu s: answered SYSTEM_ERR",
 				s->base.client, b->xid, (unsigned long long)(limit / 1000000));
 			gw_count_event(&s->base, GW_EV_CALL_TIMEOUT);
 			fwd_backward_refuse(s, b->xid);
@@ -1675,8 +1674,7 @@ static bool fwd_sweep(struct gw_session *g, uint64_t now)
 		const struct fwd_call *c = &s->calls[i];
 		if (c->state == FC_SENT && now - c->t_sent >= limit) {
 			gw_warn("forward %s: the server has not answered xid %#x in %llu s: "
-				"resetting "
-				"the session",
+				"resetting the session",
 				s->base.client, c->xid,
 				(unsigned long long)((now - c->t_sent) / 1000000));
 			gw_count_event(&s->base, GW_EV_CALL_TIMEOUT);
@@ -1775,11 +1773,6 @@ static void fwd_connect_upstream(struct fwd_session *s)
 	}
 }
 
-static struct timeval fwd_ms_tv(uint32_t ms)
-{
-	return (struct timeval){ ms / 1000, (suseconds_t)(ms % 1000) * 1000 };
-}
-
 /*
  * The client's first bytes are waited for before anything else is taken:
  * a connection that sends nothing (a port scan, an idle flood) costs a
@@ -1802,7 +1795,7 @@ static void fwd_first_bytes(evutil_socket_t fd, short what, void *arg)
 	}
 	ssize_t n = recv(fd, &b, 1, MSG_PEEK);
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-		struct timeval tv = fwd_ms_tv(s->base.route->cfg->record_timeout_ms);
+		struct timeval tv = gw_ms_timeval(s->base.route->cfg->record_timeout_ms);
 		event_add(s->first_ev, &tv);
 		return;
 	}
@@ -1835,7 +1828,7 @@ void gw_forward_accept(struct gw_route_rt *route, int fd, const struct sockaddr 
 	gw_session_register(route, &s->base, &fwd_session_ops, peer);
 
 	s->first_ev = event_new(gw_engine_base(route->eng), fd, EV_READ, fwd_first_bytes, s);
-	struct timeval tv = fwd_ms_tv(r->record_timeout_ms);
+	struct timeval tv = gw_ms_timeval(r->record_timeout_ms);
 	if (!s->first_ev || event_add(s->first_ev, &tv) != 0) {
 		gw_err("forward %s: cannot wait for the client: %s", s->base.client,
 		       strerror(errno));

@@ -8,6 +8,7 @@
 #include <event2/event.h>
 #include <rpc/rpc.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "rdma/conn.h"
 #include "rdma/device.h"
@@ -245,8 +246,7 @@ int gw_probe_run(const struct gw_probe_options *opt, FILE *out)
 		return 1;
 	}
 	struct event *timer = evtimer_new(p.base, probe_timeout, &p);
-	struct timeval tv = { opt->timeout_ms / 1000,
-			      (suseconds_t)(opt->timeout_ms % 1000) * 1000 };
+	struct timeval tv = gw_ms_timeval(opt->timeout_ms);
 	evtimer_add(timer, &tv);
 
 	p.conn = rconn_connect(ctx, opt->dst, NULL, &params, &probe_ops, &p);

@@ -1398,16 +1398,7 @@ static bool rev_recv_msg(struct rev_session *s, struct gw_buf *buf, uint32_t len
 	struct rpcrdma_limits lim;
 	struct rpcrdma_hdr h;
 
-	if (len > buf->size) {
-		/* rconn refuses such a receive; checked again before a byte of it is read. */
-		gw_warn("reverse %s: a %u-byte message in a %u-byte receive buffer: closing",
-			s->base.client, len, buf->size);
-		gw_count_event(&s->base, GW_EV_PROTOCOL_VIOLATION);
-		gw_buf_put(buf);
-		rev_session_fail(s);
-		return true;
-	}
-
+	/* @len is at most the buffer's size: rconn closes the connection otherwise. */
 	rev_limits(s, &lim);
 	enum rpcrdma_reason r = rpcrdma_hdr_decode(&h, buf->base, len, &lim);
 	/* An inline message: its RPC header must carry the transport header's XID. */
@@ -1666,7 +1657,7 @@ static void rev_up_retry_later(struct rev_session *s)
 	uint64_t delay = s->backoff_ms < limit - missing ? s->backoff_ms : limit - missing;
 	s->backoff_ms =
 		s->backoff_ms * 2 < REV_BACKOFF_MAX_MS ? s->backoff_ms * 2 : REV_BACKOFF_MAX_MS;
-	struct timeval tv = { (time_t)(delay / 1000), (suseconds_t)(delay % 1000) * 1000 };
+	struct timeval tv = gw_ms_timeval(delay);
 	evtimer_add(s->retry_timer, &tv);
 }
 

@@ -8,6 +8,7 @@
 
 #include <event2/event.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 
 enum rconn_state {
@@ -838,7 +839,7 @@ static void rconn_start_timer(struct rconn *c)
 		return;
 	c->timer = evtimer_new(rdma_ctx_base(c->ctx), rconn_timeout, c);
 	if (c->timer) {
-		struct timeval tv = { ms / 1000, (suseconds_t)(ms % 1000) * 1000 };
+		struct timeval tv = gw_ms_timeval(ms);
 		evtimer_add(c->timer, &tv);
 	}
 }

@@ -16,6 +16,7 @@
 #include <event2/listener.h>
 #include <rpc/rpc.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 
 /* How long accepting pauses when descriptors or memory run out. */
@@ -261,10 +262,7 @@ struct tcp_connect *tcp_connect_start(struct event_base *base, const struct sock
 				      tcp_connect_fn done, void *arg)
 {
 	struct tcp_connect *cn;
-	struct timeval tv = {
-		.tv_sec = timeout_ms / 1000,
-		.tv_usec = (suseconds_t)(timeout_ms % 1000) * 1000,
-	};
+	struct timeval tv = gw_ms_timeval(timeout_ms);
 	char name[NI_MAXHOST + NI_MAXSERV + 4];
 
 	cn = calloc(1, sizeof(*cn));
