@@ -25,6 +25,7 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 
 /* Reads per readiness event before other connections get their turn. */
@@ -364,10 +365,7 @@ static enum tcp_read_result tcp_conn_read_into(struct tcp_conn *c, const struct 
  */
 static void tcp_conn_record_arm(struct tcp_conn *c)
 {
-	struct timeval tv = {
-		.tv_sec = c->cfg.record_timeout_ms / 1000,
-		.tv_usec = (suseconds_t)(c->cfg.record_timeout_ms % 1000) * 1000,
-	};
+	struct timeval tv = gw_ms_timeval(c->cfg.record_timeout_ms);
 
 	evtimer_add(c->record_timer, &tv);
 	c->record_armed = true;
@@ -628,15 +626,7 @@ static bool tcp_conn_add_piece(struct tcp_conn *c, const struct tcp_piece *pc)
 		return true;
 	if (!buf)
 		return evbuffer_add(c->out, pc->data, pc->len) == 0;
-	/*
-	 * A run-time check in every build: a piece outside its buffer would
-	 * send whatever lies beyond it (another session's record) to the peer.
-	 */
-	if ((uint64_t)pc->off + pc->len > buf->size) {
-		gw_err("tcp: a piece of %u bytes at %u lies outside its %u-byte buffer: not sent",
-		       pc->len, pc->off, buf->size);
-		return false;
-	}
+	/* Inside its buffer: tcp_conn_send_record() checked every piece first. */
 	gw_buf_get(buf);
 	rc = evbuffer_add_reference(c->out, buf->base + pc->off, pc->len, tcp_conn_put_ref, buf);
 	if (rc == 0)
@@ -658,7 +648,11 @@ int tcp_conn_send_record(struct tcp_conn *c, const struct tcp_piece *pieces, uns
 	}
 	for (unsigned int i = 0; i < n; i++) {
 		const struct tcp_piece *pc = &pieces[i];
-		/* Checked before anything is queued: the stream stays whole. */
+		/*
+		 * A run-time check in every build, before anything is queued
+		 * (the stream stays whole): a piece outside its buffer would
+		 * send what lies beyond it, another session's record, to the peer.
+		 */
 		if (pc->buf && (uint64_t)pc->off + pc->len > pc->buf->size) {
 			gw_err("tcp: a piece of %u bytes at %u lies outside its %u-byte buffer: "
 			       "record not sent",
@@ -740,10 +734,7 @@ void tcp_conn_close(struct tcp_conn *c)
 	tcp_conn_drop_rx(c);
 	tcp_conn_update_read(c);
 	if (c->cfg.close_timeout_ms != 0) {
-		struct timeval tv = {
-			.tv_sec = c->cfg.close_timeout_ms / 1000,
-			.tv_usec = (suseconds_t)(c->cfg.close_timeout_ms % 1000) * 1000,
-		};
+		struct timeval tv = gw_ms_timeval(c->cfg.close_timeout_ms);
 
 		evtimer_add(c->close_timer, &tv);
 	}

@@ -940,6 +940,46 @@ static void test_send_by_reference(void **state)
 	h_free(h);
 }
 
+/*
+ * A piece that reaches past its buffer (a length from a peer gone wrong) is
+ * refused before any byte of the record is queued: nothing beyond the
+ * buffer reaches the socket, no reference is taken, and the connection
+ * stays usable for the next record.
+ */
+static void test_piece_outside_buffer(void **state)
+{
+	(void)state;
+	struct harness *h = h_new(true);
+	uint8_t hdr[8] = { 0 };
+	struct gw_buf *a;
+
+	h_start(h);
+	a = tsrc_alloc(&h->src.src, 4096);
+	fill_pattern(a->base, 4, a->size);
+	const struct tcp_piece bad[] = {
+		{ .data = hdr, .len = sizeof(hdr) },
+		{ .buf = a, .off = 4000, .len = 200 },
+	};
+	size_t before = tcp_conn_output_queued(h->c);
+	assert_int_equal(tcp_conn_send_record(h->c, bad, 2), -1);
+	assert_int_equal(errno, EFAULT);
+	assert_int_equal(tcp_conn_output_queued(h->c), before);
+	assert_int_equal(a->refs, 1);
+	/* the same through the one-piece call, with an offset past the end */
+	assert_int_equal(tcp_conn_send_ref(h->c, a, a->size + 1, 1), -1);
+	assert_int_equal(errno, EFAULT);
+	/* a piece inside the buffer still goes */
+	assert_int_equal(tcp_conn_send_ref(h->c, a, 96, 4000), 0);
+	gw_buf_put(a);
+	h_sink(h, true);
+	run_until(h, h->sunk.len == 4 + 4000, WAIT_MS);
+	assert_int_equal(h->sunk.len, 4 + 4000);
+	assert_int_equal(xdr_get32(h->sunk.data), RM_LAST_FRAG | 4000);
+	for (size_t i = 0; i < 4000; i++)
+		assert_int_equal(h->sunk.data[4 + i], pattern(4, 96 + i));
+	h_free(h);
+}
+
 /* A peer gone away: the write fails with EPIPE, reported, not a SIGPIPE. */
 static void test_send_to_closed_peer(void **state)
 {
@@ -1204,6 +1244,7 @@ int main(void)
 		cmocka_unit_test(test_watermarks),
 		cmocka_unit_test(test_output_limit),
 		cmocka_unit_test(test_send_by_reference),
+		cmocka_unit_test(test_piece_outside_buffer),
 		cmocka_unit_test(test_send_to_closed_peer),
 		cmocka_unit_test(test_abort_releases_references),
 		cmocka_unit_test(test_graceful_close),
