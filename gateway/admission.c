@@ -120,52 +120,51 @@ uint32_t gw_admission_client_sessions(const struct gw_admission *a, const struct
 	return e ? e->sessions : 0;
 }
 
-static void admission_log(struct gw_admission *a, const struct gw_admission_limits *lim,
-			  const struct sockaddr *peer, const char *why, uint64_t now_us)
+/*
+ * Refuse: count it, and log it unless a message went out less than
+ * GW_ADMISSION_LOG_US ago (then only counted towards the next message's
+ * tally). Nothing is formatted for a refusal that is not logged: in a
+ * flood, most are not.
+ */
+static bool admission_refuse(struct gw_admission *a, const struct gw_admission_limits *lim,
+			     const struct sockaddr *peer, struct gw_counters *totals,
+			     enum gw_event_kind kind, const char *who, uint64_t sessions,
+			     const char *key, uint64_t now_us)
 {
 	char host[INET6_ADDRSTRLEN] = "?";
 	struct gw_client_key k;
 
+	totals->events[kind]++;
 	a->unlogged++;
 	if (a->last_log_us != 0 && now_us - a->last_log_us < GW_ADMISSION_LOG_US)
-		return;
+		return false;
 	if (client_key(peer, &k))
 		inet_ntop(k.family, k.addr, host, sizeof(host));
 	if (a->unlogged > 1)
-		gw_warn("%s: refused client %s: %s (%llu refused since the last such message)",
-			lim->route, host, why, (unsigned long long)a->unlogged);
+		gw_warn("%s: refused client %s: %s has %llu sessions (%s) (%llu refused since the "
+			"last such message)",
+			lim->route, host, who, (unsigned long long)sessions, key,
+			(unsigned long long)a->unlogged);
 	else
-		gw_warn("%s: refused client %s: %s", lim->route, host, why);
+		gw_warn("%s: refused client %s: %s has %llu sessions (%s)", lim->route, host, who,
+			(unsigned long long)sessions, key);
 	a->last_log_us = now_us;
 	a->unlogged = 0;
+	return false;
 }
 
 bool gw_admission_check(struct gw_admission *a, const struct gw_admission_limits *lim,
 			const struct sockaddr *peer, struct gw_counters *totals, uint64_t now_us)
 {
-	char why[96];
-
-	if (lim->client_max != 0 && gw_admission_client_sessions(a, peer) >= lim->client_max) {
-		totals->events[GW_EV_CLIENT_SESSION_LIMIT]++;
-		snprintf(why, sizeof(why), "it has %u sessions (max_sessions_per_client)",
-			 lim->client_max);
-		admission_log(a, lim, peer, why, now_us);
-		return false;
-	}
-	if (lim->route_max != 0 && lim->route_live >= lim->route_max) {
-		totals->events[GW_EV_SESSION_LIMIT]++;
-		snprintf(why, sizeof(why), "the route has %u sessions (max_sessions)",
-			 lim->route_live);
-		admission_log(a, lim, peer, why, now_us);
-		return false;
-	}
-	if (lim->process_max != 0 && lim->process_live >= lim->process_max) {
-		totals->events[GW_EV_SESSION_LIMIT]++;
-		snprintf(why, sizeof(why), "the gateway has %zu sessions (top-level max_sessions)",
-			 lim->process_live);
-		admission_log(a, lim, peer, why, now_us);
-		return false;
-	}
+	if (lim->client_max != 0 && gw_admission_client_sessions(a, peer) >= lim->client_max)
+		return admission_refuse(a, lim, peer, totals, GW_EV_CLIENT_SESSION_LIMIT, "it",
+					lim->client_max, "max_sessions_per_client", now_us);
+	if (lim->route_max != 0 && lim->route_live >= lim->route_max)
+		return admission_refuse(a, lim, peer, totals, GW_EV_SESSION_LIMIT, "the route",
+					lim->route_live, "max_sessions", now_us);
+	if (lim->process_max != 0 && lim->process_live >= lim->process_max)
+		return admission_refuse(a, lim, peer, totals, GW_EV_SESSION_LIMIT, "the gateway",
+					lim->process_live, "top-level max_sessions", now_us);
 	return true;
 }
 
