@@ -680,3 +680,9 @@ void conf_load_options(const struct conf_report *rep, const struct conf_where *w
 		}
 	}
 }
+
+const char *const *conf_source_port_names(size_t *n)
+{
+	*n = CONF_ARRAY_SIZE(source_port_names);
+	return source_port_names;
+}
