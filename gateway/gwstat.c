@@ -133,7 +133,8 @@ json_t *gw_stat_fetch(const char *endpoint, const char *path, unsigned timeout_m
 	struct fetch f = { 0 };
 	struct evhttp_connection *conn = NULL;
 	struct evhttp_request *req;
-	struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
+	struct timeval tv = { (time_t)(timeout_ms / 1000),
+			      (suseconds_t)(timeout_ms % 1000) * 1000 };
 	json_t *doc = NULL;
 	char host[256];
 	unsigned port;
@@ -482,13 +483,13 @@ static int busiest_first(const void *a, const void *b)
 static void print_sessions(FILE *out, const json_t *sessions, size_t max_sessions)
 {
 	size_t n = json_array_size(sessions), i;
-	json_t **sorted = n ? calloc(n, sizeof(*sorted)) : NULL;
+	json_t **sorted = n ? calloc(n, sizeof(json_t *)) : NULL;
 	json_t *s;
 
 	if (!sorted)
 		return;
 	json_array_foreach(sessions, i, s) sorted[i] = s;
-	qsort(sorted, n, sizeof(*sorted), busiest_first);
+	qsort(sorted, n, sizeof(json_t *), busiest_first);
 	for (i = 0; i < n && i < max_sessions; i++) {
 		char label[64];
 		snprintf(label, sizeof(label), "%s",
