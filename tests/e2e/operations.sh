@@ -4,7 +4,8 @@
 #    /proc/self/mountstats, and the bytes moved by Write chunks equal the bytes read;
 #  - rpcrdma-gw stat --once (--json) shows the route's and the client's calls/s, the
 #    Write-chunk MB/s of a read and the upstream latency, from the stats endpoint;
-#  - /metrics parses with the Prometheus client library's parser and agrees with /stats;
+#  - /metrics parses with the Prometheus client library's parser and agrees with /stats,
+#    and promtool check metrics accepts it, per-session histograms included;
 #  - an idle session is closed after idle_timeout_s and the client reconnects unharmed;
 #  - SIGHUP applies a new client ACL (a new client is refused and counted, the mount
 #    keeps working), refuses a broken file, a change that needs a restart and a rule
@@ -94,6 +95,17 @@ check "stat --once prints the route and the client's session" \
     grep -q "^  192.0.2.2:" "$E2E_WORK/stat.txt"
 check "rpcrdma-gw stat exits 1 when nothing answers" \
     bash -c "! '$GW_BIN' stat --once --timeout 500 127.0.0.1:1"
+
+# promtool's lint of a real scrape, with the per-session series and their histograms.
+if command -v promtool >/dev/null; then
+    gw_metrics sessions=1 >"$E2E_WORK/metrics-sessions.txt"
+    check "promtool check metrics accepts /metrics" bash -c "curl -sf http://127.0.0.1:9464/metrics | promtool check metrics"
+    check "promtool check metrics accepts /metrics?sessions=1" bash -c "promtool check metrics <'$E2E_WORK/metrics-sessions.txt'"
+    check "/metrics?sessions=1 has the session's upstream latency histogram" \
+        grep -q '^rpcrdma_gw_session_upstream_latency_seconds_count{route="nfs",session="[0-9]*"} [1-9]' "$E2E_WORK/metrics-sessions.txt"
+else
+    fail "promtool is not installed (scripts/install-deps installs prometheus)"
+fi
 
 # Idle timeout: the session goes; the client's next call reconnects.
 sleep 7
