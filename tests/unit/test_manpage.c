@@ -346,6 +346,42 @@ static void test_ranges_are_the_loaders(void **state)
 	assert_true(checked >= 18);
 }
 
+/* Every example of the page (.EX ... .EE) is a configuration the loader accepts. */
+static void test_examples_load(void **state)
+{
+	char *text = read_page();
+	unsigned examples = 0;
+
+	for (char *ex = strstr(text, "\n.EX\n"); ex; ex = strstr(ex, "\n.EX\n")) {
+		char *start = ex + 5, *end = strstr(start, "\n.EE\n");
+		struct gw_conf_errors errs;
+		const struct gw_config *cfg;
+		char *json = calloc(1, (size_t)(end - start) + 1), *o = json;
+
+		assert_non_null(end);
+		assert_non_null(json);
+		for (const char *c = start; c < end; c++) {
+			if (c[0] == '\\' && c[1] == '-')
+				c++; /* roff's \- is a plain - in the file */
+			*o++ = *c;
+		}
+		gw_conf_errors_init(&errs);
+		cfg = gw_config_parse("example.json", json, strlen(json), &errs);
+		if (!cfg) {
+			gw_conf_errors_print(stderr, &errs);
+			fail_msg("example %u of rpcrdma-gw.json(5) does not load:\n%s",
+				 examples + 1, json);
+		}
+		gw_config_free(cfg);
+		gw_conf_errors_clear(&errs);
+		free(json);
+		examples++;
+		ex = end;
+	}
+	assert_true(examples >= 2);
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -353,6 +389,7 @@ int main(void)
 		cmocka_unit_test(test_every_key_listed),
 		cmocka_unit_test(test_disagreements_found),
 		cmocka_unit_test(test_ranges_are_the_loaders),
+		cmocka_unit_test(test_examples_load),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
