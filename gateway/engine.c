@@ -123,10 +123,8 @@ static bool engine_admit(const struct sockaddr *peer, socklen_t len, void *arg)
 	if (route->draining)
 		return false;
 	if (!gw_route_client_allowed(route->cfg, peer)) {
-		char who[80];
-		gw_format_addr(peer, who, sizeof(who));
-		gw_warn("%s: refused client %s (not in allowed_clients)", route->cfg->name, who);
-		route->counters.events[GW_EV_REFUSED_CLIENT]++;
+		gw_admission_refuse_unlisted(&route->admission, route->cfg->name, peer,
+					     &route->counters, gw_now_us());
 		return false;
 	}
 	struct gw_admission_limits lim = {
