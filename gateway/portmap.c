@@ -78,7 +78,9 @@ enum rpc_hdr_status rpc_call_decode(const uint8_t *msg, size_t len, struct rpc_c
 	}
 	if (!xdr_u_int(&x, &hdr->prog) || !xdr_u_int(&x, &hdr->vers) || !xdr_u_int(&x, &hdr->proc))
 		goto out;
-	if (!skip_auth(&x, &too_long) || !skip_auth(&x, &too_long)) {
+	/* The credential, then the verifier. */
+	bool cred_ok = skip_auth(&x, &too_long);
+	if (!cred_ok || !skip_auth(&x, &too_long)) {
 		if (too_long)
 			st = RPC_HDR_BAD_AUTH;
 		goto out;

@@ -339,7 +339,7 @@ static void up_read(evutil_socket_t fd, short what, void *arg)
 
 	(void)what;
 	for (int i = 0; i < 64; i++) {
-		struct sockaddr_storage from;
+		struct sockaddr_storage from = { .ss_family = AF_UNSPEC };
 		socklen_t fl = sizeof(from);
 		uint16_t port = 0;
 		uint32_t xid;

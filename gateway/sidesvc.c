@@ -268,7 +268,7 @@ bool sidesvc_reply(struct sidesvc *svc, const struct sidesvc_peer *peer, const u
 
 static int udp_bind(const struct sockaddr *addr, socklen_t len, uint16_t *port)
 {
-	struct sockaddr_storage ss;
+	struct sockaddr_storage ss = { .ss_family = AF_UNSPEC };
 	socklen_t sl = sizeof(ss);
 	int one = 1;
 	int fd = socket(addr->sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
