@@ -339,8 +339,10 @@ static void up_read(evutil_socket_t fd, short what, void *arg)
 
 	(void)what;
 	for (int i = 0; i < 64; i++) {
-		struct sockaddr_storage from = { .ss_family = AF_UNSPEC };
+		struct sockaddr_storage from;
 		socklen_t fl = sizeof(from);
+
+		memset(&from, 0, sizeof(from));
 		uint16_t port = 0;
 		uint32_t xid;
 		ssize_t n = recvfrom(fd, r->in, sizeof(r->in), MSG_TRUNC, (struct sockaddr *)&from,

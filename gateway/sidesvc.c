@@ -268,10 +268,12 @@ bool sidesvc_reply(struct sidesvc *svc, const struct sidesvc_peer *peer, const u
 
 static int udp_bind(const struct sockaddr *addr, socklen_t len, uint16_t *port)
 {
-	struct sockaddr_storage ss = { .ss_family = AF_UNSPEC };
+	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	int one = 1;
 	int fd = socket(addr->sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	memset(&ss, 0, sizeof(ss));
 
 	if (fd < 0)
 		return -1;
@@ -354,8 +356,11 @@ void sidesvc_stop(struct sidesvc *svc)
 {
 	if (!svc)
 		return;
-	while (!TAILQ_EMPTY(&svc->conns))
-		conn_close(TAILQ_FIRST(&svc->conns));
+	struct sidesvc_conn *c, *next;
+	for (c = TAILQ_FIRST(&svc->conns); c; c = next) {
+		next = TAILQ_NEXT(c, link);
+		conn_close(c);
+	}
 	if (svc->tcp)
 		tcp_listener_free(svc->tcp);
 	if (svc->udp_ev)
