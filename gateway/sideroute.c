@@ -107,10 +107,17 @@ static bool fill_table(struct gw_side *side)
 		ok &= pmap_table_add(t, PMAP_PROG, v, PMAP_IPPROTO_TCP, pm);
 		ok &= pmap_table_add(t, PMAP_PROG, v, PMAP_IPPROTO_UDP, pm);
 	}
-	/* The forward route relays NFS over TCP only (no UDP listener). */
-	ok &= pmap_table_add(t, PROG_NFS, 3, PMAP_IPPROTO_TCP, nfs);
-	ok &= pmap_table_add(t, PROG_NFS, 4, PMAP_IPPROTO_TCP, nfs);
-	ok &= pmap_table_add(t, PROG_NFSACL, 3, PMAP_IPPROTO_TCP, nfs);
+	/*
+	 * A forward route relays NFS over TCP only (no UDP listener). A reverse
+	 * route's NFS is RPC-over-RDMA, which has no portmapper protocol number:
+	 * its clients name the port (proto=rdma means 20049) and ask here only
+	 * for MOUNT.
+	 */
+	if (side->route->mode == GW_MODE_FORWARD) {
+		ok &= pmap_table_add(t, PROG_NFS, 3, PMAP_IPPROTO_TCP, nfs);
+		ok &= pmap_table_add(t, PROG_NFS, 4, PMAP_IPPROTO_TCP, nfs);
+		ok &= pmap_table_add(t, PROG_NFSACL, 3, PMAP_IPPROTO_TCP, nfs);
+	}
 	for (uint32_t v = 1; v <= 3; v++) {
 		ok &= pmap_table_add(t, PROG_MOUNT, v, PMAP_IPPROTO_UDP, mnt);
 		ok &= pmap_table_add(t, PROG_MOUNT, v, PMAP_IPPROTO_TCP, mnt);
@@ -148,11 +155,6 @@ struct gw_side *gw_side_start(struct event_base *base, const struct gw_route *r,
 	if (!r->portmapper_port)
 		return NULL;
 	*failed = 1;
-	if (r->mode != GW_MODE_FORWARD) {
-		snprintf(err, errlen, "route %s: portmapper_port: only forward routes have one yet",
-			 r->name);
-		return NULL;
-	}
 	if (addr_is_wildcard(&r->listen.addr)) {
 		snprintf(err, errlen,
 			 "route %s: portmapper_port: the listen address must be one address, not "

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * gateway/sideroute.h - the NFSv3 side services of one forward route: a
- * portmapper (rpcbind) on the route's listen address, and the MOUNT relay
- * it advertises.
+ * gateway/sideroute.h - the NFSv3 side services of one route: a portmapper
+ * (rpcbind) on the route's listen address, and the MOUNT relay it
+ * advertises. Forward routes relay MOUNT to the NFS/RDMA server's host,
+ * reverse routes to the TCP server's host.
  *
  * With "portmapper_port" set, an unmodified NFSv3 client can mount
  * GATEWAY:/export: it asks the gateway's portmapper for NFS (the route's
- * listen port) and MOUNT (the relay's port), and its MOUNT calls go on to
- * the server's mountd. The portmapper binds the route's own listen address,
+ * listen port, forward routes only) and MOUNT (the relay's port), and its
+ * MOUNT calls go on to the server's mountd. The portmapper binds the route's own listen address,
  * never the wildcard: a host rpcbind may keep port 111 on the host's other
  * addresses (it must not hold the wildcard; docs/forward-mode.md).
  */
