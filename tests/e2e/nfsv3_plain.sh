@@ -1,6 +1,6 @@
 # gwvm: two-guests
 # NFSv3 as an unmodified client mounts it: `mount -t nfs -o vers=3 GATEWAY:/export`, with
-# nothing else, through a forward route whose portmapper (portmapper_port 111) and MOUNT
+# nothing else, through a forward route (and a reverse one, below) whose portmapper (portmapper_port 111) and MOUNT
 # relay stand in for the server's. Guest A is the NFS server (kernel nfsd on RDMA only,
 # 192.0.2.1, its rpcbind and mountd on port 111 as usual); guest B runs the gateway,
 # listening on 10.9.0.1 (no rpcbind on guest B's own addresses), and the client in the
@@ -13,12 +13,17 @@
 #    and RFC 1833 give (GARBAGE_ARGS, PROG_UNAVAIL, PROG_MISMATCH, PROC_UNAVAIL, MSG_DENIED,
 #    SET refused), nothing for what cannot be answered, an oversized record closes only
 #    its own connection; the gateway keeps serving (rpcinfo, a new mount) and counts it.
+# Then a reverse route on the same address (Soft-RoCE on the gateway's side of the c2 link,
+# the server's NFS over TCP): the client mounts with vers=3,proto=rdma and no address or
+# port of the server; the
+# gateway's portmapper gives it MOUNT, relayed to the TCP server's mountd (the client mounts
+# with nolock there: see below).
 set -u
 source "$GW_SRC/tests/e2e/lib/gw-e2e.sh"
 
 if [[ $GWVM_ROLE == a ]]; then
     gwvm-net 192.0.2.1
-    gwvm-nfsd /export rdma
+    gwvm-nfsd /export # TCP 2049 for the reverse route, RDMA 20049 for the forward one
     rpcinfo -p 127.0.0.1 | grep -E 'mountd|portmapper' | head -4
     touch "$GW_OUT/server-ready"
     for _ in $(seq 1 900); do [[ -e $GW_OUT/client-done ]] && break; sleep 1; done
@@ -27,7 +32,7 @@ if [[ $GWVM_ROLE == a ]]; then
 fi
 
 gwvm-net 192.0.2.2
-modprobe nfsv3
+modprobe nfsv3; modprobe rpcrdma
 client2_netns
 pkill -x rpcbind 2>/dev/null; sleep 0.5 # no host rpcbind on this guest's addresses
 for _ in $(seq 1 120); do [[ -e $GW_OUT/server-ready ]] && break; sleep 1; done
@@ -169,5 +174,46 @@ ev() { gw_jq "s['routes'][0]['totals']['events']['$1']"; }
 check "bad input counted: garbage_args $(ev garbage_args), rpc_error_reply $(ev rpc_error_reply), malformed_record $(ev malformed_record)" \
     test "$(ev garbage_args)" -ge 2 -a "$(ev rpc_error_reply)" -ge 10 -a "$(ev malformed_record)" -ge 2
 gw_stop
+
+echo "=== reverse mode: an RDMA client mounts GATEWAY:/export with vers=3,proto=rdma"
+# Soft-RoCE on vc1 for the gateway's RDMA listener on 10.9.0.1. The client is this
+# guest's own kernel, outside c2 (an RDMA mount from inside c2, over a Soft-RoCE device
+# on vc2, failed with ENETUNREACH; not investigated), so it mounts with nolock: no
+# rpc.statd, hence no rpcbind of its own to take port 111 from the gateway.
+rdma link add rxe_vc1 type rxe netdev vc1
+cat >"$E2E_WORK/gw-rev.json" <<JSON
+{ "routes": [ { "name": "rev", "mode": "reverse", "portmapper_port": 111,
+                "listen": "rdma://10.9.0.1:20049", "upstream": "tcp://192.0.2.1:2049" } ],
+  "stats": { "listen": "127.0.0.1:9464" } }
+JSON
+if gw_start reverse "$E2E_WORK/gw-rev.json"; then
+    grep -E "portmapper|MOUNT" "$GW_LOG"
+    cat >"$E2E_WORK/client-rev.sh" <<'CLIENT'
+set -u
+source "$GW_SRC/tests/e2e/lib/gw-e2e.sh"
+gw=10.9.0.1
+rpcinfo -p $gw | tee "$E2E_WORK/rpcinfo-rev.txt"
+check "reverse: rpcinfo -p lists MOUNT v3 on udp and tcp"     test "$(grep -cE '100005 +3 +(udp|tcp) +[0-9]+ +mountd' "$E2E_WORK/rpcinfo-rev.txt")" -eq 2
+check "reverse: showmount -e lists the server's export" grep -q '^/export ' <(showmount -e $gw)
+m=/mnt/r3; mkdir -p $m
+for opts in vers=3,proto=rdma,nolock vers=3,proto=rdma,nolock,mountproto=udp; do
+    if mount -t nfs -o $opts $gw:/export $m; then
+        ok "reverse: mount -o $opts $gw:/export"
+        grep " $m " /proc/mounts
+        d=$m/rev-$$; mkdir -p $d
+        wl_bigfile $d 8
+        wl_oddsizes $d
+        rm -rf $d
+        check "reverse: umount after -o $opts" umount $m
+    else
+        fail "reverse: mount -o $opts $gw:/export"
+    fi
+done
+e2e_finish
+CLIENT
+    check "the reverse-mode client scenario" bash "$E2E_WORK/client-rev.sh"
+    check "reverse: MOUNT calls counted ($(calls mount))" test "$(calls mount)" -gt 2
+    gw_stop
+fi
 touch "$GW_OUT/client-done"
 e2e_finish
