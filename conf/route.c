@@ -33,6 +33,8 @@ enum {
 static const char restart_buffers[] =
 	"it sizes registered memory and is exchanged when a connection is set up";
 
+static const char restart_sockets[] = "the side services bind their sockets when the route starts";
+
 /*
  * The table is the reference: docs/configuration.md lists the same keys,
  * in the same order, with the same numbers.
@@ -243,6 +245,40 @@ const struct conf_option conf_options[] = {
 		.def = 1 * MIB,
 		.reload = CONF_RELOAD_LIVE,
 		.change = GW_CHANGE_ULB_RULES,
+	},
+	/* NFSv3's side protocols on the route's address (gateway/sideroute.h). */
+	{
+		.name = "portmapper_port",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(portmapper_port),
+		.min = 0,
+		.max = 65535,
+		.step = 1,
+		.def = 0,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_sockets,
+	},
+	{
+		.name = "mount_port",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(mount_port),
+		.min = 0,
+		.max = 65535,
+		.step = 1,
+		.def = 0,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_sockets,
+	},
+	{
+		.name = "upstream_mountd_port",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(upstream_mountd_port),
+		.min = 0,
+		.max = 65535,
+		.step = 1,
+		.def = 0,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_sockets,
 	},
 };
 const size_t conf_options_count = CONF_ARRAY_SIZE(conf_options);

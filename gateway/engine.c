@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "gateway/session.h"
+#include "gateway/sideroute.h"
 #include "rdma/conn.h"
 #include "rdma/device.h"
 #include "rdma/pool.h"
@@ -252,6 +253,10 @@ static int route_start(struct gw_engine *eng, struct gw_route_rt *rt, char *err,
 			return -e;
 		}
 	}
+	int side_failed;
+	rt->side = gw_side_start(eng->base, r, &rt->counters, &side_failed, err, errlen);
+	if (side_failed)
+		return -EADDRNOTAVAIL;
 	gw_info("%s: %s route listening on %s, upstream %s (%zu ULB bindings)", r->name,
 		r->mode == GW_MODE_FORWARD ? "forward" : "reverse", r->listen.text,
 		r->upstream.text, ulb_rules_count(rt->rules));
@@ -260,6 +265,8 @@ static int route_start(struct gw_engine *eng, struct gw_route_rt *rt, char *err,
 
 static void route_stop_listening(struct gw_route_rt *rt)
 {
+	gw_side_stop(rt->side);
+	rt->side = NULL;
 	if (rt->tcp_listener) {
 		tcp_listener_free(rt->tcp_listener);
 		rt->tcp_listener = NULL;
