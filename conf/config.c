@@ -458,6 +458,27 @@ static void check_record_size(const struct conf_report *rep, const struct conf_w
 	}
 }
 
+/*
+ * The portmapper advertises the route's listen address, and binds port 111
+ * on it alone so that a host rpcbind may keep its other addresses: one
+ * address, then. Reported at the listen address, where the fix goes, also
+ * when portmapper_port comes from "defaults".
+ */
+static void check_side_services(const struct conf_report *rep, const struct conf_where *w,
+				const struct gw_route *r)
+{
+	struct conf_where lw;
+
+	if (!r->portmapper_port || !r->listen.text || !conf_addr_is_wildcard(&r->listen.addr))
+		return;
+	conf_where_member(&lw, w, "listen");
+	conf_fail(rep, &lw, CONF_AT_VALUE,
+		  "expected one address on a route with portmapper_port %u, got \"%s\", the "
+		  "wildcard (the portmapper advertises the address and binds port %u on it "
+		  "alone)",
+		  r->portmapper_port, r->listen.text, r->portmapper_port);
+}
+
 static void load_route(const struct conf_report *rep, const struct conf_where *w, json_t *obj,
 		       const struct gw_route *defaults, const char *base, struct gw_route *r)
 {
@@ -484,6 +505,7 @@ static void load_route(const struct conf_report *rep, const struct conf_where *w
 	load_route_endpoint(rep, w, obj, mode_known, r, true);
 	conf_load_options(rep, w, obj, base, r);
 	check_record_size(rep, w, obj, r);
+	check_side_services(rep, w, r);
 }
 
 static void load_defaults(const struct conf_report *rep, const struct conf_where *top, json_t *root,

@@ -278,7 +278,7 @@ static const char *where_json(const char *key, const char *value, char *buf, siz
 {
 	static const char route[] =
 		"\"name\": \"a\", \"mode\": \"forward\", \"listen\": "
-		"\"tcp://0.0.0.0:2049\", \"upstream\": \"rdma://192.0.2.1:20049\"";
+		"\"tcp://192.0.2.9:2049\", \"upstream\": \"rdma://192.0.2.1:20049\"";
 
 	if (strncmp(key, "routes[].", 9) == 0)
 		snprintf(buf, len, "{\"routes\": [{%s, \"%s\": %s}]}", route, key + 9, value);
