@@ -51,6 +51,11 @@
 #       masked: the network is up). The gateway is killed with SIGKILL mid-copy, and
 #       systemd, not the job, starts it again: a new main PID, at least RestartSec
 #       later. At the end it is stopped through systemd's own stop (SIGTERM, drain).
+#    c. The NFS server is restarted mid-copy: its threads stopped for 5 s (every
+#       listener and connection goes, the forward route's RDMA ones and the reverse
+#       route's TCP upstream alike), then started again with the same listeners. The
+#       forward session is reset with its RDMA connection and the client reconnects;
+#       the reverse session reconnects its upstream and sends the calls in flight again.
 #    Both copies finish with intact checksums and the fsync'ed files are intact.
 #    The job prints the CM ids and nfsd threads when a copy does not finish.
 set -u
@@ -316,9 +321,17 @@ kill_and_restart() {
     check "systemd restarted the killed gateway: PID $old -> ${GW_PID:-none}, serving after $took s (RestartSec=2)" \
         test -n "$GW_PID" -a "$GW_PID" != "$old" -a "$(sd_started)" -gt "$n0" -a "$(echo "$took >= 2" | bc)" -eq 1
 }
+nfsd_restart() {
+    rpc.nfsd 0
+    echo "NFS server stopped (threads 0)"
+    sleep 5
+    rpc.nfsd 8; echo "rdma 20049" >/proc/fs/nfsd/portlist
+    echo "NFS server started again: $(cat /proc/fs/nfsd/portlist | xargs)"
+}
 modprobe sch_netem
 fault sigkill kill_and_restart
 fault link-down link_down
+fault server-restart nfsd_restart
 timeout 30 umount $mf || umount -f -l $mf
 timeout 30 umount $mr || umount -f -l $mr
 gw_check_quiet 60
