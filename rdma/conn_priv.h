@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdma/conn_priv.h - what the two halves of an RDMA connection share:
+ *
+ *   conn.c     its life: queues and set-up, the CM events, connect, accept
+ *              and listen, the connect timer, teardown
+ *   conn_io.c  its data path: work requests posted and tracked, memory
+ *              windows bound and fenced, receives posted, checked and
+ *              delivered, completions polled
+ *
+ * Internal to rdma/conn*.c; everything else sees rdma/conn.h.
+ */
+#ifndef GW_RDMA_CONN_PRIV_H
+#define GW_RDMA_CONN_PRIV_H
+
+#include "rdma/conn.h"
+
+enum rconn_state {
+	RCONN_RESOLVING_ADDR,
+	RCONN_RESOLVING_ROUTE,
+	RCONN_CONNECTING,
+	RCONN_CONNECTED,
+	RCONN_CLOSING, /* teardown scheduled */
+	RCONN_CLOSED,  /* ops->closed has run or is running */
+};
+
+struct rconn_recv {
+	struct rconn *conn;
+	struct gw_buf *buf; /* NULL when not posted */
+};
+
+struct rconn_mw {
+	struct ibv_mw *mw;
+	uint32_t rkey; /* the rkey of the current (or last) binding */
+	struct rconn_mw *next_free;
+	bool bound;
+};
+
+struct rconn {
+	struct rdma_cm_handler cm_handler; /* first: cm_id->context */
+	struct rdma_cq_handler cq_handler;
+	struct rdma_ctx *ctx;
+	struct rdma_dev *dev;
+	struct rdma_cm_id *id;
+	struct ibv_cq *cq;
+	struct rconn_params params;
+	const struct rconn_ops *ops;
+	void *owner;
+	enum rconn_state state;
+	enum rconn_close_reason reason;
+	bool accepted;
+	uint8_t initiator_depth;
+
+	struct rconn_recv *recvs;
+	uint32_t recvs_owed; /* receives not posted for want of buffers */
+	struct rdma_pool_waiter pool_waiter;
+
+	struct rconn_mw *mws;
+	struct rconn_mw *mw_free;
+	uint32_t mw_in_use;
+
+	/* Send queue accounting: WRs posted, and the count retired by completions. */
+	uint64_t sq_posted;
+	uint64_t sq_retired;
+	struct rconn_wr *outstanding; /* signaled WRs not completed yet */
+
+	struct event *timer;	/* connect timeout */
+	struct event *teardown; /* deferred teardown */
+	struct rconn_stats stats;
+};
+
+struct rlistener {
+	struct rdma_cm_handler cm_handler; /* first: cm_id->context */
+	struct rdma_ctx *ctx;
+	struct rdma_cm_id *id;
+	struct rconn_params defaults;
+	const struct rlistener_ops *ops;
+	void *owner;
+};
+
+/* conn_io.c */
+void rconn_wr_untrack(struct rconn *c, struct rconn_wr *wr);
+void rconn_recv_refill(struct rconn *c);
+void rconn_pool_wake(struct rdma_pool_waiter *w);
+int rconn_poll(struct rconn *c);
+void rconn_cq_event(struct rdma_cq_handler *h);
+
+/* conn.c */
+void rconn_fail(struct rconn *c, enum rconn_close_reason reason);
+void rconn_established(struct rconn *c, const uint8_t *pdata, uint8_t plen);
+
+#endif /* GW_RDMA_CONN_PRIV_H */
