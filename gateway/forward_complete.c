@@ -1,0 +1,398 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gateway/forward_complete.c - forward mode, replies from the server: decode, match the XID,
+ * take the grant, fence the call's windows, then rebuild the RPC reply from
+ * the inline part and the Write/Reply chunk data and queue it on TCP by
+ * reference. RDMA_ERROR answers end here too.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/xdr.h"
+#include "gateway/session.h"
+#include "gateway/xidmap.h"
+#include "rdma/conn.h"
+#include "rdma/device.h"
+#include "rdma/privdata.h"
+#include "rdma/rpcrdma_hdr.h"
+#include "rdma/splice.h"
+#include "tcp/tcp_conn.h"
+#include "ulb-rules/rpc_msg.h"
+#include "ulb-rules/ulb.h"
+#include "gateway/forward_priv.h"
+
+static const uint8_t zero_pad[4];
+
+/* ---- replies to the client ---- */
+
+/* An RPC error reply the gateway makes itself (the call could not be relayed). */
+void fwd_reply_error(struct fwd_session *s, uint32_t xid, enum rpc_accept_stat stat)
+{
+	uint8_t msg[64];
+	size_t len = rpc_build_accepted_error(msg, sizeof(msg), xid, stat, 0, 0);
+
+	gw_count_event(&s->base, GW_EV_RPC_ERROR_REPLY);
+	if (!s->tcp)
+		return; /* the client is gone: nobody waits for it */
+	if (len && tcp_conn_send_copy(s->tcp, msg, len) == 0) {
+		GW_COUNT(&s->base, tcp_bytes_out, len + 4);
+		return;
+	}
+	/* Lost, the answer would leave the client waiting for ever: it reconnects instead. */
+	gw_warn("forward %s: error reply for xid %#x could not be queued: closing the client's "
+		"connection",
+		s->base.client, xid);
+	gw_count_event(&s->base, GW_EV_OUTPUT_OVERFLOW);
+	fwd_session_close(s);
+}
+
+/* Which buffer an iovec from the splicer lies in, to send it by reference. */
+static bool fwd_piece_of(const struct iovec *iov, struct gw_buf *const *bufs, unsigned nbufs,
+			 struct tcp_piece *p)
+{
+	const uint8_t *b = iov->iov_base;
+
+	memset(p, 0, sizeof(*p));
+	p->len = (uint32_t)iov->iov_len;
+	for (unsigned i = 0; i < nbufs; i++) {
+		struct gw_buf *buf = bufs[i];
+		if (buf && b >= buf->base && b + iov->iov_len <= buf->base + buf->size) {
+			p->buf = buf;
+			p->off = (uint32_t)(b - buf->base);
+			return true;
+		}
+	}
+	if (b == zero_pad || iov->iov_len <= sizeof(zero_pad)) {
+		p->data = b; /* an XDR pad: copied */
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Rebuild a reply whose READ/READLINK data came in Write chunks: walk the
+ * reduced inline reply to find where each item belongs, then splice.
+ */
+static int fwd_deliver_spliced(struct fwd_session *s, struct fwd_call *c, struct gw_buf *inl_buf,
+			       const uint8_t *inl, uint32_t inl_len)
+{
+	uint32_t moved = 0;
+	struct ulb_reply rep;
+	struct splice_insert ins[ULB_MAX_ITEMS];
+	unsigned nins = 0;
+
+	for (uint32_t k = 0; k < c->nwrites; k++) {
+		if (c->wlen[k])
+			moved |= 1u << k;
+	}
+	enum ulb_reply_status st =
+		ulb_parse_reply(&c->ulb, &s->ulb_sessions, inl, inl_len, moved, &rep);
+	gw_debug("forward %s: xid %#x: reply of %u inline bytes, moved %#x, walk %d, %u items",
+		 s->base.client, c->xid, inl_len, moved, st, rep.n_items);
+	if (st != ULB_REPLY_OK && st != ULB_REPLY_STOPPED) {
+		if (gw_log_enabled(GW_LOG_DEBUG)) {
+			char hex[3 * 160 + 1];
+			size_t n = inl_len < 160 ? inl_len : 160;
+			for (size_t i = 0; i < n; i++)
+				snprintf(hex + 3 * i, 4, "%02x ", inl[i]);
+			hex[3 * n] = '\0';
+			gw_debug("forward %s: xid %#x: reply does not walk: %s", s->base.client,
+				 c->xid, hex);
+		}
+		return -EPROTO;
+	}
+	for (uint32_t k = 0; k < rep.n_items && k < c->nwrites; k++) {
+		const struct ulb_reply_item *it = &rep.items[k];
+		if (!it->moved)
+			continue;
+		/* The server's echoed length must be the item's own (RFC 8166). */
+		if (it->length != c->wlen[k])
+			return -EPROTO;
+		ins[nins++] = (struct splice_insert){ .offset = it->offset,
+						      .data = c->wbuf[k]->base,
+						      .len = it->length };
+	}
+	/* Every chunk the server used must have found its item. */
+	unsigned used = 0;
+	for (uint32_t k = 0; k < c->nwrites; k++)
+		used += c->wlen[k] != 0;
+	if (used != nins)
+		return -EPROTO;
+
+	struct iovec iov[2 * ULB_MAX_ITEMS + 2];
+	struct splice_out out = { .iov = iov, .cap = sizeof(iov) / sizeof(iov[0]) };
+	if (splice_rebuild_reply(inl, inl_len, ins, nins, &out) != SPLICE_OK)
+		return -EPROTO;
+
+	struct gw_buf *bufs[ULB_MAX_ITEMS + 1];
+	unsigned nbufs = 0;
+	bufs[nbufs++] = inl_buf;
+	for (uint32_t k = 0; k < c->nwrites; k++)
+		bufs[nbufs++] = c->wbuf[k];
+	struct tcp_piece pieces[2 * ULB_MAX_ITEMS + 2];
+	for (unsigned i = 0; i < out.cnt; i++) {
+		if (!fwd_piece_of(&iov[i], bufs, nbufs, &pieces[i]))
+			return -EPROTO;
+	}
+	for (unsigned i = 0; i < nins; i++)
+		GW_COUNT(&s->base, bytes_write_chunk, ins[i].len);
+	if (tcp_conn_send_record(s->tcp, pieces, out.cnt) != 0)
+		return -errno;
+	GW_COUNT(&s->base, tcp_bytes_out, (uint64_t)out.len + 4);
+	return 0;
+}
+
+static void fwd_deliver(struct fwd_session *s, struct fwd_call *c)
+{
+	const struct ulb_call *u = &c->ulb;
+
+	if (c->fail_stat) {
+		fwd_reply_error(s, c->xid, c->fail_stat);
+		return;
+	}
+
+	struct gw_buf *inl_buf;
+	const uint8_t *inl;
+	uint32_t inl_len;
+	if (c->reply_proc == RPCRDMA_NOMSG) {
+		inl_buf = c->rbuf;
+		inl = c->rbuf->base;
+		inl_len = c->reply_chunk_len;
+		/*
+		 * Checked now that the window is fenced and the bytes can no
+		 * longer change: the Reply chunk must hold this call's reply.
+		 */
+		if (inl_len < 8 || xdr_get32(inl) != c->wire_xid) {
+			gw_warn("forward %s: xid %#x: the Reply chunk (%u bytes) does not hold its "
+				"reply",
+				s->base.client, c->xid, inl_len);
+			gw_count_event(&s->base, GW_EV_BAD_TRANSPORT_HEADER);
+			fwd_reply_error(s, c->xid, RPC_ACC_SYSTEM_ERR);
+			return;
+		}
+		GW_COUNT(&s->base, bytes_reply_chunk, inl_len);
+	} else {
+		inl_buf = c->reply;
+		inl = c->reply->base + c->reply_hdr_len;
+		inl_len = c->reply_len - c->reply_hdr_len;
+		GW_COUNT(&s->base, bytes_inline, c->reply_len);
+	}
+
+	/* A retried call's reply carries the gateway's XID: the client gets its own back. */
+	if (c->wire_xid != c->xid && inl_len >= 4)
+		xdr_put32((uint8_t *)inl, c->xid);
+
+	int err;
+	bool any_write = false;
+	for (uint32_t k = 0; k < c->nwrites; k++)
+		any_write |= c->wlen[k] != 0;
+	if (any_write) {
+		err = fwd_deliver_spliced(s, c, inl_buf, inl, inl_len);
+		if (err == -EPROTO) {
+			gw_warn("forward %s: reply xid %#x does not match its Write chunks",
+				s->base.client, c->xid);
+			fwd_reply_error(s, c->xid, RPC_ACC_SYSTEM_ERR);
+			return;
+		}
+	} else {
+		if (u->prog == 100003 && u->vers == 4) {
+			/* Learn NFSv4.1 sessions (CREATE_SESSION) for reply bounds. */
+			struct ulb_reply rep;
+			ulb_parse_reply(u, &s->ulb_sessions, inl, inl_len, 0, &rep);
+		}
+		err = tcp_conn_send_ref(s->tcp, inl_buf, (uint32_t)(inl - inl_buf->base), inl_len);
+		err = err == 0 ? 0 : -errno;
+		if (!err)
+			GW_COUNT(&s->base, tcp_bytes_out, (uint64_t)inl_len + 4);
+	}
+	if (err) {
+		/*
+		 * Output room is sized for every reply the client has asked for
+		 * (route_tcp_config()), so this is a client that went away or a
+		 * bug. A reply lost on a live connection would leave the client
+		 * waiting for ever (NFS over TCP does not retransmit on the same
+		 * connection): close it, and the client retransmits after it
+		 * reconnects.
+		 */
+		gw_warn("forward %s: reply xid %#x could not be queued (%s): closing the client's "
+			"connection",
+			s->base.client, c->xid, strerror(-err));
+		gw_count_event(&s->base, GW_EV_OUTPUT_OVERFLOW);
+		fwd_session_close(s);
+		return;
+	}
+	gw_count_reply(&s->base, u->prog, u->vers, u->proc);
+	uint64_t now = gw_now_us();
+	gw_count_latency(&s->base, (c->t_sent - c->t_in) + (now - c->t_reply),
+			 c->t_reply - c->t_sent);
+}
+
+static void fwd_fence_done(struct rconn_wr *wr, enum ibv_wc_status status)
+{
+	struct fwd_call *c = (struct fwd_call *)((char *)wr - offsetof(struct fwd_call, fence_wr));
+	struct fwd_session *s = c->s;
+
+	c->fence_pending = false;
+	if (c->retry) {
+		fwd_call_retry(c, status);
+		return;
+	}
+	/* A flushed fence: the connection is gone, and with it the reply's client. */
+	if (status == IBV_WC_SUCCESS && s->state != FS_CLOSING)
+		fwd_deliver(s, c);
+	c->state = FC_DONE;
+	fwd_call_put(c);
+}
+
+/* ---- replies from the server ---- */
+
+static struct fwd_call *fwd_call_by_xid(struct fwd_session *s, uint32_t xid)
+{
+	uint32_t i = xidmap_find(&s->xids, xid);
+
+	if (i == XIDMAP_NONE || s->calls[i].state != FC_SENT)
+		return NULL;
+	return &s->calls[i];
+}
+
+/* The server answered: take the call off the wire, fence, then deliver. */
+static void fwd_call_answered(struct fwd_session *s, struct fwd_call *c, uint32_t inv_rkey)
+{
+	xidmap_remove(&s->xids, c->wire_xid);
+	s->in_flight--;
+	c->t_reply = gw_now_us();
+	gw_session_touch(&s->base, c->t_reply);
+	c->state = FC_FENCING;
+	c->fence_wr.done = fwd_fence_done;
+	c->fence_pending = true;
+	int r = rconn_fence(s->rdma, c->exp, c->nexp, inv_rkey, &c->fence_wr);
+	if (r == 1)
+		fwd_fence_done(&c->fence_wr, IBV_WC_SUCCESS);
+	fwd_pump(s);
+}
+
+/*
+ * RFC 8267 lets a requester whose Reply chunk was too small for a reply it
+ * could only estimate (NFSACL GETACL, NFSv4.0 GETATTR; anything the rules do
+ * not bound) send the call once more, under a new XID, with a larger chunk.
+ * An estimate that fit inline and offered no chunk at all is the same case.
+ */
+bool fwd_may_retry(const struct fwd_session *s, const struct fwd_call *c)
+{
+	return !c->ulb.reply_exact && !c->retried && fwd_retry_safe(c) &&
+	       (!c->has_reply_chunk || c->rseg.length < rdma_pool_max_size(fwd_pool(s)));
+}
+
+static void fwd_recv_error(struct fwd_session *s, const struct rpcrdma_hdr *h, uint32_t inv_rkey)
+{
+	struct fwd_call *c = fwd_call_by_xid(s, h->xid);
+
+	if (h->err == RPCRDMA_ERR_VERS) {
+		gw_warn("forward %s: server answered ERR_VERS (%u..%u) for xid %#x", s->base.client,
+			h->vers_low, h->vers_high, h->xid);
+		gw_count_event(&s->base, GW_EV_ERR_VERS_RECEIVED);
+	} else {
+		gw_warn("forward %s: server answered ERR_CHUNK for xid %#x", s->base.client,
+			h->xid);
+		gw_count_event(&s->base, GW_EV_ERR_CHUNK_RECEIVED);
+	}
+	if (!c) {
+		gw_count_event(&s->base, GW_EV_UNMATCHED_REPLY);
+		return;
+	}
+	if (h->err == RPCRDMA_ERR_CHUNK && fwd_may_retry(s, c)) {
+		gw_info("forward %s: xid %#x: the reply exceeds the %u bytes estimated for it: "
+			"sending the call again with room for any reply",
+			s->base.client, c->xid, c->has_reply_chunk ? c->rseg.length : s->thr.recv);
+		gw_count_event(&s->base, GW_EV_REPLY_CHUNK_RETRY);
+		c->retry = true;
+		fwd_call_answered(s, c, inv_rkey);
+		return;
+	}
+	/* The call ends here: the client gets an RPC error reply for it. */
+	c->fail_stat = RPC_ACC_SYSTEM_ERR;
+	fwd_call_answered(s, c, inv_rkey);
+}
+
+void fwd_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t len, uint32_t inv_rkey)
+{
+	struct fwd_session *s = owner;
+	struct rpcrdma_hdr h;
+	enum rpcrdma_reason r = rpcrdma_hdr_decode(&h, buf->base, len, &s->base.route->limits);
+
+	if (r == RPCRDMA_R_RDMA_DONE) {
+		gw_count_event(&s->base, GW_EV_DONE_DROPPED);
+		gw_buf_put(buf);
+		return;
+	}
+	if (r != RPCRDMA_OK) {
+		gw_warn("forward %s: dropping a reply with a bad transport header: %s",
+			s->base.client, rpcrdma_reason_name(r));
+		gw_count_event(&s->base, GW_EV_BAD_TRANSPORT_HEADER);
+		gw_buf_put(buf);
+		return;
+	}
+	if (h.proc == RPCRDMA_MSG) {
+		r = rpcrdma_hdr_check_xid(&h, buf->base + h.hdr_len, h.inline_len);
+		if (r != RPCRDMA_OK) {
+			gw_warn("forward %s: dropping a message whose RPC header does not match "
+				"its transport header: %s",
+				s->base.client, rpcrdma_reason_name(r));
+			gw_count_event(&s->base, GW_EV_BAD_TRANSPORT_HEADER);
+			gw_buf_put(buf);
+			return;
+		}
+		/*
+		 * The RPC msg_type tells a backward call from a forward reply
+		 * (RFC 8167); its credit field asks for backward credits and
+		 * says nothing about the forward grant.
+		 */
+		if (rpcrdma_rpc_msg_type(buf->base + h.hdr_len) == RPCRDMA_RPC_CALL) {
+			fwd_backward_call(s, buf, &h);
+			return;
+		}
+	}
+	/* A grant of 0 is forbidden; read it as 1 (RFC 8166). */
+	s->granted = h.credits ? h.credits : 1;
+	if (h.proc == RPCRDMA_ERROR) {
+		fwd_recv_error(s, &h, inv_rkey);
+		gw_buf_put(buf);
+		return;
+	}
+
+	struct fwd_call *c = fwd_call_by_xid(s, h.xid);
+	if (!c) {
+		gw_count_event(&s->base, GW_EV_UNMATCHED_REPLY);
+		gw_buf_put(buf);
+		return;
+	}
+	struct rpcrdma_offer offer = { .nwrites = c->nwrites,
+				       .writes = c->wdesc,
+				       .reply = c->has_reply_chunk ? &c->rdesc : NULL };
+	r = rpcrdma_hdr_check_reply(&h, &offer);
+	if (r != RPCRDMA_OK) {
+		gw_warn("forward %s: reply xid %#x breaks the protocol (%s)", s->base.client, h.xid,
+			rpcrdma_reason_name(r));
+		gw_count_event(&s->base, GW_EV_BAD_TRANSPORT_HEADER);
+		c->fail_stat = RPC_ACC_SYSTEM_ERR;
+		gw_buf_put(buf);
+		fwd_call_answered(s, c, inv_rkey);
+		return;
+	}
+	c->reply = buf;
+	c->reply_len = len;
+	c->reply_proc = h.proc;
+	c->reply_hdr_len = h.hdr_len;
+	for (uint32_t k = 0; k < c->nwrites; k++)
+		c->wlen[k] = h.write[k].length;
+	c->reply_chunk_len = h.has_reply ? h.reply.length : 0;
+	fwd_call_answered(s, c, inv_rkey);
+}

@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gateway/forward_priv.h - what the stages of the forward pipeline share:
+ * the session, its call slots and backward-call state, and the functions
+ * one stage calls in another. Internal to gateway/forward*.c; the engine
+ * sees forward mode only through gw_forward_accept() (gateway/session.h).
+ *
+ *   forward.c              session life: accept, first bytes, connect, close
+ *   forward_admit.c        call slots; records from the client into slots
+ *   forward_marshal.c      the reply plan, exposure and the Send of a call
+ *   forward_complete.c     replies from the server: fence, rebuild, deliver
+ *   forward_backchannel.c  backward calls (RFC 8167) and their refusals
+ */
+#ifndef GW_GATEWAY_FORWARD_PRIV_H
+#define GW_GATEWAY_FORWARD_PRIV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "gateway/session.h"
+#include "gateway/xidmap.h"
+#include "rdma/conn.h"
+#include "rdma/device.h"
+#include "rdma/privdata.h"
+#include "rdma/rpcrdma_hdr.h"
+#include "tcp/tcp_conn.h"
+#include "ulb-rules/rpc_msg.h"
+#include "ulb-rules/ulb.h"
+
+/* Exposures per call: Read chunks for the call's items, Write chunks, a Reply chunk. */
+enum { FWD_MAX_EXPOSE = 2 * ULB_MAX_ITEMS + 2, FWD_MAX_SGE = ULB_MAX_ITEMS + 3 };
+_Static_assert((int)FWD_MAX_EXPOSE <= (int)RCONN_FENCE_MAX,
+	       "one fence must cover every window of a call");
+_Static_assert(ULB_MAX_ITEMS <= 32, "result_opaque and the moved mask are 32-bit masks");
+
+/* Transport header room: fixed part and three lists with every chunk we may offer. */
+enum { FWD_HDR_MAX = 1024 };
+
+/* Backward calls waiting for their SYSTEM_ERR answer, per session; beyond, dropped. */
+enum { FWD_REFUSE_QUEUE = 64 };
+
+/* The least Reply chunk offered to an estimated reply of a call that must not be retried. */
+enum { FWD_UNSAFE_REPLY_MIN = 16384 };
+
+enum fwd_call_state {
+	FC_FREE,
+	FC_QUEUED,  /* waiting for a credit, send-queue room or buffers */
+	FC_SENT,    /* on the wire; the reply has not come */
+	FC_FENCING, /* reply in; windows being invalidated */
+	FC_DONE,    /* answered; waiting for the Send's completion */
+};
+
+struct fwd_call {
+	struct fwd_session *s;
+	uint32_t index;
+	enum fwd_call_state state;
+	TAILQ_ENTRY(fwd_call) qlink;
+	struct fwd_call *next_free;
+
+	/* The call as the client sent it. */
+	uint32_t xid;
+	/* The XID on the RDMA side: the client's, or the gateway's own for a retry. */
+	uint32_t wire_xid;
+	/* ERR_CHUNK to a Reply chunk sized from an estimate: send once more (RFC 8267). */
+	bool retry;
+	bool retried;
+	bool failed_retry; /* a work request of the first attempt was flushed */
+	struct gw_buf *rec;
+	uint32_t rec_off;
+	uint32_t rec_len;
+	struct ulb_call ulb;
+
+	/* What was offered for it. */
+	struct gw_buf *hdr;
+	uint32_t nwrites;
+	struct gw_buf *wbuf[ULB_MAX_ITEMS];
+	struct rpcrdma_seg wseg[ULB_MAX_ITEMS];
+	struct rpcrdma_chunk_desc wdesc[ULB_MAX_ITEMS];
+	bool has_reply_chunk;
+	struct gw_buf *rbuf;
+	struct rpcrdma_seg rseg;
+	struct rpcrdma_chunk_desc rdesc;
+	struct rconn_exposure exp[FWD_MAX_EXPOSE];
+	unsigned nexp;
+	uint32_t bytes_read_chunk; /* bytes the server pulls by RDMA Read */
+	uint64_t mem;		   /* pool bytes the call holds (max_session_memory) */
+
+	/* Completion bookkeeping. */
+	struct rconn_wr send_wr;
+	struct rconn_wr fence_wr;
+	bool send_pending;
+	bool fence_pending;
+
+	/* The reply, while it is being fenced and delivered. */
+	struct gw_buf *reply;
+	uint32_t reply_len;
+	uint32_t reply_proc;
+	uint32_t reply_hdr_len;
+	uint32_t wlen[ULB_MAX_ITEMS]; /* bytes the server wrote in each Write chunk */
+	uint32_t reply_chunk_len;
+	enum rpc_accept_stat fail_stat; /* non-zero: answer the client with this error */
+
+	uint64_t t_in;
+	uint64_t t_sent;
+	uint64_t t_reply;
+};
+
+/*
+ * A backward-direction call (RFC 8167): the server calls the client (NFSv4.1
+ * CB_SEQUENCE, CB_RECALL...) on the client's own connection. The gateway relays
+ * it to the TCP client as a CALL record and the client's REPLY record back as
+ * an inline RDMA_MSG. A slot lives from the call's arrival until the reply's
+ * Send completes; there are as many as backward credits we grant.
+ */
+struct fwd_bcall {
+	struct fwd_session *s;
+	bool busy;
+	bool send_pending;
+	uint32_t xid;
+	struct gw_buf *rec; /* the client's reply record, until its Send completes */
+	struct gw_buf *hdr;
+	struct rconn_wr send_wr;
+	uint64_t t_in;
+};
+
+/*
+ * An RPC error reply to a backward call the client cannot be given (no
+ * slot, the client gone, never answered in time): sent inline to the
+ * server from its own small buffer, which goes back when the Send completes.
+ */
+struct fwd_bc_refusal {
+	struct fwd_session *s;
+	struct gw_buf *buf; /* NULL: free */
+	struct rconn_wr send_wr;
+};
+
+enum fwd_state {
+	FS_CONNECTING,
+	FS_READY,
+	FS_CLOSING,
+};
+
+struct fwd_session {
+	struct gw_session base; /* first */
+	enum fwd_state state;
+	int fd; /* the accepted socket until the TCP side is set up, else -1 */
+	struct tcp_conn *tcp;
+	struct rconn *rdma;
+	bool rdma_closed;	/* ops->closed has run, or connect never started */
+	struct event *first_ev; /* waiting for the client's first bytes */
+
+	struct rpcrdma_privdata own_pd;
+	struct rpcrdma_privdata peer_pd;
+	struct rpcrdma_thresholds thr;
+	uint32_t granted;   /* the server's last grant (starts at 1) */
+	uint32_t in_flight; /* calls sent and not answered */
+	uint32_t window;    /* credits we request: route credits */
+
+	struct fwd_call *calls;
+	uint32_t ncalls;
+	uint32_t busy;
+	struct fwd_call *free_list;
+	struct xidmap xids;
+	TAILQ_HEAD(, fwd_call) queue;
+	uint32_t queued;
+	bool read_paused;   /* by us, for want of slots */
+	bool tcp_starved;   /* reading stopped: the pool had no buffer for the client */
+	bool out_congested; /* the client is not draining its replies */
+	bool draining;
+	bool in_close; /* fwd_session_close() is running: do not free under it */
+	struct rdma_pool_waiter pool_waiter;
+	struct ulb_sessions ulb_sessions;
+
+	struct fwd_bcall *bcalls;
+	uint32_t nbcalls; /* backward credits we grant */
+	uint32_t bc_busy;
+	struct fwd_bc_refusal *refusals; /* nbcalls of them */
+	uint32_t refusals_busy;
+	/* XIDs waiting for a refusal slot, oldest first. */
+	uint32_t refuse_ring[FWD_REFUSE_QUEUE];
+	uint32_t refuse_head, refuse_count;
+
+	uint64_t mem_held; /* pool bytes held by calls, against max_session_memory */
+	bool mem_paused;   /* reading paused for max_session_memory */
+
+	uint32_t next_retry_xid; /* XIDs of retried calls (fwd_call_retry()) */
+};
+
+/* forward_admit.c */
+void fwd_call_put(struct fwd_call *c);
+void fwd_call_abandon(struct fwd_call *c);
+void fwd_record(struct tcp_conn *tc, struct gw_buf *buf, uint32_t off, uint32_t len, void *arg);
+
+/* forward_complete.c */
+void fwd_reply_error(struct fwd_session *s, uint32_t xid, enum rpc_accept_stat stat);
+bool fwd_may_retry(const struct fwd_session *s, const struct fwd_call *c);
+void fwd_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t len, uint32_t inv_rkey);
+
+/* forward_marshal.c */
+bool fwd_retry_safe(const struct fwd_call *c);
+void fwd_call_retry(struct fwd_call *c, enum ibv_wc_status status);
+void fwd_pump(struct fwd_session *s);
+void fwd_pool_wake(struct rdma_pool_waiter *w);
+
+/* forward_backchannel.c */
+void fwd_bcall_release(struct fwd_bcall *b);
+bool fwd_backward_refuse(struct fwd_session *s, uint32_t xid);
+void fwd_backward_reply(struct fwd_session *s, struct gw_buf *buf, uint32_t off, uint32_t len,
+			uint32_t xid);
+void fwd_backward_call(struct fwd_session *s, struct gw_buf *buf, const struct rpcrdma_hdr *h);
+void fwd_bcalls_abandon(struct fwd_session *s);
+
+/* forward.c */
+void fwd_session_close(struct fwd_session *s);
+void fwd_maybe_free(struct fwd_session *s);
+
+/* inline helpers */
+
+static inline struct fwd_session *fwd_of(struct gw_session *g)
+{
+	return (struct fwd_session *)g;
+}
+
+static inline struct rdma_pool *fwd_pool(const struct fwd_session *s)
+{
+	return rdma_dev_pool(rconn_device(s->rdma));
+}
+
+#endif /* GW_GATEWAY_FORWARD_PRIV_H */

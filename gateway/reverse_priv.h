@@ -1,0 +1,316 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gateway/reverse_priv.h - what the stages of the reverse pipeline share:
+ * the session, its call slots, queues and backchannel state, and the
+ * functions one stage calls in another. Internal to gateway/reverse*.c; the
+ * engine sees reverse mode only through gateway/session.h.
+ *
+ *   reverse.c              session life: accept, the RDMA connection, close
+ *   reverse_admit.c        slots and queues; receives from the client, Read
+ *                          chunks pulled, the call assembled and parsed
+ *   reverse_upstream.c     the TCP upstream: calls out, reply records in,
+ *                          reconnects and the call timeout
+ *   reverse_answer.c       answers to the client: Write chunks, Reply chunk,
+ *                          inline Send, RDMA_ERROR and RPC errors
+ *   reverse_backchannel.c  the server's callbacks to the client (RFC 8167)
+ */
+#ifndef GW_GATEWAY_REVERSE_PRIV_H
+#define GW_GATEWAY_REVERSE_PRIV_H
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/xdr.h"
+#include "gateway/reverse_plan.h"
+#include "gateway/session.h"
+#include "gateway/xidmap.h"
+#include "rdma/conn.h"
+#include "rdma/device.h"
+#include "rdma/pool.h"
+#include "rdma/privdata.h"
+#include "rdma/rpcrdma_hdr.h"
+#include "rdma/splice.h"
+#include "tcp/listener.h"
+#include "tcp/tcp_conn.h"
+#include "ulb-rules/rpc_msg.h"
+#include "ulb-rules/ulb.h"
+
+enum {
+	/* RDMA Reads the gateway has outstanding per connection, at most. */
+	REV_MAX_READ_DEPTH = 16,
+	/* Segments per chunk the slots have room for (the configuration's maximum). */
+	REV_MAX_SEGS = 256,
+	/* A Send: the transport header and the reduced reply's pieces. */
+	REV_MAX_SGE = RPCRDMA_MAX_WRITE_CHUNKS + 2,
+	/* An RPC error reply made here. */
+	REV_RPC_ERR_MAX = 64,
+	/* Upstream reconnects: the first retry's delay, doubling up to the cap. */
+	REV_BACKOFF_MIN_MS = 100,
+	REV_BACKOFF_MAX_MS = 2000,
+};
+
+/* A slot's fixed arrays hold what the decoder and the ULB may hand over. */
+static_assert(REV_MAX_READ_DEPTH <= UINT8_MAX, "initiator depth is a CM byte");
+static_assert(ULB_MAX_ITEMS <= UINT8_MAX, "a slot counts its items in a byte");
+static_assert(REV_MAX_SGE >= 2, "a Send is the header and at least one piece");
+
+enum {
+	/* A backward call's transport header: RDMA_MSG with three empty lists. */
+	REV_BC_ROOM = 32,
+};
+
+enum rev_call_state {
+	RC_FREE,
+	RC_READING,  /* on readq: its Read chunks are being pulled */
+	RC_WAITING,  /* on upq: for the upstream connection */
+	RC_SENT,     /* on sentq: on the upstream, no reply yet */
+	RC_ANSWER,   /* on sqq: its answer waits for send-queue room */
+	RC_ANSWERED, /* the answer's Send is posted */
+	RC_PARKED,   /* abandoned; released when the connection's teardown is done */
+};
+
+enum rev_answer {
+	RA_NONE,
+	RA_REPLY,     /* the upstream's reply record */
+	RA_RPC_ERROR, /* an RPC error reply made here: rpc_stat */
+	RA_ERR_VERS,  /* RDMA_ERROR ERR_VERS */
+	RA_ERR_CHUNK, /* RDMA_ERROR ERR_CHUNK */
+};
+
+struct rev_session;
+struct rev_call;
+
+struct rev_queue {
+	TAILQ_HEAD(rev_callhead, rev_call) head;
+	uint32_t n;
+};
+
+struct rev_call {
+	struct rev_session *s;
+	TAILQ_ENTRY(rev_call) link;
+	struct rev_queue *q; /* the queue it is on, or NULL */
+	struct rev_call *next_free;
+
+	/* The call: in its receive buffer (inline) or assembled in a pool buffer. */
+	struct gw_buf *msg;
+	/* Read chunks: the receive buffer holds the Read list until it is walked. */
+	struct gw_buf *rx;
+	const uint8_t *read_list;
+	/* What the client offered for the reply: segments live in segs. */
+	struct rpcrdma_seg *segs;
+	struct rpcrdma_chunk_desc wdesc[RPCRDMA_MAX_WRITE_CHUNKS];
+	struct rpcrdma_chunk_desc rdesc;
+	/* The answer: the reply record, sent from where it landed. */
+	struct gw_buf *reply;
+	uint8_t *room; /* this slot's header room in a registered buffer */
+	struct rconn_wr send_wr;
+
+	struct ulb_call ulb;
+	struct rev_call_layout layout;
+	struct rev_read_cursor cursor;
+	struct ulb_reply_item items[ULB_MAX_ITEMS];
+	uint64_t t_in;
+	uint64_t t_sent;
+	uint64_t t_reply;
+
+	uint32_t index;
+	enum rev_call_state state;
+	uint32_t xid;
+	uint32_t msg_off;
+	uint32_t msg_len;
+	uint32_t inl_off; /* RDMA_MSG: where the inline part starts in rx */
+	uint32_t read_nsegs;
+	uint32_t reads_in_flight;
+	uint32_t nwrites;
+	enum rev_answer answer;
+	enum rpc_accept_stat rpc_stat;
+	uint32_t reply_off;
+	uint32_t reply_len;
+	uint32_t room_lkey;
+	uint8_t nitems;
+	bool in_xidmap;
+	bool has_reply_chunk;
+	bool reads_posted; /* the whole Read list is posted */
+	bool read_failed;  /* a Read failed: the connection is going */
+	bool bad_chunks;   /* the Read list does not add up: ERR_CHUNK */
+	bool send_pending;
+	bool timed_out; /* unanswered for call_timeout once: sent again on a new connection */
+};
+
+/*
+ * A backward call: from the server's CALL record until the client's reply
+ * (or the session's end) and the Send's completion, whichever is later.
+ */
+enum rev_bc_state {
+	BC_FREE,
+	BC_WAITING, /* on bcq: for a backward credit or send-queue room */
+	BC_SENT,    /* posted to the client, no reply yet */
+	BC_DONE,    /* replied to or abandoned; free once the Send completes */
+};
+
+struct rev_bcall {
+	struct rev_session *s;
+	TAILQ_ENTRY(rev_bcall) link;
+	enum rev_bc_state state;
+	bool send_pending;
+	uint32_t xid;
+	uint32_t up_gen;    /* the upstream connection that carried the call */
+	struct gw_buf *rec; /* the server's call record, until the Send completes */
+	uint32_t rec_off;
+	uint32_t rec_len;
+	uint8_t *room; /* the transport header, in registered memory */
+	uint32_t room_lkey;
+	struct rconn_wr send_wr;
+	uint64_t t_in;
+};
+
+/* A received message that waits for a call slot. */
+struct rev_rx {
+	struct gw_buf *buf;
+	uint32_t len;
+};
+
+/* One outstanding RDMA Read. */
+struct rev_read_wr {
+	struct rconn_wr wr;
+	struct rev_call *c; /* NULL: free */
+};
+
+enum rev_state {
+	RS_ACCEPTING, /* the RDMA connection is not established yet */
+	RS_READY,
+	RS_CLOSING,
+};
+
+enum rev_up_state {
+	UP_NONE,       /* not connected, no attempt running (timer may be set) */
+	UP_CONNECTING, /* tcp_connect_start() is running */
+	UP_READY,
+};
+
+struct rev_session {
+	struct gw_session base; /* first */
+	enum rev_state state;
+	struct rconn *rdma; /* learnt from its first callback */
+	bool rdma_closed;
+
+	struct rpcrdma_privdata own_pd;
+	struct rpcrdma_privdata peer_pd;
+	struct rpcrdma_thresholds thr;
+	uint32_t grant;	      /* credits granted in every answer */
+	uint32_t outstanding; /* client calls holding a credit */
+
+	/* RDMA Reads: what the client allows, and what is out. */
+	uint32_t read_depth;
+	uint32_t reads_in_flight;
+	struct rev_read_wr rwr[REV_MAX_READ_DEPTH];
+
+	/* The upstream. */
+	enum rev_up_state up;
+	struct tcp_conn *tcp;
+	struct tcp_connect *connect;
+	struct event *retry_timer;
+	struct event *call_timer;  /* the oldest call on the upstream, for call_timeout */
+	uint64_t up_missing_since; /* when the upstream was last found missing */
+	uint32_t backoff_ms;
+	bool up_reached; /* connected at least once */
+	bool out_congested;
+	bool tcp_starved;
+
+	/* Call slots and their queues. */
+	struct rev_call *calls;
+	uint32_t ncalls;
+	uint32_t busy;
+	struct rev_call *free_list;
+	struct xidmap xids;
+	struct rev_queue readq; /* pulling Read chunks, in arrival order */
+	struct rev_queue upq;	/* waiting for the upstream */
+	struct rev_queue sentq; /* on the upstream, in the order sent */
+	struct rev_queue sqq;	/* answers waiting for send-queue room */
+	struct rev_rx *rxq;	/* received messages waiting for a slot, a ring */
+	uint32_t rxq_cap;	/* credits + backchannel_credits */
+	uint32_t rxq_head;
+	uint32_t rxq_n;
+	bool rx_pumping;
+	struct gw_buf **hdr_bufs; /* registered buffers holding every slot's header room */
+	uint32_t nhdr_bufs;
+	uint32_t room_size;
+	struct rpcrdma_seg *segs;
+	uint32_t cap_writes; /* Write chunks and segments per chunk a slot can hold */
+	uint32_t cap_segs;
+
+	struct rdma_pool_waiter pool_waiter;
+	struct ulb_sessions ulb_sessions;
+	bool draining;
+	bool in_close;	     /* rev_session_close() is running: do not free under it */
+	bool reset_upstream; /* a peer misbehaved: the upstream is reset, not closed */
+
+	/* The backchannel. */
+	struct rev_bcall *bcalls;
+	uint32_t nbcalls;  /* slots: the route's backchannel_credits */
+	uint32_t bc_busy;  /* slots not free */
+	uint32_t bc_out;   /* backward calls posted and not answered */
+	uint32_t bc_grant; /* the client's backward credits (1 until it says) */
+	uint32_t up_gen;   /* upstream connections made */
+	struct gw_buf *bc_hdr_buf;
+	TAILQ_HEAD(, rev_bcall) bcq;
+};
+
+/* reverse_admit.c */
+void rev_enqueue(struct rev_queue *q, struct rev_call *c);
+void rev_dequeue(struct rev_call *c);
+void rev_put_buf(struct gw_buf **b);
+void rev_call_put(struct rev_call *c);
+void rev_call_post_failed(struct rev_session *s, struct rev_call *c, int err);
+void rev_reads_pump(struct rev_session *s);
+void rev_rx_drop_all(struct rev_session *s);
+void rev_rx_pump(struct rev_session *s);
+void rev_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t len, uint32_t inv_rkey);
+
+/* reverse_answer.c */
+void rev_sq_pump(struct rev_session *s);
+void rev_answer(struct rev_session *s, struct rev_call *c, enum rev_answer a);
+
+/* reverse_upstream.c */
+void rev_call_to_upstream(struct rev_session *s, struct rev_call *c);
+void rev_pool_wake(struct rdma_pool_waiter *w);
+void rev_up_retry(evutil_socket_t fd, short what, void *arg);
+void rev_up_connect(struct rev_session *s);
+void rev_tcp_closed(struct tcp_conn *tc, const struct tcp_close_info *why, void *arg);
+void rev_call_timeout(evutil_socket_t fd, short what, void *arg);
+
+/* reverse_backchannel.c */
+void rev_bc_pump(struct rev_session *s);
+void rev_bc_call(struct rev_session *s, struct gw_buf *buf, uint32_t off, uint32_t len,
+		 uint32_t xid);
+void rev_bc_reply(struct rev_session *s, struct gw_buf *buf, const struct rpcrdma_hdr *h);
+void rev_bc_drop_waiting(struct rev_session *s);
+void rev_bc_abandon(struct rev_session *s);
+
+/* reverse.c */
+void rev_session_close(struct rev_session *s);
+void rev_session_fail(struct rev_session *s);
+void rev_maybe_free(struct rev_session *s);
+
+/* inline helpers */
+
+static inline struct rev_session *rev_of(struct gw_session *g)
+{
+	return (struct rev_session *)g;
+}
+
+static inline struct rdma_pool *rev_pool(const struct rev_session *s)
+{
+	return rdma_dev_pool(rconn_device(s->rdma));
+}
+
+#endif /* GW_GATEWAY_REVERSE_PRIV_H */
