@@ -136,6 +136,11 @@ struct gw_route {
 	size_t ulb_rules_count;
 	/* The reply size assumed for calls whose reply the rules do not bound. */
 	uint32_t reply_size_estimate;
+	/*
+	 * The highest RPC-over-RDMA version spoken, 1 or 2: reverse accepts
+	 * every version up to it; forward tries it first and falls back.
+	 */
+	uint32_t max_rpcrdma_version;
 };
 
 struct gw_config {

@@ -44,6 +44,7 @@ enum gw_event_kind {
 	GW_EV_RECORD_TIMEOUT,	      /* a record not finished within record_timeout: closed */
 	GW_EV_CONNECT_TIMEOUT,	      /* an accepted RDMA connection not established in time */
 	GW_EV_SESSION_MEMORY_LIMIT,   /* a session held its buffer cap: reading paused */
+	GW_EV_ERR_INVAL_OPTION_SENT,  /* we answered RDMA2_ERROR RDMA2_ERR_INVAL_OPTION */
 	GW_EV_KIND_COUNT
 };
 
@@ -152,6 +153,7 @@ struct gw_stats_session {
 	struct gw_credit_state credits;
 	uint32_t inline_send; /* inline thresholds in effect on the RDMA side */
 	uint32_t inline_recv;
+	uint32_t rpcrdma_version; /* RPC-over-RDMA version spoken; 0 until the first call */
 };
 
 /* An RDMA device's registered buffer pool, shared by every connection on it. */

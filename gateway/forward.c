@@ -318,6 +318,12 @@ static bool fwd_sweep(struct gw_session *g, uint64_t now)
 	return false;
 }
 
+/* Forward mode requests Version One only (for now): settled once connected. */
+static uint32_t fwd_rpcrdma_version(const struct gw_session *g)
+{
+	return ((const struct fwd_session *)g)->state == FS_CONNECTING ? 0 : RPCRDMA_V1;
+}
+
 static const struct gw_session_ops fwd_session_ops = {
 	.state = fwd_state_name,
 	.credits = fwd_credits,
@@ -325,6 +331,7 @@ static const struct gw_session_ops fwd_session_ops = {
 	.shutdown = fwd_shutdown,
 	.idle = fwd_idle,
 	.sweep = fwd_sweep,
+	.rpcrdma_version = fwd_rpcrdma_version,
 };
 
 static struct rconn_params fwd_rdma_params(const struct gw_route *r, struct rpcrdma_privdata *pd)

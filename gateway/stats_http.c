@@ -190,6 +190,7 @@ enum prom_family {
 	FAM_POOL_BUFFERS,
 	FAM_POOL_BYTES_REGISTERED,
 	FAM_POOL_ALLOC_FAILURES,
+	FAM_RPCRDMA_VERSION,
 	FAM_COUNT
 };
 
@@ -261,6 +262,9 @@ static const struct prom_family_desc {
 	[FAM_POOL_ALLOC_FAILURES] = { "pool_exhausted_total", "counter", ON_ROUTE,
 				      "Buffer allocations that found the pool at its limit "
 				      "(back-pressure applied)." },
+	[FAM_RPCRDMA_VERSION] = { "rpcrdma_version", "gauge", ON_SESSION,
+				  "RPC-over-RDMA version the connection speaks (0: none settled "
+				  "yet)." },
 };
 
 /* The plain counters of struct gw_counters and the family each one feeds. */
@@ -525,6 +529,7 @@ static void prom_session(struct gw_stats_visitor *v, const struct gw_stats_sessi
 		s->inline_send);
 	put_u64(p, SCOPE_SESSION, FAM_INLINE_THRESHOLD, "", labels, "direction=\"receive\"",
 		s->inline_recv);
+	put_u64(p, SCOPE_SESSION, FAM_RPCRDMA_VERSION, "", labels, NULL, s->rpcrdma_version);
 out:
 	free(labels);
 	free(info_labels);
@@ -801,6 +806,7 @@ static json_t *json_session(const struct gw_stats_session *s)
 	ok &= put(o, "age_ms", ju64(s->age_ms));
 	ok &= put(o, "inline_send", json_integer(s->inline_send));
 	ok &= put(o, "inline_recv", json_integer(s->inline_recv));
+	ok &= put(o, "rpcrdma_version", json_integer(s->rpcrdma_version));
 	ok &= put(o, "credits", json_credits(&s->credits));
 	ok &= put(o, "counters", json_counters(s->counters, false));
 	return finish(o, ok);

@@ -64,6 +64,13 @@
 #define RPCRDMA_V1 1u
 #define RPCRDMA_V2 2u /* draft-cel-nfsv4-rpcrdma-version-two-01 */
 
+/*
+ * The inline threshold a Version Two sender assumes without RFC 8797
+ * private data: every Version Two receiver supports 4096 bytes (the draft's
+ * section 2.3), where Version One's default is 1024.
+ */
+#define RPCRDMA_V2_INLINE_DEFAULT 4096u
+
 /* rdma_proc values (5666bis-01 section 5.1.4) */
 enum rpcrdma_proc {
 	RPCRDMA_MSG = 0,
