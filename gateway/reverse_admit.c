@@ -176,6 +176,16 @@ static void rev_call_assembled(struct rev_session *s, struct rev_call *c)
 		rev_answer(s, c, RA_ERR_CHUNK);
 		return;
 	}
+	if (xdr_get32(m + 4) != RPC_MSG_CALL && c->version == RPCRDMA_V2) {
+		/* Its header said CALL (rpcrdma_hdr_check_call()): the message contradicts it. */
+		gw_warn("reverse %s: xid %#x: a Version Two call whose message is no call: "
+			"RDMA2_ERR_BAD_HEADER",
+			s->base.client, c->xid);
+		gw_count_event(&s->base, GW_EV_BAD_TRANSPORT_HEADER);
+		rev_put_buf(&c->msg);
+		rev_answer(s, c, RA_ERR_CHUNK);
+		return;
+	}
 	if (xdr_get32(m + 4) != RPC_MSG_CALL) {
 		/* Backward-direction replies travel inline (RFC 8167); no backchannel yet. */
 		gw_count_event(&s->base, GW_EV_UNMATCHED_REPLY);
@@ -463,7 +473,8 @@ static void rev_settle_version(struct rev_session *s, uint32_t version)
 static bool rev_recv_bad_v2_reply(struct rev_session *s, const struct rpcrdma_hdr *h,
 				  enum rpcrdma_reason r)
 {
-	if (r != RPCRDMA_OK || h->direction != RPCRDMA_RPC_REPLY)
+	/* (an RDMA2_ERROR says REPLY too: rev_recv_dropped() takes it) */
+	if (r != RPCRDMA_OK || h->direction != RPCRDMA_RPC_REPLY || h->proc == RPCRDMA_ERROR)
 		return false;
 	gw_warn("reverse %s: xid %#x: dropping a Version Two reply that is no backward reply",
 		s->base.client, h->xid);

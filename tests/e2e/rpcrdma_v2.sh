@@ -6,7 +6,8 @@
 # RDMA2_MSG and in a Position-Zero chunk (RDMA2_NOMSG) are answered in RDMA2_MSG with
 # direction REPLY, a Version One call on the same connection in Version One, a Version
 # Three header gets ERR_VERS 1..2, an unknown optional type RDMA2_ERR_INVAL_OPTION with
-# its XID, bad directions, a direction that contradicts the RPC message, an optional
+# its XID, bad directions, a direction that contradicts the RPC message (inline or in a
+# Position-Zero chunk), an optional
 # message whose length runs past the message and an RDMA2_MSG without payload get
 # RDMA2_ERR_BAD_HEADER, and a responder's optional message, a Version Two "reply" that
 # is none and an RDMA2_ERROR from the requester are dropped, the connection serving on.
@@ -161,10 +162,10 @@ tot() { gw_jq "[r for r in s['routes'] if r['name']=='$1'][0]['totals']['$2']"; 
 check "stats: ERR_VERS sent once ($(ev v2 err_vers_sent))" test "$(ev v2 err_vers_sent)" -eq 1
 check "stats: RDMA2_ERR_INVAL_OPTION sent once ($(ev v2 err_inval_option_sent))" \
     test "$(ev v2 err_inval_option_sent)" -eq 1
-check "stats: RDMA2_ERR_BAD_HEADER sent four times ($(ev v2 err_chunk_sent))" \
-    test "$(ev v2 err_chunk_sent)" -eq 4
-check "stats: seven bad transport headers ($(ev v2 bad_transport_header))" \
-    test "$(ev v2 bad_transport_header)" -eq 7
+check "stats: RDMA2_ERR_BAD_HEADER sent five times ($(ev v2 err_chunk_sent))" \
+    test "$(ev v2 err_chunk_sent)" -eq 5
+check "stats: eight bad transport headers ($(ev v2 bad_transport_header))" \
+    test "$(ev v2 bad_transport_header)" -eq 8
 check "stats: two backward calls and replies ($(tot v2cb backward_calls), $(tot v2cb backward_replies))" \
     test "$(tot v2cb backward_calls)" -eq 2 -a "$(tot v2cb backward_replies)" -eq 2
 check "stats: the fallback counted on the route to the kernel server ($(ev fb rpcrdma_version_fallback))" \

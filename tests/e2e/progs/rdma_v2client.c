@@ -21,7 +21,9 @@
  *  11. RDMA2_MSG with no RPC message         -> RDMA2_ERR_BAD_HEADER
  *  12. the NULL call in a Position-Zero Read chunk (RDMA2_NOMSG)
  *                                            -> pulled, answered in RDMA2_MSG
- *  13. an NFS NULL call in RDMA2_MSG again   -> its reply (the connection stays)
+ *  13. RDMA2_NOMSG saying CALL whose Position-Zero chunk holds an RPC REPLY
+ *                                            -> pulled, RDMA2_ERR_BAD_HEADER
+ *  14. an NFS NULL call in RDMA2_MSG again   -> its reply (the connection stays)
  * MODE "backward": a NULL call in Version Two first (answered in Version
  * Two), then the upstream (a test server) calls the client back twice: each
  * backward call must be RDMA2_MSG, direction CALL, three empty lists, the
@@ -90,7 +92,9 @@ struct step {
 	struct words msg;
 	enum step_kind kind;
 	struct words want;
-	bool p0_call;
+	bool p0_call;	  /* msg is built when sent: RDMA2_NOMSG, the message in a P0 chunk */
+	bool p0_as_reply; /* ... and that message is an RPC REPLY */
+	uint32_t p0_xid;
 };
 
 static struct step steps[16];
@@ -216,10 +220,19 @@ static void build_responder_steps(void)
 	s = &steps[nsteps++];
 	s->what = "a call in a Position-Zero Read chunk (RDMA2_NOMSG) is pulled and answered";
 	s->p0_call = true;
+	s->p0_xid = 0x200c;
 	s->kind = EXPECT;
 	hdr(&s->want, 0x200c, RPCRDMA_V2, RPCRDMA_MSG);
 	lists(&s->want, REPLY);
 	rpc_reply(&s->want, 0x200c);
+
+	s = &steps[nsteps++];
+	s->what = "RDMA2_NOMSG saying CALL over an RPC REPLY in its Position-Zero chunk gets "
+		  "RDMA2_ERR_BAD_HEADER";
+	s->p0_call = true;
+	s->p0_as_reply = true;
+	s->p0_xid = 0x200e;
+	want_v2_error(s, 0x200e, RPCRDMA2_ERR_BAD_HEADER);
 
 	step_v2_null(0x200d, "and the connection still serves: NFS NULL in RDMA2_MSG answered");
 
@@ -259,28 +272,39 @@ static void dump(const char *what, const uint8_t *b, uint32_t len)
 	printf("\n");
 }
 
-static struct gw_buf *p0_buf;
-static struct rconn_exposure p0_exp;
+enum { P0_MAX = 2 };
+static struct gw_buf *p0_bufs[P0_MAX];
+static unsigned np0;
 
-/* RDMA2_NOMSG, direction CALL, a Read list holding the whole NULL call at position zero. */
-static bool build_p0_call(struct words *w)
+/*
+ * RDMA2_NOMSG, direction CALL, a Read list holding a whole message at
+ * position zero: the step's NULL call, or an RPC reply in its place.
+ */
+static bool build_p0_call(const struct step *s, struct words *w)
 {
 	struct words call = { .len = 0 };
+	struct rconn_exposure exp;
 
-	rpc_call(&call, 0x200c);
-	p0_buf = rdma_pool_alloc(rdma_dev_pool(rconn_device(conn)), MSG_MAX);
-	if (!p0_buf)
+	if (s->p0_as_reply)
+		rpc_reply(&call, s->p0_xid);
+	else
+		rpc_call(&call, s->p0_xid);
+	if (np0 == P0_MAX)
 		return false;
-	memcpy(p0_buf->base, call.b, call.len);
-	if (rconn_expose(conn, p0_buf, 0, call.len, RCONN_REMOTE_READ, &p0_exp) != 0)
+	struct gw_buf *b = rdma_pool_alloc(rdma_dev_pool(rconn_device(conn)), MSG_MAX);
+	if (!b)
 		return false;
-	hdr(w, 0x200c, RPCRDMA_V2, RPCRDMA_NOMSG);
+	p0_bufs[np0++] = b;
+	memcpy(b->base, call.b, call.len);
+	if (rconn_expose(conn, b, 0, call.len, RCONN_REMOTE_READ, &exp) != 0)
+		return false;
+	hdr(w, s->p0_xid, RPCRDMA_V2, RPCRDMA_NOMSG);
 	w32(w, CALL);
 	w32(w, 1); /* Read list: one entry at position 0 */
 	w32(w, 0);
-	w32(w, p0_exp.rkey);
+	w32(w, exp.rkey);
 	w32(w, call.len);
-	w64(w, p0_exp.addr);
+	w64(w, exp.addr);
 	w32(w, 0); /* end of the Read list */
 	w32(w, 0); /* no Write list */
 	w32(w, 0); /* no Reply chunk */
@@ -294,7 +318,7 @@ static void run_step(void)
 		return;
 	}
 	struct step *s = &steps[cur];
-	if (s->p0_call && !build_p0_call(&s->msg)) {
+	if (s->p0_call && !build_p0_call(s, &s->msg)) {
 		CHECK(0, "%s: call exposed", s->what);
 		finish();
 		return;
@@ -493,7 +517,7 @@ int main(int argc, char **argv)
 		.recv_size = 4096,
 		.send_depth = 32,
 		.max_send_sge = 2,
-		.nmw = 2, /* for the Position-Zero call */
+		.nmw = P0_MAX, /* for the Position-Zero calls */
 		.responder_resources = 4,
 		.connect_timeout_ms = 5000,
 	};
@@ -517,8 +541,8 @@ int main(int argc, char **argv)
 	CHECK(closed && close_reason == RCONN_CLOSE_LOCAL,
 	      "the connection stayed up until the client closed it (%s)",
 	      closed ? rconn_close_reason_str(close_reason) : "still open");
-	if (p0_buf)
-		gw_buf_put(p0_buf);
+	for (unsigned i = 0; i < np0; i++)
+		gw_buf_put(p0_bufs[i]);
 	rconn_destroy(conn);
 	event_free(timer);
 	rdma_ctx_destroy(ctx);
