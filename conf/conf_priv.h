@@ -120,6 +120,8 @@ bool conf_parse_host_port(const char *text, struct sockaddr_storage *ss, socklen
 /* "ADDRESS/PREFIX" or a bare address (a single host). */
 bool conf_parse_cidr(const char *text, struct gw_cidr *out, struct conf_why *why);
 /* Whether two listeners of the same transport would fight over a port. */
+/* 0.0.0.0 or ::. */
+bool conf_addr_is_wildcard(const struct sockaddr_storage *ss);
 bool conf_listen_overlap(const struct sockaddr_storage *a, const struct sockaddr_storage *b);
 /* Same family, address, port (and IPv6 scope). */
 bool conf_sockaddr_equal(const struct sockaddr_storage *a, const struct sockaddr_storage *b);
@@ -185,5 +187,33 @@ void conf_option_format(const struct conf_option *opt, const struct gw_route *r,
 /* Whether option @opt differs between two routes. */
 bool conf_option_differs(const struct conf_option *opt, const struct gw_route *a,
 			 const struct gw_route *b);
+
+/* ---- the schema, for the manual page's test ------------------------------ */
+
+/*
+ * One key of the configuration file as rpcrdma-gw.json(5) describes it.
+ * Route options (conf_options[]) and the numbers outside routes carry
+ * their conf_option; the other keys say what they are in @kind.
+ */
+struct conf_key_info {
+	char key[64];		       /* "stats.max_connections", "routes[].credits" */
+	const struct conf_option *opt; /* or NULL */
+	const char *kind;	       /* without opt: "object", "routes", "boolean", "string",
+					  "host_port", "url", "enum", "comment", or NULL: unknown */
+	const char *const *choices;    /* "enum" and CONF_OPT_SOURCE_PORT */
+	size_t nchoices;
+	const char *def; /* the default as the manual writes it; NULL: none or required */
+	bool required;
+	bool has_reload; /* false for objects and "comment" */
+	enum conf_reload_kind reload;
+};
+
+/*
+ * Every key the loader knows, from the same tables it checks keys
+ * against, into @out (at most @max); returns how many there are.
+ */
+size_t conf_schema_keys(struct conf_key_info *out, size_t max);
+/* The names "source_port" takes. */
+const char *const *conf_source_port_names(size_t *n);
 
 #endif

@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -457,6 +458,27 @@ static void check_record_size(const struct conf_report *rep, const struct conf_w
 	}
 }
 
+/*
+ * The portmapper advertises the route's listen address, and binds port 111
+ * on it alone so that a host rpcbind may keep its other addresses: one
+ * address, then. Reported at the listen address, where the fix goes, also
+ * when portmapper_port comes from "defaults".
+ */
+static void check_side_services(const struct conf_report *rep, const struct conf_where *w,
+				const struct gw_route *r)
+{
+	struct conf_where lw;
+
+	if (!r->portmapper_port || !r->listen.text || !conf_addr_is_wildcard(&r->listen.addr))
+		return;
+	conf_where_member(&lw, w, "listen");
+	conf_fail(rep, &lw, CONF_AT_VALUE,
+		  "expected one address on a route with portmapper_port %u, got \"%s\", the "
+		  "wildcard (the portmapper advertises the address and binds port %u on it "
+		  "alone)",
+		  r->portmapper_port, r->listen.text, r->portmapper_port);
+}
+
 static void load_route(const struct conf_report *rep, const struct conf_where *w, json_t *obj,
 		       const struct gw_route *defaults, const char *base, struct gw_route *r)
 {
@@ -483,6 +505,7 @@ static void load_route(const struct conf_report *rep, const struct conf_where *w
 	load_route_endpoint(rep, w, obj, mode_known, r, true);
 	conf_load_options(rep, w, obj, base, r);
 	check_record_size(rep, w, obj, r);
+	check_side_services(rep, w, r);
 }
 
 static void load_defaults(const struct conf_report *rep, const struct conf_where *top, json_t *root,
@@ -818,4 +841,111 @@ const struct gw_route *gw_config_route(const struct gw_config *cfg, const char *
 			return &cfg->routes[i];
 	}
 	return NULL;
+}
+
+/* ---- the schema, for the manual page's test (conf_priv.h) ---------------- */
+
+static void schema_put(struct conf_key_info *out, size_t max, size_t *n,
+		       const struct conf_key_info *k)
+{
+	if (*n < max)
+		out[*n] = *k;
+	(*n)++;
+}
+
+/* What a key outside the route options is, by the object it is in and its name. */
+static void schema_describe(struct conf_key_info *k, const char *scope, const char *name)
+{
+	static const char *const objects[] = { "defaults", "logging", "stats" };
+
+	k->has_reload = true;
+	k->reload = CONF_RELOAD_RESTART;
+	if (strcmp(name, "comment") == 0) {
+		k->kind = "comment";
+		k->has_reload = false;
+	} else if (!scope[0] && strcmp(name, "routes") == 0) {
+		k->kind = "routes";
+		k->required = true;
+		k->has_reload = false;
+	} else if (!scope[0] && name_in(name, objects, CONF_ARRAY_SIZE(objects))) {
+		k->kind = "object";
+		k->has_reload = false;
+	} else if (!scope[0] && strcmp(name, drain_timeout.name) == 0) {
+		k->opt = &drain_timeout;
+	} else if (!scope[0] && strcmp(name, process_max_sessions.name) == 0) {
+		k->opt = &process_max_sessions;
+	} else if (strcmp(scope, "logging") == 0 && strcmp(name, "level") == 0) {
+		k->kind = "enum";
+		k->choices = log_level_names;
+		k->nchoices = CONF_ARRAY_SIZE(log_level_names);
+		k->def = log_level_names[GW_LOG_INFO];
+		k->reload = CONF_RELOAD_LIVE;
+	} else if (strcmp(scope, "logging") == 0 && strcmp(name, "destination") == 0) {
+		k->kind = "enum";
+		k->choices = log_destination_names;
+		k->nchoices = CONF_ARRAY_SIZE(log_destination_names);
+		k->def = log_destination_names[GW_LOG_TO_STDERR];
+		k->reload = CONF_RELOAD_LIVE;
+	} else if (strcmp(scope, "stats") == 0 && strcmp(name, "enabled") == 0) {
+		k->kind = "boolean";
+		k->def = "true";
+	} else if (strcmp(scope, "stats") == 0 && strcmp(name, "listen") == 0) {
+		k->kind = "host_port";
+		k->def = stats_default_listen;
+	} else if (strcmp(scope, "stats") == 0 && strcmp(name, stats_max_connections.name) == 0) {
+		k->opt = &stats_max_connections;
+	} else if (strcmp(scope, "routes[]") == 0 && strcmp(name, "name") == 0) {
+		k->kind = "string";
+		k->required = true;
+	} else if (strcmp(scope, "routes[]") == 0 && strcmp(name, "mode") == 0) {
+		k->kind = "enum";
+		k->choices = mode_names;
+		k->nchoices = CONF_ARRAY_SIZE(mode_names);
+		k->required = true;
+	} else if (strcmp(scope, "routes[]") == 0) {
+		k->kind = "url"; /* listen, upstream */
+		k->required = true;
+	}
+	/* Anything else is a key added to a table and not here: kind stays NULL. */
+	if (k->opt)
+		k->reload = k->opt->reload;
+}
+
+static void schema_list(struct conf_key_info *out, size_t max, size_t *n, const char *scope,
+			const char *const *names, size_t count)
+{
+	for (size_t i = 0; i < count; i++) {
+		struct conf_key_info k = { 0 };
+
+		/* "comment" is known in every object; the top level documents it. */
+		if (scope[0] && strcmp(names[i], "comment") == 0)
+			continue;
+		snprintf(k.key, sizeof(k.key), "%s%s%s", scope, scope[0] ? "." : "", names[i]);
+		schema_describe(&k, scope, names[i]);
+		schema_put(out, max, n, &k);
+	}
+}
+
+size_t conf_schema_keys(struct conf_key_info *out, size_t max)
+{
+	size_t n = 0;
+
+	schema_list(out, max, &n, "", top_keys, CONF_ARRAY_SIZE(top_keys));
+	schema_list(out, max, &n, "logging", logging_keys, CONF_ARRAY_SIZE(logging_keys));
+	schema_list(out, max, &n, "stats", stats_keys, CONF_ARRAY_SIZE(stats_keys));
+	schema_list(out, max, &n, "routes[]", route_only_keys, CONF_ARRAY_SIZE(route_only_keys));
+	for (size_t i = 0; i < conf_options_count; i++) {
+		const struct conf_option *opt = &conf_options[i];
+		struct conf_key_info k = { .opt = opt, .has_reload = true, .reload = opt->reload };
+
+		snprintf(k.key, sizeof(k.key), "routes[].%s", opt->name);
+		if (opt->type == CONF_OPT_CIDRS)
+			k.def = "every client";
+		else if (opt->type == CONF_OPT_PATHS)
+			k.def = "the stock rules alone";
+		else if (opt->type == CONF_OPT_SOURCE_PORT)
+			k.choices = conf_source_port_names(&k.nchoices);
+		schema_put(out, max, &n, &k);
+	}
+	return n;
 }

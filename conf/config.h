@@ -136,6 +136,15 @@ struct gw_route {
 	size_t ulb_rules_count;
 	/* The reply size assumed for calls whose reply the rules do not bound. */
 	uint32_t reply_size_estimate;
+
+	/*
+	 * NFSv3's side protocols (forward routes): the portmapper's port on the
+	 * listen address (0: none), the MOUNT relay's (0: chosen by the system),
+	 * and the server's mountd (0: asked of the server's portmapper).
+	 */
+	uint32_t portmapper_port;
+	uint32_t mount_port;
+	uint32_t upstream_mountd_port;
 	/*
 	 * The highest RPC-over-RDMA version spoken, 1 or 2: reverse accepts
 	 * every version up to it; forward tries it first and falls back.

@@ -33,6 +33,8 @@ enum {
 static const char restart_buffers[] =
 	"it sizes registered memory and is exchanged when a connection is set up";
 
+static const char restart_sockets[] = "the side services bind their sockets when the route starts";
+
 /*
  * The table is the reference: docs/configuration.md lists the same keys,
  * in the same order, with the same numbers.
@@ -243,6 +245,40 @@ const struct conf_option conf_options[] = {
 		.def = 1 * MIB,
 		.reload = CONF_RELOAD_LIVE,
 		.change = GW_CHANGE_ULB_RULES,
+	},
+	/* NFSv3's side protocols on the route's address (gateway/sideroute.h). */
+	{
+		.name = "portmapper_port",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(portmapper_port),
+		.min = 0,
+		.max = 65535,
+		.step = 1,
+		.def = 0,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_sockets,
+	},
+	{
+		.name = "mount_port",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(mount_port),
+		.min = 0,
+		.max = 65535,
+		.step = 1,
+		.def = 0,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_sockets,
+	},
+	{
+		.name = "upstream_mountd_port",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(upstream_mountd_port),
+		.min = 0,
+		.max = 65535,
+		.step = 1,
+		.def = 0,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_sockets,
 	},
 	{
 		.name = "max_rpcrdma_version",
@@ -690,4 +726,10 @@ void conf_load_options(const struct conf_report *rep, const struct conf_where *w
 			break;
 		}
 	}
+}
+
+const char *const *conf_source_port_names(size_t *n)
+{
+	*n = CONF_ARRAY_SIZE(source_port_names);
+	return source_port_names;
 }

@@ -121,10 +121,24 @@ uint32_t gw_admission_client_sessions(const struct gw_admission *a, const struct
 }
 
 /*
- * Refuse: count it, and log it unless a message went out less than
- * GW_ADMISSION_LOG_US ago (then only counted towards the next message's
- * tally). Nothing is formatted for a refusal that is not logged: in a
- * flood, most are not.
+ * Whether a refusal is logged: not when a message went out less than
+ * GW_ADMISSION_LOG_US ago (then it only adds to the next message's tally,
+ * *@tally: the refusals that message stands for, itself included).
+ */
+static bool admission_log_due(struct gw_admission *a, uint64_t now_us, uint64_t *tally)
+{
+	a->unlogged++;
+	if (a->last_log_us != 0 && now_us - a->last_log_us < GW_ADMISSION_LOG_US)
+		return false;
+	*tally = a->unlogged;
+	a->last_log_us = now_us;
+	a->unlogged = 0;
+	return true;
+}
+
+/*
+ * Refuse: count it, and log it when admission_log_due() says so. Nothing is
+ * formatted for a refusal that is not logged: in a flood, most are not.
  */
 static bool admission_refuse(struct gw_admission *a, const struct gw_admission_limits *lim,
 			     const struct sockaddr *peer, struct gw_counters *totals,
@@ -133,24 +147,43 @@ static bool admission_refuse(struct gw_admission *a, const struct gw_admission_l
 {
 	char host[INET6_ADDRSTRLEN] = "?";
 	struct gw_client_key k;
+	uint64_t tally;
 
 	totals->events[kind]++;
-	a->unlogged++;
-	if (a->last_log_us != 0 && now_us - a->last_log_us < GW_ADMISSION_LOG_US)
+	if (!admission_log_due(a, now_us, &tally))
 		return false;
 	if (client_key(peer, &k))
 		inet_ntop(k.family, k.addr, host, sizeof(host));
-	if (a->unlogged > 1)
+	if (tally > 1)
 		gw_warn("%s: refused client %s: %s has %llu sessions (%s) (%llu refused since the "
 			"last such message)",
 			lim->route, host, who, (unsigned long long)sessions, key,
-			(unsigned long long)a->unlogged);
+			(unsigned long long)tally - 1);
 	else
 		gw_warn("%s: refused client %s: %s has %llu sessions (%s)", lim->route, host, who,
 			(unsigned long long)sessions, key);
-	a->last_log_us = now_us;
-	a->unlogged = 0;
 	return false;
+}
+
+void gw_admission_refuse_unlisted(struct gw_admission *a, const char *route,
+				  const struct sockaddr *peer, struct gw_counters *totals,
+				  uint64_t now_us)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+	struct gw_client_key k;
+	uint64_t tally;
+
+	totals->events[GW_EV_REFUSED_CLIENT]++;
+	if (!admission_log_due(a, now_us, &tally))
+		return;
+	if (client_key(peer, &k))
+		inet_ntop(k.family, k.addr, host, sizeof(host));
+	if (tally > 1)
+		gw_warn("%s: refused client %s (not in allowed_clients) (%llu refused since the "
+			"last such message)",
+			route, host, (unsigned long long)tally - 1);
+	else
+		gw_warn("%s: refused client %s (not in allowed_clients)", route, host);
 }
 
 bool gw_admission_check(struct gw_admission *a, const struct gw_admission_limits *lim,

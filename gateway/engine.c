@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "gateway/session.h"
+#include "gateway/sideroute.h"
 #include "rdma/conn.h"
 #include "rdma/device.h"
 #include "rdma/pool.h"
@@ -123,10 +124,8 @@ static bool engine_admit(const struct sockaddr *peer, socklen_t len, void *arg)
 	if (route->draining)
 		return false;
 	if (!gw_route_client_allowed(route->cfg, peer)) {
-		char who[80];
-		gw_format_addr(peer, who, sizeof(who));
-		gw_warn("%s: refused client %s (not in allowed_clients)", route->cfg->name, who);
-		route->counters.events[GW_EV_REFUSED_CLIENT]++;
+		gw_admission_refuse_unlisted(&route->admission, route->cfg->name, peer,
+					     &route->counters, gw_now_us());
 		return false;
 	}
 	struct gw_admission_limits lim = {
@@ -256,6 +255,10 @@ static int route_start(struct gw_engine *eng, struct gw_route_rt *rt, char *err,
 			return -e;
 		}
 	}
+	int side_failed;
+	rt->side = gw_side_start(eng->base, r, &rt->counters, &side_failed, err, errlen);
+	if (side_failed)
+		return -EADDRNOTAVAIL;
 	gw_info("%s: %s route listening on %s, upstream %s (%zu ULB bindings)", r->name,
 		r->mode == GW_MODE_FORWARD ? "forward" : "reverse", r->listen.text,
 		r->upstream.text, ulb_rules_count(rt->rules));
@@ -264,6 +267,8 @@ static int route_start(struct gw_engine *eng, struct gw_route_rt *rt, char *err,
 
 static void route_stop_listening(struct gw_route_rt *rt)
 {
+	gw_side_stop(rt->side);
+	rt->side = NULL;
 	if (rt->tcp_listener) {
 		tcp_listener_free(rt->tcp_listener);
 		rt->tcp_listener = NULL;

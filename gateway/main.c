@@ -6,6 +6,7 @@
  *   rpcrdma-gw -c FILE            run the gateway
  *   rpcrdma-gw -c FILE --check    validate the configuration and exit
  *   rpcrdma-gw --probe rdma://HOST:PORT
+ *   rpcrdma-gw stat [ENDPOINT]    the live view (gateway/gwstat.h)
  *   rpcrdma-gw --version | --help
  *
  * Signals: SIGTERM and SIGINT drain (stop accepting, finish calls in
@@ -25,6 +26,7 @@
 #include "common/version.h"
 #include "conf/config.h"
 #include "gateway/engine.h"
+#include "gateway/gwstat.h"
 #include "gateway/probe.h"
 #include "gateway/sd_notify.h"
 #include "gateway/stats_http.h"
@@ -46,6 +48,7 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: rpcrdma-gw -c FILE [--check]\n"
 		"       rpcrdma-gw --probe rdma://HOST[:PORT] [--timeout MS]\n"
+		"       rpcrdma-gw stat [ENDPOINT] [--once] [--json] (stat --help)\n"
 		"       rpcrdma-gw --version | --help\n"
 		"\n"
 		"A transparent gateway between ONC RPC over TCP and RPC-over-RDMA.\n"
@@ -248,6 +251,9 @@ int main(int argc, char **argv)
 	unsigned timeout_ms = 10000;
 	int opt;
 
+	/* A subcommand: the live view of a running gateway, from its stats endpoint. */
+	if (argc > 1 && strcmp(argv[1], "stat") == 0)
+		return gw_stat_main(argc - 1, argv + 1);
 	while ((opt = getopt_long(argc, argv, "c:Vh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':

@@ -216,6 +216,8 @@ void rev_session_close(struct rev_session *s)
 			evtimer_del(s->retry_timer);
 		if (s->call_timer)
 			evtimer_del(s->call_timer);
+		if (s->mem_ev)
+			evtimer_del(s->mem_ev);
 		if (s->connect) {
 			tcp_connect_cancel(s->connect);
 			s->connect = NULL;
@@ -280,6 +282,7 @@ void rev_maybe_free(struct rev_session *s)
 	}
 	event_free(s->retry_timer);
 	event_free(s->call_timer);
+	event_free(s->mem_ev);
 	xidmap_destroy(&s->xids);
 	free(s->rxq);
 	free(s->bcalls);
@@ -442,6 +445,8 @@ static void rev_free_unregistered(struct rev_session *s)
 		event_free(s->retry_timer);
 	if (s->call_timer)
 		event_free(s->call_timer);
+	if (s->mem_ev)
+		event_free(s->mem_ev);
 	free(s->rxq);
 	free(s->bcalls);
 	free(s->hdr_bufs);
@@ -483,8 +488,9 @@ bool gw_reverse_accept(struct gw_route_rt *route, const struct sockaddr *peer, c
 	s->rxq = calloc(s->rxq_cap, sizeof(*s->rxq));
 	s->retry_timer = evtimer_new(gw_engine_base(route->eng), rev_up_retry, s);
 	s->call_timer = evtimer_new(gw_engine_base(route->eng), rev_call_timeout, s);
+	s->mem_ev = evtimer_new(gw_engine_base(route->eng), rev_mem_wake, s);
 	if (!s->calls || !s->segs || !s->hdr_bufs || !s->bcalls || !s->rxq || !s->retry_timer ||
-	    !s->call_timer) {
+	    !s->call_timer || !s->mem_ev) {
 		rev_free_unregistered(s);
 		return false;
 	}

@@ -47,6 +47,80 @@ void rev_put_buf(struct gw_buf **b)
 		gw_buf_put(buf);
 }
 
+/*
+ * max_session_memory. A call reserves, when it is admitted, the pool memory
+ * it may make the session hold: the assembled message of a call with Read
+ * chunks, and its reply record, which can be no longer than what the client
+ * offered for it (the inline threshold, its Write chunks, its Reply chunk; a
+ * longer reply is refused with ERR_CHUNK as it arrives), each at most
+ * max_record_size. Reserving at admission, once, means a call that holds
+ * memory never waits for more, so waiting calls cannot hold each other up.
+ * Summed in 64 bits: every length here is the client's.
+ */
+static uint64_t rev_call_mem(const struct rev_session *s, const struct rpcrdma_hdr *h)
+{
+	uint64_t max = s->base.route->cfg->max_record_size;
+	uint64_t call = 0, reply = s->thr.send;
+
+	if (h->nreads) {
+		call = h->inline_len;
+		for (uint32_t i = 0; i < h->nreads && i < RPCRDMA_MAX_READ_CHUNKS; i++)
+			call += h->read[i].length;
+	}
+	for (uint32_t k = 0; k < h->nwrites && k < RPCRDMA_MAX_WRITE_CHUNKS; k++)
+		reply += h->write[k].length;
+	if (h->has_reply)
+		reply += h->reply.length;
+	return (call < max ? call : max) + (reply < max ? reply : max);
+}
+
+/*
+ * A call that would take the session past max_session_memory waits, its
+ * receive kept in arrival order as for a slot, until calls that hold
+ * memory give it back; when none holds any it goes whatever its size, so
+ * a session always moves. Counted once per wait.
+ */
+static bool rev_mem_admit(struct rev_session *s, uint64_t need)
+{
+	if (s->mem_held == 0 || s->mem_held + need <= s->base.route->cfg->max_session_memory) {
+		s->mem_waiting = false;
+		return true;
+	}
+	if (!s->mem_waiting) {
+		s->mem_waiting = true;
+		gw_count_event(&s->base, GW_EV_SESSION_MEMORY_LIMIT);
+		gw_debug("reverse %s: %llu bytes held, a call needs %llu more: it waits",
+			 s->base.client, (unsigned long long)s->mem_held, (unsigned long long)need);
+	}
+	return false;
+}
+
+/*
+ * The waiting call is offered again from the event loop, not from here:
+ * a slot is put back in the middle of many a caller.
+ */
+static void rev_mem_give_back(struct rev_session *s, struct rev_call *c)
+{
+	static const struct timeval now;
+
+	if (c->mem == 0)
+		return;
+	s->mem_held -= c->mem;
+	c->mem = 0;
+	if (s->mem_waiting && s->state == RS_READY && s->mem_ev)
+		evtimer_add(s->mem_ev, &now);
+}
+
+void rev_mem_wake(evutil_socket_t fd, short what, void *arg)
+{
+	struct rev_session *s = arg;
+
+	(void)fd;
+	(void)what;
+	if (s->state == RS_READY)
+		rev_rx_pump(s);
+}
+
 /* Return @c to the free list, unless a work request still refers to its memory. */
 void rev_call_put(struct rev_call *c)
 {
@@ -60,6 +134,7 @@ void rev_call_put(struct rev_call *c)
 	rev_dequeue(c);
 	if (c->in_xidmap)
 		xidmap_remove(&s->xids, c->xid);
+	rev_mem_give_back(s, c);
 	rev_put_buf(&c->msg);
 	rev_put_buf(&c->rx);
 	rev_put_buf(&c->reply);
@@ -543,6 +618,9 @@ static bool rev_recv_msg(struct rev_session *s, struct gw_buf *buf, uint32_t len
 		return true;
 	}
 
+	uint64_t need = r == RPCRDMA_OK ? rev_call_mem(s, &h) : 0;
+	if (!rev_mem_admit(s, need))
+		return false;
 	/* A call, or a message to answer: it holds a credit until answered. */
 	switch (rev_admit_call(s->outstanding, s->grant, s->ncalls - s->busy)) {
 	case REV_ADMIT_WAIT:
@@ -557,6 +635,8 @@ static bool rev_recv_msg(struct rev_session *s, struct gw_buf *buf, uint32_t len
 	GW_COUNT(&s->base, bytes_inline, len);
 	struct rev_call *c = rev_call_get(s);
 	s->outstanding++;
+	c->mem = need;
+	s->mem_held += need;
 	c->xid = h.xid;
 	/* Answered in its own version; one the route does not speak gets ERR_VERS in One. */
 	c->version =

@@ -122,6 +122,7 @@ struct rev_call {
 	uint64_t t_in;
 	uint64_t t_sent;
 	uint64_t t_reply;
+	uint64_t mem; /* pool bytes reserved for it, against max_session_memory */
 
 	uint32_t index;
 	enum rev_call_state state;
@@ -255,6 +256,9 @@ struct rev_session {
 
 	struct rdma_pool_waiter pool_waiter;
 	struct ulb_sessions ulb_sessions;
+	uint64_t mem_held;    /* reserved by calls, against max_session_memory */
+	bool mem_waiting;     /* a received call waits for memory to be given back */
+	struct event *mem_ev; /* gives the waiting call its turn, from the loop */
 	bool draining;
 	bool in_close;	     /* rev_session_close() is running: do not free under it */
 	bool reset_upstream; /* a peer misbehaved: the upstream is reset, not closed */
@@ -279,6 +283,7 @@ void rev_call_post_failed(struct rev_session *s, struct rev_call *c, int err);
 void rev_reads_pump(struct rev_session *s);
 void rev_rx_drop_all(struct rev_session *s);
 void rev_rx_pump(struct rev_session *s);
+void rev_mem_wake(evutil_socket_t fd, short what, void *arg);
 void rev_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t len, uint32_t inv_rkey);
 
 /* reverse_answer.c */

@@ -55,6 +55,7 @@ struct gw_route_rt {
 	uint64_t linger_window_us;
 	uint32_t linger_count;
 	bool draining;
+	struct gw_side *side; /* NFSv3 portmapper and MOUNT relay, or NULL */
 };
 
 /*

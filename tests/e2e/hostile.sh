@@ -42,10 +42,15 @@
 #       RDMA listener was seen never to accept a connection again afterwards (its
 #       cm_id stays in CONNECT for minutes, a kernel client straight to it fails as
 #       the gateway does), which tests the server's kernel and not the gateway.
-#    b. The gateway is killed with SIGKILL mid-copy and started again as its systemd
-#       unit (deploy/rpcrdma-gw.service: Restart=on-failure, RestartSec=2) would: the
-#       same binary and configuration after 2 s. The guest has no systemd and no job
-#       runs the unit itself (operations.sh and deploy_softroce.sh start the binary).
+#    b. The gateway runs as its systemd unit, deploy/rpcrdma-gw.service unchanged
+#       (Type=notify, Restart=on-failure, RestartSec=2, its sandboxing), installed as
+#       the unit says (/usr/local/sbin, /etc/rpcrdma-gw/gw.json). The guest boots
+#       without systemd, so the job starts the host's systemd as PID 1 of a PID
+#       namespace, with only this unit to run (a drop-in sends its output to a file
+#       and leaves out the boot's default dependencies; network-online.target is
+#       masked: the network is up). The gateway is killed with SIGKILL mid-copy, and
+#       systemd, not the job, starts it again: a new main PID, at least RestartSec
+#       later. At the end it is stopped through systemd's own stop (SIGTERM, drain).
 #    Both copies finish with intact checksums and the fsync'ed files are intact.
 #    The job prints the CM ids and nfsd threads when a copy does not finish.
 set -u
@@ -196,7 +201,59 @@ echo "after the cycles: RSS $rss2 MiB (baseline $rss1), $b2 registered buffers i
 check "registered buffers in use back to the baseline ($b2, baseline $b1)" test "$b2" -eq "$b1"
 check "RSS grew by less than $RSS_MARGIN_MB MiB ($rss1 -> $rss2 MiB)" test $((rss2 - rss1)) -lt $RSS_MARGIN_MB
 
+# The gateway under systemd (see 3b): install the unit and start systemd with it.
+sd_log=$GW_OUT/hostile-systemd.log
+sd_main() { pgrep -x -f "/usr/local/sbin/rpcrdma-gw -c /etc/rpcrdma-gw/gw.json" | head -1; }
+sd_started() { grep -c "running with" "$sd_log" 2>/dev/null || true; }
+gw_start_systemd() {
+    install -D -m755 "$GW_BIN" /usr/local/sbin/rpcrdma-gw
+    install -D -m644 "$cfg" /etc/rpcrdma-gw/gw.json
+    install -D -m644 "$GW_SRC/deploy/rpcrdma-gw.service" /etc/systemd/system/rpcrdma-gw.service
+    mkdir -p /etc/systemd/system/rpcrdma-gw.service.d
+    cat >/etc/systemd/system/rpcrdma-gw.service.d/e2e.conf <<UNIT
+[Unit]
+DefaultDependencies=no
+[Service]
+StandardOutput=append:$sd_log
+StandardError=inherit
+UNIT
+    cat >/etc/systemd/system/gw-e2e.target <<UNIT
+[Unit]
+DefaultDependencies=no
+AllowIsolate=yes
+Wants=rpcrdma-gw.service
+UNIT
+    ln -sf /dev/null /etc/systemd/system/network-online.target
+    : >"$sd_log"
+    unshare --pid --fork --mount-proc env container=gwvm /lib/systemd/systemd --system \
+        --unit=gw-e2e.target --log-target=console --show-status=no >"$GW_OUT/systemd.log" 2>&1 &
+    SD_PID=$!
+    GW_LOG=$sd_log
+    local i
+    for i in $(seq 1 150); do
+        (($(sd_started) >= 1)) && break
+        sleep 0.2
+    done
+    GW_PID=$(sd_main)
+    check "systemd started the unit (main PID ${GW_PID:-none})" test -n "$GW_PID" -a "$(sd_started)" -ge 1
+}
+# Stop it as systemd stops it (KillSignal=SIGTERM: drain), then systemd itself.
+gw_stop_systemd() {
+    local i pid=$GW_PID
+    kill -TERM "$pid"
+    for i in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    sleep 3 # RestartSec and then some: a clean exit must not be restarted
+    check "the unit's gateway drained and stayed down (no main PID: '$(sd_main)')" \
+        test -z "$(sd_main)" -a "$(grep -c "running with" "$sd_log")" -eq "$sd_starts_before_stop"
+    kill -KILL "$SD_PID" 2>/dev/null; wait "$SD_PID" 2>/dev/null
+}
+
 # ---- 3. faults ----------------------------------------------------------------------
+# From here on the gateway is the systemd unit's (3b). Started before the fault mounts:
+# systemd's mount namespace copies the mounts there are, and a copy of an NFS mount
+# would outlive its umount here and keep the client's connections.
+gw_stop
+gw_start_systemd
 mf=/mnt/fault-fwd; mr=/mnt/fault-rev; mkdir -p $mf $mr
 mount -t nfs -o vers=3,proto=tcp,port=3049,hard 10.9.0.1:/export $mf || fail "forward mount for the faults"
 mount -t nfs -o vers=3,proto=rdma,port=20050,hard 192.0.2.2:/export $mr || fail "reverse mount for the faults"
@@ -246,11 +303,18 @@ link_down() {
     echo "RoCE link back"
 }
 kill_and_restart() {
-    kill -KILL "$GW_PID"; wait "$GW_PID" 2>/dev/null
-    echo "gateway killed (SIGKILL); restarting after RestartSec=2"
-    mv "$GW_LOG" "$GW_OUT/hostile-before-kill.log"
-    sleep 2
-    gw_start hostile "$cfg"
+    local old=$GW_PID n0 t0 i
+    n0=$(sd_started); t0=$(date +%s.%N)
+    kill -KILL "$old"
+    echo "gateway killed (SIGKILL, PID $old); systemd is to start it again"
+    for i in $(seq 1 300); do
+        (($(sd_started) > n0)) && break
+        sleep 0.1
+    done
+    GW_PID=$(sd_main)
+    local took; took=$(echo "$(date +%s.%N) - $t0" | bc)
+    check "systemd restarted the killed gateway: PID $old -> ${GW_PID:-none}, serving after $took s (RestartSec=2)" \
+        test -n "$GW_PID" -a "$GW_PID" != "$old" -a "$(sd_started)" -gt "$n0" -a "$(echo "$took >= 2" | bc)" -eq 1
 }
 modprobe sch_netem
 fault sigkill kill_and_restart
@@ -259,6 +323,7 @@ timeout 30 umount $mf || umount -f -l $mf
 timeout 30 umount $mr || umount -f -l $mr
 gw_check_quiet 60
 echo "gateway RSS at the end: $(rss_mb) MiB"
-gw_stop
+sd_starts_before_stop=$(sd_started)
+gw_stop_systemd
 echo "job time: $(elapsed)"
 e2e_finish

@@ -2,7 +2,10 @@
 #  - the upstream RDMA connection comes from a reserved port (source_port "reserved");
 #  - counters match the traffic: NFS READ calls equal the client's own count in
 #    /proc/self/mountstats, and the bytes moved by Write chunks equal the bytes read;
-#  - /metrics parses with the Prometheus client library's parser and agrees with /stats;
+#  - rpcrdma-gw stat --once (--json) shows the route's and the client's calls/s, the
+#    Write-chunk MB/s of a read and the upstream latency, from the stats endpoint;
+#  - /metrics parses with the Prometheus client library's parser and agrees with /stats,
+#    and promtool check metrics accepts it, per-session histograms included;
 #  - an idle session is closed after idle_timeout_s and the client reconnects unharmed;
 #  - SIGHUP applies a new client ACL (a new client is refused and counted, the mount
 #    keeps working), refuses a broken file, a change that needs a restart and a rule
@@ -66,6 +69,43 @@ reads = [s.value for s in fams["rpcrdma_gw_procedure_calls"].samples
 assert reads and int(reads[0]) == int(sys.argv[2]), (reads, sys.argv[2])
 assert "rpcrdma_gw_gateway_latency_seconds" in fams
 PY
+
+# rpcrdma-gw stat: one report of a second of reading, from the stats endpoint alone.
+rm -f "$E2E_WORK/stop-reading"
+( while [ ! -e "$E2E_WORK/stop-reading" ]; do
+      dd if=$m/data of=/dev/null bs=1M iflag=direct status=none
+  done ) &
+reader=$!
+"$GW_BIN" stat --once --json 127.0.0.1:9464 >"$E2E_WORK/stat.json"
+"$GW_BIN" stat --once --sessions 5 127.0.0.1:9464 >"$E2E_WORK/stat.txt"
+touch "$E2E_WORK/stop-reading"; wait $reader
+cp "$E2E_WORK/stat.json" "$E2E_WORK/stat.txt" "$GW_OUT/" 2>/dev/null
+/usr/bin/python3 - "$E2E_WORK/stat.json" <<'PY' && ok "stat --once --json: calls/s, Write-chunk MB/s, the client's session, latencies" || fail "stat --json"
+import json, sys
+rep = json.load(open(sys.argv[1]))
+r = rep["routes"][0]
+assert r["name"] == "nfs" and r["calls_per_s"] > 0, r
+assert r["rdma_mb_per_s"]["write_chunk"] > 0.5, r["rdma_mb_per_s"]
+assert r["latency_us"]["upstream"]["count"] > 0 and r["latency_us"]["upstream"]["p50"], r["latency_us"]
+s = [x for x in r["sessions"] if x["client"].startswith("192.0.2.2:")]
+assert s and s[0]["calls_per_s"] > 0, r["sessions"]
+assert 0.5 < rep["interval_s"] < 5, rep["interval_s"]
+PY
+check "stat --once prints the route and the client's session" \
+    grep -q "^  192.0.2.2:" "$E2E_WORK/stat.txt"
+check "rpcrdma-gw stat exits 1 when nothing answers" \
+    bash -c "! '$GW_BIN' stat --once --timeout 500 127.0.0.1:1"
+
+# promtool's lint of a real scrape, with the per-session series and their histograms.
+if command -v promtool >/dev/null; then
+    gw_metrics sessions=1 >"$E2E_WORK/metrics-sessions.txt"
+    check "promtool check metrics accepts /metrics" bash -c "curl -sf http://127.0.0.1:9464/metrics | promtool check metrics"
+    check "promtool check metrics accepts /metrics?sessions=1" bash -c "promtool check metrics <'$E2E_WORK/metrics-sessions.txt'"
+    check "/metrics?sessions=1 has the session's upstream latency histogram" \
+        grep -q '^rpcrdma_gw_session_upstream_latency_seconds_count{route="nfs",session="[0-9]*"} [1-9]' "$E2E_WORK/metrics-sessions.txt"
+else
+    fail "promtool is not installed (scripts/install-deps installs prometheus)"
+fi
 
 # Idle timeout: the session goes; the client's next call reconnects.
 sleep 7

@@ -29,7 +29,10 @@
 # answers one call (rdma_badclient timeout): the gateway sends the same XID again on a
 # new upstream connection about 2 s later, and after the second timeout closes the
 # client's connection (about 4 s after the call), both upstream connections reset and
-# call_timeout counted twice. The counters in /stats must show it all.
+# call_timeout counted twice. On a route with max_session_memory at its 2 MiB minimum, 16
+# calls sent at once that each offer a 768 KiB Reply chunk (rdma_badclient offer) reach
+# the upstream two at a time, are all answered, and the wait is counted
+# (session_memory_limit). The counters in /stats must show it all.
 set -u
 source "$GW_SRC/tests/e2e/lib/gw-e2e.sh"
 gwvm-net
@@ -110,7 +113,8 @@ callbacker=$!
 # An upstream that writes down what each of its connections carried and how it ended:
 # "T N open", "T N call XID", "T N end eof|reset|..." (T in seconds, N the connection's
 # number from 1). It answers NFS NULL calls SUCCESS, except the XIDs 0x2000..0x2fff
-# (rdma_badclient overrun's) and 0x7000..0x7fff (timeout's), which it never answers.
+# (rdma_badclient overrun's) and 0x7000..0x7fff (timeout's), which it never answers,
+# and 0x40000000..0x4fffffff (offer's), which it answers 0.3 s later ("T N answer XID").
 rec_log=$E2E_WORK/recorder.log
 /usr/bin/python3 - "$rec_log" >"$E2E_WORK/recorder.out" 2>&1 <<'PY' &
 import socket, struct, sys, threading, time
@@ -126,6 +130,14 @@ def exact(c, n):
         if not k: raise EOFError
         b += k
     return b
+send_lock = threading.Lock()
+def answer_later(c, n, xid):
+    try:
+        note(n, "answer %#x" % xid)
+        with send_lock:
+            c.sendall(struct.pack(">7I", 0x80000018, xid, 1, 0, 0, 0, 0))
+    except OSError:
+        pass
 def serve(c, n):
     try:
         while True:
@@ -137,7 +149,11 @@ def serve(c, n):
             note(n, "call %#x" % xid)
             if 0x2000 <= xid <= 0x2fff or 0x7000 <= xid <= 0x7fff:
                 continue
-            c.sendall(struct.pack(">7I", 0x80000018, xid, 1, 0, 0, 0, 0))
+            if 0x40000000 <= xid <= 0x4fffffff:
+                threading.Timer(0.3, answer_later, args=(c, n, xid)).start()
+                continue
+            with send_lock:
+                c.sendall(struct.pack(">7I", 0x80000018, xid, 1, 0, 0, 0, 0))
     except EOFError:
         note(n, "end eof")
     except ConnectionResetError:
@@ -179,7 +195,9 @@ cat >"$E2E_WORK/gw.json" <<JSON
     { "name": "rec", "mode": "reverse", "credits": 8,
       "listen": "rdma://192.0.2.2:20057", "upstream": "tcp://192.0.2.1:2052" },
     { "name": "slow", "mode": "reverse", "call_timeout_s": 2,
-      "listen": "rdma://192.0.2.2:20058", "upstream": "tcp://192.0.2.1:2052" } ],
+      "listen": "rdma://192.0.2.2:20058", "upstream": "tcp://192.0.2.1:2052" },
+    { "name": "mem", "mode": "reverse", "credits": 16, "max_session_memory": 2097152,
+      "listen": "rdma://192.0.2.2:20060", "upstream": "tcp://192.0.2.1:2052" } ],
   "stats": { "listen": "127.0.0.1:9464" } }
 JSON
 gw_start reverse_errors "$E2E_WORK/gw.json" || e2e_finish
@@ -278,6 +296,17 @@ cat "$E2E_WORK/callbacker.out"
 check "the upstream's callbacks: SYSTEM_ERR for the large one, the client's replies for the rest (status $cbrc)" \
     test "$cbrc" -eq 0
 
+echo "--- max_session_memory: calls whose offers hold more than the session may"
+# Each NULL call offers a 768 KiB Reply chunk: with the inline threshold, two such
+# replies fit the route's 2 MiB and a third does not, so of the 16 calls sent at once
+# the upstream must see two at a time (all 16 without the limit), and every one answered.
+bad_client 20060 16 "offer 16" "every call answered, the connection kept"
+most=$(awk '$4 ~ /^0x4/ && length($4) == 10 { if ($3 == "call") { n++; if (n > m) m = n }
+                                       else if ($3 == "answer") n-- } END { print m + 0 }' "$rec_log")
+calls=$(awk '$3 == "call" && $4 ~ /^0x4/ && length($4) == 10' "$rec_log" | wc -l)
+check "the upstream saw the 16 calls ($calls), at most two at a time ($most)" \
+    test "$calls" -eq 16 -a "$most" -eq 2
+
 echo "--- 200 connections that never finish, on a route with connect_timeout_s 2"
 ( while [[ ! -e $E2E_WORK/stop-io ]]; do
       dd if="$mnt/before" bs=1M iflag=direct status=none | md5sum | cut -d' ' -f1
@@ -341,7 +370,9 @@ check "stats: the half-open connections timed out ($(ev half connect_timeout))" 
     test "$(ev half connect_timeout)" -eq 200
 check "stats: the Write With Immediate was a protocol violation ($(ev rules protocol_violation))" \
     test "$(ev rules protocol_violation)" -ge 1
-for r in half rules pipe pipe1 rec slow; do
+check "stats: the memory limit counted on its route ($(ev mem session_memory_limit)), not elsewhere ($(ev pipe session_memory_limit))" \
+    test "$(ev mem session_memory_limit)" -ge 1 -a "$(ev pipe session_memory_limit)" -eq 0
+for r in half rules pipe pipe1 rec slow mem; do
     live=$(gw_jq "[r for r in s['routes'] if r['name']=='$r'][0]['live_sessions']")
     n=$(gw_jq "len([r for r in s['routes'] if r['name']=='$r'][0]['sessions'])")
     check "stats: no session left on $r ($live live, $n listed)" test "$live" -eq 0 -a "$n" -eq 0

@@ -236,6 +236,35 @@ static void test_defaults_admit_many_clients_refuse_a_flood(void **state)
 	gw_admission_fini(&r.adm);
 }
 
+/*
+ * Clients refused by allowed_clients: each counted, logged at most once a
+ * second with the tally of those that were not, under the same limit as
+ * the session-limit refusals.
+ */
+static void test_unlisted_refusals_logged_once_a_second(void **state)
+{
+	struct route r;
+	struct sockaddr_storage a = v4("198.51.100.7", 700);
+
+	(void)state;
+	route_init(&r, 480, 32);
+	for (int i = 0; i < 500; i++)
+		gw_admission_refuse_unlisted(&r.adm, "test", SA(a), &r.totals, r.now_us);
+	assert_int_equal(r.totals.events[GW_EV_REFUSED_CLIENT], 500);
+	assert_int_equal(r.totals.events[GW_EV_CLIENT_SESSION_LIMIT], 0);
+	/* the first was logged; 499 wait for the next message's tally */
+	assert_int_equal(r.adm.unlogged, 499);
+	assert_int_equal(r.adm.last_log_us, r.now_us);
+	r.now_us += 1000000;
+	gw_admission_refuse_unlisted(&r.adm, "test", SA(a), &r.totals, r.now_us);
+	assert_int_equal(r.adm.unlogged, 0);
+	assert_int_equal(r.adm.last_log_us, r.now_us);
+	assert_int_equal(r.totals.events[GW_EV_REFUSED_CLIENT], 501);
+	/* nothing was entered in the address table */
+	assert_int_equal(r.adm.entries, 0);
+	gw_admission_fini(&r.adm);
+}
+
 /* Peers that are not IP (a Unix socket in tests) are not counted per address. */
 static void test_non_ip_peer(void **state)
 {
@@ -260,6 +289,7 @@ int main(void)
 		cmocka_unit_test(test_route_and_process_limits),
 		cmocka_unit_test(test_v4_mapped_is_v4),
 		cmocka_unit_test(test_defaults_admit_many_clients_refuse_a_flood),
+		cmocka_unit_test(test_unlisted_refusals_logged_once_a_second),
 		cmocka_unit_test(test_non_ip_peer),
 	};
 

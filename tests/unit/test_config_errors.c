@@ -703,6 +703,28 @@ static void test_listen_collisions(void **state)
 		"8)\n");
 }
 
+/* A portmapper advertises its route's listen address: one address, not the wildcard. */
+static void test_portmapper_on_wildcard(void **state)
+{
+	(void)state;
+	expect_errors("{'routes': [{'name': 'a', 'mode': 'forward', 'listen': 'tcp://0.0.0.0',\n"
+		      "  'upstream': 'rdma://192.0.2.1', 'portmapper_port': 111}]}",
+		      "gw.json:1:56: routes[0].listen: expected one address on a route with "
+		      "portmapper_port 111, got \"tcp://0.0.0.0\", the wildcard (the portmapper "
+		      "advertises the address and binds port 111 on it alone)\n");
+	/* From "defaults": still at the route's listen address. */
+	expect_errors("{'defaults': {'portmapper_port': 111},\n"
+		      " 'routes': [{'name': 'a', 'mode': 'forward', 'listen': 'tcp://[::]:2049',\n"
+		      "  'upstream': 'rdma://192.0.2.1'}]}",
+		      "gw.json:2:56: routes[0].listen: expected one address on a route with "
+		      "portmapper_port 111, got \"tcp://[::]:2049\", the wildcard (the portmapper "
+		      "advertises the address and binds port 111 on it alone)\n");
+	/* One address: it loads. */
+	gw_config_free(load_ok("{'routes': [{'name': 'a', 'mode': 'forward', "
+			       "'listen': 'tcp://192.0.2.9', 'upstream': 'rdma://192.0.2.1', "
+			       "'portmapper_port': 111}]}"));
+}
+
 /* ---- sizes that contradict each other -------------------------------------- */
 
 static void test_record_smaller_than_inline(void **state)
@@ -892,6 +914,7 @@ int main(void)
 		cmocka_unit_test(test_bad_stats),
 		cmocka_unit_test(test_bad_logging),
 		cmocka_unit_test(test_listen_collisions),
+		cmocka_unit_test(test_portmapper_on_wildcard),
 		cmocka_unit_test(test_record_smaller_than_inline),
 		cmocka_unit_test(test_bad_rule_files),
 		cmocka_unit_test(test_unreadable_files),

@@ -27,6 +27,13 @@
  * before the gateway has seen its answer's Send complete. Every call must
  * be answered once, byte for byte with its XID and the grant, and the
  * connection must stay up (a client at full credit is no overrun).
+ * MODE "offer" [COUNT]: as "pipelined" (COUNT 16, XIDs from 0x40000000), but each
+ * NULL call offers a Reply chunk of OFFER_LEN bytes (the reply fits inline, so
+ * the chunk is never used: its handle is made up, and the answer must give it
+ * back with length 0). On a route whose
+ * max_session_memory holds only two such offers, the gateway must let no more
+ * than two calls at a time go upstream, answer every one, and keep the
+ * connection (the test upstream sees the concurrency).
  * MODE "timeout" [CALL_TIMEOUT_S]: a NULL call first (answered), then one
  * (XID 0x7001) that the route's upstream never answers: the gateway must
  * close the connection after two call timeouts (it sends the call again
@@ -136,6 +143,7 @@ static bool overrun_mode, noreads_mode, refused_mode, backward_mode, idle_mode, 
 static bool violate_mode; /* "writeimm" or "sendinv" */
 static bool write_imm;
 static bool pipelined_mode, timeout_mode;
+static bool offer_mode;	  /* "pipelined", each call offering a Reply chunk */
 static bool warm;	  /* a NULL call answered before the mode's own messages */
 static bool warm_pending; /* ... and not answered yet */
 static enum rconn_close_reason close_reason;
@@ -419,6 +427,7 @@ static void start_mode(void);
 /* ---- MODE pipelined ---- */
 
 enum { PIPE_DEFAULT = 3000, PIPE_MAX = 100000, PIPE_XID = 0x30000000 };
+enum { OFFER_DEFAULT = 16, OFFER_XID = 0x40000000, OFFER_LEN = 786432, OFFER_HANDLE = 0x0ffe2ed };
 
 static unsigned pipe_total, pipe_sent, pipe_answered, pipe_wrong;
 static bool *pipe_done;		/* per call: its answer has come */
@@ -432,13 +441,28 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* The next NFS NULL call, XID PIPE_XID + its number. */
+static uint32_t pipe_xid0(void)
+{
+	return offer_mode ? OFFER_XID : PIPE_XID;
+}
+
+/* The next NFS NULL call, XID pipe_xid0() + its number. */
 static bool pipe_send_next(void)
 {
 	struct words w;
-	uint32_t xid = PIPE_XID + pipe_sent;
+	uint32_t xid = pipe_xid0() + pipe_sent;
 
-	hdr(&w, xid, 1, 0, true);
+	hdr(&w, xid, 1, 0, !offer_mode);
+	if (offer_mode) {
+		w32(&w, 0); /* no Read list */
+		w32(&w, 0); /* no Write list */
+		w32(&w, 1); /* a Reply chunk of one segment */
+		w32(&w, 1);
+		w32(&w, OFFER_HANDLE);
+		w32(&w, OFFER_LEN);
+		w32(&w, 0);
+		w32(&w, 0);
+	}
 	rpc_call(&w, xid, 100003, 3, 0);
 	if (!send_words(&w))
 		return false;
@@ -470,9 +494,20 @@ static void pipe_recv(struct gw_buf *buf, uint32_t len)
 {
 	struct words want;
 	uint32_t xid = len >= 4 ? xdr_get32(buf->base) : 0;
-	uint32_t k = xid - PIPE_XID;
+	uint32_t k = xid - pipe_xid0();
 
-	hdr(&want, xid, 1, 0, true);
+	hdr(&want, xid, 1, 0, !offer_mode);
+	if (offer_mode) {
+		/* Inline, the Reply chunk given back unused: its one segment, length 0. */
+		w32(&want, 0);
+		w32(&want, 0);
+		w32(&want, 1);
+		w32(&want, 1);
+		w32(&want, OFFER_HANDLE);
+		w32(&want, 0);
+		w32(&want, 0);
+		w32(&want, 0);
+	}
 	xdr_put32(want.b + 8, credits);
 	rpc_reply(&want, xid, 0);
 	bool ok = k < pipe_sent && !pipe_done[k] && len == want.len &&
@@ -962,13 +997,14 @@ int main(int argc, char **argv)
 {
 	static const char *const modes[] = { "errors",	 "overrun",   "noreads",  "refused",
 					     "backward", "idle",      "writeimm", "sendinv",
-					     "halfopen", "pipelined", "timeout" };
+					     "halfopen", "pipelined", "timeout",  "offer" };
 	bool known = false;
 	for (unsigned i = 0; argc >= 5 && i < sizeof(modes) / sizeof(modes[0]); i++)
 		known |= strcmp(argv[4], modes[i]) == 0;
 	const char *mode = known ? argv[4] : "";
 	bool halfopen_mode = strcmp(mode, "halfopen") == 0;
-	pipelined_mode = strcmp(mode, "pipelined") == 0;
+	offer_mode = strcmp(mode, "offer") == 0;
+	pipelined_mode = offer_mode || strcmp(mode, "pipelined") == 0;
 	timeout_mode = strcmp(mode, "timeout") == 0;
 	overrun_mode = strcmp(mode, "overrun") == 0;
 	write_imm = strcmp(mode, "writeimm") == 0;
@@ -983,16 +1019,17 @@ int main(int argc, char **argv)
 			"errors|noreads|refused|backward|idle\n"
 			"       rdma_badclient ADDR PORT CREDITS overrun|writeimm|sendinv [warm]\n"
 			"       rdma_badclient ADDR PORT CREDITS halfopen [COUNT [PORT2]]\n"
-			"       rdma_badclient ADDR PORT CREDITS pipelined [COUNT]\n"
+			"       rdma_badclient ADDR PORT CREDITS pipelined|offer [COUNT]\n"
 			"       rdma_badclient ADDR PORT CREDITS timeout [CALL_TIMEOUT_S]\n");
 		return 2;
 	}
 	unsigned half_n = argc >= 6 ? (unsigned)strtoul(argv[5], NULL, 10) : 200;
 	if (half_n == 0 || half_n > HALF_MAX)
 		half_n = 200;
-	pipe_total = argc >= 6 ? (unsigned)strtoul(argv[5], NULL, 10) : PIPE_DEFAULT;
+	unsigned pipe_default = offer_mode ? OFFER_DEFAULT : PIPE_DEFAULT;
+	pipe_total = argc >= 6 ? (unsigned)strtoul(argv[5], NULL, 10) : pipe_default;
 	if (pipe_total == 0 || pipe_total > PIPE_MAX)
-		pipe_total = PIPE_DEFAULT;
+		pipe_total = pipe_default;
 	call_timeout_s = argc >= 6 ? (unsigned)strtoul(argv[5], NULL, 10) : 2;
 	if (call_timeout_s == 0 || call_timeout_s > 60)
 		call_timeout_s = 2;

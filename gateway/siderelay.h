@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gateway/siderelay.h - relay of a side protocol of NFSv3 (MOUNT) from the
+ * gateway's address to the server's daemon.
+ *
+ * Clients send their calls to the gateway's side service (UDP or TCP,
+ * gateway/sidesvc.h); the relay forwards each over one UDP socket of its
+ * own to the server's daemon and sends the reply back to the client on
+ * the transport it came by. Many clients share that socket, so XIDs are
+ * mapped: each call gets an upstream XID unique on the socket, the reply's
+ * XID is restored to the client's, and a client's retransmission (same
+ * peer, same XID, while the call is pending) goes out again under the
+ * same upstream XID, so the server's duplicate request cache still
+ * recognises it. Nothing else of the protocol is kept: the gateway holds
+ * a call only until its reply or its timeout.
+ *
+ * The daemon's port is configured, or found by asking the server's
+ * portmapper (PMAPPROC_GETPORT over UDP) when the first call needs it and
+ * again after a call to the daemon went unanswered (it may have restarted
+ * on another port).
+ *
+ * UDP upstream for every client: a datagram carries any MOUNT reply the
+ * server sends over UDP (up to 64 KiB); the gateway resends a pending call
+ * itself (retry_ms) so that a TCP client, which never retransmits, does
+ * not wait on a lost datagram.
+ */
+#ifndef GW_GATEWAY_SIDERELAY_H
+#define GW_GATEWAY_SIDERELAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "gateway/sidesvc.h"
+#include "gateway/xidmap.h"
+
+struct event_base;
+struct gw_counters;
+struct gw_route;
+
+/* ---- the mapping table: pure, for the relay and its unit test ---------- */
+
+struct relay_call {
+	bool used;
+	struct sidesvc *svc; /* where the client's call came in */
+	struct sidesvc_peer peer;
+	uint32_t client_xid;
+	uint32_t up_xid;
+	uint32_t prog, vers, proc;
+	uint64_t first_us; /* when the client's call arrived */
+	uint64_t sent_us;  /* when it last went upstream (0: not yet) */
+	uint32_t len;
+	uint8_t *msg; /* the call, for resending: max_msg bytes of the table's store */
+};
+
+struct relay_table {
+	struct relay_call *calls;
+	uint32_t max_calls;
+	uint32_t live;
+	uint32_t max_msg;
+	uint8_t *store;
+	struct xidmap by_up_xid; /* upstream XID -> slot */
+	uint32_t next_xid;
+};
+
+/* Room for @max_calls pending calls of up to @max_msg bytes. -ENOMEM or 0. */
+int relay_table_init(struct relay_table *t, uint32_t max_calls, uint32_t max_msg,
+		     uint32_t first_xid);
+void relay_table_destroy(struct relay_table *t);
+
+/* The pending call @xid from @peer (a retransmission), or NULL. */
+struct relay_call *relay_table_find_client(struct relay_table *t, const struct sidesvc_peer *peer,
+					   uint32_t xid);
+/* The pending call the upstream XID @up_xid stands for, or NULL. */
+struct relay_call *relay_table_find_up(struct relay_table *t, uint32_t up_xid);
+/*
+ * A new pending call for @peer's @xid, with an upstream XID not in use and
+ * a copy of @msg (its XID already rewritten); NULL when the table is full
+ * or @len is over max_msg.
+ */
+struct relay_call *relay_table_add(struct relay_table *t, struct sidesvc *svc,
+				   const struct sidesvc_peer *peer, uint32_t xid,
+				   const uint8_t *msg, size_t len);
+void relay_table_remove(struct relay_table *t, struct relay_call *c);
+
+/* ---- the relay ------------------------------------------------------------ */
+
+struct siderelay_config {
+	const char *name; /* "mount" */
+	uint32_t prog;
+	uint32_t vers_lo, vers_hi;
+	const struct gw_route *route;
+	struct gw_counters *counters;	/* the route's */
+	struct sockaddr_storage server; /* the server's address; its port is ignored */
+	socklen_t server_len;
+	uint16_t server_port; /* the daemon's port; 0: ask the server's portmapper */
+	uint16_t pmap_port;   /* the server's portmapper (111; tests use another) */
+	bool reserved_port;   /* send from a port below 1024 (mountd's "secure" check) */
+	uint32_t max_calls;   /* pending calls at once */
+	uint32_t max_msg;     /* largest call */
+	uint32_t retry_ms;    /* resend a pending call upstream this often */
+	uint32_t timeout_ms;  /* then give it up */
+};
+
+struct siderelay;
+
+/* NULL with errno when the upstream socket cannot be made. */
+struct siderelay *siderelay_start(struct event_base *base, const struct siderelay_config *cfg);
+
+/* A sidesvc_msg_fn: @arg is the relay. */
+void siderelay_on_call(void *arg, struct sidesvc *svc, const struct sidesvc_peer *peer,
+		       const uint8_t *msg, size_t len);
+
+/* Calls pending now; the daemon's port in use (0: not known yet). */
+uint32_t siderelay_pending(const struct siderelay *r);
+uint16_t siderelay_server_port(const struct siderelay *r);
+
+/* Drop the calls of a side service that goes away (before sidesvc_stop()). */
+void siderelay_forget(struct siderelay *r, const struct sidesvc *svc);
+
+void siderelay_stop(struct siderelay *r);
+
+#endif

@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: MIT */
+#include "gateway/sideroute.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "conf/config.h"
+#include "gateway/counters.h"
+#include "gateway/portmap.h"
+#include "gateway/siderelay.h"
+#include "gateway/sidesvc.h"
+
+enum {
+	PROG_NFS = 100003,
+	PROG_MOUNT = 100005,
+	PROG_NFSACL = 100227,
+	/*
+	 * The largest side call: a MOUNT path (1024 bytes) behind an RPC
+	 * header with two 400-byte credentials, with room to spare.
+	 */
+	SIDE_MAX_MSG = 4096,
+	SIDE_MAX_CONNS = 64,
+	SIDE_IDLE_MS = 60000,
+	SIDE_MAX_OUTPUT = 256 * 1024,
+	RELAY_MAX_CALLS = 128,
+	RELAY_RETRY_MS = 1000,
+	RELAY_TIMEOUT_MS = 15000,
+};
+
+struct gw_side {
+	const struct gw_route *route;
+	struct gw_counters *counters;
+	struct pmap_table table;
+	struct sidesvc *pmap;
+	struct sidesvc *mount;
+	struct siderelay *mount_relay;
+	uint8_t out[8192];
+};
+
+static uint16_t addr_port(const struct sockaddr_storage *ss)
+{
+	return ntohs(ss->ss_family == AF_INET6 ? ((const struct sockaddr_in6 *)ss)->sin6_port
+					       : ((const struct sockaddr_in *)ss)->sin_port);
+}
+
+static void addr_set_port(struct sockaddr_storage *ss, uint16_t port)
+{
+	if (ss->ss_family == AF_INET6)
+		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
+	else
+		((struct sockaddr_in *)ss)->sin_port = htons(port);
+}
+
+static bool addr_is_wildcard(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET6)
+		return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)ss)->sin6_addr);
+	return ((const struct sockaddr_in *)ss)->sin_addr.s_addr == htonl(INADDR_ANY);
+}
+
+/* One call to the portmapper: answered at once from the table. */
+static void pmap_on_call(void *arg, struct sidesvc *svc, const struct sidesvc_peer *peer,
+			 const uint8_t *msg, size_t len)
+{
+	struct gw_side *side = arg;
+	struct rpc_call_hdr h;
+	size_t n;
+	enum pmap_outcome o =
+		pmap_answer(&side->table, msg, len, side->out, sizeof(side->out), &n, &h);
+
+	switch (o) {
+	case PMAP_NO_REPLY:
+		side->counters->events[GW_EV_MALFORMED_RECORD]++;
+		return;
+	case PMAP_GARBAGE:
+		side->counters->events[GW_EV_GARBAGE_ARGS]++;
+		break;
+	case PMAP_RPC_ERROR:
+	case PMAP_TOO_LARGE:
+		side->counters->events[GW_EV_RPC_ERROR_REPLY]++;
+		break;
+	case PMAP_ANSWERED:
+	case PMAP_REFUSED:
+		gw_counters_count_call(side->counters, h.prog, h.vers, h.proc);
+		gw_counters_count_reply(side->counters, h.prog, h.vers, h.proc);
+		break;
+	}
+	if (n)
+		sidesvc_reply(svc, peer, side->out, n);
+}
+
+/* What the portmapper offers: itself, NFS and NFSACL on the route's port, MOUNT. */
+static bool fill_table(struct gw_side *side)
+{
+	struct pmap_table *t = &side->table;
+	uint16_t nfs = addr_port(&side->route->listen.addr);
+	uint16_t pm = sidesvc_port(side->pmap), mnt = sidesvc_port(side->mount);
+	bool ok = true;
+
+	t->addr = side->route->listen.addr;
+	t->addrlen = side->route->listen.addrlen;
+	for (uint32_t v = PMAP_VERS_LO; v <= PMAP_VERS_HI; v++) {
+		ok &= pmap_table_add(t, PMAP_PROG, v, PMAP_IPPROTO_TCP, pm);
+		ok &= pmap_table_add(t, PMAP_PROG, v, PMAP_IPPROTO_UDP, pm);
+	}
+	/*
+	 * A forward route relays NFS over TCP only (no UDP listener). A reverse
+	 * route's NFS is RPC-over-RDMA, which has no portmapper protocol number:
+	 * its clients name the port (proto=rdma means 20049) and ask here only
+	 * for MOUNT.
+	 */
+	if (side->route->mode == GW_MODE_FORWARD) {
+		ok &= pmap_table_add(t, PROG_NFS, 3, PMAP_IPPROTO_TCP, nfs);
+		ok &= pmap_table_add(t, PROG_NFS, 4, PMAP_IPPROTO_TCP, nfs);
+		ok &= pmap_table_add(t, PROG_NFSACL, 3, PMAP_IPPROTO_TCP, nfs);
+	}
+	for (uint32_t v = 1; v <= 3; v++) {
+		ok &= pmap_table_add(t, PROG_MOUNT, v, PMAP_IPPROTO_UDP, mnt);
+		ok &= pmap_table_add(t, PROG_MOUNT, v, PMAP_IPPROTO_TCP, mnt);
+	}
+	return ok;
+}
+
+static struct sidesvc *start_svc(struct gw_side *side, struct event_base *base, const char *name,
+				 uint16_t port, sidesvc_msg_fn fn, void *arg)
+{
+	struct sockaddr_storage ss = side->route->listen.addr;
+	struct sidesvc_config sc = {
+		.name = name,
+		.route = side->route,
+		.counters = side->counters,
+		.max_msg = SIDE_MAX_MSG,
+		.max_conns = SIDE_MAX_CONNS,
+		.idle_ms = SIDE_IDLE_MS,
+		.max_output = SIDE_MAX_OUTPUT,
+		.on_msg = fn,
+		.arg = arg,
+	};
+
+	addr_set_port(&ss, port);
+	return sidesvc_start(base, (const struct sockaddr *)&ss, side->route->listen.addrlen, &sc);
+}
+
+struct gw_side *gw_side_start(struct event_base *base, const struct gw_route *r,
+			      struct gw_counters *counters, int *failed, char *err, size_t errlen)
+{
+	struct gw_side *side;
+	const char *what;
+
+	*failed = 0;
+	if (!r->portmapper_port)
+		return NULL;
+	*failed = 1;
+	if (addr_is_wildcard(&r->listen.addr)) {
+		snprintf(err, errlen,
+			 "route %s: portmapper_port: the listen address must be one address, not "
+			 "the wildcard (the portmapper advertises it, and a host rpcbind keeps "
+			 "port %u on the others)",
+			 r->name, r->portmapper_port);
+		return NULL;
+	}
+	side = calloc(1, sizeof(*side));
+	if (!side) {
+		snprintf(err, errlen, "route %s: out of memory", r->name);
+		return NULL;
+	}
+	side->route = r;
+	side->counters = counters;
+
+	struct siderelay_config rc = {
+		.name = "mount",
+		.prog = PROG_MOUNT,
+		.vers_lo = 1,
+		.vers_hi = 3,
+		.route = r,
+		.counters = counters,
+		.server = r->upstream.addr,
+		.server_len = r->upstream.addrlen,
+		.server_port = (uint16_t)r->upstream_mountd_port,
+		.pmap_port = PMAP_PORT,
+		.reserved_port = r->source_port == GW_SOURCE_PORT_RESERVED,
+		.max_calls = RELAY_MAX_CALLS,
+		.max_msg = SIDE_MAX_MSG,
+		.retry_ms = RELAY_RETRY_MS,
+		.timeout_ms = RELAY_TIMEOUT_MS,
+	};
+	what = "the MOUNT relay's upstream socket";
+	side->mount_relay = siderelay_start(base, &rc);
+	if (!side->mount_relay)
+		goto fail;
+	what = "the MOUNT relay";
+	side->mount = start_svc(side, base, "mount", (uint16_t)r->mount_port, siderelay_on_call,
+				side->mount_relay);
+	if (!side->mount)
+		goto fail;
+	what = "the portmapper";
+	side->pmap =
+		start_svc(side, base, "rpcbind", (uint16_t)r->portmapper_port, pmap_on_call, side);
+	if (!side->pmap)
+		goto fail;
+	if (!fill_table(side)) {
+		errno = ENOSPC;
+		goto fail;
+	}
+	*failed = 0;
+	gw_info("%s: portmapper on port %u (TCP, UDP), MOUNT relay on port %u -> mountd at %s",
+		r->name, sidesvc_port(side->pmap), sidesvc_port(side->mount),
+		r->upstream_mountd_port ? "the configured port"
+					: "the port the server's rpcbind gives");
+	return side;
+fail:
+	snprintf(err, errlen, "route %s: cannot start %s on %s: %s%s", r->name, what,
+		 r->listen.text, strerror(errno),
+		 errno == EADDRINUSE && side->mount ? " (is a host rpcbind listening on the "
+						      "wildcard address? docs/forward-mode.md)"
+						    : "");
+	gw_side_stop(side);
+	return NULL;
+}
+
+void gw_side_stop(struct gw_side *side)
+{
+	if (!side)
+		return;
+	siderelay_forget(side->mount_relay, side->mount);
+	sidesvc_stop(side->pmap);
+	sidesvc_stop(side->mount);
+	siderelay_stop(side->mount_relay);
+	free(side);
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gateway/sideroute.h - the NFSv3 side services of one route: a portmapper
+ * (rpcbind) on the route's listen address, and the MOUNT relay it
+ * advertises. Forward routes relay MOUNT to the NFS/RDMA server's host,
+ * reverse routes to the TCP server's host.
+ *
+ * With "portmapper_port" set, an unmodified NFSv3 client can mount
+ * GATEWAY:/export: it asks the gateway's portmapper for NFS (the route's
+ * listen port, forward routes only) and MOUNT (the relay's port), and its
+ * MOUNT calls go on to the server's mountd. The portmapper binds the route's own listen address,
+ * never the wildcard: a host rpcbind may keep port 111 on the host's other
+ * addresses (it must not hold the wildcard; docs/forward-mode.md).
+ */
+#ifndef GW_GATEWAY_SIDEROUTE_H
+#define GW_GATEWAY_SIDEROUTE_H
+
+#include <stddef.h>
+
+struct event_base;
+struct gw_counters;
+struct gw_route;
+struct gw_side;
+
+/*
+ * Start the side services of @route, counting into @counters (the route's
+ * totals). NULL without error when the route has none; NULL with a message
+ * in @err when they cannot start (set *@failed).
+ */
+struct gw_side *gw_side_start(struct event_base *base, const struct gw_route *route,
+			      struct gw_counters *counters, int *failed, char *err, size_t errlen);
+
+void gw_side_stop(struct gw_side *side);
+
+#endif

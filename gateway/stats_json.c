@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gateway/stats_json.c - /stats: every counter of every route and live
+ * session as one JSON document, streamed while the engine is walked (a
+ * visitor, gateway/counters.h).
+ */
+#include "gateway/stats_render.h"
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <jansson.h>
+
+#include "common/version.h"
+#include "gateway/rpc_names.h"
+
+#define container_of(ptr, type, field) stats_container_of(ptr, type, field)
+
+/* ---- JSON ------------------------------------------------------------------ */
+
+/*
+ * jansson encodes every value, but the document is streamed: the routes
+ * array, each route object and its sessions array are opened and closed
+ * by hand, and each session is built, written and freed on its own. A tree
+ * of the whole document would hold thousands of sessions' worth of small
+ * allocations at once (tens of MB for 10,000 sessions), and freeing it
+ * would keep the loop away from the data path even longer.
+ *
+ * Builders return NULL when jansson runs out of memory; put() takes
+ * ownership of @v either way and reports whether it was stored, so a
+ * failure anywhere surfaces as one false at the top.
+ */
+static bool put(json_t *obj, const char *key, json_t *v)
+{
+	if (!obj) {
+		json_decref(v);
+		return false;
+	}
+	return json_object_set_new(obj, key, v) == 0;
+}
+
+static bool append(json_t *array, json_t *v)
+{
+	if (!array) {
+		json_decref(v);
+		return false;
+	}
+	return json_array_append_new(array, v) == 0;
+}
+
+static json_t *finish(json_t *obj, bool ok)
+{
+	if (ok)
+		return obj;
+	json_decref(obj);
+	return NULL;
+}
+
+/* JSON integers are signed 64-bit here: saturate rather than wrap. */
+static json_t *ju64(uint64_t v)
+{
+	return json_integer(v > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v);
+}
+
+static json_t *jstr(const char *s)
+{
+	return json_string(stats_or_empty(s));
+}
+
+static json_t *jname(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+/* Non-empty buckets only, each with its upper bound; null is +Inf. */
+static json_t *json_histogram(const struct gw_hist *h)
+{
+	json_t *o = json_object(), *buckets = json_array();
+	bool ok = put(o, "count", ju64(h->count));
+
+	ok &= put(o, "sum_us", ju64(h->sum_us));
+	for (unsigned i = 0; i < GW_HIST_BUCKETS; i++) {
+		if (!h->buckets[i])
+			continue;
+		json_t *b = json_object();
+		bool b_ok =
+			put(b, "le_us",
+			    i == GW_HIST_BUCKETS - 1 ? json_null() : ju64(gw_hist_bucket_le(i)));
+		b_ok &= put(b, "count", ju64(h->buckets[i]));
+		ok &= append(buckets, finish(b, b_ok));
+	}
+	ok &= put(o, "buckets", buckets);
+	return finish(o, ok);
+}
+
+static json_t *json_procedure(const struct gw_proc_count *pc)
+{
+	json_t *o = json_object();
+	bool ok = put(o, "program", json_integer(pc->prog));
+
+	ok &= put(o, "program_name", jname(gw_rpc_program_name(pc->prog)));
+	ok &= put(o, "version", json_integer(pc->vers));
+	ok &= put(o, "procedure", json_integer(pc->proc));
+	ok &= put(o, "procedure_name", jname(gw_rpc_procedure_name(pc->prog, pc->vers, pc->proc)));
+	ok &= put(o, "calls", ju64(pc->calls));
+	ok &= put(o, "replies", ju64(pc->replies));
+	return finish(o, ok);
+}
+
+static json_t *json_procedures(const struct gw_counters *c)
+{
+	struct stats_proc_ref sorted[GW_PROC_SLOTS];
+	unsigned n = stats_procs_sorted(c, sorted);
+	json_t *a = json_array();
+	bool ok = a != NULL;
+
+	for (unsigned i = 0; i < n; i++)
+		ok &= append(a, json_procedure(sorted[i].pc));
+	return finish(a, ok);
+}
+
+/* Every kind for a route; only those that happened for a session. */
+static json_t *json_events(const struct gw_counters *c, bool every_kind)
+{
+	json_t *o = json_object();
+	bool ok = o != NULL;
+
+	for (unsigned k = 0; k < GW_EV_KIND_COUNT; k++) {
+		if (every_kind || c->events[k])
+			ok &= put(o, gw_event_kind_name(k), ju64(c->events[k]));
+	}
+	return finish(o, ok);
+}
+
+static json_t *json_counters(const struct gw_counters *c, bool every_event_kind)
+{
+	json_t *o = json_object(), *rdma = json_object(), *tcp = json_object();
+	json_t *latency = json_object(), *other = json_object();
+	bool ok = put(o, "calls", ju64(c->calls));
+
+	ok &= put(o, "replies", ju64(c->replies));
+	ok &= put(o, "backward_calls", ju64(c->backward_calls));
+	ok &= put(o, "backward_replies", ju64(c->backward_replies));
+	ok &= put(o, "calls_queued_for_credits", ju64(c->calls_queued_for_credits));
+	ok &= put(rdma, "inline", ju64(c->bytes_inline));
+	ok &= put(rdma, "read_chunk", ju64(c->bytes_read_chunk));
+	ok &= put(rdma, "write_chunk", ju64(c->bytes_write_chunk));
+	ok &= put(rdma, "reply_chunk", ju64(c->bytes_reply_chunk));
+	ok &= put(o, "rdma_bytes", rdma);
+	ok &= put(tcp, "received", ju64(c->tcp_bytes_in));
+	ok &= put(tcp, "sent", ju64(c->tcp_bytes_out));
+	ok &= put(o, "tcp_bytes", tcp);
+	ok &= put(o, "sessions_opened", ju64(c->sessions_opened));
+	ok &= put(o, "sessions_closed", ju64(c->sessions_closed));
+	ok &= put(o, "events", json_events(c, every_event_kind));
+	ok &= put(latency, "gateway", json_histogram(&c->gateway_us));
+	ok &= put(latency, "upstream", json_histogram(&c->upstream_us));
+	ok &= put(o, "latency", latency);
+	ok &= put(o, "procedures", json_procedures(c));
+	ok &= put(other, "calls", ju64(c->procs_other_calls));
+	ok &= put(other, "replies", ju64(c->procs_other_replies));
+	ok &= put(o, "procedures_other", other);
+	return finish(o, ok);
+}
+
+static json_t *json_credits(const struct gw_credit_state *cs)
+{
+	json_t *o = json_object();
+	bool ok = put(o, "granted", json_integer(cs->granted));
+
+	ok &= put(o, "in_use", json_integer(cs->in_use));
+	ok &= put(o, "queued", json_integer(cs->queued));
+	ok &= put(o, "backward_granted", json_integer(cs->backward_granted));
+	ok &= put(o, "backward_in_use", json_integer(cs->backward_in_use));
+	return finish(o, ok);
+}
+
+static json_t *json_session(const struct gw_stats_session *s)
+{
+	json_t *o = json_object();
+	bool ok = put(o, "id", ju64(s->id));
+
+	ok &= put(o, "client", jstr(s->client));
+	ok &= put(o, "upstream", jstr(s->upstream));
+	ok &= put(o, "state", jstr(s->state));
+	ok &= put(o, "age_ms", ju64(s->age_ms));
+	ok &= put(o, "inline_send", json_integer(s->inline_send));
+	ok &= put(o, "inline_recv", json_integer(s->inline_recv));
+	ok &= put(o, "rpcrdma_version", json_integer(s->rpcrdma_version));
+	ok &= put(o, "credits", json_credits(&s->credits));
+	ok &= put(o, "counters", json_counters(s->counters, false));
+	return finish(o, ok);
+}
+
+struct jwriter {
+	struct gw_stats_visitor visitor;
+	struct evbuffer *out;
+	bool with_sessions;
+	bool failed;
+	unsigned routes;	    /* routes opened so far */
+	bool route_open;	    /* the last one still is */
+	unsigned sessions;	    /* sessions written in it */
+	struct gw_credit_state sum; /* and their credits */
+	unsigned devices;	    /* RDMA devices written (after the routes) */
+};
+
+static void jw_raw(struct jwriter *w, const char *text)
+{
+	if (evbuffer_add(w->out, text, strlen(text)) != 0)
+		w->failed = true;
+}
+
+/*
+ * @v encoded after @lead, then freed; NULL (out of memory) fails the answer.
+ * Encoded into one string first: jansson's streaming callback is called
+ * for every token, and an evbuffer_add() per token costs more than the copy.
+ */
+static void jw_value(struct jwriter *w, const char *lead, json_t *v)
+{
+	char *text = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+
+	jw_raw(w, lead);
+	if (!text || evbuffer_add(w->out, text, strlen(text)) != 0)
+		w->failed = true;
+	free(text);
+	json_decref(v);
+}
+
+/* A route's credits are its sessions' sums: written once they are walked. */
+static void jw_route_end(struct jwriter *w)
+{
+	if (!w->route_open)
+		return;
+	if (w->with_sessions)
+		jw_raw(w, "]");
+	jw_value(w, ",\"credits\":", json_credits(&w->sum));
+	jw_raw(w, "}");
+	w->route_open = false;
+	w->sessions = 0;
+	memset(&w->sum, 0, sizeof(w->sum));
+}
+
+static void jw_route(struct gw_stats_visitor *v, const struct gw_stats_route *r)
+{
+	struct jwriter *w = container_of(v, struct jwriter, visitor);
+
+	jw_route_end(w);
+	jw_value(w, w->routes++ ? ",{\"name\":" : "{\"name\":", jstr(r->name));
+	jw_value(w, ",\"mode\":", jstr(r->mode));
+	jw_value(w, ",\"listen\":", jstr(r->listen));
+	jw_value(w, ",\"upstream\":", jstr(r->upstream));
+	jw_value(w, ",\"live_sessions\":", json_integer(r->live_sessions));
+	jw_value(w, ",\"totals\":", json_counters(r->totals, true));
+	if (w->with_sessions)
+		jw_raw(w, ",\"sessions\":[");
+	w->route_open = true;
+}
+
+static void jw_session(struct gw_stats_visitor *v, const struct gw_stats_session *s)
+{
+	struct jwriter *w = container_of(v, struct jwriter, visitor);
+
+	if (!w->route_open)
+		return;
+	stats_credits_add(&w->sum, &s->credits);
+	if (w->with_sessions)
+		jw_value(w, w->sessions++ ? "," : "", json_session(s));
+}
+
+/* The routes' array ends where the devices' begins. */
+static void jw_routes_end(struct jwriter *w)
+{
+	jw_route_end(w);
+	if (w->devices == 0)
+		jw_raw(w, "],\"rdma_devices\":[");
+}
+
+static void jw_device(struct gw_stats_visitor *v, const struct gw_stats_device *d)
+{
+	struct jwriter *w = container_of(v, struct jwriter, visitor);
+
+	jw_routes_end(w);
+	jw_value(w, w->devices++ ? "," : "",
+		 json_pack("{s:s, s:I, s:I, s:I, s:I}", "name", stats_or_empty(d->name),
+			   "buffers_in_use", (json_int_t)d->buffers_in_use, "buffers",
+			   (json_int_t)d->buffers_total, "registered_bytes",
+			   (json_int_t)d->bytes_registered, "exhausted",
+			   (json_int_t)d->alloc_failures));
+}
+
+/* The document into @out; false when memory ran out on the way. */
+bool stats_render_json(gw_stats_snapshot_fn snapshot, void *engine, uint64_t refused,
+		       bool with_sessions, struct evbuffer *out)
+{
+	struct jwriter w = {
+		.visitor = { .route = jw_route, .session = jw_session, .device = jw_device },
+		.out = out,
+		.with_sessions = with_sessions,
+	};
+
+	jw_value(&w, "{\"version\":", json_string(GW_VERSION));
+	jw_value(&w, ",\"stats_connections_refused\":", ju64(refused));
+	jw_raw(&w, ",\"routes\":[");
+	snapshot(engine, &w.visitor);
+	jw_routes_end(&w);
+	jw_raw(&w, "]}\n");
+	return !w.failed;
+}

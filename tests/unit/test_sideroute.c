@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A route's side services as the engine starts them (gateway/sideroute.c):
+ * what the portmapper advertises for a forward and for a reverse route,
+ * and the configurations that are refused (a wildcard listen address, a
+ * port already taken).
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <event2/event.h>
+
+#include "common/clock.h"
+#include "common/xdr.h"
+#include "conf/config.h"
+#include "gateway/counters.h"
+#include "gateway/portmap.h"
+#include "gateway/sideroute.h"
+
+/* A port free on loopback for UDP and TCP now (the portmapper's, in these tests). */
+static uint16_t free_port(void)
+{
+	for (int i = 0; i < 20; i++) {
+		struct sockaddr_in a = { .sin_family = AF_INET,
+					 .sin_addr.s_addr = htonl(0x7f000001) };
+		socklen_t l = sizeof(a);
+		int u = socket(AF_INET, SOCK_DGRAM, 0);
+		bind(u, (struct sockaddr *)&a, sizeof(a));
+		getsockname(u, (struct sockaddr *)&a, &l);
+		int t = socket(AF_INET, SOCK_STREAM, 0);
+		int ok = bind(t, (struct sockaddr *)&a, sizeof(a));
+		close(u);
+		close(t);
+		if (ok == 0)
+			return ntohs(a.sin_port);
+	}
+	fail_msg("no free port");
+	return 0;
+}
+
+static void route_init(struct gw_route *r, enum gw_route_mode mode, uint32_t listen_ip)
+{
+	memset(r, 0, sizeof(*r));
+	r->name = "t";
+	r->mode = mode;
+	struct sockaddr_in *l = (struct sockaddr_in *)&r->listen.addr;
+	l->sin_family = AF_INET;
+	l->sin_addr.s_addr = htonl(listen_ip);
+	l->sin_port = htons(2049);
+	r->listen.addrlen = sizeof(*l);
+	r->listen.text = "test";
+	struct sockaddr_in *u = (struct sockaddr_in *)&r->upstream.addr;
+	u->sin_family = AF_INET;
+	u->sin_addr.s_addr = htonl(0x7f000001);
+	r->upstream.addrlen = sizeof(*u);
+	r->source_port = GW_SOURCE_PORT_ANY;
+	r->portmapper_port = free_port();
+}
+
+/* GETPORT(@prog, @vers, @prot) over UDP to the portmapper at @port; -1 on no answer. */
+static int getport(struct event_base *base, uint16_t port, uint32_t prog, uint32_t vers,
+		   uint32_t prot)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(0x7f000001),
+				 .sin_port = htons(port) };
+	uint8_t b[128];
+	size_t n = pmap_encode_getport(b, sizeof(b), 99, prog, vers, prot);
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	uint16_t got;
+	int rc = -1;
+
+	sendto(fd, b, n, 0, (struct sockaddr *)&a, sizeof(a));
+	uint64_t end = gw_now_us() + 2000000;
+	while (gw_now_us() < end) {
+		event_base_loop(base, EVLOOP_NONBLOCK);
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		if (poll(&p, 1, 5) == 1) {
+			ssize_t r = recv(fd, b, sizeof(b), 0);
+			if (r > 0 && pmap_decode_getport_reply(b, (size_t)r, &got) == 0)
+				rc = got;
+			break;
+		}
+	}
+	close(fd);
+	return rc;
+}
+
+static void test_forward_route_advertises_nfs_and_mount(void **state)
+{
+	(void)state;
+	struct event_base *base = event_base_new();
+	struct gw_route r;
+	struct gw_counters c = { 0 };
+	char err[256] = "";
+	int failed;
+
+	route_init(&r, GW_MODE_FORWARD, 0x7f000001);
+	struct gw_side *side = gw_side_start(base, &r, &c, &failed, err, sizeof(err));
+	assert_non_null(side);
+	assert_int_equal(failed, 0);
+	assert_int_equal(getport(base, r.portmapper_port, 100003, 3, PMAP_IPPROTO_TCP), 2049);
+	assert_int_equal(getport(base, r.portmapper_port, 100003, 3, PMAP_IPPROTO_UDP), 0);
+	int mnt = getport(base, r.portmapper_port, 100005, 3, PMAP_IPPROTO_UDP);
+	assert_true(mnt > 0);
+	assert_int_equal(getport(base, r.portmapper_port, 100005, 1, PMAP_IPPROTO_TCP), mnt);
+	assert_int_equal(getport(base, r.portmapper_port, 100000, 2, PMAP_IPPROTO_UDP),
+			 r.portmapper_port);
+	/* NLM is not relayed: not advertised. */
+	assert_int_equal(getport(base, r.portmapper_port, 100021, 4, PMAP_IPPROTO_UDP), 0);
+	/* Counted by procedure. */
+	struct gw_proc_count *pc = gw_counters_proc(&c, 100000, 2, 3);
+	assert_non_null(pc);
+	assert_int_equal(pc->calls, 6);
+	gw_side_stop(side);
+	event_base_free(base);
+}
+
+/* RPC-over-RDMA has no portmapper protocol: a reverse route offers MOUNT only. */
+static void test_reverse_route_advertises_mount_only(void **state)
+{
+	(void)state;
+	struct event_base *base = event_base_new();
+	struct gw_route r;
+	struct gw_counters c = { 0 };
+	char err[256] = "";
+	int failed;
+
+	route_init(&r, GW_MODE_REVERSE, 0x7f000001);
+	struct gw_side *side = gw_side_start(base, &r, &c, &failed, err, sizeof(err));
+	assert_non_null(side);
+	assert_int_equal(getport(base, r.portmapper_port, 100003, 3, PMAP_IPPROTO_TCP), 0);
+	assert_true(getport(base, r.portmapper_port, 100005, 3, PMAP_IPPROTO_TCP) > 0);
+	gw_side_stop(side);
+	event_base_free(base);
+}
+
+static void test_refused_configurations(void **state)
+{
+	(void)state;
+	struct event_base *base = event_base_new();
+	struct gw_route r;
+	struct gw_counters c = { 0 };
+	char err[256] = "";
+	int failed;
+
+	/* No portmapper_port: nothing, and no failure. */
+	route_init(&r, GW_MODE_FORWARD, 0x7f000001);
+	r.portmapper_port = 0;
+	assert_null(gw_side_start(base, &r, &c, &failed, err, sizeof(err)));
+	assert_int_equal(failed, 0);
+	/* The wildcard address. */
+	route_init(&r, GW_MODE_FORWARD, 0);
+	assert_null(gw_side_start(base, &r, &c, &failed, err, sizeof(err)));
+	assert_int_equal(failed, 1);
+	assert_non_null(strstr(err, "not the wildcard"));
+	/* The port taken (by a first route on the same address). */
+	route_init(&r, GW_MODE_FORWARD, 0x7f000001);
+	struct gw_side *first = gw_side_start(base, &r, &c, &failed, err, sizeof(err));
+	assert_non_null(first);
+	assert_null(gw_side_start(base, &r, &c, &failed, err, sizeof(err)));
+	assert_int_equal(failed, 1);
+	assert_non_null(strstr(err, "cannot start the portmapper"));
+	assert_non_null(strstr(err, "host rpcbind"));
+	gw_side_stop(first);
+	event_base_free(base);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_forward_route_advertises_nfs_and_mount),
+		cmocka_unit_test(test_reverse_route_advertises_mount_only),
+		cmocka_unit_test(test_refused_configurations),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
