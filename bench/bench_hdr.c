@@ -73,6 +73,30 @@ static const struct shape shapes[] = {
 	  { XID, 1, 128, 1, 1, 0, SEG(0x123, 6000, O), 0, 0, 1, 1, SEG(0x456, 8192, O + 0x2000) },
 	  18,
 	  0 },
+	/* Version Two (draft-cel-nfsv4-rpcrdma-version-two-01): a direction word before the lists
+	 */
+	{ "v2-call-inline",
+	  "RDMA2_MSG, CALL, no chunks (GETATTR call)",
+	  { XID, 2, 128, 0, 0, 0, 0, 0 },
+	  8,
+	  132 },
+	{ "v2-call-read-chunk",
+	  "RDMA2_MSG, CALL, Read chunk of 2 segments (WRITE call)",
+	  { XID, 2, 128, 0, 0, 1, 112, SEG(0x9a4, 131072, O), 1, 112,
+	    SEG(0x8ae, 131072, O + 131072), 0, 0, 0 },
+	  20,
+	  112 },
+	{ "v2-call-write-chunk",
+	  "RDMA2_MSG, CALL, Write chunk of 2 segments (READ call)",
+	  { XID, 2, 128, 0, 0, 0, 1, 2, SEG(0x9fe, 262144, O), SEG(0x756, 4, O + 0x100), 0, 0 },
+	  18,
+	  120 },
+	{ "v2-reply-nomsg",
+	  "RDMA2_NOMSG, REPLY, Reply chunk of 3 segments (long reply)",
+	  { XID, 2, 64, 1, 1, 0, 0, 1, 3, SEG(0x9fe, 184, O), SEG(0x808, 0, O + 0x1000),
+	    SEG(0x756, 0, O + 0x100) },
+	  21,
+	  0 },
 };
 
 #define NSHAPES (sizeof(shapes) / sizeof(shapes[0]))
@@ -97,6 +121,7 @@ static uint64_t run(const struct shape *s, unsigned long iters)
 	uint64_t sink = 0;
 
 	rpcrdma_limits_default(&lim);
+	lim.versions |= 1u << RPCRDMA_V2;
 	for (unsigned long i = 0; i < iters; i++) {
 		/* the compiler must not hoist the decode out of the loop */
 		__asm__ volatile("" : : "r"(buf) : "memory");

@@ -145,6 +145,11 @@ struct gw_route {
 	uint32_t portmapper_port;
 	uint32_t mount_port;
 	uint32_t upstream_mountd_port;
+	/*
+	 * The highest RPC-over-RDMA version spoken, 1 or 2: reverse accepts
+	 * every version up to it; forward tries it first and falls back.
+	 */
+	uint32_t max_rpcrdma_version;
 };
 
 struct gw_config {

@@ -280,6 +280,17 @@ const struct conf_option conf_options[] = {
 		.reload = CONF_RELOAD_RESTART,
 		.restart_why = restart_sockets,
 	},
+	{
+		.name = "max_rpcrdma_version",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(max_rpcrdma_version),
+		.min = 1,
+		.max = 2,
+		.step = 1,
+		.def = 1,
+		.reload = CONF_RELOAD_LIVE,
+		.change = GW_CHANGE_LIMITS,
+	},
 };
 const size_t conf_options_count = CONF_ARRAY_SIZE(conf_options);
 

@@ -191,6 +191,8 @@ static void route_limits(struct gw_route_rt *rt)
 	rt->limits.max_chunk_segs = r->max_chunk_segments;
 	rt->limits.max_read_chunks = r->max_read_segments;
 	rt->limits.max_write_chunks = r->max_write_chunks;
+	/* Versions 1 up to max_rpcrdma_version (RFC 8166 section 9.1: a range) */
+	rt->limits.versions = ((2u << r->max_rpcrdma_version) - 1) & ~1u;
 	rpcrdma_limits_clamp(&rt->limits);
 }
 
@@ -550,6 +552,8 @@ void gw_engine_snapshot(void *arg, struct gw_stats_visitor *v)
 				.counters = &s->counters,
 			};
 			s->ops->credits(s, &ss.credits, &ss.inline_send, &ss.inline_recv);
+			if (s->ops->rpcrdma_version)
+				ss.rpcrdma_version = s->ops->rpcrdma_version(s);
 			v->session(v, &ss);
 		}
 	}

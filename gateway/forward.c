@@ -109,7 +109,8 @@ static void fwd_established(struct rconn *rc, void *owner, const uint8_t *pdata,
 {
 	struct fwd_session *s = owner;
 
-	if (!rpcrdma_privdata_decode(pdata, len, &s->peer_pd))
+	s->peer_pd_sent = rpcrdma_privdata_decode(pdata, len, &s->peer_pd);
+	if (!s->peer_pd_sent)
 		gw_info("forward %s: server sent no RFC 8797 private data", s->base.client);
 	rpcrdma_inline_thresholds(&s->own_pd, &s->peer_pd, &s->thr);
 	gw_format_addr(rconn_local_addr(rc), s->base.upstream, sizeof(s->base.upstream));
@@ -318,6 +319,14 @@ static bool fwd_sweep(struct gw_session *g, uint64_t now)
 	return false;
 }
 
+/* The version calls go in, once connected and settled (0 before). */
+static uint32_t fwd_rpcrdma_version(const struct gw_session *g)
+{
+	const struct fwd_session *s = (const struct fwd_session *)g;
+
+	return s->state == FS_CONNECTING || !s->version_settled ? 0 : s->version;
+}
+
 static const struct gw_session_ops fwd_session_ops = {
 	.state = fwd_state_name,
 	.credits = fwd_credits,
@@ -325,6 +334,7 @@ static const struct gw_session_ops fwd_session_ops = {
 	.shutdown = fwd_shutdown,
 	.idle = fwd_idle,
 	.sweep = fwd_sweep,
+	.rpcrdma_version = fwd_rpcrdma_version,
 };
 
 static struct rconn_params fwd_rdma_params(const struct gw_route *r, struct rpcrdma_privdata *pd)
@@ -451,6 +461,9 @@ void gw_forward_accept(struct gw_route_rt *route, int fd, const struct sockaddr 
 	}
 	TAILQ_INIT(&s->queue);
 	s->granted = 1; /* until the first reply (RFC 8166) */
+	/* The highest version the route speaks is tried first; Version One needs no asking. */
+	s->version = r->max_rpcrdma_version >= RPCRDMA_V2 ? RPCRDMA_V2 : RPCRDMA_V1;
+	s->version_settled = s->version == RPCRDMA_V1;
 	s->next_retry_xid = (uint32_t)gw_now_us() ^ 0x5a5a0000u;
 	s->window = r->credits;
 	s->pool_waiter.fn = fwd_pool_wake;

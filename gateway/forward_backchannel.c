@@ -88,10 +88,11 @@ static bool fwd_refusal_send(struct fwd_session *s, uint32_t xid)
 	}
 	if (!f || s->rdma_closed || !rconn_is_connected(s->rdma))
 		return false;
-	struct gw_buf *buf = rdma_pool_alloc(fwd_pool(s), RPCRDMA_HDR_MIN_SIZE + 64);
+	struct gw_buf *buf = rdma_pool_alloc(fwd_pool(s), RPCRDMA2_HDR_MIN_SIZE + 64);
 	if (!buf)
 		return false;
-	ssize_t hlen = rpcrdma_encode_msg_inline(buf->base, buf->size, RPCRDMA_V1, xid, s->nbcalls);
+	ssize_t hlen = rpcrdma_encode_inline(buf->base, buf->size, s->version, xid, s->nbcalls,
+					     RPCRDMA_RPC_REPLY);
 	size_t rlen = hlen > 0
 			      ? rpc_build_accepted_error(buf->base + hlen, buf->size - (size_t)hlen,
 							 xid, RPC_ACC_SYSTEM_ERR, 0, 0)
@@ -159,10 +160,10 @@ void fwd_backward_reply(struct fwd_session *s, struct gw_buf *buf, uint32_t off,
 		gw_buf_put(buf);
 		return;
 	}
-	struct gw_buf *hdr = rdma_pool_alloc(fwd_pool(s), RPCRDMA_HDR_MIN_SIZE);
-	ssize_t hlen =
-		hdr ? rpcrdma_encode_msg_inline(hdr->base, hdr->size, RPCRDMA_V1, xid, s->nbcalls)
-		    : -ENOBUFS;
+	struct gw_buf *hdr = rdma_pool_alloc(fwd_pool(s), RPCRDMA2_HDR_MIN_SIZE);
+	ssize_t hlen = hdr ? rpcrdma_encode_inline(hdr->base, hdr->size, s->version, xid,
+						   s->nbcalls, RPCRDMA_RPC_REPLY)
+			   : -ENOBUFS;
 	if (hlen < 0 || (uint32_t)hlen + len > s->thr.send) {
 		gw_warn("forward %s: backward reply xid %#x (%u bytes) cannot be sent: %s",
 			s->base.client, xid, len,

@@ -241,7 +241,7 @@ static void fwd_fence_done(struct rconn_wr *wr, enum ibv_wc_status status)
 	struct fwd_session *s = c->s;
 
 	c->fence_pending = false;
-	if (c->retry) {
+	if (c->retry || c->resend) {
 		fwd_call_retry(c, status);
 		return;
 	}
@@ -291,6 +291,48 @@ bool fwd_may_retry(const struct fwd_session *s, const struct fwd_call *c)
 	       (!c->has_reply_chunk || c->rseg.length < rdma_pool_max_size(fwd_pool(s)));
 }
 
+/*
+ * The server's first message that is no error settles Version Two (the
+ * draft's section 5.1). Without RFC 8797 private data its inline threshold
+ * is then 4096 bytes each way, Version Two's default (section 2.3).
+ */
+static void fwd_settle_v2(struct fwd_session *s)
+{
+	s->version_settled = true;
+	if (!s->peer_pd_sent) {
+		s->peer_pd.send_size = RPCRDMA_V2_INLINE_DEFAULT;
+		s->peer_pd.recv_size = RPCRDMA_V2_INLINE_DEFAULT;
+		rpcrdma_inline_thresholds(&s->own_pd, &s->peer_pd, &s->thr);
+	}
+	gw_info("forward %s: the server speaks RPC-over-RDMA Version Two (inline %u/%u)",
+		s->base.client, s->thr.send, s->thr.recv);
+}
+
+/*
+ * ERR_VERS to the Version Two call that opens the connection (section
+ * 5.2): from then on the connection speaks the highest version both sides
+ * have, and the call goes again in it (fwd_call_retry(), under a new XID).
+ * False when there is no such version: the call fails.
+ */
+static bool fwd_version_fallback(struct fwd_session *s, struct fwd_call *c,
+				 const struct rpcrdma_hdr *h, uint32_t inv_rkey)
+{
+	/* below the version refused, whatever the range claims: never the same again */
+	uint32_t v = h->vers_high < s->version ? h->vers_high : s->version - 1;
+
+	if (s->version_settled || v < RPCRDMA_V1 || v < h->vers_low)
+		return false;
+	gw_info("forward %s: the server speaks RPC-over-RDMA versions %u..%u: Version %u from now "
+		"on, xid %#x sent again",
+		s->base.client, h->vers_low, h->vers_high, v, c->xid);
+	gw_count_event(&s->base, GW_EV_RPCRDMA_VERSION_FALLBACK);
+	s->version = v;
+	s->version_settled = true;
+	c->resend = true;
+	fwd_call_answered(s, c, inv_rkey);
+	return true;
+}
+
 static void fwd_recv_error(struct fwd_session *s, const struct rpcrdma_hdr *h, uint32_t inv_rkey)
 {
 	struct fwd_call *c = fwd_call_by_xid(s, h->xid);
@@ -308,6 +350,8 @@ static void fwd_recv_error(struct fwd_session *s, const struct rpcrdma_hdr *h, u
 		gw_count_event(&s->base, GW_EV_UNMATCHED_REPLY);
 		return;
 	}
+	if (h->err == RPCRDMA_ERR_VERS && fwd_version_fallback(s, c, h, inv_rkey))
+		return;
 	if (h->err == RPCRDMA_ERR_CHUNK && fwd_may_retry(s, c)) {
 		gw_info("forward %s: xid %#x: the reply exceeds the %u bytes estimated for it: "
 			"sending the call again with room for any reply",
@@ -340,6 +384,17 @@ void fwd_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t len, u
 		gw_buf_put(buf);
 		return;
 	}
+	/* A responder answers in the version of the call (the Version Two draft, 5.3). */
+	if (h.proc != RPCRDMA_ERROR && h.version != s->version) {
+		gw_warn("forward %s: dropping a message in Version %u on a connection speaking "
+			"Version %u",
+			s->base.client, h.version, s->version);
+		gw_count_event(&s->base, GW_EV_BAD_TRANSPORT_HEADER);
+		gw_buf_put(buf);
+		return;
+	}
+	if (h.proc != RPCRDMA_ERROR && !s->version_settled)
+		fwd_settle_v2(s);
 	if (h.proc == RPCRDMA_MSG) {
 		r = rpcrdma_hdr_check_xid(&h, buf->base + h.hdr_len, h.inline_len);
 		if (r != RPCRDMA_OK) {

@@ -45,7 +45,7 @@ static void fwd_send_done(struct rconn_wr *wr, enum ibv_wc_status status)
 		fwd_call_abandon(c);
 	else if (c->state == FC_DONE)
 		fwd_call_put(c);
-	else if (c->retry)
+	else if (c->retry || c->resend)
 		fwd_call_retry(c, status);
 }
 
@@ -66,9 +66,9 @@ bool fwd_retry_safe(const struct fwd_call *c)
 }
 
 /* Largest transport header of a reply that returns @nwrites Write chunks of one segment. */
-static uint32_t fwd_reply_hdr_size(uint32_t nwrites)
+static uint32_t fwd_reply_hdr_size(const struct fwd_session *s, uint32_t nwrites)
 {
-	return RPCRDMA_HDR_MIN_SIZE + nwrites * (8 + RPCRDMA_SEG_SIZE);
+	return fwd_hdr_min(s->version) + nwrites * (8 + RPCRDMA_SEG_SIZE);
 }
 
 /*
@@ -105,7 +105,7 @@ static void fwd_plan_reply(const struct fwd_session *s, const struct fwd_call *c
 	 */
 	if (!u->reply_exact && !c->retried && !fwd_retry_safe(c)) {
 		uint64_t room = 2 * (uint64_t)u->reply_max;
-		if (room + RPCRDMA_HDR_MIN_SIZE <= s->thr.recv)
+		if (room + fwd_hdr_min(s->version) <= s->thr.recv)
 			return;
 		if (room < FWD_UNSAFE_REPLY_MIN)
 			room = FWD_UNSAFE_REPLY_MIN;
@@ -114,7 +114,7 @@ static void fwd_plan_reply(const struct fwd_session *s, const struct fwd_call *c
 		return;
 	}
 	/* 64 bits: reply_max comes from counts the client chose. */
-	if ((uint64_t)u->reply_max + RPCRDMA_HDR_MIN_SIZE <= s->thr.recv)
+	if ((uint64_t)u->reply_max + fwd_hdr_min(s->version) <= s->thr.recv)
 		return;
 	if (u->status == ULB_OK && u->n_results > 0) {
 		uint32_t n = 0;
@@ -126,7 +126,7 @@ static void fwd_plan_reply(const struct fwd_session *s, const struct fwd_call *c
 			n++;
 		}
 		uint64_t rest = u->reply_max > moved ? u->reply_max - moved : 0;
-		if (n > 0 && rest + fwd_reply_hdr_size(n) <= s->thr.recv) {
+		if (n > 0 && rest + fwd_reply_hdr_size(s, n) <= s->thr.recv) {
 			*nwrites = n;
 			return;
 		}
@@ -188,7 +188,8 @@ static int fwd_marshal(struct fwd_session *s, struct fwd_call *c)
 	struct iovec iov[FWD_MAX_SGE];
 	struct splice_out inl = { .iov = iov, .cap = FWD_MAX_SGE - 1 };
 	struct rpcrdma_call_desc d = {
-		.version = RPCRDMA_V1,
+		.version = s->version,
+		.direction = RPCRDMA_RPC_CALL,
 		.xid = c->wire_xid,
 		.credits = s->window,
 		.nwrites = nwrites,
@@ -381,6 +382,8 @@ void fwd_call_retry(struct fwd_call *c, enum ibv_wc_status status)
 		return;
 	c->state = FC_DONE;
 	c->retry = false;
+	bool resend = c->resend;
+	c->resend = false;
 	if (s->state != FS_READY || c->failed_retry) {
 		fwd_call_put(c);
 		return;
@@ -403,8 +406,11 @@ void fwd_call_retry(struct fwd_call *c, enum ibv_wc_status status)
 	c->mem = c->rec_len;
 	c->reply_len = c->reply_chunk_len = c->reply_proc = c->reply_hdr_len = 0;
 	memset(c->wlen, 0, sizeof(c->wlen));
-	c->retried = true;
-	c->ulb.reply_max = rdma_pool_max_size(fwd_pool(s));
+	if (!resend) {
+		/* RFC 8267: room for any reply this time */
+		c->retried = true;
+		c->ulb.reply_max = rdma_pool_max_size(fwd_pool(s));
+	}
 	/*
 	 * Any XID that is not in flight will do; a client call that later comes
 	 * with the same one while the retry is out is taken for a retransmit

@@ -64,6 +64,8 @@ struct fwd_call {
 	uint32_t wire_xid;
 	/* ERR_CHUNK to a Reply chunk sized from an estimate: send once more (RFC 8267). */
 	bool retry;
+	/* ERR_VERS to a Version Two call: send it again in the version fallen back to. */
+	bool resend;
 	bool retried;
 	bool failed_retry; /* a work request of the first attempt was flushed */
 	struct gw_buf *rec;
@@ -153,6 +155,14 @@ struct fwd_session {
 	struct rpcrdma_privdata own_pd;
 	struct rpcrdma_privdata peer_pd;
 	struct rpcrdma_thresholds thr;
+	/*
+	 * The RPC-over-RDMA version calls go in: the route's highest first;
+	 * settled by the server's first reply that is no error, or by falling
+	 * back after ERR_VERS (the Version Two draft, section 5).
+	 */
+	uint32_t version;
+	bool version_settled;
+	bool peer_pd_sent;  /* the server's RFC 8797 private data came with its answer */
 	uint32_t granted;   /* the server's last grant (starts at 1) */
 	uint32_t in_flight; /* calls sent and not answered */
 	uint32_t window;    /* credits we request: route credits */
@@ -216,6 +226,12 @@ void fwd_session_close(struct fwd_session *s);
 void fwd_maybe_free(struct fwd_session *s);
 
 /* inline helpers */
+
+/* The smallest RDMA_MSG header of a version: what an inline message adds. */
+static inline uint32_t fwd_hdr_min(uint32_t version)
+{
+	return version == RPCRDMA_V2 ? RPCRDMA2_HDR_MIN_SIZE : RPCRDMA_HDR_MIN_SIZE;
+}
 
 static inline struct fwd_session *fwd_of(struct gw_session *g)
 {

@@ -353,12 +353,18 @@ static bool rev_idle(const struct gw_session *g)
 	return s->state == RS_READY && s->busy == 0 && s->bc_busy == 0;
 }
 
+static uint32_t rev_rpcrdma_version(const struct gw_session *g)
+{
+	return ((const struct rev_session *)g)->version;
+}
+
 static const struct gw_session_ops rev_session_ops = {
 	.state = rev_state_name,
 	.credits = rev_credits,
 	.drain = rev_drain,
 	.shutdown = rev_shutdown,
 	.idle = rev_idle,
+	.rpcrdma_version = rev_rpcrdma_version,
 };
 
 /* The Write chunks and segments per chunk a client may offer, as the route allows. */
@@ -391,8 +397,10 @@ static uint32_t rev_slots(const struct gw_route *r)
  */
 static uint32_t rev_room_size(const struct gw_route *r, uint32_t writes, uint32_t segs)
 {
-	uint64_t hdr = RPCRDMA_FIXED_SIZE + 4 + (uint64_t)writes * (8 + segs * RPCRDMA_SEG_SIZE) +
-		       4 + 8 + (uint64_t)segs * RPCRDMA_SEG_SIZE;
+	/* the fixed words, Version Two's direction, the empty Read list, ... */
+	uint64_t hdr = RPCRDMA_FIXED_SIZE + 4 + 4 +
+		       (uint64_t)writes * (8 + segs * RPCRDMA_SEG_SIZE) + 4 + 8 +
+		       (uint64_t)segs * RPCRDMA_SEG_SIZE;
 	uint64_t room = hdr + REV_RPC_ERR_MAX;
 
 	if (room > r->inline_send_size)
@@ -510,7 +518,8 @@ bool gw_reverse_accept(struct gw_route_rt *route, const struct sockaddr *peer, c
 	s->own_pd = (struct rpcrdma_privdata){ .remote_inv = false,
 					       .send_size = r->inline_send_size,
 					       .recv_size = r->inline_receive_size };
-	if (!rpcrdma_privdata_decode(pdata, pdata_len, &s->peer_pd))
+	s->peer_pd_sent = rpcrdma_privdata_decode(pdata, pdata_len, &s->peer_pd);
+	if (!s->peer_pd_sent)
 		gw_debug("%s: a client sent no RFC 8797 private data: 1024 bytes each way",
 			 r->name);
 	rpcrdma_inline_thresholds(&s->own_pd, &s->peer_pd, &s->thr);

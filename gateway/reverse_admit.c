@@ -251,6 +251,16 @@ static void rev_call_assembled(struct rev_session *s, struct rev_call *c)
 		rev_answer(s, c, RA_ERR_CHUNK);
 		return;
 	}
+	if (xdr_get32(m + 4) != RPC_MSG_CALL && c->version == RPCRDMA_V2) {
+		/* Its header said CALL (rpcrdma_hdr_check_call()): the message contradicts it. */
+		gw_warn("reverse %s: xid %#x: a Version Two call whose message is no call: "
+			"RDMA2_ERR_BAD_HEADER",
+			s->base.client, c->xid);
+		gw_count_event(&s->base, GW_EV_BAD_TRANSPORT_HEADER);
+		rev_put_buf(&c->msg);
+		rev_answer(s, c, RA_ERR_CHUNK);
+		return;
+	}
 	if (xdr_get32(m + 4) != RPC_MSG_CALL) {
 		/* Backward-direction replies travel inline (RFC 8167); no backchannel yet. */
 		gw_count_event(&s->base, GW_EV_UNMATCHED_REPLY);
@@ -507,6 +517,66 @@ static bool rev_recv_dropped(struct rev_session *s, const struct rpcrdma_hdr *h,
 }
 
 /*
+ * The first call the client sends in an enabled version settles the
+ * connection's version: the one its backward calls use, and what the stats
+ * show. Every call is still answered in its own version (the Version Two
+ * draft, section 5.3). A Version Two client that sent no RFC 8797 private
+ * data can take 4096-byte messages, the size every Version Two receiver
+ * supports (sections 2.3, 5.1), where a Version One client is assumed to
+ * take only 1024.
+ */
+static void rev_settle_version(struct rev_session *s, uint32_t version)
+{
+	if (s->version)
+		return;
+	s->version = version;
+	if (version == RPCRDMA_V2 && !s->peer_pd_sent) {
+		s->peer_pd.send_size = RPCRDMA_V2_INLINE_DEFAULT;
+		s->peer_pd.recv_size = RPCRDMA_V2_INLINE_DEFAULT;
+		rpcrdma_inline_thresholds(&s->own_pd, &s->peer_pd, &s->thr);
+	}
+	gw_debug("reverse %s: the client speaks RPC-over-RDMA Version %s (inline %u/%u)",
+		 s->base.client, version == RPCRDMA_V2 ? "Two" : "One", s->thr.send, s->thr.recv);
+}
+
+/*
+ * A Version Two message that says it is a reply but is no backward reply
+ * the gateway can take (its RPC message says otherwise, or it is not
+ * inline, or it does not decode): the client is its responder, and an
+ * error goes only from a responder to a requester, so it is dropped.
+ */
+static bool rev_recv_bad_v2_reply(struct rev_session *s, const struct rpcrdma_hdr *h,
+				  enum rpcrdma_reason r)
+{
+	/* (an RDMA2_ERROR says REPLY too: rev_recv_dropped() takes it) */
+	if (r != RPCRDMA_OK || h->direction != RPCRDMA_RPC_REPLY || h->proc == RPCRDMA_ERROR)
+		return false;
+	gw_warn("reverse %s: xid %#x: dropping a Version Two reply that is no backward reply",
+		s->base.client, h->xid);
+	gw_count_event(&s->base, GW_EV_BAD_TRANSPORT_HEADER);
+	return true;
+}
+
+/* What answers a message that cannot be taken as a call. */
+static enum rev_answer rev_error_answer(enum rpcrdma_action act)
+{
+	switch (act) {
+	case RPCRDMA_ACT_ERR_VERS:
+		return RA_ERR_VERS;
+	case RPCRDMA_ACT_ERR_INVAL_OPTION:
+		return RA_ERR_INVAL_OPTION;
+	default:
+		return RA_ERR_CHUNK;
+	}
+}
+
+static const char *const rev_answer_names[] = {
+	[RA_ERR_VERS] = "ERR_VERS",
+	[RA_ERR_CHUNK] = "ERR_CHUNK",
+	[RA_ERR_INVAL_OPTION] = "RDMA2_ERR_INVAL_OPTION",
+};
+
+/*
  * One message from the client, in arrival order. False when it is a call
  * that must wait for a slot: then nothing was done with it, and it is
  * offered again when a slot frees.
@@ -528,6 +598,10 @@ static bool rev_recv_msg(struct rev_session *s, struct gw_buf *buf, uint32_t len
 		/* A backward-direction reply (RFC 8167): told by its msg_type. */
 		gw_session_touch(&s->base, gw_now_us());
 		rev_bc_reply(s, buf, &h);
+		return true;
+	}
+	if (rev_recv_bad_v2_reply(s, &h, r)) {
+		gw_buf_put(buf);
 		return true;
 	}
 	/* Draining: no new calls; the client sends them again after it reconnects. */
@@ -564,19 +638,22 @@ static bool rev_recv_msg(struct rev_session *s, struct gw_buf *buf, uint32_t len
 	c->mem = need;
 	s->mem_held += need;
 	c->xid = h.xid;
+	/* Answered in its own version; one the route does not speak gets ERR_VERS in One. */
+	c->version =
+		h.version == RPCRDMA_V2 && r != RPCRDMA_R_BAD_VERSION ? RPCRDMA_V2 : RPCRDMA_V1;
 	c->t_in = gw_now_us();
 	gw_session_touch(&s->base, c->t_in);
 	if (r != RPCRDMA_OK) {
-		enum rpcrdma_action act = rpcrdma_reason_action(r);
+		enum rev_answer a = rev_error_answer(rpcrdma_reason_action(r));
 		gw_warn("reverse %s: xid %#x: %s: %s", s->base.client, h.xid,
-			rpcrdma_reason_name(r),
-			act == RPCRDMA_ACT_ERR_VERS ? "ERR_VERS" : "ERR_CHUNK");
-		if (act != RPCRDMA_ACT_ERR_VERS)
+			rpcrdma_reason_name(r), rev_answer_names[a]);
+		if (a == RA_ERR_CHUNK)
 			gw_count_event(&s->base, GW_EV_BAD_TRANSPORT_HEADER);
 		gw_buf_put(buf);
-		rev_answer(s, c, act == RPCRDMA_ACT_ERR_VERS ? RA_ERR_VERS : RA_ERR_CHUNK);
+		rev_answer(s, c, a);
 		return true;
 	}
+	rev_settle_version(s, h.version);
 	if (!rev_copy_offer(s, c, &h)) {
 		gw_warn("reverse %s: xid %#x: more chunks or segments offered than the slot "
 			"holds: ERR_CHUNK",

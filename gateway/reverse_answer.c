@@ -55,9 +55,15 @@ static struct ibv_sge rev_room_sge(const struct rev_call *c, uint32_t len)
 	return (struct ibv_sge){ .addr = (uintptr_t)c->room, .length = len, .lkey = c->room_lkey };
 }
 
-/* RDMA_ERROR: ERR_VERS with the versions spoken, or ERR_CHUNK. */
+/*
+ * RDMA_ERROR: ERR_VERS with the versions spoken (written as Version One,
+ * which every peer reads); otherwise in the version of the message it
+ * answers: ERR_CHUNK, which Version Two calls RDMA2_ERR_BAD_HEADER, or
+ * Version Two's RDMA2_ERR_INVAL_OPTION.
+ */
 static int rev_post_rdma_error(struct rev_session *s, struct rev_call *c)
 {
+	enum gw_event_kind ev;
 	ssize_t n;
 
 	if (rconn_sq_space(s->rdma) < 1)
@@ -66,8 +72,15 @@ static int rev_post_rdma_error(struct rev_session *s, struct rev_call *c)
 		uint32_t low, high;
 		rpcrdma_versions_range(&s->base.route->limits, &low, &high);
 		n = rpcrdma_encode_err_vers(c->room, s->room_size, c->xid, s->grant, low, high);
+		ev = GW_EV_ERR_VERS_SENT;
+	} else if (c->answer == RA_ERR_INVAL_OPTION) {
+		n = rpcrdma_encode_error(c->room, s->room_size, RPCRDMA_V2, c->xid, s->grant,
+					 RPCRDMA2_ERR_INVAL_OPTION);
+		ev = GW_EV_ERR_INVAL_OPTION_SENT;
 	} else {
-		n = rpcrdma_encode_err_chunk(c->room, s->room_size, c->xid, s->grant);
+		n = rpcrdma_encode_error(c->room, s->room_size, c->version, c->xid, s->grant,
+					 RPCRDMA_ERR_CHUNK);
+		ev = GW_EV_ERR_CHUNK_SENT;
 	}
 	if (n < 0)
 		return (int)n;
@@ -75,8 +88,7 @@ static int rev_post_rdma_error(struct rev_session *s, struct rev_call *c)
 	int err = rev_post_send(s, c, &sge, 1);
 	if (err)
 		return err;
-	gw_count_event(&s->base,
-		       c->answer == RA_ERR_VERS ? GW_EV_ERR_VERS_SENT : GW_EV_ERR_CHUNK_SENT);
+	gw_count_event(&s->base, ev);
 	GW_COUNT(&s->base, bytes_inline, (uint64_t)n);
 	return 0;
 }
@@ -97,7 +109,7 @@ static struct rev_reply_in rev_reply_input(const struct rev_session *s, const st
 		.writes = c->wdesc,
 		.reply = c->has_reply_chunk ? &c->rdesc : NULL,
 		.send_max = s->thr.send,
-		.version = RPCRDMA_V1,
+		.version = c->version,
 		.xid = c->xid,
 		.credits = s->grant,
 	};
@@ -274,6 +286,7 @@ static int rev_post_answer(struct rev_session *s, struct rev_call *c)
 		return rev_post_rpc_error(s, c);
 	case RA_ERR_VERS:
 	case RA_ERR_CHUNK:
+	case RA_ERR_INVAL_OPTION:
 		return rev_post_rdma_error(s, c);
 	case RA_NONE:
 		break;

@@ -74,8 +74,8 @@ static void rev_bc_send_done(struct rconn_wr *wr, enum ibv_wc_status status)
 static int rev_bc_post(struct rev_session *s, struct rev_bcall *b)
 {
 	/* The credit field of a backward call asks for backward credits (RFC 8167). */
-	ssize_t hlen =
-		rpcrdma_encode_msg_inline(b->room, REV_BC_ROOM, RPCRDMA_V1, b->xid, s->nbcalls);
+	ssize_t hlen = rpcrdma_encode_inline(b->room, REV_BC_ROOM, rev_bc_version(s), b->xid,
+					     s->nbcalls, RPCRDMA_RPC_CALL);
 	if (hlen < 0)
 		return (int)hlen;
 	struct ibv_sge sge[2] = {
@@ -123,7 +123,7 @@ void rev_bc_call(struct rev_session *s, struct gw_buf *buf, uint32_t off, uint32
 		if (s->bcalls[i].state == BC_FREE)
 			b = &s->bcalls[i];
 	}
-	if (!b || RPCRDMA_HDR_MIN_SIZE + (uint64_t)len > s->thr.send) {
+	if (!b || rev_hdr_min(rev_bc_version(s)) + (uint64_t)len > s->thr.send) {
 		/* Backward messages are inline only (RFC 8167 section 5). */
 		rev_bc_refuse(s, xid,
 			      b ? "larger than the client's inline threshold"

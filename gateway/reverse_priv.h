@@ -80,10 +80,11 @@ enum rev_call_state {
 
 enum rev_answer {
 	RA_NONE,
-	RA_REPLY,     /* the upstream's reply record */
-	RA_RPC_ERROR, /* an RPC error reply made here: rpc_stat */
-	RA_ERR_VERS,  /* RDMA_ERROR ERR_VERS */
-	RA_ERR_CHUNK, /* RDMA_ERROR ERR_CHUNK */
+	RA_REPLY,	     /* the upstream's reply record */
+	RA_RPC_ERROR,	     /* an RPC error reply made here: rpc_stat */
+	RA_ERR_VERS,	     /* RDMA_ERROR ERR_VERS */
+	RA_ERR_CHUNK,	     /* RDMA_ERROR ERR_CHUNK (Version Two: RDMA2_ERR_BAD_HEADER) */
+	RA_ERR_INVAL_OPTION, /* RDMA2_ERROR RDMA2_ERR_INVAL_OPTION */
 };
 
 struct rev_session;
@@ -126,6 +127,7 @@ struct rev_call {
 	uint32_t index;
 	enum rev_call_state state;
 	uint32_t xid;
+	uint32_t version; /* RPC-over-RDMA version of the call: its answer's */
 	uint32_t msg_off;
 	uint32_t msg_len;
 	uint32_t inl_off; /* RDMA_MSG: where the inline part starts in rx */
@@ -206,7 +208,10 @@ struct rev_session {
 
 	struct rpcrdma_privdata own_pd;
 	struct rpcrdma_privdata peer_pd;
+	bool peer_pd_sent; /* the client's RFC 8797 private data came with its request */
 	struct rpcrdma_thresholds thr;
+	/* RPC-over-RDMA version of the client's first call; 0 before it (stats, backchannel) */
+	uint32_t version;
 	uint32_t grant;	      /* credits granted in every answer */
 	uint32_t outstanding; /* client calls holding a credit */
 
@@ -307,6 +312,18 @@ void rev_session_fail(struct rev_session *s);
 void rev_maybe_free(struct rev_session *s);
 
 /* inline helpers */
+
+/* The smallest RDMA_MSG header of a version: what an inline message adds. */
+static inline uint32_t rev_hdr_min(uint32_t version)
+{
+	return version == RPCRDMA_V2 ? RPCRDMA2_HDR_MIN_SIZE : RPCRDMA_HDR_MIN_SIZE;
+}
+
+/* The version of the connection's backward calls: the client's (Version One before it spoke). */
+static inline uint32_t rev_bc_version(const struct rev_session *s)
+{
+	return s->version ? s->version : RPCRDMA_V1;
+}
 
 static inline struct rev_session *rev_of(struct gw_session *g)
 {

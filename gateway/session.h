@@ -94,6 +94,11 @@ struct gw_session_ops {
 	 * timeouts). True when the session closed; it may be freed already.
 	 */
 	bool (*sweep)(struct gw_session *s, uint64_t now_us);
+	/*
+	 * Optional: the RPC-over-RDMA version the connection speaks, 0 while
+	 * none is settled yet (the stats endpoint shows it).
+	 */
+	uint32_t (*rpcrdma_version)(const struct gw_session *s);
 };
 
 struct gw_session {

@@ -191,6 +191,7 @@ static json_t *json_session(const struct gw_stats_session *s)
 	ok &= put(o, "age_ms", ju64(s->age_ms));
 	ok &= put(o, "inline_send", json_integer(s->inline_send));
 	ok &= put(o, "inline_recv", json_integer(s->inline_recv));
+	ok &= put(o, "rpcrdma_version", json_integer(s->rpcrdma_version));
 	ok &= put(o, "credits", json_credits(&s->credits));
 	ok &= put(o, "counters", json_counters(s->counters, false));
 	return finish(o, ok);

@@ -80,6 +80,7 @@ enum prom_family {
 	FAM_POOL_BUFFERS,
 	FAM_POOL_BYTES_REGISTERED,
 	FAM_POOL_ALLOC_FAILURES,
+	FAM_RPCRDMA_VERSION,
 	FAM_COUNT
 };
 
@@ -155,6 +156,9 @@ static const struct prom_family_desc {
 	[FAM_POOL_ALLOC_FAILURES] = { "pool_exhausted_total", "counter", ON_ROUTE,
 				      "Buffer allocations that found the pool at its limit "
 				      "(back-pressure applied)." },
+	[FAM_RPCRDMA_VERSION] = { "rpcrdma_version", "gauge", ON_SESSION,
+				  "RPC-over-RDMA version the connection speaks (0: none settled "
+				  "yet)." },
 };
 
 /* The plain counters of struct gw_counters and the family each one feeds. */
@@ -434,6 +438,7 @@ static void prom_session(struct gw_stats_visitor *v, const struct gw_stats_sessi
 		s->inline_send);
 	put_u64(p, SCOPE_SESSION, FAM_INLINE_THRESHOLD, "", labels, "direction=\"receive\"",
 		s->inline_recv);
+	put_u64(p, SCOPE_SESSION, FAM_RPCRDMA_VERSION, "", labels, NULL, s->rpcrdma_version);
 	prom_histogram(p, SCOPE_SESSION, FAM_GATEWAY_LATENCY, labels, &s->counters->gateway_us);
 	prom_histogram(p, SCOPE_SESSION, FAM_UPSTREAM_LATENCY, labels, &s->counters->upstream_us);
 out:

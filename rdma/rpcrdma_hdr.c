@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rdma/rpcrdma_hdr.c - RPC-over-RDMA transport header codec.
+ * rdma/rpcrdma_hdr.c - RPC-over-RDMA transport header decoding and checks
+ * (encoding is in rpcrdma_hdr_encode.c).
  *
  * The Version One wire format (5666bis-01 section 13.1 draws it):
  *
@@ -8,6 +9,14 @@
  *   Read list:   1 PHLOO 1 PHLOO ... 0        (same P = one Read chunk)
  *   Write list:  1 N HLOO..HLOO 1 M HLOO..HLOO ... 0
  *   Reply chunk: 0 | 1 N HLOO..HLOO
+ *
+ * Version Two (draft-cel-nfsv4-rpcrdma-version-two-01 section 4.2):
+ *
+ *   RDMA2_MSG, RDMA2_NOMSG: xid 2 credit proc D <the same three lists>
+ *   RDMA2_ERROR:            xid 2 credit 4 err [low high]     (no payload)
+ *   RDMA2_OPTIONAL:         xid 2 credit 5 D type len info<pad> [payload]
+ *
+ * where D is the direction, the RPC msg_type: 0 CALL, 1 REPLY.
  *
  * The decoder makes one pass over these words with a cursor and an end
  * pointer; every read is preceded by a check that the bytes are there, and
@@ -53,6 +62,13 @@ static const struct {
 	[RPCRDMA_R_REPLY_MSG_USES_REPLY_CHUNK] = { "reply_msg_uses_reply_chunk", RPCRDMA_ACT_DROP },
 	[RPCRDMA_R_REPLY_WRITE_LIST_MISMATCH] = { "reply_write_list_mismatch", RPCRDMA_ACT_DROP },
 	[RPCRDMA_R_REPLY_CHUNK_MISMATCH] = { "reply_chunk_mismatch", RPCRDMA_ACT_DROP },
+	[RPCRDMA_R_BAD_DIRECTION] = { "bad_direction", RPCRDMA_ACT_ERR_CHUNK },
+	[RPCRDMA_R_MSG_WITHOUT_PAYLOAD] = { "msg_without_payload", RPCRDMA_ACT_ERR_CHUNK },
+	[RPCRDMA_R_ERROR_WITH_PAYLOAD] = { "error_with_payload", RPCRDMA_ACT_DROP },
+	[RPCRDMA_R_OPTION_TOO_LONG] = { "option_too_long", RPCRDMA_ACT_ERR_CHUNK },
+	[RPCRDMA_R_UNKNOWN_OPTION] = { "unknown_option", RPCRDMA_ACT_ERR_INVAL_OPTION },
+	[RPCRDMA_R_UNKNOWN_OPTION_REPLY] = { "unknown_option_reply", RPCRDMA_ACT_DROP },
+	[RPCRDMA_R_DIRECTION_MISMATCH] = { "direction_mismatch", RPCRDMA_ACT_ERR_CHUNK },
 };
 
 const char *rpcrdma_reason_name(enum rpcrdma_reason r)
@@ -70,7 +86,7 @@ enum rpcrdma_action rpcrdma_reason_action(enum rpcrdma_reason r)
 }
 
 /* The versions this file has a codec for. */
-#define SPOKEN_VERSIONS (1u << RPCRDMA_V1)
+#define SPOKEN_VERSIONS ((1u << RPCRDMA_V1) | (1u << RPCRDMA_V2))
 
 void rpcrdma_limits_default(struct rpcrdma_limits *lim)
 {
@@ -102,30 +118,6 @@ void rpcrdma_versions_range(const struct rpcrdma_limits *lim, uint32_t *low, uin
 		v = 1u << RPCRDMA_V1;
 	*low = (uint32_t)__builtin_ctz(v);
 	*high = 31u - (uint32_t)__builtin_clz(v);
-}
-
-/*
- * Per-version codec: the fixed header is the same in every version
- * (5666bis-01 section 9.1 requires it), the body after rdma_proc is not.
- */
-struct rpcrdma_codec {
-	/* decode what follows the fixed words of buf[0, len) */
-	enum rpcrdma_reason (*decode_body)(struct rpcrdma_hdr *h, const uint8_t *buf, size_t len,
-					   const struct rpcrdma_limits *lim);
-	ssize_t (*call_size)(const struct rpcrdma_call_desc *d);
-	void (*encode_call)(uint8_t *buf, const struct rpcrdma_call_desc *d);
-	ssize_t (*reply_size)(const struct rpcrdma_reply_desc *d);
-	void (*encode_reply)(uint8_t *buf, const struct rpcrdma_reply_desc *d);
-};
-
-static const struct rpcrdma_codec v1_codec;
-
-static const struct rpcrdma_codec *codec_of(uint32_t version)
-{
-	/* A Version Two codec goes here, beside v1_codec. */
-	if (version == RPCRDMA_V1)
-		return &v1_codec;
-	return NULL;
 }
 
 /*
@@ -328,9 +320,9 @@ static enum rpcrdma_reason check_read_positions(const struct rpcrdma_hdr *h)
 	return RPCRDMA_OK;
 }
 
-static enum rpcrdma_reason v1_decode_chunks(struct rpcrdma_hdr *h, const uint8_t *buf,
-					    const uint8_t *p, const uint8_t *end,
-					    const struct rpcrdma_limits *lim)
+static enum rpcrdma_reason decode_chunks(struct rpcrdma_hdr *h, const uint8_t *buf,
+					 const uint8_t *p, const uint8_t *end,
+					 const struct rpcrdma_limits *lim)
 {
 	enum rpcrdma_reason r;
 
@@ -350,6 +342,9 @@ static enum rpcrdma_reason v1_decode_chunks(struct rpcrdma_hdr *h, const uint8_t
 		/* the message follows the header: it cannot also be in a P0 chunk */
 		if (rpcrdma_hdr_has_p0(h))
 			return RPCRDMA_R_POSITION_ZERO_WITH_MSG;
+		/* and in Version Two it MUST be there (4.2.1) */
+		if (p == end && h->version == RPCRDMA_V2)
+			return RPCRDMA_R_MSG_WITHOUT_PAYLOAD;
 	} else if (!rpcrdma_hdr_has_p0(h) && !h->has_reply) {
 		/* RDMA_NOMSG: the message has to be somewhere */
 		return RPCRDMA_R_NOMSG_WITHOUT_CHUNKS;
@@ -357,8 +352,13 @@ static enum rpcrdma_reason v1_decode_chunks(struct rpcrdma_hdr *h, const uint8_t
 	return check_read_positions(h);
 }
 
-static enum rpcrdma_reason v1_decode_error(struct rpcrdma_hdr *h, const uint8_t *buf,
-					   const uint8_t *p, const uint8_t *end)
+/*
+ * The body of an RDMA_ERROR: a code, and the version range of ERR_VERS.
+ * Version Two adds RDMA2_ERR_INVAL_OPTION (its RDMA2_ERR_BAD_HEADER is
+ * ERR_CHUNK by value), and no payload may follow its errors (4.2.1).
+ */
+static enum rpcrdma_reason decode_error(struct rpcrdma_hdr *h, const uint8_t *buf, const uint8_t *p,
+					const uint8_t *end, uint32_t version)
 {
 	if (left(p, end) < 4)
 		return RPCRDMA_R_ERROR_SHORT;
@@ -374,30 +374,39 @@ static enum rpcrdma_reason v1_decode_error(struct rpcrdma_hdr *h, const uint8_t 
 		break;
 	case RPCRDMA_ERR_CHUNK:
 		break;
+	case RPCRDMA2_ERR_INVAL_OPTION:
+		if (version == RPCRDMA_V2)
+			break;
+		return RPCRDMA_R_ERROR_BAD_CODE;
 	default:
 		return RPCRDMA_R_ERROR_BAD_CODE;
 	}
 	h->hdr_len = (uint32_t)(p - buf);
 	h->inline_len = (uint32_t)(end - p);
+	if (version == RPCRDMA_V2 && h->inline_len)
+		return RPCRDMA_R_ERROR_WITH_PAYLOAD;
 	return RPCRDMA_OK;
 }
 
 /*
  * Most messages are inline calls and replies: three empty lists. Take them
- * in one look, which halves the cost of decoding them.
+ * in one look, which halves the cost of decoding them. p is where the lists
+ * start, hdr_len the header's length with them.
  */
-static inline bool no_chunks(struct rpcrdma_hdr *h, const uint8_t *p, const uint8_t *end)
+static inline bool no_chunks(struct rpcrdma_hdr *h, const uint8_t *p, const uint8_t *end,
+			     uint32_t hdr_len)
 {
 	uint32_t w[3];
 
 	if (left(p, end) < 12)
 		return false;
 	memcpy(w, p, sizeof(w));
-	if (w[0] | w[1] | w[2])
+	/* a Read list first: the costliest headers leave at the first word */
+	if (w[0] || (w[1] | w[2]))
 		return false;
 	h->read_list = p + 4;
 	h->read_nsegs = 0;
-	h->hdr_len = RPCRDMA_HDR_MIN_SIZE;
+	h->hdr_len = hdr_len;
 	h->inline_len = (uint32_t)(end - p) - 12;
 	return true;
 }
@@ -413,9 +422,9 @@ static enum rpcrdma_reason v1_decode_body(struct rpcrdma_hdr *h, const uint8_t *
 		h->proc = h->wire_proc;
 		h->nreads = h->nwrites = 0;
 		h->has_reply = false;
-		if (no_chunks(h, p, end))
+		if (no_chunks(h, p, end, RPCRDMA_HDR_MIN_SIZE))
 			return h->proc == RPCRDMA_MSG ? RPCRDMA_OK : RPCRDMA_R_NOMSG_WITHOUT_CHUNKS;
-		return v1_decode_chunks(h, buf, p, end, lim);
+		return decode_chunks(h, buf, p, end, lim);
 	case RPCRDMA_MSGP:
 		/* a receiver treats it as RDMA_MSG; the padding hints are ignored */
 		if (left(p, end) < 8)
@@ -425,14 +434,119 @@ static enum rpcrdma_reason v1_decode_body(struct rpcrdma_hdr *h, const uint8_t *
 		h->proc = RPCRDMA_MSG;
 		h->nreads = h->nwrites = 0;
 		h->has_reply = false;
-		return v1_decode_chunks(h, buf, p + 8, end, lim);
+		return decode_chunks(h, buf, p + 8, end, lim);
 	case RPCRDMA_DONE:
 		h->proc = RPCRDMA_DONE;
 		return RPCRDMA_R_RDMA_DONE;
 	case RPCRDMA_ERROR:
 		h->proc = RPCRDMA_ERROR;
-		return v1_decode_error(h, buf, p, end);
+		return decode_error(h, buf, p, end, RPCRDMA_V1);
 	default:
+		return RPCRDMA_R_BAD_PROC;
+	}
+}
+
+/*
+ * Version Two decoding
+ */
+
+/* A direction word: the only values are msg_type's (section 4.2.2). */
+static inline enum rpcrdma_reason decode_direction(struct rpcrdma_hdr *h, const uint8_t **pp,
+						   const uint8_t *end)
+{
+	uint32_t dir;
+
+	if (left(*pp, end) < 4)
+		return RPCRDMA_R_SHORT_HEADER;
+	dir = xdr_get32(*pp);
+	if (dir != RPCRDMA_RPC_CALL && dir != RPCRDMA_RPC_REPLY)
+		return RPCRDMA_R_BAD_DIRECTION;
+	h->direction = dir;
+	*pp += 4;
+	return RPCRDMA_OK;
+}
+
+/*
+ * RDMA2_MSG and RDMA2_NOMSG: a direction, then Version One's chunk lists.
+ * Both are at least a direction and three list words long, which one
+ * bounds check covers; decode_chunks() refuses an RDMA2_MSG with chunks
+ * and no payload.
+ */
+static enum rpcrdma_reason v2_decode_chunks(struct rpcrdma_hdr *h, const uint8_t *buf,
+					    const uint8_t *p, const uint8_t *end,
+					    const struct rpcrdma_limits *lim)
+{
+	enum rpcrdma_reason r;
+
+	if (left(p, end) < 16)
+		return RPCRDMA_R_SHORT_HEADER;
+	r = decode_direction(h, &p, end);
+	if (r)
+		return r;
+	h->proc = h->wire_proc;
+	h->nreads = h->nwrites = 0;
+	h->has_reply = false;
+	if (!no_chunks(h, p, end, RPCRDMA2_HDR_MIN_SIZE))
+		return decode_chunks(h, buf, p, end, lim);
+	if (h->proc == RPCRDMA_NOMSG)
+		return RPCRDMA_R_NOMSG_WITHOUT_CHUNKS;
+	/* an RDMA2_MSG MUST carry its RPC message in the Send (4.2.1) */
+	if (h->inline_len == 0)
+		return RPCRDMA_R_MSG_WITHOUT_PAYLOAD;
+	return RPCRDMA_OK;
+}
+
+/*
+ * RDMA2_OPTIONAL: a direction, a type, and opaque information; what
+ * follows it, all, part or none of an RPC message, is payload (4.2.1). The
+ * draft defines no type, so every one is unknown: a requester's (CALL) is
+ * answered with RDMA2_ERR_INVAL_OPTION (section 3.1); a responder's (REPLY)
+ * cannot be, as errors only go from responder to requester, and is dropped.
+ */
+static enum rpcrdma_reason v2_decode_optional(struct rpcrdma_hdr *h, const uint8_t *buf,
+					      const uint8_t *p, const uint8_t *end)
+{
+	enum rpcrdma_reason r = decode_direction(h, &p, end);
+	uint64_t padded;
+
+	h->proc = RPCRDMA2_OPTIONAL;
+	if (r)
+		return r;
+	if (left(p, end) < 8)
+		return RPCRDMA_R_SHORT_HEADER;
+	h->opt_type = xdr_get32(p);
+	h->opt_len = xdr_get32(p + 4);
+	p += 8;
+	/* 64 bits: a length near 2^32 must not wrap when rounded up */
+	padded = ((uint64_t)h->opt_len + 3) & ~3ull;
+	if (padded > left(p, end))
+		return RPCRDMA_R_OPTION_TOO_LONG;
+	h->opt_info = p;
+	p += padded;
+	h->hdr_len = (uint32_t)(p - buf);
+	h->inline_len = (uint32_t)(end - p);
+	return h->direction == RPCRDMA_RPC_CALL ? RPCRDMA_R_UNKNOWN_OPTION
+						: RPCRDMA_R_UNKNOWN_OPTION_REPLY;
+}
+
+static enum rpcrdma_reason v2_decode_body(struct rpcrdma_hdr *h, const uint8_t *buf, size_t len,
+					  const struct rpcrdma_limits *lim)
+{
+	const uint8_t *p = buf + RPCRDMA_FIXED_SIZE, *end = buf + len;
+
+	switch (h->wire_proc) {
+	case RPCRDMA_MSG:
+	case RPCRDMA_NOMSG:
+		return v2_decode_chunks(h, buf, p, end, lim);
+	case RPCRDMA_ERROR:
+		/* only a responder sends one (4.2.2) */
+		h->proc = RPCRDMA_ERROR;
+		h->direction = RPCRDMA_RPC_REPLY;
+		return decode_error(h, buf, p, end, RPCRDMA_V2);
+	case RPCRDMA2_OPTIONAL:
+		return v2_decode_optional(h, buf, p, end);
+	default:
+		/* RDMA_MSGP and RDMA_DONE are gone from Version Two */
 		return RPCRDMA_R_BAD_PROC;
 	}
 }
@@ -441,7 +555,6 @@ enum rpcrdma_reason rpcrdma_hdr_decode(struct rpcrdma_hdr *h, const void *buf, s
 				       const struct rpcrdma_limits *lim)
 {
 	const uint8_t *p = buf;
-	const struct rpcrdma_codec *codec;
 
 	/* without the fixed words there is no version to judge and no proc */
 	if (len < RPCRDMA_FIXED_SIZE || len > UINT32_MAX)
@@ -450,10 +563,12 @@ enum rpcrdma_reason rpcrdma_hdr_decode(struct rpcrdma_hdr *h, const void *buf, s
 	h->version = xdr_get32(p + 4);
 	h->credits = xdr_get32(p + 8);
 	h->wire_proc = xdr_get32(p + 12);
-	codec = h->version < 32 && (lim->versions & (1u << h->version)) ? codec_of(h->version)
-									: NULL;
-	if (codec)
-		return codec->decode_body(h, p, len, lim);
+	h->direction = RPCRDMA_DIR_NONE;
+	/* one test each, Version One (every Linux peer) first */
+	if (h->version == RPCRDMA_V1 && (lim->versions & (1u << RPCRDMA_V1)))
+		return v1_decode_body(h, p, len, lim);
+	if (h->version == RPCRDMA_V2 && (lim->versions & (1u << RPCRDMA_V2)))
+		return v2_decode_body(h, p, len, lim);
 	/*
 	 * ERR_VERS is laid out alike in every version and is how a requester
 	 * learns what its peer speaks, so it is read whatever its version field
@@ -463,7 +578,7 @@ enum rpcrdma_reason rpcrdma_hdr_decode(struct rpcrdma_hdr *h, const void *buf, s
 	if (h->wire_proc == RPCRDMA_ERROR && len >= RPCRDMA_ERR_VERS_SIZE &&
 	    xdr_get32(p + RPCRDMA_FIXED_SIZE) == RPCRDMA_ERR_VERS) {
 		h->proc = RPCRDMA_ERROR;
-		return v1_decode_error(h, p, p + RPCRDMA_FIXED_SIZE, p + len);
+		return decode_error(h, p, p + RPCRDMA_FIXED_SIZE, p + len, RPCRDMA_V1);
 	}
 	return RPCRDMA_R_BAD_VERSION;
 }
@@ -474,6 +589,9 @@ enum rpcrdma_reason rpcrdma_hdr_check_xid(const struct rpcrdma_hdr *h, const voi
 		return RPCRDMA_R_RPC_SHORT;
 	if (xdr_get32(rpc) != h->xid)
 		return RPCRDMA_R_XID_MISMATCH;
+	/* Version Two: the header's direction is the message's msg_type (4.2.2) */
+	if (h->direction != RPCRDMA_DIR_NONE && xdr_get32((const uint8_t *)rpc + 4) != h->direction)
+		return RPCRDMA_R_DIRECTION_MISMATCH;
 	return RPCRDMA_OK;
 }
 
@@ -487,6 +605,8 @@ enum rpcrdma_reason rpcrdma_hdr_check_call(const struct rpcrdma_hdr *h)
 {
 	if (!has_lists(h))
 		return RPCRDMA_OK;
+	if (h->direction == RPCRDMA_RPC_REPLY)
+		return RPCRDMA_R_DIRECTION_MISMATCH;
 	if (h->proc == RPCRDMA_NOMSG && !rpcrdma_hdr_has_p0(h))
 		return RPCRDMA_R_CALL_NOMSG_WITHOUT_P0;
 	return RPCRDMA_OK;
@@ -516,6 +636,8 @@ enum rpcrdma_reason rpcrdma_hdr_check_reply(const struct rpcrdma_hdr *h,
 
 	if (!has_lists(h))
 		return RPCRDMA_OK;
+	if (h->direction == RPCRDMA_RPC_CALL)
+		return RPCRDMA_R_DIRECTION_MISMATCH;
 	if (h->read_nsegs)
 		return RPCRDMA_R_REPLY_HAS_READ_LIST;
 	if (h->proc == RPCRDMA_NOMSG && !h->has_reply)
@@ -541,298 +663,4 @@ uint32_t rpcrdma_chunk_copy(const struct rpcrdma_chunk *c, struct rpcrdma_seg *o
 	for (i = 0; i < n; i++)
 		rpcrdma_chunk_seg(c, i, &out[i]);
 	return n;
-}
-
-/*
- * Version One encoding
- */
-
-static uint8_t *put32(uint8_t *p, uint32_t v)
-{
-	xdr_put32(p, v);
-	return p + 4;
-}
-
-static uint8_t *put_seg(uint8_t *p, uint32_t handle, uint32_t length, uint64_t offset)
-{
-	xdr_put32(p, handle);
-	xdr_put32(p + 4, length);
-	xdr_put64(p + 8, offset);
-	return p + RPCRDMA_SEG_SIZE;
-}
-
-static uint8_t *put_fixed(uint8_t *p, uint32_t xid, uint32_t vers, uint32_t credits, uint32_t proc)
-{
-	p = put32(p, xid);
-	p = put32(p, vers);
-	p = put32(p, credits);
-	return put32(p, proc);
-}
-
-static uint64_t segs_len(const struct rpcrdma_seg *segs, uint32_t n)
-{
-	uint64_t len = 0;
-	uint32_t i;
-
-	for (i = 0; i < n; i++)
-		len += segs[i].length;
-	return len;
-}
-
-/* The checks the decoder makes of a Read list, made of a description. */
-static bool read_chunks_valid(const struct rpcrdma_call_desc *d)
-{
-	uint64_t next_free = 0;
-	uint32_t i;
-
-	for (i = 0; i < d->nreads; i++) {
-		const struct rpcrdma_read_chunk_desc *r = &d->reads[i];
-		uint64_t len = segs_len(r->segs, r->nsegs);
-
-		if (r->nsegs == 0 || (r->position & 3) || len > RPCRDMA_MAX_CHUNK_LEN ||
-		    r->position + len > RPCRDMA_MAX_CHUNK_LEN)
-			return false;
-		if (i > 0 && (r->position <= d->reads[i - 1].position || r->position < next_free))
-			return false;
-		if (r->position == 0 && d->proc != RPCRDMA_NOMSG)
-			return false;
-		if (r->position != 0)
-			next_free = r->position + xdr_align((uint32_t)len);
-	}
-	return true;
-}
-
-static bool chunk_desc_valid(const struct rpcrdma_chunk_desc *c)
-{
-	return segs_len(c->segs, c->nsegs) <= RPCRDMA_MAX_CHUNK_LEN;
-}
-
-static ssize_t v1_call_size(const struct rpcrdma_call_desc *d)
-{
-	size_t size = RPCRDMA_FIXED_SIZE + 4 + 4 + 4;
-	uint32_t i;
-
-	if (d->proc != RPCRDMA_MSG && d->proc != RPCRDMA_NOMSG)
-		return -EINVAL;
-	if (!read_chunks_valid(d))
-		return -EINVAL;
-	if (d->proc == RPCRDMA_NOMSG && !d->reply && !(d->nreads && d->reads[0].position == 0))
-		return -EINVAL;
-	for (i = 0; i < d->nreads; i++)
-		size += (size_t)d->reads[i].nsegs * RPCRDMA_READ_SEG_SIZE;
-	for (i = 0; i < d->nwrites; i++) {
-		if (!chunk_desc_valid(&d->writes[i]))
-			return -EINVAL;
-		size += 8 + (size_t)d->writes[i].nsegs * RPCRDMA_SEG_SIZE;
-	}
-	if (d->reply) {
-		if (!chunk_desc_valid(d->reply))
-			return -EINVAL;
-		size += 4 + (size_t)d->reply->nsegs * RPCRDMA_SEG_SIZE;
-	}
-	if (size > UINT32_MAX)
-		return -EINVAL;
-	return (ssize_t)size;
-}
-
-static uint8_t *put_chunk(uint8_t *p, const struct rpcrdma_chunk_desc *c)
-{
-	uint32_t i;
-
-	p = put32(p, c->nsegs);
-	for (i = 0; i < c->nsegs; i++)
-		p = put_seg(p, c->segs[i].handle, c->segs[i].length, c->segs[i].offset);
-	return p;
-}
-
-static void v1_encode_call(uint8_t *p, const struct rpcrdma_call_desc *d)
-{
-	uint32_t i, j;
-
-	p = put_fixed(p, d->xid, d->version, d->credits, d->proc);
-	for (i = 0; i < d->nreads; i++) {
-		const struct rpcrdma_read_chunk_desc *r = &d->reads[i];
-
-		for (j = 0; j < r->nsegs; j++) {
-			p = put32(p, 1);
-			p = put32(p, r->position);
-			p = put_seg(p, r->segs[j].handle, r->segs[j].length, r->segs[j].offset);
-		}
-	}
-	p = put32(p, 0);
-	for (i = 0; i < d->nwrites; i++) {
-		p = put32(p, 1);
-		p = put_chunk(p, &d->writes[i]);
-	}
-	p = put32(p, 0);
-	if (d->reply) {
-		p = put32(p, 1);
-		put_chunk(p, d->reply);
-	} else {
-		put32(p, 0);
-	}
-}
-
-static ssize_t v1_reply_size(const struct rpcrdma_reply_desc *d)
-{
-	size_t size = RPCRDMA_FIXED_SIZE + 4 + 4 + 4;
-	uint32_t i;
-
-	if (d->proc != RPCRDMA_MSG && d->proc != RPCRDMA_NOMSG)
-		return -EINVAL;
-	if (d->proc == RPCRDMA_NOMSG && !d->reply)
-		return -EINVAL;
-	if (d->proc == RPCRDMA_MSG && d->reply_used)
-		return -EINVAL;
-	if (d->nwrites && !d->write_used)
-		return -EINVAL;
-	for (i = 0; i < d->nwrites; i++) {
-		if (d->write_used[i] > segs_len(d->writes[i].segs, d->writes[i].nsegs))
-			return -EINVAL;
-		size += 8 + (size_t)d->writes[i].nsegs * RPCRDMA_SEG_SIZE;
-	}
-	if (d->reply) {
-		if (d->reply_used > segs_len(d->reply->segs, d->reply->nsegs))
-			return -EINVAL;
-		size += 4 + (size_t)d->reply->nsegs * RPCRDMA_SEG_SIZE;
-	}
-	if (size > UINT32_MAX)
-		return -EINVAL;
-	return (ssize_t)size;
-}
-
-/*
- * Echo a chunk with `used` bytes spread over its segments in order, the way
- * the data was written; the segment count stays what the requester sent
- * even when nothing was written (5666bis-01 section 4.4.5).
- */
-static uint8_t *put_echo(uint8_t *p, const struct rpcrdma_chunk_desc *c, uint32_t used)
-{
-	uint32_t i;
-
-	p = put32(p, c->nsegs);
-	for (i = 0; i < c->nsegs; i++) {
-		uint32_t n = used < c->segs[i].length ? used : c->segs[i].length;
-
-		p = put_seg(p, c->segs[i].handle, n, c->segs[i].offset);
-		used -= n;
-	}
-	return p;
-}
-
-static void v1_encode_reply(uint8_t *p, const struct rpcrdma_reply_desc *d)
-{
-	uint32_t i;
-
-	p = put_fixed(p, d->xid, d->version, d->credits, d->proc);
-	p = put32(p, 0); /* a reply never has a Read list */
-	for (i = 0; i < d->nwrites; i++) {
-		p = put32(p, 1);
-		p = put_echo(p, &d->writes[i], d->write_used[i]);
-	}
-	p = put32(p, 0);
-	if (d->reply) {
-		p = put32(p, 1);
-		put_echo(p, d->reply, d->reply_used);
-	} else {
-		put32(p, 0);
-	}
-}
-
-static const struct rpcrdma_codec v1_codec = {
-	.decode_body = v1_decode_body,
-	.call_size = v1_call_size,
-	.encode_call = v1_encode_call,
-	.reply_size = v1_reply_size,
-	.encode_reply = v1_encode_reply,
-};
-
-ssize_t rpcrdma_call_hdr_size(const struct rpcrdma_call_desc *d)
-{
-	const struct rpcrdma_codec *codec = codec_of(d->version);
-
-	if (!codec)
-		return -EPROTONOSUPPORT;
-	return codec->call_size(d);
-}
-
-ssize_t rpcrdma_encode_call(void *buf, size_t cap, const struct rpcrdma_call_desc *d)
-{
-	const struct rpcrdma_codec *codec = codec_of(d->version);
-	ssize_t size;
-
-	if (!codec)
-		return -EPROTONOSUPPORT;
-	size = codec->call_size(d);
-	if (size < 0)
-		return size;
-	if ((size_t)size > cap)
-		return -EMSGSIZE;
-	codec->encode_call(buf, d);
-	return size;
-}
-
-ssize_t rpcrdma_reply_hdr_size(const struct rpcrdma_reply_desc *d)
-{
-	const struct rpcrdma_codec *codec = codec_of(d->version);
-
-	if (!codec)
-		return -EPROTONOSUPPORT;
-	return codec->reply_size(d);
-}
-
-ssize_t rpcrdma_encode_reply(void *buf, size_t cap, const struct rpcrdma_reply_desc *d)
-{
-	const struct rpcrdma_codec *codec = codec_of(d->version);
-	ssize_t size;
-
-	if (!codec)
-		return -EPROTONOSUPPORT;
-	size = codec->reply_size(d);
-	if (size < 0)
-		return size;
-	if ((size_t)size > cap)
-		return -EMSGSIZE;
-	codec->encode_reply(buf, d);
-	return size;
-}
-
-ssize_t rpcrdma_encode_msg_inline(void *buf, size_t cap, uint32_t version, uint32_t xid,
-				  uint32_t credits)
-{
-	const struct rpcrdma_call_desc d = {
-		.version = version,
-		.xid = xid,
-		.credits = credits,
-		.proc = RPCRDMA_MSG,
-	};
-
-	return rpcrdma_encode_call(buf, cap, &d);
-}
-
-ssize_t rpcrdma_encode_err_vers(void *buf, size_t cap, uint32_t xid, uint32_t credits, uint32_t low,
-				uint32_t high)
-{
-	uint8_t *p = buf;
-
-	if (cap < RPCRDMA_ERR_VERS_SIZE)
-		return -EMSGSIZE;
-	if (low > high)
-		return -EINVAL;
-	p = put_fixed(p, xid, RPCRDMA_V1, credits, RPCRDMA_ERROR);
-	p = put32(p, RPCRDMA_ERR_VERS);
-	p = put32(p, low);
-	put32(p, high);
-	return RPCRDMA_ERR_VERS_SIZE;
-}
-
-ssize_t rpcrdma_encode_err_chunk(void *buf, size_t cap, uint32_t xid, uint32_t credits)
-{
-	uint8_t *p = buf;
-
-	if (cap < RPCRDMA_ERR_CHUNK_SIZE)
-		return -EMSGSIZE;
-	p = put_fixed(p, xid, RPCRDMA_V1, credits, RPCRDMA_ERROR);
-	put32(p, RPCRDMA_ERR_CHUNK);
-	return RPCRDMA_ERR_CHUNK_SIZE;
 }

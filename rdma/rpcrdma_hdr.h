@@ -19,20 +19,31 @@
  * Handling"; 5666bis-01 section 5.5).
  *
  * Which version is spoken is a property of the message (decode) or of the
- * connection (encode: the version field of each descriptor). Version One is
- * the only codec today; the version field of the fixed header is checked
+ * connection (encode: the version field of each descriptor). Version One
+ * (RFC 8166) and Version Two (draft-cel-nfsv4-rpcrdma-version-two-01,
+ * section 4.2) are spoken; the version field of the fixed header is checked
  * against the versions the caller enables in struct rpcrdma_limits, and a
- * message of any other version (Version Two included) decodes to
- * RPCRDMA_R_BAD_VERSION, answered with ERR_VERS carrying the enabled range.
- * The one exception is an RDMA_ERROR/ERR_VERS, the same in every version and
- * the answer version negotiation waits for: it is decoded whatever its
- * version field says (the Linux server echoes the refused version there).
- * A Version Two codec (draft-cel-nfsv4-rpcrdma-version-two: RDMA2_OPTIONAL,
- * the direction fields, RDMA2_ERR_INVAL_OPTION) plugs into the per-version
- * table in rpcrdma_hdr.c beside Version One and fills the same struct (new
- * members for what only it carries, such as the direction and an optional
- * type, are additions), with new reasons for its own errors; callers that
- * dispatch on proc and on the reason's action do not change.
+ * message of any other version decodes to RPCRDMA_R_BAD_VERSION, answered
+ * with ERR_VERS carrying the enabled range. The one exception is an
+ * RDMA_ERROR/ERR_VERS, the same in every version and the answer version
+ * negotiation waits for: it is decoded whatever its version field says (the
+ * Linux server echoes the refused version there).
+ *
+ * Version Two differs from Version One in the body after rdma_proc:
+ * RDMA2_MSG and RDMA2_NOMSG carry a direction word (the RPC msg_type of the
+ * message, section 4.2.2) before the same three chunk lists; RDMA2_ERROR has
+ * RDMA2_ERR_BAD_HEADER (ERR_CHUNK's value) and RDMA2_ERR_INVAL_OPTION, and no
+ * payload may follow it; RDMA2_OPTIONAL carries a direction, a type and
+ * opaque information, and whatever follows is payload; RDMA_MSGP and
+ * RDMA_DONE do not exist. Both decoders refuse the other's forms. Each
+ * version's rules live in its own decoder, and both fill the same struct
+ * rpcrdma_hdr: callers that dispatch on proc and on the reason's action see
+ * one interface.
+ *
+ * The draft defines no optional type, so none is recognised: an
+ * RDMA2_OPTIONAL that is well formed decodes to RPCRDMA_R_UNKNOWN_OPTION
+ * (its members set), which a responder answers with RDMA2_ERR_INVAL_OPTION
+ * and the message's XID (section 3.1).
  *
  * The encoders write into a caller buffer: call the size function first, or
  * pass a buffer of at least that size. They never produce RDMA_MSGP or
@@ -51,7 +62,14 @@
 
 /* Protocol versions (the second word of every transport header). */
 #define RPCRDMA_V1 1u
-#define RPCRDMA_V2 2u /* recognised, not spoken: see the file comment */
+#define RPCRDMA_V2 2u /* draft-cel-nfsv4-rpcrdma-version-two-01 */
+
+/*
+ * The inline threshold a Version Two sender assumes without RFC 8797
+ * private data: every Version Two receiver supports 4096 bytes (the draft's
+ * section 2.3), where Version One's default is 1024.
+ */
+#define RPCRDMA_V2_INLINE_DEFAULT 4096u
 
 /* rdma_proc values (5666bis-01 section 5.1.4) */
 enum rpcrdma_proc {
@@ -60,18 +78,22 @@ enum rpcrdma_proc {
 	RPCRDMA_MSGP = 2, /* deprecated: accepted as RPCRDMA_MSG, never sent */
 	RPCRDMA_DONE = 3, /* deprecated: dropped, never sent */
 	RPCRDMA_ERROR = 4,
+	RPCRDMA2_OPTIONAL = 5, /* Version Two only */
 };
 
 /* rdma_err values; Version Two's RDMA2_ERR_BAD_HEADER has ERR_CHUNK's value */
 enum rpcrdma_errcode {
 	RPCRDMA_ERR_VERS = 1,
 	RPCRDMA_ERR_CHUNK = 2,
+	RPCRDMA2_ERR_BAD_HEADER = 2,
+	RPCRDMA2_ERR_INVAL_OPTION = 3, /* Version Two only */
 };
 
 /* ONC RPC msg_type (RFC 5531), the word after the XID of an RPC message */
 enum rpcrdma_rpc_dir {
 	RPCRDMA_RPC_CALL = 0,
 	RPCRDMA_RPC_REPLY = 1,
+	RPCRDMA_DIR_NONE = 2, /* not on the wire: a Version One header, which has no direction */
 };
 
 /* Sizes of fixed parts on the wire, in bytes. */
@@ -81,6 +103,8 @@ enum rpcrdma_rpc_dir {
 #define RPCRDMA_ERR_VERS_SIZE  28u
 #define RPCRDMA_SEG_SIZE       16u /* handle, length, offset (HLOO) */
 #define RPCRDMA_READ_SEG_SIZE  24u /* list marker, position, HLOO */
+#define RPCRDMA2_HDR_MIN_SIZE  32u /* RDMA2_MSG/NOMSG: direction and three empty lists */
+#define RPCRDMA2_OPT_MIN_SIZE  28u /* RDMA2_OPTIONAL with empty rdma_optinfo */
 
 /*
  * The longest chunk this codec accepts. Keeping every chunk length at or
@@ -126,7 +150,7 @@ bool rpcrdma_limits_clamp(struct rpcrdma_limits *lim);
 
 /*
  * The versions range to advertise in ERR_VERS: the lowest and highest bits
- * set in lim->versions among the versions this codec speaks (1, 1 today).
+ * set in lim->versions among the versions this codec speaks (1 and 2).
  */
 void rpcrdma_versions_range(const struct rpcrdma_limits *lim, uint32_t *low, uint32_t *high);
 
@@ -182,6 +206,18 @@ struct rpcrdma_hdr {
 	uint32_t msgp_align;
 	uint32_t msgp_thresh;
 
+	/*
+	 * Version Two: the direction word of RDMA2_MSG, RDMA2_NOMSG and
+	 * RDMA2_OPTIONAL (enum rpcrdma_rpc_dir); RPCRDMA_RPC_REPLY for
+	 * RDMA2_ERROR, which only a responder sends (section 4.2.2);
+	 * RPCRDMA_DIR_NONE for every Version One header.
+	 */
+	uint32_t direction;
+	/* RDMA2_OPTIONAL: rdma_opttype and rdma_optinfo (in the buffer, opt_len bytes) */
+	uint32_t opt_type;
+	uint32_t opt_len;
+	const uint8_t *opt_info;
+
 	/* RPCRDMA_MSG and RPCRDMA_NOMSG */
 	const uint8_t *read_list; /* first Read list entry's position word */
 	uint32_t read_nsegs;	  /* Read list entries, wire order, RPCRDMA_READ_SEG_SIZE apart */
@@ -230,14 +266,24 @@ enum rpcrdma_reason {
 	RPCRDMA_R_REPLY_MSG_USES_REPLY_CHUNK, /* RDMA_MSG reply with data in the Reply chunk */
 	RPCRDMA_R_REPLY_WRITE_LIST_MISMATCH,  /* chunks or segments other than those offered */
 	RPCRDMA_R_REPLY_CHUNK_MISMATCH,
+	/* Version Two (draft-cel-nfsv4-rpcrdma-version-two-01) */
+	RPCRDMA_R_BAD_DIRECTION,	/* a direction word other than CALL or REPLY */
+	RPCRDMA_R_MSG_WITHOUT_PAYLOAD,	/* RDMA2_MSG with no RPC message after it (4.2.1) */
+	RPCRDMA_R_ERROR_WITH_PAYLOAD,	/* bytes after an RDMA2_ERROR (4.2.1) */
+	RPCRDMA_R_OPTION_TOO_LONG,	/* rdma_optinfo runs past the end of the message */
+	RPCRDMA_R_UNKNOWN_OPTION,	/* a well-formed RDMA2_OPTIONAL from a requester (CALL) */
+	RPCRDMA_R_UNKNOWN_OPTION_REPLY, /* the same from a responder: errors go the other way */
+	/* the direction word against the RPC message (rpcrdma_hdr_check_xid) or the role */
+	RPCRDMA_R_DIRECTION_MISMATCH,
 	RPCRDMA_R__COUNT
 };
 
 enum rpcrdma_action {
-	RPCRDMA_ACT_ACCEPT = 0, /* RPCRDMA_OK */
-	RPCRDMA_ACT_ERR_VERS,	/* answer RDMA_ERROR/ERR_VERS with rpcrdma_versions_range() */
-	RPCRDMA_ACT_ERR_CHUNK,	/* answer RDMA_ERROR/ERR_CHUNK */
-	RPCRDMA_ACT_DROP,	/* count and drop, answer nothing */
+	RPCRDMA_ACT_ACCEPT = 0,	      /* RPCRDMA_OK */
+	RPCRDMA_ACT_ERR_VERS,	      /* answer RDMA_ERROR/ERR_VERS with rpcrdma_versions_range() */
+	RPCRDMA_ACT_ERR_CHUNK,	      /* answer RDMA_ERROR/ERR_CHUNK */
+	RPCRDMA_ACT_DROP,	      /* count and drop, answer nothing */
+	RPCRDMA_ACT_ERR_INVAL_OPTION, /* answer RDMA2_ERROR/RDMA2_ERR_INVAL_OPTION (Version Two) */
 };
 
 /* Short stable name ("short_header", "read_list_unsorted", ...); "?" when out of range. */
@@ -257,8 +303,10 @@ enum rpcrdma_reason rpcrdma_hdr_decode(struct rpcrdma_hdr *h, const void *buf, s
 
 /*
  * The RPC message of h starts with h's XID (5666bis-01 section 5.1.1) and has
- * room for its msg_type. rpc is where the message starts: buf + h->hdr_len
- * for RDMA_MSG, the Position-Zero data for RDMA_NOMSG.
+ * room for its msg_type, and, in Version Two, that msg_type is the header's
+ * direction (RPCRDMA_R_DIRECTION_MISMATCH otherwise: section 4.2.2). rpc is
+ * where the message starts: buf + h->hdr_len for RDMA_MSG, the
+ * Position-Zero data for RDMA_NOMSG.
  */
 enum rpcrdma_reason rpcrdma_hdr_check_xid(const struct rpcrdma_hdr *h, const void *rpc, size_t len);
 
@@ -270,8 +318,9 @@ static inline uint32_t rpcrdma_rpc_msg_type(const void *rpc)
 
 /*
  * Rules for a decoded RDMA_MSG or RDMA_NOMSG that is a call (the receiver is
- * its responder): an RDMA_NOMSG call must bring the call in a P0 chunk.
- * Other types carry no chunk lists and pass.
+ * its responder): an RDMA_NOMSG call must bring the call in a P0 chunk; a
+ * Version Two header must say CALL. Other types carry no chunk lists and
+ * pass.
  */
 enum rpcrdma_reason rpcrdma_hdr_check_call(const struct rpcrdma_hdr *h);
 
@@ -292,7 +341,8 @@ struct rpcrdma_offer {
 
 /*
  * Rules for a decoded RDMA_MSG or RDMA_NOMSG that is a reply (the receiver
- * is the requester): no Read list; RDMA_NOMSG only with a Reply chunk;
+ * is the requester): a Version Two header says REPLY; no Read list;
+ * RDMA_NOMSG only with a Reply chunk;
  * RDMA_MSG with no data in a Reply chunk; and, when offer is not NULL, the
  * Write list and Reply chunk echo exactly the offered chunks (count of
  * chunks, count of segments, handles and offsets) with lengths no larger
@@ -349,7 +399,9 @@ struct rpcrdma_read_chunk_desc {
  * RPCRDMA_MSG with no chunks, RFC 8167). proc is RPCRDMA_MSG or
  * RPCRDMA_NOMSG; Read chunks in ascending position order, positions 4-byte
  * aligned, P0 only with RPCRDMA_NOMSG; an RPCRDMA_NOMSG needs a P0 chunk or a
- * Reply chunk. reply NULL: no Reply chunk.
+ * Reply chunk. reply NULL: no Reply chunk. direction is written by Version
+ * Two only: the msg_type of the RPC message (RPCRDMA_RPC_CALL, the zero
+ * value, for a call; RPCRDMA_RPC_REPLY for a backward-direction reply).
  */
 struct rpcrdma_call_desc {
 	uint32_t version;
@@ -361,6 +413,7 @@ struct rpcrdma_call_desc {
 	uint32_t nwrites;
 	const struct rpcrdma_chunk_desc *writes;
 	const struct rpcrdma_chunk_desc *reply;
+	uint32_t direction;
 };
 
 /*
@@ -370,7 +423,7 @@ struct rpcrdma_call_desc {
  * chunk. The lengths echoed fill the segments in order, as splice_plan() writes them, and the
  * segment counts never change. reply is the call's Reply chunk or NULL (return none); reply_used is
  * the bytes of the reply written there: RPCRDMA_NOMSG needs it, RPCRDMA_MSG must leave it 0 (the
- * Linux client refuses an RDMA_MSG with data in the Reply chunk).
+ * Linux client refuses an RDMA_MSG with data in the Reply chunk). A Version Two reply says REPLY.
  */
 struct rpcrdma_reply_desc {
 	uint32_t version;
@@ -395,13 +448,50 @@ ssize_t rpcrdma_encode_call(void *buf, size_t cap, const struct rpcrdma_call_des
 ssize_t rpcrdma_reply_hdr_size(const struct rpcrdma_reply_desc *d);
 ssize_t rpcrdma_encode_reply(void *buf, size_t cap, const struct rpcrdma_reply_desc *d);
 
-/* RDMA_MSG with three empty lists: inline calls and replies, both directions. */
+/*
+ * RDMA_MSG with three empty lists: inline calls and replies, both
+ * directions; direction is the RPC message's msg_type (Version Two writes it).
+ */
+ssize_t rpcrdma_encode_inline(void *buf, size_t cap, uint32_t version, uint32_t xid,
+			      uint32_t credits, uint32_t direction);
+/* The same without a direction: Version One only (-EINVAL for Version Two). */
 ssize_t rpcrdma_encode_msg_inline(void *buf, size_t cap, uint32_t version, uint32_t xid,
 				  uint32_t credits);
 
-/* RDMA_ERROR, written as Version One: the only version spoken (5666bis-01 section 5.5). */
+/*
+ * RDMA_ERROR/ERR_VERS, written as Version One: its layout is the same in
+ * every version, and a peer that speaks only Version One can read it
+ * (5666bis-01 section 5.5; the draft's section 5.2).
+ */
 ssize_t rpcrdma_encode_err_vers(void *buf, size_t cap, uint32_t xid, uint32_t credits, uint32_t low,
 				uint32_t high);
+/* RDMA_ERROR/ERR_CHUNK, Version One. */
 ssize_t rpcrdma_encode_err_chunk(void *buf, size_t cap, uint32_t xid, uint32_t credits);
+/*
+ * An RDMA_ERROR without a body in the version of the message it answers:
+ * ERR_CHUNK in Version One; RDMA2_ERR_BAD_HEADER or RDMA2_ERR_INVAL_OPTION
+ * in Version Two. -EINVAL for a code the version does not have (ERR_VERS
+ * included: rpcrdma_encode_err_vers()).
+ */
+ssize_t rpcrdma_encode_error(void *buf, size_t cap, uint32_t version, uint32_t xid,
+			     uint32_t credits, uint32_t err);
+
+/*
+ * An RDMA2_OPTIONAL header (Version Two only). direction: CALL from a
+ * requester, REPLY from a responder, or the msg_type of the RPC message
+ * that follows (section 4.2.2); info_len bytes of rdma_optinfo, padded to a
+ * multiple of 4 on the wire. Whatever payload follows is the caller's.
+ */
+struct rpcrdma_opt_desc {
+	uint32_t xid;
+	uint32_t credits;
+	uint32_t direction;
+	uint32_t type;
+	uint32_t info_len;
+	const void *info;
+};
+
+ssize_t rpcrdma_optional_hdr_size(const struct rpcrdma_opt_desc *d);
+ssize_t rpcrdma_encode_optional(void *buf, size_t cap, const struct rpcrdma_opt_desc *d);
 
 #endif

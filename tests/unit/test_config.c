@@ -48,6 +48,7 @@ static void assert_builtin_options(const struct gw_route *r)
 	assert_null(r->allowed_clients);
 	assert_int_equal(r->ulb_rules_count, 0);
 	assert_null(r->ulb_rules);
+	assert_int_equal(r->max_rpcrdma_version, 1); /* Version One only until asked */
 }
 
 /* The form of the issue, which must always be accepted, byte for byte. */
@@ -204,6 +205,7 @@ static void test_every_key(void **state)
 	assert_int_equal(a->ulb_rules_count, 1);
 	assert_string_equal(a->ulb_rules[0], nfs);
 	assert_int_equal(a->reply_size_estimate, 65536);
+	assert_int_equal(a->max_rpcrdma_version, 2);
 
 	/* The second overrides every option, at the ends of the ranges. */
 	const struct gw_route *b = &cfg->routes[1];
@@ -238,6 +240,7 @@ static void test_every_key(void **state)
 	assert_int_equal(b->ulb_rules_count, 2);
 	assert_string_equal(b->ulb_rules[0], nfs);
 	assert_string_equal(b->ulb_rules[1], extra);
+	assert_int_equal(b->max_rpcrdma_version, 1);
 	assert_int_equal(b->reply_size_estimate, 16777216);
 
 	gw_config_free(cfg);

@@ -348,6 +348,7 @@ static void test_integer_ranges(void **state)
 		{ "max_sessions", "1..65536", "0", "65537" },
 		{ "max_sessions_per_client", "1..65536", "0", "65537" },
 		{ "max_session_memory", "2097152..1073741824", "2097151", "1073741825" },
+		{ "max_rpcrdma_version", "1..2", "0", "3" },
 	};
 
 	(void)state;

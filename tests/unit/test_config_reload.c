@@ -110,6 +110,8 @@ static void test_live_changes(void **state)
 		    GW_CHANGE_LIMITS);
 	expect_live(cur, "{'routes': [" ROUTE_A(", 'max_read_segments': 8") "]}", GW_CHANGE_LIMITS);
 	expect_live(cur, "{'routes': [" ROUTE_A(", 'max_write_chunks': 8") "]}", GW_CHANGE_LIMITS);
+	expect_live(cur, "{'routes': [" ROUTE_A(", 'max_rpcrdma_version': 2") "]}",
+		    GW_CHANGE_LIMITS);
 	expect_live(cur, "{'routes': [" ROUTE_A(", 'queue_limit': 8") "]}", GW_CHANGE_LIMITS);
 	expect_live(cur, "{'routes': [" ROUTE_A(", 'connect_timeout_s': 8") "]}",
 		    GW_CHANGE_TIMEOUTS);

@@ -177,7 +177,7 @@ static void test_call_refused(void **state)
 	assert_int_equal(rpcrdma_encode_call(buf, sizeof(buf), &d), -EINVAL);
 	/* a version without a codec */
 	d.proc = RPCRDMA_MSG;
-	d.version = RPCRDMA_V2;
+	d.version = 3;
 	assert_int_equal(rpcrdma_call_hdr_size(&d), -EPROTONOSUPPORT);
 	assert_int_equal(rpcrdma_encode_call(buf, sizeof(buf), &d), -EPROTONOSUPPORT);
 	/* nothing was written by any refusal */
@@ -330,8 +330,9 @@ static void test_inline_and_backward(void **state)
 
 	assert_words(buf, (size_t)n, (const uint32_t[]){ XID, 1, 2, RPCRDMA_MSG, 0, 0, 0 }, 7);
 	assert_int_equal(n, RPCRDMA_HDR_MIN_SIZE);
-	assert_int_equal(rpcrdma_encode_msg_inline(buf, sizeof(buf), RPCRDMA_V2, XID, 2),
-			 -EPROTONOSUPPORT);
+	/* Version Two needs the direction that only rpcrdma_encode_inline() is given */
+	assert_int_equal(rpcrdma_encode_msg_inline(buf, sizeof(buf), RPCRDMA_V2, XID, 2), -EINVAL);
+	assert_int_equal(rpcrdma_encode_msg_inline(buf, sizeof(buf), 3, XID, 2), -EPROTONOSUPPORT);
 }
 
 static void test_errors(void **state)
@@ -356,7 +357,7 @@ static void test_errors(void **state)
 	assert_int_equal(h.err, RPCRDMA_ERR_CHUNK);
 }
 
-/* A Version Two message is answered ERR_VERS (1, 1) with its XID. */
+/* A Version Two message to a Version One responder is answered ERR_VERS (1, 1) with its XID. */
 static void test_v2_gets_err_vers(void **state)
 {
 	(void)state;

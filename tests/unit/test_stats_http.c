@@ -167,7 +167,8 @@ static void fake_engine_init(struct fake_engine *e)
 					  .counters = &s->c,
 					  .credits = { 128, 3, 0, 8, 1 },
 					  .inline_send = 4096,
-					  .inline_recv = 4096 };
+					  .inline_recv = 4096,
+					  .rpcrdma_version = 2 };
 
 	s = &a->sessions[1];
 	s->c.calls = 2;
@@ -632,6 +633,7 @@ static void test_stats_json(void **state)
 		assert_int_equal(jint(s, "age_ms"), fs->s.age_ms);
 		assert_int_equal(jint(s, "inline_send"), fs->s.inline_send);
 		assert_int_equal(jint(s, "inline_recv"), fs->s.inline_recv);
+		assert_int_equal(jint(s, "rpcrdma_version"), fs->s.rpcrdma_version);
 		assert_int_equal(jint(s, "credits.granted"), fs->s.credits.granted);
 		assert_int_equal(jint(s, "credits.in_use"), fs->s.credits.in_use);
 		assert_int_equal(jint(s, "credits.queued"), fs->s.credits.queued);
@@ -1132,6 +1134,8 @@ static void test_metrics_sessions(void **state)
 				   "session", id, "direction", "send", NULL) == s->inline_send);
 		assert_true(sample(fams, "rpcrdma_gw_session_inline_threshold_bytes", R, "nfs-fwd",
 				   "session", id, "direction", "receive", NULL) == s->inline_recv);
+		assert_true(sample(fams, "rpcrdma_gw_session_rpcrdma_version", R, "nfs-fwd",
+				   "session", id, NULL) == s->rpcrdma_version);
 	}
 	/* a session shows only the events that happened to it */
 	assert_true(sample(fams, "rpcrdma_gw_session_events_total", R, "nfs-fwd", "session", "11",
