@@ -479,6 +479,35 @@ static void check_side_services(const struct conf_report *rep, const struct conf
 		  r->portmapper_port, r->listen.text, r->portmapper_port);
 }
 
+/*
+ * A Version Two peer that sends no RFC 8797 private data may send 4096-byte
+ * messages (the draft's section 2.3): a receive buffer below that would
+ * take such a peer's calls for protocol violations. Reported where the
+ * object sets one of the two keys; a route that sets neither inherits a
+ * pair checked in "defaults".
+ */
+static void check_v2_inline(const struct conf_report *rep, const struct conf_where *w, json_t *obj,
+			    const struct gw_route *r)
+{
+	struct conf_where kw;
+
+	if (r->max_rpcrdma_version < 2 || r->inline_receive_size >= 4096)
+		return;
+	if (json_object_get(obj, "inline_receive_size")) {
+		conf_where_member(&kw, w, "inline_receive_size");
+		conf_fail(rep, &kw, CONF_AT_VALUE,
+			  "expected at least 4096 with max_rpcrdma_version %u (a Version Two peer "
+			  "without RFC 8797 private data sends 4096-byte messages), got %u",
+			  r->max_rpcrdma_version, r->inline_receive_size);
+	} else if (json_object_get(obj, "max_rpcrdma_version")) {
+		conf_where_member(&kw, w, "max_rpcrdma_version");
+		conf_fail(rep, &kw, CONF_AT_VALUE,
+			  "expected 1 with inline_receive_size %u, got %u (a Version Two peer "
+			  "without RFC 8797 private data sends 4096-byte messages)",
+			  r->inline_receive_size, r->max_rpcrdma_version);
+	}
+}
+
 static void load_route(const struct conf_report *rep, const struct conf_where *w, json_t *obj,
 		       const struct gw_route *defaults, const char *base, struct gw_route *r)
 {
@@ -505,6 +534,7 @@ static void load_route(const struct conf_report *rep, const struct conf_where *w
 	load_route_endpoint(rep, w, obj, mode_known, r, true);
 	conf_load_options(rep, w, obj, base, r);
 	check_record_size(rep, w, obj, r);
+	check_v2_inline(rep, w, obj, r);
 	check_side_services(rep, w, r);
 }
 
@@ -522,6 +552,7 @@ static void load_defaults(const struct conf_report *rep, const struct conf_where
 	check_members(rep, &w, obj, OBJ_DEFAULTS, known, option_names(known, false));
 	conf_load_options(rep, &w, obj, base, defaults);
 	check_record_size(rep, &w, obj, defaults);
+	check_v2_inline(rep, &w, obj, defaults);
 }
 
 /* ---- checks across routes ------------------------------------------------ */

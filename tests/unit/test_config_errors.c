@@ -725,6 +725,29 @@ static void test_portmapper_on_wildcard(void **state)
 			       "'portmapper_port': 111}]}"));
 }
 
+/* Version Two peers may send 4096-byte messages: the receive buffers must hold them. */
+static void test_v2_needs_4096_receives(void **state)
+{
+	(void)state;
+	expect_errors("{'routes': [{'name': 'a', 'mode': 'reverse', 'listen': 'rdma://0.0.0.0',\n"
+		      "  'upstream': 'tcp://192.0.2.1', 'max_rpcrdma_version': 2,\n"
+		      "  'inline_receive_size': 2048}]}",
+		      "gw.json:3:26: routes[0].inline_receive_size: expected at least 4096 with "
+		      "max_rpcrdma_version 2 (a Version Two peer without RFC 8797 private data "
+		      "sends 4096-byte messages), got 2048\n");
+	/* The size from "defaults", the version in the route: at the version. */
+	expect_errors("{'defaults': {'inline_receive_size': 1024},\n"
+		      " 'routes': [{'name': 'a', 'mode': 'reverse', 'listen': 'rdma://0.0.0.0',\n"
+		      "  'upstream': 'tcp://192.0.2.1', 'max_rpcrdma_version': 2}]}",
+		      "gw.json:3:57: routes[0].max_rpcrdma_version: expected 1 with "
+		      "inline_receive_size 1024, got 2 (a Version Two peer without RFC 8797 "
+		      "private data sends 4096-byte messages)\n");
+	/* Version One with small receives: fine. */
+	gw_config_free(load_ok("{'routes': [{'name': 'a', 'mode': 'reverse', "
+			       "'listen': 'rdma://0.0.0.0', 'upstream': 'tcp://192.0.2.1', "
+			       "'inline_receive_size': 1024}]}"));
+}
+
 /* ---- sizes that contradict each other -------------------------------------- */
 
 static void test_record_smaller_than_inline(void **state)
@@ -915,6 +938,7 @@ int main(void)
 		cmocka_unit_test(test_bad_logging),
 		cmocka_unit_test(test_listen_collisions),
 		cmocka_unit_test(test_portmapper_on_wildcard),
+		cmocka_unit_test(test_v2_needs_4096_receives),
 		cmocka_unit_test(test_record_smaller_than_inline),
 		cmocka_unit_test(test_bad_rule_files),
 		cmocka_unit_test(test_unreadable_files),
