@@ -37,6 +37,7 @@ static const char *const event_names[] = {
 	[GW_EV_SESSION_MEMORY_LIMIT] = "session_memory_limit",
 	[GW_EV_ERR_INVAL_OPTION_SENT] = "err_inval_option_sent",
 	[GW_EV_RPCRDMA_VERSION_FALLBACK] = "rpcrdma_version_fallback",
+	[GW_EV_ERR_INVAL_OPTION_RECEIVED] = "err_inval_option_received",
 };
 
 /* A kind added to the enum without a name here fails the build, not a scrape. */

@@ -16,36 +16,37 @@
 
 /* Errors and unusual events, by kind. Names are stable: they are metric labels. */
 enum gw_event_kind {
-	GW_EV_ERR_VERS_SENT,		/* we answered RDMA_ERROR ERR_VERS */
-	GW_EV_ERR_CHUNK_SENT,		/* we answered RDMA_ERROR ERR_CHUNK */
-	GW_EV_ERR_VERS_RECEIVED,	/* the server answered ERR_VERS */
-	GW_EV_ERR_CHUNK_RECEIVED,	/* the server answered ERR_CHUNK */
-	GW_EV_BAD_TRANSPORT_HEADER,	/* transport header did not decode */
-	GW_EV_MALFORMED_RECORD,		/* bad TCP record mark or oversize record */
-	GW_EV_GARBAGE_ARGS,		/* RPC arguments the ULB could not parse */
-	GW_EV_RPC_ERROR_REPLY,		/* an RPC error reply the gateway made itself */
-	GW_EV_REFUSED_CLIENT,		/* client address not allowed */
-	GW_EV_UPSTREAM_RECONNECT,	/* the upstream connection was re-established */
-	GW_EV_UPSTREAM_FAILURE,		/* could not reach the upstream */
-	GW_EV_CONNECTION_LOST,		/* a peer vanished */
-	GW_EV_CREDIT_OVERRUN,		/* a client sent more calls than granted */
-	GW_EV_RETRANSMIT_ABSORBED,	/* same XID again while the call was in flight */
-	GW_EV_UNMATCHED_REPLY,		/* a reply with no call waiting for it */
-	GW_EV_DONE_DROPPED,		/* RDMA_DONE received and dropped */
-	GW_EV_ULB_UNKNOWN_OP,		/* an NFSv4 op the walker does not know ended DDP */
-	GW_EV_REPLY_CHUNK_RETRY,	/* reply larger than estimated: retried with more room */
-	GW_EV_BACKWARD_UNDELIVERABLE,	/* a backward call that could not be delivered */
-	GW_EV_NO_BUFFERS,		/* a pool ran dry: the gateway applied back-pressure */
-	GW_EV_OUTPUT_OVERFLOW,		/* a reply found no room toward its TCP peer: closed */
-	GW_EV_PROTOCOL_VIOLATION,	/* an RDMA peer broke the transport's rules: closed */
-	GW_EV_CALL_TIMEOUT,		/* a call went unanswered past call_timeout: reset */
-	GW_EV_SESSION_LIMIT,		/* refused: the route's or the process's sessions full */
-	GW_EV_CLIENT_SESSION_LIMIT,	/* refused: the client address has its sessions */
-	GW_EV_RECORD_TIMEOUT,		/* a record not finished within record_timeout: closed */
-	GW_EV_CONNECT_TIMEOUT,		/* an accepted RDMA connection not established in time */
-	GW_EV_SESSION_MEMORY_LIMIT,	/* a session held its buffer cap: reading paused */
-	GW_EV_ERR_INVAL_OPTION_SENT,	/* we answered RDMA2_ERROR RDMA2_ERR_INVAL_OPTION */
-	GW_EV_RPCRDMA_VERSION_FALLBACK, /* ERR_VERS to our Version Two: fell back, call re-sent */
+	GW_EV_ERR_VERS_SENT,		 /* we answered RDMA_ERROR ERR_VERS */
+	GW_EV_ERR_CHUNK_SENT,		 /* we answered RDMA_ERROR ERR_CHUNK */
+	GW_EV_ERR_VERS_RECEIVED,	 /* the server answered ERR_VERS */
+	GW_EV_ERR_CHUNK_RECEIVED,	 /* the server answered ERR_CHUNK */
+	GW_EV_BAD_TRANSPORT_HEADER,	 /* transport header did not decode */
+	GW_EV_MALFORMED_RECORD,		 /* bad TCP record mark or oversize record */
+	GW_EV_GARBAGE_ARGS,		 /* RPC arguments the ULB could not parse */
+	GW_EV_RPC_ERROR_REPLY,		 /* an RPC error reply the gateway made itself */
+	GW_EV_REFUSED_CLIENT,		 /* client address not allowed */
+	GW_EV_UPSTREAM_RECONNECT,	 /* the upstream connection was re-established */
+	GW_EV_UPSTREAM_FAILURE,		 /* could not reach the upstream */
+	GW_EV_CONNECTION_LOST,		 /* a peer vanished */
+	GW_EV_CREDIT_OVERRUN,		 /* a client sent more calls than granted */
+	GW_EV_RETRANSMIT_ABSORBED,	 /* same XID again while the call was in flight */
+	GW_EV_UNMATCHED_REPLY,		 /* a reply with no call waiting for it */
+	GW_EV_DONE_DROPPED,		 /* RDMA_DONE received and dropped */
+	GW_EV_ULB_UNKNOWN_OP,		 /* an NFSv4 op the walker does not know ended DDP */
+	GW_EV_REPLY_CHUNK_RETRY,	 /* reply larger than estimated: retried with more room */
+	GW_EV_BACKWARD_UNDELIVERABLE,	 /* a backward call that could not be delivered */
+	GW_EV_NO_BUFFERS,		 /* a pool ran dry: the gateway applied back-pressure */
+	GW_EV_OUTPUT_OVERFLOW,		 /* a reply found no room toward its TCP peer: closed */
+	GW_EV_PROTOCOL_VIOLATION,	 /* an RDMA peer broke the transport's rules: closed */
+	GW_EV_CALL_TIMEOUT,		 /* a call went unanswered past call_timeout: reset */
+	GW_EV_SESSION_LIMIT,		 /* refused: the route's or the process's sessions full */
+	GW_EV_CLIENT_SESSION_LIMIT,	 /* refused: the client address has its sessions */
+	GW_EV_RECORD_TIMEOUT,		 /* a record not finished within record_timeout: closed */
+	GW_EV_CONNECT_TIMEOUT,		 /* an accepted RDMA connection not established in time */
+	GW_EV_SESSION_MEMORY_LIMIT,	 /* a session held its buffer cap: reading paused */
+	GW_EV_ERR_INVAL_OPTION_SENT,	 /* we answered RDMA2_ERROR RDMA2_ERR_INVAL_OPTION */
+	GW_EV_RPCRDMA_VERSION_FALLBACK,	 /* ERR_VERS to our Version Two: fell back, call re-sent */
+	GW_EV_ERR_INVAL_OPTION_RECEIVED, /* the server answered RDMA2_ERR_INVAL_OPTION */
 	GW_EV_KIND_COUNT
 };
 

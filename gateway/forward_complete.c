@@ -341,9 +341,15 @@ static void fwd_recv_error(struct fwd_session *s, const struct rpcrdma_hdr *h, u
 		gw_warn("forward %s: server answered ERR_VERS (%u..%u) for xid %#x", s->base.client,
 			h->vers_low, h->vers_high, h->xid);
 		gw_count_event(&s->base, GW_EV_ERR_VERS_RECEIVED);
+	} else if (h->version >= RPCRDMA_V2 && h->err == RPCRDMA2_ERR_INVAL_OPTION) {
+		/* We send no optional message: the server refused something we never sent. */
+		gw_warn("forward %s: server answered RDMA2_ERR_INVAL_OPTION for xid %#x",
+			s->base.client, h->xid);
+		gw_count_event(&s->base, GW_EV_ERR_INVAL_OPTION_RECEIVED);
 	} else {
-		gw_warn("forward %s: server answered ERR_CHUNK for xid %#x", s->base.client,
-			h->xid);
+		/* ERR_CHUNK; in Version Two the same value is RDMA2_ERR_BAD_HEADER. */
+		gw_warn("forward %s: server answered %s for xid %#x", s->base.client,
+			h->version >= RPCRDMA_V2 ? "RDMA2_ERR_BAD_HEADER" : "ERR_CHUNK", h->xid);
 		gw_count_event(&s->base, GW_EV_ERR_CHUNK_RECEIVED);
 	}
 	if (!c) {
