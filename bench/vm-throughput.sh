@@ -17,18 +17,22 @@
 # It prints figures; it never passes or fails. The guest is emulated (TCG), so the
 # figures compare the paths on the same machine, not with hardware.
 #
-# Environment: ROUNDS (3), META_FILES (600), SIZES ("4096 16384 65536 262144 1048576").
+# After the rounds, unless PROFILE=0: the gateway's system calls per RPC (strace -c) for
+# 4 KiB I/O, in OUT_DIR/strace-4k.txt.
+# Environment: ROUNDS (2), META_FILES (600), SIZES ("4096 16384 65536 262144 1048576"),
+# PROFILE (1), SCALE (1: each I/O size moves 4, 8, 8, 16 and 16 MiB per run, times SCALE).
+# The defaults take about 10 minutes in the guest on a 2-core host.
 # Run it alone on the machine (it shares the VM lock with the end-to-end jobs):
 #   flock /tmp/rpcrdma-vm.lock bench/vm-throughput.sh build-rel
 set -euo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$(realpath "${1:?usage: vm-throughput.sh BUILD_DIR [OUT_DIR]}")
 out=${2:-$build/bench-out}
-mkdir -p "$out"; out=$(realpath "$out"); rm -f "$out/runs.tsv"
+mkdir -p "$out"; out=$(realpath "$out"); rm -f "$out"/runs.tsv "$out"/strace-*.txt
 job=$(mktemp); env=$(mktemp)
 cat >"$env" <<ENV
 export GW_SRC=$top GW_BIN=$build/gateway/rpcrdma-gw
-export ROUNDS=${ROUNDS:-3} META_FILES=${META_FILES:-600}
+export ROUNDS=${ROUNDS:-2} META_FILES=${META_FILES:-600} PROFILE=${PROFILE:-1} SCALE=${SCALE:-1}
 export SIZES="${SIZES:-4096 16384 65536 262144 1048576}"
 ENV
 cat >"$job" <<'JOB'
@@ -44,22 +48,27 @@ cat >/tmp/gw.json <<JSON
 JSON
 "$GW_BIN" -c /tmp/gw.json & gw=$!
 for _ in $(seq 50); do curl -fs http://127.0.0.1:9464/healthz >/dev/null && break; sleep 0.2; done
-dd if=/dev/urandom of=/tmp/src bs=1M count=32 status=none
+dd if=/dev/urandom of=/tmp/src bs=1M count=$((16 * SCALE)) status=none
 
-ticks() { # PID... -> utime+stime, clock ticks (comm of nfsd and rpcrdma-gw has no spaces)
-    local p t=0
-    for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done
-    echo $t
-}
-metric() { # NAME -> the sum of its series in /metrics
-    curl -fs http://127.0.0.1:9464/metrics | awk -v n="$1" 'index($0, n "{") == 1 {s += $NF} END {printf "%.0f", s}'
-}
-snap() { # nfsd-ticks nfsd-rpcs gw-utime gw-stime gw-calls gw-tcp-bytes guest-busy-ticks gw-sleeps
-    echo "$(ticks $(pgrep -x nfsd)) $(awk '$1 == "rpc" {print $2}' /proc/net/rpc/nfsd)" \
-         "$(awk '{print $14, $15}' /proc/$gw/stat)" \
-         "$(metric rpcrdma_gw_rpc_calls_total) $(metric rpcrdma_gw_tcp_bytes_total)" \
-         "$(awk '$1 == "cpu" {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat)" \
-         "$(awk '$1 == "voluntary_ctxt_switches:" {print $2}' /proc/$gw/status)"
+nfsd_pids=$(pgrep -x nfsd | tr '\n' ' ')
+# One awk over /proc (each process costs tens of milliseconds in the emulated guest),
+# then the gateway's counters; the window of a run ends at the /proc/stat read.
+snap() { # nfsd-ticks nfsd-rpcs gw-utime gw-stime guest-busy-ticks gw-sleeps gw-calls gw-tcp-bytes
+    local n
+    # shellcheck disable=SC2086 # the pids are words
+    awk -v g=/proc/$gw/stat -v gs=/proc/$gw/status '
+        FILENAME == "/proc/stat" { if ($1 == "cpu") busy = $2 + $3 + $4 + $7 + $8 + $9; next }
+        FILENAME == "/proc/net/rpc/nfsd" { if ($1 == "rpc") rpcs = $2; next }
+        FILENAME == g { gu = $14; gst = $15; next }
+        FILENAME == gs { if ($1 == "voluntary_ctxt_switches:") sl = $2; next }
+        { nt += $14 + $15 } # an nfsd thread: comm "(nfsd)" has no spaces
+        END { printf "%d %d %d %d %d %d", nt, rpcs, gu, gst, busy, sl }' \
+        $(for n in $nfsd_pids; do echo /proc/$n/stat; done) /proc/net/rpc/nfsd /proc/$gw/stat \
+        /proc/$gw/status /proc/stat
+    curl -fs http://127.0.0.1:9464/metrics | awk '
+        index($0, "rpcrdma_gw_rpc_calls_total{") == 1 { c += $NF }
+        index($0, "rpcrdma_gw_tcp_bytes_total{") == 1 { b += $NF }
+        END { printf " %.0f %.0f\n", c, b }'
 }
 record() { # VERS PATH WORKLOAD SIZE ROUND SECONDS MIB BEFORE AFTER
     local -a b=($8) a=($9); local i d=""
@@ -67,25 +76,18 @@ record() { # VERS PATH WORKLOAD SIZE ROUND SECONDS MIB BEFORE AFTER
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s%s\n' "$1" "$2" "$3" "$4" "$5" "$6" "$7" "$d" >>/share/runs.tsv
 }
 dd_secs() { dd "$@" 2>&1 | awk '/copied/ {for (i = 1; i <= NF; i++) if ($i ~ /^s,?$/) print $(i - 1)}'; }
-mib_for() { case $1 in 4096) echo 8 ;; 16384|65536) echo 16 ;; *) echo 32 ;; esac; }
-meta() { # DIR -> seconds for create, stat, remove of META_FILES files
-    python3 - "$1" "$META_FILES" <<'PY'
-import os, sys, time
-d, n = sys.argv[1], int(sys.argv[2])
-os.mkdir(d)
-t = time.monotonic()
-for i in range(n):
-    os.close(os.open(f"{d}/f{i}", os.O_CREAT | os.O_WRONLY, 0o644))
-for i in range(n):
-    os.stat(f"{d}/f{i}")
-for i in range(n):
-    os.unlink(f"{d}/f{i}")
-print(f"{time.monotonic() - t:.3f}")
-os.rmdir(d)
-PY
+mib_for() { case $1 in 4096) echo $((4 * SCALE)) ;; 16384|65536) echo $((8 * SCALE)) ;; *) echo $((16 * SCALE)) ;; esac; }
+meta() { # DIR -> seconds for create, stat, remove of META_FILES files (shell builtins
+    # but one rm, so that the guest's CPU time is the file system's, not process start-up)
+    local i t0=$EPOCHREALTIME
+    mkdir "$1"
+    for ((i = 0; i < META_FILES; i++)); do : >"$1/f$i"; done
+    for ((i = 0; i < META_FILES; i++)); do [[ -e $1/f$i ]]; done
+    rm -r "$1"
+    echo "$EPOCHREALTIME $t0" | awk '{printf "%.3f", $1 - $2}'
 }
 
-printf 'vers\tpath\tworkload\tsize\tround\tseconds\tmib\tnfsd_ticks\tnfsd_rpcs\tgw_uticks\tgw_sticks\tgw_calls\tgw_tcp_bytes\tguest_ticks\tgw_sleeps\n' >/share/runs.tsv
+printf 'vers\tpath\tworkload\tsize\tround\tseconds\tmib\tnfsd_ticks\tnfsd_rpcs\tgw_uticks\tgw_sticks\tguest_ticks\tgw_sleeps\tgw_calls\tgw_tcp_bytes\n' >/share/runs.tsv
 echo "CLK_TCK $(getconf CLK_TCK)" >/share/clk
 m=/mnt/b; mkdir -p $m
 # NFSv4 opens wait out the server's grace period (10 s after start-up).
@@ -115,6 +117,24 @@ for round in $(seq "$ROUNDS"); do
         done
     done
 done
+
+calls() { curl -fs http://127.0.0.1:9464/metrics | awk 'index($0, "rpcrdma_gw_rpc_calls_total{") == 1 { c += $NF } END { printf "%.0f", c }'; }
+io() { # SIZE COUNT: O_DIRECT write then read through the mount
+    dd if=/tmp/src of=$m/f bs="$1" count="$2" oflag=direct status=none
+    dd if=$m/f of=/dev/null bs="$1" count="$2" iflag=direct status=none
+}
+# Where the gateway's time goes (NFSv3 through the gateway): its system calls per RPC
+# (strace -c over every thread) for 4 KiB I/O, in a file next to runs.tsv. Not in the
+# table: strace slows what it watches.
+if [[ ${PROFILE:-1} == 1 ]]; then
+    mount -t nfs -o vers=3,proto=tcp,port=3049,nolock 192.0.2.2:/export $m
+    io 4096 64
+    c0=$(calls)
+    strace -c -f -o /share/strace-4k.txt $(for t in /proc/$gw/task/*; do echo -p "${t##*/}"; done) 2>/dev/null & st=$!
+    sleep 2; io 4096 512; sleep 1; kill -INT $st; wait $st || true
+    echo "gateway RPC calls during the trace: $(($(calls) - c0))" >>/share/strace-4k.txt
+    rm -f $m/f; umount $m
+fi
 kill $gw; wait $gw || true
 JOB
 GWVM_SHARE=$out GWVM_ENV=$env GWVM_TIMEOUT=${GWVM_TIMEOUT:-1000} "$top/tests/vm/gwvm" run "$job"
