@@ -1,40 +1,142 @@
 #!/usr/bin/env bash
-# bench/vm-throughput.sh BUILD_DIR: throughput of the kernel NFS client against the
-# kernel NFS server in a Soft-RoCE guest, directly over RDMA and through the gateway
-# (forward mode, TCP to the gateway), for 1 MiB and 4 KiB rsize/wsize, O_DIRECT. It
-# prints a table; it never passes or fails. The guest is emulated (TCG), so the
-# figures compare the two paths on the same machine, not with hardware.
+# bench/vm-throughput.sh BUILD_DIR [OUT_DIR]: the kernel NFS client against the kernel
+# NFS server in one Soft-RoCE guest, over three paths -- directly over RDMA, directly
+# over TCP, and through the gateway (forward mode: TCP to the gateway, RDMA to the
+# server) -- for NFSv3 and NFSv4.2:
+#   - O_DIRECT writes and reads, one I/O at a time (dd), at I/O sizes 4 KiB to 1 MiB
+#     (the mount's rsize/wsize are the negotiated maximum, so one I/O is one RPC);
+#   - a metadata run: create, stat and remove META_FILES files.
+# For every run it records the wall time, the RPCs the kernel NFS server counted
+# (/proc/net/rpc/nfsd), the CPU time of the nfsd threads and of the gateway process
+# (utime+stime from /proc/PID/stat; the gateway's user and system time apart, and how
+# often its main thread went to sleep, voluntary_ctxt_switches of /proc/PID/status), the
+# gateway's calls and TCP bytes (/metrics), and the guest's busy CPU time (/proc/stat).
+# Runs are interleaved over ROUNDS rounds; the report (bench/vm-report.py) gives the
+# median rate and the CPU ratios of the summed runs, and a PNG plot of MB/s against
+# I/O size when gnuplot is installed.
+# It prints figures; it never passes or fails. The guest is emulated (TCG), so the
+# figures compare the paths on the same machine, not with hardware.
+#
+# After the rounds, unless PROFILE=0: the gateway's system calls per RPC (strace -c) for
+# 4 KiB I/O, in OUT_DIR/strace-4k.txt.
+# Environment: ROUNDS (2), META_FILES (600), SIZES ("4096 16384 65536 262144 1048576"),
+# PROFILE (1), SCALE (1: each I/O size moves 4, 8, 8, 16 and 16 MiB per run, times SCALE).
+# The defaults take about 10 minutes in the guest on a 2-core host.
+# Run it alone on the machine (it shares the VM lock with the end-to-end jobs):
+#   flock /tmp/rpcrdma-vm.lock bench/vm-throughput.sh build-rel
 set -euo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build=$(realpath "${1:?usage: vm-throughput.sh BUILD_DIR}")
+build=$(realpath "${1:?usage: vm-throughput.sh BUILD_DIR [OUT_DIR]}")
+out=${2:-$build/bench-out}
+mkdir -p "$out"; out=$(realpath "$out"); rm -f "$out"/runs.tsv "$out"/strace-*.txt
 job=$(mktemp); env=$(mktemp)
-echo "export GW_SRC=$top GW_BIN=$build/gateway/rpcrdma-gw" >"$env"
+cat >"$env" <<ENV
+export GW_SRC=$top GW_BIN=$build/gateway/rpcrdma-gw
+export ROUNDS=${ROUNDS:-2} META_FILES=${META_FILES:-600} PROFILE=${PROFILE:-1} SCALE=${SCALE:-1}
+export SIZES="${SIZES:-4096 16384 65536 262144 1048576}"
+ENV
 cat >"$job" <<'JOB'
 set -eu
-gwvm-net; gwvm-nfsd /export rdma >/dev/null; modprobe nfsv4
+gwvm-net >/dev/null
+# TCP 2049 and RDMA 20049, so that the client can reach the server both ways.
+gwvm-nfsd /export tcp+rdma >/dev/null
+modprobe nfsv3; modprobe nfsv4
 cat >/tmp/gw.json <<JSON
-{ "routes": [ { "name": "nfs", "mode": "forward", "listen": "tcp://192.0.2.2:2049",
-                "upstream": "rdma://192.0.2.1:20049" } ], "stats": { "enabled": false },
-  "logging": { "level": "warning" } }
+{ "routes": [ { "name": "nfs", "mode": "forward", "listen": "tcp://192.0.2.2:3049",
+                "upstream": "rdma://192.0.2.1:20049" } ],
+  "stats": { "listen": "127.0.0.1:9464" }, "logging": { "level": "warning" } }
 JSON
-"$GW_BIN" -c /tmp/gw.json & gw=$!; sleep 2
-dd if=/dev/urandom of=/tmp/src bs=1M count=64 status=none
-rate() { # DD-ARGS... -> MB/s
-    dd "$@" 2>&1 | awk '/copied/ {for (i = 1; i <= NF; i++) if ($i ~ /s,$/) t = $(i-1); print int(64 / t)}'
+"$GW_BIN" -c /tmp/gw.json & gw=$!
+for _ in $(seq 50); do curl -fs http://127.0.0.1:9464/healthz >/dev/null && break; sleep 0.2; done
+dd if=/dev/urandom of=/tmp/src bs=1M count=$((16 * SCALE)) status=none
+
+nfsd_pids=$(pgrep -x nfsd | tr '\n' ' ')
+# One awk over /proc (each process costs tens of milliseconds in the emulated guest),
+# then the gateway's counters; the window of a run ends at the /proc/stat read.
+snap() { # nfsd-ticks nfsd-rpcs gw-utime gw-stime guest-busy-ticks gw-sleeps gw-calls gw-tcp-bytes
+    local n
+    # shellcheck disable=SC2086 # the pids are words
+    awk -v g=/proc/$gw/stat -v gs=/proc/$gw/status '
+        FILENAME == "/proc/stat" { if ($1 == "cpu") busy = $2 + $3 + $4 + $7 + $8 + $9; next }
+        FILENAME == "/proc/net/rpc/nfsd" { if ($1 == "rpc") rpcs = $2; next }
+        FILENAME == g { gu = $14; gst = $15; next }
+        FILENAME == gs { if ($1 == "voluntary_ctxt_switches:") sl = $2; next }
+        { nt += $14 + $15 } # an nfsd thread: comm "(nfsd)" has no spaces
+        END { printf "%d %d %d %d %d %d", nt, rpcs, gu, gst, busy, sl }' \
+        $(for n in $nfsd_pids; do echo /proc/$n/stat; done) /proc/net/rpc/nfsd /proc/$gw/stat \
+        /proc/$gw/status /proc/stat
+    curl -fs http://127.0.0.1:9464/metrics | awk '
+        index($0, "rpcrdma_gw_rpc_calls_total{") == 1 { c += $NF }
+        index($0, "rpcrdma_gw_tcp_bytes_total{") == 1 { b += $NF }
+        END { printf " %.0f %.0f\n", c, b }'
 }
-printf '%-22s %8s %12s %12s\n' path rsize "write MB/s" "read MB/s"
-for size in 1048576 4096; do
-    for path in direct gateway; do
-        mkdir -p /mnt/b
-        if [[ $path == direct ]]; then o="proto=rdma,port=20049"; a=192.0.2.1; else o="proto=tcp,port=2049"; a=192.0.2.2; fi
-        mount -t nfs -o vers=4.2,$o,rsize=$size,wsize=$size $a:/ /mnt/b
-        w=$(rate if=/tmp/src of=/mnt/b/f bs=1M oflag=direct)
-        r=$(rate if=/mnt/b/f of=/dev/null bs=1M iflag=direct)
-        printf '%-22s %8s %12s %12s\n' "$path" "$size" "$w" "$r"
-        rm -f /mnt/b/f; umount /mnt/b
+record() { # VERS PATH WORKLOAD SIZE ROUND SECONDS MIB BEFORE AFTER
+    local -a b=($8) a=($9); local i d=""
+    for i in 0 1 2 3 4 5 6 7; do d+=$'\t'$((a[i] - b[i])); done
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s%s\n' "$1" "$2" "$3" "$4" "$5" "$6" "$7" "$d" >>/share/runs.tsv
+}
+dd_secs() { dd "$@" 2>&1 | awk '/copied/ {for (i = 1; i <= NF; i++) if ($i ~ /^s,?$/) print $(i - 1)}'; }
+mib_for() { case $1 in 4096) echo $((4 * SCALE)) ;; 16384|65536) echo $((8 * SCALE)) ;; *) echo $((16 * SCALE)) ;; esac; }
+meta() { # DIR -> seconds for create, stat, remove of META_FILES files (shell builtins
+    # but one rm, so that the guest's CPU time is the file system's, not process start-up)
+    local i t0=$EPOCHREALTIME
+    mkdir "$1"
+    for ((i = 0; i < META_FILES; i++)); do : >"$1/f$i"; done
+    for ((i = 0; i < META_FILES; i++)); do [[ -e $1/f$i ]]; done
+    rm -r "$1"
+    echo "$EPOCHREALTIME $t0" | awk '{printf "%.3f", $1 - $2}'
+}
+
+printf 'vers\tpath\tworkload\tsize\tround\tseconds\tmib\tnfsd_ticks\tnfsd_rpcs\tgw_uticks\tgw_sticks\tguest_ticks\tgw_sleeps\tgw_calls\tgw_tcp_bytes\n' >/share/runs.tsv
+echo "CLK_TCK $(getconf CLK_TCK)" >/share/clk
+m=/mnt/b; mkdir -p $m
+# NFSv4 opens wait out the server's grace period (10 s after start-up).
+while (($(date +%s) < $(cat /run/gwvm-nfsd.started) + 12)); do sleep 1; done
+for round in $(seq "$ROUNDS"); do
+    for vers in 3 4.2; do
+        for path in rdma tcp gateway; do
+            case $path in
+            rdma)    o="proto=rdma,port=20049"; a=192.0.2.1 ;;
+            tcp)     o="proto=tcp,port=2049";   a=192.0.2.1 ;;
+            gateway) o="proto=tcp,port=3049";   a=192.0.2.2 ;;
+            esac
+            if [[ $vers == 3 ]]; then o+=",nolock"; e=$a:/export; else e=$a:/; fi
+            mount -t nfs -o vers=$vers,$o $e $m
+            for size in $SIZES; do
+                mib=$(mib_for "$size"); n=$((mib * 1048576 / size))
+                b=$(snap); s=$(dd_secs if=/tmp/src of=$m/f bs=$size count=$n oflag=direct); a2=$(snap)
+                record $vers $path write $size $round "$s" $mib "$b" "$a2"
+                b=$(snap); s=$(dd_secs if=$m/f of=/dev/null bs=$size count=$n iflag=direct); a2=$(snap)
+                record $vers $path read $size $round "$s" $mib "$b" "$a2"
+                rm -f $m/f
+            done
+            b=$(snap); s=$(meta $m/meta); a2=$(snap)
+            record $vers $path meta "$META_FILES" $round "$s" 0 "$b" "$a2"
+            umount $m
+            echo "round $round NFSv$vers $path done ($(date +%T))"
+        done
     done
 done
+
+calls() { curl -fs http://127.0.0.1:9464/metrics | awk 'index($0, "rpcrdma_gw_rpc_calls_total{") == 1 { c += $NF } END { printf "%.0f", c }'; }
+io() { # SIZE COUNT: O_DIRECT write then read through the mount
+    dd if=/tmp/src of=$m/f bs="$1" count="$2" oflag=direct status=none
+    dd if=$m/f of=/dev/null bs="$1" count="$2" iflag=direct status=none
+}
+# Where the gateway's time goes (NFSv3 through the gateway): its system calls per RPC
+# (strace -c over every thread) for 4 KiB I/O, in a file next to runs.tsv. Not in the
+# table: strace slows what it watches.
+if [[ ${PROFILE:-1} == 1 ]]; then
+    mount -t nfs -o vers=3,proto=tcp,port=3049,nolock 192.0.2.2:/export $m
+    io 4096 64
+    c0=$(calls)
+    strace -c -f -o /share/strace-4k.txt $(for t in /proc/$gw/task/*; do echo -p "${t##*/}"; done) 2>/dev/null & st=$!
+    sleep 2; io 4096 512; sleep 1; kill -INT $st; wait $st || true
+    echo "gateway RPC calls during the trace: $(($(calls) - c0))" >>/share/strace-4k.txt
+    rm -f $m/f; umount $m
+fi
 kill $gw; wait $gw || true
 JOB
-GWVM_ENV=$env "$top/tests/vm/gwvm" run "$job"
+GWVM_SHARE=$out GWVM_ENV=$env GWVM_TIMEOUT=${GWVM_TIMEOUT:-1000} "$top/tests/vm/gwvm" run "$job"
 rm -f "$job" "$env"
+python3 "$top/bench/vm-report.py" "$out"
