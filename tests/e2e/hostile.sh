@@ -43,8 +43,9 @@
 #       cm_id stays in CONNECT for minutes, a kernel client straight to it fails as
 #       the gateway does), which tests the server's kernel and not the gateway.
 #    b. The gateway runs as its systemd unit, deploy/rpcrdma-gw.service unchanged
-#       (Type=notify, Restart=on-failure, RestartSec=2, its sandboxing), installed as
-#       the unit says (/usr/local/sbin, /etc/rpcrdma-gw/gw.json). The guest boots
+#       (Type=notify, Restart=on-failure, RestartSec=2, its sandboxing), installed by
+#       `cmake --install` into the guest (binary, stock rules, unit) with the
+#       configuration in /etc/rpcrdma-gw/gw.json, as an operator would. The guest boots
 #       without systemd, so the job starts the host's systemd as PID 1 of a PID
 #       namespace, with only this unit to run (a drop-in sends its output to a file
 #       and leaves out the boot's default dependencies; network-online.target is
@@ -211,9 +212,12 @@ sd_log=$GW_OUT/hostile-systemd.log
 sd_main() { pgrep -x -f "/usr/local/sbin/rpcrdma-gw -c /etc/rpcrdma-gw/gw.json" | head -1; }
 sd_started() { grep -c "running with" "$sd_log" 2>/dev/null || true; }
 gw_start_systemd() {
-    install -D -m755 "$GW_BIN" /usr/local/sbin/rpcrdma-gw
+    # Installed as an operator installs it (the binary, the stock rules it looks for in
+    # share/, the unit in lib/systemd/system), into the guest's own overlay: the unit's
+    # PrivateTmp and ProtectHome hide a source tree under /tmp or /home from the service.
+    cmake --install "$GW_BUILD" >"$E2E_WORK/install.log" 2>&1 ||
+        { fail "cmake --install"; cat "$E2E_WORK/install.log"; }
     install -D -m644 "$cfg" /etc/rpcrdma-gw/gw.json
-    install -D -m644 "$GW_SRC/deploy/rpcrdma-gw.service" /etc/systemd/system/rpcrdma-gw.service
     mkdir -p /etc/systemd/system/rpcrdma-gw.service.d
     cat >/etc/systemd/system/rpcrdma-gw.service.d/e2e.conf <<UNIT
 [Unit]
