@@ -202,7 +202,7 @@ static bool resolve_host(const struct host_port *hp, struct sockaddr_storage *ss
 	return true;
 }
 
-bool conf_addr_is_wildcard(const struct sockaddr_storage *ss)
+bool gw_addr_is_wildcard(const struct sockaddr_storage *ss)
 {
 	if (ss->ss_family == AF_INET)
 		return ((const struct sockaddr_in *)ss)->sin_addr.s_addr == htonl(INADDR_ANY);
@@ -233,7 +233,7 @@ bool conf_parse_url(const char *text, bool to_connect, struct gw_endpoint *ep, s
 	}
 	if (!resolve_host(&hp, &ep->addr, &ep->addrlen, why))
 		return false;
-	if (to_connect && conf_addr_is_wildcard(&ep->addr)) {
+	if (to_connect && gw_addr_is_wildcard(&ep->addr)) {
 		expect(why, "an address to connect to, not the wildcard address");
 		return false;
 	}
@@ -456,8 +456,8 @@ bool conf_listen_overlap(const struct sockaddr_storage *a, const struct sockaddr
 
 	if (port_of(a) != port_of(b))
 		return false;
-	if ((a->ss_family == AF_INET6 && conf_addr_is_wildcard(a)) ||
-	    (b->ss_family == AF_INET6 && conf_addr_is_wildcard(b)))
+	if ((a->ss_family == AF_INET6 && gw_addr_is_wildcard(a)) ||
+	    (b->ss_family == AF_INET6 && gw_addr_is_wildcard(b)))
 		return true;
 	if (a_v4 && b_v4)
 		return a4.s_addr == htonl(INADDR_ANY) || b4.s_addr == htonl(INADDR_ANY) ||

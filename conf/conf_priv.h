@@ -120,8 +120,6 @@ bool conf_parse_host_port(const char *text, struct sockaddr_storage *ss, socklen
 /* "ADDRESS/PREFIX" or a bare address (a single host). */
 bool conf_parse_cidr(const char *text, struct gw_cidr *out, struct conf_why *why);
 /* Whether two listeners of the same transport would fight over a port. */
-/* 0.0.0.0 or ::. */
-bool conf_addr_is_wildcard(const struct sockaddr_storage *ss);
 bool conf_listen_overlap(const struct sockaddr_storage *a, const struct sockaddr_storage *b);
 /* Same family, address, port (and IPv6 scope). */
 bool conf_sockaddr_equal(const struct sockaddr_storage *a, const struct sockaddr_storage *b);

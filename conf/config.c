@@ -469,7 +469,7 @@ static void check_side_services(const struct conf_report *rep, const struct conf
 {
 	struct conf_where lw;
 
-	if (!r->portmapper_port || !r->listen.text || !conf_addr_is_wildcard(&r->listen.addr))
+	if (!r->portmapper_port || !r->listen.text || !gw_addr_is_wildcard(&r->listen.addr))
 		return;
 	conf_where_member(&lw, w, "listen");
 	conf_fail(rep, &lw, CONF_AT_VALUE,

@@ -200,6 +200,9 @@ int gw_endpoint_parse(const char *text, enum gw_transport want, struct gw_endpoi
 		      size_t errlen);
 void gw_endpoint_free(struct gw_endpoint *ep);
 
+/* Whether @ss is the wildcard address, 0.0.0.0 or ::. */
+bool gw_addr_is_wildcard(const struct sockaddr_storage *ss);
+
 /* The route called @name, or NULL. */
 const struct gw_route *gw_config_route(const struct gw_config *cfg, const char *name);
 

@@ -55,13 +55,6 @@ static void addr_set_port(struct sockaddr_storage *ss, uint16_t port)
 		((struct sockaddr_in *)ss)->sin_port = htons(port);
 }
 
-static bool addr_is_wildcard(const struct sockaddr_storage *ss)
-{
-	if (ss->ss_family == AF_INET6)
-		return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)ss)->sin6_addr);
-	return ((const struct sockaddr_in *)ss)->sin_addr.s_addr == htonl(INADDR_ANY);
-}
-
 /* One call to the portmapper: answered at once from the table. */
 static void pmap_on_call(void *arg, struct sidesvc *svc, const struct sidesvc_peer *peer,
 			 const uint8_t *msg, size_t len)
@@ -155,7 +148,7 @@ struct gw_side *gw_side_start(struct event_base *base, const struct gw_route *r,
 	if (!r->portmapper_port)
 		return NULL;
 	*failed = 1;
-	if (addr_is_wildcard(&r->listen.addr)) {
+	if (gw_addr_is_wildcard(&r->listen.addr)) {
 		snprintf(err, errlen,
 			 "route %s: portmapper_port: the listen address must be one address, not "
 			 "the wildcard (the portmapper advertises it, and a host rpcbind keeps "
