@@ -55,6 +55,22 @@ static inline void w64(struct words *w, uint64_t v)
 	w->len += 8;
 }
 
+/*
+ * The chunk lists of a Position-Zero call (RDMA_NOMSG / RDMA2_NOMSG): the
+ * whole call in one Read segment at position 0, no Write list, no Reply chunk.
+ */
+static inline void w_p0_lists(struct words *w, uint32_t rkey, uint32_t len, uint64_t addr)
+{
+	w32(w, 1); /* Read list: one entry at position 0 */
+	w32(w, 0);
+	w32(w, rkey);
+	w32(w, len);
+	w64(w, addr);
+	w32(w, 0); /* end of the Read list */
+	w32(w, 0); /* no Write list */
+	w32(w, 0); /* no Reply chunk */
+}
+
 struct peer_sent {
 	struct rconn_wr wr; /* first */
 	struct gw_buf *buf;

@@ -286,14 +286,7 @@ static bool build_p0_call(struct words *w)
 	w32(w, 1);
 	w32(w, 32);
 	w32(w, 1); /* RDMA_NOMSG */
-	w32(w, 1); /* Read list: one entry at position 0 */
-	w32(w, 0);
-	w32(w, p0_exp.rkey);
-	w32(w, call.len);
-	w64(w, p0_exp.addr);
-	w32(w, 0); /* end of the Read list */
-	w32(w, 0); /* no Write list */
-	w32(w, 0); /* no Reply chunk */
+	w_p0_lists(w, p0_exp.rkey, call.len, p0_exp.addr);
 	return true;
 }
 

@@ -300,14 +300,7 @@ static bool build_p0_call(const struct step *s, struct words *w)
 		return false;
 	hdr(w, s->p0_xid, RPCRDMA_V2, RPCRDMA_NOMSG);
 	w32(w, CALL);
-	w32(w, 1); /* Read list: one entry at position 0 */
-	w32(w, 0);
-	w32(w, exp.rkey);
-	w32(w, call.len);
-	w64(w, exp.addr);
-	w32(w, 0); /* end of the Read list */
-	w32(w, 0); /* no Write list */
-	w32(w, 0); /* no Reply chunk */
+	w_p0_lists(w, exp.rkey, call.len, exp.addr);
 	return true;
 }
 
