@@ -248,12 +248,13 @@ UNIT
 }
 # Stop it as systemd stops it (KillSignal=SIGTERM: drain), then systemd itself.
 gw_stop_systemd() {
-    local i pid=$GW_PID
+    local i pid=$GW_PID starts
+    starts=$(sd_started)
     kill -TERM "$pid"
     for i in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
     sleep 3 # RestartSec and then some: a clean exit must not be restarted
     check "the unit's gateway drained and stayed down (no main PID: '$(sd_main)')" \
-        test -z "$(sd_main)" -a "$(grep -c "running with" "$sd_log")" -eq "$sd_starts_before_stop"
+        test -z "$(sd_main)" -a "$(sd_started)" -eq "$starts"
     kill -KILL "$SD_PID" 2>/dev/null; wait "$SD_PID" 2>/dev/null
 }
 
@@ -340,7 +341,6 @@ timeout 30 umount $mf || umount -f -l $mf
 timeout 30 umount $mr || umount -f -l $mr
 gw_check_quiet 60
 echo "gateway RSS at the end: $(rss_mb) MiB"
-sd_starts_before_stop=$(sd_started)
 gw_stop_systemd
 echo "job time: $(elapsed)"
 e2e_finish
