@@ -186,6 +186,11 @@ static json_int_t int_at(const json_t *obj, const char *key)
 	return json_integer_value(json_object_get(obj, key));
 }
 
+static double real_at(const json_t *obj, const char *key)
+{
+	return json_number_value(json_object_get(obj, key));
+}
+
 /*
  * How much a counter grew. A counter smaller than before belongs to a
  * gateway that restarted since: all of it is new.
@@ -366,6 +371,32 @@ static json_t *report_route(const json_t *prev, const json_t *cur, double dt)
 	return r;
 }
 
+/*
+ * The gateway process over the interval: its CPU share (user and system, in
+ * per cent of one core) and resident memory. Left out when the document has
+ * no "process" object (a gateway that cannot read /proc).
+ */
+static void report_process(json_t *report, const json_t *prev, const json_t *cur, double interval_s)
+{
+	double cpu;
+	json_t *o;
+
+	if (!json_is_object(cur))
+		return;
+	o = json_object();
+	json_object_set(o, "pid", json_object_get(cur, "pid"));
+	json_object_set(o, "started", json_object_get(cur, "started"));
+	json_object_set(o, "rss_bytes", json_object_get(cur, "rss_bytes"));
+	json_object_set(o, "open_fds", json_object_get(cur, "open_fds"));
+	cpu = real_at(cur, "cpu_user_s") + real_at(cur, "cpu_system_s");
+	if (json_is_object(prev) &&
+	    !(fabs(real_at(prev, "started") - real_at(cur, "started")) > 0.5))
+		cpu -= real_at(prev, "cpu_user_s") + real_at(prev, "cpu_system_s");
+	json_object_set_new(o, "cpu_percent",
+			    json_real(interval_s > 0 && cpu > 0 ? 100.0 * cpu / interval_s : 0.0));
+	json_object_set_new(report, "process", o);
+}
+
 json_t *gw_stat_report(const json_t *prev, const json_t *cur, double interval_s, char *err,
 		       size_t errlen)
 {
@@ -382,10 +413,23 @@ json_t *gw_stat_report(const json_t *prev, const json_t *cur, double interval_s,
 	list = json_array();
 	json_object_set(report, "version", json_object_get(cur, "version"));
 	json_object_set_new(report, "interval_s", json_real(interval_s));
+	report_process(report, json_object_get(prev, "process"), json_object_get(cur, "process"),
+		       interval_s);
 	json_array_foreach(routes, i, r) json_array_append_new(
 		list, report_route(find_by(proutes, "name", r), r, interval_s));
 	json_object_set_new(report, "routes", list);
 	return report;
+}
+
+static double started_at(const json_t *doc)
+{
+	return json_number_value(json_object_get(json_object_get(doc, "process"), "started"));
+}
+
+bool gw_stat_restarted(const json_t *prev, const json_t *cur)
+{
+	/* Both from the same /proc figures in ticks: equal unless another process. */
+	return fabs(started_at(prev) - started_at(cur)) > 0.5;
 }
 
 /* ---- the text view -------------------------------------------------------------- */
@@ -393,11 +437,6 @@ json_t *gw_stat_report(const json_t *prev, const json_t *cur, double interval_s,
 static const char *str_or(const char *s, const char *dflt)
 {
 	return s ? s : dflt;
-}
-
-static double real_at(const json_t *obj, const char *key)
-{
-	return json_number_value(json_object_get(obj, key));
 }
 
 /* A latency bound in µs as "128us", "2.0ms", "4.2s"; "-" for none, ">4.2s" for overflow. */
@@ -657,6 +696,15 @@ static void sleep_s(double s)
 		;
 }
 
+/* ", pid 812 cpu 14.2% rss 38.1 MB": the gateway process over the interval. */
+static void print_process(FILE *out, const json_t *p)
+{
+	if (!json_is_object(p))
+		return;
+	fprintf(out, ", pid %lld cpu %.1f%% rss %.1f MB", (long long)int_at(p, "pid"),
+		real_at(p, "cpu_percent"), real_at(p, "rss_bytes") / 1e6);
+}
+
 static void show(const struct stat_options *o, const json_t *report, bool clear)
 {
 	char when[32];
@@ -674,12 +722,64 @@ static void show(const struct stat_options *o, const json_t *report, bool clear)
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime_r(&t, &tm));
 		if (clear)
 			fputs("\033[H\033[2J", stdout); /* home, clear: like top */
-		printf("rpcrdma-gw %s at %s, over %.1f s, %s\n\n",
+		printf("rpcrdma-gw %s at %s, over %.1f s, %s",
 		       str_or(json_string_value(json_object_get(report, "version")), "?"),
 		       o->endpoint, real_at(report, "interval_s"), when);
+		print_process(stdout, json_object_get(report, "process"));
+		fputs("\n\n", stdout);
 		gw_stat_print(stdout, report, o->max_sessions);
 	}
 	fflush(stdout);
+}
+
+/*
+ * One line for scripts (--json) or a message for people: the endpoint stopped
+ * answering, or answers again from a new gateway process.
+ */
+static void show_event(const struct stat_options *o, const char *event, const char *detail)
+{
+	if (o->json) {
+		json_t *line = json_pack("{s:s, s:s, s:s, s:I}", "event", event, "detail", detail,
+					 "endpoint", o->endpoint, "time", (json_int_t)time(NULL));
+		if (line) {
+			json_dumpf(line, stdout, JSON_COMPACT);
+			fputc('\n', stdout);
+			json_decref(line);
+		}
+		fflush(stdout);
+	} else {
+		fprintf(stderr, "rpcrdma-gw stat: %s: %s\n", o->endpoint, detail);
+	}
+}
+
+/*
+ * The next document, riding through a gateway that is away. With --once the
+ * first failure ends the command (exit 1); a live view keeps asking every
+ * interval, like top, saying once that the endpoint went away, and returns
+ * when it answers again. NULL only with --once.
+ */
+static json_t *fetch_next(const struct stat_options *o, const char *path, bool *was_away)
+{
+	char err[512], detail[600];
+	json_t *doc;
+
+	*was_away = false;
+	for (;;) {
+		doc = gw_stat_fetch(o->endpoint, path, o->timeout_ms, err, sizeof(err));
+		if (doc)
+			return doc;
+		if (o->count == 1) {
+			fprintf(stderr, "rpcrdma-gw stat: %s\n", err);
+			return NULL;
+		}
+		if (!*was_away) {
+			snprintf(detail, sizeof(detail), "%s; asking again every %.1f s", err,
+				 o->interval_s);
+			show_event(o, "unreachable", detail);
+		}
+		*was_away = true;
+		sleep_s(o->interval_s);
+	}
 }
 
 int gw_stat_main(int argc, char **argv)
@@ -687,29 +787,41 @@ int gw_stat_main(int argc, char **argv)
 	struct stat_options o;
 	const char *path;
 	json_t *prev, *cur, *report;
-	char err[512];
+	char err[512], detail[128];
 	double t_prev, t_cur;
-	bool clear;
+	bool clear, away;
 	int rc = stat_parse(argc, argv, &o);
 
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	path = o.sessions ? "/stats" : "/stats?sessions=0";
 	clear = !o.json && o.count != 1 && isatty(STDOUT_FILENO);
-	prev = gw_stat_fetch(o.endpoint, path, o.timeout_ms, err, sizeof(err));
+	prev = fetch_next(&o, path, &away);
 	t_prev = now_s();
-	if (!prev) {
-		fprintf(stderr, "rpcrdma-gw stat: %s\n", err);
+	if (!prev)
 		return 1;
-	}
-	for (long n = 0; o.count == 0 || n < o.count; n++) {
+	for (long n = 0; o.count == 0 || n < o.count;) {
 		sleep_s(o.interval_s);
-		cur = gw_stat_fetch(o.endpoint, path, o.timeout_ms, err, sizeof(err));
+		cur = fetch_next(&o, path, &away);
 		t_cur = now_s();
 		if (!cur) {
-			fprintf(stderr, "rpcrdma-gw stat: %s\n", err);
 			json_decref(prev);
 			return 1;
+		}
+		if (away || gw_stat_restarted(prev, cur)) {
+			/* Counts that do not continue the last ones: start over from these. */
+			if (gw_stat_restarted(prev, cur)) {
+				snprintf(detail, sizeof(detail), "the gateway restarted (pid %lld)",
+					 (long long)json_integer_value(json_object_get(
+						 json_object_get(cur, "process"), "pid")));
+				show_event(&o, "restarted", detail);
+			} else {
+				show_event(&o, "answering", "the endpoint answers again");
+			}
+			json_decref(prev);
+			prev = cur;
+			t_prev = t_cur;
+			continue;
 		}
 		report = gw_stat_report(prev, cur, t_cur - t_prev, err, sizeof(err));
 		json_decref(prev);
@@ -722,6 +834,7 @@ int gw_stat_main(int argc, char **argv)
 		}
 		show(&o, report, clear);
 		json_decref(report);
+		n++;
 	}
 	json_decref(prev);
 	return 0;

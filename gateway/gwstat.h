@@ -14,6 +14,7 @@
 #ifndef GW_GATEWAY_GWSTAT_H
 #define GW_GATEWAY_GWSTAT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -30,6 +31,14 @@ int gw_stat_main(int argc, char **argv);
  */
 json_t *gw_stat_report(const json_t *prev, const json_t *cur, double interval_s, char *err,
 		       size_t errlen);
+
+/*
+ * Whether @cur comes from another gateway process than @prev: the process
+ * start times of the two documents differ (or @prev has none, being from a
+ * gateway older than the "process" object). Then the counters of @cur do not
+ * continue @prev's, and `stat` takes @cur as the new reference.
+ */
+bool gw_stat_restarted(const json_t *prev, const json_t *cur);
 
 /* The text view of a report; at most @max_sessions sessions per route, busiest first. */
 void gw_stat_print(FILE *out, const json_t *report, size_t max_sessions);

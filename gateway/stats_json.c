@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "common/version.h"
+#include "gateway/procinfo.h"
 #include "gateway/rpc_names.h"
 
 #define container_of(ptr, type, field) stats_container_of(ptr, type, field)
@@ -293,6 +294,29 @@ static void jw_device(struct gw_stats_visitor *v, const struct gw_stats_device *
 			   (json_int_t)d->alloc_failures));
 }
 
+/*
+ * This process, as the kernel counts it: `rpcrdma-gw stat` tells a restarted
+ * gateway by its start time and shows its CPU share. Null when /proc cannot
+ * be read.
+ */
+static json_t *json_process(void)
+{
+	struct gw_procinfo pi;
+	json_t *o;
+	bool ok;
+
+	if (!gw_procinfo_read(&pi))
+		return json_null();
+	o = json_object();
+	ok = put(o, "pid", json_integer(pi.pid));
+	ok &= put(o, "started", json_real(pi.started_unix));
+	ok &= put(o, "cpu_user_s", json_real(pi.cpu_user_s));
+	ok &= put(o, "cpu_system_s", json_real(pi.cpu_system_s));
+	ok &= put(o, "rss_bytes", ju64(pi.rss_bytes));
+	ok &= put(o, "open_fds", ju64(pi.open_fds));
+	return finish(o, ok);
+}
+
 /* The document into @out; false when memory ran out on the way. */
 bool stats_render_json(gw_stats_snapshot_fn snapshot, void *engine, uint64_t refused,
 		       bool with_sessions, struct evbuffer *out)
@@ -304,6 +328,7 @@ bool stats_render_json(gw_stats_snapshot_fn snapshot, void *engine, uint64_t ref
 	};
 
 	jw_value(&w, "{\"version\":", json_string(GW_VERSION));
+	jw_value(&w, ",\"process\":", json_process());
 	jw_value(&w, ",\"stats_connections_refused\":", ju64(refused));
 	jw_raw(&w, ",\"routes\":[");
 	snapshot(engine, &w.visitor);

@@ -17,6 +17,7 @@
 #include <event2/buffer.h>
 
 #include "common/version.h"
+#include "gateway/procinfo.h"
 #include "gateway/rpc_names.h"
 
 #define ARRAY_SIZE(a)		       STATS_ARRAY_SIZE(a)
@@ -475,6 +476,44 @@ static void prom_family_header(struct evbuffer *out, enum prom_scope scope, enum
 			    families[f].name, families[f].type);
 }
 
+/*
+ * The process collector's standard series, unprefixed as every Prometheus
+ * client library writes them, so that stock dashboards and rules apply; left
+ * out when /proc cannot be read.
+ */
+static void prom_process(struct evbuffer *out)
+{
+	struct gw_procinfo pi;
+
+	if (!gw_procinfo_read(&pi))
+		return;
+	evbuffer_add_printf(out,
+			    "# HELP process_cpu_seconds_total Total user and system CPU time "
+			    "spent in seconds.\n# TYPE process_cpu_seconds_total counter\n"
+			    "process_cpu_seconds_total %.2f\n",
+			    pi.cpu_user_s + pi.cpu_system_s);
+	evbuffer_add_printf(out,
+			    "# HELP process_resident_memory_bytes Resident memory size in "
+			    "bytes.\n# TYPE process_resident_memory_bytes gauge\n"
+			    "process_resident_memory_bytes %" PRIu64 "\n",
+			    pi.rss_bytes);
+	evbuffer_add_printf(out,
+			    "# HELP process_start_time_seconds Start time of the process since "
+			    "unix epoch in seconds.\n# TYPE process_start_time_seconds gauge\n"
+			    "process_start_time_seconds %.2f\n",
+			    pi.started_unix);
+	evbuffer_add_printf(out,
+			    "# HELP process_open_fds Number of open file descriptors.\n"
+			    "# TYPE process_open_fds gauge\nprocess_open_fds %" PRIu64 "\n",
+			    pi.open_fds);
+	if (pi.max_fds)
+		evbuffer_add_printf(out,
+				    "# HELP process_max_fds Maximum number of open file "
+				    "descriptors.\n# TYPE process_max_fds gauge\n"
+				    "process_max_fds %" PRIu64 "\n",
+				    pi.max_fds);
+}
+
 /* Families in table order, routes' before sessions'; empty families are left out. */
 static void prom_join(struct prom *p, uint64_t stats_refused, struct evbuffer *out)
 {
@@ -490,6 +529,7 @@ static void prom_join(struct prom *p, uint64_t stats_refused, struct evbuffer *o
 			    "stats_connections_refused_total counter\n" METRIC_PREFIX
 			    "stats_connections_refused_total %" PRIu64 "\n",
 			    stats_refused);
+	prom_process(out);
 	for (unsigned s = 0; s < SCOPE_COUNT; s++) {
 		for (unsigned f = 0; f < FAM_COUNT; f++) {
 			if (!p->fam[s][f] || !evbuffer_get_length(p->fam[s][f]))

@@ -12,7 +12,8 @@
 #    file that does not parse (which --check names with its line and column too), reads
 #    a site's own rule file in, and the gateway keeps running throughout;
 #  - SIGTERM during a copy drains and exits 0; after a restart the client retransmits
-#    and the file on the server is exactly the source: no acknowledged write is lost.
+#    and the file on the server is exactly the source: no acknowledged write is lost;
+#    a live `rpcrdma-gw stat` rides through the restart and tells the new process.
 set -u
 source "$GW_SRC/tests/e2e/lib/gw-e2e.sh"
 gwvm-net
@@ -150,6 +151,12 @@ check "the gateway is still serving after the bad reloads" \
     cmp -s <(dd if=$m/data bs=1M iflag=direct status=none) <(cat /export/data)
 
 # SIGTERM during a copy: drain, exit 0, restart; nothing acknowledged is lost.
+# A live `stat --json` watches throughout: it must say the endpoint went away, keep
+# asking, tell the new process by its start time and report again from it.
+pid_before=$(gw_jq "s['process']['pid']")
+check "/stats names the gateway process (pid $pid_before)" test "$pid_before" = "$GW_PID"
+"$GW_BIN" stat --json -i 0.5 --timeout 400 127.0.0.1:9464 >"$E2E_WORK/stat-live.jsonl" 2>"$E2E_WORK/stat-live.err" &
+statpid=$!
 src=$(e2e_source 32)
 dd if="$src" of=$m/copy bs=1M oflag=direct status=none &
 copier=$!
@@ -159,9 +166,28 @@ rc=0; wait "$GW_PID" || rc=$?
 check "SIGTERM during a copy: the gateway drained and exited 0 (status $rc)" test "$rc" -eq 0
 check "the drain was logged" grep -q "draining" "$GW_LOG"
 mv "$GW_LOG" "$GW_OUT/ops-before-restart.log"
+sleep 1.2 # more than stat's interval: the endpoint is away for at least one fetch
 gw_start ops "$cfg"
 rc=0; wait "$copier" || rc=$?
 check "the copy finished after the restart (dd status $rc)" test "$rc" -eq 0
+sleep 1.5
+check "stat's live view is still running after the restart" kill -0 "$statpid"
+kill "$statpid" 2>/dev/null; wait "$statpid" 2>/dev/null
+cp "$E2E_WORK/stat-live.jsonl" "$E2E_WORK/stat-live.err" "$GW_OUT/" 2>/dev/null
+/usr/bin/python3 - "$E2E_WORK/stat-live.jsonl" "$pid_before" "$GW_PID" <<'PY' && ok "stat --json rode through the restart: unreachable, restarted (new pid), reports from the new process" || fail "stat live view across the restart"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+before, after = int(sys.argv[2]), int(sys.argv[3])
+events = [l.get("event") for l in lines]
+print("stat lines:", [l.get("event") or "report pid %s" % l.get("process", {}).get("pid") for l in lines])
+assert "unreachable" in events and "restarted" in events, events
+i = events.index("restarted")
+assert events.index("unreachable") < i
+assert any(l.get("process", {}).get("pid") == before for l in lines[:i] if "event" not in l)
+later = [l for l in lines[i + 1:] if "event" not in l]
+assert later and all(l["process"]["pid"] == after for l in later), later
+assert all(l["process"]["cpu_percent"] >= 0 for l in later)
+PY
 check "no acknowledged write was lost: the server's file equals the source" \
     cmp -s "$src" /export/copy
 umount $m

@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -214,6 +216,46 @@ static void test_counter_reset_and_new_session(void **state)
 	json_decref(b);
 }
 
+/* The gateway process: CPU share over the interval; a new start time is a restart. */
+static void test_process_and_restart(void **state)
+{
+	json_t *a = json_pack("{s:s, s:{s:I, s:f, s:f, s:f, s:I}, s:[]}", "version", "t", "process",
+			      "pid", (json_int_t)100, "started", 1700000000.25, "cpu_user_s", 1.0,
+			      "cpu_system_s", 2.0, "rss_bytes", (json_int_t)4000000, "routes");
+	json_t *b = json_pack("{s:s, s:{s:I, s:f, s:f, s:f, s:I}, s:[]}", "version", "t", "process",
+			      "pid", (json_int_t)100, "started", 1700000000.25, "cpu_user_s", 1.5,
+			      "cpu_system_s", 2.5, "rss_bytes", (json_int_t)5000000, "routes");
+	json_t *c = json_pack("{s:s, s:{s:I, s:f, s:f, s:f}, s:[]}", "version", "t", "process",
+			      "pid", (json_int_t)100, "started", 1700000600.0, "cpu_user_s", 0.1,
+			      "cpu_system_s", 0.1, "routes");
+	json_t *old = json_pack("{s:s, s:[]}", "version", "t", "routes");
+	char err[128];
+	json_t *rep = gw_stat_report(a, b, 2.0, err, sizeof(err));
+
+	assert_non_null(rep);
+	assert_close(num(json_object_get(rep, "process"), "cpu_percent"), 50.0);
+	assert_close(num(json_object_get(rep, "process"), "rss_bytes"), 5000000);
+	json_decref(rep);
+
+	assert_false(gw_stat_restarted(a, b));
+	assert_true(gw_stat_restarted(b, c)); /* same pid, another process: pids are reused */
+	assert_true(gw_stat_restarted(old, a));
+	assert_false(gw_stat_restarted(old, old));
+	/* Across a restart the CPU share is the new process's own, not a negative difference. */
+	rep = gw_stat_report(b, c, 1.0, err, sizeof(err));
+	assert_close(num(json_object_get(rep, "process"), "cpu_percent"), 20.0);
+	json_decref(rep);
+	/* A gateway without the object: no process figures, no error. */
+	rep = gw_stat_report(old, old, 1.0, err, sizeof(err));
+	assert_non_null(rep);
+	assert_null(json_object_get(rep, "process"));
+	json_decref(rep);
+	json_decref(a);
+	json_decref(b);
+	json_decref(c);
+	json_decref(old);
+}
+
 /* The text view: the route, its sessions by client address, the header; a cap on sessions. */
 static void test_text_view(void **state)
 {
@@ -309,6 +351,13 @@ static void test_fetch_from_endpoint(void **state)
 	rep = gw_stat_report(a, b, 0.5, err, sizeof(err));
 	assert_non_null(rep);
 	assert_close(num(json_array_get(json_object_get(rep, "routes"), 0), "calls_per_s"), 14.0);
+	/* The serving process describes itself: this test's own pid, started before now. */
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(a, "process"), "pid")),
+			 getpid());
+	assert_true(num(json_object_get(a, "process"), "started") <= (double)time(NULL) + 60);
+	assert_true(num(json_object_get(a, "process"), "started") >
+		    (double)time(NULL) - 86400 * 365);
+	assert_false(gw_stat_restarted(a, b));
 
 	/* What is not a /stats document or not there. */
 	assert_null(gw_stat_fetch(endpoint, "/nothing", 5000, err, sizeof(err)));
@@ -336,6 +385,7 @@ int main(void)
 		cmocka_unit_test(test_report_of_captured_documents),
 		cmocka_unit_test(test_percentiles),
 		cmocka_unit_test(test_counter_reset_and_new_session),
+		cmocka_unit_test(test_process_and_restart),
 		cmocka_unit_test(test_text_view),
 		cmocka_unit_test(test_fetch_from_endpoint),
 	};

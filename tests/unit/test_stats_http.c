@@ -743,7 +743,8 @@ static const char prom_check_py[] =
 	"for f in text_string_to_metric_families(text):\n"
 	"    if f.name in families: errors.append('family %s in two groups' % f.name)\n"
 	"    families.add(f.name)\n"
-	"    if not f.name.startswith('rpcrdma_gw_'): errors.append('prefix: ' + f.name)\n"
+	"    if not f.name.startswith(('rpcrdma_gw_', 'process_')): errors.append('prefix: ' + "
+	"f.name)\n"
 	"    if f.type not in ('counter', 'gauge', 'histogram'):\n"
 	"        errors.append('%s has type %s' % (f.name, f.type))\n"
 	"    if not f.documentation: errors.append('%s has no HELP' % f.name)\n"
@@ -1172,10 +1173,15 @@ static void test_metrics_no_routes(void **state)
 	f->engine.nroutes = 0;
 	f->engine.ndevices = 0;
 	json_t *fams = fetch_metrics(f, "/metrics?sessions=1");
-	/* the endpoint's own families are there without any route */
-	assert_int_equal(json_array_size(fams), 2);
+	/* the endpoint's own families are there without any route, and the process's */
+	assert_int_equal(json_array_size(fams), 7);
 	assert_non_null(find_family(fams, "rpcrdma_gw_build_info"));
 	check_family(fams, "rpcrdma_gw_stats_connections_refused", "counter");
+	check_family(fams, "process_cpu_seconds", "counter");
+	check_family(fams, "process_start_time_seconds", "gauge");
+	check_family(fams, "process_resident_memory_bytes", "gauge");
+	check_family(fams, "process_open_fds", "gauge");
+	check_family(fams, "process_max_fds", "gauge");
 	json_decref(fams);
 }
 
