@@ -122,7 +122,8 @@ void gw_counters_count_call(struct gw_counters *c, uint32_t prog, uint32_t vers,
 		c->procs_other_calls++;
 }
 
-void gw_counters_count_reply(struct gw_counters *c, uint32_t prog, uint32_t vers, uint32_t proc)
+struct gw_proc_count *gw_counters_count_reply(struct gw_counters *c, uint32_t prog, uint32_t vers,
+					      uint32_t proc)
 {
 	struct gw_proc_count *p = counters_proc_known(c, prog, vers, proc);
 
@@ -131,6 +132,7 @@ void gw_counters_count_reply(struct gw_counters *c, uint32_t prog, uint32_t vers
 		p->replies++;
 	else
 		c->procs_other_replies++;
+	return p;
 }
 
 static void hist_add_all(struct gw_hist *into, const struct gw_hist *from)

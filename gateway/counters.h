@@ -117,7 +117,9 @@ struct gw_counters {
 struct gw_proc_count *gw_counters_proc(struct gw_counters *c, uint32_t prog, uint32_t vers,
 				       uint32_t proc);
 void gw_counters_count_call(struct gw_counters *c, uint32_t prog, uint32_t vers, uint32_t proc);
-void gw_counters_count_reply(struct gw_counters *c, uint32_t prog, uint32_t vers, uint32_t proc);
+/* Returns the procedure's slot, or NULL when it counted in 'other'. */
+struct gw_proc_count *gw_counters_count_reply(struct gw_counters *c, uint32_t prog, uint32_t vers,
+					      uint32_t proc);
 
 /* Add every counter of @from into @into (route totals from a closed session). */
 void gw_counters_add(struct gw_counters *into, const struct gw_counters *from);
@@ -142,6 +144,8 @@ struct gw_stats_route {
 	const char *listen;
 	const char *upstream;
 	const struct gw_counters *totals; /* includes live sessions */
+	/* [GW_PROC_SLOTS], by the slot of totals->procs; NULL: none kept */
+	const struct gw_hist *proc_upstream_us;
 	uint32_t live_sessions;
 };
 

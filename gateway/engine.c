@@ -538,6 +538,7 @@ void gw_engine_snapshot(void *arg, struct gw_stats_visitor *v)
 			.listen = rt->cfg->listen.text,
 			.upstream = rt->cfg->upstream.text,
 			.totals = &rt->counters,
+			.proc_upstream_us = rt->proc_upstream_us,
 			.live_sessions = rt->live_sessions,
 		};
 		v->route(v, &r);

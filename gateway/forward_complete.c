@@ -229,10 +229,9 @@ static void fwd_deliver(struct fwd_session *s, struct fwd_call *c)
 		fwd_session_close(s);
 		return;
 	}
-	gw_count_reply(&s->base, u->prog, u->vers, u->proc);
 	uint64_t now = gw_now_us();
-	gw_count_latency(&s->base, (c->t_sent - c->t_in) + (now - c->t_reply),
-			 c->t_reply - c->t_sent);
+	gw_count_reply(&s->base, u->prog, u->vers, u->proc,
+		       (c->t_sent - c->t_in) + (now - c->t_reply), c->t_reply - c->t_sent);
 }
 
 static void fwd_fence_done(struct rconn_wr *wr, enum ibv_wc_status status)

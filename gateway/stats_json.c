@@ -99,7 +99,8 @@ static json_t *json_histogram(const struct gw_hist *h)
 	return finish(o, ok);
 }
 
-static json_t *json_procedure(const struct gw_proc_count *pc)
+/* @latency: the upstream's time for this procedure (routes only), or NULL. */
+static json_t *json_procedure(const struct gw_proc_count *pc, const struct gw_hist *latency)
 {
 	json_t *o = json_object();
 	bool ok = put(o, "program", json_integer(pc->prog));
@@ -110,10 +111,12 @@ static json_t *json_procedure(const struct gw_proc_count *pc)
 	ok &= put(o, "procedure_name", jname(gw_rpc_procedure_name(pc->prog, pc->vers, pc->proc)));
 	ok &= put(o, "calls", ju64(pc->calls));
 	ok &= put(o, "replies", ju64(pc->replies));
+	if (latency)
+		ok &= put(o, "upstream_latency", json_histogram(latency));
 	return finish(o, ok);
 }
 
-static json_t *json_procedures(const struct gw_counters *c)
+static json_t *json_procedures(const struct gw_counters *c, const struct gw_hist *latency)
 {
 	struct stats_proc_ref sorted[GW_PROC_SLOTS];
 	unsigned n = stats_procs_sorted(c, sorted);
@@ -121,7 +124,8 @@ static json_t *json_procedures(const struct gw_counters *c)
 	bool ok = a != NULL;
 
 	for (unsigned i = 0; i < n; i++)
-		ok &= append(a, json_procedure(sorted[i].pc));
+		ok &= append(a, json_procedure(sorted[i].pc,
+					       latency ? &latency[sorted[i].pc - c->procs] : NULL));
 	return finish(a, ok);
 }
 
@@ -138,7 +142,9 @@ static json_t *json_events(const struct gw_counters *c, bool every_kind)
 	return finish(o, ok);
 }
 
-static json_t *json_counters(const struct gw_counters *c, bool every_event_kind)
+/* @proc_latency: the route's upstream latency by procedure slot, or NULL (sessions). */
+static json_t *json_counters(const struct gw_counters *c, bool every_event_kind,
+			     const struct gw_hist *proc_latency)
 {
 	json_t *o = json_object(), *rdma = json_object(), *tcp = json_object();
 	json_t *latency = json_object(), *other = json_object();
@@ -162,7 +168,7 @@ static json_t *json_counters(const struct gw_counters *c, bool every_event_kind)
 	ok &= put(latency, "gateway", json_histogram(&c->gateway_us));
 	ok &= put(latency, "upstream", json_histogram(&c->upstream_us));
 	ok &= put(o, "latency", latency);
-	ok &= put(o, "procedures", json_procedures(c));
+	ok &= put(o, "procedures", json_procedures(c, proc_latency));
 	ok &= put(other, "calls", ju64(c->procs_other_calls));
 	ok &= put(other, "replies", ju64(c->procs_other_replies));
 	ok &= put(o, "procedures_other", other);
@@ -194,7 +200,7 @@ static json_t *json_session(const struct gw_stats_session *s)
 	ok &= put(o, "inline_recv", json_integer(s->inline_recv));
 	ok &= put(o, "rpcrdma_version", json_integer(s->rpcrdma_version));
 	ok &= put(o, "credits", json_credits(&s->credits));
-	ok &= put(o, "counters", json_counters(s->counters, false));
+	ok &= put(o, "counters", json_counters(s->counters, false, NULL));
 	return finish(o, ok);
 }
 
@@ -256,7 +262,7 @@ static void jw_route(struct gw_stats_visitor *v, const struct gw_stats_route *r)
 	jw_value(w, ",\"listen\":", jstr(r->listen));
 	jw_value(w, ",\"upstream\":", jstr(r->upstream));
 	jw_value(w, ",\"live_sessions\":", json_integer(r->live_sessions));
-	jw_value(w, ",\"totals\":", json_counters(r->totals, true));
+	jw_value(w, ",\"totals\":", json_counters(r->totals, true, r->proc_upstream_us));
 	if (w->with_sessions)
 		jw_raw(w, ",\"sessions\":[");
 	w->route_open = true;

@@ -77,6 +77,7 @@ enum prom_family {
 	FAM_UPSTREAM_LATENCY,
 	FAM_PROC_CALLS,
 	FAM_PROC_REPLIES,
+	FAM_PROC_UPSTREAM_LATENCY,
 	FAM_POOL_BUFFERS_IN_USE,
 	FAM_POOL_BUFFERS,
 	FAM_POOL_BYTES_REGISTERED,
@@ -146,6 +147,9 @@ static const struct prom_family_desc {
 			     "RPC calls by program, version and procedure." },
 	[FAM_PROC_REPLIES] = { "procedure_replies_total", "counter", ON_ROUTE,
 			       "RPC replies by program, version and procedure." },
+	[FAM_PROC_UPSTREAM_LATENCY] = { "procedure_upstream_latency_seconds", "histogram", ON_ROUTE,
+					"Time the upstream took to answer, by program, version "
+					"and procedure." },
 	/* Per RDMA device (label device), written in the route scope: no prefix. */
 	[FAM_POOL_BUFFERS_IN_USE] = { "pool_buffers_in_use", "gauge", ON_ROUTE,
 				      "Registered buffers in use (records, headers, receives, "
@@ -339,7 +343,27 @@ static void proc_labels(char *out, size_t size, const struct gw_proc_count *pc)
 		 prog ? prog : prog_num, pc->vers, proc ? proc : proc_num);
 }
 
-static void prom_procedures(struct prom *p, const char *labels, const struct gw_counters *c)
+/* The upstream's latency of one procedure; only for procedures answered at least once. */
+static void prom_procedure_latency(struct prom *p, const char *labels, const char *proc,
+				   const struct gw_hist *h)
+{
+	size_t n = strlen(labels) + strlen(proc) + 2;
+	char *both;
+
+	if (!h->count)
+		return;
+	both = malloc(n); /* the stats path, not the data path */
+	if (!both) {
+		p->failed = true;
+		return;
+	}
+	snprintf(both, n, "%s,%s", labels, proc);
+	prom_histogram(p, SCOPE_ROUTE, FAM_PROC_UPSTREAM_LATENCY, both, h);
+	free(both);
+}
+
+static void prom_procedures(struct prom *p, const char *labels, const struct gw_counters *c,
+			    const struct gw_hist *latency)
 {
 	static const char other[] = "program=\"other\",version=\"\",procedure=\"\"";
 	struct stats_proc_ref sorted[GW_PROC_SLOTS];
@@ -351,6 +375,8 @@ static void prom_procedures(struct prom *p, const char *labels, const struct gw_
 		proc_labels(extra, sizeof(extra), pc);
 		put_u64(p, SCOPE_ROUTE, FAM_PROC_CALLS, "", labels, extra, pc->calls);
 		put_u64(p, SCOPE_ROUTE, FAM_PROC_REPLIES, "", labels, extra, pc->replies);
+		if (latency)
+			prom_procedure_latency(p, labels, extra, &latency[pc - c->procs]);
 	}
 	/* What did not fit the table; shown only once it happens. */
 	if (c->procs_other_calls || c->procs_other_replies) {
@@ -399,7 +425,7 @@ static void prom_route(struct gw_stats_visitor *v, const struct gw_stats_route *
 		       &r->totals->gateway_us);
 	prom_histogram(p, SCOPE_ROUTE, FAM_UPSTREAM_LATENCY, p->route_labels,
 		       &r->totals->upstream_us);
-	prom_procedures(p, p->route_labels, r->totals);
+	prom_procedures(p, p->route_labels, r->totals, r->proc_upstream_us);
 }
 
 static void prom_session(struct gw_stats_visitor *v, const struct gw_stats_session *s)

@@ -59,8 +59,12 @@ gw_writes=$(gw_jq "sum(p['calls'] for p in s['routes'][0]['totals']['procedures'
 check "NFS WRITE calls: gateway $gw_writes, client's mountstats $client_writes" test "$gw_writes" = "$client_writes"
 
 # Prometheus text through a real parser, agreeing with /stats.
+gw_read_replies=$(gw_jq "sum(p['replies'] for p in s['routes'][0]['totals']['procedures'] if p['program']==100003 and p['version']==3 and p['procedure_name']=='READ')")
+gw_read_timed=$(gw_jq "sum(p['upstream_latency']['count'] for p in s['routes'][0]['totals']['procedures'] if p['program']==100003 and p['version']==3 and p['procedure_name']=='READ')")
+check "/stats: every NFS READ reply ($gw_read_replies) was timed by procedure ($gw_read_timed)" \
+    test "$gw_read_timed" = "$gw_read_replies" -a "$gw_read_replies" -gt 0
 gw_metrics >"$E2E_WORK/metrics.txt"
-/usr/bin/python3 - "$E2E_WORK/metrics.txt" "$gw_reads" <<'PY' && ok "/metrics parses (prometheus_client) and agrees with /stats" || fail "/metrics"
+/usr/bin/python3 - "$E2E_WORK/metrics.txt" "$gw_reads" "$gw_read_replies" <<'PY' && ok "/metrics parses (prometheus_client) and agrees with /stats: READ's calls and upstream latency by procedure, the process series" || fail "/metrics"
 import sys
 from prometheus_client.parser import text_string_to_metric_families
 text = open(sys.argv[1]).read()
@@ -69,6 +73,15 @@ reads = [s.value for s in fams["rpcrdma_gw_procedure_calls"].samples
          if s.labels.get("procedure") == "READ" and s.labels.get("version") == "3"]
 assert reads and int(reads[0]) == int(sys.argv[2]), (reads, sys.argv[2])
 assert "rpcrdma_gw_gateway_latency_seconds" in fams
+timed = [s.value for s in fams["rpcrdma_gw_procedure_upstream_latency_seconds"].samples
+         if s.name.endswith("_count") and s.labels.get("procedure") == "READ"
+         and s.labels.get("version") == "3"]
+assert timed and int(timed[0]) == int(sys.argv[3]), (timed, sys.argv[3])
+import time
+start = fams["process_start_time_seconds"].samples[0].value
+assert time.time() - 3600 < start <= time.time() + 60, start  # started by this job
+assert fams["process_resident_memory_bytes"].samples[0].value > 0
+assert fams["process_cpu_seconds"].samples[0].value > 0
 PY
 
 # rpcrdma-gw stat: one report of a second of reading, from the stats endpoint alone.

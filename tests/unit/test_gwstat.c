@@ -298,8 +298,11 @@ struct fake {
 static void fake_snapshot(void *engine, struct gw_stats_visitor *v)
 {
 	struct fake *f = engine;
-	struct gw_stats_route r = { "fake",	"forward", "127.0.0.1:2049", "192.0.2.1:20049",
-				    &f->totals, 0 };
+	struct gw_stats_route r = { .name = "fake",
+				    .mode = "forward",
+				    .listen = "127.0.0.1:2049",
+				    .upstream = "192.0.2.1:20049",
+				    .totals = &f->totals };
 
 	pthread_mutex_lock(&f->lock);
 	f->totals.calls += 7; /* each request sees 7 more calls */

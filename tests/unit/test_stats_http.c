@@ -47,6 +47,7 @@ struct fake_session {
 struct fake_route {
 	struct gw_stats_route r;
 	struct gw_counters totals;
+	struct gw_hist proc_upstream_us[GW_PROC_SLOTS];
 	struct fake_session sessions[2];
 	unsigned nsessions;
 };
@@ -147,7 +148,12 @@ static void fake_engine_init(struct fake_engine *e)
 					.listen = "0.0.0.0:2049",
 					.upstream = "192.168.1.10:20049",
 					.totals = &a->totals,
+					.proc_upstream_us = a->proc_upstream_us,
 					.live_sessions = 2 };
+	/* READ answered twice by the upstream, in 100 and 300 us; WRITE never timed */
+	struct gw_proc_count *read = gw_counters_proc(&a->totals, 100003, 3, 6);
+	gw_hist_add(&a->proc_upstream_us[read - a->totals.procs], 100);
+	gw_hist_add(&a->proc_upstream_us[read - a->totals.procs], 300);
 	a->nsessions = 2;
 
 	struct fake_session *s = &a->sessions[0];
@@ -611,6 +617,13 @@ static void test_stats_json(void **state)
 			assert_true(json_is_null(json_object_get(p, "procedure_name")));
 		}
 	}
+	/* the upstream's latency by procedure, on the route: READ's two answers, WRITE's none */
+	const struct gw_proc_count *read_slot =
+		gw_counters_proc((struct gw_counters *)t, 100003, 3, 6);
+	check_json_hist(json_object_get(json_array_get(procs, 0), "upstream_latency"),
+			&fa->proc_upstream_us[read_slot - t->procs]);
+	assert_int_equal(jint(json_array_get(procs, 0), "upstream_latency.count"), 2);
+	assert_int_equal(jint(json_array_get(procs, 1), "upstream_latency.count"), 0);
 	assert_int_equal(jint(ra, "totals.procedures_other.calls"), 3);
 	assert_int_equal(jint(ra, "totals.procedures_other.replies"), 2);
 
@@ -1012,6 +1025,7 @@ static void test_metrics_routes(void **state)
 	check_family(fams, "rpcrdma_gw_gateway_latency_seconds", "histogram");
 	check_family(fams, "rpcrdma_gw_upstream_latency_seconds", "histogram");
 	check_family(fams, "rpcrdma_gw_procedure_calls", "counter");
+	check_family(fams, "rpcrdma_gw_procedure_upstream_latency_seconds", "histogram");
 
 	assert_true(sample(fams, "rpcrdma_gw_route_info", R, "nfs-fwd", "mode", "forward", "listen",
 			   "0.0.0.0:2049", "upstream", "192.168.1.10:20049", NULL) == 1);
@@ -1058,6 +1072,23 @@ static void test_metrics_routes(void **state)
 			   "", NULL) == 3);
 	assert_true(sample(fams, pr, R, "nfs-fwd", "program", "other", "version", "", "procedure",
 			   "", NULL) == 2);
+	/* the upstream's latency of READ; none for WRITE, which was never timed */
+	const char *pl = "rpcrdma_gw_procedure_upstream_latency_seconds";
+	char series[96];
+	snprintf(series, sizeof(series), "%s_count", pl);
+	assert_true(sample(fams, series, R, "nfs-fwd", "program", "nfs", "version", "3",
+			   "procedure", "READ", NULL) == 2);
+	snprintf(series, sizeof(series), "%s_bucket", pl);
+	assert_true(sample(fams, series, R, "nfs-fwd", "program", "nfs", "version", "3",
+			   "procedure", "READ", "le", "0.000128", NULL) == 1);
+	assert_true(sample(fams, series, R, "nfs-fwd", "program", "nfs", "version", "3",
+			   "procedure", "READ", "le", "+Inf", NULL) == 2);
+	snprintf(series, sizeof(series), "%s_sum", pl);
+	assert_true(sample(fams, series, R, "nfs-fwd", "program", "nfs", "version", "3",
+			   "procedure", "READ", NULL) == 0.0004);
+	snprintf(series, sizeof(series), "%s_count", pl);
+	assert_false(has_sample(fams, series, R, "nfs-fwd", "program", "nfs", "version", "3",
+				"procedure", "WRITE", NULL));
 
 	/* the second route's name, with a quote, a backslash and a newline, reads back intact */
 	assert_true(sample(fams, "rpcrdma_gw_route_info", R, weird_name, "mode", "reverse",

@@ -31,8 +31,12 @@ struct fake {
 static void fake_snapshot(void *engine, struct gw_stats_visitor *v)
 {
 	struct fake *f = engine;
-	struct gw_stats_route r = { "r",	"forward",   "0.0.0.0:2049", "192.0.2.1:20049",
-				    &f->totals, f->nsessions };
+	struct gw_stats_route r = { .name = "r",
+				    .mode = "forward",
+				    .listen = "0.0.0.0:2049",
+				    .upstream = "192.0.2.1:20049",
+				    .totals = &f->totals,
+				    .live_sessions = f->nsessions };
 
 	v->route(v, &r);
 	for (unsigned i = 0; i < f->nsessions; i++) {
