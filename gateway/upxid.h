@@ -57,6 +57,8 @@ struct upxid_key {
 	uint16_t zero;	  /* always 0, so keys compare as bytes */
 	uint32_t xid;	  /* the client's XID */
 };
+_Static_assert(sizeof(struct upxid_key) == 24,
+	       "keys are hashed and compared as 6 words, no padding");
 
 enum upxid_state {
 	UPXID_FREE,
