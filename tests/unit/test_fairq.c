@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: MIT */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <cmocka.h>
+
+#include "gateway/fairq.h"
+
+/* A call as a caller would hold one: the item embedded, and who sent it. */
+struct call {
+	struct fairq_item it;
+	unsigned client;
+	unsigned n;
+};
+
+static struct call *call_of(struct fairq_item *it)
+{
+	return it ? (struct call *)((char *)it - offsetof(struct call, it)) : NULL;
+}
+
+static void queue_calls(struct fairq *q, struct fairq_client *c, struct call *calls, unsigned n,
+			unsigned client, uint64_t now)
+{
+	for (unsigned i = 0; i < n; i++) {
+		calls[i].client = client;
+		calls[i].n = i;
+		fairq_enqueue(q, c, &calls[i].it, now);
+	}
+}
+
+/* One client with 64 calls queued, another with 1 after it: the second goes within 2 picks. */
+static void test_deep_queue_does_not_starve(void **state)
+{
+	(void)state;
+	struct fairq q;
+	struct fairq_client a, b;
+	struct call ca[64], cb[1];
+
+	for (uint32_t grant = 1; grant <= 64; grant *= 8) {
+		fairq_init(&q, 1, grant);
+		fairq_client_init(&a, 0);
+		fairq_client_init(&b, 0);
+		queue_calls(&q, &a, ca, 64, 0, 0);
+		queue_calls(&q, &b, cb, 1, 1, 0);
+		unsigned picks = 0, b_at = 0;
+		while (!b_at) {
+			struct call *c = call_of(fairq_pick(&q, 1));
+			assert_non_null(c);
+			picks++;
+			if (c->client == 1)
+				b_at = picks;
+			else
+				fairq_complete(&q, &a);
+		}
+		assert_true(b_at <= 2);
+		/* A's calls keep their order. */
+		fairq_complete(&q, &b);
+		for (unsigned n = 1; n < 64; n++) {
+			struct call *c = call_of(fairq_pick(&q, 2));
+			assert_non_null(c);
+			assert_int_equal(c->client, 0);
+			assert_int_equal(c->n, n);
+			fairq_complete(&q, &a);
+		}
+		assert_null(fairq_pick(&q, 3));
+		assert_int_equal(q.queued, 0);
+		assert_int_equal(q.in_flight, 0);
+	}
+}
+
+/* Picks alternate between clients, and a quantum of 4 gives turns of 4. */
+static void test_round_robin_and_quantum(void **state)
+{
+	(void)state;
+	struct fairq q;
+	struct fairq_client a, b, c;
+	struct call ca[8], cb[8], cc[8];
+	const unsigned want1[] = { 0, 1, 2, 0, 1, 2 };
+	const unsigned want4[] = { 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 0, 0 };
+
+	fairq_init(&q, 1, 100);
+	fairq_client_init(&a, 0);
+	fairq_client_init(&b, 0);
+	fairq_client_init(&c, 0);
+	queue_calls(&q, &a, ca, 8, 0, 0);
+	queue_calls(&q, &b, cb, 8, 1, 0);
+	queue_calls(&q, &c, cc, 8, 2, 0);
+	for (unsigned i = 0; i < 6; i++)
+		assert_int_equal(call_of(fairq_pick(&q, 0))->client, want1[i]);
+
+	fairq_init(&q, 4, 100);
+	fairq_client_init(&a, 0);
+	fairq_client_init(&b, 0);
+	fairq_client_init(&c, 0);
+	queue_calls(&q, &a, ca, 8, 0, 0);
+	queue_calls(&q, &b, cb, 8, 1, 0);
+	queue_calls(&q, &c, cc, 8, 2, 0);
+	for (unsigned i = 0; i < 14; i++)
+		assert_int_equal(call_of(fairq_pick(&q, 0))->client, want4[i]);
+}
+
+/* A client at its cap waits for its own replies while the others use the credits. */
+static void test_per_client_cap(void **state)
+{
+	(void)state;
+	struct fairq q;
+	struct fairq_client a, b;
+	struct call ca[10], cb[3];
+
+	fairq_init(&q, 1, 32);
+	fairq_client_init(&a, 2);
+	fairq_client_init(&b, 0);
+	queue_calls(&q, &a, ca, 10, 0, 0);
+	assert_non_null(fairq_pick(&q, 0));
+	assert_non_null(fairq_pick(&q, 0));
+	assert_null(fairq_pick(&q, 0)); /* credits free, but A is at its cap */
+	assert_int_equal(a.in_flight, 2);
+	queue_calls(&q, &b, cb, 3, 1, 0);
+	for (unsigned i = 0; i < 3; i++)
+		assert_int_equal(call_of(fairq_pick(&q, 0))->client, 1);
+	assert_null(fairq_pick(&q, 0));
+	fairq_complete(&q, &a);
+	struct call *c = call_of(fairq_pick(&q, 0));
+	assert_non_null(c);
+	assert_int_equal(c->client, 0);
+	assert_int_equal(c->n, 2);
+	assert_null(fairq_pick(&q, 0));
+	assert_int_equal(a.in_flight, 2);
+	assert_int_equal(a.queued, 7);
+}
+
+static void count_drop(struct fairq_item *it, void *arg)
+{
+	unsigned *dropped = arg;
+
+	assert_int_equal(call_of(it)->client, 0); /* only the leaving client's calls */
+	(*dropped)++;
+}
+
+/* A client that goes away drops its queued calls only; its calls in flight keep their credits. */
+static void test_detach_drops_only_its_calls(void **state)
+{
+	(void)state;
+	struct fairq q;
+	struct fairq_client a, b;
+	struct call ca[5], cb[3];
+	unsigned dropped = 0;
+
+	fairq_init(&q, 1, 2);
+	fairq_client_init(&a, 0);
+	fairq_client_init(&b, 0);
+	queue_calls(&q, &a, ca, 5, 0, 0);
+	queue_calls(&q, &b, cb, 3, 1, 0);
+	assert_int_equal(call_of(fairq_pick(&q, 0))->client, 0);
+	assert_int_equal(call_of(fairq_pick(&q, 0))->client, 1);
+	fairq_client_detach(&q, &a, count_drop, &dropped);
+	assert_int_equal(dropped, 4);
+	assert_true(a.dropped == 4);
+	assert_int_equal(q.queued, 2);
+	assert_int_equal(q.orphans, 1);
+	assert_null(fairq_pick(&q, 0)); /* A's call in flight still holds its credit */
+	fairq_complete(&q, NULL);
+	assert_int_equal(q.orphans, 0);
+	struct call *c = call_of(fairq_pick(&q, 0));
+	assert_int_equal(c->client, 1);
+	assert_int_equal(c->n, 1);
+	fairq_complete(&q, &b);
+	fairq_complete(&q, &b);
+	c = call_of(fairq_pick(&q, 0));
+	assert_int_equal(c->n, 2);
+	assert_null(fairq_pick(&q, 0));
+	assert_int_equal(q.queued, 0);
+}
+
+/* The grant shrinks (no pick until in flight is below it) and grows; 0 reads as 1. */
+static void test_grant_changes(void **state)
+{
+	(void)state;
+	struct fairq q;
+	struct fairq_client a;
+	struct call ca[20];
+	unsigned n = 0;
+
+	fairq_init(&q, 1, 4);
+	fairq_client_init(&a, 0);
+	queue_calls(&q, &a, ca, 20, 0, 0);
+	while (fairq_pick(&q, 0))
+		n++;
+	assert_int_equal(n, 4);
+	assert_true(q.stalls == 1);
+	fairq_set_grant(&q, 2);
+	fairq_complete(&q, &a);
+	assert_null(fairq_pick(&q, 0)); /* 3 in flight, grant 2 */
+	fairq_complete(&q, &a);
+	assert_null(fairq_pick(&q, 0)); /* 2 in flight, grant 2 */
+	fairq_complete(&q, &a);
+	assert_non_null(fairq_pick(&q, 0));
+	assert_null(fairq_pick(&q, 0));
+	fairq_set_grant(&q, 8);
+	for (n = 0; fairq_pick(&q, 0); n++)
+		;
+	assert_int_equal(n, 6);
+	assert_int_equal(q.in_flight, 8);
+	fairq_set_grant(&q, 0);
+	assert_int_equal(q.grant, 1);
+	for (unsigned i = 0; i < 8; i++)
+		fairq_complete(&q, &a);
+	assert_non_null(fairq_pick(&q, 0));
+	assert_null(fairq_pick(&q, 0));
+	assert_int_equal(q.in_flight, 1);
+}
+
+/* Queue time per client: total and longest, from the caller's timestamps. */
+static void test_queue_time_counted(void **state)
+{
+	(void)state;
+	struct fairq q;
+	struct fairq_client a;
+	struct call ca[2];
+
+	fairq_init(&q, 1, 1);
+	fairq_client_init(&a, 0);
+	fairq_enqueue(&q, &a, &ca[0].it, 100);
+	fairq_enqueue(&q, &a, &ca[1].it, 150);
+	assert_ptr_equal(fairq_pick(&q, 350), &ca[0].it);
+	assert_null(fairq_pick(&q, 400));
+	fairq_complete(&q, &a);
+	assert_ptr_equal(fairq_pick(&q, 1150), &ca[1].it);
+	assert_true(a.queue_us == 250 + 1000);
+	assert_true(a.queue_max_us == 1000);
+	assert_true(a.picked == 2);
+	assert_int_equal(a.queued, 0);
+}
+
+/* One queued call taken out; the last one takes its client out of the ring. */
+static void test_remove_one(void **state)
+{
+	(void)state;
+	struct fairq q;
+	struct fairq_client a, b;
+	struct call ca[2], cb[1];
+
+	fairq_init(&q, 1, 8);
+	fairq_client_init(&a, 0);
+	fairq_client_init(&b, 0);
+	queue_calls(&q, &a, ca, 2, 0, 0);
+	queue_calls(&q, &b, cb, 1, 1, 0);
+	fairq_remove(&q, &ca[0].it);
+	fairq_remove(&q, &cb[0].it);
+	assert_ptr_equal(fairq_pick(&q, 0), &ca[1].it);
+	assert_null(fairq_pick(&q, 0));
+	assert_int_equal(q.queued, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_deep_queue_does_not_starve),
+		cmocka_unit_test(test_round_robin_and_quantum),
+		cmocka_unit_test(test_per_client_cap),
+		cmocka_unit_test(test_detach_drops_only_its_calls),
+		cmocka_unit_test(test_grant_changes),
+		cmocka_unit_test(test_queue_time_counted),
+		cmocka_unit_test(test_remove_one),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
