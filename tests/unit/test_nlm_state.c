@@ -1,0 +1,339 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The NLM relay's state (gateway/nlm_state.c): two clients with the same
+ * svid and owner handle get different upstream owners; an upstream owner
+ * (GRANTED callback, TEST holder) maps back to its client and only its
+ * client sees its own values; a client's reboot gives UNLOCKs for its locks
+ * only, one per (owner, file); UNLOCK forgets what it covers; every bound
+ * refuses and counts; a forgotten owner's token is stale; the client list
+ * survives a save and load, and a corrupt file is refused with its line.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "gateway/nlm_state.h"
+
+static struct nlm_host host4(uint32_t ip)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(700) };
+	struct nlm_host h;
+
+	sa.sin_addr.s_addr = htonl(ip);
+	assert_true(nlm_host_from_sockaddr(&h, (struct sockaddr *)&sa, sizeof(sa)));
+	return h;
+}
+
+static struct nlm_bytes bytes(const char *s)
+{
+	return (struct nlm_bytes){ (const uint8_t *)s, (uint32_t)strlen(s) };
+}
+
+static const uint8_t fh_a[32] = { 1, 2, 3 }, fh_b[32] = { 9, 9, 9 };
+#define FH_A ((struct nlm_bytes){ fh_a, sizeof(fh_a) })
+#define FH_B ((struct nlm_bytes){ fh_b, sizeof(fh_b) })
+
+static struct nlm_state *new_state(uint32_t owners, uint32_t locks, uint32_t per_client)
+{
+	struct nlm_state_limits lim = {
+		.max_clients = 4,
+		.max_owners = owners,
+		.max_locks = locks,
+		.max_locks_per_client = per_client,
+		.max_oh = 64,
+	};
+	struct nlm_state *st = nlm_state_new(&lim, 0x1122334455667788ull);
+
+	assert_non_null(st);
+	return st;
+}
+
+static void same_owner_two_clients(void **state)
+{
+	struct nlm_state *st = new_state(16, 64, 32);
+	struct nlm_host a = host4(0x0a000001), b = host4(0x0a000002);
+	struct nlm_owner_id ia, ib, ia2;
+
+	(void)state;
+	assert_int_equal(nlm_state_owner(st, &a, 1234, bytes("1234@box"), &ia), 0);
+	assert_int_equal(nlm_state_owner(st, &b, 1234, bytes("1234@box"), &ib), 0);
+	assert_int_not_equal(ia.svid, ib.svid);
+	assert_true(ia.svid > 0 && ib.svid > 0);
+	assert_memory_not_equal(ia.oh, ib.oh, NLM_TOKEN_LEN);
+	/* The same owner again is the same upstream owner. */
+	assert_int_equal(nlm_state_owner(st, &a, 1234, bytes("1234@box"), &ia2), 0);
+	assert_int_equal(ia2.svid, ia.svid);
+	assert_memory_equal(ia2.oh, ia.oh, NLM_TOKEN_LEN);
+	/* Another svid or oh of the same client is another owner. */
+	assert_int_equal(nlm_state_owner(st, &a, 1235, bytes("1234@box"), &ia2), 0);
+	assert_int_not_equal(ia2.svid, ia.svid);
+	assert_int_equal(nlm_state_owner(st, &a, 1234, bytes("1234@box2"), &ia2), 0);
+	assert_int_not_equal(ia2.svid, ia.svid);
+	nlm_state_free(st);
+
+	/* Many clients, one (svid, oh): keys that share a hash chain stay apart. */
+	struct nlm_state_limits lim = { .max_clients = 200, .max_owners = 200 };
+	struct nlm_owner_id ids[200];
+	st = nlm_state_new(&lim, 1);
+	assert_non_null(st);
+	for (uint32_t i = 0; i < 200; i++) {
+		struct nlm_host h = host4(0x0a000000 + ((i * 2654435761u) & 0xffffff));
+		assert_int_equal(nlm_state_owner(st, &h, 1, bytes("1@box"), &ids[i]), 0);
+		for (uint32_t k = 0; k < i; k++)
+			assert_int_not_equal(ids[k].svid, ids[i].svid);
+	}
+	nlm_state_free(st);
+}
+
+static void callback_and_holder_map_back(void **state)
+{
+	struct nlm_state *st = new_state(16, 64, 32);
+	struct nlm_host a = host4(0x0a000001), b = host4(0x0a000002);
+	struct nlm_owner_id ia, ib;
+	struct nlm_client_owner co;
+
+	(void)state;
+	assert_int_equal(nlm_state_owner(st, &a, 77, bytes("77@a"), &ia), 0);
+	assert_int_equal(nlm_state_owner(st, &b, 77, bytes("77@b"), &ib), 0);
+
+	/* GRANTED for B's owner goes to B with B's own svid and oh. */
+	assert_true(nlm_state_lookup_upstream(st, ib.svid, (struct nlm_bytes){ ib.oh, 16 }, &co));
+	assert_int_equal(co.host.addr[3], 2);
+	assert_int_equal(co.svid, 77);
+	assert_int_equal(co.oh.len, 4);
+	assert_memory_equal(co.oh.p, "77@b", 4);
+	/* The svid of one owner with the token of another is nobody's. */
+	assert_false(nlm_state_lookup_upstream(st, ia.svid, (struct nlm_bytes){ ib.oh, 16 }, &co));
+
+	/* A TEST holder: A's own lock shows A's values to A ... */
+	struct nlm_holder h = { .svid = ia.svid, .oh = { ia.oh, 16 } };
+	nlm_state_holder_view(st, &a, &h);
+	assert_int_equal(h.svid, 77);
+	assert_memory_equal(h.oh.p, "77@a", 4);
+	/* ... and only the gateway's token to B. */
+	h = (struct nlm_holder){ .svid = ia.svid, .oh = { ia.oh, 16 } };
+	nlm_state_holder_view(st, &b, &h);
+	assert_int_equal(h.svid, ia.svid);
+	assert_int_equal(h.oh.len, 16);
+	assert_memory_equal(h.oh.p, ia.oh, 16);
+	/* A holder that is not the gateway's (a local process) passes unchanged. */
+	h = (struct nlm_holder){ .svid = 4321, .oh = bytes("server-local") };
+	nlm_state_holder_view(st, &a, &h);
+	assert_int_equal(h.svid, 4321);
+	/* Only the mismatched svid and token above counted as stale. */
+	assert_int_equal(nlm_state_stats(st)->stale_owner, 1);
+	nlm_state_free(st);
+}
+
+static void reboot_unlocks_only_that_client(void **state)
+{
+	struct nlm_state *st = new_state(16, 64, 32);
+	struct nlm_host a = host4(0x0a000001), b = host4(0x0a000002);
+	struct nlm_owner_id ia1, ia2, ib;
+	const struct nlm_unlock *u;
+
+	(void)state;
+	assert_int_equal(nlm_state_owner(st, &a, 1, bytes("1@a"), &ia1), 0);
+	assert_int_equal(nlm_state_owner(st, &a, 2, bytes("2@a"), &ia2), 0);
+	assert_int_equal(nlm_state_owner(st, &b, 1, bytes("1@a"), &ib), 0);
+	/* A: two ranges of one file by owner 1 (one UNLOCK), one by owner 2, one other file. */
+	assert_int_equal(nlm_state_record_lock(st, &ia1, 4, FH_A, 0, 10), 0);
+	assert_int_equal(nlm_state_record_lock(st, &ia1, 4, FH_A, 20, 10), 0);
+	assert_int_equal(nlm_state_record_lock(st, &ia1, 4, FH_A, 20, 10), 0); /* again */
+	assert_int_equal(nlm_state_record_lock(st, &ia2, 4, FH_A, 40, 1), 0);
+	assert_int_equal(nlm_state_record_lock(st, &ia1, 3, FH_B, 0, 0), 0);
+	assert_int_equal(nlm_state_record_lock(st, &ib, 4, FH_A, 100, 1), 0);
+	assert_int_equal(nlm_state_client_locks(st, &a), 4);
+	assert_int_equal(nlm_state_client_locks(st, &b), 1);
+
+	size_t n = nlm_state_client_rebooted(st, &a, &u);
+	assert_int_equal(n, 3);
+	int seen_a1 = 0, seen_a2 = 0, seen_b1 = 0;
+	for (size_t i = 0; i < n; i++) {
+		assert_int_not_equal(u[i].owner.svid, ib.svid);
+		if (u[i].owner.svid == ia1.svid && u[i].fh_len == 32 && u[i].fh[0] == 1)
+			seen_a1++, assert_int_equal(u[i].vers, 4);
+		if (u[i].owner.svid == ia2.svid)
+			seen_a2++, assert_memory_equal(u[i].owner.oh, ia2.oh, 16);
+		if (u[i].owner.svid == ia1.svid && u[i].fh[0] == 9)
+			seen_b1++, assert_int_equal(u[i].vers, 3);
+	}
+	assert_true(seen_a1 == 1 && seen_a2 == 1 && seen_b1 == 1);
+	assert_int_equal(nlm_state_client_locks(st, &a), 0);
+	assert_int_equal(nlm_state_client_locks(st, &b), 1);
+	assert_int_equal(nlm_state_locks(st), 1);
+	/* A's owners are forgotten: a late GRANTED for them is stale, B's still maps. */
+	struct nlm_client_owner co;
+	assert_false(
+		nlm_state_lookup_upstream(st, ia1.svid, (struct nlm_bytes){ ia1.oh, 16 }, &co));
+	assert_int_equal(nlm_state_stats(st)->stale_owner, 1);
+	assert_true(nlm_state_lookup_upstream(st, ib.svid, (struct nlm_bytes){ ib.oh, 16 }, &co));
+	assert_int_equal(nlm_state_record_lock(st, &ia1, 4, FH_A, 0, 1), -ENOENT);
+	/* A new owner in a reused slot has a new upstream svid. */
+	struct nlm_owner_id again;
+	assert_int_equal(nlm_state_owner(st, &a, 1, bytes("1@a"), &again), 0);
+	assert_int_not_equal(again.svid, ia1.svid);
+	assert_int_not_equal(again.svid, ia2.svid);
+	/* A second reboot of A has nothing to unlock. */
+	assert_int_equal(nlm_state_client_rebooted(st, &a, &u), 0);
+	nlm_state_free(st);
+}
+
+static void unlock_forgets_what_it_covers(void **state)
+{
+	struct nlm_state *st = new_state(16, 64, 32);
+	struct nlm_host a = host4(0x0a000001);
+	struct nlm_owner_id o;
+
+	(void)state;
+	assert_int_equal(nlm_state_owner(st, &a, 1, bytes("1@a"), &o), 0);
+	assert_int_equal(nlm_state_record_lock(st, &o, 4, FH_A, 0, 10), 0);
+	assert_int_equal(nlm_state_record_lock(st, &o, 4, FH_A, 20, 10), 0);
+	assert_int_equal(nlm_state_record_lock(st, &o, 4, FH_A, 50, 0), 0);
+	nlm_state_unlocked(st, &o, FH_B, 0, 0); /* another file */
+	assert_int_equal(nlm_state_client_locks(st, &a), 3);
+	nlm_state_unlocked(st, &o, FH_A, 5, 10); /* cuts [0,10): kept */
+	assert_int_equal(nlm_state_client_locks(st, &a), 3);
+	nlm_state_unlocked(st, &o, FH_A, 0, 10);
+	assert_int_equal(nlm_state_client_locks(st, &a), 2);
+	nlm_state_unlocked(st, &o, FH_A, 20, UINT64_MAX); /* to the end, without overflow */
+	assert_int_equal(nlm_state_client_locks(st, &a), 0);
+	assert_int_equal(nlm_state_locks(st), 0);
+	nlm_state_free(st);
+}
+
+static void limits_refuse_and_count(void **state)
+{
+	struct nlm_state *st = new_state(3, 4, 3);
+	struct nlm_host a = host4(1), b = host4(2), c = host4(3), d = host4(4), e = host4(5);
+	struct nlm_owner_id o[3], x;
+	char big[66];
+
+	(void)state;
+	memset(big, 'o', 65); /* max_oh is 64 */
+	big[65] = '\0';
+	assert_int_equal(nlm_state_owner(st, &a, 9, bytes(big), &x), -E2BIG);
+	assert_int_equal(nlm_state_stats(st)->oh_too_long, 1);
+	big[64] = '\0';
+	assert_int_equal(nlm_state_owner(st, &a, 9, bytes(big), &x), 0);
+
+	/* Owners: three slots; a fourth owner reclaims the idle one, not one with locks. */
+	assert_int_equal(nlm_state_owner(st, &a, 1, bytes("1"), &o[0]), 0);
+	assert_int_equal(nlm_state_owner(st, &a, 2, bytes("2"), &o[1]), 0);
+	assert_int_equal(nlm_state_record_lock(st, &o[0], 4, FH_A, 0, 1), 0);
+	assert_int_equal(nlm_state_record_lock(st, &o[1], 4, FH_A, 1, 1), 0);
+	assert_int_equal(nlm_state_owner(st, &a, 3, bytes("3"), &o[2]), 0); /* reclaims big */
+	assert_int_equal(nlm_state_record_lock(st, &o[2], 4, FH_A, 2, 1), 0);
+	assert_int_equal(nlm_state_owner(st, &b, 1, bytes("1"), &x), -ENOSPC);
+	assert_int_equal(nlm_state_stats(st)->owners_full, 1);
+
+	/* Locks per client, then in all. */
+	assert_int_equal(nlm_state_record_lock(st, &o[2], 4, FH_A, 3, 1), -ENOSPC);
+	assert_int_equal(nlm_state_stats(st)->client_locks_full, 1);
+	const struct nlm_unlock *u;
+	assert_int_equal(nlm_state_client_rebooted(st, &a, &u), 3);
+	struct nlm_owner_id ob, oc;
+	assert_int_equal(nlm_state_owner(st, &b, 1, bytes("1"), &ob), 0);
+	assert_int_equal(nlm_state_owner(st, &c, 1, bytes("1"), &oc), 0);
+	for (uint64_t i = 0; i < 3; i++)
+		assert_int_equal(nlm_state_record_lock(st, &ob, 4, FH_A, i, 1), 0);
+	assert_int_equal(nlm_state_record_lock(st, &oc, 4, FH_A, 0, 1), 0);
+	assert_int_equal(nlm_state_record_lock(st, &oc, 4, FH_A, 1, 1), -ENOSPC);
+	assert_int_equal(nlm_state_stats(st)->locks_full, 1);
+
+	nlm_state_free(st);
+
+	/* Clients: four. A client that rebooted leaves room for another. */
+	st = new_state(16, 64, 32);
+	assert_int_equal(nlm_state_owner(st, &a, 1, bytes("1"), &x), 0);
+	assert_int_equal(nlm_state_owner(st, &b, 1, bytes("1"), &x), 0);
+	assert_int_equal(nlm_state_owner(st, &c, 1, bytes("1"), &x), 0);
+	assert_int_equal(nlm_state_owner(st, &d, 1, bytes("1"), &x), 0);
+	assert_int_equal(nlm_state_owner(st, &e, 1, bytes("1"), &x), -ENOSPC);
+	assert_int_equal(nlm_state_stats(st)->clients_full, 1);
+	assert_int_equal(nlm_state_client_rebooted(st, &b, &u), 0);
+	assert_int_equal(nlm_state_owner(st, &e, 1, bytes("1"), &x), 0);
+	nlm_state_free(st);
+
+	struct nlm_state_limits bad = { .max_owners = 70000 };
+	assert_null(nlm_state_new(&bad, 1));
+	assert_int_equal(errno, EINVAL);
+}
+
+static void clients_survive_restart(void **state)
+{
+	struct nlm_state *st = new_state(16, 64, 32);
+	struct nlm_host a = host4(0x0a000001), b = host4(0x0a000002), idle = host4(0x0a000003);
+	struct sockaddr_in6 s6 = { .sin6_family = AF_INET6 };
+	struct nlm_host v6, got[8];
+	struct nlm_owner_id o;
+	char dir[] = "/tmp/nlmstateXXXXXX", path[256], err[256];
+	size_t n;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/clients", dir);
+	inet_pton(AF_INET6, "fd00::5", &s6.sin6_addr);
+	assert_true(nlm_host_from_sockaddr(&v6, (struct sockaddr *)&s6, sizeof(s6)));
+	assert_int_equal(nlm_state_load_clients(path, got, 8, &n, err, sizeof(err)), -ENOENT);
+
+	assert_int_equal(nlm_state_owner(st, &a, 1, bytes("1"), &o), 0);
+	assert_int_equal(nlm_state_record_lock(st, &o, 4, FH_A, 0, 1), 0);
+	assert_int_equal(nlm_state_owner(st, &v6, 1, bytes("1"), &o), 0);
+	assert_int_equal(nlm_state_record_lock(st, &o, 4, FH_A, 1, 1), 0);
+	assert_int_equal(nlm_state_owner(st, &idle, 1, bytes("1"), &o), 0); /* no lock */
+	(void)b;
+	assert_int_equal(nlm_state_save_clients(st, path, err, sizeof(err)), 0);
+	nlm_state_free(st);
+
+	assert_int_equal(nlm_state_load_clients(path, got, 8, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, 2);
+	assert_memory_equal(&got[0], &a, sizeof(a));
+	assert_memory_equal(&got[1], &v6, sizeof(v6));
+	assert_int_equal(nlm_state_load_clients(path, got, 1, &n, err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, ":3: more than 1"));
+
+	FILE *f = fopen(path, "a");
+	fputs("10.0.0.300\n", f);
+	fclose(f);
+	assert_int_equal(nlm_state_load_clients(path, got, 8, &n, err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, ":4: not an address"));
+	assert_int_equal(n, 0);
+
+	f = fopen(path, "w");
+	fputs("10.0.0.1\n", f);
+	fclose(f);
+	assert_int_equal(nlm_state_load_clients(path, got, 8, &n, err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, ":1: not a client list"));
+
+	f = fopen(path, "w");
+	fputs("rpcrdma-gw nlm clients 1\n10.0.0.1", f); /* cut short */
+	fclose(f);
+	assert_int_equal(nlm_state_load_clients(path, got, 8, &n, err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, ":2: line too long or unterminated"));
+
+	unlink(path);
+	rmdir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(same_owner_two_clients),
+		cmocka_unit_test(callback_and_holder_map_back),
+		cmocka_unit_test(reboot_unlocks_only_that_client),
+		cmocka_unit_test(unlock_forgets_what_it_covers),
+		cmocka_unit_test(limits_refuse_and_count),
+		cmocka_unit_test(clients_survive_restart),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
