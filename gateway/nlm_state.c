@@ -71,8 +71,15 @@ bool nlm_host_from_sockaddr(struct nlm_host *h, const struct sockaddr *sa, sockl
 		return true;
 	}
 	if (sa->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
+		const struct in6_addr *a6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+		/* A dual-stack socket shows an IPv4 client as ::ffff:a.b.c.d: one host. */
+		if (IN6_IS_ADDR_V4MAPPED(a6)) {
+			h->family = AF_INET;
+			memcpy(h->addr, a6->s6_addr + 12, 4);
+			return true;
+		}
 		h->family = AF_INET6;
-		memcpy(h->addr, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+		memcpy(h->addr, a6, 16);
 		return true;
 	}
 	return false;
