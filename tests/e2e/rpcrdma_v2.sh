@@ -17,7 +17,9 @@
 # REPLY) reach the server intact. The chain (the kernel NFS client on TCP -> a forward
 # route -> RDMA -> a reverse route -> the kernel NFS server on TCP, both routes at
 # max_rpcrdma_version 2) negotiates Version Two, seen in both gateways' sessions, and
-# moves NFSv3 and NFSv4.1 data intact. A forward route with Version Two enabled in front
+# moves NFSv3 and NFSv4.1 data intact; under NFSv4.1 a delegation recall crosses it
+# backwards (a second client in its own namespace writes the file straight to the
+# server; the forward route counts the backward calls and replies). A forward route with Version Two enabled in front
 # of the kernel NFS/RDMA server (Version One only) falls back on its first call
 # (counted rpcrdma_version_fallback), its session speaks Version One, and NFSv3 data
 # comes through intact; the route remembers it: a second client's new connection opens
@@ -128,6 +130,9 @@ check "the kernel client's file is intact after" \
     test "$(dd if="$mnt/v2file" bs=1M iflag=direct status=none | md5sum | cut -d' ' -f1)" = "$want"
 umount "$mnt"
 
+# No delegation is granted in the server's grace period: wait for its end first,
+# while nothing else is mounted.
+nfsd_wait_grace 192.0.2.1 || fail "the NFS server's grace period did not end"
 for vers in 3 4.1; do
     echo "--- the chain in Version Two: NFSv$vers on TCP -> forward -> RDMA -> reverse -> TCP"
     cm=/mnt/chain-$vers; mkdir -p "$cm"
@@ -138,6 +143,11 @@ for vers in 3 4.1; do
     mkdir -p "$cm/v2chain"
     wl_bigfile "$cm/v2chain" 8
     wl_oddsizes "$cm/v2chain"
+    if [[ $vers == 4.1 ]]; then
+        # A delegation recall (CB_RECALL) crosses the chain backwards in Version Two.
+        client2_netns
+        wl_delegation_recall 4.1 "$cm" edge
+    fi
     check "stats: the forward session speaks Version Two ($(session_versions edge))" \
         test "$(session_versions edge)" = "2"
     check "stats: the reverse session speaks Version Two ($(session_versions core))" \

@@ -307,15 +307,17 @@ client2_netns() {
     ip -n c2 addr add 10.9.0.2/24 dev vc2; ip -n c2 link set vc2 up; ip -n c2 link set lo up
 }
 
-# wl_delegation_recall VERS M1: client 1, mounted at M1 through the gateway, holds a
+# wl_delegation_recall VERS M1 [ROUTE]: client 1, mounted at M1 through the gateway, holds a
 # file open for reading until the server grants it a delegation; client 2 (namespace
 # c2, its own NFSv4 client identity, NFS over TCP at 10.9.0.1:2049) then writes the
 # file. The server recalls the delegation with CB_RECALL, which must cross the gateway
 # and be answered: the write completes well inside the 90 s lease, the delegation is
-# returned, the gateway (route 0) counts backward calls and replies, and the server
-# never sees the callback path down.
+# returned, the gateway (route ROUTE, by name; the first route unless given) counts
+# backward calls and replies, and the server never sees the callback path down.
 wl_delegation_recall() {
     local vers=$1 m1=$2 f i holder has_deleg calls_before calls_after replies start rc took
+    local rt="s['routes'][0]"
+    [[ -n ${3:-} ]] && rt="[r for r in s['routes'] if r['name'] == '$3'][0]"
     f=deleg-$vers
     # Made on the server, so that no client holds it open for writing: nfsd does
     # not delegate a file that is open for write.
@@ -339,7 +341,7 @@ PY
         sleep 0.5
     done
     check "NFSv$vers: the server granted client 1 a delegation" test "$has_deleg" = yes
-    calls_before=$(gw_jq "s['routes'][0]['totals']['backward_calls']")
+    calls_before=$(gw_jq "$rt['totals']['backward_calls']")
 
     start=$(date +%s%N)
     ip netns exec c2 unshare -u bash -c "
@@ -353,8 +355,8 @@ PY
     check "NFSv$vers: it completed promptly (${took} ms, lease 90 s)" test "$took" -lt 20000
     check "NFSv$vers: the delegation was returned" \
         test -z "$(grep -s 'type: deleg' /proc/fs/nfsd/clients/*/states)"
-    calls_after=$(gw_jq "s['routes'][0]['totals']['backward_calls']")
-    replies=$(gw_jq "s['routes'][0]['totals']['backward_replies']")
+    calls_after=$(gw_jq "$rt['totals']['backward_calls']")
+    replies=$(gw_jq "$rt['totals']['backward_replies']")
     check "NFSv$vers: the gateway relayed backward calls ($calls_before -> $calls_after, $replies replies)" \
         test "$calls_after" -gt "$calls_before" -a "$replies" -gt 0
     check "NFSv$vers: the server never saw the callback path down" \
