@@ -373,12 +373,12 @@ PY
 # roce_decode, natively: tshark with chunk reassembly over a few hundred thousand
 # frames takes minutes under emulation, seconds on the host.
 
-# roce_capture_start: capture RoCEv2 (udp/4791) on the guest's Ethernet link into a
-# RAM file. A large capture buffer: a dropped packet would break chunk reassembly and
-# show up as a malformed frame that no peer sent.
+# roce_capture_start [NAME]: capture RoCEv2 (udp/4791) on the guest's Ethernet link into
+# a RAM file (NAME, roce.pcap unless given). A large capture buffer: a dropped packet
+# would break chunk reassembly and show up as a malformed frame that no peer sent.
 roce_capture_start() {
     local dev; dev=$(ls /sys/class/net | grep -v -E '^(lo|veth|vc)' | head -1)
-    ROCE_PCAP=$E2E_WORK/roce.pcap
+    ROCE_PCAP=$E2E_WORK/${1:-roce.pcap}
     tshark -i "$dev" -B 64 -f 'udp port 4791' -w "$ROCE_PCAP" -q 2>"$E2E_WORK/tshark.err" &
     ROCE_CAP_PID=$!
     local i
@@ -386,12 +386,13 @@ roce_capture_start() {
     fail "tshark started capturing on $dev"
 }
 
-# roce_capture_stop: end the capture and leave it in GW_OUT for the host part.
+# roce_capture_stop: end the capture and leave it in GW_OUT, under its name, for the
+# host part.
 roce_capture_stop() {
     sleep 1
     kill -INT "$ROCE_CAP_PID" 2>/dev/null; wait "$ROCE_CAP_PID" 2>/dev/null
     grep -i "captured\|dropped" "$E2E_WORK/tshark.err"
-    cp "$ROCE_PCAP" "$GW_OUT/roce.pcap" || fail "the capture was handed to the host"
+    cp "$ROCE_PCAP" "$GW_OUT/${ROCE_PCAP##*/}" || fail "the capture was handed to the host"
     rm -f "$ROCE_PCAP"
 }
 
@@ -431,3 +432,24 @@ roce_frames() {
                 $1 { n++ } END { print n + 0 }" "$E2E_WORK/frames.tsv"
 }
 roce_msgs() { roce_frames "vers != \"\" && ($1)"; }
+
+# roce_hdr_words PCAP: (host part) the first words of every RPC-over-RDMA header in the
+# capture, read from the raw RoCEv2 payload rather than by tshark's dissector, which
+# knows only Version One: one line per Send that starts a message (BTH opcode SEND_FIRST,
+# SEND_ONLY, and SEND_ONLY with Immediate or Invalidate, whose 4-byte extension header
+# comes first), "ip.src opcode xid vers credits proc" in decimal.
+roce_hdr_words() {
+    tshark -r "$1" -2 -T fields -e ip.src -e udp.payload 'udp.port == 4791' 2>/dev/null |
+        /usr/bin/python3 -c '
+import sys
+EXT = {0x00: 0, 0x04: 0, 0x05: 4, 0x17: 4}  # RC opcodes that start a Send: extension bytes
+for line in sys.stdin:
+    src, _, hexb = line.rstrip("\n").partition("\t")
+    b = bytes.fromhex(hexb.replace(":", ""))
+    if len(b) < 12 or b[0] not in EXT:
+        continue
+    p = b[12 + EXT[b[0]]:len(b) - 4]  # after the BTH and its extension, before the ICRC
+    if len(p) >= 16:
+        print(src, b[0], *(int.from_bytes(p[i:i + 4], "big") for i in (0, 4, 8, 12)))
+'
+}
