@@ -16,7 +16,10 @@
 # connection are each dropped, logged and counted, and the right reply that follows
 # reaches the client; RDMA2_ERR_INVAL_OPTION and RDMA2_ERR_BAD_HEADER are logged by
 # name, counted, and end their calls with SYSTEM_ERR; the connection serves on, and a
-# second client's connection settles Version Two too.
+# second client's connection settles Version Two too. The same server without RFC 8797
+# private data (another port): the Version Two connection takes 4096-byte inline
+# messages (Version One would take 1024), seen in /stats and in a 3000-byte call that
+# the server checks came inline.
 # The same server then breaks rules that cost the gateway the connection (each TCP
 # client session is an RDMA connection of its own):
 #  - RDMA Write With Immediate into a Write chunk the gateway offered, and Send With
@@ -57,7 +60,9 @@ cat >"$E2E_WORK/gw.json" <<JSON
                 "call_timeout_s": 3,
                 "listen": "tcp://192.0.2.2:2052", "upstream": "rdma://192.0.2.1:20050" },
               { "name": "badv2", "mode": "forward", "max_rpcrdma_version": 2,
-                "listen": "tcp://192.0.2.2:2053", "upstream": "rdma://192.0.2.1:20050" } ],
+                "listen": "tcp://192.0.2.2:2053", "upstream": "rdma://192.0.2.1:20050" },
+              { "name": "v2nopd", "mode": "forward", "max_rpcrdma_version": 2,
+                "listen": "tcp://192.0.2.2:2054", "upstream": "rdma://192.0.2.1:20051" } ],
   "stats": { "listen": "127.0.0.1:9464" } }
 JSON
 gw_start forward "$E2E_WORK/gw.json" || e2e_finish
@@ -237,7 +242,7 @@ PY
 # The same server in Version Two (route badv2): its bad messages are dropped and the
 # replies after them delivered; its two Version Two errors end their calls.
 /usr/bin/python3 - <<'PY' && ok "Version Two: every call answered as the gateway's design says" || fail "Version Two through the bad server's route"
-import os, socket, sys
+import json, os, socket, sys, urllib.request
 sys.path.insert(0, os.environ["GW_SRC"] + "/tests/e2e/lib")
 from rpc_tcp import *
 fails = []
@@ -258,6 +263,24 @@ t.sendall(record(call(0x3d00, 100003, 3, 0)))
 if reply_status(read_record(t)) != (0x3d00, 1, 0, SUCCESS):
     fails.append("a second client's connection")
 s.close(); t.close()
+# Without the server's private data (route v2nopd): 4096 bytes inline each way once
+# Version Two is settled, and a 3000-byte call (to a program the gateway does not
+# know) goes inline; the server checks that.
+u = socket.create_connection(("192.0.2.2", 2054), timeout=30)
+for xid, prog, args in ((0x3d00, 100003, b""), (0x3d10, 0x20000099, b"\xa5" * 2960)):
+    u.sendall(record(call(xid, prog, 1 if prog != 100003 else 3, 0 if xid == 0x3d00 else 1, args)))
+    got = reply_status(read_record(u))
+    if got != (xid, 1, 0, SUCCESS):
+        fails.append("without private data: call %#x: reply %r" % (xid, got))
+st = json.load(urllib.request.urlopen("http://127.0.0.1:9464/stats", timeout=10))
+ses = [x for r in st["routes"] if r["name"] == "v2nopd" for x in r["sessions"]]
+seen = [(x["rpcrdma_version"], x["inline_send"], x["inline_recv"]) for x in ses]
+if seen != [(2, 4096, 4096)]:
+    fails.append("without private data: sessions (version, inline send, receive) %r, "
+                 "want [(2, 4096, 4096)]" % seen)
+else:
+    print("v2nopd session: Version %d, inline %d/%d" % seen[0])
+u.close()
 if fails:
     print("\n".join(fails)); sys.exit(1)
 PY
@@ -484,7 +507,7 @@ for what in "direction_mismatch" "unknown_option_reply" "in Version 1 on a conne
             "answered RDMA2_ERR_INVAL_OPTION for xid 0x3d04" "answered RDMA2_ERR_BAD_HEADER for xid 0x3d05"; do
     check "gateway log: $what" grep -q "$what" "$GW_LOG"
 done
-for r in bad bad2 badv2; do
+for r in bad bad2 badv2 v2nopd; do
     live=$(gw_jq "[r for r in s['routes'] if r['name']=='$r'][0]['live_sessions']")
     check "stats: no session left on $r ($live live)" test "$live" -eq 0
 done

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * rdma_badserver ADDR PORT: an RPC-over-RDMA server that a forward-mode
- * gateway connects to, for what the kernel NFS server never does on demand.
+ * gateway connects to, for what the kernel NFS server never does on demand
+ * (and on PORT + 1 the same without RFC 8797 private data).
  * It serves the gateway's connections (one per TCP client session, one
  * after another or at once), answers each call as its RPC XID says, checks
  * what the gateway sends, and exits once a call 0x3fff asked it to stop and
@@ -78,6 +79,13 @@
  * The gateway must drop the first three bad messages and deliver the reply
  * that follows, and answer the client SYSTEM_ERR for the two errors.
  *
+ * On PORT + 1 the server accepts without RFC 8797 private data: a Version
+ * Two requester must then take 4096-byte inline messages each way (the
+ * draft's section 5.1), where Version One would take 1024. 0x3d10 there
+ * is a call of INLINE_V2 bytes to a program the gateway does not know: it
+ * must come inline, in RDMA2_MSG without a Read list (a Reply chunk may be
+ * offered).
+ *
  * The TCP client side of the test checks what the gateway made of each.
  * Prints "ok: ..." or "FAIL: ..." per check and exits 0 only when all hold.
  */
@@ -102,6 +110,7 @@ enum {
 	SRC_SIZE = 65536, /* the most a chunk is filled with */
 	FLOOD = 10,	  /* backward calls sent at once */
 	FLOOD_XID = 0xC000,
+	INLINE_V2 = 3000, /* above Version One's 1024, within Version Two's 4096 */
 };
 
 static const char PATTERN[] = "OTHER-CLIENT-SECRET-";
@@ -121,6 +130,7 @@ struct peer {
 	unsigned nbufs;
 	bool broke_rules;	 /* we posted what the gateway must refuse */
 	bool swallowed;		 /* a call is never answered */
+	bool no_pd;		 /* accepted without RFC 8797 private data */
 	uint32_t first_b_handle; /* 0x3b11's Write chunk */
 	enum rconn_close_reason reason;
 };
@@ -143,6 +153,8 @@ static unsigned swallowers;
 static unsigned flood_sent, bc_success, bc_system_err, bc_other;
 /* Version Two calls, those that were not what the gateway may send, bad messages sent. */
 static unsigned v2_calls, v2_bad, v2_tricks;
+/* 0x3d10 calls of at least INLINE_V2 bytes inline, on a connection without private data. */
+static unsigned v2_big_inline;
 
 static void send_words(struct peer *p, const struct words *w)
 {
@@ -688,8 +700,9 @@ static bool v2_trick(struct words *w, uint32_t xid)
 
 /*
  * A Version Two call: check its form, answer it as its XID says. Calls
- * come as RDMA2_MSG, direction CALL, without chunks, the RPC call inline
- * under the same XID.
+ * come as RDMA2_MSG, direction CALL, the RPC call inline under the same
+ * XID; only 0x3d10, whose reply the gateway cannot estimate, may offer a
+ * Reply chunk (answered inline all the same: the reply is small).
  */
 static void v2_call(struct peer *p, const uint8_t *b, uint32_t len)
 {
@@ -699,11 +712,13 @@ static void v2_call(struct peer *p, const uint8_t *b, uint32_t len)
 
 	v2_calls++;
 	if (!(len >= 24 && parse_call_at(b, len, &ci, 20) && ci.proc == V2_MSG &&
-	      xdr_get32(b + 16) == V2_CALL && ci.nreads == 0 && !ci.write && !ci.reply &&
-	      ci.rpc + 8 <= len && xdr_get32(b + ci.rpc) == xid &&
+	      xdr_get32(b + 16) == V2_CALL && ci.nreads == 0 && !ci.write &&
+	      (!ci.reply || xid == 0x3d10) && ci.rpc + 8 <= len && xdr_get32(b + ci.rpc) == xid &&
 	      xdr_get32(b + ci.rpc + 4) == 0)) {
 		v2_bad++;
 		printf("  call %#x: not an RDMA2_MSG CALL inline, same XID\n", xid);
+	} else if (xid == 0x3d10 && p->no_pd && len - ci.rpc >= INLINE_V2) {
+		v2_big_inline++;
 	}
 	if (v2_trick(&w, xid)) {
 		v2_tricks++;
@@ -864,6 +879,7 @@ static bool on_accept(struct rlistener *l, void *owner, const struct sockaddr *p
 	if (!rpcrdma_privdata_decode(pdata, pdata_len, &pd))
 		CHECK(0, "the gateway sent RFC 8797 private data");
 	struct peer *p = &peers[npeers++];
+	p->no_pd = owner != NULL;
 	p->live = true;
 	p->limit = 1; /* until the first reply */
 	p->requested = UINT32_MAX;
@@ -911,8 +927,16 @@ int main(int argc, char **argv)
 	evsignal_add(term, NULL);
 	struct rlistener *l =
 		rlistener_create(ctx, (struct sockaddr *)&sa, 16, &defaults, &lops, NULL);
-	if (!l) {
-		printf("FAIL: cannot listen on %s:%s\n", argv[1], argv[2]);
+	/* The second listener sends no private data; its owner marks its connections. */
+	static int no_pd_marker;
+	struct rconn_params no_pd = defaults;
+	no_pd.private_data_len = 0;
+	sa.sin_port = htons(atoi(argv[2]) + 1);
+	struct rlistener *l2 =
+		l ? rlistener_create(ctx, (struct sockaddr *)&sa, 16, &no_pd, &lops, &no_pd_marker)
+		  : NULL;
+	if (!l || !l2) {
+		printf("FAIL: cannot listen on %s:%s and the port after it\n", argv[1], argv[2]);
 		return 1;
 	}
 	printf("listening\n");
@@ -932,10 +956,13 @@ int main(int argc, char **argv)
 	CHECK(errors_sent == 4,
 	      "ERR_VERS, ERR_CHUNK, RDMA2_ERR_INVAL_OPTION and RDMA2_ERR_BAD_HEADER were sent (%u)",
 	      errors_sent);
-	CHECK(v2_calls == 8 && v2_bad == 0 && v2_tricks == 3,
-	      "8 Version Two calls (%u), each an RDMA2_MSG CALL without chunks (%u not); 3 bad "
+	CHECK(v2_calls == 10 && v2_bad == 0 && v2_tricks == 3,
+	      "10 Version Two calls (%u), each an RDMA2_MSG CALL without chunks (%u not); 3 bad "
 	      "messages sent (%u)",
 	      v2_calls, v2_bad, v2_tricks);
+	CHECK(v2_big_inline == 1,
+	      "without private data, a %u-byte call came inline in Version Two (%u)", INLINE_V2,
+	      v2_big_inline);
 	CHECK(big_calls[0] == 2 && big_refused[0] == 1 && big_answered[0] == 1,
 	      "GETACL: refused once for a small Reply chunk, answered on the retry (%u calls)",
 	      big_calls[0]);
@@ -966,6 +993,7 @@ int main(int argc, char **argv)
 	      flood_sent, bc_success, bc_system_err, bc_other);
 	printf("%u calls served on %u connections\n", calls, npeers);
 	rlistener_destroy(l);
+	rlistener_destroy(l2);
 	for (unsigned i = 0; i < npeers; i++) {
 		if (peers[i].conn)
 			rconn_destroy(peers[i].conn);
