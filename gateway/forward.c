@@ -450,6 +450,48 @@ static void fwd_first_bytes(evutil_socket_t fd, short what, void *arg)
 	fwd_connect_upstream(s);
 }
 
+/*
+ * How long a route remembers that its server fell back from Version Two
+ * (the draft's section 5.2 lets a requester assume it on its next
+ * connections, to avoid a negotiation loop; how long is ours). Asking again costs one round trip on
+ * the first call of a connection, and NFS clients hold their connections for hours, so the saving
+ * is small; what the memory buys is that a burst of new connections (clients mounting after a
+ * gateway restart, a client reconnecting over and over) does not each pay for the question and
+ * count a fallback. A server is upgraded by restarting it, which drops every connection: ten
+ * minutes after the last ERR_VERS the next new connection asks again, so an upgraded server is
+ * found within that time without an operator's help.
+ */
+#define FWD_VERSION_MEMORY_US (10ull * 60 * 1000000)
+
+/*
+ * The version a new connection opens in: the route's highest, unless its
+ * server answered ERR_VERS to that within FWD_VERSION_MEMORY_US (a forward
+ * route has one upstream address, so the route is the server), or the
+ * route is limited below what was remembered since.
+ */
+static uint32_t fwd_opening_version(struct fwd_session *s)
+{
+	struct gw_route_rt *route = s->base.route;
+	uint32_t max = route->cfg->max_rpcrdma_version >= RPCRDMA_V2 ? RPCRDMA_V2 : RPCRDMA_V1;
+
+	if (route->remembered_version == 0 || route->remembered_version >= max)
+		return max;
+	if (gw_now_us() >= route->remembered_until_us) {
+		route->remembered_version = 0; /* ask again: the server may be upgraded */
+		return max;
+	}
+	gw_count_event(&s->base, GW_EV_VERSION_REMEMBERED);
+	return route->remembered_version;
+}
+
+void fwd_remember_version(struct fwd_session *s, uint32_t version)
+{
+	struct gw_route_rt *route = s->base.route;
+
+	route->remembered_version = version;
+	route->remembered_until_us = gw_now_us() + FWD_VERSION_MEMORY_US;
+}
+
 void gw_forward_accept(struct gw_route_rt *route, int fd, const struct sockaddr *peer)
 {
 	const struct gw_route *r = route->cfg;
@@ -461,9 +503,6 @@ void gw_forward_accept(struct gw_route_rt *route, int fd, const struct sockaddr 
 	}
 	TAILQ_INIT(&s->queue);
 	s->granted = 1; /* until the first reply (RFC 8166) */
-	/* The highest version the route speaks is tried first; Version One needs no asking. */
-	s->version = r->max_rpcrdma_version >= RPCRDMA_V2 ? RPCRDMA_V2 : RPCRDMA_V1;
-	s->version_settled = s->version == RPCRDMA_V1;
 	s->next_retry_xid = (uint32_t)gw_now_us() ^ 0x5a5a0000u;
 	s->window = r->credits;
 	s->pool_waiter.fn = fwd_pool_wake;
@@ -472,6 +511,9 @@ void gw_forward_accept(struct gw_route_rt *route, int fd, const struct sockaddr 
 	s->fd = fd;
 	s->rdma_closed = true; /* no connection is started until the client speaks */
 	gw_session_register(route, &s->base, &fwd_session_ops, peer);
+	/* The highest version the route speaks is tried first; Version One needs no asking. */
+	s->version = fwd_opening_version(s);
+	s->version_settled = s->version == RPCRDMA_V1;
 
 	s->first_ev = event_new(gw_engine_base(route->eng), fd, EV_READ, fwd_first_bytes, s);
 	struct timeval tv = gw_ms_timeval(r->record_timeout_ms);

@@ -298,6 +298,7 @@ bool fwd_may_retry(const struct fwd_session *s, const struct fwd_call *c)
 static void fwd_settle_v2(struct fwd_session *s)
 {
 	s->version_settled = true;
+	s->base.route->remembered_version = 0; /* it speaks Version Two after all */
 	if (!s->peer_pd_sent) {
 		s->peer_pd.send_size = RPCRDMA_V2_INLINE_DEFAULT;
 		s->peer_pd.recv_size = RPCRDMA_V2_INLINE_DEFAULT;
@@ -327,6 +328,7 @@ static bool fwd_version_fallback(struct fwd_session *s, struct fwd_call *c,
 	gw_count_event(&s->base, GW_EV_RPCRDMA_VERSION_FALLBACK);
 	s->version = v;
 	s->version_settled = true;
+	fwd_remember_version(s, v);
 	c->resend = true;
 	fwd_call_answered(s, c, inv_rkey);
 	return true;

@@ -224,6 +224,8 @@ void fwd_bcalls_abandon(struct fwd_session *s);
 /* forward.c */
 void fwd_session_close(struct fwd_session *s);
 void fwd_maybe_free(struct fwd_session *s);
+/* The server fell back to @version: new connections of the route open in it for a while. */
+void fwd_remember_version(struct fwd_session *s, uint32_t version);
 
 /* inline helpers */
 

@@ -63,6 +63,13 @@ struct gw_route_rt {
 	uint32_t linger_count;
 	bool draining;
 	struct gw_side *side; /* NFSv3 portmapper and MOUNT relay, or NULL */
+	/*
+	 * Forward: the version the upstream server fell back to after ERR_VERS,
+	 * and until when new connections open in it directly (0: none
+	 * remembered). See fwd_opening_version().
+	 */
+	uint32_t remembered_version;
+	uint64_t remembered_until_us;
 };
 
 /*

@@ -10,6 +10,16 @@
 # SYSTEM_ERR for each, counted, and the server's credit grant is never exceeded; an
 # NFSACL reply and an NFSv4.0 GETATTR reply larger than the gateway's estimates are
 # retried with a larger Reply chunk.
+# The same server speaks Version Two to a route with max_rpcrdma_version 2 and misbehaves
+# in it: a message whose direction contradicts its RPC reply, an RDMA2_OPTIONAL of an
+# unknown type from the responder, and a Version One reply on the Version Two
+# connection are each dropped, logged and counted, and the right reply that follows
+# reaches the client; RDMA2_ERR_INVAL_OPTION and RDMA2_ERR_BAD_HEADER are logged by
+# name, counted, and end their calls with SYSTEM_ERR; the connection serves on, and a
+# second client's connection settles Version Two too. The same server without RFC 8797
+# private data (another port): the Version Two connection takes 4096-byte inline
+# messages (Version One would take 1024), seen in /stats and in a 3000-byte call that
+# the server checks came inline.
 # The same server then breaks rules that cost the gateway the connection (each TCP
 # client session is an RDMA connection of its own):
 #  - RDMA Write With Immediate into a Write chunk the gateway offered, and Send With
@@ -48,7 +58,11 @@ cat >"$E2E_WORK/gw.json" <<JSON
                 "listen": "tcp://192.0.2.2:2051", "upstream": "rdma://192.0.2.1:20049" },
               { "name": "bad2", "mode": "forward", "credits": 8, "backchannel_credits": 2,
                 "call_timeout_s": 3,
-                "listen": "tcp://192.0.2.2:2052", "upstream": "rdma://192.0.2.1:20050" } ],
+                "listen": "tcp://192.0.2.2:2052", "upstream": "rdma://192.0.2.1:20050" },
+              { "name": "badv2", "mode": "forward", "max_rpcrdma_version": 2,
+                "listen": "tcp://192.0.2.2:2053", "upstream": "rdma://192.0.2.1:20050" },
+              { "name": "v2nopd", "mode": "forward", "max_rpcrdma_version": 2,
+                "listen": "tcp://192.0.2.2:2054", "upstream": "rdma://192.0.2.1:20051" } ],
   "stats": { "listen": "127.0.0.1:9464" } }
 JSON
 gw_start forward "$E2E_WORK/gw.json" || e2e_finish
@@ -221,6 +235,52 @@ for xid, msg, what in ((0x3301, getacl, "GETACL"), (0x3302, getattr4, "NFSv4.0 G
     if n != 12288 or rxid != xid or body[20:24] != b"\0" * 4 or body[24:] != want:
         fails.append("%s after a Reply chunk retry: %d bytes, xid %#x" % (what, n, rxid))
 s.close()
+if fails:
+    print("\n".join(fails)); sys.exit(1)
+PY
+
+# The same server in Version Two (route badv2): its bad messages are dropped and the
+# replies after them delivered; its two Version Two errors end their calls.
+/usr/bin/python3 - <<'PY' && ok "Version Two: every call answered as the gateway's design says" || fail "Version Two through the bad server's route"
+import json, os, socket, sys, urllib.request
+sys.path.insert(0, os.environ["GW_SRC"] + "/tests/e2e/lib")
+from rpc_tcp import *
+fails = []
+s = socket.create_connection(("192.0.2.2", 2053), timeout=30)
+for xid, want, what in ((0x3d00, SUCCESS, "the first call, settling Version Two"),
+                        (0x3d01, SUCCESS, "after a message whose direction contradicts it"),
+                        (0x3d02, SUCCESS, "after an unknown RDMA2_OPTIONAL from the server"),
+                        (0x3d03, SUCCESS, "after a Version One reply"),
+                        (0x3d04, SYSTEM_ERR, "RDMA2_ERR_INVAL_OPTION"),
+                        (0x3d05, SYSTEM_ERR, "RDMA2_ERR_BAD_HEADER"),
+                        (0x3d06, SUCCESS, "the connection serves on")):
+    s.sendall(record(call(xid, 100003, 3, 0)))
+    got = reply_status(read_record(s))
+    if got != (xid, 1, 0, want):
+        fails.append("%s: reply %r, want accept_stat %d" % (what, got, want))
+t = socket.create_connection(("192.0.2.2", 2053), timeout=30)
+t.sendall(record(call(0x3d00, 100003, 3, 0)))
+if reply_status(read_record(t)) != (0x3d00, 1, 0, SUCCESS):
+    fails.append("a second client's connection")
+s.close(); t.close()
+# Without the server's private data (route v2nopd): 4096 bytes inline each way once
+# Version Two is settled, and a 3000-byte call (to a program the gateway does not
+# know) goes inline; the server checks that.
+u = socket.create_connection(("192.0.2.2", 2054), timeout=30)
+for xid, prog, args in ((0x3d00, 100003, b""), (0x3d10, 0x20000099, b"\xa5" * 2960)):
+    u.sendall(record(call(xid, prog, 1 if prog != 100003 else 3, 0 if xid == 0x3d00 else 1, args)))
+    got = reply_status(read_record(u))
+    if got != (xid, 1, 0, SUCCESS):
+        fails.append("without private data: call %#x: reply %r" % (xid, got))
+st = json.load(urllib.request.urlopen("http://127.0.0.1:9464/stats", timeout=10))
+ses = [x for r in st["routes"] if r["name"] == "v2nopd" for x in r["sessions"]]
+seen = [(x["rpcrdma_version"], x["inline_send"], x["inline_recv"]) for x in ses]
+if seen != [(2, 4096, 4096)]:
+    fails.append("without private data: sessions (version, inline send, receive) %r, "
+                 "want [(2, 4096, 4096)]" % seen)
+else:
+    print("v2nopd session: Version %d, inline %d/%d" % seen[0])
+u.close()
 if fails:
     print("\n".join(fails)); sys.exit(1)
 PY
@@ -436,7 +496,18 @@ check "stats: call timeouts on bad2 ($(b2ev call_timeout))" test "$(b2ev call_ti
 bc_delivered=$(cat "$E2E_WORK/bc_delivered" 2>/dev/null || echo 0)
 check "stats: the backward calls not delivered ($(b2ev backward_undeliverable)) are the 10 sent less the $bc_delivered delivered" \
     test "$(b2ev backward_undeliverable)" -eq $((10 - bc_delivered))
-for r in bad bad2; do
+vev() { gw_jq "[r for r in s['routes'] if r['name']=='badv2'][0]['totals']['events']['$1']"; }
+check "stats: Version Two: three bad messages dropped ($(vev bad_transport_header))" \
+    test "$(vev bad_transport_header)" -eq 3
+check "stats: Version Two: RDMA2_ERR_INVAL_OPTION ($(vev err_inval_option_received)) and RDMA2_ERR_BAD_HEADER ($(vev err_chunk_received)) received once each" \
+    test "$(vev err_inval_option_received)" -eq 1 -a "$(vev err_chunk_received)" -eq 1
+check "stats: Version Two: the gateway's own error replies ($(vev rpc_error_reply)), no fallback ($(vev rpcrdma_version_fallback))" \
+    test "$(vev rpc_error_reply)" -eq 2 -a "$(vev rpcrdma_version_fallback)" -eq 0
+for what in "direction_mismatch" "unknown_option_reply" "in Version 1 on a connection speaking Version 2" \
+            "answered RDMA2_ERR_INVAL_OPTION for xid 0x3d04" "answered RDMA2_ERR_BAD_HEADER for xid 0x3d05"; do
+    check "gateway log: $what" grep -q "$what" "$GW_LOG"
+done
+for r in bad bad2 badv2 v2nopd; do
     live=$(gw_jq "[r for r in s['routes'] if r['name']=='$r'][0]['live_sessions']")
     check "stats: no session left on $r ($live live)" test "$live" -eq 0
 done

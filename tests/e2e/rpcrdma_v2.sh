@@ -17,10 +17,14 @@
 # REPLY) reach the server intact. The chain (the kernel NFS client on TCP -> a forward
 # route -> RDMA -> a reverse route -> the kernel NFS server on TCP, both routes at
 # max_rpcrdma_version 2) negotiates Version Two, seen in both gateways' sessions, and
-# moves NFSv3 and NFSv4.1 data intact. A forward route with Version Two enabled in front
+# moves NFSv3 and NFSv4.1 data intact; under NFSv4.1 a delegation recall crosses it
+# backwards (a second client in its own namespace writes the file straight to the
+# server; the forward route counts the backward calls and replies). A forward route with Version Two enabled in front
 # of the kernel NFS/RDMA server (Version One only) falls back on its first call
 # (counted rpcrdma_version_fallback), its session speaks Version One, and NFSv3 data
-# comes through intact. The counters in /stats must show it all.
+# comes through intact; the route remembers it: a second client's new connection opens
+# in Version One (counted rpcrdma_version_remembered) with no second ERR_VERS or
+# fallback, and its NULL call is answered. The counters in /stats must show it all.
 set -u
 source "$GW_SRC/tests/e2e/lib/gw-e2e.sh"
 gwvm-net
@@ -126,6 +130,9 @@ check "the kernel client's file is intact after" \
     test "$(dd if="$mnt/v2file" bs=1M iflag=direct status=none | md5sum | cut -d' ' -f1)" = "$want"
 umount "$mnt"
 
+# No delegation is granted in the server's grace period: wait for its end first,
+# while nothing else is mounted.
+nfsd_wait_grace 192.0.2.1 || fail "the NFS server's grace period did not end"
 for vers in 3 4.1; do
     echo "--- the chain in Version Two: NFSv$vers on TCP -> forward -> RDMA -> reverse -> TCP"
     cm=/mnt/chain-$vers; mkdir -p "$cm"
@@ -136,6 +143,11 @@ for vers in 3 4.1; do
     mkdir -p "$cm/v2chain"
     wl_bigfile "$cm/v2chain" 8
     wl_oddsizes "$cm/v2chain"
+    if [[ $vers == 4.1 ]]; then
+        # A delegation recall (CB_RECALL) crosses the chain backwards in Version Two.
+        client2_netns
+        wl_delegation_recall 4.1 "$cm" edge
+    fi
     check "stats: the forward session speaks Version Two ($(session_versions edge))" \
         test "$(session_versions edge)" = "2"
     check "stats: the reverse session speaks Version Two ($(session_versions core))" \
@@ -143,6 +155,24 @@ for vers in 3 4.1; do
     rm -rf "$cm/v2chain"
     umount "$cm"
 done
+
+ev() { gw_jq "[r for r in s['routes'] if r['name']=='$1'][0]['totals']['events']['$2']"; }
+tot() { gw_jq "[r for r in s['routes'] if r['name']=='$1'][0]['totals']['$2']"; }
+# nfs_null HOST PORT: one NFSv3 NULL call on a new TCP connection, answered SUCCESS.
+nfs_null() {
+    /usr/bin/python3 - "$1" "$2" <<'PY'
+import socket, struct, sys
+c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=20)
+body = struct.pack(">10I", 0x5EED0001, 0, 2, 100003, 3, 0, 0, 0, 0, 0)
+c.sendall(struct.pack(">I", 0x80000000 | len(body)) + body)
+b = b""
+while len(b) < 28:
+    k = c.recv(28 - len(b))
+    if not k: break
+    b += k
+sys.exit(0 if b == struct.pack(">7I", 0x80000018, 0x5EED0001, 1, 0, 0, 0, 0) else 1)
+PY
+}
 
 echo "--- a forward route with Version Two enabled in front of the kernel NFS/RDMA server"
 fm=/mnt/fallback; mkdir -p "$fm"
@@ -153,12 +183,18 @@ if mount -t nfs -o vers=3,proto=tcp,port=3050,rsize=1048576,wsize=1048576 192.0.
         test "$(session_versions fb)" = "1"
     rm -rf "$fm/fb"
     umount "$fm"
+    # The route remembers the fallback: another client's connection opens in Version One.
+    fb1=$(ev fb rpcrdma_version_fallback); ev1=$(ev fb err_vers_received)
+    check "a second client, on its own connection, gets its NULL call answered" \
+        nfs_null 192.0.2.2 3050
+    check "stats: its connection opened in Version One, remembered ($(ev fb rpcrdma_version_remembered))" \
+        test "$(ev fb rpcrdma_version_remembered)" -ge 1
+    check "stats: ... without another fallback or ERR_VERS ($fb1 -> $(ev fb rpcrdma_version_fallback), $ev1 -> $(ev fb err_vers_received))" \
+        test "$(ev fb rpcrdma_version_fallback)" -eq "$fb1" -a "$(ev fb err_vers_received)" -eq "$ev1"
 else
     fail "mount NFSv3 through the forward route to the kernel NFS/RDMA server"
 fi
 
-ev() { gw_jq "[r for r in s['routes'] if r['name']=='$1'][0]['totals']['events']['$2']"; }
-tot() { gw_jq "[r for r in s['routes'] if r['name']=='$1'][0]['totals']['$2']"; }
 check "stats: ERR_VERS sent once ($(ev v2 err_vers_sent))" test "$(ev v2 err_vers_sent)" -eq 1
 check "stats: RDMA2_ERR_INVAL_OPTION sent once ($(ev v2 err_inval_option_sent))" \
     test "$(ev v2 err_inval_option_sent)" -eq 1

@@ -307,15 +307,17 @@ client2_netns() {
     ip -n c2 addr add 10.9.0.2/24 dev vc2; ip -n c2 link set vc2 up; ip -n c2 link set lo up
 }
 
-# wl_delegation_recall VERS M1: client 1, mounted at M1 through the gateway, holds a
+# wl_delegation_recall VERS M1 [ROUTE]: client 1, mounted at M1 through the gateway, holds a
 # file open for reading until the server grants it a delegation; client 2 (namespace
 # c2, its own NFSv4 client identity, NFS over TCP at 10.9.0.1:2049) then writes the
 # file. The server recalls the delegation with CB_RECALL, which must cross the gateway
 # and be answered: the write completes well inside the 90 s lease, the delegation is
-# returned, the gateway (route 0) counts backward calls and replies, and the server
-# never sees the callback path down.
+# returned, the gateway (route ROUTE, by name; the first route unless given) counts
+# backward calls and replies, and the server never sees the callback path down.
 wl_delegation_recall() {
     local vers=$1 m1=$2 f i holder has_deleg calls_before calls_after replies start rc took
+    local rt="s['routes'][0]"
+    [[ -n ${3:-} ]] && rt="[r for r in s['routes'] if r['name'] == '$3'][0]"
     f=deleg-$vers
     # Made on the server, so that no client holds it open for writing: nfsd does
     # not delegate a file that is open for write.
@@ -339,7 +341,7 @@ PY
         sleep 0.5
     done
     check "NFSv$vers: the server granted client 1 a delegation" test "$has_deleg" = yes
-    calls_before=$(gw_jq "s['routes'][0]['totals']['backward_calls']")
+    calls_before=$(gw_jq "$rt['totals']['backward_calls']")
 
     start=$(date +%s%N)
     ip netns exec c2 unshare -u bash -c "
@@ -353,8 +355,8 @@ PY
     check "NFSv$vers: it completed promptly (${took} ms, lease 90 s)" test "$took" -lt 20000
     check "NFSv$vers: the delegation was returned" \
         test -z "$(grep -s 'type: deleg' /proc/fs/nfsd/clients/*/states)"
-    calls_after=$(gw_jq "s['routes'][0]['totals']['backward_calls']")
-    replies=$(gw_jq "s['routes'][0]['totals']['backward_replies']")
+    calls_after=$(gw_jq "$rt['totals']['backward_calls']")
+    replies=$(gw_jq "$rt['totals']['backward_replies']")
     check "NFSv$vers: the gateway relayed backward calls ($calls_before -> $calls_after, $replies replies)" \
         test "$calls_after" -gt "$calls_before" -a "$replies" -gt 0
     check "NFSv$vers: the server never saw the callback path down" \
@@ -371,12 +373,12 @@ PY
 # roce_decode, natively: tshark with chunk reassembly over a few hundred thousand
 # frames takes minutes under emulation, seconds on the host.
 
-# roce_capture_start: capture RoCEv2 (udp/4791) on the guest's Ethernet link into a
-# RAM file. A large capture buffer: a dropped packet would break chunk reassembly and
-# show up as a malformed frame that no peer sent.
+# roce_capture_start [NAME]: capture RoCEv2 (udp/4791) on the guest's Ethernet link into
+# a RAM file (NAME, roce.pcap unless given). A large capture buffer: a dropped packet
+# would break chunk reassembly and show up as a malformed frame that no peer sent.
 roce_capture_start() {
     local dev; dev=$(ls /sys/class/net | grep -v -E '^(lo|veth|vc)' | head -1)
-    ROCE_PCAP=$E2E_WORK/roce.pcap
+    ROCE_PCAP=$E2E_WORK/${1:-roce.pcap}
     tshark -i "$dev" -B 64 -f 'udp port 4791' -w "$ROCE_PCAP" -q 2>"$E2E_WORK/tshark.err" &
     ROCE_CAP_PID=$!
     local i
@@ -384,12 +386,13 @@ roce_capture_start() {
     fail "tshark started capturing on $dev"
 }
 
-# roce_capture_stop: end the capture and leave it in GW_OUT for the host part.
+# roce_capture_stop: end the capture and leave it in GW_OUT, under its name, for the
+# host part.
 roce_capture_stop() {
     sleep 1
     kill -INT "$ROCE_CAP_PID" 2>/dev/null; wait "$ROCE_CAP_PID" 2>/dev/null
     grep -i "captured\|dropped" "$E2E_WORK/tshark.err"
-    cp "$ROCE_PCAP" "$GW_OUT/roce.pcap" || fail "the capture was handed to the host"
+    cp "$ROCE_PCAP" "$GW_OUT/${ROCE_PCAP##*/}" || fail "the capture was handed to the host"
     rm -f "$ROCE_PCAP"
 }
 
@@ -429,3 +432,24 @@ roce_frames() {
                 $1 { n++ } END { print n + 0 }" "$E2E_WORK/frames.tsv"
 }
 roce_msgs() { roce_frames "vers != \"\" && ($1)"; }
+
+# roce_hdr_words PCAP: (host part) the first words of every RPC-over-RDMA header in the
+# capture, read from the raw RoCEv2 payload rather than by tshark's dissector, which
+# knows only Version One: one line per Send that starts a message (BTH opcode SEND_FIRST,
+# SEND_ONLY, and SEND_ONLY with Immediate or Invalidate, whose 4-byte extension header
+# comes first), "ip.src opcode xid vers credits proc" in decimal.
+roce_hdr_words() {
+    tshark -r "$1" -2 -T fields -e ip.src -e udp.payload 'udp.port == 4791' 2>/dev/null |
+        /usr/bin/python3 -c '
+import sys
+EXT = {0x00: 0, 0x04: 0, 0x05: 4, 0x17: 4}  # RC opcodes that start a Send: extension bytes
+for line in sys.stdin:
+    src, _, hexb = line.rstrip("\n").partition("\t")
+    b = bytes.fromhex(hexb.replace(":", ""))
+    if len(b) < 12 or b[0] not in EXT:
+        continue
+    p = b[12 + EXT[b[0]]:len(b) - 4]  # after the BTH and its extension, before the ICRC
+    if len(p) >= 16:
+        print(src, b[0], *(int.from_bytes(p[i:i + 4], "big") for i in (0, 4, 8, 12)))
+'
+}

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * rdma_badserver ADDR PORT: an RPC-over-RDMA server that a forward-mode
- * gateway connects to, for what the kernel NFS server never does on demand.
+ * gateway connects to, for what the kernel NFS server never does on demand
+ * (and on PORT + 1 the same without RFC 8797 private data).
  * It serves the gateway's connections (one per TCP client session, one
  * after another or at once), answers each call as its RPC XID says, checks
  * what the gateway sends, and exits once a call 0x3fff asked it to stop and
@@ -62,6 +63,29 @@
  *           SYSTEM_ERR, and relay the client's replies to the rest
  *   0x3fff  answered; the server exits once every connection is gone
  *
+ * A Version Two call (from a route with max_rpcrdma_version 2; the Version
+ * Two draft, section 4.2) must be RDMA2_MSG, direction CALL, without
+ * chunks, with equal XIDs, and is answered in Version Two, except:
+ *
+ *   0x3d01  first an RDMA2_MSG whose direction (CALL) contradicts the RPC
+ *           REPLY it carries, then the reply
+ *   0x3d02  first an RDMA2_OPTIONAL of an unknown type, direction REPLY
+ *           (a responder's: nobody can answer it), then the reply
+ *   0x3d03  first a Version One reply on the Version Two connection, then
+ *           the reply
+ *   0x3d04  answered RDMA2_ERROR RDMA2_ERR_INVAL_OPTION
+ *   0x3d05  answered RDMA2_ERROR RDMA2_ERR_BAD_HEADER
+ *
+ * The gateway must drop the first three bad messages and deliver the reply
+ * that follows, and answer the client SYSTEM_ERR for the two errors.
+ *
+ * On PORT + 1 the server accepts without RFC 8797 private data: a Version
+ * Two requester must then take 4096-byte inline messages each way (the
+ * draft's section 5.1), where Version One would take 1024. 0x3d10 there
+ * is a call of INLINE_V2 bytes to a program the gateway does not know: it
+ * must come inline, in RDMA2_MSG without a Read list (a Reply chunk may be
+ * offered).
+ *
  * The TCP client side of the test checks what the gateway made of each.
  * Prints "ok: ..." or "FAIL: ..." per check and exits 0 only when all hold.
  */
@@ -86,6 +110,7 @@ enum {
 	SRC_SIZE = 65536, /* the most a chunk is filled with */
 	FLOOD = 10,	  /* backward calls sent at once */
 	FLOOD_XID = 0xC000,
+	INLINE_V2 = 3000, /* above Version One's 1024, within Version Two's 4096 */
 };
 
 static const char PATTERN[] = "OTHER-CLIENT-SECRET-";
@@ -105,6 +130,7 @@ struct peer {
 	unsigned nbufs;
 	bool broke_rules;	 /* we posted what the gateway must refuse */
 	bool swallowed;		 /* a call is never answered */
+	bool no_pd;		 /* accepted without RFC 8797 private data */
 	uint32_t first_b_handle; /* 0x3b11's Write chunk */
 	enum rconn_close_reason reason;
 };
@@ -125,6 +151,10 @@ static unsigned patterns_sent, lazy_sent, breakers, breakers_closed, swallowed_c
 static unsigned swallowers;
 /* The backward flood: replies that came back, by accept_stat. */
 static unsigned flood_sent, bc_success, bc_system_err, bc_other;
+/* Version Two calls, those that were not what the gateway may send, bad messages sent. */
+static unsigned v2_calls, v2_bad, v2_tricks;
+/* 0x3d10 calls of at least INLINE_V2 bytes inline, on a connection without private data. */
+static unsigned v2_big_inline;
 
 static void send_words(struct peer *p, const struct words *w)
 {
@@ -188,11 +218,13 @@ struct call_info {
 	uint32_t rpc; /* where the RPC call starts (RDMA_MSG) */
 };
 
-/* Decode the transport header of a call; false when it does not parse. */
-static bool parse_call(const uint8_t *b, uint32_t len, struct call_info *ci)
+/*
+ * Decode the transport header of a call whose chunk lists start at @o (16
+ * in Version One, 20 after Version Two's direction word); false when it
+ * does not parse.
+ */
+static bool parse_call_at(const uint8_t *b, uint32_t len, struct call_info *ci, uint32_t o)
 {
-	uint32_t o = 16;
-
 	memset(ci, 0, sizeof(*ci));
 	if (len < 28)
 		return false;
@@ -231,6 +263,11 @@ static bool parse_call(const uint8_t *b, uint32_t len, struct call_info *ci)
 	}
 	ci->rpc = o;
 	return o <= len;
+}
+
+static bool parse_call(const uint8_t *b, uint32_t len, struct call_info *ci)
+{
+	return parse_call_at(b, len, ci, 16);
 }
 
 /* A registered buffer of @size bytes kept until the connection is gone. */
@@ -612,6 +649,96 @@ static void backward_reply(const uint8_t *b, uint32_t len)
 		bc_other++;
 }
 
+/* ---- Version Two ---- */
+
+enum { V2_MSG = 0, V2_ERROR = 4, V2_OPTIONAL = 5, V2_CALL = 0, V2_REPLY = 1 };
+
+/* An RDMA2_MSG without chunks, direction @dir, carrying a NULL reply to @xid. */
+static void v2_msg_reply(struct words *w, uint32_t xid, uint32_t dir)
+{
+	w->len = 0;
+	w32(w, xid);
+	w32(w, 2);
+	w32(w, GRANT);
+	w32(w, V2_MSG);
+	w32(w, dir);
+	w32(w, 0);
+	w32(w, 0);
+	w32(w, 0);
+	null_reply(w, xid);
+}
+
+/* What comes before the reply to 0x3d01..0x3d03; false for the other XIDs. */
+static bool v2_trick(struct words *w, uint32_t xid)
+{
+	switch (xid) {
+	case 0x3d01:
+		v2_msg_reply(w, xid, V2_CALL); /* a REPLY said to be a CALL */
+		return true;
+	case 0x3d02:
+		w->len = 0;
+		w32(w, xid);
+		w32(w, 2);
+		w32(w, GRANT);
+		w32(w, V2_OPTIONAL);
+		w32(w, V2_REPLY);
+		w32(w, 0x7e57);	    /* rdma_opttype: the draft defines none */
+		w32(w, 4);	    /* rdma_optinfo, 4 bytes */
+		w32(w, 0xdeadbeef); /* and no payload */
+		return true;
+	case 0x3d03:
+		hdr(w, xid, 0); /* Version One RDMA_MSG */
+		w32(w, 0);
+		w32(w, 0);
+		w32(w, 0);
+		null_reply(w, xid);
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * A Version Two call: check its form, answer it as its XID says. Calls
+ * come as RDMA2_MSG, direction CALL, the RPC call inline under the same
+ * XID; only 0x3d10, whose reply the gateway cannot estimate, may offer a
+ * Reply chunk (answered inline all the same: the reply is small).
+ */
+static void v2_call(struct peer *p, const uint8_t *b, uint32_t len)
+{
+	uint32_t xid = xdr_get32(b);
+	struct call_info ci;
+	struct words w;
+
+	v2_calls++;
+	if (!(len >= 24 && parse_call_at(b, len, &ci, 20) && ci.proc == V2_MSG &&
+	      xdr_get32(b + 16) == V2_CALL && ci.nreads == 0 && !ci.write &&
+	      (!ci.reply || xid == 0x3d10) && ci.rpc + 8 <= len && xdr_get32(b + ci.rpc) == xid &&
+	      xdr_get32(b + ci.rpc + 4) == 0)) {
+		v2_bad++;
+		printf("  call %#x: not an RDMA2_MSG CALL inline, same XID\n", xid);
+	} else if (xid == 0x3d10 && p->no_pd && len - ci.rpc >= INLINE_V2) {
+		v2_big_inline++;
+	}
+	if (v2_trick(&w, xid)) {
+		v2_tricks++;
+		send_words(p, &w);
+	}
+	if (xid == 0x3d04 || xid == 0x3d05) {
+		w.len = 0;
+		w32(&w, xid);
+		w32(&w, 2);
+		w32(&w, GRANT);
+		w32(&w, V2_ERROR);
+		w32(&w, xid == 0x3d04 ? 3 : 2); /* RDMA2_ERR_INVAL_OPTION, RDMA2_ERR_BAD_HEADER */
+		errors_sent++;
+	} else {
+		v2_msg_reply(&w, xid, V2_REPLY);
+	}
+	answered(p, xid);
+	send_words(p, &w);
+}
+
 /* Track what the gateway has outstanding on @p against what it may. */
 static void count_call(struct peer *p, uint32_t xid, uint32_t asked)
 {
@@ -647,6 +774,13 @@ static void on_recv(struct rconn *c, void *owner, struct gw_buf *buf, uint32_t l
 
 	p->conn = c;
 
+	/* First: Version Two's layout read as Version One's can pass for a backward reply. */
+	if (len >= 12 && xdr_get32(b + 4) == 2) {
+		count_call(p, xdr_get32(b), xdr_get32(b + 8));
+		v2_call(p, b, len);
+		gw_buf_put(buf);
+		return;
+	}
 	if (parsed && ci.proc == 0 && ci.rpc + 8 <= len && xdr_get32(b + ci.rpc + 4) == 1) {
 		backward_reply(b, len);
 		gw_buf_put(buf);
@@ -745,6 +879,7 @@ static bool on_accept(struct rlistener *l, void *owner, const struct sockaddr *p
 	if (!rpcrdma_privdata_decode(pdata, pdata_len, &pd))
 		CHECK(0, "the gateway sent RFC 8797 private data");
 	struct peer *p = &peers[npeers++];
+	p->no_pd = owner != NULL;
 	p->live = true;
 	p->limit = 1; /* until the first reply */
 	p->requested = UINT32_MAX;
@@ -792,8 +927,16 @@ int main(int argc, char **argv)
 	evsignal_add(term, NULL);
 	struct rlistener *l =
 		rlistener_create(ctx, (struct sockaddr *)&sa, 16, &defaults, &lops, NULL);
-	if (!l) {
-		printf("FAIL: cannot listen on %s:%s\n", argv[1], argv[2]);
+	/* The second listener sends no private data; its owner marks its connections. */
+	static int no_pd_marker;
+	struct rconn_params no_pd = defaults;
+	no_pd.private_data_len = 0;
+	sa.sin_port = htons(atoi(argv[2]) + 1);
+	struct rlistener *l2 =
+		l ? rlistener_create(ctx, (struct sockaddr *)&sa, 16, &no_pd, &lops, &no_pd_marker)
+		  : NULL;
+	if (!l || !l2) {
+		printf("FAIL: cannot listen on %s:%s and the port after it\n", argv[1], argv[2]);
 		return 1;
 	}
 	printf("listening\n");
@@ -810,7 +953,16 @@ int main(int argc, char **argv)
 	CHECK(max_out_31 == GRANT,
 	      "the gateway used the whole grant: %u calls outstanding at most, %d granted",
 	      max_out_31, GRANT);
-	CHECK(errors_sent == 2, "ERR_VERS and ERR_CHUNK were sent (%u)", errors_sent);
+	CHECK(errors_sent == 4,
+	      "ERR_VERS, ERR_CHUNK, RDMA2_ERR_INVAL_OPTION and RDMA2_ERR_BAD_HEADER were sent (%u)",
+	      errors_sent);
+	CHECK(v2_calls == 10 && v2_bad == 0 && v2_tricks == 3,
+	      "10 Version Two calls (%u), each an RDMA2_MSG CALL without chunks (%u not); 3 bad "
+	      "messages sent (%u)",
+	      v2_calls, v2_bad, v2_tricks);
+	CHECK(v2_big_inline == 1,
+	      "without private data, a %u-byte call came inline in Version Two (%u)", INLINE_V2,
+	      v2_big_inline);
 	CHECK(big_calls[0] == 2 && big_refused[0] == 1 && big_answered[0] == 1,
 	      "GETACL: refused once for a small Reply chunk, answered on the retry (%u calls)",
 	      big_calls[0]);
@@ -841,6 +993,7 @@ int main(int argc, char **argv)
 	      flood_sent, bc_success, bc_system_err, bc_other);
 	printf("%u calls served on %u connections\n", calls, npeers);
 	rlistener_destroy(l);
+	rlistener_destroy(l2);
 	for (unsigned i = 0; i < npeers; i++) {
 		if (peers[i].conn)
 			rconn_destroy(peers[i].conn);
