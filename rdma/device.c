@@ -133,6 +133,14 @@ struct rdma_event_channel *rdma_ctx_cm_channel(const struct rdma_ctx *ctx)
  * Completion events: each names the CQ whose handler then polls it. Each
  * event is acknowledged at once, so that destroying a CQ never waits for
  * events nobody acknowledged.
+ *
+ * One event per wake-up: reading until the channel is empty costs a
+ * read(2) that fails with EAGAIN on every wake-up (about one system call
+ * per RPC with one call in flight), while the handler's poll, re-arm, poll
+ * already takes every completion there is. Should more events be waiting
+ * (several CQs armed), the channel stays readable and the loop, which
+ * is level-triggered, comes straight back after serving the other ready
+ * descriptors.
  */
 static void dev_channel_readable(evutil_socket_t fd, short what, void *arg)
 {
@@ -140,7 +148,7 @@ static void dev_channel_readable(evutil_socket_t fd, short what, void *arg)
 	struct ibv_cq *cq;
 	void *cq_ctx;
 
-	while (ibv_get_cq_event(dev->channel, &cq, &cq_ctx) == 0) {
+	if (ibv_get_cq_event(dev->channel, &cq, &cq_ctx) == 0) {
 		ibv_ack_cq_events(cq, 1);
 		struct rdma_cq_handler *h = cq_ctx;
 		if (h)
