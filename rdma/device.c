@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 
 struct rdma_dev {
@@ -151,8 +152,11 @@ static void dev_channel_readable(evutil_socket_t fd, short what, void *arg)
 	if (ibv_get_cq_event(dev->channel, &cq, &cq_ctx) == 0) {
 		ibv_ack_cq_events(cq, 1);
 		struct rdma_cq_handler *h = cq_ctx;
+		/* The completions polled here share one clock reading (common/clock.h). */
+		gw_clock_pass_begin();
 		if (h)
 			h->handle(h);
+		gw_clock_pass_end();
 	}
 }
 
@@ -173,6 +177,7 @@ static void dev_wake_waiters(evutil_socket_t fd, short what, void *arg)
 	struct rdma_dev *dev = arg;
 	struct rdma_pool_waiter *w;
 
+	gw_clock_pass_begin();
 	dev->waking = dev->waiters;
 	dev->waiters = NULL;
 	while ((w = dev->waking) != NULL) {
@@ -181,6 +186,7 @@ static void dev_wake_waiters(evutil_socket_t fd, short what, void *arg)
 		w->next = NULL;
 		w->fn(w);
 	}
+	gw_clock_pass_end();
 }
 
 static void dev_pool_wake(void *arg)

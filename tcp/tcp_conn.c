@@ -490,10 +490,13 @@ static void tcp_conn_on_read(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	tcp_conn_hold(c);
+	/* The owner's timestamps of the records read here share one clock reading. */
+	gw_clock_pass_begin();
 	if (c->state == TCP_CONN_OPEN)
 		tcp_conn_read_records(c);
 	else if (c->state == TCP_CONN_LINGERING)
 		tcp_conn_linger_read(c);
+	gw_clock_pass_end();
 	tcp_conn_unhold(c);
 }
 
