@@ -15,6 +15,29 @@ static inline uint64_t gw_now_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+/*
+ * One clock reading per event-loop callback for the per-call timestamps
+ * (latency histograms, session ages), instead of one per timestamp: the
+ * callbacks that start work on the fast path (a TCP connection's input and
+ * output, the completion channel) open a pass with gw_clock_pass_begin()
+ * and close it with gw_clock_pass_end(); gw_now_pass_us() inside a pass
+ * reads the clock the first time and then returns that reading, outside a
+ * pass it is gw_now_us(). A call admitted and sent in the same pass thus
+ * shows no gateway time for that pass's work: the gateway latency
+ * histogram counts the waits between passes (credits, buffers, a full
+ * socket), which is what it is for.
+ *
+ * Why not libevent's event_base_gettimeofday_cached(): it is wall-clock
+ * time (its monotonic reading plus an offset re-read every few seconds, so
+ * it can step) and, unless the base asks for precise timers, it comes from
+ * CLOCK_MONOTONIC_COARSE, a millisecond or more, too coarse for calls that
+ * take tens of microseconds. The cache is per thread, like libevent's own
+ * per event base: a pass never spans two loops.
+ */
+void gw_clock_pass_begin(void);
+void gw_clock_pass_end(void);
+uint64_t gw_now_pass_us(void);
+
 /* @ms milliseconds as a struct timeval, for libevent timers. */
 static inline struct timeval gw_ms_timeval(uint64_t ms)
 {

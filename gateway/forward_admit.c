@@ -125,7 +125,7 @@ static void fwd_call_admit(struct fwd_session *s, struct gw_buf *buf, uint32_t o
 	c->rec_len = len;
 	c->mem = len;
 	s->mem_held += len;
-	c->t_in = gw_now_us();
+	c->t_in = gw_now_pass_us();
 	gw_session_touch(&s->base, c->t_in);
 	enum ulb_status st =
 		ulb_parse_call(s->base.rules, &s->ulb_sessions, buf->base + off, len, &c->ulb);

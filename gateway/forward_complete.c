@@ -229,7 +229,7 @@ static void fwd_deliver(struct fwd_session *s, struct fwd_call *c)
 		fwd_session_close(s);
 		return;
 	}
-	uint64_t now = gw_now_us();
+	uint64_t now = gw_now_pass_us();
 	gw_count_reply(&s->base, u->prog, u->vers, u->proc,
 		       (c->t_sent - c->t_in) + (now - c->t_reply), c->t_reply - c->t_sent);
 }
@@ -267,7 +267,7 @@ static void fwd_call_answered(struct fwd_session *s, struct fwd_call *c, uint32_
 {
 	xidmap_remove(&s->xids, c->wire_xid);
 	s->in_flight--;
-	c->t_reply = gw_now_us();
+	c->t_reply = gw_now_pass_us();
 	gw_session_touch(&s->base, c->t_reply);
 	c->state = FC_FENCING;
 	c->fence_wr.done = fwd_fence_done;

@@ -455,7 +455,7 @@ void fwd_pump(struct fwd_session *s)
 			continue;
 		}
 		c->state = FC_SENT;
-		c->t_sent = gw_now_us();
+		c->t_sent = gw_now_pass_us();
 		s->in_flight++;
 	}
 }

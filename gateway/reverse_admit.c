@@ -641,7 +641,7 @@ static bool rev_recv_msg(struct rev_session *s, struct gw_buf *buf, uint32_t len
 	/* Answered in its own version; one the route does not speak gets ERR_VERS in One. */
 	c->version =
 		h.version == RPCRDMA_V2 && r != RPCRDMA_R_BAD_VERSION ? RPCRDMA_V2 : RPCRDMA_V1;
-	c->t_in = gw_now_us();
+	c->t_in = gw_now_pass_us();
 	gw_session_touch(&s->base, c->t_in);
 	if (r != RPCRDMA_OK) {
 		enum rev_answer a = rev_error_answer(rpcrdma_reason_action(r));

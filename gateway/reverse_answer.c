@@ -270,7 +270,7 @@ static int rev_post_reply(struct rev_session *s, struct rev_call *c)
 		GW_COUNT(&s->base, bytes_inline, (uint64_t)hlen);
 		GW_COUNT(&s->base, bytes_reply_chunk, reduced.len);
 	}
-	uint64_t now = gw_now_us();
+	uint64_t now = gw_now_pass_us();
 	gw_count_reply(&s->base, c->ulb.prog, c->ulb.vers, c->ulb.proc,
 		       (c->t_sent - c->t_in) + (now - c->t_reply), c->t_reply - c->t_sent);
 	return 0;

@@ -31,7 +31,7 @@ static bool rev_send_upstream(struct rev_session *s, struct rev_call *c)
 	}
 	GW_COUNT(&s->base, tcp_bytes_out, (uint64_t)c->msg_len + 4);
 	c->state = RC_SENT;
-	c->t_sent = gw_now_us();
+	c->t_sent = gw_now_pass_us();
 	rev_enqueue(&s->sentq, c);
 	rev_call_timer_arm(s);
 	return true;
@@ -136,7 +136,7 @@ static void rev_tcp_record(struct tcp_conn *tc, struct gw_buf *buf, uint32_t off
 	rev_dequeue(c);
 	xidmap_remove(&s->xids, xid);
 	c->in_xidmap = false;
-	c->t_reply = gw_now_us();
+	c->t_reply = gw_now_pass_us();
 	gw_session_touch(&s->base, c->t_reply);
 	rev_put_buf(&c->msg); /* answered: it will not be sent again */
 	c->reply = buf;

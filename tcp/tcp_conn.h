@@ -14,7 +14,10 @@
  * things: headers, inline replies) or added by reference to a gw_buf (bulk
  * data, which then leaves through sendmsg() from where it lies; the
  * reference is put once the bytes are written or dropped). Output is
- * written with MSG_NOSIGNAL: no SIGPIPE handling is needed.
+ * written with MSG_NOSIGNAL: no SIGPIPE handling is needed. Records queued
+ * in one pass of the event loop are written together later in that pass,
+ * never inside the send call; the socket's write event is added only while
+ * the socket is full.
  *
  * Back-pressure, both ways:
  *  - the owner pauses and resumes reading (e.g. while calls cannot be sent
@@ -158,6 +161,10 @@ struct tcp_conn_stats {
 	uint64_t starved;
 	/* Times queued output crossed the high watermark. */
 	uint64_t congested;
+	/* sendmsg() calls: one per flush while the socket takes everything. */
+	uint64_t writes;
+	/* Times a flush found the socket full and the write event was added. */
+	uint64_t write_waits;
 };
 
 /*
@@ -225,6 +232,12 @@ size_t tcp_conn_output_queued(const struct tcp_conn *c);
 
 /* True between output_pressure(true) and output_pressure(false). */
 bool tcp_conn_output_congested(const struct tcp_conn *c);
+
+/*
+ * True while the socket is full: the write event is added until the output
+ * queue drains. Queued records are otherwise written once per loop pass.
+ */
+bool tcp_conn_write_waiting(const struct tcp_conn *c);
 
 /* True while reading is paused by the owner, a dry source, or closing. */
 bool tcp_conn_read_paused(const struct tcp_conn *c);

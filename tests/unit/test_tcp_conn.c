@@ -844,6 +844,100 @@ static void test_watermarks(void **state)
 	h_free(h);
 }
 
+/*
+ * Events added to the loop and waiting (libevent's count of added events
+ * also holds those made active): the write event shows here while it is
+ * armed, a scheduled flush does not.
+ */
+static int added_events(const struct harness *h)
+{
+	return event_base_get_num_events(h->base, EVENT_BASE_COUNT_ADDED) -
+	       event_base_get_num_events(h->base, EVENT_BASE_COUNT_ACTIVE);
+}
+
+/*
+ * A peer that keeps up: records queued in one pass leave together in one
+ * sendmsg() later in that pass, and the socket's write event is never
+ * added (no epoll_ctl() pair per reply).
+ */
+static void test_flush_once_per_pass(void **state)
+{
+	(void)state;
+	struct harness *h = h_new(false);
+	uint8_t rec[100];
+	int base_events;
+
+	h_start(h);
+	h_sink(h, true);
+	base_events = added_events(h);
+	for (unsigned int r = 0; r < 3; r++) {
+		fill_pattern(rec, r, sizeof(rec));
+		assert_int_equal(tcp_conn_send_copy(h->c, rec, sizeof(rec)), 0);
+	}
+	/* not written inside the send calls, and no write event added for it */
+	assert_int_equal(tcp_conn_stats(h->c)->writes, 0);
+	assert_int_equal(added_events(h), base_events);
+	assert_false(tcp_conn_write_waiting(h->c));
+	event_base_loop(h->base, EVLOOP_NONBLOCK);
+	assert_int_equal(tcp_conn_output_queued(h->c), 0);
+	assert_int_equal(tcp_conn_stats(h->c)->writes, 1);
+	run_until(h, h->sunk.len == 3 * 104, WAIT_MS);
+	assert_int_equal(decode_sunk(h, 100), 3);
+	assert_int_equal(tcp_conn_stats(h->c)->write_waits, 0);
+	assert_int_equal(added_events(h), base_events);
+	h_free(h);
+}
+
+/*
+ * A peer that does not read: the flush that meets a full socket adds the
+ * write event, further records wait for it without trying the socket, and
+ * once the peer drains, everything arrives in order and the write event is
+ * removed again.
+ */
+static void test_write_waits_for_full_socket(void **state)
+{
+	(void)state;
+	struct harness *h = h_new(false);
+	uint8_t rec[1000];
+	const unsigned int n = 200;
+	int base_events;
+	uint64_t writes;
+
+	h->cfg.out_high = 0;
+	h_start(h);
+	shrink_sndbuf(h);
+	base_events = added_events(h);
+	for (unsigned int r = 0; r < n / 2; r++) {
+		fill_pattern(rec, r, sizeof(rec));
+		assert_int_equal(tcp_conn_send_copy(h->c, rec, sizeof(rec)), 0);
+	}
+	event_base_loop(h->base, EVLOOP_NONBLOCK);
+	assert_true(tcp_conn_output_queued(h->c) > 0);
+	assert_true(tcp_conn_write_waiting(h->c));
+	assert_int_equal(tcp_conn_stats(h->c)->write_waits, 1);
+	assert_int_equal(added_events(h), base_events + 1);
+	/* more output while the socket is full: queued, no futile sendmsg() */
+	writes = tcp_conn_stats(h->c)->writes;
+	for (unsigned int r = n / 2; r < n; r++) {
+		fill_pattern(rec, r, sizeof(rec));
+		assert_int_equal(tcp_conn_send_copy(h->c, rec, sizeof(rec)), 0);
+	}
+	run_for(h, 50);
+	assert_int_equal(tcp_conn_stats(h->c)->writes, writes);
+	assert_true(tcp_conn_write_waiting(h->c));
+
+	h_sink(h, true);
+	run_until(h, h->sunk.len == n * 1004, WAIT_MS);
+	assert_int_equal(decode_sunk(h, 1000), n);
+	assert_int_equal(tcp_conn_output_queued(h->c), 0);
+	assert_false(tcp_conn_write_waiting(h->c));
+	/* the sink's event, not the connection's write event */
+	assert_int_equal(added_events(h), base_events + 1);
+	h_sink(h, false);
+	assert_int_equal(added_events(h), base_events);
+	h_free(h);
+}
+
 static void test_output_limit(void **state)
 {
 	(void)state;
@@ -1243,6 +1337,8 @@ int main(void)
 		cmocka_unit_test(test_free_in_callback),
 		cmocka_unit_test(test_watermarks),
 		cmocka_unit_test(test_output_limit),
+		cmocka_unit_test(test_flush_once_per_pass),
+		cmocka_unit_test(test_write_waits_for_full_socket),
 		cmocka_unit_test(test_send_by_reference),
 		cmocka_unit_test(test_piece_outside_buffer),
 		cmocka_unit_test(test_send_to_closed_peer),
