@@ -359,7 +359,8 @@ static void fwd_recv_error(struct fwd_session *s, const struct rpcrdma_hdr *h, u
 	}
 	if (h->err == RPCRDMA_ERR_VERS && fwd_version_fallback(s, c, h, inv_rkey))
 		return;
-	if (h->err == RPCRDMA_ERR_CHUNK && fwd_may_retry(s, c)) {
+	/* Only Version One has ERR_CHUNK: RDMA2_ERR_BAD_HEADER is no reason to retry. */
+	if (h->version == RPCRDMA_V1 && h->err == RPCRDMA_ERR_CHUNK && fwd_may_retry(s, c)) {
 		gw_info("forward %s: xid %#x: the reply exceeds the %u bytes estimated for it: "
 			"sending the call again with room for any reply",
 			s->base.client, c->xid, c->has_reply_chunk ? c->rseg.length : s->thr.recv);
