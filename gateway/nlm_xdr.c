@@ -35,19 +35,30 @@ static bool vers_ok(uint32_t vers)
 	return vers == 1 || vers == 3 || vers == 4;
 }
 
-/* ---- decoding: views into the buffer --------------------------------------- */
+/*
+ * One routine per XDR type serves both directions, as libtirpc's own xdr_*
+ * routines do (x->x_op says which). Only what differs is split: a decoded
+ * netobj is a view into the message, an encoded one is copied from its view.
+ * The routines take non-const pointers, like every XDR routine; encoding
+ * only reads them.
+ */
 
 /*
- * A netobj or string of at most @max bytes, as a view into the buffer
- * (x_public holds its start) rather than a copy as xdr_bytes would make.
+ * A netobj or string of at most @max bytes. Decoding makes a view into the
+ * buffer (x_public holds its start) rather than a copy as xdr_bytes would.
  * Not XDR_INLINE: libtirpc's memory stream refuses it on a buffer that is
  * not 4-byte aligned, and a datagram's arguments need not be. xdr_setpos()
- * checks that the bytes and their padding are there.
+ * checks that the bytes and their padding are there. Encoding trusts @b's
+ * length: the callers checked it (lock_fits()).
  */
-static bool get_view(XDR *x, struct nlm_bytes *b, uint32_t max)
+static bool xdr_view(XDR *x, struct nlm_bytes *b, uint32_t max)
 {
-	u_int len, pos;
+	u_int len = b->len, pos;
 
+	if (x->x_op == XDR_ENCODE)
+		/* xdr_opaque only reads the bytes when encoding. */
+		return xdr_u_int(x, &len) &&
+		       (len == 0 || xdr_opaque(x, (char *)(uintptr_t)b->p, len));
 	if (!xdr_u_int(x, &len) || len > max)
 		return false;
 	pos = xdr_getpos(x);
@@ -57,9 +68,9 @@ static bool get_view(XDR *x, struct nlm_bytes *b, uint32_t max)
 }
 
 /* xdr_bool takes any non-zero word as TRUE; a peer's 2 is garbage here. */
-static bool get_bool(XDR *x, bool *v)
+static bool xdr_flag(XDR *x, bool *v)
 {
-	u_int w;
+	u_int w = *v ? 1 : 0;
 
 	if (!xdr_u_int(x, &w) || w > 1)
 		return false;
@@ -67,15 +78,10 @@ static bool get_bool(XDR *x, bool *v)
 	return true;
 }
 
-static bool get_int(XDR *x, int32_t *v)
+/* A v4 offset or length is 64 bits; v1 and v3 carry 32 (lock_fits() checked). */
+static bool xdr_range_word(XDR *x, uint32_t vers, uint64_t *v)
 {
-	return xdr_int32_t(x, v);
-}
-
-/* A v4 offset or length is 64 bits; v1 and v3 carry 32. */
-static bool get_range_word(XDR *x, uint32_t vers, uint64_t *v)
-{
-	u_int w;
+	u_int w = (u_int)*v;
 
 	if (vers == 4)
 		return xdr_u_int64_t(x, v);
@@ -85,39 +91,70 @@ static bool get_range_word(XDR *x, uint32_t vers, uint64_t *v)
 	return true;
 }
 
-static bool get_lock(XDR *x, uint32_t vers, struct nlm_lock *l)
+static bool xdr_lock(XDR *x, uint32_t vers, struct nlm_lock *l)
 {
 	uint32_t fhmax = vers == 4 ? NLM4_FHSIZE : NLM3_FHSIZE;
 
-	if (!get_view(x, &l->caller, NLM_LM_MAXSTRLEN) || !get_view(x, &l->fh, fhmax) ||
-	    !get_view(x, &l->oh, NLM_MAXNETOBJ))
+	if (!xdr_view(x, &l->caller, NLM_LM_MAXSTRLEN) || !xdr_view(x, &l->fh, fhmax) ||
+	    !xdr_view(x, &l->oh, NLM_MAXNETOBJ))
 		return false;
-	l->svid_off = xdr_getpos(x);
-	return get_int(x, &l->svid) && get_range_word(x, vers, &l->offset) &&
-	       get_range_word(x, vers, &l->len);
+	if (x->x_op == XDR_DECODE)
+		l->svid_off = xdr_getpos(x);
+	return xdr_int32_t(x, &l->svid) && xdr_range_word(x, vers, &l->offset) &&
+	       xdr_range_word(x, vers, &l->len);
 }
 
-static bool get_args(XDR *x, struct nlm_args *a)
+static bool xdr_nlm_args(XDR *x, void *arg)
 {
-	if (!get_view(x, &a->cookie, NLM_MAXNETOBJ))
+	struct nlm_args *a = arg;
+
+	if (!xdr_view(x, &a->cookie, NLM_MAXNETOBJ))
 		return false;
 	switch (a->kind) {
 	case NLM_ARGS_TEST:
-		return get_bool(x, &a->exclusive) && get_lock(x, a->vers, &a->lock);
+		return xdr_flag(x, &a->exclusive) && xdr_lock(x, a->vers, &a->lock);
 	case NLM_ARGS_LOCK:
-		return get_bool(x, &a->block) && get_bool(x, &a->exclusive) &&
-		       get_lock(x, a->vers, &a->lock) && get_bool(x, &a->reclaim) &&
-		       get_int(x, &a->state);
+		return xdr_flag(x, &a->block) && xdr_flag(x, &a->exclusive) &&
+		       xdr_lock(x, a->vers, &a->lock) && xdr_flag(x, &a->reclaim) &&
+		       xdr_int32_t(x, &a->state);
 	case NLM_ARGS_CANCEL:
-		return get_bool(x, &a->block) && get_bool(x, &a->exclusive) &&
-		       get_lock(x, a->vers, &a->lock);
+		return xdr_flag(x, &a->block) && xdr_flag(x, &a->exclusive) &&
+		       xdr_lock(x, a->vers, &a->lock);
 	case NLM_ARGS_UNLOCK:
-		return get_lock(x, a->vers, &a->lock);
+		return xdr_lock(x, a->vers, &a->lock);
 	case NLM_ARGS_NONE:
 		break;
 	}
 	return false;
 }
+
+struct testres_ctx {
+	uint32_t vers;
+	struct nlm_testres *r;
+};
+
+static bool xdr_nlm_testres(XDR *x, void *arg)
+{
+	struct testres_ctx *c = arg;
+	struct nlm_holder *h = &c->r->holder;
+
+	if (!xdr_view(x, &c->r->cookie, NLM_MAXNETOBJ) || !xdr_u_int(x, &c->r->stat))
+		return false;
+	if (c->r->stat != NLM_DENIED)
+		return true;
+	return xdr_flag(x, &h->exclusive) && xdr_int32_t(x, &h->svid) &&
+	       xdr_view(x, &h->oh, NLM_MAXNETOBJ) && xdr_range_word(x, c->vers, &h->offset) &&
+	       xdr_range_word(x, c->vers, &h->len);
+}
+
+static bool xdr_nlm_res(XDR *x, void *arg)
+{
+	struct nlm_res *r = arg;
+
+	return xdr_view(x, &r->cookie, NLM_MAXNETOBJ) && xdr_u_int(x, &r->stat);
+}
+
+/* ---- decoding ------------------------------------------------------------------ */
 
 /* Run @fn over @buf; the arguments must end exactly at the buffer's end. */
 static int decode_all(const uint8_t *buf, size_t len, bool (*fn)(XDR *, void *), void *arg)
@@ -134,11 +171,6 @@ static int decode_all(const uint8_t *buf, size_t len, bool (*fn)(XDR *, void *),
 	return ok ? 0 : -EBADMSG;
 }
 
-static bool args_fn(XDR *x, void *a)
-{
-	return get_args(x, a);
-}
-
 int nlm_decode_args(uint32_t vers, uint32_t proc, const uint8_t *buf, size_t len,
 		    struct nlm_args *a)
 {
@@ -147,26 +179,7 @@ int nlm_decode_args(uint32_t vers, uint32_t proc, const uint8_t *buf, size_t len
 	a->kind = nlm_args_kind(proc);
 	if (!vers_ok(vers) || a->kind == NLM_ARGS_NONE)
 		return -EPROTONOSUPPORT;
-	return decode_all(buf, len, args_fn, a);
-}
-
-struct testres_ctx {
-	uint32_t vers;
-	struct nlm_testres *r;
-};
-
-static bool testres_fn(XDR *x, void *arg)
-{
-	struct testres_ctx *c = arg;
-	struct nlm_holder *h = &c->r->holder;
-
-	if (!get_view(x, &c->r->cookie, NLM_MAXNETOBJ) || !xdr_u_int(x, &c->r->stat))
-		return false;
-	if (c->r->stat != NLM_DENIED)
-		return true;
-	return get_bool(x, &h->exclusive) && get_int(x, &h->svid) &&
-	       get_view(x, &h->oh, NLM_MAXNETOBJ) && get_range_word(x, c->vers, &h->offset) &&
-	       get_range_word(x, c->vers, &h->len);
+	return decode_all(buf, len, xdr_nlm_args, a);
 }
 
 int nlm_decode_testres(uint32_t vers, const uint8_t *buf, size_t len, struct nlm_testres *r)
@@ -176,20 +189,13 @@ int nlm_decode_testres(uint32_t vers, const uint8_t *buf, size_t len, struct nlm
 	memset(r, 0, sizeof(*r));
 	if (!vers_ok(vers))
 		return -EPROTONOSUPPORT;
-	return decode_all(buf, len, testres_fn, &c);
-}
-
-static bool res_fn(XDR *x, void *arg)
-{
-	struct nlm_res *r = arg;
-
-	return get_view(x, &r->cookie, NLM_MAXNETOBJ) && xdr_u_int(x, &r->stat);
+	return decode_all(buf, len, xdr_nlm_testres, &c);
 }
 
 int nlm_decode_res(const uint8_t *buf, size_t len, struct nlm_res *r)
 {
 	memset(r, 0, sizeof(*r));
-	return decode_all(buf, len, res_fn, r);
+	return decode_all(buf, len, xdr_nlm_res, r);
 }
 
 void nlm_put_svid(uint8_t *buf, const struct nlm_lock *l, int32_t svid)
@@ -204,37 +210,6 @@ void nlm_put_svid(uint8_t *buf, const struct nlm_lock *l, int32_t svid)
 
 /* ---- encoding ---------------------------------------------------------------- */
 
-static bool put_view(XDR *x, const struct nlm_bytes *b)
-{
-	u_int len = b->len;
-
-	/* xdr_opaque only reads the bytes when encoding. */
-	return xdr_u_int(x, &len) && (len == 0 || xdr_opaque(x, (char *)(uintptr_t)b->p, len));
-}
-
-static bool put_bool(XDR *x, bool v)
-{
-	u_int w = v ? 1 : 0;
-
-	return xdr_u_int(x, &w);
-}
-
-static bool put_range_word(XDR *x, uint32_t vers, uint64_t v)
-{
-	u_int w = (u_int)v;
-
-	return vers == 4 ? xdr_u_int64_t(x, &v) : xdr_u_int(x, &w);
-}
-
-static bool put_lock(XDR *x, uint32_t vers, const struct nlm_lock *l)
-{
-	int32_t svid = l->svid;
-
-	return put_view(x, &l->caller) && put_view(x, &l->fh) && put_view(x, &l->oh) &&
-	       xdr_int32_t(x, &svid) && put_range_word(x, vers, l->offset) &&
-	       put_range_word(x, vers, l->len);
-}
-
 static bool range_fits(uint32_t vers, uint64_t offset, uint64_t len)
 {
 	return vers == 4 || (offset <= UINT32_MAX && len <= UINT32_MAX);
@@ -248,32 +223,8 @@ static bool lock_fits(uint32_t vers, const struct nlm_lock *l)
 	       l->oh.len <= NLM_MAXNETOBJ && range_fits(vers, l->offset, l->len);
 }
 
-static bool put_args(XDR *x, const struct nlm_args *a)
-{
-	int32_t state = a->state;
-
-	if (!put_view(x, &a->cookie))
-		return false;
-	switch (a->kind) {
-	case NLM_ARGS_TEST:
-		return put_bool(x, a->exclusive) && put_lock(x, a->vers, &a->lock);
-	case NLM_ARGS_LOCK:
-		return put_bool(x, a->block) && put_bool(x, a->exclusive) &&
-		       put_lock(x, a->vers, &a->lock) && put_bool(x, a->reclaim) &&
-		       xdr_int32_t(x, &state);
-	case NLM_ARGS_CANCEL:
-		return put_bool(x, a->block) && put_bool(x, a->exclusive) &&
-		       put_lock(x, a->vers, &a->lock);
-	case NLM_ARGS_UNLOCK:
-		return put_lock(x, a->vers, &a->lock);
-	case NLM_ARGS_NONE:
-		break;
-	}
-	return false;
-}
-
-static int encode_all(uint8_t *out, size_t cap, size_t *n, bool (*fn)(XDR *, const void *),
-		      const void *arg)
+/* Run @fn into @out; @arg is only read (see the XDR routines above). */
+static int encode_all(uint8_t *out, size_t cap, size_t *n, bool (*fn)(XDR *, void *), void *arg)
 {
 	XDR x;
 	bool ok;
@@ -287,49 +238,24 @@ static int encode_all(uint8_t *out, size_t cap, size_t *n, bool (*fn)(XDR *, con
 	return ok ? 0 : -ENOSPC;
 }
 
-static bool put_args_fn(XDR *x, const void *a)
-{
-	return put_args(x, a);
-}
-
 int nlm_encode_args(const struct nlm_args *a, uint8_t *out, size_t cap, size_t *n)
 {
 	*n = 0;
 	if (!vers_ok(a->vers) || a->kind == NLM_ARGS_NONE || a->cookie.len > NLM_MAXNETOBJ ||
 	    !lock_fits(a->vers, &a->lock))
 		return -EINVAL;
-	return encode_all(out, cap, n, put_args_fn, a);
-}
-
-struct testres_out {
-	uint32_t vers;
-	const struct nlm_testres *r;
-};
-
-static bool put_testres_fn(XDR *x, const void *arg)
-{
-	const struct testres_out *c = arg;
-	const struct nlm_holder *h = &c->r->holder;
-	u_int stat = c->r->stat;
-	int32_t svid = h->svid;
-
-	if (!put_view(x, &c->r->cookie) || !xdr_u_int(x, &stat))
-		return false;
-	if (stat != NLM_DENIED)
-		return true;
-	return put_bool(x, h->exclusive) && xdr_int32_t(x, &svid) && put_view(x, &h->oh) &&
-	       put_range_word(x, c->vers, h->offset) && put_range_word(x, c->vers, h->len);
+	return encode_all(out, cap, n, xdr_nlm_args, (void *)(uintptr_t)a);
 }
 
 int nlm_encode_testres(uint32_t vers, const struct nlm_testres *r, uint8_t *out, size_t cap,
 		       size_t *n)
 {
-	struct testres_out c = { vers, r };
+	struct testres_ctx c = { vers, (struct nlm_testres *)(uintptr_t)r };
 
 	*n = 0;
 	if (!vers_ok(vers) || r->cookie.len > NLM_MAXNETOBJ ||
 	    (r->stat == NLM_DENIED && (r->holder.oh.len > NLM_MAXNETOBJ ||
 				       !range_fits(vers, r->holder.offset, r->holder.len))))
 		return -EINVAL;
-	return encode_all(out, cap, n, put_testres_fn, &c);
+	return encode_all(out, cap, n, xdr_nlm_testres, &c);
 }
