@@ -372,6 +372,16 @@ static json_t *report_route(const json_t *prev, const json_t *cur, double dt)
 }
 
 /*
+ * Whether two "process" objects describe different processes. Both start
+ * times come from the same /proc figures in ticks: equal unless another
+ * process (a missing object reads as 0).
+ */
+static bool other_process(const json_t *prev, const json_t *cur)
+{
+	return fabs(real_at(prev, "started") - real_at(cur, "started")) > 0.5;
+}
+
+/*
  * The gateway process over the interval: its CPU share (user and system, in
  * per cent of one core) and resident memory. Left out when the document has
  * no "process" object (a gateway that cannot read /proc).
@@ -389,8 +399,7 @@ static void report_process(json_t *report, const json_t *prev, const json_t *cur
 	json_object_set(o, "rss_bytes", json_object_get(cur, "rss_bytes"));
 	json_object_set(o, "open_fds", json_object_get(cur, "open_fds"));
 	cpu = real_at(cur, "cpu_user_s") + real_at(cur, "cpu_system_s");
-	if (json_is_object(prev) &&
-	    !(fabs(real_at(prev, "started") - real_at(cur, "started")) > 0.5))
+	if (json_is_object(prev) && !other_process(prev, cur))
 		cpu -= real_at(prev, "cpu_user_s") + real_at(prev, "cpu_system_s");
 	json_object_set_new(o, "cpu_percent",
 			    json_real(interval_s > 0 && cpu > 0 ? 100.0 * cpu / interval_s : 0.0));
@@ -421,15 +430,9 @@ json_t *gw_stat_report(const json_t *prev, const json_t *cur, double interval_s,
 	return report;
 }
 
-static double started_at(const json_t *doc)
-{
-	return json_number_value(json_object_get(json_object_get(doc, "process"), "started"));
-}
-
 bool gw_stat_restarted(const json_t *prev, const json_t *cur)
 {
-	/* Both from the same /proc figures in ticks: equal unless another process. */
-	return fabs(started_at(prev) - started_at(cur)) > 0.5;
+	return other_process(json_object_get(prev, "process"), json_object_get(cur, "process"));
 }
 
 /* ---- the text view -------------------------------------------------------------- */
@@ -789,7 +792,7 @@ int gw_stat_main(int argc, char **argv)
 	json_t *prev, *cur, *report;
 	char err[512], detail[128];
 	double t_prev, t_cur;
-	bool clear, away;
+	bool clear, away, restarted;
 	int rc = stat_parse(argc, argv, &o);
 
 	if (rc)
@@ -808,9 +811,10 @@ int gw_stat_main(int argc, char **argv)
 			json_decref(prev);
 			return 1;
 		}
-		if (away || gw_stat_restarted(prev, cur)) {
+		restarted = gw_stat_restarted(prev, cur);
+		if (away || restarted) {
 			/* Counts that do not continue the last ones: start over from these. */
-			if (gw_stat_restarted(prev, cur)) {
+			if (restarted) {
 				snprintf(detail, sizeof(detail), "the gateway restarted (pid %lld)",
 					 (long long)json_integer_value(json_object_get(
 						 json_object_get(cur, "process"), "pid")));
