@@ -76,15 +76,33 @@ static bool read_text(const char *path, char *buf, size_t len)
 	return n > 0;
 }
 
+/*
+ * The "btime" line of /proc/stat, read line by line: it comes after a line
+ * per CPU and the "intr" line, tens of kilobytes on a large server, so no
+ * fixed buffer would do.
+ */
+bool gw_procinfo_parse_btime(FILE *f, uint64_t *btime)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	bool found = false;
+
+	while (!found && getline(&line, &cap, f) > 0)
+		found = sscanf(line, "btime %" SCNu64, btime) == 1;
+	free(line);
+	return found;
+}
+
 static bool boot_time(uint64_t *btime)
 {
-	char buf[8192];
-	const char *p;
+	FILE *f = fopen("/proc/stat", "re");
+	bool found;
 
-	if (!read_text("/proc/stat", buf, sizeof(buf)))
+	if (!f)
 		return false;
-	p = strstr(buf, "\nbtime ");
-	return p && sscanf(p + 7, "%" SCNu64, btime) == 1;
+	found = gw_procinfo_parse_btime(f, btime);
+	fclose(f);
+	return found;
 }
 
 static uint64_t count_fds(void)

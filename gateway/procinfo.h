@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 struct gw_procinfo {
@@ -37,5 +38,12 @@ bool gw_procinfo_read(struct gw_procinfo *pi);
  */
 bool gw_procinfo_parse_stat(const char *stat, uint64_t btime, long hz, long page,
 			    struct gw_procinfo *pi);
+
+/*
+ * The boot time (seconds since the epoch) from the text of /proc/stat in
+ * @f; false if it has no "btime" line. Separate to be tested on a large
+ * server's text, where the line comes after tens of kilobytes.
+ */
+bool gw_procinfo_parse_btime(FILE *f, uint64_t *btime);
 
 #endif

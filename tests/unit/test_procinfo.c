@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -55,6 +56,37 @@ static void test_parse_refuses(void **state)
 	assert_int_equal(pi.pid, 0); /* zeroed on refusal */
 }
 
+/* A 256-CPU server's /proc/stat: "btime" comes after some 80 KB of lines. */
+static void test_btime_after_long_lines(void **state)
+{
+	size_t cap = 1 << 20, n = 0;
+	char *text = malloc(cap);
+	uint64_t btime = 0;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(text);
+	n += (size_t)snprintf(text + n, cap - n, "cpu  1 2 3 4 5 6 7 0 0 0\n");
+	for (int c = 0; c < 256; c++)
+		n += (size_t)snprintf(text + n, cap - n,
+				      "cpu%d 123456 0 654321 9876543 1 0 2 0 0 0\n", c);
+	n += (size_t)snprintf(text + n, cap - n, "intr 123456789");
+	for (int i = 0; i < 12000; i++)
+		n += (size_t)snprintf(text + n, cap - n, " %d", i);
+	n += (size_t)snprintf(text + n, cap - n, "\nctxt 99\nbtime 1700000000\nprocesses 5\n");
+	assert_true(n > 60000 && n < cap);
+	f = fmemopen(text, n, "r");
+	assert_non_null(f);
+	assert_true(gw_procinfo_parse_btime(f, &btime));
+	assert_true(btime == 1700000000);
+	fclose(f);
+
+	f = fmemopen(text, 200, "r"); /* cut before the line */
+	assert_false(gw_procinfo_parse_btime(f, &btime));
+	fclose(f);
+	free(text);
+}
+
 static void test_read_self(void **state)
 {
 	struct gw_procinfo a, b;
@@ -78,6 +110,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_stat),
 		cmocka_unit_test(test_parse_refuses),
+		cmocka_unit_test(test_btime_after_long_lines),
 		cmocka_unit_test(test_read_self),
 	};
 
