@@ -150,6 +150,11 @@ struct gw_route {
 	 * every version up to it; forward tries it first and falls back.
 	 */
 	uint32_t max_rpcrdma_version;
+	/*
+	 * Forward: RDMA connections to the server shared by every client of
+	 * the route (0: one per client). Reverse routes must leave it 0.
+	 */
+	uint32_t upstream_connections;
 };
 
 struct gw_config {

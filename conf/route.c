@@ -291,6 +291,23 @@ const struct conf_option conf_options[] = {
 		.reload = CONF_RELOAD_LIVE,
 		.change = GW_CHANGE_LIMITS,
 	},
+	/*
+	 * Forward: RDMA connections shared by all the route's clients (issue
+	 * 17); 0 keeps one per client. Restart: the channels and their XID map
+	 * are made when the route starts.
+	 */
+	{
+		.name = "upstream_connections",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(upstream_connections),
+		.min = 0,
+		.max = 64,
+		.step = 1,
+		.def = 0,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why =
+			"the route's shared connections and XID map are set up when it starts",
+	},
 };
 const size_t conf_options_count = CONF_ARRAY_SIZE(conf_options);
 

@@ -349,6 +349,7 @@ static void test_integer_ranges(void **state)
 		{ "max_sessions_per_client", "1..65536", "0", "65537" },
 		{ "max_session_memory", "2097152..1073741824", "2097151", "1073741825" },
 		{ "max_rpcrdma_version", "1..2", "0", "3" },
+		{ "upstream_connections", "0..64", "-1", "65" },
 	};
 
 	(void)state;
@@ -748,6 +749,29 @@ static void test_v2_needs_4096_receives(void **state)
 			       "'inline_receive_size': 1024}]}"));
 }
 
+/* Shared upstream connections are RDMA connections of forward routes only. */
+static void test_shared_upstream_forward_only(void **state)
+{
+	(void)state;
+	expect_errors("{'routes': [{'name': 'a', 'mode': 'reverse', 'listen': 'rdma://0.0.0.0',\n"
+		      "  'upstream': 'tcp://192.0.2.1', 'upstream_connections': 2}]}",
+		      "gw.json:2:58: routes[0].upstream_connections: expected "
+		      "upstream_connections 0 on a reverse route (shared upstream connections "
+		      "are forward mode only), got 2\n");
+	/* From "defaults": at the route's mode. */
+	expect_errors("{'defaults': {'upstream_connections': 2},\n"
+		      " 'routes': [{'name': 'a', 'mode': 'reverse', 'listen': 'rdma://0.0.0.0',\n"
+		      "  'upstream': 'tcp://192.0.2.1'}]}",
+		      "gw.json:2:35: routes[0].mode: expected upstream_connections 0 on a reverse "
+		      "route (shared upstream connections are forward mode only), got 2\n");
+	const struct gw_config *cfg =
+		load_ok("{'routes': [{'name': 'a', 'mode': 'forward', "
+			"'listen': 'tcp://192.0.2.9', 'upstream': 'rdma://192.0.2.1', "
+			"'upstream_connections': 64}]}");
+	assert_int_equal(cfg->routes[0].upstream_connections, 64);
+	gw_config_free(cfg);
+}
+
 /* ---- sizes that contradict each other -------------------------------------- */
 
 static void test_record_smaller_than_inline(void **state)
@@ -939,6 +963,7 @@ int main(void)
 		cmocka_unit_test(test_listen_collisions),
 		cmocka_unit_test(test_portmapper_on_wildcard),
 		cmocka_unit_test(test_v2_needs_4096_receives),
+		cmocka_unit_test(test_shared_upstream_forward_only),
 		cmocka_unit_test(test_record_smaller_than_inline),
 		cmocka_unit_test(test_bad_rule_files),
 		cmocka_unit_test(test_unreadable_files),
