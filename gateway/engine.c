@@ -510,9 +510,16 @@ void gw_engine_stop(struct gw_engine *eng)
 	 * run it until they are gone, so that no buffer is still out when
 	 * the pools go.
 	 */
-	for (int spins = 0; gw_engine_sessions(eng) > 0 && spins < 1000; spins++)
+	for (int spins = 0; spins < 1000; spins++) {
+		bool shared_open = false;
+		for (size_t i = 0; i < eng->nroutes; i++)
+			shared_open |= gw_forward_route_close(&eng->routes[i]);
+		if (gw_engine_sessions(eng) == 0 && !shared_open)
+			break;
 		event_base_loop(eng->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+	}
 	for (size_t i = 0; i < eng->nroutes; i++) {
+		gw_forward_route_free(&eng->routes[i]);
 		ulb_rules_free(eng->routes[i].rules);
 		gw_admission_fini(&eng->routes[i].admission);
 	}

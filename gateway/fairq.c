@@ -118,6 +118,27 @@ void fairq_complete(struct fairq *q, struct fairq_client *c)
 	ring_join(q, c);
 }
 
+void fairq_unpick(struct fairq *q, struct fairq_item *it)
+{
+	struct fairq_client *c = it->client;
+
+	if (q->in_flight)
+		q->in_flight--;
+	if (c->in_flight)
+		c->in_flight--;
+	if (q->picks)
+		q->picks--;
+	if (c->picked)
+		c->picked--;
+	TAILQ_INSERT_HEAD(&c->calls, it, link);
+	c->queued++;
+	q->queued++;
+	ring_leave(q, c);
+	TAILQ_INSERT_HEAD(&q->ring, c, ring);
+	c->in_ring = true;
+	c->burst = q->quantum;
+}
+
 void fairq_remove(struct fairq *q, struct fairq_item *it)
 {
 	struct fairq_client *c = it->client;

@@ -80,6 +80,13 @@ struct fairq_item *fairq_pick(struct fairq *q, uint64_t now_us);
  */
 void fairq_complete(struct fairq *q, struct fairq_client *c);
 
+/*
+ * A picked call could not go after all (no buffer, no send-queue room):
+ * back to the head of its client's queue, its credit free again, and its
+ * client first in the ring so that it keeps its turn.
+ */
+void fairq_unpick(struct fairq *q, struct fairq_item *it);
+
 /* Take one queued call out (e.g. a call abandoned before it went). */
 void fairq_remove(struct fairq *q, struct fairq_item *it);
 

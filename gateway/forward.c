@@ -72,7 +72,7 @@ static void fwd_tcp_starved(struct tcp_conn *tc, void *arg)
 
 	gw_count_event(&s->base, GW_EV_NO_BUFFERS);
 	s->tcp_starved = true;
-	rdma_dev_wait_for_buffers(rconn_device(s->rdma), &s->pool_waiter);
+	rdma_dev_wait_for_buffers(s->dev, &s->pool_waiter);
 }
 
 static void fwd_tcp_closed(struct tcp_conn *tc, const struct tcp_close_info *why, void *arg)
@@ -116,11 +116,26 @@ static void fwd_established(struct rconn *rc, void *owner, const uint8_t *pdata,
 	gw_format_addr(rconn_local_addr(rc), s->base.upstream, sizeof(s->base.upstream));
 	gw_debug("forward %s: connected upstream from %s (inline %u/%u)", s->base.client,
 		 s->base.upstream, s->thr.send, s->thr.recv);
+	s->dev = rconn_device(rc);
+	if (s->is_channel) {
+		s->state = FS_READY;
+		fwd_share_channel_ready(s);
+		return;
+	}
+	fwd_client_ready(s);
+}
 
-	/*
-	 * Only now is the device known whose pool the client's records must be
-	 * read into: the socket has waited, unread, until here.
-	 */
+/*
+ * Only once the RDMA connection the client's calls go on is up is the
+ * device known whose pool the client's records must be read into: the
+ * socket has waited, unread, until here.
+ */
+void fwd_client_ready(struct fwd_session *s)
+{
+	if (s->ch) {
+		s->dev = s->ch->dev;
+		memcpy(s->base.upstream, s->ch->base.upstream, sizeof(s->base.upstream));
+	}
 	s->tcp = tcp_conn_new(gw_engine_base(s->base.route->eng), s->fd, &s->base.route->tcp_cfg,
 			      rdma_pool_source(fwd_pool(s)), &fwd_tcp_ops, s);
 	if (!s->tcp) {
@@ -154,7 +169,7 @@ static void fwd_rdma_closed(struct rconn *rc, void *owner, enum rconn_close_reas
 	fwd_session_close(s);
 }
 
-static const struct rconn_ops fwd_rdma_ops = {
+const struct rconn_ops fwd_rdma_ops = {
 	.established = fwd_established,
 	.recv = fwd_recv,
 	.closed = fwd_rdma_closed,
@@ -173,9 +188,15 @@ void fwd_session_close(struct fwd_session *s)
 {
 	if (s->in_close)
 		return;
+	if (s->is_channel) {
+		fwd_share_channel_close(s);
+		return;
+	}
 	s->in_close = true;
 	if (s->state != FS_CLOSING) {
 		s->state = FS_CLOSING;
+		if (s->ch)
+			fwd_share_client_close(s); /* its queued calls, not its calls in flight */
 		while (!TAILQ_EMPTY(&s->queue)) {
 			struct fwd_call *c = TAILQ_FIRST(&s->queue);
 			TAILQ_REMOVE(&s->queue, c, qlink);
@@ -199,9 +220,11 @@ void fwd_session_close(struct fwd_session *s)
 	/*
 	 * Calls still waiting for their replies end once the RDMA side is gone
 	 * (ops->closed has run: every work request has completed). They are not
-	 * answered; the client retransmits them after it reconnects.
+	 * answered; the client retransmits them after it reconnects. On a
+	 * shared channel, which stays, they wait for their replies (the server
+	 * may still write into their buffers): fwd_fence_done() drops those.
 	 */
-	if (s->rdma_closed) {
+	if (s->rdma_closed && !s->ch) {
 		for (uint32_t i = 0; i < s->ncalls; i++) {
 			struct fwd_call *c = &s->calls[i];
 			if (c->state == FC_SENT && !c->send_pending)
@@ -214,11 +237,16 @@ void fwd_session_close(struct fwd_session *s)
 
 void fwd_maybe_free(struct fwd_session *s)
 {
+	if (s->is_channel) {
+		fwd_share_channel_free(s);
+		return;
+	}
 	if (s->in_close || s->state != FS_CLOSING || s->tcp || !s->rdma_closed || s->busy ||
 	    s->bc_busy || s->refusals_busy)
 		return;
+	if (s->dev)
+		rdma_dev_cancel_wait(s->dev, &s->pool_waiter);
 	if (s->rdma) {
-		rdma_dev_cancel_wait(rconn_device(s->rdma), &s->pool_waiter);
 		rconn_destroy(s->rdma);
 		s->rdma = NULL;
 	}
@@ -228,8 +256,13 @@ void fwd_maybe_free(struct fwd_session *s)
 	free(s->calls);
 	free(s->bcalls);
 	free(s->refusals);
+	struct fwd_session *ch = s->ch;
 	gw_session_unregister(&s->base);
 	free(s);
+	if (ch) {
+		ch->users--;
+		fwd_maybe_free(ch); /* a channel lost and no longer pointed at */
+	}
 }
 
 static const char *fwd_state_name(const struct gw_session *g)
@@ -245,13 +278,13 @@ static void fwd_credits(const struct gw_session *g, struct gw_credit_state *out,
 	const struct fwd_session *s = (const struct fwd_session *)g;
 
 	memset(out, 0, sizeof(*out));
-	out->granted = s->granted;
+	out->granted = fwd_ch(s)->granted;
 	out->in_use = s->in_flight;
 	out->queued = s->queued;
 	out->backward_granted = s->nbcalls;
 	out->backward_in_use = s->bc_busy;
-	*inline_send = s->thr.send;
-	*inline_recv = s->thr.recv;
+	*inline_send = fwd_ch(s)->thr.send;
+	*inline_recv = fwd_ch(s)->thr.recv;
 }
 
 static void fwd_drain(struct gw_session *g)
@@ -306,6 +339,26 @@ static bool fwd_sweep(struct gw_session *g, uint64_t now)
 		return false;
 	for (uint32_t i = 0; i < s->ncalls; i++) {
 		const struct fwd_call *c = &s->calls[i];
+		if (c->state == FC_SENT && now - c->t_sent >= limit && s->ch) {
+			/*
+			 * On a shared channel only resetting the channel ends the
+			 * call (the server may still write into its buffers): its
+			 * closing closes its clients, this one too. Deferred to
+			 * the RDMA teardown: the engine is walking its sessions.
+			 */
+			if (!s->ch->draining && !s->ch->rdma_closed) {
+				gw_warn("forward %s: the server has not answered xid %#x in %llu "
+					"s: "
+					"resetting shared connection %u",
+					s->base.client, c->xid,
+					(unsigned long long)((now - c->t_sent) / 1000000),
+					s->ch->chan_idx);
+				gw_count_event(&s->base, GW_EV_CALL_TIMEOUT);
+				s->ch->draining = true;
+				rconn_close(s->ch->rdma);
+			}
+			return false;
+		}
 		if (c->state == FC_SENT && now - c->t_sent >= limit) {
 			gw_warn("forward %s: the server has not answered xid %#x in %llu s: "
 				"resetting the session",
@@ -322,7 +375,7 @@ static bool fwd_sweep(struct gw_session *g, uint64_t now)
 /* The version calls go in, once connected and settled (0 before). */
 static uint32_t fwd_rpcrdma_version(const struct gw_session *g)
 {
-	const struct fwd_session *s = (const struct fwd_session *)g;
+	const struct fwd_session *s = fwd_ch((const struct fwd_session *)g);
 
 	return s->state == FS_CONNECTING || !s->version_settled ? 0 : s->version;
 }
@@ -337,7 +390,7 @@ static const struct gw_session_ops fwd_session_ops = {
 	.rpcrdma_version = fwd_rpcrdma_version,
 };
 
-static struct rconn_params fwd_rdma_params(const struct gw_route *r, struct rpcrdma_privdata *pd)
+struct rconn_params fwd_rdma_params(const struct gw_route *r, struct rpcrdma_privdata *pd)
 {
 	struct rconn_params p = {
 		/*
@@ -371,23 +424,31 @@ static struct rconn_params fwd_rdma_params(const struct gw_route *r, struct rpcr
 	return p;
 }
 
-/* The call slots and backward-call state, when the session starts relaying. */
-static int fwd_alloc_slots(struct fwd_session *s, const struct gw_route *r)
+/*
+ * The call slots (a client's) and backward-call state (an RDMA
+ * connection's), when the session starts relaying: a session with its own
+ * connection has both, a client on a shared channel the first, a channel
+ * the second.
+ */
+int fwd_alloc_slots(struct fwd_session *s, const struct gw_route *r, bool calls, bool bcalls)
 {
-	uint32_t ncalls = r->credits + r->queue_limit;
+	uint32_t ncalls = calls ? r->credits + r->queue_limit : 0;
+	uint32_t nbcalls = bcalls ? r->backchannel_credits : 0;
 
-	s->calls = calloc(ncalls, sizeof(*s->calls));
-	s->bcalls = calloc(r->backchannel_credits, sizeof(*s->bcalls));
-	s->refusals = calloc(r->backchannel_credits, sizeof(*s->refusals));
-	if (!s->calls || !s->bcalls || !s->refusals || xidmap_init(&s->xids, ncalls) != 0)
+	if (calls &&
+	    (!(s->calls = calloc(ncalls, sizeof(*s->calls))) || xidmap_init(&s->xids, ncalls) != 0))
 		return -ENOMEM; /* fwd_maybe_free() frees what was had */
+	if (bcalls && (!(s->bcalls = calloc(nbcalls, sizeof(*s->bcalls))) ||
+		       !(s->refusals = calloc(nbcalls, sizeof(*s->refusals)))))
+		return -ENOMEM;
 	s->ncalls = ncalls;
-	s->nbcalls = r->backchannel_credits;
+	s->nbcalls = nbcalls;
 	for (uint32_t i = 0; i < s->nbcalls; i++)
 		s->bcalls[i].s = s;
 	for (uint32_t i = s->ncalls; i-- > 0;) {
 		s->calls[i].s = s;
 		s->calls[i].index = i;
+		s->calls[i].upx = UPXID_NONE;
 		s->calls[i].next_free = s->free_list;
 		s->free_list = &s->calls[i];
 	}
@@ -399,9 +460,14 @@ static void fwd_connect_upstream(struct fwd_session *s)
 	struct gw_route_rt *route = s->base.route;
 	const struct gw_route *r = route->cfg;
 
-	if (fwd_alloc_slots(s, r) != 0) {
+	if (fwd_alloc_slots(s, r, true, r->upstream_connections == 0) != 0) {
 		gw_err("forward %s: out of memory for the session", s->base.client);
 		fwd_session_close(s);
+		return;
+	}
+	if (r->upstream_connections > 0) {
+		if (!fwd_share_attach(s))
+			fwd_session_close(s);
 		return;
 	}
 	struct rconn_params params = fwd_rdma_params(r, &s->own_pd);
@@ -469,7 +535,7 @@ static void fwd_first_bytes(evutil_socket_t fd, short what, void *arg)
  * route has one upstream address, so the route is the server), or the
  * route is limited below what was remembered since.
  */
-static uint32_t fwd_opening_version(struct fwd_session *s)
+uint32_t fwd_opening_version(struct fwd_session *s)
 {
 	struct gw_route_rt *route = s->base.route;
 	uint32_t max = route->cfg->max_rpcrdma_version >= RPCRDMA_V2 ? RPCRDMA_V2 : RPCRDMA_V1;
@@ -509,6 +575,9 @@ void gw_forward_accept(struct gw_route_rt *route, int fd, const struct sockaddr 
 	rpcrdma_privdata_decode(NULL, 0, &s->peer_pd);
 	s->state = FS_CONNECTING;
 	s->fd = fd;
+	memcpy(&s->peer, peer,
+	       peer->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+					   : sizeof(struct sockaddr_in));
 	s->rdma_closed = true; /* no connection is started until the client speaks */
 	gw_session_register(route, &s->base, &fwd_session_ops, peer);
 	/* The highest version the route speaks is tried first; Version One needs no asking. */

@@ -67,11 +67,14 @@ void fwd_call_put(struct fwd_call *c)
 	if (c->send_pending || c->fence_pending)
 		return;
 	fwd_call_release_buffers(c);
+	if (s->ch && c->upx != UPXID_NONE)
+		fwd_share_forget(c);
 	s->mem_held -= c->mem;
 	uint32_t index = c->index;
 	memset(c, 0, sizeof(*c));
 	c->s = s;
 	c->index = index;
+	c->upx = UPXID_NONE;
 	c->state = FC_FREE;
 	c->next_free = s->free_list;
 	s->free_list = c;
@@ -100,7 +103,9 @@ void fwd_call_abandon(struct fwd_call *c)
 {
 	struct fwd_session *s = c->s;
 
-	if (c->state == FC_SENT) {
+	if (c->state == FC_SENT && s->ch) {
+		fwd_share_call_done(c, false);
+	} else if (c->state == FC_SENT) {
 		xidmap_remove(&s->xids, c->wire_xid);
 		s->in_flight--;
 	}
@@ -146,6 +151,10 @@ static void fwd_call_admit(struct fwd_session *s, struct gw_buf *buf, uint32_t o
 	}
 	gw_count_call(&s->base, c->ulb.prog, c->ulb.vers, c->ulb.proc);
 
+	if (s->ch) {
+		fwd_share_admit(s, c);
+		return;
+	}
 	if (!xidmap_insert(&s->xids, c->xid, c->index)) {
 		/* The client sent this XID again while the first is in flight. */
 		gw_count_event(&s->base, GW_EV_RETRANSMIT_ABSORBED);

@@ -210,7 +210,9 @@ void fwd_backward_call(struct fwd_session *s, struct gw_buf *buf, const struct r
 	if (!b || h->nreads || h->nwrites || h->has_reply || !s->tcp || s->state != FS_READY) {
 		const char *why = !b	   ? "more than the backward credits granted"
 				  : s->tcp ? "it has chunks"
-					   : "the client is gone";
+				  : s->is_channel
+					  ? "a shared connection: callbacks are not routed yet"
+					  : "the client is gone";
 		bool answered = fwd_backward_refuse(s, h->xid);
 		/* A flooding server must not flood the log: the first of a session is said. */
 		if (s->base.counters.events[GW_EV_BACKWARD_UNDELIVERABLE] == 0)

@@ -244,9 +244,17 @@ static void fwd_fence_done(struct rconn_wr *wr, enum ibv_wc_status status)
 		fwd_call_retry(c, status);
 		return;
 	}
-	/* A flushed fence: the connection is gone, and with it the reply's client. */
-	if (status == IBV_WC_SUCCESS && s->state != FS_CLOSING)
-		fwd_deliver(s, c);
+	/*
+	 * A flushed fence: the connection is gone, and with it the reply's
+	 * client. On a shared channel the reply goes to the connection that
+	 * owns the call now (a client that reconnected and retransmitted it),
+	 * or nowhere.
+	 */
+	struct fwd_session *to = s->ch			  ? fwd_share_reply_owner(c)
+				 : s->state != FS_CLOSING ? s
+							  : NULL;
+	if (status == IBV_WC_SUCCESS && to)
+		fwd_deliver(to, c);
 	c->state = FC_DONE;
 	fwd_call_put(c);
 }
@@ -255,6 +263,8 @@ static void fwd_fence_done(struct rconn_wr *wr, enum ibv_wc_status status)
 
 static struct fwd_call *fwd_call_by_xid(struct fwd_session *s, uint32_t xid)
 {
+	if (s->is_channel)
+		return fwd_share_call_by_xid(s, xid);
 	uint32_t i = xidmap_find(&s->xids, xid);
 
 	if (i == XIDMAP_NONE || s->calls[i].state != FC_SENT)
@@ -265,10 +275,15 @@ static struct fwd_call *fwd_call_by_xid(struct fwd_session *s, uint32_t xid)
 /* The server answered: take the call off the wire, fence, then deliver. */
 static void fwd_call_answered(struct fwd_session *s, struct fwd_call *c, uint32_t inv_rkey)
 {
-	xidmap_remove(&s->xids, c->wire_xid);
-	s->in_flight--;
+	if (s->is_channel) {
+		/* A call sent again (retry, version fallback) keeps its entry in flight. */
+		fwd_share_call_done(c, !c->retry && !c->resend);
+	} else {
+		xidmap_remove(&s->xids, c->wire_xid);
+		s->in_flight--;
+	}
 	c->t_reply = gw_now_pass_us();
-	gw_session_touch(&s->base, c->t_reply);
+	gw_session_touch(&c->s->base, c->t_reply);
 	c->state = FC_FENCING;
 	c->fence_wr.done = fwd_fence_done;
 	c->fence_pending = true;
@@ -425,6 +440,8 @@ void fwd_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t len, u
 	}
 	/* A grant of 0 is forbidden; read it as 1 (RFC 8166). */
 	s->granted = h.credits ? h.credits : 1;
+	if (s->is_channel)
+		fwd_share_set_grant(s);
 	if (h.proc == RPCRDMA_ERROR) {
 		fwd_recv_error(s, &h, inv_rkey);
 		gw_buf_put(buf);

@@ -41,7 +41,8 @@ static void fwd_send_done(struct rconn_wr *wr, enum ibv_wc_status status)
 		gw_buf_put(c->hdr);
 		c->hdr = NULL;
 	}
-	if (c->s->state == FS_CLOSING)
+	/* A client closing on a shared channel that stays: its call waits for its reply. */
+	if (fwd_ch(c->s)->state == FS_CLOSING)
 		fwd_call_abandon(c);
 	else if (c->state == FC_DONE)
 		fwd_call_put(c);
@@ -147,22 +148,23 @@ static void fwd_seg_from(struct rpcrdma_seg *seg, const struct rconn_exposure *e
  * (buffers, windows or send-queue room), or another -errno when the call
  * cannot be sent at all.
  */
-static int fwd_marshal(struct fwd_session *s, struct fwd_call *c)
+int fwd_marshal(struct fwd_session *s, struct fwd_call *c)
 {
+	struct fwd_session *ch = fwd_ch(s); /* the RDMA connection: s itself unless shared */
 	struct rdma_pool *pool = fwd_pool(s);
 	const uint8_t *msg = c->rec->base + c->rec_off;
 	const struct ulb_call *u = &c->ulb;
 	uint32_t nwrites, reply_size;
 	bool reply_chunk;
 
-	fwd_plan_reply(s, c, &nwrites, &reply_chunk, &reply_size);
+	fwd_plan_reply(ch, c, &nwrites, &reply_chunk, &reply_size);
 	/* The session's cap on pool memory: wait for replies to free some. */
 	uint64_t need = FWD_HDR_MAX + (reply_chunk ? reply_size : 0);
 	for (uint32_t k = 0; k < nwrites; k++)
 		need += u->result_max[k];
 	if (s->in_flight > 0 && s->mem_held + need > s->base.route->cfg->max_session_memory) {
 		gw_count_event(&s->base, GW_EV_SESSION_MEMORY_LIMIT);
-		rdma_dev_wait_for_buffers(rconn_device(s->rdma), &s->pool_waiter);
+		rdma_dev_wait_for_buffers(s->dev, &s->pool_waiter);
 		return -EAGAIN;
 	}
 
@@ -188,10 +190,10 @@ static int fwd_marshal(struct fwd_session *s, struct fwd_call *c)
 	struct iovec iov[FWD_MAX_SGE];
 	struct splice_out inl = { .iov = iov, .cap = FWD_MAX_SGE - 1 };
 	struct rpcrdma_call_desc d = {
-		.version = s->version,
+		.version = ch->version,
 		.direction = RPCRDMA_RPC_CALL,
 		.xid = c->wire_xid,
-		.credits = s->window,
+		.credits = ch->window,
 		.nwrites = nwrites,
 		.writes = c->wdesc,
 		.reply = reply_chunk ? &c->rdesc : NULL,
@@ -200,7 +202,7 @@ static int fwd_marshal(struct fwd_session *s, struct fwd_call *c)
 
 	struct splice_item items[ULB_MAX_ITEMS];
 	uint32_t nitems = 0;
-	if (hdr_plain + c->rec_len > s->thr.send && u->status == ULB_OK && u->n_args > 0) {
+	if (hdr_plain + c->rec_len > ch->thr.send && u->status == ULB_OK && u->n_args > 0) {
 		/* An empty item has nothing to move: it stays inline (a chunk cannot be empty). */
 		for (uint32_t i = 0;
 		     i < u->n_args && nitems < s->base.route->cfg->max_read_segments; i++) {
@@ -209,7 +211,7 @@ static int fwd_marshal(struct fwd_session *s, struct fwd_call *c)
 									u->args[i].length };
 		}
 	}
-	if (hdr_plain + c->rec_len <= s->thr.send) {
+	if (hdr_plain + c->rec_len <= ch->thr.send) {
 		iov[0] = (struct iovec){ (void *)msg, c->rec_len };
 		inl.cnt = 1;
 		inl.len = c->rec_len;
@@ -224,7 +226,7 @@ static int fwd_marshal(struct fwd_session *s, struct fwd_call *c)
 			d.nreads = nitems;
 			d.reads = reads;
 			ssize_t hs = rpcrdma_call_hdr_size(&d);
-			reduced = hs > 0 && (uint32_t)hs + inl.len <= s->thr.send;
+			reduced = hs > 0 && (uint32_t)hs + inl.len <= ch->thr.send;
 		}
 		if (reduced) {
 			nreads = nitems;
@@ -242,8 +244,8 @@ static int fwd_marshal(struct fwd_session *s, struct fwd_call *c)
 	d.reads = nreads ? reads : NULL;
 
 	unsigned nexp = nreads + nwrites + (reply_chunk ? 1 : 0);
-	if (short_of_buffers || rconn_mw_space(s->rdma) < nexp ||
-	    rconn_sq_space(s->rdma) < nexp + 1) {
+	if (short_of_buffers || rconn_mw_space(ch->rdma) < nexp ||
+	    rconn_sq_space(ch->rdma) < nexp + 1) {
 		if (hdr)
 			gw_buf_put(hdr);
 		for (uint32_t k = 0; k < nwrites; k++) {
@@ -254,7 +256,7 @@ static int fwd_marshal(struct fwd_session *s, struct fwd_call *c)
 			gw_buf_put(rbuf);
 		if (short_of_buffers) {
 			gw_count_event(&s->base, GW_EV_NO_BUFFERS);
-			rdma_dev_wait_for_buffers(rconn_device(s->rdma), &s->pool_waiter);
+			rdma_dev_wait_for_buffers(s->dev, &s->pool_waiter);
 		}
 		return -EAGAIN;
 	}
@@ -278,7 +280,7 @@ static int fwd_marshal(struct fwd_session *s, struct fwd_call *c)
 		uint32_t off = proc == RPCRDMA_NOMSG ? 0 : items[i].offset;
 		uint32_t len = proc == RPCRDMA_NOMSG ? c->rec_len : items[i].len;
 		struct rconn_exposure *e = &c->exp[c->nexp];
-		err = rconn_expose(s->rdma, c->rec, c->rec_off + off, len, RCONN_REMOTE_READ, e);
+		err = rconn_expose(ch->rdma, c->rec, c->rec_off + off, len, RCONN_REMOTE_READ, e);
 		if (!err) {
 			fwd_seg_from(&read_segs[i], e);
 			c->nexp++;
@@ -287,7 +289,7 @@ static int fwd_marshal(struct fwd_session *s, struct fwd_call *c)
 	}
 	for (uint32_t k = 0; k < nwrites && !err; k++) {
 		struct rconn_exposure *e = &c->exp[c->nexp];
-		err = rconn_expose(s->rdma, wbuf[k], 0, u->result_max[k], RCONN_REMOTE_WRITE, e);
+		err = rconn_expose(ch->rdma, wbuf[k], 0, u->result_max[k], RCONN_REMOTE_WRITE, e);
 		if (!err) {
 			fwd_seg_from(&c->wseg[k], e);
 			c->wdesc[k] = (struct rpcrdma_chunk_desc){ 1, &c->wseg[k] };
@@ -296,7 +298,7 @@ static int fwd_marshal(struct fwd_session *s, struct fwd_call *c)
 	}
 	if (reply_chunk && !err) {
 		struct rconn_exposure *e = &c->exp[c->nexp];
-		err = rconn_expose(s->rdma, rbuf, 0, reply_size, RCONN_REMOTE_WRITE, e);
+		err = rconn_expose(ch->rdma, rbuf, 0, reply_size, RCONN_REMOTE_WRITE, e);
 		if (!err) {
 			fwd_seg_from(&c->rseg, e);
 			c->rdesc = (struct rpcrdma_chunk_desc){ 1, &c->rseg };
@@ -331,7 +333,7 @@ static int fwd_marshal(struct fwd_session *s, struct fwd_call *c)
 					       c->rec->lkey };
 	c->send_wr.done = fwd_send_done;
 	c->send_pending = true;
-	err = rconn_send(s->rdma, sge, 1 + inl.cnt, 0, &c->send_wr);
+	err = rconn_send(ch->rdma, sge, 1 + inl.cnt, 0, &c->send_wr);
 	if (err) {
 		c->send_pending = false;
 		return err;
@@ -354,13 +356,15 @@ static void fwd_unexpose_done(struct rconn_wr *wr, enum ibv_wc_status status)
  * are invalidated before its buffers go back to the pool, which would
  * otherwise stay reachable through them while they are reused.
  */
-static void fwd_call_unexpose(struct fwd_session *s, struct fwd_call *c)
+void fwd_call_unexpose(struct fwd_session *s, struct fwd_call *c)
 {
-	if (c->nexp == 0 || s->rdma_closed)
+	struct fwd_session *ch = fwd_ch(s);
+
+	if (c->nexp == 0 || ch->rdma_closed)
 		return;
 	c->fence_wr.done = fwd_unexpose_done;
 	c->fence_pending = true;
-	if (rconn_fence(s->rdma, c->exp, c->nexp, 0, &c->fence_wr) == 1)
+	if (rconn_fence(ch->rdma, c->exp, c->nexp, 0, &c->fence_wr) == 1)
 		c->fence_pending = false;
 	/* Otherwise fwd_unexpose_done() runs, with a flush status if the connection fails. */
 }
@@ -411,6 +415,10 @@ void fwd_call_retry(struct fwd_call *c, enum ibv_wc_status status)
 		c->retried = true;
 		c->ulb.reply_max = rdma_pool_max_size(fwd_pool(s));
 	}
+	if (s->ch) {
+		fwd_share_requeue(c); /* a fresh wire XID from the route's map */
+		return;
+	}
 	/*
 	 * Any XID that is not in flight will do; a client call that later comes
 	 * with the same one while the retry is out is taken for a retransmit
@@ -429,6 +437,10 @@ void fwd_call_retry(struct fwd_call *c, enum ibv_wc_status status)
 /* Send queued calls while the server's grant, the send queue and buffers allow. */
 void fwd_pump(struct fwd_session *s)
 {
+	if (s->is_channel || s->ch) {
+		fwd_share_pump(fwd_ch(s));
+		return;
+	}
 	if (s->state != FS_READY)
 		return;
 	while (!TAILQ_EMPTY(&s->queue) && !s->out_congested) {

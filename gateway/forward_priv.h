@@ -10,6 +10,14 @@
  *   forward_marshal.c      the reply plan, exposure and the Send of a call
  *   forward_complete.c     replies from the server: fence, rebuild, deliver
  *   forward_backchannel.c  backward calls (RFC 8167) and their refusals
+ *   forward_share.c        shared upstream connections (upstream_connections > 0)
+ *
+ * With upstream_connections 0 a session is both a client and its own RDMA
+ * connection. With N > 0 a route has N channel sessions (is_channel: an
+ * RDMA connection, no TCP side, never registered with the engine) and each
+ * client session points at one of them (ch): what concerns the RDMA
+ * connection is the channel's (fwd_ch()), what concerns the client is the
+ * session's own.
  */
 #ifndef GW_GATEWAY_FORWARD_PRIV_H
 #define GW_GATEWAY_FORWARD_PRIV_H
@@ -17,8 +25,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/queue.h>
+#include <sys/socket.h>
 
+#include "gateway/fairq.h"
 #include "gateway/session.h"
+#include "gateway/upxid.h"
 #include "gateway/xidmap.h"
 #include "rdma/conn.h"
 #include "rdma/device.h"
@@ -57,6 +68,11 @@ struct fwd_call {
 	enum fwd_call_state state;
 	TAILQ_ENTRY(fwd_call) qlink;
 	struct fwd_call *next_free;
+	/* Shared channel: the call's place in the channel's fairq and its upxid entry. */
+	struct fairq_item fqi;
+	uint32_t upx;	/* UPXID_NONE: none */
+	uint64_t owner; /* the entry's owner when the reply came: whom it goes to */
+	bool picked;	/* counted in flight by the channel's fairq */
 
 	/* The call as the client sent it. */
 	uint32_t xid;
@@ -195,7 +211,37 @@ struct fwd_session {
 	bool mem_paused;   /* reading paused for max_session_memory */
 
 	uint32_t next_retry_xid; /* XIDs of retried calls (fwd_call_retry()) */
+
+	/* The device the session's buffers come from, once connected. */
+	struct rdma_dev *dev;
+	/* Shared upstream connections (forward_share.c). */
+	struct fwd_session *ch;	       /* client: its channel; NULL: its own connection */
+	struct fairq_client fq_client; /* client: its place in its channel's scheduler */
+	bool fq_detached;	       /* client: gone from the scheduler (closing) */
+	struct sockaddr_storage peer;  /* client: the upxid key's address and port */
+	bool is_channel;
+	uint16_t chan_idx;	 /* channel: its number on the route (the upxid channel) */
+	uint32_t users;		 /* channel: client sessions pointing at it */
+	struct fairq fq;	 /* channel: the fair scheduler of its grant */
+	struct fwd_share *share; /* channel: the route's shared state */
 };
+
+/*
+ * A forward route's shared upstream connections: the channels and the XID
+ * map of every client's calls over them. Made with the route's first
+ * client; the channels stay open for the route's life (a lost one is made
+ * again by the next client that needs it).
+ */
+struct fwd_share {
+	struct gw_route_rt *route;
+	struct upxid map;
+	struct fwd_call **by_entry; /* the call in flight under each upxid entry */
+	uint16_t nchan;
+	uint32_t cap;  /* calls in flight per client */
+	uint32_t live; /* channels not yet freed, closing ones included */
+	struct fwd_session *chan[64];
+};
+_Static_assert(64 <= UPXID_MAX_CHANNELS, "a route's channels are upxid channels");
 
 /* forward_admit.c */
 void fwd_call_put(struct fwd_call *c);
@@ -211,6 +257,8 @@ void fwd_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t len, u
 bool fwd_retry_safe(const struct fwd_call *c);
 void fwd_call_retry(struct fwd_call *c, enum ibv_wc_status status);
 void fwd_pump(struct fwd_session *s);
+int fwd_marshal(struct fwd_session *s, struct fwd_call *c);
+void fwd_call_unexpose(struct fwd_session *s, struct fwd_call *c);
 void fwd_pool_wake(struct rdma_pool_waiter *w);
 
 /* forward_backchannel.c */
@@ -221,11 +269,31 @@ void fwd_backward_reply(struct fwd_session *s, struct gw_buf *buf, uint32_t off,
 void fwd_backward_call(struct fwd_session *s, struct gw_buf *buf, const struct rpcrdma_hdr *h);
 void fwd_bcalls_abandon(struct fwd_session *s);
 
+/* forward_share.c */
+bool fwd_share_attach(struct fwd_session *s);
+void fwd_share_admit(struct fwd_session *s, struct fwd_call *c);
+void fwd_share_pump(struct fwd_session *ch);
+void fwd_share_call_done(struct fwd_call *c, bool answered);
+void fwd_share_forget(struct fwd_call *c);
+void fwd_share_set_grant(struct fwd_session *ch);
+struct fwd_call *fwd_share_call_by_xid(struct fwd_session *ch, uint32_t wire_xid);
+struct fwd_session *fwd_share_reply_owner(struct fwd_call *c);
+void fwd_share_requeue(struct fwd_call *c);
+void fwd_share_client_close(struct fwd_session *s);
+void fwd_share_channel_ready(struct fwd_session *ch);
+void fwd_share_channel_close(struct fwd_session *ch);
+void fwd_share_channel_free(struct fwd_session *ch);
+
 /* forward.c */
 void fwd_session_close(struct fwd_session *s);
+void fwd_client_ready(struct fwd_session *s);
+int fwd_alloc_slots(struct fwd_session *s, const struct gw_route *r, bool calls, bool bcalls);
+struct rconn_params fwd_rdma_params(const struct gw_route *r, struct rpcrdma_privdata *pd);
+extern const struct rconn_ops fwd_rdma_ops;
 void fwd_maybe_free(struct fwd_session *s);
 /* The server fell back to @version: new connections of the route open in it for a while. */
 void fwd_remember_version(struct fwd_session *s, uint32_t version);
+uint32_t fwd_opening_version(struct fwd_session *s);
 
 /* inline helpers */
 
@@ -240,9 +308,15 @@ static inline struct fwd_session *fwd_of(struct gw_session *g)
 	return (struct fwd_session *)g;
 }
 
+/* The session that holds the RDMA connection @s's calls go on. */
+static inline struct fwd_session *fwd_ch(const struct fwd_session *s)
+{
+	return s->ch ? s->ch : (struct fwd_session *)s;
+}
+
 static inline struct rdma_pool *fwd_pool(const struct fwd_session *s)
 {
-	return rdma_dev_pool(rconn_device(s->rdma));
+	return rdma_dev_pool(s->dev);
 }
 
 #endif /* GW_GATEWAY_FORWARD_PRIV_H */

@@ -70,6 +70,8 @@ struct gw_route_rt {
 	 */
 	uint32_t remembered_version;
 	uint64_t remembered_until_us;
+	/* Forward, upstream_connections > 0: the shared channels (gateway/forward_share.c). */
+	struct fwd_share *fwd_share;
 };
 
 /*
@@ -197,6 +199,12 @@ static inline void gw_count_reply(struct gw_session *s, uint32_t prog, uint32_t 
 
 /* Pipelines. */
 void gw_forward_accept(struct gw_route_rt *route, int fd, const struct sockaddr *peer);
+/*
+ * The route is stopping: close its shared upstream connections. True while
+ * some are still closing (run the loop); then gw_forward_route_free().
+ */
+bool gw_forward_route_close(struct gw_route_rt *route);
+void gw_forward_route_free(struct gw_route_rt *route);
 
 /* Reverse mode (gateway/reverse.c): the RDMA listener's connection parameters for @r. */
 struct rconn_params;

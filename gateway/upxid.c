@@ -310,6 +310,17 @@ uint32_t upxid_reply(struct upxid *m, uint16_t chan, uint32_t wire_xid, uint64_t
 	return i;
 }
 
+uint32_t upxid_lookup_reply(struct upxid *m, uint16_t chan, uint32_t wire_xid)
+{
+	uint32_t i = chan < m->channels ? wire_find(m, chan, wire_xid) : UPXID_NONE;
+
+	if (i == UPXID_NONE || m->e[i].state != UPXID_INFLIGHT) {
+		m->st.stray++;
+		return UPXID_NONE;
+	}
+	return i;
+}
+
 void upxid_cancel(struct upxid *m, uint32_t idx)
 {
 	if (idx < m->max && m->e[idx].state == UPXID_INFLIGHT)

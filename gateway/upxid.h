@@ -143,6 +143,13 @@ enum upxid_verdict upxid_map(struct upxid *m, const struct upxid_key *k, uint16_
  */
 uint32_t upxid_reply(struct upxid *m, uint16_t chan, uint32_t wire_xid, uint64_t now_us);
 
+/*
+ * The in-flight entry a reply on @chan with @wire_xid names, without
+ * answering it (the reply may yet send the call again: upxid_rewire()), or
+ * UPXID_NONE, counted as stray.
+ */
+uint32_t upxid_lookup_reply(struct upxid *m, uint16_t chan, uint32_t wire_xid);
+
 /* An in-flight call whose reply will never be delivered (never sent, failed): free it now. */
 void upxid_cancel(struct upxid *m, uint32_t idx);
 

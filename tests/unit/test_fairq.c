@@ -254,6 +254,42 @@ static void test_remove_one(void **state)
 	assert_int_equal(q.queued, 0);
 }
 
+/*
+ * A picked call that could not go (no buffer) comes back first: its credit
+ * is free again, its client keeps its turn, and its call is the next one.
+ */
+static void test_unpick_keeps_the_turn(void **state)
+{
+	(void)state;
+	struct fairq q;
+	struct fairq_client a, b;
+	struct call ca[2], cb[1];
+
+	fairq_init(&q, 1, 1);
+	fairq_client_init(&a, 0);
+	fairq_client_init(&b, 0);
+	queue_calls(&q, &a, ca, 2, 0, 0);
+	queue_calls(&q, &b, cb, 1, 1, 0);
+	struct fairq_item *it = fairq_pick(&q, 5);
+	assert_ptr_equal(it, &ca[0].it);
+	assert_null(fairq_pick(&q, 5)); /* grant 1, in use */
+	fairq_unpick(&q, it);
+	assert_int_equal(q.in_flight, 0);
+	assert_int_equal(a.in_flight, 0);
+	assert_int_equal(a.queued, 2);
+	assert_int_equal(q.queued, 3);
+	/* The same call again, then b's turn, then a's second. */
+	assert_ptr_equal(fairq_pick(&q, 6), &ca[0].it);
+	fairq_complete(&q, &a);
+	assert_ptr_equal(fairq_pick(&q, 7), &cb[0].it);
+	fairq_complete(&q, &b);
+	assert_ptr_equal(fairq_pick(&q, 8), &ca[1].it);
+	fairq_complete(&q, &a);
+	assert_null(fairq_pick(&q, 9));
+	assert_int_equal(q.picks, 3);
+	assert_int_equal(a.picked, 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -264,6 +300,7 @@ int main(void)
 		cmocka_unit_test(test_grant_changes),
 		cmocka_unit_test(test_queue_time_counted),
 		cmocka_unit_test(test_remove_one),
+		cmocka_unit_test(test_unpick_keeps_the_turn),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -176,6 +176,38 @@ static void test_stray_replies_rejected(void **state)
 	upxid_destroy(&m);
 }
 
+/*
+ * A reply looked up before it is known to end the call (it may ask for a
+ * retry): the in-flight entry is found and stays in flight; anything else
+ * is stray.
+ */
+static void test_lookup_reply_leaves_it_in_flight(void **state)
+{
+	(void)state;
+	struct upxid m;
+	struct upxid_key k = key_of(1, 801, 7);
+	uint32_t i;
+
+	map_init(&m, 8, 2);
+	assert_int_equal(upxid_map(&m, &k, 1, 1, 0, &i), UPXID_NEW);
+	uint32_t wire = upxid_get(&m, i)->wire_xid;
+	assert_int_equal(upxid_lookup_reply(&m, 1, wire), i);
+	assert_int_equal(upxid_lookup_reply(&m, 1, wire), i);
+	assert_int_equal(upxid_get(&m, i)->state, UPXID_INFLIGHT);
+	assert_int_equal(upxid_lookup_reply(&m, 0, wire), UPXID_NONE);	   /* other channel */
+	assert_int_equal(upxid_lookup_reply(&m, 9, wire), UPXID_NONE);	   /* no such channel */
+	assert_int_equal(upxid_lookup_reply(&m, 1, wire + 1), UPXID_NONE); /* never issued */
+	assert_int_equal(m.st.stray, 3);
+	/* Rewired for a retry: only the new XID finds it. */
+	upxid_rewire(&m, i);
+	assert_int_equal(upxid_lookup_reply(&m, 1, wire), UPXID_NONE);
+	assert_int_equal(upxid_lookup_reply(&m, 1, upxid_get(&m, i)->wire_xid), i);
+	/* Answered: no longer found. */
+	assert_int_equal(upxid_reply(&m, 1, upxid_get(&m, i)->wire_xid, 1), i);
+	assert_int_equal(upxid_lookup_reply(&m, 1, upxid_get(&m, i)->wire_xid), UPXID_NONE);
+	upxid_destroy(&m);
+}
+
 /* Full of calls in flight: a new call is refused; none of them is taken back. */
 static void test_full_refuses_never_evicts_in_flight(void **state)
 {
@@ -415,6 +447,7 @@ int main(void)
 		cmocka_unit_test(test_retransmission_keeps_wire_xid),
 		cmocka_unit_test(test_clients_get_distinct_wire_xids),
 		cmocka_unit_test(test_stray_replies_rejected),
+		cmocka_unit_test(test_lookup_reply_leaves_it_in_flight),
 		cmocka_unit_test(test_full_refuses_never_evicts_in_flight),
 		cmocka_unit_test(test_ttl_expiry),
 		cmocka_unit_test(test_wire_xids_not_reused),

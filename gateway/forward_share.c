@@ -1,0 +1,512 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gateway/forward_share.c - forward mode, shared upstream connections
+ * (route key upstream_connections > 0, issue 17): every client's calls go
+ * over N RDMA connections ("channels") to the route's server.
+ *
+ * A channel is a struct fwd_session with no TCP side (is_channel): the RDMA
+ * connection, its grant, version and thresholds, its backward-call state,
+ * and the fair scheduler (gateway/fairq) that shares its grant among the
+ * clients on it. A client session keeps its call slots and points at its
+ * channel; a client is put on a channel by a hash of its address and port,
+ * so that a client that reconnects from the same port finds its channel -
+ * and its calls' wire XIDs - again.
+ *
+ * Every call goes under a wire XID from the route's map (gateway/upxid):
+ * unique on its channel, kept for a retransmission so that the server's
+ * duplicate request cache, which keys on address, port and XID, sees the
+ * same call. A reply is matched to the call in flight under that XID on
+ * that channel, and nothing else: any other is dropped and counted.
+ *
+ * Life: the channels open with the route's first client and stay open. A
+ * channel that is lost (or whose server leaves a call unanswered for
+ * call_timeout) closes the clients on it, as a lost connection does with
+ * upstream_connections 0; the next client that hashes to it opens a new
+ * one. Calls in flight are not re-sent on the new one (yet).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/xdr.h"
+#include "gateway/fairq.h"
+#include "gateway/session.h"
+#include "gateway/upxid.h"
+#include "rdma/conn.h"
+#include "rdma/device.h"
+#include "gateway/forward_priv.h"
+
+static struct fwd_call *call_of_item(struct fairq_item *it)
+{
+	return (struct fwd_call *)((char *)it - offsetof(struct fwd_call, fqi));
+}
+
+static struct fwd_session *fwd_of_base(struct gw_session *g)
+{
+	return (struct fwd_session *)g;
+}
+
+/* ---- the route's shared state ---- */
+
+/*
+ * The map holds every call a client may have admitted: max_sessions
+ * clients with all their slots (credits + queue_limit) busy, so that it
+ * never refuses a call that has a slot (UPXID_FULL), and at least the
+ * module's default, for answered entries kept for retransmissions.
+ */
+static uint32_t share_map_size(const struct gw_route *r)
+{
+	uint64_t n = (uint64_t)r->max_sessions * (r->credits + r->queue_limit);
+
+	if (n < UPXID_DEFAULT_MAX)
+		n = UPXID_DEFAULT_MAX;
+	return n > UPXID_MAX_ENTRIES ? UPXID_MAX_ENTRIES : (uint32_t)n;
+}
+
+static struct fwd_share *share_get(struct gw_route_rt *route)
+{
+	const struct gw_route *r = route->cfg;
+	struct fwd_share *sh = route->fwd_share;
+	uint64_t seed;
+
+	if (sh)
+		return sh;
+	sh = calloc(1, sizeof(*sh));
+	if (!sh)
+		return NULL;
+	if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
+		seed = gw_now_us() * 0x9e3779b97f4a7c15ull;
+	struct upxid_params p = { .max_entries = share_map_size(r),
+				  .channels = (uint16_t)r->upstream_connections,
+				  .seed = seed };
+	sh->by_entry = calloc(p.max_entries, sizeof(*sh->by_entry));
+	if (!sh->by_entry || upxid_init(&sh->map, &p) != 0) {
+		free(sh->by_entry);
+		free(sh);
+		return NULL;
+	}
+	sh->route = route;
+	sh->nchan = (uint16_t)r->upstream_connections;
+	/* Half the grant a client would have alone: one client never holds all of it. */
+	sh->cap = r->credits > 1 ? r->credits / 2 : 1;
+	route->fwd_share = sh;
+	gw_info("%s: %u shared upstream connections, XID map of %u entries", r->name, sh->nchan,
+		p.max_entries);
+	return sh;
+}
+
+/* FNV-1a over the client's address and port: the same client, the same channel. */
+static uint16_t share_pick_channel(const struct fwd_share *sh, const struct fwd_session *s)
+{
+	struct upxid_key k;
+	uint32_t h = 2166136261u;
+
+	if (!upxid_key_from_sockaddr(&k, (const struct sockaddr *)&s->peer, 0))
+		return 0;
+	for (size_t i = 0; i < sizeof(k.addr); i++)
+		h = (h ^ k.addr[i]) * 16777619u;
+	h = (h ^ (k.port & 0xff)) * 16777619u;
+	h = (h ^ (k.port >> 8)) * 16777619u;
+	return (uint16_t)(h % sh->nchan);
+}
+
+static struct fwd_session *channel_open(struct fwd_share *sh, uint16_t idx)
+{
+	struct gw_route_rt *route = sh->route;
+	const struct gw_route *r = route->cfg;
+	struct fwd_session *ch = calloc(1, sizeof(*ch));
+
+	if (!ch)
+		return NULL;
+	ch->is_channel = true;
+	ch->share = sh;
+	ch->chan_idx = idx;
+	ch->base.route = route;
+	snprintf(ch->base.client, sizeof(ch->base.client), "%s shared connection %u", r->name, idx);
+	ch->fd = -1;
+	ch->state = FS_CONNECTING;
+	TAILQ_INIT(&ch->queue);
+	ch->granted = 1; /* until the first reply (RFC 8166) */
+	ch->window = r->credits;
+	ch->pool_waiter.fn = fwd_pool_wake;
+	fairq_init(&ch->fq, 1, 1);
+	rpcrdma_privdata_decode(NULL, 0, &ch->peer_pd);
+	ch->version = fwd_opening_version(ch);
+	ch->version_settled = ch->version == RPCRDMA_V1;
+	if (fwd_alloc_slots(ch, r, false, true) != 0) {
+		free(ch->bcalls);
+		free(ch->refusals);
+		free(ch);
+		return NULL;
+	}
+	struct rconn_params params = fwd_rdma_params(r, &ch->own_pd);
+	ch->rdma = rconn_connect(gw_engine_rdma(route->eng),
+				 (const struct sockaddr *)&r->upstream.addr, NULL, &params,
+				 &fwd_rdma_ops, ch);
+	if (!ch->rdma) {
+		gw_count_event(&ch->base, GW_EV_UPSTREAM_FAILURE);
+		free(ch->bcalls);
+		free(ch->refusals);
+		free(ch);
+		return NULL;
+	}
+	sh->chan[idx] = ch;
+	sh->live++;
+	return ch;
+}
+
+/*
+ * A client that has spoken joins its channel (opened now if it is not);
+ * its TCP side is set up once the channel is connected. False: no channel
+ * could be had, the caller closes the client.
+ */
+bool fwd_share_attach(struct fwd_session *s)
+{
+	struct fwd_share *sh = share_get(s->base.route);
+
+	if (!sh) {
+		gw_err("forward %s: out of memory for the route's shared connections",
+		       s->base.client);
+		return false;
+	}
+	/* The route's channels open together: the server sees N connections from the start. */
+	for (uint16_t i = 0; i < sh->nchan; i++) {
+		if (!sh->chan[i] && !channel_open(sh, i))
+			gw_warn("forward %s: cannot open shared connection %u", s->base.client, i);
+	}
+	uint16_t idx = share_pick_channel(sh, s);
+	struct fwd_session *ch = sh->chan[idx];
+	if (!ch)
+		return false;
+	s->ch = ch;
+	ch->users++;
+	fairq_client_init(&s->fq_client, sh->cap);
+	gw_debug("forward %s: on shared connection %u", s->base.client, idx);
+	if (ch->state == FS_READY)
+		fwd_client_ready(s);
+	return true;
+}
+
+/* The channel is connected: the clients waiting for it start relaying. */
+void fwd_share_channel_ready(struct fwd_session *ch)
+{
+	struct gw_session *g, *next;
+
+	gw_info("forward %s: connected from %s (inline %u/%u)", ch->base.client, ch->base.upstream,
+		ch->thr.send, ch->thr.recv);
+	for (g = TAILQ_FIRST(&ch->base.route->sessions); g; g = next) {
+		next = TAILQ_NEXT(g, link);
+		struct fwd_session *s = fwd_of_base(g);
+		if (s->ch == ch && s->state == FS_CONNECTING && s->fd >= 0)
+			fwd_client_ready(s); /* may close s */
+	}
+}
+
+/* ---- calls ---- */
+
+static uint64_t now_us(void)
+{
+	return gw_now_pass_us();
+}
+
+/* Queue @c on its channel's scheduler and send what the grant allows. */
+static void share_enqueue(struct fwd_session *s, struct fwd_call *c)
+{
+	struct fwd_session *ch = s->ch;
+
+	c->state = FC_QUEUED;
+	fairq_enqueue(&ch->fq, &s->fq_client, &c->fqi, now_us());
+	s->queued++;
+	if (ch->fq.in_flight >= ch->fq.grant)
+		GW_COUNT(&s->base, calls_queued_for_credits, 1);
+	fwd_share_pump(ch);
+}
+
+/* Write the entry's wire XID into the call; the client's goes back into the reply. */
+static void share_take_wire_xid(struct fwd_call *c)
+{
+	const struct upxid_entry *e = upxid_get(&c->s->ch->share->map, c->upx);
+
+	c->wire_xid = e->wire_xid;
+	xdr_put32(c->rec->base + c->rec_off, c->wire_xid);
+}
+
+/*
+ * A parsed call of client @s: mapped to a wire XID on its channel. A
+ * retransmission of a call in flight is absorbed (its reply goes to this
+ * connection, the entry's owner now); one of an answered call goes again
+ * under the XID it had, for the server's duplicate request cache.
+ */
+void fwd_share_admit(struct fwd_session *s, struct fwd_call *c)
+{
+	struct fwd_session *ch = s->ch;
+	struct fwd_share *sh = ch->share;
+	struct upxid_key k;
+	uint32_t idx = UPXID_NONE;
+	enum upxid_verdict v = UPXID_FULL;
+
+	if (upxid_key_from_sockaddr(&k, (const struct sockaddr *)&s->peer, c->xid))
+		v = upxid_map(&sh->map, &k, ch->chan_idx, s->base.id, now_us(), &idx);
+	if (v == UPXID_IN_FLIGHT) {
+		gw_count_event(&s->base, GW_EV_RETRANSMIT_ABSORBED);
+		c->state = FC_DONE;
+		fwd_call_put(c);
+		return;
+	}
+	if (v == UPXID_FULL || upxid_get(&sh->map, idx)->chan != ch->chan_idx) {
+		/*
+		 * The map is sized for every slot of every client, so this is a
+		 * bug: the client gets an error rather than waiting for ever.
+		 */
+		gw_err("forward %s: xid %#x: no XID mapping for the call", s->base.client, c->xid);
+		if (v != UPXID_FULL)
+			upxid_cancel(&sh->map, idx);
+		fwd_reply_error(s, c->xid, RPC_ACC_SYSTEM_ERR);
+		c->state = FC_DONE;
+		fwd_call_put(c);
+		return;
+	}
+	c->upx = idx;
+	sh->by_entry[idx] = c;
+	share_take_wire_xid(c);
+	share_enqueue(s, c);
+}
+
+/* The RFC 8267 retry or a version fallback: the same call again, under a fresh wire XID. */
+void fwd_share_requeue(struct fwd_call *c)
+{
+	upxid_rewire(&c->s->ch->share->map, c->upx);
+	share_take_wire_xid(c);
+	share_enqueue(c->s, c);
+}
+
+/* Send what the channel's grant allows, client by client (fairq). */
+void fwd_share_pump(struct fwd_session *ch)
+{
+	struct fairq_item *it;
+
+	while (ch->state == FS_READY && (it = fairq_pick(&ch->fq, now_us())) != NULL) {
+		struct fwd_call *c = call_of_item(it);
+		struct fwd_session *s = c->s;
+		s->queued--;
+		int err = fwd_marshal(s, c);
+		if (err == -EAGAIN) {
+			/* Waits for buffers (s's pool waiter pumps again) or for room. */
+			fairq_unpick(&ch->fq, it);
+			s->queued++;
+			break;
+		}
+		c->picked = true;
+		if (err) {
+			/* Could not be sent: the connection is failing, or the call is unsendable.
+			 */
+			fairq_complete(&ch->fq, s->fq_detached ? NULL : &s->fq_client);
+			c->picked = false;
+			if (s->state == FS_READY)
+				fwd_reply_error(s, c->xid, RPC_ACC_SYSTEM_ERR);
+			c->state = FC_DONE;
+			fwd_call_unexpose(s, c);
+			fwd_call_put(c);
+			continue;
+		}
+		c->state = FC_SENT;
+		c->t_sent = gw_now_pass_us();
+		s->in_flight++;
+		ch->in_flight++;
+	}
+}
+
+void fwd_share_set_grant(struct fwd_session *ch)
+{
+	fairq_set_grant(&ch->fq, ch->granted < ch->window ? ch->granted : ch->window);
+}
+
+/*
+ * A reply on channel @ch: the call in flight under @wire_xid there, or
+ * NULL (counted stray in the map; the caller drops the reply). Only a call
+ * that is on the wire on this very channel matches.
+ */
+struct fwd_call *fwd_share_call_by_xid(struct fwd_session *ch, uint32_t wire_xid)
+{
+	struct fwd_share *sh = ch->share;
+	uint32_t idx = upxid_lookup_reply(&sh->map, ch->chan_idx, wire_xid);
+	struct fwd_call *c = idx == UPXID_NONE ? NULL : sh->by_entry[idx];
+
+	if (!c || c->state != FC_SENT || c->s->ch != ch || c->upx != idx || c->wire_xid != wire_xid)
+		return NULL;
+	return c;
+}
+
+/*
+ * A call on the wire is off it: its credit goes back; @answered (a reply
+ * that ends it) keeps its entry for retransmissions and records whom the
+ * reply goes to.
+ */
+void fwd_share_call_done(struct fwd_call *c, bool answered)
+{
+	struct fwd_session *s = c->s;
+	struct fwd_session *ch = s->ch;
+	struct fwd_share *sh = ch->share;
+
+	if (c->picked) {
+		fairq_complete(&ch->fq, s->fq_detached ? NULL : &s->fq_client);
+		c->picked = false;
+	}
+	ch->in_flight--;
+	s->in_flight--;
+	if (answered && c->upx != UPXID_NONE &&
+	    upxid_reply(&sh->map, ch->chan_idx, c->wire_xid, now_us()) == c->upx)
+		c->owner = upxid_get(&sh->map, c->upx)->owner;
+}
+
+/* The slot is freed: a mapping still in flight for it will never be answered. */
+void fwd_share_forget(struct fwd_call *c)
+{
+	struct fwd_share *sh = c->s->ch->share;
+
+	if (sh->by_entry[c->upx] == c) {
+		sh->by_entry[c->upx] = NULL;
+		upxid_cancel(&sh->map, c->upx);
+	}
+	c->upx = UPXID_NONE;
+}
+
+/*
+ * Whom the reply of @c goes to: the connection that owned its entry when
+ * the reply came (the one that sent it, or a reconnected client that
+ * retransmitted it), if it is still relaying; else nobody.
+ */
+struct fwd_session *fwd_share_reply_owner(struct fwd_call *c)
+{
+	struct fwd_session *s = c->s;
+	struct gw_session *g;
+
+	if (c->owner == 0)
+		return NULL; /* not answered: failed, or a retry's first attempt */
+	if (s->base.id == c->owner)
+		return s->state == FS_READY ? s : NULL;
+	TAILQ_FOREACH (g, &s->base.route->sessions, link) {
+		struct fwd_session *o = fwd_of_base(g);
+		if (g->id == c->owner)
+			return o->state == FS_READY && o->ch == s->ch ? o : NULL;
+	}
+	return NULL;
+}
+
+/* ---- closing ---- */
+
+static void share_drop_queued(struct fairq_item *it, void *arg)
+{
+	struct fwd_call *c = call_of_item(it);
+
+	(void)arg;
+	c->s->queued--;
+	c->state = FC_DONE;
+	fwd_call_put(c); /* cancels its mapping */
+}
+
+/* A client goes: its queued calls go with it, nobody else's; its calls in flight stay. */
+void fwd_share_client_close(struct fwd_session *s)
+{
+	if (s->fq_detached)
+		return;
+	s->fq_detached = true;
+	fairq_client_detach(&s->ch->fq, &s->fq_client, share_drop_queued, NULL);
+}
+
+/*
+ * A channel closes (lost, or reset for a call the server left unanswered):
+ * its clients close too (they reconnect and retransmit, as with a
+ * connection of their own), and once the RDMA side is gone, their calls
+ * that were on it end unanswered.
+ */
+void fwd_share_channel_close(struct fwd_session *ch)
+{
+	struct gw_session *g, *next;
+	struct fwd_share *sh = ch->share;
+
+	if (ch->in_close)
+		return;
+	ch->in_close = true;
+	if (ch->state != FS_CLOSING) {
+		ch->state = FS_CLOSING;
+		if (sh->chan[ch->chan_idx] == ch)
+			sh->chan[ch->chan_idx] = NULL; /* the next client opens a new one */
+		fwd_bcalls_abandon(ch);
+		if (ch->rdma && !ch->rdma_closed)
+			rconn_close(ch->rdma);
+		for (g = TAILQ_FIRST(&ch->base.route->sessions); g; g = next) {
+			next = TAILQ_NEXT(g, link);
+			if (fwd_of_base(g)->ch == ch)
+				fwd_session_close(fwd_of_base(g)); /* frees only itself */
+		}
+	}
+	if (ch->rdma_closed) {
+		for (g = TAILQ_FIRST(&ch->base.route->sessions); g; g = next) {
+			next = TAILQ_NEXT(g, link);
+			struct fwd_session *s = fwd_of_base(g);
+			if (s->ch != ch)
+				continue;
+			s->in_close = true;
+			for (uint32_t i = 0; i < s->ncalls; i++) {
+				struct fwd_call *c = &s->calls[i];
+				if (c->state == FC_SENT && !c->send_pending)
+					fwd_call_abandon(c);
+			}
+			s->in_close = false;
+			fwd_maybe_free(s);
+		}
+	}
+	ch->in_close = false;
+	fwd_maybe_free(ch);
+}
+
+void fwd_share_channel_free(struct fwd_session *ch)
+{
+	if (ch->in_close || ch->state != FS_CLOSING || !ch->rdma_closed || ch->users ||
+	    ch->bc_busy || ch->refusals_busy)
+		return;
+	if (ch->dev)
+		rdma_dev_cancel_wait(ch->dev, &ch->pool_waiter);
+	if (ch->rdma)
+		rconn_destroy(ch->rdma);
+	free(ch->bcalls);
+	free(ch->refusals);
+	ch->share->live--;
+	free(ch);
+}
+
+/* ---- the route's end (gateway/engine.c) ---- */
+
+bool gw_forward_route_close(struct gw_route_rt *route)
+{
+	struct fwd_share *sh = route->fwd_share;
+
+	if (!sh)
+		return false;
+	for (uint16_t i = 0; i < sh->nchan; i++) {
+		struct fwd_session *ch = sh->chan[i];
+		if (ch && !ch->rdma_closed && !ch->draining) {
+			ch->draining = true;
+			rconn_close(ch->rdma); /* ops->closed closes the channel */
+		}
+	}
+	return sh->live > 0;
+}
+
+void gw_forward_route_free(struct gw_route_rt *route)
+{
+	struct fwd_share *sh = route->fwd_share;
+
+	if (!sh || sh->live > 0)
+		return; /* a channel still refers to it: left to the process's end */
+	upxid_destroy(&sh->map);
+	free(sh->by_entry);
+	free(sh);
+	route->fwd_share = NULL;
+}

@@ -1,0 +1,121 @@
+# Shared upstream connections (route key upstream_connections, issue 17), one guest.
+# The kernel NFS server listens on RDMA only; the gateway relays TCP clients to it.
+# First, as a control, upstream_connections 0: four TCP connections from this guest's
+# client (NFSv3 and NFSv4.1 mounts, nconnect=2) make four RDMA connections at the
+# server. Then upstream_connections 2: the same mounts plus three more NFS clients, each
+# in its own network namespace with its own NFSv4 identity (NFSv3 and NFSv4.1 mounts,
+# so 10 TCP connections in all), copy files in and out with checksums, all at once;
+# meanwhile the server's own view (`rdma res show cm_id`: its connected RDMA endpoints
+# on 20049) counts exactly 2 connections, and the gateway relays every call with no
+# reply lost or misdelivered.
+set -u
+source "$GW_SRC/tests/e2e/lib/gw-e2e.sh"
+gwvm-net
+gwvm-nfsd /export rdma
+modprobe nfsv3; modprobe nfsv4
+NS=3 MB=${E2E_SHARE_MB:-8}
+
+# The server's RDMA connections on its NFS port, as the server's RDMA stack lists them.
+server_conns() { rdma res show cm_id | grep -v LISTEN | grep -c 'src-addr 192.0.2.1:20049'; }
+
+gw_config() {
+    cat >"$E2E_WORK/gw.json" <<JSON
+{ "routes": [ { "name": "nfs", "mode": "forward", "upstream_connections": $1,
+                "listen": "tcp://0.0.0.0:2049", "upstream": "rdma://192.0.2.1:20049" } ],
+  "stats": { "listen": "127.0.0.1:9464" } }
+JSON
+}
+
+mount_main() { # the guest's own client: 2 TCP connections per mount
+    mkdir -p /mnt/m3 /mnt/m41
+    mount -t nfs -o vers=3,proto=tcp,port=2049,nolock,nconnect=2 192.0.2.2:/export /mnt/m3 &&
+        mount -t nfs -o vers=4.1,proto=tcp,port=2049,nconnect=2 192.0.2.2:/ /mnt/m41
+}
+
+# ---- control: one RDMA connection per TCP client ----
+gw_config 0
+gw_start control "$E2E_WORK/gw.json" || e2e_finish
+if mount_main; then
+    ls /mnt/m3 /mnt/m41 >/dev/null
+    n=$(server_conns)
+    check "control, upstream_connections 0: the server has one RDMA connection per TCP client ($n, more than 2)" test "$n" -gt 2
+    umount /mnt/m3 /mnt/m41
+else
+    fail "control: mount through the gateway"
+fi
+gw_stop
+
+# ---- shared: every client over 2 RDMA connections ----
+gw_config 2
+gw_start shared "$E2E_WORK/gw.json" || e2e_finish
+src=$(e2e_source "$MB")
+sum=$(sha256sum <"$src" | cut -d' ' -f1)
+mount_main || fail "mount through the shared route"
+rm -f "$E2E_WORK"/ready-* "$E2E_WORK/go" "$E2E_WORK"/result-*
+pids=()
+for i in $(seq 1 $NS); do
+    ip netns add c$i
+    ip link add vh$i type veth peer name vn$i netns c$i
+    ip addr add 10.9.$i.1/24 dev vh$i; ip link set vh$i up
+    ip -n c$i addr add 10.9.$i.2/24 dev vn$i; ip -n c$i link set vn$i up; ip -n c$i link set lo up
+    # Mount, say so, wait for the count, copy in and out with checksums, unmount.
+    ip netns exec c$i unshare -u bash -c "
+        hostname gw-share-$i
+        echo gw-share-$i-id >/sys/fs/nfs/net/nfs_client/identifier
+        mkdir -p /mnt/c$i-3 /mnt/c$i-41
+        mount -t nfs -o vers=3,proto=tcp,port=2049,nolock 10.9.$i.1:/export /mnt/c$i-3 || exit 1
+        mount -t nfs -o vers=4.1,proto=tcp,port=2049 10.9.$i.1:/ /mnt/c$i-41 || exit 1
+        touch $E2E_WORK/ready-$i
+        for _ in \$(seq 1 120); do [[ -e $E2E_WORK/go ]] && break; sleep 0.5; done
+        rc=0
+        for m in /mnt/c$i-3 /mnt/c$i-41; do
+            for k in 1 2; do
+                f=\$m/share-$i-\$(basename \$m)-\$k
+                dd if=$src of=\$f bs=1M oflag=direct status=none || rc=1
+                got=\$(dd if=\$f bs=1M iflag=direct status=none | sha256sum | cut -d' ' -f1)
+                [[ \$got == $sum ]] || { echo \"client $i: \$f checksum \$got\"; rc=1; }
+                rm -f \$f
+            done
+        done
+        umount /mnt/c$i-3 /mnt/c$i-41 || rc=1
+        echo \$rc >$E2E_WORK/result-$i
+    " >"$GW_OUT/client-$i.log" 2>&1 &
+    pids+=($!)
+done
+for _ in $(seq 1 120); do
+    [[ $(ls "$E2E_WORK"/ready-* 2>/dev/null | wc -l) -eq $NS ]] && break
+    sleep 0.5
+done
+check "$NS namespace clients mounted NFSv3 and NFSv4.1 through the shared route" \
+    test "$(ls "$E2E_WORK"/ready-* 2>/dev/null | wc -l)" -eq $NS
+sessions=$(gw_jq "s['routes'][0]['live_sessions']")
+n=$(server_conns)
+rdma res show cm_id | grep -v LISTEN
+check "the gateway relays $sessions TCP connections (more than 2)" test "${sessions:-0}" -gt 2
+check "the server sees exactly 2 RDMA connections from the gateway ($n)" test "$n" -eq 2
+touch "$E2E_WORK/go"
+# The guest's own client copies at the same time as the namespaces.
+for m in /mnt/m3 /mnt/m41; do
+    f=$m/share-main-$(basename $m)
+    dd if="$src" of="$f" bs=1M oflag=direct status=none
+    got=$(dd if="$f" bs=1M iflag=direct status=none | sha256sum | cut -d' ' -f1)
+    check "guest client: $f read back intact" test "$got" = "$sum"
+    rm -f "$f"
+done
+wait "${pids[@]}" # not the gateway's
+for i in $(seq 1 $NS); do
+    check "namespace client $i: NFSv3 and NFSv4.1 copies read back intact" \
+        test "$(cat "$E2E_WORK/result-$i" 2>/dev/null)" = 0
+    cat "$GW_OUT/client-$i.log"
+done
+n=$(server_conns)
+check "after the copies, still exactly 2 RDMA connections at the server ($n)" test "$n" -eq 2
+umount /mnt/m3 /mnt/m41
+unmatched=$(gw_jq "s['routes'][0]['totals']['events'].get('unmatched_reply', 0)")
+check "no reply went unmatched ($unmatched)" test "${unmatched:-1}" -eq 0
+calls=$(gw_jq "s['routes'][0]['totals']['calls']")
+echo "calls relayed over the shared connections: $calls"
+gw_check_quiet
+gw_stop
+grep -E "error|warning" "$GW_LOG" | head -20
+e2e_finish
