@@ -139,6 +139,34 @@ struct gw_credit_state {
  * function with a visitor, and the engine calls route() once per route
  * followed by session() for each of that route's live sessions.
  */
+/* One shared upstream connection of a forward route (upstream_connections > 0). */
+struct gw_stats_channel {
+	const char *state; /* "connecting", "ready", "closing", or "closed" (none now) */
+	uint32_t credits_granted;
+	uint32_t calls_in_flight;
+	uint32_t calls_queued;
+	uint32_t clients;
+	uint64_t stalls; /* picks refused for want of a credit, calls queued */
+};
+
+enum { GW_STATS_MAX_CHANNELS = 64 };
+
+/* A forward route's shared upstream connections and their XID map (gateway/upxid.h). */
+struct gw_stats_shared {
+	uint32_t nchannels;
+	struct gw_stats_channel channels[GW_STATS_MAX_CHANNELS];
+	uint32_t xid_entries; /* the map's size */
+	uint32_t xid_in_flight;
+	uint32_t xid_answered; /* kept for retransmissions */
+	uint64_t xid_new;
+	uint64_t xid_retransmit_in_flight;
+	uint64_t xid_retransmit_answered;
+	uint64_t xid_expired;
+	uint64_t xid_evicted;
+	uint64_t xid_full;
+	uint64_t xid_stray;
+};
+
 struct gw_stats_route {
 	const char *name;
 	const char *mode; /* "forward" or "reverse" */
@@ -148,6 +176,7 @@ struct gw_stats_route {
 	/* [GW_PROC_SLOTS], by the slot of totals->procs; NULL: none kept */
 	const struct gw_hist *proc_upstream_us;
 	uint32_t live_sessions;
+	const struct gw_stats_shared *shared; /* NULL: one upstream connection per session */
 };
 
 struct gw_stats_session {

@@ -548,6 +548,9 @@ void gw_engine_snapshot(void *arg, struct gw_stats_visitor *v)
 			.proc_upstream_us = rt->proc_upstream_us,
 			.live_sessions = rt->live_sessions,
 		};
+		struct gw_stats_shared shared;
+		if (gw_forward_route_stats(rt, &shared))
+			r.shared = &shared;
 		v->route(v, &r);
 		struct gw_session *s;
 		TAILQ_FOREACH (s, &rt->sessions, link) {

@@ -481,6 +481,43 @@ void fwd_share_channel_free(struct fwd_session *ch)
 	free(ch);
 }
 
+/* ---- /stats ---- */
+
+bool gw_forward_route_stats(const struct gw_route_rt *route, struct gw_stats_shared *out)
+{
+	static const char *const states[] = { "connecting", "ready", "closing" };
+	const struct fwd_share *sh = route->fwd_share;
+
+	if (!sh)
+		return false;
+	memset(out, 0, sizeof(*out));
+	out->nchannels = sh->nchan;
+	for (uint16_t i = 0; i < sh->nchan && i < GW_STATS_MAX_CHANNELS; i++) {
+		const struct fwd_session *ch = sh->chan[i];
+		struct gw_stats_channel *o = &out->channels[i];
+		o->state = ch ? states[ch->state] : "closed";
+		if (!ch)
+			continue;
+		o->credits_granted = ch->fq.grant;
+		o->calls_in_flight = ch->fq.in_flight;
+		o->calls_queued = ch->fq.queued;
+		o->clients = ch->users;
+		o->stalls = ch->fq.stalls;
+	}
+	const struct upxid_stats *st = &sh->map.st;
+	out->xid_entries = sh->map.max;
+	out->xid_in_flight = st->in_flight;
+	out->xid_answered = st->answered;
+	out->xid_new = st->new_calls;
+	out->xid_retransmit_in_flight = st->hits_in_flight;
+	out->xid_retransmit_answered = st->hits_answered;
+	out->xid_expired = st->expired;
+	out->xid_evicted = st->evicted;
+	out->xid_full = st->full;
+	out->xid_stray = st->stray;
+	return true;
+}
+
 /* ---- the route's end (gateway/engine.c) ---- */
 
 bool gw_forward_route_close(struct gw_route_rt *route)

@@ -204,6 +204,8 @@ void gw_forward_accept(struct gw_route_rt *route, int fd, const struct sockaddr 
  * some are still closing (run the loop); then gw_forward_route_free().
  */
 bool gw_forward_route_close(struct gw_route_rt *route);
+/* The route's shared upstream connections for /stats; false when it has none. */
+bool gw_forward_route_stats(const struct gw_route_rt *route, struct gw_stats_shared *out);
 void gw_forward_route_free(struct gw_route_rt *route);
 
 /* Reverse mode (gateway/reverse.c): the RDMA listener's connection parameters for @r. */

@@ -204,6 +204,39 @@ static json_t *json_session(const struct gw_stats_session *s)
 	return finish(o, ok);
 }
 
+/* A forward route's shared upstream connections: each channel, and the XID map. */
+static json_t *json_shared(const struct gw_stats_shared *sh)
+{
+	json_t *o = json_object(), *map = json_object(), *chans = json_array();
+	bool ok = true;
+
+	for (uint32_t i = 0; i < sh->nchannels && i < GW_STATS_MAX_CHANNELS; i++) {
+		const struct gw_stats_channel *c = &sh->channels[i];
+		json_t *co = json_object();
+		bool cok = put(co, "channel", json_integer(i));
+		cok &= put(co, "state", jstr(c->state));
+		cok &= put(co, "credits_granted", json_integer(c->credits_granted));
+		cok &= put(co, "calls_in_flight", json_integer(c->calls_in_flight));
+		cok &= put(co, "calls_queued", json_integer(c->calls_queued));
+		cok &= put(co, "clients", json_integer(c->clients));
+		cok &= put(co, "stalls", ju64(c->stalls));
+		ok &= append(chans, finish(co, cok));
+	}
+	ok &= put(map, "entries", json_integer(sh->xid_entries));
+	ok &= put(map, "in_flight", json_integer(sh->xid_in_flight));
+	ok &= put(map, "answered", json_integer(sh->xid_answered));
+	ok &= put(map, "new", ju64(sh->xid_new));
+	ok &= put(map, "retransmit_in_flight", ju64(sh->xid_retransmit_in_flight));
+	ok &= put(map, "retransmit_answered", ju64(sh->xid_retransmit_answered));
+	ok &= put(map, "expired", ju64(sh->xid_expired));
+	ok &= put(map, "evicted", ju64(sh->xid_evicted));
+	ok &= put(map, "full", ju64(sh->xid_full));
+	ok &= put(map, "stray", ju64(sh->xid_stray));
+	ok &= put(o, "channels", chans);
+	ok &= put(o, "xid_map", map);
+	return finish(o, ok);
+}
+
 struct jwriter {
 	struct gw_stats_visitor visitor;
 	struct evbuffer *out;
@@ -263,6 +296,8 @@ static void jw_route(struct gw_stats_visitor *v, const struct gw_stats_route *r)
 	jw_value(w, ",\"upstream\":", jstr(r->upstream));
 	jw_value(w, ",\"live_sessions\":", json_integer(r->live_sessions));
 	jw_value(w, ",\"totals\":", json_counters(r->totals, true, r->proc_upstream_us));
+	if (r->shared)
+		jw_value(w, ",\"shared_upstream\":", json_shared(r->shared));
 	if (w->with_sessions)
 		jw_raw(w, ",\"sessions\":[");
 	w->route_open = true;

@@ -83,6 +83,13 @@ enum prom_family {
 	FAM_POOL_BYTES_REGISTERED,
 	FAM_POOL_ALLOC_FAILURES,
 	FAM_RPCRDMA_VERSION,
+	FAM_SHARED_CREDITS,
+	FAM_SHARED_IN_FLIGHT,
+	FAM_SHARED_QUEUED,
+	FAM_SHARED_CLIENTS,
+	FAM_SHARED_STALLS,
+	FAM_XID_MAP_ENTRIES,
+	FAM_XID_MAP_EVENTS,
 	FAM_COUNT
 };
 
@@ -164,6 +171,25 @@ static const struct prom_family_desc {
 	[FAM_RPCRDMA_VERSION] = { "rpcrdma_version", "gauge", ON_SESSION,
 				  "RPC-over-RDMA version the connection speaks (0: none settled "
 				  "yet)." },
+	/* A forward route's shared upstream connections (label channel). */
+	[FAM_SHARED_CREDITS] = { "shared_channel_credits_granted", "gauge", ON_ROUTE,
+				 "Credits the server grants a shared upstream connection." },
+	[FAM_SHARED_IN_FLIGHT] = { "shared_channel_calls_in_flight", "gauge", ON_ROUTE,
+				   "Calls in flight on a shared upstream connection." },
+	[FAM_SHARED_QUEUED] = { "shared_channel_calls_queued", "gauge", ON_ROUTE,
+				"Calls waiting for a credit of a shared upstream connection." },
+	[FAM_SHARED_CLIENTS] = { "shared_channel_clients", "gauge", ON_ROUTE,
+				 "Client connections on a shared upstream connection." },
+	[FAM_SHARED_STALLS] = { "shared_channel_stalls_total", "counter", ON_ROUTE,
+				"Times calls waited because every credit of a shared "
+				"upstream connection was in use." },
+	[FAM_XID_MAP_ENTRIES] = { "shared_xid_map_entries", "gauge", ON_ROUTE,
+				  "Entries of the shared connections' XID map, by state: "
+				  "in_flight, answered (kept for retransmissions), size." },
+	[FAM_XID_MAP_EVENTS] = { "shared_xid_map_total", "counter", ON_ROUTE,
+				 "Calls and replies through the shared connections' XID map, by "
+				 "what: new, retransmit_in_flight, retransmit_answered, expired, "
+				 "evicted, full, stray (a reply for no call in flight, dropped)." },
 };
 
 /* The plain counters of struct gw_counters and the family each one feeds. */
@@ -402,6 +428,45 @@ static void prom_route_end(struct prom *p)
 	p->route_not_exported = 0;
 }
 
+static void prom_shared(struct prom *p, const struct gw_stats_shared *sh)
+{
+	const struct {
+		const char *what;
+		uint64_t v;
+	} map[] = {
+		{ "what=\"new\"", sh->xid_new },
+		{ "what=\"retransmit_in_flight\"", sh->xid_retransmit_in_flight },
+		{ "what=\"retransmit_answered\"", sh->xid_retransmit_answered },
+		{ "what=\"expired\"", sh->xid_expired },
+		{ "what=\"evicted\"", sh->xid_evicted },
+		{ "what=\"full\"", sh->xid_full },
+		{ "what=\"stray\"", sh->xid_stray },
+	};
+	char chan[32];
+
+	for (uint32_t i = 0; i < sh->nchannels && i < GW_STATS_MAX_CHANNELS; i++) {
+		const struct gw_stats_channel *c = &sh->channels[i];
+		snprintf(chan, sizeof(chan), "channel=\"%u\"", i);
+		put_u64(p, SCOPE_ROUTE, FAM_SHARED_CREDITS, "", p->route_labels, chan,
+			c->credits_granted);
+		put_u64(p, SCOPE_ROUTE, FAM_SHARED_IN_FLIGHT, "", p->route_labels, chan,
+			c->calls_in_flight);
+		put_u64(p, SCOPE_ROUTE, FAM_SHARED_QUEUED, "", p->route_labels, chan,
+			c->calls_queued);
+		put_u64(p, SCOPE_ROUTE, FAM_SHARED_CLIENTS, "", p->route_labels, chan, c->clients);
+		put_u64(p, SCOPE_ROUTE, FAM_SHARED_STALLS, "", p->route_labels, chan, c->stalls);
+	}
+	put_u64(p, SCOPE_ROUTE, FAM_XID_MAP_ENTRIES, "", p->route_labels, "state=\"in_flight\"",
+		sh->xid_in_flight);
+	put_u64(p, SCOPE_ROUTE, FAM_XID_MAP_ENTRIES, "", p->route_labels, "state=\"answered\"",
+		sh->xid_answered);
+	put_u64(p, SCOPE_ROUTE, FAM_XID_MAP_ENTRIES, "", p->route_labels, "state=\"size\"",
+		sh->xid_entries);
+	for (size_t i = 0; i < ARRAY_SIZE(map); i++)
+		put_u64(p, SCOPE_ROUTE, FAM_XID_MAP_EVENTS, "", p->route_labels, map[i].what,
+			map[i].v);
+}
+
 static void prom_route(struct gw_stats_visitor *v, const struct gw_stats_route *r)
 {
 	struct prom *p = container_of(v, struct prom, visitor);
@@ -426,6 +491,8 @@ static void prom_route(struct gw_stats_visitor *v, const struct gw_stats_route *
 	prom_histogram(p, SCOPE_ROUTE, FAM_UPSTREAM_LATENCY, p->route_labels,
 		       &r->totals->upstream_us);
 	prom_procedures(p, p->route_labels, r->totals, r->proc_upstream_us);
+	if (r->shared)
+		prom_shared(p, r->shared);
 }
 
 static void prom_session(struct gw_stats_visitor *v, const struct gw_stats_session *s)

@@ -115,7 +115,15 @@ unmatched=$(gw_jq "s['routes'][0]['totals']['events'].get('unmatched_reply', 0)"
 check "no reply went unmatched ($unmatched)" test "${unmatched:-1}" -eq 0
 calls=$(gw_jq "s['routes'][0]['totals']['calls']")
 echo "calls relayed over the shared connections: $calls"
-gw_check_quiet
+# Once the clients are gone no session is left, and the only registered buffers in use
+# are the receives the two channels keep posted (credits 64 + backchannel 16 each).
+for _ in $(seq 1 30); do
+    state=$(gw_jq "'%d %d' % (s['routes'][0]['live_sessions'], sum(d['buffers_in_use'] for d in s['rdma_devices']))")
+    [[ ${state% *} == 0 && ${state#* } -le 160 ]] && break
+    sleep 1
+done
+check "clients gone: no session, buffers in use only the channels' receives ($state)" \
+    test "${state% *}" = 0 -a "${state#* }" -le 160
 gw_stop
 grep -E "error|warning" "$GW_LOG" | head -20
 e2e_finish

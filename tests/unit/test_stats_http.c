@@ -46,6 +46,7 @@ struct fake_session {
 
 struct fake_route {
 	struct gw_stats_route r;
+	struct gw_stats_shared shared;
 	struct gw_counters totals;
 	struct gw_hist proc_upstream_us[GW_PROC_SLOTS];
 	struct fake_session sessions[2];
@@ -150,6 +151,24 @@ static void fake_engine_init(struct fake_engine *e)
 					.totals = &a->totals,
 					.proc_upstream_us = a->proc_upstream_us,
 					.live_sessions = 2 };
+	/* Two shared upstream connections, the second lost and not yet made again. */
+	a->shared = (struct gw_stats_shared){ .nchannels = 2,
+					      .xid_entries = 61440,
+					      .xid_in_flight = 3,
+					      .xid_answered = 250,
+					      .xid_new = 1000,
+					      .xid_retransmit_in_flight = 2,
+					      .xid_retransmit_answered = 1,
+					      .xid_expired = 700,
+					      .xid_stray = 5 };
+	a->shared.channels[0] = (struct gw_stats_channel){ .state = "ready",
+							   .credits_granted = 64,
+							   .calls_in_flight = 3,
+							   .calls_queued = 7,
+							   .clients = 4,
+							   .stalls = 11 };
+	a->shared.channels[1] = (struct gw_stats_channel){ .state = "closed" };
+	a->r.shared = &a->shared;
 	/* READ answered twice by the upstream, in 100 and 300 us; WRITE never timed */
 	struct gw_proc_count *read = gw_counters_proc(&a->totals, 100003, 3, 6);
 	gw_hist_add(&a->proc_upstream_us[read - a->totals.procs], 100);
@@ -696,6 +715,40 @@ static void test_stats_json(void **state)
 }
 
 /* ?sessions=0: the totals and the credit sums, without the session list */
+/* A route with shared upstream connections shows each channel and the XID map. */
+static void test_stats_json_shared(void **state)
+{
+	struct fixture *f = *state;
+	json_t *root = fetch_json(f, "/stats");
+	json_t *rb = json_array_get(json_object_get(root, "routes"), 1);
+
+	assert_int_equal(jint(root, "routes.0.shared_upstream.channels.0.channel"), 0);
+	json_t *chans =
+		json_object_get(json_object_get(json_array_get(json_object_get(root, "routes"), 0),
+						"shared_upstream"),
+				"channels");
+	assert_int_equal(json_array_size(chans), 2);
+	assert_string_equal(jtext(json_array_get(chans, 0), "state"), "ready");
+	assert_string_equal(jtext(json_array_get(chans, 1), "state"), "closed");
+	assert_int_equal(jint(root, "routes.0.shared_upstream.channels.0.credits_granted"), 64);
+	assert_int_equal(jint(root, "routes.0.shared_upstream.channels.0.calls_in_flight"), 3);
+	assert_int_equal(jint(root, "routes.0.shared_upstream.channels.0.calls_queued"), 7);
+	assert_int_equal(jint(root, "routes.0.shared_upstream.channels.0.clients"), 4);
+	assert_int_equal(jint(root, "routes.0.shared_upstream.channels.0.stalls"), 11);
+	assert_int_equal(jint(root, "routes.0.shared_upstream.channels.1.channel"), 1);
+	assert_int_equal(jint(root, "routes.0.shared_upstream.xid_map.entries"), 61440);
+	assert_int_equal(jint(root, "routes.0.shared_upstream.xid_map.in_flight"), 3);
+	assert_int_equal(jint(root, "routes.0.shared_upstream.xid_map.answered"), 250);
+	assert_int_equal(jint(root, "routes.0.shared_upstream.xid_map.new"), 1000);
+	assert_int_equal(jint(root, "routes.0.shared_upstream.xid_map.retransmit_in_flight"), 2);
+	assert_int_equal(jint(root, "routes.0.shared_upstream.xid_map.retransmit_answered"), 1);
+	assert_int_equal(jint(root, "routes.0.shared_upstream.xid_map.expired"), 700);
+	assert_int_equal(jint(root, "routes.0.shared_upstream.xid_map.stray"), 5);
+	/* A route without: no member at all. */
+	assert_null(json_object_get(rb, "shared_upstream"));
+	json_decref(root);
+}
+
 static void test_stats_json_without_sessions(void **state)
 {
 	struct fixture *f = *state;
@@ -1126,6 +1179,39 @@ static void test_metrics_routes(void **state)
 	json_decref(fams);
 }
 
+static void test_metrics_shared(void **state)
+{
+	struct fixture *f = *state;
+	json_t *fams = fetch_metrics(f, "/metrics");
+
+	check_family(fams, "rpcrdma_gw_shared_channel_credits_granted", "gauge");
+	check_family(fams, "rpcrdma_gw_shared_channel_stalls", "counter");
+	check_family(fams, "rpcrdma_gw_shared_xid_map", "counter");
+	check_family(fams, "rpcrdma_gw_shared_xid_map_entries", "gauge");
+	const char *g = "rpcrdma_gw_shared_channel_credits_granted";
+	assert_true(sample(fams, g, R, "nfs-fwd", "channel", "0", NULL) == 64);
+	assert_true(sample(fams, g, R, "nfs-fwd", "channel", "1", NULL) == 0);
+	assert_true(sample(fams, "rpcrdma_gw_shared_channel_calls_in_flight", R, "nfs-fwd",
+			   "channel", "0", NULL) == 3);
+	assert_true(sample(fams, "rpcrdma_gw_shared_channel_calls_queued", R, "nfs-fwd", "channel",
+			   "0", NULL) == 7);
+	assert_true(sample(fams, "rpcrdma_gw_shared_channel_clients", R, "nfs-fwd", "channel", "0",
+			   NULL) == 4);
+	assert_true(sample(fams, "rpcrdma_gw_shared_channel_stalls_total", R, "nfs-fwd", "channel",
+			   "0", NULL) == 11);
+	const char *m = "rpcrdma_gw_shared_xid_map_total";
+	assert_true(sample(fams, m, R, "nfs-fwd", "what", "new", NULL) == 1000);
+	assert_true(sample(fams, m, R, "nfs-fwd", "what", "retransmit_in_flight", NULL) == 2);
+	assert_true(sample(fams, m, R, "nfs-fwd", "what", "stray", NULL) == 5);
+	const char *e = "rpcrdma_gw_shared_xid_map_entries";
+	assert_true(sample(fams, e, R, "nfs-fwd", "state", "in_flight", NULL) == 3);
+	assert_true(sample(fams, e, R, "nfs-fwd", "state", "answered", NULL) == 250);
+	/* Only the route that has them. */
+	assert_int_equal(family_size(fams, g), 2);
+	assert_int_equal(family_size(fams, "rpcrdma_gw_shared_xid_map"), 7);
+	json_decref(fams);
+}
+
 static void test_metrics_sessions(void **state)
 {
 	struct fixture *f = *state;
@@ -1447,6 +1533,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_stats_json_no_routes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_metrics_routes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_metrics_shared, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stats_json_shared, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_metrics_sessions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_sessions_param, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_metrics_no_routes, setup, teardown),
