@@ -84,7 +84,7 @@ static struct fwd_share *share_get(struct gw_route_rt *route)
 	struct upxid_params p = { .max_entries = share_map_size(r),
 				  .channels = (uint16_t)r->upstream_connections,
 				  .seed = seed };
-	sh->by_entry = calloc(p.max_entries, sizeof(*sh->by_entry));
+	sh->by_entry = calloc(p.max_entries, sizeof(struct fwd_call *));
 	if (!sh->by_entry || upxid_init(&sh->map, &p) != 0) {
 		free(sh->by_entry);
 		free(sh);
