@@ -220,7 +220,9 @@ enum rconn_access {
 /*
  * Expose @len bytes of @buf from @offset to the peer with @access (one of
  * enum rconn_access), through a memory window with a fresh rkey. The bind
- * is posted unsignaled; the Send that advertises the rkey must follow.
+ * is unsignaled and waits for the next work request posted (the Send that
+ * advertises the rkey must follow), which carries it to the device in the
+ * same ibv_post_send(): one doorbell for both.
  * Returns 0, -EAGAIN (no window or send-queue space) or -errno.
  */
 int rconn_expose(struct rconn *c, struct gw_buf *buf, uint32_t offset, uint32_t len,

@@ -59,22 +59,43 @@ uint32_t rconn_mw_space(const struct rconn *c)
 }
 
 /*
- * Post a chain of @n send-queue WRs whose last one may be signaled with
- * @wr. A failure to post means the QP is unusable: the connection fails.
+ * Put the queued binds in front of @first (NULL: post them alone) and return
+ * the head of the chain to post.
  */
-static int rconn_post_chain(struct rconn *c, struct ibv_send_wr *first, unsigned n,
-			    struct rconn_wr *wr)
+static struct ibv_send_wr *binds_prepend(struct rconn *c, struct ibv_send_wr *first)
+{
+	if (c->nbinds == 0)
+		return first;
+	for (unsigned i = 0; i + 1 < c->nbinds; i++)
+		c->binds[i].next = &c->binds[i + 1];
+	c->binds[c->nbinds - 1].next = first;
+	return &c->binds[0];
+}
+
+/*
+ * The queued binds reached the provider. It names a window by ibv_mw.rkey
+ * (the rkey the bind replaces) when it converts the bind, so the field
+ * takes the new rkey only now.
+ */
+static void binds_posted(struct rconn *c)
+{
+	for (unsigned i = 0; i < c->nbinds; i++) {
+		struct rconn_mw *m = c->bind_mws[i];
+		m->mw->rkey = c->binds[i].bind_mw.rkey;
+		m->bind_queued = false;
+	}
+	c->nbinds = 0;
+}
+
+/* One ibv_post_send() of @head; a failure means the QP is unusable. */
+static int rconn_post_wrs(struct rconn *c, struct ibv_send_wr *head, struct rconn_wr *wr)
 {
 	struct ibv_send_wr *bad = NULL;
 
-	if (!rconn_can_post(c))
-		return -ENOTCONN;
-	if (rconn_sq_space(c) < n)
-		return -EAGAIN;
-	c->sq_posted += n;
 	if (wr)
 		wr_track(c, wr);
-	int err = ibv_post_send(c->id->qp, first, &bad);
+	int err = ibv_post_send(c->id->qp, head, &bad);
+	binds_posted(c);
 	if (err) {
 		gw_err("rdma: post_send failed: %s", strerror(err));
 		if (wr)
@@ -82,6 +103,47 @@ static int rconn_post_chain(struct rconn *c, struct ibv_send_wr *first, unsigned
 		rconn_fail(c, RCONN_CLOSE_TRANSPORT);
 		return -err;
 	}
+	return 0;
+}
+
+/*
+ * Post a chain of @n send-queue WRs whose last one may be signaled with
+ * @wr, behind the binds queued for it (their space is taken already).
+ */
+static int rconn_post_chain(struct rconn *c, struct ibv_send_wr *first, unsigned n,
+			    struct rconn_wr *wr)
+{
+	if (!rconn_can_post(c))
+		return -ENOTCONN;
+	if (rconn_sq_space(c) < n)
+		return -EAGAIN;
+	c->sq_posted += n;
+	return rconn_post_wrs(c, binds_prepend(c, first), wr);
+}
+
+/*
+ * Queue a bind for the next post (see RCONN_BIND_BATCH). A window's second
+ * bind must not share a post with its first (the provider reads the rkey
+ * to replace from the window), nor may more than the batch wait: then what
+ * waits is posted alone first.
+ */
+static int rconn_queue_bind(struct rconn *c, struct rconn_mw *m, const struct ibv_send_wr *bind)
+{
+	if (!rconn_can_post(c))
+		return -ENOTCONN;
+	if (rconn_sq_space(c) < 1)
+		return -EAGAIN;
+	if (m->bind_queued || c->nbinds == RCONN_BIND_BATCH) {
+		int err = rconn_post_wrs(c, binds_prepend(c, NULL), NULL);
+		if (err)
+			return err;
+	}
+	c->binds[c->nbinds] = *bind;
+	c->binds[c->nbinds].next = NULL;
+	c->bind_mws[c->nbinds] = m;
+	c->nbinds++;
+	m->bind_queued = true;
+	c->sq_posted++;
 	return 0;
 }
 
@@ -168,18 +230,17 @@ int rconn_expose(struct rconn *c, struct gw_buf *buf, uint32_t offset, uint32_t 
 	swr.bind_mw.bind_info.length = len;
 	swr.bind_mw.bind_info.mw_access_flags = (unsigned)access;
 
-	int err = rconn_post_chain(c, &swr, 1, NULL);
+	/*
+	 * A bind posted on the send queue does not update ibv_mw.rkey (only
+	 * ibv_bind_mw() does, for type 1), yet providers name the window by
+	 * that field in the next bind: binds_posted() sets it to @rkey.
+	 */
+	int err = rconn_queue_bind(c, m, &swr);
 	if (err)
 		return err;
 	c->mw_free = m->next_free;
 	m->next_free = NULL;
 	m->rkey = rkey;
-	/*
-	 * A bind posted on the send queue does not update ibv_mw.rkey (only
-	 * ibv_bind_mw() does, for type 1), yet providers name the window by
-	 * that field in the next bind: keep it equal to the current rkey.
-	 */
-	m->mw->rkey = rkey;
 	m->bound = true;
 	c->mw_in_use++;
 	c->stats.binds++;

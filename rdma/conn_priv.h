@@ -34,7 +34,15 @@ struct rconn_mw {
 	uint32_t rkey; /* the rkey of the current (or last) binding */
 	struct rconn_mw *next_free;
 	bool bound;
+	bool bind_queued; /* its bind waits in rconn.binds for the next post */
 };
+
+/*
+ * Binds wait here for the next work request posted (the Send that
+ * advertises them, or a fence), so that both go in one ibv_post_send():
+ * one doorbell, which on Soft-RoCE is one write() system call.
+ */
+enum { RCONN_BIND_BATCH = 8 };
 
 struct rconn {
 	struct rdma_cm_handler cm_handler; /* first: cm_id->context */
@@ -62,7 +70,10 @@ struct rconn {
 	/* Send queue accounting: WRs posted, and the count retired by completions. */
 	uint64_t sq_posted;
 	uint64_t sq_retired;
-	struct rconn_wr *outstanding; /* signaled WRs not completed yet */
+	struct rconn_wr *outstanding;		     /* signaled WRs not completed yet */
+	struct ibv_send_wr binds[RCONN_BIND_BATCH];  /* queued, counted in sq_posted */
+	struct rconn_mw *bind_mws[RCONN_BIND_BATCH]; /* the window of each */
+	unsigned nbinds;
 
 	struct event *timer;	/* connect timeout */
 	struct event *teardown; /* deferred teardown */
