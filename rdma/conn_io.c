@@ -59,32 +59,34 @@ uint32_t rconn_mw_space(const struct rconn *c)
 }
 
 /*
- * Put the queued binds in front of @first (NULL: post them alone) and return
- * the head of the chain to post.
+ * Put the waiting WRs in front of @first (NULL: post them alone) and
+ * return the head of the chain to post.
  */
-static struct ibv_send_wr *binds_prepend(struct rconn *c, struct ibv_send_wr *first)
+static struct ibv_send_wr *waiting_prepend(struct rconn *c, struct ibv_send_wr *first)
 {
-	if (c->nbinds == 0)
+	if (c->nwaiting == 0)
 		return first;
-	for (unsigned i = 0; i + 1 < c->nbinds; i++)
-		c->binds[i].next = &c->binds[i + 1];
-	c->binds[c->nbinds - 1].next = first;
-	return &c->binds[0];
+	for (unsigned i = 0; i + 1 < c->nwaiting; i++)
+		c->waiting[i].next = &c->waiting[i + 1];
+	c->waiting[c->nwaiting - 1].next = first;
+	return &c->waiting[0];
 }
 
 /*
- * The queued binds reached the provider. It names a window by ibv_mw.rkey
- * (the rkey the bind replaces) when it converts the bind, so the field
- * takes the new rkey only now.
+ * The waiting WRs reached the provider. It names a window by ibv_mw.rkey
+ * (the rkey a bind replaces) when it converts the bind, so the field takes
+ * the new rkey only now.
  */
-static void binds_posted(struct rconn *c)
+static void waiting_posted(struct rconn *c)
 {
-	for (unsigned i = 0; i < c->nbinds; i++) {
-		struct rconn_mw *m = c->bind_mws[i];
-		m->mw->rkey = c->binds[i].bind_mw.rkey;
+	for (unsigned i = 0; i < c->nwaiting; i++) {
+		struct rconn_mw *m = c->waiting_mw[i];
+		if (!m)
+			continue;
+		m->mw->rkey = c->waiting[i].bind_mw.rkey;
 		m->bind_queued = false;
 	}
-	c->nbinds = 0;
+	c->nwaiting = 0;
 }
 
 /* One ibv_post_send() of @head; a failure means the QP is unusable. */
@@ -95,7 +97,7 @@ static int rconn_post_wrs(struct rconn *c, struct ibv_send_wr *head, struct rcon
 	if (wr)
 		wr_track(c, wr);
 	int err = ibv_post_send(c->id->qp, head, &bad);
-	binds_posted(c);
+	waiting_posted(c);
 	if (err) {
 		gw_err("rdma: post_send failed: %s", strerror(err));
 		if (wr)
@@ -108,7 +110,7 @@ static int rconn_post_wrs(struct rconn *c, struct ibv_send_wr *head, struct rcon
 
 /*
  * Post a chain of @n send-queue WRs whose last one may be signaled with
- * @wr, behind the binds queued for it (their space is taken already).
+ * @wr, behind the WRs waiting for it (their space is taken already).
  */
 static int rconn_post_chain(struct rconn *c, struct ibv_send_wr *first, unsigned n,
 			    struct rconn_wr *wr)
@@ -118,31 +120,38 @@ static int rconn_post_chain(struct rconn *c, struct ibv_send_wr *first, unsigned
 	if (rconn_sq_space(c) < n)
 		return -EAGAIN;
 	c->sq_posted += n;
-	return rconn_post_wrs(c, binds_prepend(c, first), wr);
+	return rconn_post_wrs(c, waiting_prepend(c, first), wr);
 }
 
 /*
- * Queue a bind for the next post (see RCONN_BIND_BATCH). A window's second
- * bind must not share a post with its first (the provider reads the rkey
- * to replace from the window), nor may more than the batch wait: then what
- * waits is posted alone first.
+ * Let unsignaled @swr (a bind of @m, or with @m NULL a Write of at most
+ * RCONN_WAIT_SGE pieces) wait for the next post. A window's second bind
+ * must not share a post with its first (the provider reads the rkey to
+ * replace from the window), nor may more than RCONN_WAIT_MAX wait: then
+ * what waits is posted alone first.
  */
-static int rconn_queue_bind(struct rconn *c, struct rconn_mw *m, const struct ibv_send_wr *bind)
+static int rconn_wait_post(struct rconn *c, struct rconn_mw *m, const struct ibv_send_wr *swr)
 {
 	if (!rconn_can_post(c))
 		return -ENOTCONN;
 	if (rconn_sq_space(c) < 1)
 		return -EAGAIN;
-	if (m->bind_queued || c->nbinds == RCONN_BIND_BATCH) {
-		int err = rconn_post_wrs(c, binds_prepend(c, NULL), NULL);
+	if ((m && m->bind_queued) || c->nwaiting == RCONN_WAIT_MAX) {
+		int err = rconn_post_wrs(c, waiting_prepend(c, NULL), NULL);
 		if (err)
 			return err;
 	}
-	c->binds[c->nbinds] = *bind;
-	c->binds[c->nbinds].next = NULL;
-	c->bind_mws[c->nbinds] = m;
-	c->nbinds++;
-	m->bind_queued = true;
+	unsigned i = c->nwaiting++;
+	c->waiting[i] = *swr;
+	c->waiting[i].next = NULL;
+	if (swr->num_sge > 0) {
+		memcpy(c->waiting_sge[i], swr->sg_list,
+		       sizeof(*swr->sg_list) * (size_t)swr->num_sge);
+		c->waiting[i].sg_list = c->waiting_sge[i];
+	}
+	c->waiting_mw[i] = m;
+	if (m)
+		m->bind_queued = true;
 	c->sq_posted++;
 	return 0;
 }
@@ -198,7 +207,22 @@ int rconn_read(struct rconn *c, const struct ibv_sge *sge, unsigned nsge, uint32
 int rconn_write(struct rconn *c, const struct ibv_sge *sge, unsigned nsge, uint32_t rkey,
 		uint64_t raddr, struct rconn_wr *wr)
 {
-	int err = rconn_rdma(c, IBV_WR_RDMA_WRITE, sge, nsge, rkey, raddr, wr);
+	int err;
+
+	if (nsge > c->params.max_send_sge)
+		return -EINVAL;
+	if (!wr && nsge <= RCONN_WAIT_SGE) {
+		/* Unsignaled: a Send follows it (rconn.h); both go to the device at once. */
+		struct ibv_send_wr swr = {
+			.sg_list = (struct ibv_sge *)sge,
+			.num_sge = (int)nsge,
+			.opcode = IBV_WR_RDMA_WRITE,
+			.wr.rdma = { .remote_addr = raddr, .rkey = rkey },
+		};
+		err = rconn_wait_post(c, NULL, &swr);
+	} else {
+		err = rconn_rdma(c, IBV_WR_RDMA_WRITE, sge, nsge, rkey, raddr, wr);
+	}
 	if (!err)
 		c->stats.writes++;
 	return err;
@@ -233,9 +257,9 @@ int rconn_expose(struct rconn *c, struct gw_buf *buf, uint32_t offset, uint32_t 
 	/*
 	 * A bind posted on the send queue does not update ibv_mw.rkey (only
 	 * ibv_bind_mw() does, for type 1), yet providers name the window by
-	 * that field in the next bind: binds_posted() sets it to @rkey.
+	 * that field in the next bind: waiting_posted() sets it to @rkey.
 	 */
-	int err = rconn_queue_bind(c, m, &swr);
+	int err = rconn_wait_post(c, m, &swr);
 	if (err)
 		return err;
 	c->mw_free = m->next_free;

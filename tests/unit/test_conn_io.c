@@ -11,7 +11,11 @@
  *  - a window bound again before its first bind was posted, and a full
  *    batch of binds, post what waits first, in order;
  *  - a fence posts the binds waiting with it, then its invalidations;
- *  - the send queue space a waiting bind takes is counted at once.
+ *  - the send queue space a waiting bind takes is counted at once;
+ *  - an unsignaled RDMA Write (a reply's data) waits for the reply's Send
+ *    the same way, its pieces copied (the caller's list may be gone); one
+ *    with more pieces than a waiting Write holds goes at once, behind what
+ *    waits.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -33,6 +37,10 @@ struct posted_wr {
 	uint32_t mw_rkey;  /* BIND_MW: ibv_mw.rkey at the post, the rkey it replaces */
 	uint32_t new_rkey; /* BIND_MW: the rkey it binds */
 	uint32_t inv_rkey; /* LOCAL_INV */
+	uint64_t raddr;	   /* RDMA_WRITE */
+	uint32_t rkey;	   /* RDMA_WRITE */
+	int num_sge;
+	struct ibv_sge sge0; /* the first piece, as the provider reads it */
 };
 
 static struct {
@@ -58,7 +66,13 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 			w->new_rkey = wr->bind_mw.rkey;
 		} else if (wr->opcode == IBV_WR_LOCAL_INV) {
 			w->inv_rkey = wr->invalidate_rkey;
+		} else if (wr->opcode == IBV_WR_RDMA_WRITE) {
+			w->raddr = wr->wr.rdma.remote_addr;
+			w->rkey = wr->wr.rdma.rkey;
 		}
+		w->num_sge = wr->num_sge;
+		if (wr->num_sge > 0)
+			w->sge0 = wr->sg_list[0];
 	}
 	rec.len[p] = n;
 	return 0;
@@ -178,20 +192,20 @@ static void test_second_bind_of_a_window_posts_the_first(void **state)
 static void test_full_batch_posts_what_waits(void **state)
 {
 	(void)state;
-	struct rconn_exposure e[RCONN_BIND_BATCH + 1];
+	struct rconn_exposure e[RCONN_WAIT_MAX + 1];
 	struct rconn_wr wr = { 0 };
 
-	for (unsigned i = 0; i < RCONN_BIND_BATCH + 1; i++)
+	for (unsigned i = 0; i < RCONN_WAIT_MAX + 1; i++)
 		assert_int_equal(
 			rconn_expose(&fx.c, &fx.buf, 256 * i, 256, RCONN_REMOTE_WRITE, &e[i]), 0);
 	assert_int_equal(rec.nposts, 1);
-	assert_int_equal(rec.len[0], RCONN_BIND_BATCH);
-	for (unsigned i = 0; i < RCONN_BIND_BATCH; i++)
+	assert_int_equal(rec.len[0], RCONN_WAIT_MAX);
+	for (unsigned i = 0; i < RCONN_WAIT_MAX; i++)
 		assert_int_equal(rec.wr[0][i].new_rkey, e[i].rkey); /* in order */
 	assert_int_equal(send_one(&wr), 0);
 	assert_int_equal(rec.len[1], 2);
-	assert_int_equal(rec.wr[1][0].new_rkey, e[RCONN_BIND_BATCH].rkey);
-	assert_int_equal(fx.c.sq_posted, RCONN_BIND_BATCH + 2);
+	assert_int_equal(rec.wr[1][0].new_rkey, e[RCONN_WAIT_MAX].rkey);
+	assert_int_equal(fx.c.sq_posted, RCONN_WAIT_MAX + 2);
 }
 
 /* A call given up before its Send: the fence carries the bind, then invalidates it. */
@@ -231,6 +245,58 @@ static void test_waiting_bind_counts_in_the_queue(void **state)
 	assert_int_equal(fx.c.mw_in_use, 2);
 }
 
+/* A reply's data into the client's Write chunk, then the reply: one post. */
+static void test_write_waits_for_the_send(void **state)
+{
+	(void)state;
+	struct rconn_wr wr = { 0 };
+	struct ibv_sge sge = { .addr = (uintptr_t)fx.mem + 8, .length = 4096 - 8, .lkey = 7 };
+
+	assert_int_equal(rconn_write(&fx.c, &sge, 1, 0xabc, 0x5000, NULL), 0);
+	sge = (struct ibv_sge){ 0 }; /* the caller's list is gone */
+	assert_int_equal(rec.nposts, 0);
+	assert_int_equal(rconn_sq_space(&fx.c), 63);
+	assert_int_equal(send_one(&wr), 0);
+	assert_int_equal(rec.nposts, 1);
+	assert_int_equal(rec.len[0], 2);
+	assert_int_equal(rec.wr[0][0].opcode, IBV_WR_RDMA_WRITE);
+	assert_int_equal(rec.wr[0][0].send_flags & IBV_SEND_SIGNALED, 0);
+	assert_int_equal(rec.wr[0][0].rkey, 0xabc);
+	assert_int_equal(rec.wr[0][0].raddr, 0x5000);
+	assert_int_equal(rec.wr[0][0].num_sge, 1);
+	assert_int_equal(rec.wr[0][0].sge0.addr, (uintptr_t)fx.mem + 8);
+	assert_int_equal(rec.wr[0][0].sge0.length, 4096 - 8);
+	assert_int_equal(rec.wr[0][0].sge0.lkey, 7);
+	assert_int_equal(rec.wr[0][1].opcode, IBV_WR_SEND);
+	assert_int_equal(wr.seq, 2);
+	assert_int_equal(fx.c.stats.writes, 1);
+}
+
+static void test_long_write_goes_behind_what_waits(void **state)
+{
+	(void)state;
+	struct ibv_sge one = { .addr = (uintptr_t)fx.mem, .length = 16, .lkey = 7 };
+	struct ibv_sge many[RCONN_WAIT_SGE + 1];
+
+	fx.c.params.max_send_sge = RCONN_WAIT_SGE + 1;
+	for (unsigned i = 0; i < RCONN_WAIT_SGE + 1; i++)
+		many[i] = (struct ibv_sge){ .addr = (uintptr_t)fx.mem + 16 * i,
+					    .length = 16,
+					    .lkey = 7 };
+	assert_int_equal(rconn_write(&fx.c, &one, 1, 1, 0x100, NULL), 0);
+	assert_int_equal(rconn_write(&fx.c, many, RCONN_WAIT_SGE + 1, 2, 0x200, NULL), 0);
+	assert_int_equal(rec.nposts, 1);
+	assert_int_equal(rec.len[0], 2);
+	assert_int_equal(rec.wr[0][0].raddr, 0x100);
+	assert_int_equal(rec.wr[0][1].raddr, 0x200);
+	assert_int_equal(rec.wr[0][1].num_sge, RCONN_WAIT_SGE + 1);
+	/* More pieces than the connection allows: refused, nothing posted or taken. */
+	struct ibv_sge too_many[RCONN_WAIT_SGE + 2];
+	memset(too_many, 0, sizeof(too_many));
+	assert_int_equal(rconn_write(&fx.c, too_many, RCONN_WAIT_SGE + 2, 3, 0x300, NULL), -EINVAL);
+	assert_int_equal(fx.c.sq_posted, 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -239,6 +305,8 @@ int main(void)
 		cmocka_unit_test_setup(test_full_batch_posts_what_waits, setup),
 		cmocka_unit_test_setup(test_fence_posts_the_binds_before_it, setup),
 		cmocka_unit_test_setup(test_waiting_bind_counts_in_the_queue, setup),
+		cmocka_unit_test_setup(test_write_waits_for_the_send, setup),
+		cmocka_unit_test_setup(test_long_write_goes_behind_what_waits, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
