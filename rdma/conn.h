@@ -27,7 +27,10 @@
  * owner's state; its done() runs from the completion handler exactly once,
  * with the completion's status. Binds, and Writes that precede a Send, are
  * posted unsignaled: RC queues complete in order, so the next signaled
- * completion retires them. Send-queue space is accounted per WR;
+ * completion retires them. They wait for the next work request posted and
+ * go to the device with it, in one ibv_post_send(): one doorbell (on
+ * Soft-RoCE, one write() system call) for the bind or the Writes and the
+ * Send. Send-queue space is accounted per WR, a waiting one included;
  * rconn_sq_space() says how many WRs fit now.
  *
  * Exposure. rconn_expose() binds a type 2 memory window over exactly the
@@ -208,7 +211,10 @@ int rconn_send(struct rconn *c, const struct ibv_sge *sge, unsigned nsge, uint32
 int rconn_read(struct rconn *c, const struct ibv_sge *sge, unsigned nsge, uint32_t rkey,
 	       uint64_t raddr, struct rconn_wr *wr);
 
-/* RDMA Write of local @sge to the peer's @rkey/@raddr; @wr NULL: unsignaled. */
+/*
+ * RDMA Write of local @sge to the peer's @rkey/@raddr; @wr NULL: unsignaled,
+ * and it waits for the Send that must follow it (see "Work requests").
+ */
 int rconn_write(struct rconn *c, const struct ibv_sge *sge, unsigned nsge, uint32_t rkey,
 		uint64_t raddr, struct rconn_wr *wr);
 
@@ -220,7 +226,9 @@ enum rconn_access {
 /*
  * Expose @len bytes of @buf from @offset to the peer with @access (one of
  * enum rconn_access), through a memory window with a fresh rkey. The bind
- * is posted unsignaled; the Send that advertises the rkey must follow.
+ * is unsignaled and waits for the next work request posted (the Send that
+ * advertises the rkey must follow), which carries it to the device in the
+ * same ibv_post_send(): one doorbell for both.
  * Returns 0, -EAGAIN (no window or send-queue space) or -errno.
  */
 int rconn_expose(struct rconn *c, struct gw_buf *buf, uint32_t offset, uint32_t len,

@@ -59,22 +59,45 @@ uint32_t rconn_mw_space(const struct rconn *c)
 }
 
 /*
- * Post a chain of @n send-queue WRs whose last one may be signaled with
- * @wr. A failure to post means the QP is unusable: the connection fails.
+ * Put the waiting WRs in front of @first (NULL: post them alone) and
+ * return the head of the chain to post.
  */
-static int rconn_post_chain(struct rconn *c, struct ibv_send_wr *first, unsigned n,
-			    struct rconn_wr *wr)
+static struct ibv_send_wr *waiting_prepend(struct rconn *c, struct ibv_send_wr *first)
+{
+	if (c->nwaiting == 0)
+		return first;
+	for (unsigned i = 0; i + 1 < c->nwaiting; i++)
+		c->waiting[i].next = &c->waiting[i + 1];
+	c->waiting[c->nwaiting - 1].next = first;
+	return &c->waiting[0];
+}
+
+/*
+ * The waiting WRs reached the provider. It names a window by ibv_mw.rkey
+ * (the rkey a bind replaces) when it converts the bind, so the field takes
+ * the new rkey only now.
+ */
+static void waiting_posted(struct rconn *c)
+{
+	for (unsigned i = 0; i < c->nwaiting; i++) {
+		struct rconn_mw *m = c->waiting_mw[i];
+		if (!m)
+			continue;
+		m->mw->rkey = c->waiting[i].bind_mw.rkey;
+		m->bind_queued = false;
+	}
+	c->nwaiting = 0;
+}
+
+/* One ibv_post_send() of @head; a failure means the QP is unusable. */
+static int rconn_post_wrs(struct rconn *c, struct ibv_send_wr *head, struct rconn_wr *wr)
 {
 	struct ibv_send_wr *bad = NULL;
 
-	if (!rconn_can_post(c))
-		return -ENOTCONN;
-	if (rconn_sq_space(c) < n)
-		return -EAGAIN;
-	c->sq_posted += n;
 	if (wr)
 		wr_track(c, wr);
-	int err = ibv_post_send(c->id->qp, first, &bad);
+	int err = ibv_post_send(c->id->qp, head, &bad);
+	waiting_posted(c);
 	if (err) {
 		gw_err("rdma: post_send failed: %s", strerror(err));
 		if (wr)
@@ -82,6 +105,54 @@ static int rconn_post_chain(struct rconn *c, struct ibv_send_wr *first, unsigned
 		rconn_fail(c, RCONN_CLOSE_TRANSPORT);
 		return -err;
 	}
+	return 0;
+}
+
+/*
+ * Post a chain of @n send-queue WRs whose last one may be signaled with
+ * @wr, behind the WRs waiting for it (their space is taken already).
+ */
+static int rconn_post_chain(struct rconn *c, struct ibv_send_wr *first, unsigned n,
+			    struct rconn_wr *wr)
+{
+	if (!rconn_can_post(c))
+		return -ENOTCONN;
+	if (rconn_sq_space(c) < n)
+		return -EAGAIN;
+	c->sq_posted += n;
+	return rconn_post_wrs(c, waiting_prepend(c, first), wr);
+}
+
+/*
+ * Let unsignaled @swr (a bind of @m, or with @m NULL a Write of at most
+ * RCONN_WAIT_SGE pieces) wait for the next post. A window's second bind
+ * must not share a post with its first (the provider reads the rkey to
+ * replace from the window), nor may more than RCONN_WAIT_MAX wait: then
+ * what waits is posted alone first.
+ */
+static int rconn_wait_post(struct rconn *c, struct rconn_mw *m, const struct ibv_send_wr *swr)
+{
+	if (!rconn_can_post(c))
+		return -ENOTCONN;
+	if (rconn_sq_space(c) < 1)
+		return -EAGAIN;
+	if ((m && m->bind_queued) || c->nwaiting == RCONN_WAIT_MAX) {
+		int err = rconn_post_wrs(c, waiting_prepend(c, NULL), NULL);
+		if (err)
+			return err;
+	}
+	unsigned i = c->nwaiting++;
+	c->waiting[i] = *swr;
+	c->waiting[i].next = NULL;
+	if (swr->num_sge > 0) {
+		memcpy(c->waiting_sge[i], swr->sg_list,
+		       sizeof(*swr->sg_list) * (size_t)swr->num_sge);
+		c->waiting[i].sg_list = c->waiting_sge[i];
+	}
+	c->waiting_mw[i] = m;
+	if (m)
+		m->bind_queued = true;
+	c->sq_posted++;
 	return 0;
 }
 
@@ -136,7 +207,22 @@ int rconn_read(struct rconn *c, const struct ibv_sge *sge, unsigned nsge, uint32
 int rconn_write(struct rconn *c, const struct ibv_sge *sge, unsigned nsge, uint32_t rkey,
 		uint64_t raddr, struct rconn_wr *wr)
 {
-	int err = rconn_rdma(c, IBV_WR_RDMA_WRITE, sge, nsge, rkey, raddr, wr);
+	int err;
+
+	if (nsge > c->params.max_send_sge)
+		return -EINVAL;
+	if (!wr && nsge <= RCONN_WAIT_SGE) {
+		/* Unsignaled: a Send follows it (rconn.h); both go to the device at once. */
+		struct ibv_send_wr swr = {
+			.sg_list = (struct ibv_sge *)sge,
+			.num_sge = (int)nsge,
+			.opcode = IBV_WR_RDMA_WRITE,
+			.wr.rdma = { .remote_addr = raddr, .rkey = rkey },
+		};
+		err = rconn_wait_post(c, NULL, &swr);
+	} else {
+		err = rconn_rdma(c, IBV_WR_RDMA_WRITE, sge, nsge, rkey, raddr, wr);
+	}
 	if (!err)
 		c->stats.writes++;
 	return err;
@@ -168,18 +254,17 @@ int rconn_expose(struct rconn *c, struct gw_buf *buf, uint32_t offset, uint32_t 
 	swr.bind_mw.bind_info.length = len;
 	swr.bind_mw.bind_info.mw_access_flags = (unsigned)access;
 
-	int err = rconn_post_chain(c, &swr, 1, NULL);
+	/*
+	 * A bind posted on the send queue does not update ibv_mw.rkey (only
+	 * ibv_bind_mw() does, for type 1), yet providers name the window by
+	 * that field in the next bind: waiting_posted() sets it to @rkey.
+	 */
+	int err = rconn_wait_post(c, m, &swr);
 	if (err)
 		return err;
 	c->mw_free = m->next_free;
 	m->next_free = NULL;
 	m->rkey = rkey;
-	/*
-	 * A bind posted on the send queue does not update ibv_mw.rkey (only
-	 * ibv_bind_mw() does, for type 1), yet providers name the window by
-	 * that field in the next bind: keep it equal to the current rkey.
-	 */
-	m->mw->rkey = rkey;
 	m->bound = true;
 	c->mw_in_use++;
 	c->stats.binds++;

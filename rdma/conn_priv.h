@@ -34,7 +34,17 @@ struct rconn_mw {
 	uint32_t rkey; /* the rkey of the current (or last) binding */
 	struct rconn_mw *next_free;
 	bool bound;
+	bool bind_queued; /* its bind waits in rconn.waiting for the next post */
 };
+
+/*
+ * Unsignaled work requests that must precede a later one (a window's bind,
+ * the Send that advertises it; the RDMA Writes of a reply, its Send) wait
+ * for it, so that all go in one ibv_post_send(): one doorbell, which on
+ * Soft-RoCE is one write() system call. At most RCONN_WAIT_MAX wait, a
+ * Write with at most RCONN_WAIT_SGE pieces (its list is copied).
+ */
+enum { RCONN_WAIT_MAX = 8, RCONN_WAIT_SGE = 4 };
 
 struct rconn {
 	struct rdma_cm_handler cm_handler; /* first: cm_id->context */
@@ -63,6 +73,12 @@ struct rconn {
 	uint64_t sq_posted;
 	uint64_t sq_retired;
 	struct rconn_wr *outstanding; /* signaled WRs not completed yet */
+
+	/* WRs waiting for the next post (see RCONN_WAIT_MAX), counted in sq_posted. */
+	struct ibv_send_wr waiting[RCONN_WAIT_MAX];
+	struct ibv_sge waiting_sge[RCONN_WAIT_MAX][RCONN_WAIT_SGE];
+	struct rconn_mw *waiting_mw[RCONN_WAIT_MAX]; /* a bind's window, else NULL */
+	unsigned nwaiting;
 
 	struct event *timer;	/* connect timeout */
 	struct event *teardown; /* deferred teardown */

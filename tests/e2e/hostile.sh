@@ -43,9 +43,17 @@
 #       cm_id stays in CONNECT for minutes, a kernel client straight to it fails as
 #       the gateway does), which tests the server's kernel and not the gateway.
 #    b. The gateway runs as its systemd unit, deploy/rpcrdma-gw.service unchanged
-#       (Type=notify, Restart=on-failure, RestartSec=2, its sandboxing), installed by
-#       `cmake --install` into the guest (binary, stock rules, unit) with the
-#       configuration in /etc/rpcrdma-gw/gw.json, as an operator would. The guest boots
+#       (Type=notify, Restart=on-failure, RestartSec=2, its sandboxing), from the
+#       Debian package (scripts/build-deb, as the package.deb test builds it) that
+#       dpkg installs in the guest, with the configuration in /etc/rpcrdma-gw/gw.json
+#       (the package's conffile) replaced, as an operator would. The guest's root is
+#       the host's, read-only, under a tmpfs overlay that goes with the guest: dpkg
+#       writes there and in its copy of the dpkg database, the host's stay as they
+#       were. The job's host-first part builds the package natively before the guest
+#       boots (in CI it is already there and nothing is rebuilt). Once systemd has
+#       started it: `systemctl status` sees it active, the running binary is the
+#       package's (dpkg's md5sums), /healthz answers, and the mounts below go
+#       through it. The guest boots
 #       without systemd, so the job starts the host's systemd as PID 1 of a PID
 #       namespace, with only this unit to run (a drop-in sends its output to a file
 #       and leaves out the boot's default dependencies; network-online.target is
@@ -60,6 +68,14 @@
 #    Both copies finish with intact checksums and the fsync'ed files are intact.
 #    The job prints the CM ids and nfsd threads when a copy does not finish.
 set -u
+# gwvm: host-first
+# Before the guest boots, on the host: the Debian package 3b installs. Compiling under
+# emulation takes minutes; natively, and incrementally after the package.deb test, seconds.
+if [[ ${GWVM_ROLE:-} == host-first ]]; then
+    deb=$("$GW_SRC/scripts/build-deb" "$GW_BUILD/package-test/build") || { echo "FAIL: scripts/build-deb"; exit 1; }
+    echo "ok: the Debian package is $deb"
+    exit 0
+fi
 source "$GW_SRC/tests/e2e/lib/gw-e2e.sh"
 PEERS=$GW_SRC/tests/e2e/lib/hostile_peers.py
 T_START=$(date +%s)
@@ -209,14 +225,50 @@ check "RSS grew by less than $RSS_MARGIN_MB MiB ($rss1 -> $rss2 MiB)" test $((rs
 
 # The gateway under systemd (see 3b): install the unit and start systemd with it.
 sd_log=$GW_OUT/hostile-systemd.log
-sd_main() { pgrep -x -f "/usr/local/sbin/rpcrdma-gw -c /etc/rpcrdma-gw/gw.json" | head -1; }
+sd_main() { pgrep -x -f "/usr/sbin/rpcrdma-gw -c /etc/rpcrdma-gw/gw.json" | head -1; }
 sd_started() { grep -c "running with" "$sd_log" 2>/dev/null || true; }
+# deb_install: the package the host-first part built, installed by dpkg into the guest's
+# throw-away root (see 3b), the way an operator installs it.
+deb_install() {
+    local debs=("$GW_BUILD"/package-test/build/rpcrdma-gw_*.deb) rc=0
+    if [[ ${#debs[@]} -ne 1 || ! -f ${debs[0]} ]]; then
+        fail "one Debian package built by the host-first part (found: ${debs[*]})"
+        return
+    fi
+    # man-db's trigger would reindex every manual page on the system, minutes under
+    # emulation; its switch is off in this root only.
+    rm -f /var/lib/man-db/auto-update
+    dpkg -i "${debs[0]}" >"$E2E_WORK/dpkg.log" 2>&1 || rc=$?
+    check "dpkg -i $(basename "${debs[0]}") in the guest (status $rc)" test "$rc" -eq 0 ||
+        cat "$E2E_WORK/dpkg.log"
+    check "dpkg: rpcrdma-gw installed, its unit in /usr/lib/systemd/system" \
+        test "$(dpkg-query -W -f='${Status}' rpcrdma-gw)" = "install ok installed" \
+        -a -f /usr/lib/systemd/system/rpcrdma-gw.service
+}
+# sd_ctl ARGS: systemctl against the systemd of the PID namespace (3b).
+# unshare ($SD_PID) is outside the namespace it made; systemd is its child there.
+sd_ctl() { nsenter -t "$(pgrep -P "$SD_PID" | head -1)" -m -p systemctl --no-pager "$@"; }
+# /lib is /usr/lib (merged /usr): systemd may name the unit by either.
+status_is_packaged() {
+    grep -Eq "Loaded: loaded \((/usr)?/lib/systemd/system/rpcrdma-gw.service" <<<"$1" &&
+        grep -q "Docs: file:///usr/share/doc/rpcrdma-gw/" <<<"$1"
+}
+# The unit as systemd and an operator see it, and the binary it runs.
+check_systemd_unit() {
+    local st sum want
+    st=$(sd_ctl status rpcrdma-gw.service 2>&1)
+    echo "$st" | head -12
+    check "systemctl status: the unit the package installed, naming the package's documentation" \
+        status_is_packaged "$st"
+    check "systemctl status: active (running)" grep -q "Active: active (running)" <<<"$st"
+    sum=$(md5sum </proc/"$GW_PID"/exe | cut -d' ' -f1)
+    want=$(awk '$2 == "usr/sbin/rpcrdma-gw" {print $1}' /var/lib/dpkg/info/rpcrdma-gw.md5sums)
+    check "the unit runs the package's binary ($(readlink /proc/"$GW_PID"/exe), md5 $sum)" \
+        test -n "$want" -a "$sum" = "$want"
+    check "/healthz answers" test "$(curl -sf http://127.0.0.1:9464/healthz)" = ok
+}
 gw_start_systemd() {
-    # Installed as an operator installs it (the binary, the stock rules it looks for in
-    # share/, the unit in lib/systemd/system), into the guest's own overlay: the unit's
-    # PrivateTmp and ProtectHome hide a source tree under /tmp or /home from the service.
-    cmake --install "$GW_BUILD" >"$E2E_WORK/install.log" 2>&1 ||
-        { fail "cmake --install"; cat "$E2E_WORK/install.log"; }
+    deb_install
     install -D -m644 "$cfg" /etc/rpcrdma-gw/gw.json
     mkdir -p /etc/systemd/system/rpcrdma-gw.service.d
     cat >/etc/systemd/system/rpcrdma-gw.service.d/e2e.conf <<UNIT
@@ -264,6 +316,7 @@ gw_stop_systemd() {
 # would outlive its umount here and keep the client's connections.
 gw_stop
 gw_start_systemd
+check_systemd_unit
 mf=/mnt/fault-fwd; mr=/mnt/fault-rev; mkdir -p $mf $mr
 mount -t nfs -o vers=3,proto=tcp,port=3049,hard 10.9.0.1:/export $mf || fail "forward mount for the faults"
 mount -t nfs -o vers=3,proto=rdma,port=20050,hard 192.0.2.2:/export $mr || fail "reverse mount for the faults"

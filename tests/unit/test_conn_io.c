@@ -1,0 +1,312 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdma/conn_io.c's send queue, against a provider whose post_send records
+ * what it is given (ibv_post_send() calls the provider through the
+ * context's ops, so a fake context stands in for a device):
+ *  - a window's bind waits for the next post and goes in one ibv_post_send()
+ *    with the Send that advertises it (one doorbell: on Soft-RoCE, one
+ *    write() system call instead of two), unsignaled, before it;
+ *  - the provider reads the rkey a bind replaces from ibv_mw.rkey when the
+ *    bind is posted: it still holds the old rkey then, the new one after;
+ *  - a window bound again before its first bind was posted, and a full
+ *    batch of binds, post what waits first, in order;
+ *  - a fence posts the binds waiting with it, then its invalidations;
+ *  - the send queue space a waiting bind takes is counted at once;
+ *  - an unsignaled RDMA Write (a reply's data) waits for the reply's Send
+ *    the same way, its pieces copied (the caller's list may be gone); one
+ *    with more pieces than a waiting Write holds goes at once, behind what
+ *    waits.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <rdma/rdma_cma.h>
+
+#include "rdma/conn_priv.h"
+
+enum { MAX_POSTS = 8, MAX_CHAIN = 16, NMW = 12 };
+
+struct posted_wr {
+	enum ibv_wr_opcode opcode;
+	unsigned send_flags;
+	uint64_t wr_id;
+	uint32_t mw_rkey;  /* BIND_MW: ibv_mw.rkey at the post, the rkey it replaces */
+	uint32_t new_rkey; /* BIND_MW: the rkey it binds */
+	uint32_t inv_rkey; /* LOCAL_INV */
+	uint64_t raddr;	   /* RDMA_WRITE */
+	uint32_t rkey;	   /* RDMA_WRITE */
+	int num_sge;
+	struct ibv_sge sge0; /* the first piece, as the provider reads it */
+};
+
+static struct {
+	unsigned nposts;
+	unsigned len[MAX_POSTS];
+	struct posted_wr wr[MAX_POSTS][MAX_CHAIN];
+} rec;
+
+static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	(void)qp;
+	*bad = NULL;
+	assert_true(rec.nposts < MAX_POSTS);
+	unsigned p = rec.nposts++, n = 0;
+	for (; wr; wr = wr->next) {
+		assert_true(n < MAX_CHAIN);
+		struct posted_wr *w = &rec.wr[p][n++];
+		w->opcode = wr->opcode;
+		w->send_flags = wr->send_flags;
+		w->wr_id = wr->wr_id;
+		if (wr->opcode == IBV_WR_BIND_MW) {
+			w->mw_rkey = wr->bind_mw.mw->rkey;
+			w->new_rkey = wr->bind_mw.rkey;
+		} else if (wr->opcode == IBV_WR_LOCAL_INV) {
+			w->inv_rkey = wr->invalidate_rkey;
+		} else if (wr->opcode == IBV_WR_RDMA_WRITE) {
+			w->raddr = wr->wr.rdma.remote_addr;
+			w->rkey = wr->wr.rdma.rkey;
+		}
+		w->num_sge = wr->num_sge;
+		if (wr->num_sge > 0)
+			w->sge0 = wr->sg_list[0];
+	}
+	rec.len[p] = n;
+	return 0;
+}
+
+struct fixture {
+	struct ibv_context ctx;
+	struct ibv_qp qp;
+	struct rdma_cm_id id;
+	struct ibv_mw ibmw[NMW];
+	struct rconn_mw mws[NMW];
+	int mr; /* stands for the registration: only its address is used */
+	uint8_t mem[4096];
+	struct gw_buf buf;
+	struct rconn c;
+};
+
+static struct fixture fx;
+
+static int setup(void **state)
+{
+	(void)state;
+	memset(&rec, 0, sizeof(rec));
+	memset(&fx, 0, sizeof(fx));
+	fx.ctx.ops.post_send = fake_post_send;
+	fx.qp.context = &fx.ctx;
+	fx.id.qp = &fx.qp;
+	fx.buf = (struct gw_buf){ .base = fx.mem, .size = sizeof(fx.mem), .mr = &fx.mr };
+	fx.c.state = RCONN_CONNECTED;
+	fx.c.id = &fx.id;
+	fx.c.params.send_depth = 64;
+	fx.c.params.max_send_sge = 4;
+	fx.c.params.nmw = NMW;
+	fx.c.mws = fx.mws;
+	for (int i = NMW - 1; i >= 0; i--) {
+		fx.ibmw[i].rkey = 0x1000u * (unsigned)(i + 1);
+		fx.mws[i] = (struct rconn_mw){ .mw = &fx.ibmw[i], .rkey = fx.ibmw[i].rkey };
+		fx.mws[i].next_free = fx.c.mw_free;
+		fx.c.mw_free = &fx.mws[i];
+	}
+	return 0;
+}
+
+static void done_noop(struct rconn_wr *wr, enum ibv_wc_status status)
+{
+	(void)wr;
+	(void)status;
+}
+
+static int send_one(struct rconn_wr *wr)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)fx.mem, .length = 64, .lkey = 1 };
+	wr->done = done_noop;
+	return rconn_send(&fx.c, &sge, 1, 0, wr);
+}
+
+static void test_bind_goes_with_its_send(void **state)
+{
+	(void)state;
+	struct rconn_exposure e;
+	struct rconn_wr wr = { 0 };
+	uint32_t old = fx.ibmw[0].rkey;
+
+	assert_int_equal(rconn_sq_space(&fx.c), 64);
+	assert_int_equal(rconn_expose(&fx.c, &fx.buf, 0, 512, RCONN_REMOTE_WRITE, &e), 0);
+	assert_int_equal(rec.nposts, 0);	     /* waits for the Send */
+	assert_int_equal(rconn_sq_space(&fx.c), 63); /* but its room is taken */
+	assert_int_equal(e.rkey, ibv_inc_rkey(old));
+	assert_int_equal(fx.ibmw[0].rkey, old); /* what the provider will read */
+
+	assert_int_equal(send_one(&wr), 0);
+	assert_int_equal(rec.nposts, 1); /* one doorbell for both */
+	assert_int_equal(rec.len[0], 2);
+	assert_int_equal(rec.wr[0][0].opcode, IBV_WR_BIND_MW);
+	assert_int_equal(rec.wr[0][0].send_flags & IBV_SEND_SIGNALED, 0);
+	assert_int_equal(rec.wr[0][0].wr_id, 0); /* an error completion names no owner */
+	assert_int_equal(rec.wr[0][0].mw_rkey, old);
+	assert_int_equal(rec.wr[0][0].new_rkey, e.rkey);
+	assert_int_equal(rec.wr[0][1].opcode, IBV_WR_SEND);
+	assert_int_equal(rec.wr[0][1].send_flags & IBV_SEND_SIGNALED, IBV_SEND_SIGNALED);
+	assert_int_equal(rec.wr[0][1].wr_id, (uintptr_t)&wr);
+	assert_int_equal(fx.ibmw[0].rkey, e.rkey); /* the next bind replaces this one */
+	assert_int_equal(fx.c.sq_posted, 2);
+	assert_int_equal(wr.seq, 2); /* its completion retires the bind too */
+	assert_int_equal(fx.c.stats.binds, 1);
+}
+
+/* Bound, let go (the peer invalidated it), bound again before any post. */
+static void test_second_bind_of_a_window_posts_the_first(void **state)
+{
+	(void)state;
+	struct rconn_exposure e1, e2;
+	struct rconn_wr fence = { 0 }, wr = { 0 };
+	uint32_t old = fx.ibmw[0].rkey;
+
+	fence.done = done_noop;
+	assert_int_equal(rconn_expose(&fx.c, &fx.buf, 0, 512, RCONN_REMOTE_READ, &e1), 0);
+	assert_int_equal(rconn_fence(&fx.c, &e1, 1, e1.rkey, &fence), 1);
+	assert_int_equal(rconn_expose(&fx.c, &fx.buf, 512, 512, RCONN_REMOTE_READ, &e2), 0);
+	assert_ptr_equal(e2.mw, &fx.mws[0]);
+	assert_int_equal(rec.nposts, 1); /* the first bind, alone */
+	assert_int_equal(rec.len[0], 1);
+	assert_int_equal(rec.wr[0][0].mw_rkey, old);
+	assert_int_equal(rec.wr[0][0].new_rkey, e1.rkey);
+
+	assert_int_equal(send_one(&wr), 0);
+	assert_int_equal(rec.nposts, 2);
+	assert_int_equal(rec.len[1], 2);
+	assert_int_equal(rec.wr[1][0].opcode, IBV_WR_BIND_MW);
+	assert_int_equal(rec.wr[1][0].mw_rkey, e1.rkey);
+	assert_int_equal(rec.wr[1][0].new_rkey, e2.rkey);
+	assert_int_equal(rec.wr[1][1].opcode, IBV_WR_SEND);
+	assert_int_equal(fx.ibmw[0].rkey, e2.rkey);
+	assert_int_equal(fx.c.sq_posted, 3);
+}
+
+static void test_full_batch_posts_what_waits(void **state)
+{
+	(void)state;
+	struct rconn_exposure e[RCONN_WAIT_MAX + 1];
+	struct rconn_wr wr = { 0 };
+
+	for (unsigned i = 0; i < RCONN_WAIT_MAX + 1; i++)
+		assert_int_equal(
+			rconn_expose(&fx.c, &fx.buf, 256 * i, 256, RCONN_REMOTE_WRITE, &e[i]), 0);
+	assert_int_equal(rec.nposts, 1);
+	assert_int_equal(rec.len[0], RCONN_WAIT_MAX);
+	for (unsigned i = 0; i < RCONN_WAIT_MAX; i++)
+		assert_int_equal(rec.wr[0][i].new_rkey, e[i].rkey); /* in order */
+	assert_int_equal(send_one(&wr), 0);
+	assert_int_equal(rec.len[1], 2);
+	assert_int_equal(rec.wr[1][0].new_rkey, e[RCONN_WAIT_MAX].rkey);
+	assert_int_equal(fx.c.sq_posted, RCONN_WAIT_MAX + 2);
+}
+
+/* A call given up before its Send: the fence carries the bind, then invalidates it. */
+static void test_fence_posts_the_binds_before_it(void **state)
+{
+	(void)state;
+	struct rconn_exposure e;
+	struct rconn_wr fence = { 0 };
+
+	fence.done = done_noop;
+	assert_int_equal(rconn_expose(&fx.c, &fx.buf, 0, 128, RCONN_REMOTE_WRITE, &e), 0);
+	assert_int_equal(rconn_fence(&fx.c, &e, 1, 0, &fence), 0);
+	assert_int_equal(rec.nposts, 1);
+	assert_int_equal(rec.len[0], 2);
+	assert_int_equal(rec.wr[0][0].opcode, IBV_WR_BIND_MW);
+	assert_int_equal(rec.wr[0][1].opcode, IBV_WR_LOCAL_INV);
+	assert_int_equal(rec.wr[0][1].inv_rkey, e.rkey);
+	assert_int_equal(rec.wr[0][1].send_flags & IBV_SEND_SIGNALED, IBV_SEND_SIGNALED);
+	assert_int_equal(fence.seq, 2);
+}
+
+/* A waiting bind holds its send-queue slot: a full queue refuses the next WR. */
+static void test_waiting_bind_counts_in_the_queue(void **state)
+{
+	(void)state;
+	struct rconn_exposure e1, e2;
+	struct rconn_wr wr = { 0 };
+
+	fx.c.params.send_depth = 2;
+	assert_int_equal(rconn_expose(&fx.c, &fx.buf, 0, 128, RCONN_REMOTE_WRITE, &e1), 0);
+	assert_int_equal(rconn_expose(&fx.c, &fx.buf, 128, 128, RCONN_REMOTE_WRITE, &e2), 0);
+	assert_int_equal(rconn_sq_space(&fx.c), 0);
+	assert_int_equal(send_one(&wr), -EAGAIN);
+	assert_int_equal(rec.nposts, 0);
+	struct rconn_exposure e3;
+	assert_int_equal(rconn_expose(&fx.c, &fx.buf, 256, 128, RCONN_REMOTE_WRITE, &e3), -EAGAIN);
+	assert_int_equal(fx.c.mw_in_use, 2);
+}
+
+/* A reply's data into the client's Write chunk, then the reply: one post. */
+static void test_write_waits_for_the_send(void **state)
+{
+	(void)state;
+	struct rconn_wr wr = { 0 };
+	struct ibv_sge sge = { .addr = (uintptr_t)fx.mem + 8, .length = 4096 - 8, .lkey = 7 };
+
+	assert_int_equal(rconn_write(&fx.c, &sge, 1, 0xabc, 0x5000, NULL), 0);
+	sge = (struct ibv_sge){ 0 }; /* the caller's list is gone */
+	assert_int_equal(rec.nposts, 0);
+	assert_int_equal(rconn_sq_space(&fx.c), 63);
+	assert_int_equal(send_one(&wr), 0);
+	assert_int_equal(rec.nposts, 1);
+	assert_int_equal(rec.len[0], 2);
+	assert_int_equal(rec.wr[0][0].opcode, IBV_WR_RDMA_WRITE);
+	assert_int_equal(rec.wr[0][0].send_flags & IBV_SEND_SIGNALED, 0);
+	assert_int_equal(rec.wr[0][0].rkey, 0xabc);
+	assert_int_equal(rec.wr[0][0].raddr, 0x5000);
+	assert_int_equal(rec.wr[0][0].num_sge, 1);
+	assert_int_equal(rec.wr[0][0].sge0.addr, (uintptr_t)fx.mem + 8);
+	assert_int_equal(rec.wr[0][0].sge0.length, 4096 - 8);
+	assert_int_equal(rec.wr[0][0].sge0.lkey, 7);
+	assert_int_equal(rec.wr[0][1].opcode, IBV_WR_SEND);
+	assert_int_equal(wr.seq, 2);
+	assert_int_equal(fx.c.stats.writes, 1);
+}
+
+static void test_long_write_goes_behind_what_waits(void **state)
+{
+	(void)state;
+	struct ibv_sge one = { .addr = (uintptr_t)fx.mem, .length = 16, .lkey = 7 };
+	struct ibv_sge many[RCONN_WAIT_SGE + 1];
+
+	fx.c.params.max_send_sge = RCONN_WAIT_SGE + 1;
+	for (unsigned i = 0; i < RCONN_WAIT_SGE + 1; i++)
+		many[i] = (struct ibv_sge){ .addr = (uintptr_t)fx.mem + 16 * i,
+					    .length = 16,
+					    .lkey = 7 };
+	assert_int_equal(rconn_write(&fx.c, &one, 1, 1, 0x100, NULL), 0);
+	assert_int_equal(rconn_write(&fx.c, many, RCONN_WAIT_SGE + 1, 2, 0x200, NULL), 0);
+	assert_int_equal(rec.nposts, 1);
+	assert_int_equal(rec.len[0], 2);
+	assert_int_equal(rec.wr[0][0].raddr, 0x100);
+	assert_int_equal(rec.wr[0][1].raddr, 0x200);
+	assert_int_equal(rec.wr[0][1].num_sge, RCONN_WAIT_SGE + 1);
+	/* More pieces than the connection allows: refused, nothing posted or taken. */
+	struct ibv_sge too_many[RCONN_WAIT_SGE + 2];
+	memset(too_many, 0, sizeof(too_many));
+	assert_int_equal(rconn_write(&fx.c, too_many, RCONN_WAIT_SGE + 2, 3, 0x300, NULL), -EINVAL);
+	assert_int_equal(fx.c.sq_posted, 2);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_bind_goes_with_its_send, setup),
+		cmocka_unit_test_setup(test_second_bind_of_a_window_posts_the_first, setup),
+		cmocka_unit_test_setup(test_full_batch_posts_what_waits, setup),
+		cmocka_unit_test_setup(test_fence_posts_the_binds_before_it, setup),
+		cmocka_unit_test_setup(test_waiting_bind_counts_in_the_queue, setup),
+		cmocka_unit_test_setup(test_write_waits_for_the_send, setup),
+		cmocka_unit_test_setup(test_long_write_goes_behind_what_waits, setup),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
