@@ -93,7 +93,7 @@ static void pmap_on_call(void *arg, struct sidesvc *svc, const struct sidesvc_pe
 		sidesvc_reply(svc, peer, side->out, n);
 }
 
-/* What the portmapper offers: itself, NFS and NFSACL on the route's port, MOUNT. */
+/* What the portmapper offers: itself, NFS and NFSACL on the route's port, MOUNT, NLM, NSM. */
 static bool fill_table(struct gw_side *side)
 {
 	struct pmap_table *t = &side->table;
