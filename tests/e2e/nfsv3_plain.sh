@@ -9,7 +9,8 @@
 #    (UDP and TCP) on the relay's; showmount -e GATEWAY lists the server's export;
 #  - mount vers=3 (MOUNT by whatever protocol mount.nfs picks), then mountproto=udp and
 #    mountproto=tcp: data written and read back with checksums, umount (MOUNT UMNT);
-#  - bad input to the portmapper and the MOUNT relay, on UDP and TCP: the answers RFC 5531
+#  - bad input to the portmapper, the MOUNT and NLM relays and the NSM service, on UDP
+#    and TCP: the answers RFC 5531
 #    and RFC 1833 give (GARBAGE_ARGS, PROG_UNAVAIL, PROG_MISMATCH, PROC_UNAVAIL, MSG_DENIED,
 #    SET refused), nothing for what cannot be answered, an oversized record closes only
 #    its own connection; the gateway keeps serving (rpcinfo, a new mount) and counts it.
@@ -169,6 +170,19 @@ for name, send in (("udp", lambda p, m: udp(p, m)), ("tcp", tcp)):
     # A MNT whose path length runs past the end: the server's mountd judges it (relayed).
     expect(name + " MNT with a lying path length", send(mport, call(12, 100005, 3, 1, struct.pack(">I", 5000) + b"/exp")), 12, 4)
     expect(name + " MOUNT NULL still relayed", send(mport, call(13, 100005, 3, 0)), 13, 0)
+    # The NLM relay and the NSM service, their ports from the portmapper too.
+    nport = struct.unpack(">I", send(111, call(20, 100000, 2, 3, struct.pack(">IIII", 100021, 4, 17, 0)))[24:28])[0]
+    sport = struct.unpack(">I", send(111, call(21, 100000, 2, 3, struct.pack(">IIII", 100024, 1, 17, 0)))[24:28])[0]
+    expect(name + " NLM v4 NULL relayed to the server's lockd", send(nport, call(22, 100021, 4, 0)), 22, 0)
+    # LOCK: cookie "ck", block, exclusive, then a caller name 5000 bytes long that is not there.
+    expect(name + " NLM LOCK with a lying caller-name length: GARBAGE_ARGS",
+           send(nport, call(23, 100021, 4, 2, struct.pack(">I", 2) + b"ck\0\0" + struct.pack(">III", 0, 1, 5000))), 23, 4)
+    expect(name + " NLM FREE_ALL (every client's locks upstream) refused",
+           send(nport, call(24, 100021, 4, 23, struct.pack(">I", 2) + b"gw\0\0" + struct.pack(">I", 0))), 24, 3)
+    expect(name + " NLM v2 at the relay", send(nport, call(25, 100021, 2, 2)), 25, 2, struct.pack(">II", 1, 4))
+    expect(name + " NSM SM_MON from the network refused", send(sport, call(26, 100024, 1, 2)), 26, 3)
+    expect(name + " NSM SM_NOTIFY cut short: GARBAGE_ARGS", send(sport, call(27, 100024, 1, 6, struct.pack(">I", 100))), 27, 4)
+    expect(name + " NSM NULL answered", send(sport, call(28, 100024, 1, 0)), 28, 0)
 
 # What cannot be answered gets nothing: a datagram shorter than a call header.
 if udp(111, b"\x00\x00\x00\x01\x00\x00") is not None: fails.append("a 6-byte datagram was answered")
@@ -203,10 +217,10 @@ ip netns exec c3 unshare -m --propagation private bash -c '
     rpcbind && rpc.statd -P /run/c3-statd && mount -t nfs -o vers=3 '$gw':/export /mnt/c3 &&
     echo $$ >"$c3_pid" && exec sleep infinity' &
 for _ in $(seq 1 60); do [[ -s $c3_pid ]] && break; sleep 1; done
-c3() { nsenter -t "$(cat "$c3_pid")" -m -n "$@"; }
 check "the second host (c3) mounts $gw:/export with vers=3" test -s "$c3_pid"
-# try_c3 / try_server: 0 the lock was granted (and given back), 1 busy, 2 an error.
-try_c3() { local r=0; c3 nlm_lock.py try /mnt/c3/lockf || r=$?; return $r; }
+# try_c3 / try_server: 0 the lock was granted (and given back), 1 busy, 2 an error, 124
+# no answer in 30 s (without a lock service a client's NLM call may wait for ever).
+try_c3() { local r=0; timeout -s KILL 30 nsenter -t "$(cat "$c3_pid")" -m -n nlm_lock.py try /mnt/c3/lockf || r=$?; return $r; }
 try_server() {
     local id=$RANDOM$RANDOM
     touch "$GW_OUT/lock-probe-$id.req"
@@ -231,24 +245,31 @@ hold_lock() {
     cat "$E2E_WORK/holder.out"
     grep -q '^held' "$E2E_WORK/holder.out"
 }
+# release_lock: the holder lets go (its close sends UNLOCK); killed if it does not exit.
+release_lock() {
+    touch "$stop"
+    for _ in $(seq 1 60); do kill -0 "$holder" 2>/dev/null || break; sleep 0.5; done
+    kill -9 "$holder" 2>/dev/null
+    wait "$holder" 2>/dev/null
+}
 if mount -t nfs -o vers=3 $gw:/export $m; then
     check "c2 takes an exclusive lock through the gateway (NLM LOCK)" hold_lock
     expect "the second host behind the gateway is refused it" 1 try_c3
     expect "a process on the server is refused it" 1 try_server
-    touch "$stop"; wait "$holder"
+    release_lock
     expect "released (NLM UNLOCK): the second host gets it" 0 try_c3
     expect "released: the process on the server gets it" 0 try_server
     echo "--- NSM: c2 notifies a reboot while its process still holds the lock"
     check "c2 takes the lock again" hold_lock
     expect "the second host is refused it again" 1 try_c3
-    check "sm-notify -f: SM_NOTIFY to the gateway answered" timeout 60 sm-notify -f -d
+    check "sm-notify -f: SM_NOTIFY to the gateway answered" timeout 30 sm-notify -f -d
     got=1
-    for _ in $(seq 1 20); do try_c3 && { got=0; break; }; sleep 1; done
+    for _ in $(seq 1 10); do try_c3 && { got=0; break; }; sleep 1; done
     check "after c2's SM_NOTIFY the second host gets the lock (c2's released on the server)" test $got -eq 0
     expect "and so does a process on the server" 0 try_server
-    touch "$stop"; wait "$holder"
-    c3 umount /mnt/c3
-    check "umount after the lock tests" umount $m
+    release_lock
+    timeout -s KILL 30 nsenter -t "$(cat "$c3_pid")" -m -n umount /mnt/c3
+    check "umount after the lock tests" timeout -s KILL 30 umount $m
 else
     fail "mount -o vers=3 $gw:/export for the lock tests"
 fi
