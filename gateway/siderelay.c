@@ -151,6 +151,7 @@ struct siderelay {
 	uint64_t pmap_first_us;
 	uint8_t in[UP_DGRAM_MAX];
 	uint8_t out[512];
+	uint8_t work[UP_DGRAM_MAX]; /* a message a hook rewrote */
 };
 
 uint32_t siderelay_pending(const struct siderelay *r)
@@ -258,6 +259,24 @@ void siderelay_on_call(void *arg, struct sidesvc *svc, const struct sidesvc_peer
 		send_call(r, c, now);
 		return;
 	}
+	if (r->cfg.hooks.call) {
+		size_t n = 0;
+		switch (r->cfg.hooks.call(r->cfg.hooks.arg, peer, &h, msg, len, r->work,
+					  sizeof(r->work), &n)) {
+		case SIDERELAY_PASS:
+			break;
+		case SIDERELAY_REWRITTEN:
+			msg = r->work;
+			len = n;
+			break;
+		case SIDERELAY_ANSWERED:
+			if (n) {
+				gw_counters_count_reply(r->cfg.counters, h.prog, h.vers, h.proc);
+				sidesvc_reply(svc, peer, r->work, n);
+			}
+			return;
+		}
+	}
 	c = relay_table_add(&r->table, svc, peer, h.xid, msg, len);
 	if (!c) {
 		/* A UDP client retransmits later; a TCP one gets an answer now. */
@@ -275,6 +294,28 @@ void siderelay_on_call(void *arg, struct sidesvc *svc, const struct sidesvc_peer
 	c->proc = h.proc;
 	c->first_us = now;
 	send_call(r, c, now);
+}
+
+bool siderelay_call_own(struct siderelay *r, const uint8_t *msg, size_t len)
+{
+	struct sidesvc_peer none = { .addrlen = 0 };
+	struct rpc_call_hdr h;
+	uint64_t now = gw_now_us();
+
+	if (rpc_call_decode(msg, len, &h) != RPC_HDR_CALL)
+		return false;
+	struct relay_call *c = relay_table_add(&r->table, NULL, &none, h.xid, msg, len);
+	if (!c) {
+		r->cfg.counters->events[GW_EV_NO_BUFFERS]++;
+		return false;
+	}
+	c->prog = h.prog;
+	c->vers = h.vers;
+	c->proc = h.proc;
+	c->first_us = now;
+	gw_counters_count_call(r->cfg.counters, h.prog, h.vers, h.proc);
+	send_call(r, c, now);
+	return true;
 }
 
 /* The server's portmapper answered GETPORT. */
@@ -309,10 +350,18 @@ static void on_reply(struct siderelay *r, const uint8_t *msg, size_t len)
 		r->cfg.counters->events[GW_EV_UNMATCHED_REPLY]++;
 		return;
 	}
-	/* The reply goes back with the client's XID; @in is the relay's own buffer. */
-	xdr_put32(r->in, c->client_xid);
+	/* The reply goes back with the client's XID; @in and @work are the relay's own. */
+	uint8_t *out = r->in;
+	size_t n = len;
+	if (r->cfg.hooks.reply && r->cfg.hooks.reply(r->cfg.hooks.arg, c, msg, len, r->work,
+						     sizeof(r->work), &n) == SIDERELAY_REWRITTEN)
+		out = r->work;
+	else
+		n = len;
+	xdr_put32(out, c->client_xid);
 	gw_counters_count_reply(r->cfg.counters, c->prog, c->vers, c->proc);
-	sidesvc_reply(c->svc, &c->peer, msg, len);
+	if (c->svc)
+		sidesvc_reply(c->svc, &c->peer, out, n);
 	relay_table_remove(&r->table, c);
 }
 

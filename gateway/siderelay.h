@@ -86,6 +86,38 @@ void relay_table_remove(struct relay_table *t, struct relay_call *c);
 
 /* ---- the relay ------------------------------------------------------------ */
 
+struct rpc_call_hdr;
+
+/* What a rewrite hook did with a message. */
+enum siderelay_verdict {
+	SIDERELAY_PASS,	     /* relay it as it is */
+	SIDERELAY_REWRITTEN, /* relay the hook's message instead */
+	SIDERELAY_ANSWERED,  /* (calls) the hook's message is the reply: send it, relay nothing */
+};
+
+/*
+ * A protocol's rewriting of the relayed messages (NLM's owners,
+ * gateway/nlm_relay.h); MOUNT has none. Each hook writes its message into
+ * @out (@cap bytes) and its length into *@n.
+ */
+struct siderelay_hooks {
+	/*
+	 * A new call from @peer (its header in @h, the client's XID still in
+	 * it). ANSWERED with *@n 0: dropped without a reply.
+	 */
+	enum siderelay_verdict (*call)(void *arg, const struct sidesvc_peer *peer,
+				       const struct rpc_call_hdr *h, const uint8_t *msg, size_t len,
+				       uint8_t *out, size_t cap, size_t *n);
+	/*
+	 * The server's reply to @c (@c->msg is the call as it went upstream),
+	 * before the client's XID is put back; PASS or REWRITTEN. Also called
+	 * for the relay's own calls (siderelay_call_own(): @c->svc NULL).
+	 */
+	enum siderelay_verdict (*reply)(void *arg, const struct relay_call *c, const uint8_t *msg,
+					size_t len, uint8_t *out, size_t cap, size_t *n);
+	void *arg;
+};
+
 struct siderelay_config {
 	const char *name; /* "mount" */
 	uint32_t prog;
@@ -94,13 +126,14 @@ struct siderelay_config {
 	struct gw_counters *counters;	/* the route's */
 	struct sockaddr_storage server; /* the server's address; its port is ignored */
 	socklen_t server_len;
-	uint16_t server_port; /* the daemon's port; 0: ask the server's portmapper */
-	uint16_t pmap_port;   /* the server's portmapper (111; tests use another) */
-	bool reserved_port;   /* send from a port below 1024 (mountd's "secure" check) */
-	uint32_t max_calls;   /* pending calls at once */
-	uint32_t max_msg;     /* largest call */
-	uint32_t retry_ms;    /* resend a pending call upstream this often */
-	uint32_t timeout_ms;  /* then give it up */
+	uint16_t server_port;	      /* the daemon's port; 0: ask the server's portmapper */
+	uint16_t pmap_port;	      /* the server's portmapper (111; tests use another) */
+	bool reserved_port;	      /* send from a port below 1024 (mountd's "secure" check) */
+	uint32_t max_calls;	      /* pending calls at once */
+	uint32_t max_msg;	      /* largest call */
+	uint32_t retry_ms;	      /* resend a pending call upstream this often */
+	uint32_t timeout_ms;	      /* then give it up */
+	struct siderelay_hooks hooks; /* NULL members: messages pass unchanged */
 };
 
 struct siderelay;
@@ -111,6 +144,14 @@ struct siderelay *siderelay_start(struct event_base *base, const struct siderela
 /* A sidesvc_msg_fn: @arg is the relay. */
 void siderelay_on_call(void *arg, struct sidesvc *svc, const struct sidesvc_peer *peer,
 		       const uint8_t *msg, size_t len);
+
+/*
+ * A call the relay makes itself (NLM's UNLOCKs for a rebooted client):
+ * @msg is a whole call, its XID replaced by a mapped one; resent and timed
+ * out like a client's, its reply goes to the reply hook only. False when
+ * the table is full.
+ */
+bool siderelay_call_own(struct siderelay *r, const uint8_t *msg, size_t len);
 
 /* Calls pending now; the daemon's port in use (0: not known yet). */
 uint32_t siderelay_pending(const struct siderelay *r);

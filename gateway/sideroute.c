@@ -6,10 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "conf/config.h"
 #include "gateway/counters.h"
+#include "gateway/nlm_relay.h"
 #include "gateway/portmap.h"
 #include "gateway/siderelay.h"
 #include "gateway/sidesvc.h"
@@ -38,6 +40,11 @@ struct gw_side {
 	struct sidesvc *pmap;
 	struct sidesvc *mount;
 	struct siderelay *mount_relay;
+	struct sidesvc *nlm;
+	struct sidesvc *nsm;
+	struct siderelay *nlm_relay;
+	struct nlm_relay *nlm_rw; /* the NLM relay's rewriting, and the NSM service */
+	char hostname[256];
 	uint8_t out[8192];
 };
 
@@ -86,7 +93,7 @@ static void pmap_on_call(void *arg, struct sidesvc *svc, const struct sidesvc_pe
 		sidesvc_reply(svc, peer, side->out, n);
 }
 
-/* What the portmapper offers: itself, NFS and NFSACL on the route's port, MOUNT. */
+/* What the portmapper offers: itself, NFS and NFSACL on the route's port, MOUNT, NLM, NSM. */
 static bool fill_table(struct gw_side *side)
 {
 	struct pmap_table *t = &side->table;
@@ -115,6 +122,13 @@ static bool fill_table(struct gw_side *side)
 		ok &= pmap_table_add(t, PROG_MOUNT, v, PMAP_IPPROTO_UDP, mnt);
 		ok &= pmap_table_add(t, PROG_MOUNT, v, PMAP_IPPROTO_TCP, mnt);
 	}
+	/* NLM versions 1, 3 and 4 (there is no 2), and NSM for the clients' SM_NOTIFY. */
+	for (uint32_t v = 1; v <= 4; v += v == 1 ? 2 : 1) {
+		ok &= pmap_table_add(t, NLM_PROG, v, PMAP_IPPROTO_UDP, sidesvc_port(side->nlm));
+		ok &= pmap_table_add(t, NLM_PROG, v, PMAP_IPPROTO_TCP, sidesvc_port(side->nlm));
+	}
+	ok &= pmap_table_add(t, NSM_PROG, 1, PMAP_IPPROTO_UDP, sidesvc_port(side->nsm));
+	ok &= pmap_table_add(t, NSM_PROG, 1, PMAP_IPPROTO_TCP, sidesvc_port(side->nsm));
 	return ok;
 }
 
@@ -136,6 +150,55 @@ static struct sidesvc *start_svc(struct gw_side *side, struct event_base *base, 
 
 	addr_set_port(&ss, port);
 	return sidesvc_start(base, (const struct sockaddr *)&ss, side->route->listen.addrlen, &sc);
+}
+
+static bool send_own(void *arg, const uint8_t *msg, size_t len)
+{
+	return siderelay_call_own(arg, msg, len);
+}
+
+/*
+ * The NLM relay (to the server's lockd, found through its rpcbind) with
+ * nlm_relay's rewriting of lock owners, and the NSM service beside it.
+ * @mount is the MOUNT relay's configuration: the same server and limits.
+ */
+static bool start_nlm(struct gw_side *side, struct event_base *base,
+		      const struct siderelay_config *mount, const char **what)
+{
+	const struct gw_route *r = side->route;
+
+	/* The server's statd monitors the caller name: the gateway's own. */
+	if (gethostname(side->hostname, sizeof(side->hostname) - 1) != 0 || !side->hostname[0])
+		snprintf(side->hostname, sizeof(side->hostname), "rpcrdma-gw");
+	struct nlm_relay_config nc = {
+		.route_name = r->name,
+		.caller_name = side->hostname,
+		.counters = side->counters,
+	};
+	*what = "the NLM relay's state";
+	side->nlm_rw = nlm_relay_new(&nc);
+	if (!side->nlm_rw)
+		return false;
+	struct siderelay_config rc = *mount;
+	rc.name = "nlm";
+	rc.prog = NLM_PROG;
+	rc.vers_lo = 1;
+	rc.vers_hi = 4;
+	rc.server_port = 0;
+	rc.hooks =
+		(struct siderelay_hooks){ nlm_relay_call_hook, nlm_relay_reply_hook, side->nlm_rw };
+	*what = "the NLM relay's upstream socket";
+	side->nlm_relay = siderelay_start(base, &rc);
+	if (!side->nlm_relay)
+		return false;
+	nlm_relay_set_send(side->nlm_rw, send_own, side->nlm_relay);
+	*what = "the NLM relay";
+	side->nlm = start_svc(side, base, "nlm", 0, siderelay_on_call, side->nlm_relay);
+	if (!side->nlm)
+		return false;
+	*what = "the NSM service";
+	side->nsm = start_svc(side, base, "nsm", 0, nlm_relay_on_nsm, side->nlm_rw);
+	return side->nsm != NULL;
 }
 
 struct gw_side *gw_side_start(struct event_base *base, const struct gw_route *r,
@@ -190,6 +253,8 @@ struct gw_side *gw_side_start(struct event_base *base, const struct gw_route *r,
 				side->mount_relay);
 	if (!side->mount)
 		goto fail;
+	if (!start_nlm(side, base, &rc, &what))
+		goto fail;
 	what = "the portmapper";
 	side->pmap =
 		start_svc(side, base, "rpcbind", (uint16_t)r->portmapper_port, pmap_on_call, side);
@@ -204,6 +269,9 @@ struct gw_side *gw_side_start(struct event_base *base, const struct gw_route *r,
 		r->name, sidesvc_port(side->pmap), sidesvc_port(side->mount),
 		r->upstream_mountd_port ? "the configured port"
 					: "the port the server's rpcbind gives");
+	gw_info("%s: NLM relay on port %u -> lockd at the port the server's rpcbind gives, NSM "
+		"on port %u (caller name %s)",
+		r->name, sidesvc_port(side->nlm), sidesvc_port(side->nsm), side->hostname);
 	return side;
 fail:
 	snprintf(err, errlen, "route %s: cannot start %s on %s: %s%s", r->name, what,
@@ -220,8 +288,13 @@ void gw_side_stop(struct gw_side *side)
 	if (!side)
 		return;
 	siderelay_forget(side->mount_relay, side->mount);
+	siderelay_forget(side->nlm_relay, side->nlm);
 	sidesvc_stop(side->pmap);
 	sidesvc_stop(side->mount);
+	sidesvc_stop(side->nlm);
+	sidesvc_stop(side->nsm);
 	siderelay_stop(side->mount_relay);
+	siderelay_stop(side->nlm_relay);
+	nlm_relay_free(side->nlm_rw);
 	free(side);
 }

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * gateway/sideroute.h - the NFSv3 side services of one route: a portmapper
- * (rpcbind) on the route's listen address, and the MOUNT relay it
- * advertises. Forward routes relay MOUNT to the NFS/RDMA server's host,
- * reverse routes to the TCP server's host.
+ * (rpcbind) on the route's listen address, and what it advertises: the
+ * MOUNT relay, the NLM relay (lock owners rewritten per client,
+ * gateway/nlm_relay.h) and the NSM service that turns a client's SM_NOTIFY
+ * into unlocks of its locks. Forward routes relay to the NFS/RDMA server's
+ * host, reverse routes to the TCP server's host.
  *
  * With "portmapper_port" set, an unmodified NFSv3 client can mount
  * GATEWAY:/export: it asks the gateway's portmapper for NFS (the route's

@@ -9,10 +9,17 @@
 #    (UDP and TCP) on the relay's; showmount -e GATEWAY lists the server's export;
 #  - mount vers=3 (MOUNT by whatever protocol mount.nfs picks), then mountproto=udp and
 #    mountproto=tcp: data written and read back with checksums, umount (MOUNT UMNT);
-#  - bad input to the portmapper and the MOUNT relay, on UDP and TCP: the answers RFC 5531
+#  - bad input to the portmapper, the MOUNT and NLM relays and the NSM service, on UDP
+#    and TCP: the answers RFC 5531
 #    and RFC 1833 give (GARBAGE_ARGS, PROG_UNAVAIL, PROG_MISMATCH, PROC_UNAVAIL, MSG_DENIED,
 #    SET refused), nothing for what cannot be answered, an oversized record closes only
 #    its own connection; the gateway keeps serving (rpcinfo, a new mount) and counts it.
+#  - locks (NLM through the relay, owners rewritten per client): an exclusive fcntl lock
+#    taken by the client in c2 is refused to a second client host behind the gateway
+#    (namespace c3, 10.9.1.2, its own rpcbind and rpc.statd) and to a process on the
+#    server; released, the others get it. The client's reboot notification (sm-notify -f
+#    in c2, SM_NOTIFY to the gateway's NSM service) releases its lock on the server while
+#    its process still "holds" it: the second host then gets the lock.
 # Then a reverse route on the same address (Soft-RoCE on the gateway's side of the c2 link,
 # the server's NFS over TCP): the client mounts with vers=3,proto=rdma and no address or
 # port of the server; the
@@ -24,9 +31,21 @@ source "$GW_SRC/tests/e2e/lib/gw-e2e.sh"
 if [[ $GWVM_ROLE == a ]]; then
     gwvm-net 192.0.2.1
     gwvm-nfsd /export # TCP 2049 for the reverse route, RDMA 20049 for the forward one
-    rpcinfo -p 127.0.0.1 | grep -E 'mountd|portmapper' | head -4
+    # lockd monitors each host that locks (SM_MON): without statd it refuses every lock.
+    pgrep -x rpc.statd >/dev/null || rpc.statd
+    rpcinfo -p 127.0.0.1 | grep -E 'mountd|portmapper|nlockmgr|status' | head -8
     touch "$GW_OUT/server-ready"
-    for _ in $(seq 1 900); do [[ -e $GW_OUT/client-done ]] && break; sleep 1; done
+    # Until the client is done, answer its lock probes: a process here tries the lock
+    # on the exported file itself (lockd's locks are the file's own POSIX locks).
+    for _ in $(seq 1 1800); do
+        [[ -e $GW_OUT/client-done ]] && break
+        for req in "$GW_OUT"/lock-probe-*.req; do
+            [[ -e $req ]] || continue
+            r=0; nlm_lock.py try /export/lockf || r=$?
+            echo $r >"${req%.req}.res"; rm -f "$req"
+        done
+        sleep 0.5
+    done
     [[ -e $GW_OUT/client-done ]] || { echo "server: the client never finished"; exit 1; }
     exit 0
 fi
@@ -37,13 +56,23 @@ client2_netns
 pkill -x rpcbind 2>/dev/null; sleep 0.5 # no host rpcbind on this guest's addresses
 for _ in $(seq 1 120); do [[ -e $GW_OUT/server-ready ]] && break; sleep 1; done
 
+# A second client host behind the gateway: namespace c3 (10.9.1.2, routed to 10.9.0.1),
+# in a mount namespace of its own with its own /run, so that its rpcbind and rpc.statd
+# (state in /run/c3-statd) do not meet c2's. Its anchor process's pid is kept for nsenter.
+ip netns add c3
+ip link add vc3 type veth peer name vc4 netns c3
+ip addr add 10.9.1.1/24 dev vc3; ip link set vc3 up
+ip -n c3 addr add 10.9.1.2/24 dev vc4; ip -n c3 link set vc4 up; ip -n c3 link set lo up
+ip -n c3 route add default via 10.9.1.1
+c3_pid=$E2E_WORK/c3.pid; export c3_pid
+
 cat >"$E2E_WORK/gw.json" <<JSON
 { "routes": [ { "name": "nfs", "mode": "forward", "portmapper_port": 111,
                 "listen": "tcp://10.9.0.1:2049", "upstream": "rdma://192.0.2.1:20049" } ],
   "stats": { "listen": "127.0.0.1:9464" } }
 JSON
 gw_start forward "$E2E_WORK/gw.json" || { touch "$GW_OUT/client-done"; e2e_finish; }
-grep -E "portmapper|MOUNT" "$GW_LOG"
+grep -E "portmapper|MOUNT|NLM" "$GW_LOG"
 
 # The client: its own rpcbind and statd in c2, as a distribution starts them.
 cat >"$E2E_WORK/client.sh" <<'CLIENT'
@@ -141,6 +170,19 @@ for name, send in (("udp", lambda p, m: udp(p, m)), ("tcp", tcp)):
     # A MNT whose path length runs past the end: the server's mountd judges it (relayed).
     expect(name + " MNT with a lying path length", send(mport, call(12, 100005, 3, 1, struct.pack(">I", 5000) + b"/exp")), 12, 4)
     expect(name + " MOUNT NULL still relayed", send(mport, call(13, 100005, 3, 0)), 13, 0)
+    # The NLM relay and the NSM service, their ports from the portmapper too.
+    nport = struct.unpack(">I", send(111, call(20, 100000, 2, 3, struct.pack(">IIII", 100021, 4, 17, 0)))[24:28])[0]
+    sport = struct.unpack(">I", send(111, call(21, 100000, 2, 3, struct.pack(">IIII", 100024, 1, 17, 0)))[24:28])[0]
+    expect(name + " NLM v4 NULL relayed to the server's lockd", send(nport, call(22, 100021, 4, 0)), 22, 0)
+    # LOCK: cookie "ck", block, exclusive, then a caller name 5000 bytes long that is not there.
+    expect(name + " NLM LOCK with a lying caller-name length: GARBAGE_ARGS",
+           send(nport, call(23, 100021, 4, 2, struct.pack(">I", 2) + b"ck\0\0" + struct.pack(">III", 0, 1, 5000))), 23, 4)
+    expect(name + " NLM FREE_ALL (every client's locks upstream) refused",
+           send(nport, call(24, 100021, 4, 23, struct.pack(">I", 2) + b"gw\0\0" + struct.pack(">I", 0))), 24, 3)
+    expect(name + " NLM v2 at the relay", send(nport, call(25, 100021, 2, 2)), 25, 2, struct.pack(">II", 1, 4))
+    expect(name + " NSM SM_MON from the network refused", send(sport, call(26, 100024, 1, 2)), 26, 3)
+    expect(name + " NSM SM_NOTIFY cut short: GARBAGE_ARGS", send(sport, call(27, 100024, 1, 6, struct.pack(">I", 100))), 27, 4)
+    expect(name + " NSM NULL answered", send(sport, call(28, 100024, 1, 0)), 28, 0)
 
 # What cannot be answered gets nothing: a datagram shorter than a call header.
 if udp(111, b"\x00\x00\x00\x01\x00\x00") is not None: fails.append("a 6-byte datagram was answered")
@@ -162,6 +204,75 @@ if mount -t nfs -o vers=3 $gw:/export $m; then
 else
     fail "a new mount after the bad input"
 fi
+
+echo "--- locks through the NLM relay (plain vers=3 mounts, no nolock)"
+for v in 1 3 4; do
+    check "rpcinfo -p lists NLM v$v on udp and tcp" \
+        test "$(grep -cE "100021 +$v +(udp|tcp) +[0-9]+ +nlockmgr" "$E2E_WORK/rpcinfo.txt")" -eq 2
+done
+check "rpcinfo -p lists NSM (status) v1" grep -qE '100024 +1 +udp +[0-9]+ +status' "$E2E_WORK/rpcinfo.txt"
+# The second host: its own /run (rpcbind's socket, statd's state), mounted without nolock.
+ip netns exec c3 unshare -m --propagation private bash -c '
+    mount -t tmpfs c3run /run && mkdir -p /run/c3-statd/sm /run/c3-statd/sm.bak /mnt/c3 &&
+    rpcbind && rpc.statd -P /run/c3-statd && mount -t nfs -o vers=3 '$gw':/export /mnt/c3 &&
+    echo $$ >"$c3_pid" && exec sleep infinity' &
+for _ in $(seq 1 60); do [[ -s $c3_pid ]] && break; sleep 1; done
+check "the second host (c3) mounts $gw:/export with vers=3" test -s "$c3_pid"
+# try_c3 / try_server: 0 the lock was granted (and given back), 1 busy, 2 an error, 124
+# no answer in 30 s (without a lock service a client's NLM call may wait for ever).
+try_c3() { local r=0; timeout -s KILL 30 nsenter -t "$(cat "$c3_pid")" -m -n nlm_lock.py try /mnt/c3/lockf || r=$?; return $r; }
+try_server() {
+    local id=$RANDOM$RANDOM
+    touch "$GW_OUT/lock-probe-$id.req"
+    for _ in $(seq 1 120); do
+        [[ -e $GW_OUT/lock-probe-$id.res ]] && return "$(cat "$GW_OUT/lock-probe-$id.res")"
+        sleep 0.5
+    done
+    echo "the server did not answer the lock probe"; return 3
+}
+expect() { # expect WHAT RC COMMAND...: COMMAND exits with RC
+    local what=$1 want=$2 r=0; shift 2
+    "$@" || r=$?
+    if ((r == want)); then ok "$what"; else fail "$what (exit $r, wanted $want)"; fi
+}
+# hold_lock: c2's process takes the lock through the gateway and holds it until $stop.
+stop=$E2E_WORK/holder.stop
+hold_lock() {
+    rm -f "$stop"; : >"$E2E_WORK/holder.out"
+    nlm_lock.py hold $m/lockf "$stop" >"$E2E_WORK/holder.out" 2>&1 &
+    holder=$!
+    for _ in $(seq 1 90); do grep -q . "$E2E_WORK/holder.out" && break; sleep 0.5; done
+    cat "$E2E_WORK/holder.out"
+    grep -q '^held' "$E2E_WORK/holder.out"
+}
+# release_lock: the holder lets go (its close sends UNLOCK); killed if it does not exit.
+release_lock() {
+    touch "$stop"
+    for _ in $(seq 1 60); do kill -0 "$holder" 2>/dev/null || break; sleep 0.5; done
+    kill -9 "$holder" 2>/dev/null
+    wait "$holder" 2>/dev/null
+}
+if mount -t nfs -o vers=3 $gw:/export $m; then
+    check "c2 takes an exclusive lock through the gateway (NLM LOCK)" hold_lock
+    expect "the second host behind the gateway is refused it" 1 try_c3
+    expect "a process on the server is refused it" 1 try_server
+    release_lock
+    expect "released (NLM UNLOCK): the second host gets it" 0 try_c3
+    expect "released: the process on the server gets it" 0 try_server
+    echo "--- NSM: c2 notifies a reboot while its process still holds the lock"
+    check "c2 takes the lock again" hold_lock
+    expect "the second host is refused it again" 1 try_c3
+    check "sm-notify -f: SM_NOTIFY to the gateway answered" timeout 30 sm-notify -f -d
+    got=1
+    for _ in $(seq 1 10); do try_c3 && { got=0; break; }; sleep 1; done
+    check "after c2's SM_NOTIFY the second host gets the lock (c2's released on the server)" test $got -eq 0
+    expect "and so does a process on the server" 0 try_server
+    release_lock
+    timeout -s KILL 30 nsenter -t "$(cat "$c3_pid")" -m -n umount /mnt/c3
+    check "umount after the lock tests" timeout -s KILL 30 umount $m
+else
+    fail "mount -o vers=3 $gw:/export for the lock tests"
+fi
 e2e_finish
 CLIENT
 check "the client scenario in namespace c2" ip netns exec c2 bash "$E2E_WORK/client.sh"
@@ -170,6 +281,9 @@ calls() { gw_jq "sum(p['calls'] for p in s['routes'][0]['totals']['procedures'] 
 echo "per-procedure counters:"; gw_metrics | grep -E 'program="(rpcbind|mount)"' | grep -v '^#' | head -30
 check "rpcbind calls counted ($(calls rpcbind))" test "$(calls rpcbind)" -gt 10
 check "MOUNT calls counted ($(calls mount))" test "$(calls mount)" -gt 5
+check "NLM calls counted ($(calls nlm))" test "$(calls nlm)" -ge 6
+check "NSM calls counted ($(calls nsm))" test "$(calls nsm)" -ge 1
+grep -E "nlm relay" "$GW_LOG"
 ev() { gw_jq "s['routes'][0]['totals']['events']['$1']"; }
 check "bad input counted: garbage_args $(ev garbage_args), rpc_error_reply $(ev rpc_error_reply), malformed_record $(ev malformed_record)" \
     test "$(ev garbage_args)" -ge 2 -a "$(ev rpc_error_reply)" -ge 10 -a "$(ev malformed_record)" -ge 2

@@ -119,6 +119,9 @@ static int udp_socket(uint16_t *port)
 	return fd;
 }
 
+/* The hooks the next rig_start() gives its relay (none unless a test sets them). */
+static struct siderelay_hooks rig_hooks;
+
 static void rig_start(struct rig *r, bool configured_port, uint32_t timeout_ms)
 {
 	memset(r, 0, sizeof(*r));
@@ -140,6 +143,7 @@ static void rig_start(struct rig *r, bool configured_port, uint32_t timeout_ms)
 		.max_msg = 1024,
 		.retry_ms = 200,
 		.timeout_ms = timeout_ms,
+		.hooks = rig_hooks,
 	};
 	struct sockaddr_in *s = (struct sockaddr_in *)&rc.server;
 	s->sin_family = AF_INET;
@@ -377,6 +381,98 @@ static void test_relay_timeout(void **state)
 	rig_stop(&r);
 }
 
+/*
+ * Test hooks: a call to procedure 1 gains a word 0x11111111, one to
+ * procedure 2 is answered PROC_UNAVAIL here; every reply's result is
+ * incremented. @arg counts the replies seen.
+ */
+static enum siderelay_verdict test_call_hook(void *arg, const struct sidesvc_peer *peer,
+					     const struct rpc_call_hdr *h, const uint8_t *msg,
+					     size_t len, uint8_t *out, size_t cap, size_t *n)
+{
+	(void)arg;
+	(void)peer;
+	if (h->proc == 2) {
+		*n = rpc_encode_accept_error(out, cap, h->xid, RPCSTAT_PROC_UNAVAIL, 0, 0);
+		return SIDERELAY_ANSWERED;
+	}
+	if (h->proc != 1)
+		return SIDERELAY_PASS;
+	memcpy(out, msg, len);
+	xdr_put32(out + len, 0x11111111);
+	*n = len + 4;
+	return SIDERELAY_REWRITTEN;
+}
+
+static enum siderelay_verdict test_reply_hook(void *arg, const struct relay_call *c,
+					      const uint8_t *msg, size_t len, uint8_t *out,
+					      size_t cap, size_t *n)
+{
+	(void)c;
+	(void)cap;
+	++*(int *)arg;
+	memcpy(out, msg, len);
+	xdr_put32(out + len - 4, xdr_get32(msg + len - 4) + 1);
+	*n = len;
+	return SIDERELAY_REWRITTEN;
+}
+
+static void test_relay_hooks_and_own_calls(void **state)
+{
+	(void)state;
+	struct rig r;
+	struct sockaddr_in relay, from;
+	socklen_t fl = sizeof(from);
+	uint8_t b[256], up[256], got[64];
+	int replies = 0;
+
+	rig_hooks = (struct siderelay_hooks){ test_call_hook, test_reply_hook, &replies };
+	rig_start(&r, true, 5000);
+	rig_hooks = (struct siderelay_hooks){ 0 };
+	int c = client_udp(&r, &relay);
+
+	/* Rewritten: the daemon gets the hook's message under a relay XID. */
+	size_t n = mount_call(b, 0x51, 100005, 3, 1);
+	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
+	assert_true(pump_until(&r, r.mountd, 2000));
+	ssize_t un = recvfrom(r.mountd, up, sizeof(up), 0, (struct sockaddr *)&from, &fl);
+	assert_int_equal(un, (ssize_t)n + 4);
+	assert_memory_equal(up + 4, b + 4, n - 4);
+	assert_int_equal(xdr_get32(up + n), 0x11111111);
+	/* The reply, rewritten by the reply hook, goes back under the client's XID. */
+	reply_to(r.mountd, up, &from, 42);
+	assert_true(pump_until(&r, c, 2000));
+	assert_int_equal(recv(c, got, sizeof(got), 0), 28);
+	assert_int_equal(xdr_get32(got), 0x51);
+	assert_int_equal(xdr_get32(got + 24), 43);
+	assert_int_equal(replies, 1);
+
+	/* Answered by the hook: the daemon sees nothing. */
+	n = mount_call(b, 0x52, 100005, 3, 2);
+	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
+	assert_true(pump_until(&r, c, 2000));
+	assert_int_equal(recv(c, got, sizeof(got), 0), 24);
+	assert_int_equal(xdr_get32(got), 0x52);
+	assert_int_equal(xdr_get32(got + 20), RPCSTAT_PROC_UNAVAIL);
+	assert_false(pump_until(&r, r.mountd, 100));
+
+	/* The relay's own call: sent upstream, its reply seen by the hook only. */
+	n = mount_call(b, 0, 100005, 3, 0);
+	assert_true(siderelay_call_own(r.relay, b, n));
+	assert_true(pump_until(&r, r.mountd, 2000));
+	un = recvfrom(r.mountd, up, sizeof(up), 0, (struct sockaddr *)&from, &fl);
+	assert_int_equal(un, (ssize_t)n);
+	assert_int_equal(siderelay_pending(r.relay), 1);
+	reply_to(r.mountd, up, &from, 7);
+	for (int i = 0; i < 50 && replies < 2; i++)
+		pump_until(&r, c, 10);
+	assert_int_equal(replies, 2);
+	assert_int_equal(siderelay_pending(r.relay), 0);
+	assert_false(pump_until(&r, c, 100));
+	close(c);
+	rig_stop(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -387,6 +483,7 @@ int main(void)
 		cmocka_unit_test(test_relay_discovers_port),
 		cmocka_unit_test(test_relay_tcp_client),
 		cmocka_unit_test(test_relay_timeout),
+		cmocka_unit_test(test_relay_hooks_and_own_calls),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -116,12 +116,20 @@ static void test_forward_route_advertises_nfs_and_mount(void **state)
 	assert_int_equal(getport(base, r.portmapper_port, 100005, 1, PMAP_IPPROTO_TCP), mnt);
 	assert_int_equal(getport(base, r.portmapper_port, 100000, 2, PMAP_IPPROTO_UDP),
 			 r.portmapper_port);
-	/* NLM is not relayed: not advertised. */
-	assert_int_equal(getport(base, r.portmapper_port, 100021, 4, PMAP_IPPROTO_UDP), 0);
+	/* NLM v1, v3 and v4 at the NLM relay, on both transports; NSM beside it. */
+	int nlm = getport(base, r.portmapper_port, 100021, 4, PMAP_IPPROTO_UDP);
+	assert_true(nlm > 0);
+	assert_int_not_equal(nlm, mnt);
+	assert_int_equal(getport(base, r.portmapper_port, 100021, 1, PMAP_IPPROTO_TCP), nlm);
+	assert_int_equal(getport(base, r.portmapper_port, 100021, 3, PMAP_IPPROTO_UDP), nlm);
+	int nsm = getport(base, r.portmapper_port, 100024, 1, PMAP_IPPROTO_UDP);
+	assert_true(nsm > 0);
+	assert_int_not_equal(nsm, nlm);
+	assert_int_equal(getport(base, r.portmapper_port, 100024, 1, PMAP_IPPROTO_TCP), nsm);
 	/* Counted by procedure. */
 	struct gw_proc_count *pc = gw_counters_proc(&c, 100000, 2, 3);
 	assert_non_null(pc);
-	assert_int_equal(pc->calls, 6);
+	assert_int_equal(pc->calls, 10);
 	gw_side_stop(side);
 	event_base_free(base);
 }

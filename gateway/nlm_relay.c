@@ -1,0 +1,422 @@
+/* SPDX-License-Identifier: MIT */
+#include "gateway/nlm_relay.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rpc/types.h>
+#include <rpc/xdr.h>
+
+#include "common/log.h"
+#include "common/xdr.h"
+#include "gateway/counters.h"
+#include "gateway/portmap.h"
+
+enum {
+	NSM_VERS = 1,
+	NSMPROC_NULL = 0,
+	NSMPROC_NOTIFY = 6,
+	NSM_MAXSTRLEN = 1024, /* SM_MAXSTRLEN: mon_name */
+	OWN_CALL_MAX = 512,   /* an UNLOCK: header, name, fh 64, token 16 */
+	RPC_MSG_CALL = 0,
+	RPC_MSG_REPLY = 1,
+	RPC_MSG_ACCEPTED = 0,
+};
+
+struct nlm_relay {
+	struct nlm_relay_config cfg;
+	struct nlm_state *st;
+	uint32_t name_len;
+	uint32_t cookie; /* of the relay's own calls */
+	uint8_t own[OWN_CALL_MAX + NLM_LM_MAXSTRLEN];
+};
+
+struct nlm_relay *nlm_relay_new(const struct nlm_relay_config *cfg)
+{
+	size_t name_len = cfg->caller_name ? strlen(cfg->caller_name) : 0;
+	struct nlm_relay *rl;
+
+	if (name_len == 0 || name_len > NLM_LM_MAXSTRLEN) {
+		errno = EINVAL;
+		return NULL;
+	}
+	rl = calloc(1, sizeof(*rl));
+	if (!rl) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	rl->cfg = *cfg;
+	rl->name_len = (uint32_t)name_len;
+	rl->st = nlm_state_new(&cfg->limits, (uint64_t)(uintptr_t)rl ^ 0x9e3779b97f4a7c15ull);
+	if (!rl->st) {
+		int e = errno;
+		free(rl);
+		errno = e;
+		return NULL;
+	}
+	return rl;
+}
+
+void nlm_relay_free(struct nlm_relay *rl)
+{
+	if (!rl)
+		return;
+	nlm_state_free(rl->st);
+	free(rl);
+}
+
+void nlm_relay_set_send(struct nlm_relay *rl, nlm_relay_send_fn send, void *arg)
+{
+	rl->cfg.send = send;
+	rl->cfg.send_arg = arg;
+}
+
+const struct nlm_state *nlm_relay_state(const struct nlm_relay *rl)
+{
+	return rl->st;
+}
+
+/* ---- answers the relay gives itself ---------------------------------------- */
+
+static size_t answer_rpc_error(struct nlm_relay *rl, uint32_t xid, uint32_t stat, uint32_t lo,
+			       uint32_t hi, uint8_t *out, size_t cap)
+{
+	rl->cfg.counters->events[stat == RPCSTAT_GARBAGE_ARGS ? GW_EV_GARBAGE_ARGS
+							      : GW_EV_RPC_ERROR_REPLY]++;
+	return rpc_encode_accept_error(out, cap, xid, stat, lo, hi);
+}
+
+/*
+ * An NLM result with @stat for the call @xid: a TEST's result without a
+ * holder and the others' nlm_res are the same bytes (cookie, stat).
+ */
+static size_t answer_nlm_stat(uint32_t xid, uint32_t vers, struct nlm_bytes cookie, uint32_t stat,
+			      uint8_t *out, size_t cap)
+{
+	struct nlm_testres r = { .cookie = cookie, .stat = stat };
+	size_t hn = rpc_encode_accept_error(out, cap, xid, RPCSTAT_SUCCESS, 0, 0), m;
+
+	if (!hn || nlm_encode_testres(vers, &r, out + hn, cap - hn, &m) != 0)
+		return 0;
+	return hn + m;
+}
+
+/* ---- the call hook ---------------------------------------------------------- */
+
+static bool relayed_proc(uint32_t proc)
+{
+	switch (proc) {
+	case NLMPROC_TEST:
+	case NLMPROC_LOCK:
+	case NLMPROC_CANCEL:
+	case NLMPROC_UNLOCK:
+	case NLMPROC_NM_LOCK:
+		return true;
+	default:
+		return false;
+	}
+}
+
+enum siderelay_verdict nlm_relay_call_hook(void *arg, const struct sidesvc_peer *peer,
+					   const struct rpc_call_hdr *h, const uint8_t *msg,
+					   size_t len, uint8_t *out, size_t cap, size_t *n)
+{
+	struct nlm_relay *rl = arg;
+	struct nlm_host host;
+	struct nlm_args a;
+	struct nlm_owner_id id;
+	size_t m;
+
+	*n = 0;
+	if (h->proc == NLMPROC_NULL)
+		return SIDERELAY_PASS;
+	/* Linux lockd's answer to version 2, which no one implements. */
+	if (h->vers != 1 && h->vers != 3 && h->vers != 4) {
+		*n = answer_rpc_error(rl, h->xid, RPCSTAT_PROG_MISMATCH, 1, 4, out, cap);
+		return SIDERELAY_ANSWERED;
+	}
+	if (!relayed_proc(h->proc)) {
+		*n = answer_rpc_error(rl, h->xid, RPCSTAT_PROC_UNAVAIL, 0, 0, out, cap);
+		return SIDERELAY_ANSWERED;
+	}
+	if (!nlm_host_from_sockaddr(&host, (const struct sockaddr *)&peer->addr, peer->addrlen)) {
+		*n = answer_rpc_error(rl, h->xid, RPCSTAT_SYSTEM_ERR, 0, 0, out, cap);
+		return SIDERELAY_ANSWERED;
+	}
+	if (nlm_decode_args(h->vers, h->proc, msg + h->args_off, len - h->args_off, &a) != 0) {
+		gw_debug("%s: nlm relay: %s arguments that do not decode: GARBAGE_ARGS",
+			 rl->cfg.route_name, nlm_args_kind(h->proc) ? "lock" : "other");
+		*n = answer_rpc_error(rl, h->xid, RPCSTAT_GARBAGE_ARGS, 0, 0, out, cap);
+		return SIDERELAY_ANSWERED;
+	}
+	if (nlm_state_owner(rl->st, &host, a.lock.svid, a.lock.oh, &id) != 0) {
+		/* A bound of nlm_state: the client is told there is no room for its lock. */
+		rl->cfg.counters->events[GW_EV_NO_BUFFERS]++;
+		*n = answer_nlm_stat(h->xid, h->vers, a.cookie, NLM_DENIED_NOLOCKS, out, cap);
+		return SIDERELAY_ANSWERED;
+	}
+	a.lock.svid = id.svid;
+	a.lock.oh = (struct nlm_bytes){ id.oh, NLM_TOKEN_LEN };
+	a.lock.caller = (struct nlm_bytes){ (const uint8_t *)rl->cfg.caller_name, rl->name_len };
+	if (cap < h->args_off ||
+	    nlm_encode_args(&a, out + h->args_off, cap - h->args_off, &m) != 0) {
+		*n = answer_rpc_error(rl, h->xid, RPCSTAT_SYSTEM_ERR, 0, 0, out, cap);
+		return SIDERELAY_ANSWERED;
+	}
+	memcpy(out, msg, h->args_off);
+	*n = h->args_off + m;
+	return SIDERELAY_REWRITTEN;
+}
+
+/* ---- the reply hook --------------------------------------------------------- */
+
+/* Where the results of an accepted, successful reply start; false for any other reply. */
+static bool reply_results(const uint8_t *msg, size_t len, size_t *off)
+{
+	uint32_t vlen;
+
+	if (len < 24 || xdr_get32(msg + 4) != RPC_MSG_REPLY ||
+	    xdr_get32(msg + 8) != RPC_MSG_ACCEPTED)
+		return false;
+	vlen = xdr_get32(msg + 16);
+	if (vlen > RPC_AUTH_MAX || len < 24 + (size_t)xdr_align(vlen))
+		return false;
+	*off = 20 + xdr_align(vlen);
+	if (xdr_get32(msg + *off) != RPCSTAT_SUCCESS)
+		return false;
+	*off += 4;
+	return true;
+}
+
+/* The upstream owner in a lock the call hook wrote. */
+static bool owner_of(const struct nlm_lock *l, struct nlm_owner_id *id)
+{
+	if (l->oh.len != NLM_TOKEN_LEN)
+		return false;
+	id->svid = l->svid;
+	memcpy(id->oh, l->oh.p, NLM_TOKEN_LEN);
+	return true;
+}
+
+static size_t encode_own_call(struct nlm_relay *rl, uint32_t vers, uint32_t proc,
+			      const struct nlm_args *a, uint8_t *out, size_t cap);
+
+/*
+ * A lock granted (or blocked) that the state has no room to record: the
+ * client's reboot could not release it, so it is given back (a Linux
+ * lockd's UNLOCK also cancels a blocked request) and the client refused.
+ */
+static void give_back(struct nlm_relay *rl, uint32_t vers, const struct nlm_args *call)
+{
+	struct nlm_args u = *call;
+	size_t n;
+
+	u.kind = NLM_ARGS_UNLOCK;
+	n = encode_own_call(rl, vers, NLMPROC_UNLOCK, &u, rl->own, sizeof(rl->own));
+	if (!n || !rl->cfg.send || !rl->cfg.send(rl->cfg.send_arg, rl->own, n))
+		gw_warn("%s: nlm relay: a lock it had no room to record could not be given back",
+			rl->cfg.route_name);
+}
+
+/* A LOCK's result: record what the server holds for the owner. */
+static enum siderelay_verdict lock_result(struct nlm_relay *rl, const struct relay_call *c,
+					  const struct nlm_args *a, const uint8_t *msg, size_t len,
+					  size_t off, uint8_t *out, size_t cap, size_t *n)
+{
+	struct nlm_res res;
+	struct nlm_owner_id id;
+
+	if (nlm_decode_res(msg + off, len - off, &res) != 0 || !owner_of(&a->lock, &id) ||
+	    (res.stat != NLM_GRANTED && res.stat != NLM_BLOCKED))
+		return SIDERELAY_PASS;
+	int e = nlm_state_record_lock(rl->st, &id, c->vers, a->lock.fh, a->lock.offset,
+				      a->lock.len);
+	if (e != -ENOSPC || len > cap)
+		return SIDERELAY_PASS; /* -ENOENT: an owner forgotten since (a reboot) */
+	rl->cfg.counters->events[GW_EV_NO_BUFFERS]++;
+	give_back(rl, c->vers, a);
+	/* The stat is the last word: nlm_decode_res() allows nothing after it. */
+	memcpy(out, msg, len);
+	xdr_put32(out + len - 4, NLM_DENIED_NOLOCKS);
+	*n = len;
+	return SIDERELAY_REWRITTEN;
+}
+
+/* A TEST's result: a holder that is the asking client's own owner is shown as its. */
+static enum siderelay_verdict test_result(struct nlm_relay *rl, const struct relay_call *c,
+					  const uint8_t *msg, size_t len, size_t off, uint8_t *out,
+					  size_t cap, size_t *n)
+{
+	struct nlm_testres r;
+	struct nlm_host host;
+	size_t m;
+
+	if (!nlm_host_from_sockaddr(&host, (const struct sockaddr *)&c->peer.addr,
+				    c->peer.addrlen) ||
+	    nlm_decode_testres(c->vers, msg + off, len - off, &r) != 0 || r.stat != NLM_DENIED)
+		return SIDERELAY_PASS;
+	nlm_state_holder_view(rl->st, &host, &r.holder);
+	if (cap < off || nlm_encode_testres(c->vers, &r, out + off, cap - off, &m) != 0)
+		return SIDERELAY_PASS;
+	memcpy(out, msg, off);
+	*n = off + m;
+	return SIDERELAY_REWRITTEN;
+}
+
+enum siderelay_verdict nlm_relay_reply_hook(void *arg, const struct relay_call *c,
+					    const uint8_t *msg, size_t len, uint8_t *out,
+					    size_t cap, size_t *n)
+{
+	struct nlm_relay *rl = arg;
+	struct rpc_call_hdr ch;
+	struct nlm_args a;
+	struct nlm_res res;
+	struct nlm_owner_id id;
+	size_t off;
+
+	*n = 0;
+	if (!nlm_args_kind(c->proc) || !reply_results(msg, len, &off) ||
+	    rpc_call_decode(c->msg, c->len, &ch) != RPC_HDR_CALL ||
+	    nlm_decode_args(c->vers, c->proc, c->msg + ch.args_off, c->len - ch.args_off, &a) != 0)
+		return SIDERELAY_PASS;
+	switch (a.kind) {
+	case NLM_ARGS_TEST:
+		return test_result(rl, c, msg, len, off, out, cap, n);
+	case NLM_ARGS_LOCK:
+		return lock_result(rl, c, &a, msg, len, off, out, cap, n);
+	case NLM_ARGS_CANCEL:
+	case NLM_ARGS_UNLOCK:
+		if (nlm_decode_res(msg + off, len - off, &res) == 0 && res.stat == NLM_GRANTED &&
+		    owner_of(&a.lock, &id))
+			nlm_state_unlocked(rl->st, &id, a.lock.fh, a.lock.offset, a.lock.len);
+		return SIDERELAY_PASS;
+	case NLM_ARGS_NONE:
+		break;
+	}
+	return SIDERELAY_PASS;
+}
+
+/* ---- the relay's own calls and the NSM service ------------------------------- */
+
+/*
+ * A call of the relay's own: AUTH_NONE, which Linux lockd accepts (it
+ * checks the address against the exports). The fixed header words are
+ * written directly; the arguments by nlm_encode_args(). The XID is the
+ * siderelay's to set.
+ */
+static size_t encode_own_call(struct nlm_relay *rl, uint32_t vers, uint32_t proc,
+			      const struct nlm_args *a, uint8_t *out, size_t cap)
+{
+	const uint32_t hdr[] = { 0, RPC_MSG_CALL, 2, NLM_PROG, vers, proc, 0, 0, 0, 0 };
+	struct nlm_args u = *a;
+	uint8_t cookie[4];
+	size_t m;
+
+	if (cap < sizeof(hdr))
+		return 0;
+	for (size_t i = 0; i < sizeof(hdr) / sizeof(hdr[0]); i++)
+		xdr_put32(out + 4 * i, hdr[i]);
+	xdr_put32(cookie, ++rl->cookie);
+	u.cookie = (struct nlm_bytes){ cookie, sizeof(cookie) };
+	u.vers = vers;
+	if (nlm_encode_args(&u, out + sizeof(hdr), cap - sizeof(hdr), &m) != 0)
+		return 0;
+	return sizeof(hdr) + m;
+}
+
+/* @host rebooted: a whole-file UNLOCK upstream for each (owner, fh) it held. */
+static size_t release_client(struct nlm_relay *rl, const struct nlm_host *host)
+{
+	const struct nlm_unlock *u;
+	size_t count = nlm_state_client_rebooted(rl->st, host, &u), sent = 0;
+
+	for (size_t i = 0; i < count; i++) {
+		struct nlm_args a = {
+			.kind = NLM_ARGS_UNLOCK,
+			.lock = { .caller = { (const uint8_t *)rl->cfg.caller_name, rl->name_len },
+				  .fh = { u[i].fh, u[i].fh_len },
+				  .oh = { u[i].owner.oh, NLM_TOKEN_LEN },
+				  .svid = u[i].owner.svid },
+		};
+		size_t n = encode_own_call(rl, u[i].vers, NLMPROC_UNLOCK, &a, rl->own,
+					   sizeof(rl->own));
+		if (n && rl->cfg.send && rl->cfg.send(rl->cfg.send_arg, rl->own, n))
+			sent++;
+	}
+	if (count)
+		gw_info("%s: nlm relay: a client rebooted (SM_NOTIFY): %zu of its %zu locks "
+			"released upstream",
+			rl->cfg.route_name, sent, count);
+	return count;
+}
+
+/* SM_NOTIFY's stat_chge: mon_name<SM_MAXSTRLEN>, state; nothing after. */
+static bool decode_notify(const uint8_t *args, size_t len)
+{
+	char name[NSM_MAXSTRLEN + 1];
+	char *p = name;
+	int state;
+	XDR x;
+	bool ok;
+
+	xdrmem_create(&x, (char *)(uintptr_t)args, (u_int)len, XDR_DECODE);
+	ok = xdr_string(&x, &p, NSM_MAXSTRLEN) && xdr_int(&x, &state) && xdr_getpos(&x) == len;
+	xdr_destroy(&x);
+	return ok;
+}
+
+size_t nlm_relay_nsm_answer(struct nlm_relay *rl, const struct sidesvc_peer *peer,
+			    const uint8_t *msg, size_t len, uint8_t *out, size_t cap,
+			    size_t *unlocks)
+{
+	struct rpc_call_hdr h;
+	struct nlm_host host;
+
+	*unlocks = 0;
+	enum rpc_hdr_status st = rpc_call_decode(msg, len, &h);
+	switch (st) {
+	case RPC_HDR_CALL:
+		break;
+	case RPC_HDR_BAD_RPCVERS:
+	case RPC_HDR_BAD_AUTH:
+		rl->cfg.counters->events[GW_EV_RPC_ERROR_REPLY]++;
+		return rpc_encode_denied(out, cap, h.xid, st == RPC_HDR_BAD_AUTH);
+	default:
+		rl->cfg.counters->events[GW_EV_MALFORMED_RECORD]++;
+		return 0;
+	}
+	if (h.prog != NSM_PROG)
+		return answer_rpc_error(rl, h.xid, RPCSTAT_PROG_UNAVAIL, 0, 0, out, cap);
+	if (h.vers != NSM_VERS)
+		return answer_rpc_error(rl, h.xid, RPCSTAT_PROG_MISMATCH, NSM_VERS, NSM_VERS, out,
+					cap);
+	/* SM_STAT, SM_MON, SM_UNMON...: for a host's own lockd, never from the network. */
+	if (h.proc != NSMPROC_NULL && h.proc != NSMPROC_NOTIFY)
+		return answer_rpc_error(rl, h.xid, RPCSTAT_PROC_UNAVAIL, 0, 0, out, cap);
+	gw_counters_count_call(rl->cfg.counters, h.prog, h.vers, h.proc);
+	if (h.proc == NSMPROC_NOTIFY) {
+		if (!decode_notify(msg + h.args_off, len - h.args_off))
+			return answer_rpc_error(rl, h.xid, RPCSTAT_GARBAGE_ARGS, 0, 0, out, cap);
+		/*
+		 * The notifying host is the sender: mon_name is the client's
+		 * word, and lockd too knows its clients by address.
+		 */
+		if (nlm_host_from_sockaddr(&host, (const struct sockaddr *)&peer->addr,
+					   peer->addrlen))
+			*unlocks = release_client(rl, &host);
+	}
+	gw_counters_count_reply(rl->cfg.counters, h.prog, h.vers, h.proc);
+	return rpc_encode_accept_error(out, cap, h.xid, RPCSTAT_SUCCESS, 0, 0);
+}
+
+void nlm_relay_on_nsm(void *arg, struct sidesvc *svc, const struct sidesvc_peer *peer,
+		      const uint8_t *msg, size_t len)
+{
+	struct nlm_relay *rl = arg;
+	uint8_t out[64];
+	size_t unlocks, n = nlm_relay_nsm_answer(rl, peer, msg, len, out, sizeof(out), &unlocks);
+
+	if (n)
+		sidesvc_reply(svc, peer, out, n);
+}

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gateway/nlm_relay.h - the NLM relay's rewriting and the gateway's NSM
+ * service (docs/architecture.md, "NLM and NSM relay").
+ *
+ * The NLM relay is a siderelay (gateway/siderelay.h) with the hooks below.
+ * The server's lockd sees one host, the gateway, so the call hook gives
+ * every client lock owner an upstream owner of its own (gateway/nlm_state.h)
+ * and writes it, and the gateway's own name as caller_name, into the lock;
+ * the reply hook records the locks granted (or blocked) per client, forgets
+ * the ones unlocked or cancelled, and maps a TEST holder back.
+ *
+ * The NSM service answers a client's SM_NOTIFY (its reboot) itself: the
+ * client's locks become whole-file UNLOCKs sent upstream as the relay's own
+ * calls. It is never forwarded to the server's statd, which knows only the
+ * gateway and would free every client's locks.
+ *
+ * Relayed: NULL, TEST, LOCK, CANCEL, UNLOCK, NM_LOCK of versions 1, 3 and
+ * 4. Refused with PROC_UNAVAIL: the _MSG/_RES forms (their results come
+ * back as calls to the gateway's upstream address, where nothing listens
+ * yet), GRANTED (a server's callback, not a client's call), SHARE, UNSHARE
+ * and FREE_ALL (FREE_ALL names the host, which upstream is the gateway:
+ * every client's locks).
+ */
+#ifndef GW_GATEWAY_NLM_RELAY_H
+#define GW_GATEWAY_NLM_RELAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gateway/nlm_state.h"
+#include "gateway/siderelay.h"
+
+struct gw_counters;
+struct nlm_relay;
+
+/* How the relay sends a call of its own upstream (siderelay_call_own()). */
+typedef bool (*nlm_relay_send_fn)(void *arg, const uint8_t *msg, size_t len);
+
+struct nlm_relay_config {
+	const char *route_name;	      /* for logs */
+	const char *caller_name;      /* the gateway's name, put in every lock */
+	struct gw_counters *counters; /* the route's */
+	struct nlm_state_limits limits;
+	nlm_relay_send_fn send;
+	void *send_arg;
+};
+
+/* NULL with errno (EINVAL: a limit or the name out of range; ENOMEM). */
+struct nlm_relay *nlm_relay_new(const struct nlm_relay_config *cfg);
+void nlm_relay_free(struct nlm_relay *rl);
+
+/* Where the own calls go, once the upstream relay exists. */
+void nlm_relay_set_send(struct nlm_relay *rl, nlm_relay_send_fn send, void *arg);
+
+/* The siderelay hooks: @arg is the nlm_relay. */
+enum siderelay_verdict nlm_relay_call_hook(void *arg, const struct sidesvc_peer *peer,
+					   const struct rpc_call_hdr *h, const uint8_t *msg,
+					   size_t len, uint8_t *out, size_t cap, size_t *n);
+enum siderelay_verdict nlm_relay_reply_hook(void *arg, const struct relay_call *c,
+					    const uint8_t *msg, size_t len, uint8_t *out,
+					    size_t cap, size_t *n);
+
+/* The NSM service, a sidesvc_msg_fn: @arg is the nlm_relay. */
+void nlm_relay_on_nsm(void *arg, struct sidesvc *svc, const struct sidesvc_peer *peer,
+		      const uint8_t *msg, size_t len);
+
+/*
+ * The NSM answer to @msg from @peer in @out (its length, 0: none), and,
+ * for an SM_NOTIFY, the UNLOCKs of @peer's locks sent upstream (*@unlocks
+ * their count). nlm_relay_on_nsm() is this plus sending the answer.
+ */
+size_t nlm_relay_nsm_answer(struct nlm_relay *rl, const struct sidesvc_peer *peer,
+			    const uint8_t *msg, size_t len, uint8_t *out, size_t cap,
+			    size_t *unlocks);
+
+/* What the relay's state holds (for tests and /stats). */
+const struct nlm_state *nlm_relay_state(const struct nlm_relay *rl);
+
+#endif

@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The NLM relay's rewriting (gateway/nlm_relay.c) on messages built here:
+ * two clients with the same svid and owner handle get different upstream
+ * owners and the gateway's caller name; what does not decode is answered
+ * GARBAGE_ARGS, the refused procedures PROC_UNAVAIL; a granted LOCK is
+ * recorded for its client and an UNLOCK forgets it; a TEST holder is shown
+ * to its own client as its own; a client's SM_NOTIFY becomes an UNLOCK of
+ * its lock only, sent upstream, and is answered.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "common/xdr.h"
+#include "gateway/counters.h"
+#include "gateway/nlm_relay.h"
+#include "gateway/portmap.h"
+
+static const char GW_NAME[] = "gw.example";
+
+/* The relay's own calls, as the siderelay would send them. */
+static uint8_t sent[8][512];
+static size_t sent_len[8], nsent;
+
+static bool capture(void *arg, const uint8_t *msg, size_t len)
+{
+	(void)arg;
+	if (nsent == 8 || len > sizeof(sent[0]))
+		return false;
+	memcpy(sent[nsent], msg, len);
+	sent_len[nsent++] = len;
+	return true;
+}
+
+static struct sidesvc_peer peer_at(uint32_t ip, uint16_t port)
+{
+	struct sidesvc_peer p = { .addrlen = sizeof(struct sockaddr_in) };
+	struct sockaddr_in *a = (struct sockaddr_in *)&p.addr;
+	a->sin_family = AF_INET;
+	a->sin_addr.s_addr = htonl(ip);
+	a->sin_port = htons(port);
+	return p;
+}
+
+/* An RPC call header with AUTH_NONE; its length (40). */
+static size_t put_call_hdr(uint8_t *b, uint32_t xid, uint32_t prog, uint32_t vers, uint32_t proc)
+{
+	const uint32_t w[] = { xid, 0, 2, prog, vers, proc, 0, 0, 0, 0 };
+	for (size_t i = 0; i < 10; i++)
+		xdr_put32(b + 4 * i, w[i]);
+	return 40;
+}
+
+static const uint8_t FH[32] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+
+/* A LOCK (or @proc) of version 4 on FH by (@svid, "oh-1"), named "client". */
+static size_t lock_call(uint8_t *b, size_t cap, uint32_t xid, uint32_t proc, int32_t svid)
+{
+	struct nlm_args a = {
+		.vers = 4,
+		.kind = nlm_args_kind(proc),
+		.cookie = { (const uint8_t *)"ck", 2 },
+		.exclusive = true,
+		.lock = { .caller = { (const uint8_t *)"client", 6 },
+			  .fh = { FH, sizeof(FH) },
+			  .oh = { (const uint8_t *)"oh-1", 4 },
+			  .svid = svid,
+			  .offset = 0,
+			  .len = 0 },
+	};
+	size_t h = put_call_hdr(b, xid, NLM_PROG, 4, proc), m;
+	assert_int_equal(nlm_encode_args(&a, b + h, cap - h, &m), 0);
+	return h + m;
+}
+
+struct fixture {
+	struct gw_counters counters;
+	struct nlm_relay *rl;
+};
+
+static struct nlm_relay *relay_new(struct gw_counters *c)
+{
+	struct nlm_relay_config cfg = {
+		.route_name = "t",
+		.caller_name = GW_NAME,
+		.counters = c,
+		.send = capture,
+	};
+	nsent = 0;
+	struct nlm_relay *rl = nlm_relay_new(&cfg);
+	assert_non_null(rl);
+	return rl;
+}
+
+/* Run the call hook on @msg from @p; the verdict, the output in @out. */
+static enum siderelay_verdict call(struct nlm_relay *rl, const struct sidesvc_peer *p,
+				   const uint8_t *msg, size_t len, uint8_t *out, size_t *n)
+{
+	struct rpc_call_hdr h;
+	assert_int_equal(rpc_call_decode(msg, len, &h), RPC_HDR_CALL);
+	return nlm_relay_call_hook(rl, p, &h, msg, len, out, 4096, n);
+}
+
+static void decode_rewritten(const uint8_t *msg, size_t len, uint32_t proc, struct nlm_args *a)
+{
+	struct rpc_call_hdr h;
+	assert_int_equal(rpc_call_decode(msg, len, &h), RPC_HDR_CALL);
+	assert_int_equal(nlm_decode_args(4, proc, msg + h.args_off, len - h.args_off, a), 0);
+}
+
+/* The server's reply to the rewritten call @up with results @res (@rn bytes). */
+static enum siderelay_verdict reply(struct nlm_relay *rl, const struct sidesvc_peer *p, uint8_t *up,
+				    size_t up_len, uint32_t proc, const uint8_t *res, size_t rn,
+				    uint8_t *out, size_t *n)
+{
+	struct relay_call c = { .used = true,
+				.peer = *p,
+				.vers = 4,
+				.proc = proc,
+				.msg = up,
+				.len = (uint32_t)up_len };
+	uint8_t msg[512];
+	size_t h = rpc_encode_accept_error(msg, sizeof(msg), 7, RPCSTAT_SUCCESS, 0, 0);
+	memcpy(msg + h, res, rn);
+	return nlm_relay_reply_hook(rl, &c, msg, h + rn, out, 4096, n);
+}
+
+/* nlm_res: cookie "ck", @stat. */
+static size_t res_bytes(uint8_t *b, uint32_t stat)
+{
+	xdr_put32(b, 2);
+	memcpy(b + 4, "ck\0\0", 4);
+	xdr_put32(b + 8, stat);
+	return 12;
+}
+
+static void test_owners_rewritten_per_client(void **state)
+{
+	(void)state;
+	struct gw_counters c = { 0 };
+	struct nlm_relay *rl = relay_new(&c);
+	struct sidesvc_peer pa = peer_at(0x0a090002, 800), pb = peer_at(0x0a090003, 800);
+	uint8_t msg[512], oa[4096], ob[4096];
+	size_t len = lock_call(msg, sizeof(msg), 1, NLMPROC_LOCK, 4242), na, nb;
+	struct nlm_args a, b;
+
+	assert_int_equal(call(rl, &pa, msg, len, oa, &na), SIDERELAY_REWRITTEN);
+	assert_int_equal(call(rl, &pb, msg, len, ob, &nb), SIDERELAY_REWRITTEN);
+	decode_rewritten(oa, na, NLMPROC_LOCK, &a);
+	decode_rewritten(ob, nb, NLMPROC_LOCK, &b);
+	/* The same svid and oh from two hosts: two owners upstream, neither the client's. */
+	assert_int_not_equal(a.lock.svid, b.lock.svid);
+	assert_int_not_equal(a.lock.svid, 4242);
+	assert_int_equal(a.lock.oh.len, NLM_TOKEN_LEN);
+	assert_memory_not_equal(a.lock.oh.p, b.lock.oh.p, NLM_TOKEN_LEN);
+	/* The gateway's name; the rest of the lock as the client sent it. */
+	assert_int_equal(a.lock.caller.len, strlen(GW_NAME));
+	assert_memory_equal(a.lock.caller.p, GW_NAME, strlen(GW_NAME));
+	assert_int_equal(a.lock.fh.len, sizeof(FH));
+	assert_memory_equal(a.lock.fh.p, FH, sizeof(FH));
+	assert_true(a.exclusive);
+	assert_int_equal(a.cookie.len, 2);
+	/* The same owner again: the same upstream owner. */
+	assert_int_equal(call(rl, &pa, msg, len, ob, &nb), SIDERELAY_REWRITTEN);
+	decode_rewritten(ob, nb, NLMPROC_LOCK, &b);
+	assert_int_equal(a.lock.svid, b.lock.svid);
+	nlm_relay_free(rl);
+}
+
+static void test_bad_calls_answered(void **state)
+{
+	(void)state;
+	struct gw_counters c = { 0 };
+	struct nlm_relay *rl = relay_new(&c);
+	struct sidesvc_peer pa = peer_at(0x0a090002, 800);
+	uint8_t msg[512], out[4096];
+	size_t len = lock_call(msg, sizeof(msg), 9, NLMPROC_LOCK, 1), n;
+
+	/* A lock whose caller name runs past the end. */
+	assert_int_equal(call(rl, &pa, msg, len - 8, out, &n), SIDERELAY_ANSWERED);
+	assert_int_equal(n, 24);
+	assert_int_equal(xdr_get32(out), 9);
+	assert_int_equal(xdr_get32(out + 20), RPCSTAT_GARBAGE_ARGS);
+	assert_int_equal(c.events[GW_EV_GARBAGE_ARGS], 1);
+	/* FREE_ALL (all of the gateway's locks upstream), LOCK_MSG, SHARE: refused. */
+	const uint32_t refused[] = { 23, NLMPROC_LOCK_MSG, 20, NLMPROC_GRANTED };
+	for (size_t i = 0; i < 4; i++) {
+		len = lock_call(msg, sizeof(msg), 10, NLMPROC_LOCK, 1);
+		xdr_put32(msg + 20, refused[i]);
+		assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_ANSWERED);
+		assert_int_equal(xdr_get32(out + 20), RPCSTAT_PROC_UNAVAIL);
+	}
+	/* Version 2 does not exist. */
+	xdr_put32(msg + 16, 2);
+	xdr_put32(msg + 20, NLMPROC_LOCK);
+	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_ANSWERED);
+	assert_int_equal(xdr_get32(out + 20), RPCSTAT_PROG_MISMATCH);
+	/* NULL passes. */
+	len = put_call_hdr(msg, 11, NLM_PROG, 4, NLMPROC_NULL);
+	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_PASS);
+	nlm_relay_free(rl);
+}
+
+static void test_owner_bound_denies_nolocks(void **state)
+{
+	(void)state;
+	struct gw_counters c = { 0 };
+	struct nlm_relay_config cfg = { .route_name = "t",
+					.caller_name = GW_NAME,
+					.counters = &c,
+					.send = capture,
+					.limits = { .max_clients = 1 } };
+	struct nlm_relay *rl = nlm_relay_new(&cfg);
+	struct sidesvc_peer pa = peer_at(0x0a090002, 800), pb = peer_at(0x0a090003, 800);
+	uint8_t msg[512], out[4096];
+	size_t len = lock_call(msg, sizeof(msg), 12, NLMPROC_LOCK, 1), n;
+
+	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_REWRITTEN);
+	/* A second client host over the bound: NLM4_DENIED_NOLOCKS with its cookie. */
+	assert_int_equal(call(rl, &pb, msg, len, out, &n), SIDERELAY_ANSWERED);
+	assert_int_equal(n, 24 + 12);
+	assert_int_equal(xdr_get32(out + 20), RPCSTAT_SUCCESS);
+	assert_int_equal(xdr_get32(out + 24), 2);
+	assert_memory_equal(out + 28, "ck", 2);
+	assert_int_equal(xdr_get32(out + 32), NLM_DENIED_NOLOCKS);
+	assert_int_equal(c.events[GW_EV_NO_BUFFERS], 1);
+	nlm_relay_free(rl);
+}
+
+static void test_locks_recorded_and_released_by_notify(void **state)
+{
+	(void)state;
+	struct gw_counters c = { 0 };
+	struct nlm_relay *rl = relay_new(&c);
+	struct sidesvc_peer pa = peer_at(0x0a090002, 800), pb = peer_at(0x0a090003, 800);
+	struct nlm_host ha, hb;
+	uint8_t msg[512], upa[4096], upb[4096], out[4096], res[16];
+	size_t len = lock_call(msg, sizeof(msg), 1, NLMPROC_LOCK, 77), na, nb, n;
+	struct nlm_args a;
+
+	nlm_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
+	nlm_host_from_sockaddr(&hb, (struct sockaddr *)&pb.addr, pb.addrlen);
+	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDERELAY_REWRITTEN);
+	assert_int_equal(call(rl, &pb, msg, len, upb, &nb), SIDERELAY_REWRITTEN);
+	/* A's granted, B's denied: only A's recorded. */
+	assert_int_equal(
+		reply(rl, &pa, upa, na, NLMPROC_LOCK, res, res_bytes(res, NLM_GRANTED), out, &n),
+		SIDERELAY_PASS);
+	assert_int_equal(
+		reply(rl, &pb, upb, nb, NLMPROC_LOCK, res, res_bytes(res, NLM_DENIED), out, &n),
+		SIDERELAY_PASS);
+	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 1);
+	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &hb), 0);
+
+	/* B's TEST sees A's owner as the gateway's token, A sees its own svid. */
+	decode_rewritten(upa, na, NLMPROC_LOCK, &a);
+	/* @upa is reused below: keep A's upstream owner handle. */
+	uint8_t a_oh[NLM_TOKEN_LEN];
+	memcpy(a_oh, a.lock.oh.p, NLM_TOKEN_LEN);
+	a.lock.oh.p = a_oh;
+	uint8_t tres[64];
+	struct nlm_testres tr = {
+		.cookie = { (const uint8_t *)"ck", 2 },
+		.stat = NLM_DENIED,
+		.holder = { .exclusive = true, .svid = a.lock.svid, .oh = a.lock.oh }
+	};
+	size_t tn;
+	assert_int_equal(nlm_encode_testres(4, &tr, tres, sizeof(tres), &tn), 0);
+	len = lock_call(msg, sizeof(msg), 2, NLMPROC_TEST, 77);
+	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDERELAY_REWRITTEN);
+	assert_int_equal(reply(rl, &pa, upa, na, NLMPROC_TEST, tres, tn, out, &n),
+			 SIDERELAY_REWRITTEN);
+	struct nlm_testres got;
+	assert_int_equal(nlm_decode_testres(4, out + 24, n - 24, &got), 0);
+	assert_int_equal(got.holder.svid, 77);
+	assert_int_equal(got.holder.oh.len, 4);
+	assert_int_equal(call(rl, &pb, msg, len, upb, &nb), SIDERELAY_REWRITTEN);
+	assert_int_equal(reply(rl, &pb, upb, nb, NLMPROC_TEST, tres, tn, out, &n),
+			 SIDERELAY_REWRITTEN);
+	assert_int_equal(nlm_decode_testres(4, out + 24, n - 24, &got), 0);
+	assert_int_equal(got.holder.svid, a.lock.svid);
+	assert_int_equal(got.holder.oh.len, NLM_TOKEN_LEN);
+
+	/* B's SM_NOTIFY releases nothing of A's. */
+	uint8_t notify[128];
+	size_t h = put_call_hdr(notify, 5, NSM_PROG, 1, 6), unlocks;
+	xdr_put32(notify + h, 6);
+	memcpy(notify + h + 4, "host-b\0\0", 8);
+	xdr_put32(notify + h + 12, 3);
+	n = nlm_relay_nsm_answer(rl, &pb, notify, h + 16, out, sizeof(out), &unlocks);
+	assert_int_equal(n, 24);
+	assert_int_equal(xdr_get32(out + 20), RPCSTAT_SUCCESS);
+	assert_int_equal(unlocks, 0);
+	assert_int_equal(nsent, 0);
+	/* A's (from its statd's port, not its lockd's): one UNLOCK of A's owner, sent. */
+	struct sidesvc_peer pa_statd = peer_at(0x0a090002, 900);
+	n = nlm_relay_nsm_answer(rl, &pa_statd, notify, h + 16, out, sizeof(out), &unlocks);
+	assert_int_equal(n, 24);
+	assert_int_equal(unlocks, 1);
+	assert_int_equal(nsent, 1);
+	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 0);
+	struct nlm_args u;
+	struct rpc_call_hdr uh;
+	assert_int_equal(rpc_call_decode(sent[0], sent_len[0], &uh), RPC_HDR_CALL);
+	assert_int_equal(uh.prog, NLM_PROG);
+	assert_int_equal(uh.proc, NLMPROC_UNLOCK);
+	decode_rewritten(sent[0], sent_len[0], NLMPROC_UNLOCK, &u);
+	assert_int_equal(u.lock.svid, a.lock.svid);
+	assert_memory_equal(u.lock.oh.p, a.lock.oh.p, NLM_TOKEN_LEN);
+	assert_memory_equal(u.lock.fh.p, FH, sizeof(FH));
+	assert_memory_equal(u.lock.caller.p, GW_NAME, strlen(GW_NAME));
+
+	/* An UNLOCK granted forgets the record. */
+	len = lock_call(msg, sizeof(msg), 3, NLMPROC_LOCK, 5);
+	assert_int_equal(call(rl, &pb, msg, len, upb, &nb), SIDERELAY_REWRITTEN);
+	reply(rl, &pb, upb, nb, NLMPROC_LOCK, res, res_bytes(res, NLM_GRANTED), out, &n);
+	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &hb), 1);
+	len = lock_call(msg, sizeof(msg), 4, NLMPROC_UNLOCK, 5);
+	assert_int_equal(call(rl, &pb, msg, len, upb, &nb), SIDERELAY_REWRITTEN);
+	reply(rl, &pb, upb, nb, NLMPROC_UNLOCK, res, res_bytes(res, NLM_GRANTED), out, &n);
+	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &hb), 0);
+
+	/* NSM: a truncated SM_NOTIFY is GARBAGE_ARGS, SM_MON from the network PROC_UNAVAIL. */
+	n = nlm_relay_nsm_answer(rl, &pb, notify, h + 12, out, sizeof(out), &unlocks);
+	assert_int_equal(xdr_get32(out + 20), RPCSTAT_GARBAGE_ARGS);
+	xdr_put32(notify + 20, 2);
+	n = nlm_relay_nsm_answer(rl, &pb, notify, h + 16, out, sizeof(out), &unlocks);
+	assert_int_equal(xdr_get32(out + 20), RPCSTAT_PROC_UNAVAIL);
+	nlm_relay_free(rl);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_owners_rewritten_per_client),
+		cmocka_unit_test(test_bad_calls_answered),
+		cmocka_unit_test(test_owner_bound_denies_nolocks),
+		cmocka_unit_test(test_locks_recorded_and_released_by_notify),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
