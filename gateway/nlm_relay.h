@@ -75,6 +75,16 @@ size_t nlm_relay_nsm_answer(struct nlm_relay *rl, const struct sidesvc_peer *pee
 			    const uint8_t *msg, size_t len, uint8_t *out, size_t cap,
 			    size_t *unlocks);
 
+/*
+ * The client owner behind the upstream owner in a server's GRANTED
+ * (nlm_state_lookup_upstream()); false for none of ours (stale counted).
+ */
+bool nlm_relay_client_of(struct nlm_relay *rl, int32_t svid, struct nlm_bytes oh,
+			 struct nlm_client_owner *out);
+
+/* Send a whole call of the caller's upstream as the relay's own (a GRANTED_RES). */
+bool nlm_relay_send_own(struct nlm_relay *rl, const uint8_t *msg, size_t len);
+
 /* What the relay's state holds (for tests and /stats). */
 const struct nlm_state *nlm_relay_state(const struct nlm_relay *rl);
 
