@@ -504,6 +504,15 @@ static bool add_nlm(struct pmap_table *t, uint16_t port)
 	return ok;
 }
 
+static bool same_host(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	struct nlm_host ha, hb;
+
+	return nlm_host_from_sockaddr(&ha, (const struct sockaddr *)a, sizeof(*a)) &&
+	       nlm_host_from_sockaddr(&hb, (const struct sockaddr *)b, sizeof(*b)) &&
+	       memcmp(&ha, &hb, sizeof(ha)) == 0;
+}
+
 /*
  * Let the server find the service: a portmapper of the gateway's own on
  * the upstream-side address, or, when a host rpcbind holds that port, a
@@ -518,6 +527,16 @@ static void advertise(struct nlm_callback *cb, struct event_base *base)
 				: (const void *)&((struct sockaddr_in *)&cb->local)->sin_addr;
 
 	inet_ntop(cb->local.ss_family, a, where, sizeof(where));
+	if (same_host(&cb->local, &cb->cfg.route->listen.addr)) {
+		/* The route's portmapper is there, offering the NLM relay to clients. */
+		gw_warn("%s: nlm callback: the server sees the gateway at its listen address %s, "
+			"where the route's portmapper offers the NLM relay: the server's GRANTED "
+			"cannot be advertised (blocked locks are granted when the client re-sends "
+			"its LOCK); give the route a listen address other than the one toward "
+			"the server",
+			cb->cfg.route->name, where);
+		return;
+	}
 	cb->table.addr = cb->local;
 	cb->table.addrlen = cb->local_len;
 	cb->pmap = start_svc(cb, base, "rpcbind-cb", cb->cfg.pmap_port, pmap_on_call, cb);
