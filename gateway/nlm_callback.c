@@ -79,7 +79,7 @@ static size_t put_call_hdr(uint8_t *out, uint32_t xid, uint32_t vers, uint32_t p
 
 	for (size_t i = 0; i < RPC_CALL_WORDS; i++)
 		xdr_put32(out + 4 * i, w[i]);
-	return 4 * RPC_CALL_WORDS;
+	return (size_t)4 * RPC_CALL_WORDS;
 }
 
 /* nlm_res: cookie, stat. 0 when @cap is short. */
