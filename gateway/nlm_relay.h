@@ -16,9 +16,10 @@
  * gateway and would free every client's locks.
  *
  * Relayed: NULL, TEST, LOCK, CANCEL, UNLOCK, NM_LOCK of versions 1, 3 and
- * 4. Refused with PROC_UNAVAIL: the _MSG/_RES forms (their results come
- * back as calls to the gateway's upstream address, where nothing listens
- * yet), GRANTED (a server's callback, not a client's call), SHARE, UNSHARE
+ * 4. Refused with PROC_UNAVAIL: the _MSG/_RES forms (their results would
+ * come back as calls to the callback service, gateway/nlm_callback.h,
+ * which does not match them), GRANTED (a server's callback, not a
+ * client's call: nlm_callback.h relays those), SHARE, UNSHARE
  * and FREE_ALL (FREE_ALL names the host, which upstream is the gateway:
  * every client's locks).
  */
