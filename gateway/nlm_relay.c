@@ -72,6 +72,17 @@ void nlm_relay_set_send(struct nlm_relay *rl, nlm_relay_send_fn send, void *arg)
 	rl->cfg.send_arg = arg;
 }
 
+bool nlm_relay_client_of(struct nlm_relay *rl, int32_t svid, struct nlm_bytes oh,
+			 struct nlm_client_owner *out)
+{
+	return nlm_state_lookup_upstream(rl->st, svid, oh, out);
+}
+
+bool nlm_relay_send_own(struct nlm_relay *rl, const uint8_t *msg, size_t len)
+{
+	return rl->cfg.send && rl->cfg.send(rl->cfg.send_arg, msg, len);
+}
+
 const struct nlm_state *nlm_relay_state(const struct nlm_relay *rl)
 {
 	return rl->st;

@@ -16,9 +16,10 @@
  * gateway and would free every client's locks.
  *
  * Relayed: NULL, TEST, LOCK, CANCEL, UNLOCK, NM_LOCK of versions 1, 3 and
- * 4. Refused with PROC_UNAVAIL: the _MSG/_RES forms (their results come
- * back as calls to the gateway's upstream address, where nothing listens
- * yet), GRANTED (a server's callback, not a client's call), SHARE, UNSHARE
+ * 4. Refused with PROC_UNAVAIL: the _MSG/_RES forms (their results would
+ * come back as calls to the callback service, gateway/nlm_callback.h,
+ * which does not match them), GRANTED (a server's callback, not a
+ * client's call: nlm_callback.h relays those), SHARE, UNSHARE
  * and FREE_ALL (FREE_ALL names the host, which upstream is the gateway:
  * every client's locks).
  */
@@ -74,6 +75,16 @@ void nlm_relay_on_nsm(void *arg, struct sidesvc *svc, const struct sidesvc_peer 
 size_t nlm_relay_nsm_answer(struct nlm_relay *rl, const struct sidesvc_peer *peer,
 			    const uint8_t *msg, size_t len, uint8_t *out, size_t cap,
 			    size_t *unlocks);
+
+/*
+ * The client owner behind the upstream owner in a server's GRANTED
+ * (nlm_state_lookup_upstream()); false for none of ours (stale counted).
+ */
+bool nlm_relay_client_of(struct nlm_relay *rl, int32_t svid, struct nlm_bytes oh,
+			 struct nlm_client_owner *out);
+
+/* Send a whole call of the caller's upstream as the relay's own (a GRANTED_RES). */
+bool nlm_relay_send_own(struct nlm_relay *rl, const uint8_t *msg, size_t len);
 
 /* What the relay's state holds (for tests and /stats). */
 const struct nlm_state *nlm_relay_state(const struct nlm_relay *rl);

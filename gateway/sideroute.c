@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "conf/config.h"
 #include "gateway/counters.h"
+#include "gateway/nlm_callback.h"
 #include "gateway/nlm_relay.h"
 #include "gateway/portmap.h"
 #include "gateway/siderelay.h"
@@ -43,7 +44,8 @@ struct gw_side {
 	struct sidesvc *nlm;
 	struct sidesvc *nsm;
 	struct siderelay *nlm_relay;
-	struct nlm_relay *nlm_rw; /* the NLM relay's rewriting, and the NSM service */
+	struct nlm_relay *nlm_rw;    /* the NLM relay's rewriting, and the NSM service */
+	struct nlm_callback *nlm_cb; /* the server's GRANTED relayed to clients */
 	char hostname[256];
 	uint8_t out[8192];
 };
@@ -201,6 +203,27 @@ static bool start_nlm(struct gw_side *side, struct event_base *base,
 	return side->nsm != NULL;
 }
 
+/*
+ * The server's GRANTED callbacks: a service on the address the NLM relay
+ * sends from, found by the server through a portmapper there on the same
+ * port number as the route's (111).
+ */
+static bool start_nlm_callback(struct gw_side *side, struct event_base *base, char *err,
+			       size_t errlen)
+{
+	const struct gw_route *r = side->route;
+	struct nlm_callback_config cc = {
+		.route = r,
+		.counters = side->counters,
+		.relay = side->nlm_rw,
+		.pmap_port = (uint16_t)r->portmapper_port,
+	};
+
+	side->nlm_cb = nlm_callback_start(base, &cc, (const struct sockaddr *)&r->upstream.addr,
+					  r->upstream.addrlen, err, errlen);
+	return side->nlm_cb != NULL;
+}
+
 struct gw_side *gw_side_start(struct event_base *base, const struct gw_route *r,
 			      struct gw_counters *counters, int *failed, char *err, size_t errlen)
 {
@@ -264,6 +287,10 @@ struct gw_side *gw_side_start(struct event_base *base, const struct gw_route *r,
 		errno = ENOSPC;
 		goto fail;
 	}
+	if (!start_nlm_callback(side, base, err, errlen)) {
+		gw_side_stop(side);
+		return NULL;
+	}
 	*failed = 0;
 	gw_info("%s: portmapper on port %u (TCP, UDP), MOUNT relay on port %u -> mountd at %s",
 		r->name, sidesvc_port(side->pmap), sidesvc_port(side->mount),
@@ -289,6 +316,7 @@ void gw_side_stop(struct gw_side *side)
 		return;
 	siderelay_forget(side->mount_relay, side->mount);
 	siderelay_forget(side->nlm_relay, side->nlm);
+	nlm_callback_stop(side->nlm_cb);
 	sidesvc_stop(side->pmap);
 	sidesvc_stop(side->mount);
 	sidesvc_stop(side->nlm);

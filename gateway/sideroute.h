@@ -4,7 +4,9 @@
  * (rpcbind) on the route's listen address, and what it advertises: the
  * MOUNT relay, the NLM relay (lock owners rewritten per client,
  * gateway/nlm_relay.h) and the NSM service that turns a client's SM_NOTIFY
- * into unlocks of its locks. Forward routes relay to the NFS/RDMA server's
+ * into unlocks of its locks. Beside them, on the gateway's address toward
+ * the server, the NLM callback service that relays the server's GRANTED to
+ * the client (gateway/nlm_callback.h). Forward routes relay to the NFS/RDMA server's
  * host, reverse routes to the TCP server's host.
  *
  * With "portmapper_port" set, an unmodified NFSv3 client can mount

@@ -17,7 +17,11 @@
 #  - locks (NLM through the relay, owners rewritten per client): an exclusive fcntl lock
 #    taken by the client in c2 is refused to a second client host behind the gateway
 #    (namespace c3, 10.9.1.2, its own rpcbind and rpc.statd) and to a process on the
-#    server; released, the others get it. The client's reboot notification (sm-notify -f
+#    server; released, the others get it. A blocking lock (F_SETLKW) in c3 waiting on
+#    c2's is granted within seconds of c2's release, well under the client's 30 s LOCK
+#    re-send: the server's GRANTED_MSG reaches the gateway's callback service (found
+#    through its portmapper on the gateway's address toward the server) and is relayed
+#    to c3's lockd, from the gateway's listen address. The client's reboot notification (sm-notify -f
 #    in c2, SM_NOTIFY to the gateway's NSM service) releases its lock on the server while
 #    its process still "holds" it: the second host then gets the lock.
 # Then a reverse route on the same address (Soft-RoCE on the gateway's side of the c2 link,
@@ -259,6 +263,25 @@ if mount -t nfs -o vers=3 $gw:/export $m; then
     release_lock
     expect "released (NLM UNLOCK): the second host gets it" 0 try_c3
     expect "released: the process on the server gets it" 0 try_server
+    echo "--- a blocking lock: granted through the server's GRANTED callback, relayed"
+    check "c2 takes the lock again" hold_lock
+    : >"$E2E_WORK/waiter.out"
+    timeout -s KILL 60 nsenter -t "$(cat "$c3_pid")" -m -n \
+        nlm_lock.py wait /mnt/c3/lockf >"$E2E_WORK/waiter.out" 2>&1 &
+    waiter=$!
+    sleep 3 # c3's LOCK (block set) reaches the server and is answered BLOCKED
+    check "the second host's blocking lock (F_SETLKW) waits" kill -0 $waiter
+    t0=$(date +%s)
+    release_lock
+    wait $waiter; rw=$?
+    waited=$(($(date +%s) - t0))
+    cat "$E2E_WORK/waiter.out"
+    # Without the callback c3 gets it only when its lockd re-sends the LOCK (30 s).
+    check "c3 gets the lock ${waited} s after c2 released it (< 10 s: the GRANTED callback)" \
+        test $rw -eq 0 -a $waited -lt 10
+    check "the gateway relayed the server's GRANTED to c3" \
+        grep -q "nlm callback: GRANTED for client 10.9.1.2: relayed, taken" "$GW_OUT/forward.log"
+    expect "c3 gave it back: a process on the server gets it" 0 try_server
     echo "--- NSM: c2 notifies a reboot while its process still holds the lock"
     check "c2 takes the lock again" hold_lock
     expect "the second host is refused it again" 1 try_c3
@@ -281,6 +304,9 @@ calls() { gw_jq "sum(p['calls'] for p in s['routes'][0]['totals']['procedures'] 
 echo "per-procedure counters:"; gw_metrics | grep -E 'program="(rpcbind|mount)"' | grep -v '^#' | head -30
 check "rpcbind calls counted ($(calls rpcbind))" test "$(calls rpcbind)" -gt 10
 check "MOUNT calls counted ($(calls mount))" test "$(calls mount)" -gt 5
+granted() { gw_jq "sum(p['calls'] for p in s['routes'][0]['totals']['procedures'] if p['program_name'] == 'nlm' and p['procedure_name'] in ('GRANTED', 'GRANTED_MSG'))"; }
+check "the server's GRANTED callbacks counted ($(granted))" test "$(granted)" -ge 1
+grep -E "nlm callback" "$GW_LOG"
 check "NLM calls counted ($(calls nlm))" test "$(calls nlm)" -ge 6
 check "NSM calls counted ($(calls nsm))" test "$(calls nsm)" -ge 1
 grep -E "nlm relay" "$GW_LOG"

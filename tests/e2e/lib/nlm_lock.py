@@ -6,6 +6,8 @@
 # nlm_lock.py hold PATH STOP    take it (exit 2 if it is not granted within 60 s: lockd's
 #                               grace period), say "held" on stdout, hold it until the file
 #                               STOP exists, then exit (the close releases it).
+# nlm_lock.py wait PATH         take it waiting (F_SETLKW: NLM LOCK with block set), say
+#                               "granted" once it is, give it back, exit 0 (2 for an error).
 import errno, fcntl, os, sys, time
 
 def lock(fd):
@@ -41,4 +43,14 @@ if op == "hold":
     while not os.path.exists(stop):
         time.sleep(0.2)
     sys.exit(0)
-sys.exit("usage: nlm_lock.py try PATH | hold PATH STOP")
+if op == "wait":
+    print("waiting", flush=True)
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX)
+    except OSError as e:
+        print("error: %s" % os.strerror(e.errno), flush=True)
+        sys.exit(2)
+    print("granted", flush=True)
+    fcntl.lockf(fd, fcntl.LOCK_UN)
+    sys.exit(0)
+sys.exit("usage: nlm_lock.py try PATH | hold PATH STOP | wait PATH")
