@@ -288,6 +288,7 @@ void fwd_share_channel_free(struct fwd_session *ch);
 struct fwd_session *fwd_share_cb_client(struct fwd_session *ch, const uint8_t *msg, uint32_t len,
 					const char **why);
 struct fwd_bcall *fwd_share_bcall_of(struct fwd_session *s, uint32_t xid);
+void fwd_share_bcalls_expire(struct fwd_session *s, uint64_t now, uint64_t limit);
 
 /* forward.c */
 void fwd_session_close(struct fwd_session *s);

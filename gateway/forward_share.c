@@ -457,8 +457,14 @@ struct fwd_bcall *fwd_share_bcall_of(struct fwd_session *s, uint32_t xid)
 	return NULL;
 }
 
-/* A client goes with backward calls unanswered: the server hears SYSTEM_ERR at once. */
-static void share_bcalls_refuse(struct fwd_session *s)
+/*
+ * Backward calls given to client @s and not answered: all of them (@limit
+ * 0: the client goes) or those older than @limit at @now (call_timeout,
+ * from the client's sweep: channels have none). Each is answered
+ * SYSTEM_ERR, so that the server's callback fails at once and the slot,
+ * which every client on the channel shares, comes back.
+ */
+void fwd_share_bcalls_expire(struct fwd_session *s, uint64_t now, uint64_t limit)
 {
 	const struct fwd_share *sh = s->ch->share;
 
@@ -466,9 +472,19 @@ static void share_bcalls_refuse(struct fwd_session *s)
 		struct fwd_session *ch = sh->chan[i];
 		for (uint32_t k = 0; ch && k < ch->nbcalls; k++) {
 			struct fwd_bcall *b = &ch->bcalls[k];
-			if (!b->busy || b->send_pending || b->client != s->base.id)
+			if (!b->busy || b->send_pending || b->client != s->base.id ||
+			    (limit && now - b->t_in < limit))
 				continue;
-			gw_count_event(&ch->base, GW_EV_BACKWARD_UNDELIVERABLE);
+			if (limit) {
+				gw_warn("forward %s: backward call xid %#x unanswered by the "
+					"client "
+					"for %llu s: answered SYSTEM_ERR",
+					s->base.client, b->xid,
+					(unsigned long long)(limit / 1000000));
+				gw_count_event(&s->base, GW_EV_CALL_TIMEOUT);
+			} else {
+				gw_count_event(&ch->base, GW_EV_BACKWARD_UNDELIVERABLE);
+			}
 			fwd_backward_refuse(ch, b->xid);
 			fwd_bcall_release(b);
 		}
@@ -493,7 +509,7 @@ void fwd_share_client_close(struct fwd_session *s)
 	if (s->fq_detached)
 		return;
 	s->fq_detached = true;
-	share_bcalls_refuse(s);
+	fwd_share_bcalls_expire(s, 0, 0);
 	fairq_client_detach(&s->ch->fq, &s->fq_client, share_drop_queued, NULL);
 }
 
