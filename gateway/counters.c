@@ -39,6 +39,7 @@ static const char *const event_names[] = {
 	[GW_EV_RPCRDMA_VERSION_FALLBACK] = "rpcrdma_version_fallback",
 	[GW_EV_ERR_INVAL_OPTION_RECEIVED] = "err_inval_option_received",
 	[GW_EV_VERSION_REMEMBERED] = "rpcrdma_version_remembered",
+	[GW_EV_BACKWARD_NO_SESSION] = "backward_no_session",
 };
 
 /* A kind added to the enum without a name here fails the build, not a scrape. */

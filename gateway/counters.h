@@ -48,6 +48,7 @@ enum gw_event_kind {
 	GW_EV_RPCRDMA_VERSION_FALLBACK,	 /* ERR_VERS to our Version Two: fell back, call re-sent */
 	GW_EV_ERR_INVAL_OPTION_RECEIVED, /* the server answered RDMA2_ERR_INVAL_OPTION */
 	GW_EV_VERSION_REMEMBERED,	 /* opened in the version the server fell back to */
+	GW_EV_BACKWARD_NO_SESSION,	 /* shared route: a backward call for no client's session */
 	GW_EV_KIND_COUNT
 };
 

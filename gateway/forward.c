@@ -335,6 +335,8 @@ static bool fwd_sweep(struct gw_session *g, uint64_t now)
 			fwd_bcall_release(b);
 		}
 	}
+	if (s->ch)
+		fwd_share_bcalls_expire(s, now, limit); /* its callbacks, in the channels' slots */
 	if (s->in_flight == 0)
 		return false;
 	for (uint32_t i = 0; i < s->ncalls; i++) {

@@ -146,25 +146,28 @@ static struct fwd_bcall *fwd_bcall_by_xid(struct fwd_session *s, uint32_t xid)
 
 /*
  * The client answered a backward call: send its reply to the server as an
- * inline RDMA_MSG with no chunks, straight from the record buffer. Backward
- * messages never use chunks (RFC 8167), so a reply larger than the server's
- * inline threshold cannot be delivered.
+ * inline RDMA_MSG with no chunks, straight from the record buffer, on the
+ * connection that carried the call (on a shared route, the channel of the
+ * client's slot, under the server's XID). Backward messages never use
+ * chunks (RFC 8167), so a reply larger than the server's inline threshold
+ * cannot be delivered.
  */
 void fwd_backward_reply(struct fwd_session *s, struct gw_buf *buf, uint32_t off, uint32_t len,
 			uint32_t xid)
 {
-	struct fwd_bcall *b = fwd_bcall_by_xid(s, xid);
+	struct fwd_bcall *b = s->ch ? fwd_share_bcall_of(s, xid) : fwd_bcall_by_xid(s, xid);
 
 	if (!b) {
 		gw_count_event(&s->base, GW_EV_UNMATCHED_REPLY);
 		gw_buf_put(buf);
 		return;
 	}
-	struct gw_buf *hdr = rdma_pool_alloc(fwd_pool(s), RPCRDMA2_HDR_MIN_SIZE);
-	ssize_t hlen = hdr ? rpcrdma_encode_inline(hdr->base, hdr->size, s->version, xid,
-						   s->nbcalls, RPCRDMA_RPC_REPLY)
+	struct fwd_session *ch = b->s; /* the RDMA connection of the call */
+	struct gw_buf *hdr = rdma_pool_alloc(fwd_pool(ch), RPCRDMA2_HDR_MIN_SIZE);
+	ssize_t hlen = hdr ? rpcrdma_encode_inline(hdr->base, hdr->size, ch->version, xid,
+						   ch->nbcalls, RPCRDMA_RPC_REPLY)
 			   : -ENOBUFS;
-	if (hlen < 0 || (uint32_t)hlen + len > s->thr.send) {
+	if (hlen < 0 || (uint32_t)hlen + len > ch->thr.send) {
 		gw_warn("forward %s: backward reply xid %#x (%u bytes) cannot be sent: %s",
 			s->base.client, xid, len,
 			hlen < 0 ? "no buffer" : "larger than the server's inline threshold");
@@ -183,7 +186,7 @@ void fwd_backward_reply(struct fwd_session *s, struct gw_buf *buf, uint32_t off,
 	b->hdr = hdr;
 	b->send_wr.done = fwd_bcall_send_done;
 	b->send_pending = true;
-	int err = rconn_send(s->rdma, sge, 2, 0, &b->send_wr);
+	int err = rconn_send(ch->rdma, sge, 2, 0, &b->send_wr);
 	if (err) {
 		b->send_pending = false;
 		gw_count_event(&s->base, GW_EV_BACKWARD_UNDELIVERABLE);
@@ -195,24 +198,50 @@ void fwd_backward_reply(struct fwd_session *s, struct gw_buf *buf, uint32_t off,
 }
 
 /*
+ * The client a backward call on @s goes to, or NULL with @why. On a
+ * shared channel, the client that holds the session the call names.
+ */
+static struct fwd_session *fwd_backward_dest(struct fwd_session *s, const struct fwd_bcall *b,
+					     struct gw_buf *buf, const struct rpcrdma_hdr *h,
+					     const char **why)
+{
+	struct fwd_session *to;
+
+	if (!b)
+		*why = "more than the backward credits granted";
+	else if (h->nreads || h->nwrites || h->has_reply)
+		*why = "it has chunks";
+	else if (s->state != FS_READY)
+		*why = "the connection is closing";
+	else if (s->is_channel) {
+		to = fwd_share_cb_client(s, buf->base + h->hdr_len, h->inline_len, why);
+		if (!to)
+			gw_count_event(&s->base, GW_EV_BACKWARD_NO_SESSION);
+		return to;
+	} else if (!s->tcp)
+		*why = "the client is gone";
+	else
+		return s;
+	return NULL;
+}
+
+/*
  * A backward call from the server: RDMA_MSG, no chunks, msg_type CALL, in
  * the server's own XID space. It goes to the client as a CALL record, by
- * reference to the receive buffer.
+ * reference to the receive buffer; the slot, on the connection that
+ * carried it, keeps the XID and the client for the reply.
  */
 void fwd_backward_call(struct fwd_session *s, struct gw_buf *buf, const struct rpcrdma_hdr *h)
 {
 	struct fwd_bcall *b = NULL;
+	const char *why = NULL;
 
 	for (uint32_t i = 0; i < s->nbcalls && !b; i++) {
 		if (!s->bcalls[i].busy)
 			b = &s->bcalls[i];
 	}
-	if (!b || h->nreads || h->nwrites || h->has_reply || !s->tcp || s->state != FS_READY) {
-		const char *why = !b	   ? "more than the backward credits granted"
-				  : s->tcp ? "it has chunks"
-				  : s->is_channel
-					  ? "a shared connection: callbacks are not routed yet"
-					  : "the client is gone";
+	struct fwd_session *to = fwd_backward_dest(s, b, buf, h, &why);
+	if (!to) {
 		bool answered = fwd_backward_refuse(s, h->xid);
 		/* A flooding server must not flood the log: the first of a session is said. */
 		if (s->base.counters.events[GW_EV_BACKWARD_UNDELIVERABLE] == 0)
@@ -225,17 +254,18 @@ void fwd_backward_call(struct fwd_session *s, struct gw_buf *buf, const struct r
 	}
 	b->busy = true;
 	b->xid = h->xid;
+	b->client = to == s ? 0 : to->base.id;
 	b->t_in = gw_now_us();
 	s->bc_busy++;
-	GW_COUNT(&s->base, backward_calls, 1);
+	GW_COUNT(&to->base, backward_calls, 1);
 	GW_COUNT(&s->base, bytes_inline, h->hdr_len + h->inline_len);
-	if (tcp_conn_send_ref(s->tcp, buf, h->hdr_len, h->inline_len) != 0) {
+	if (tcp_conn_send_ref(to->tcp, buf, h->hdr_len, h->inline_len) != 0) {
 		gw_count_event(&s->base, GW_EV_BACKWARD_UNDELIVERABLE);
 		fwd_backward_refuse(s, h->xid);
 		b->busy = false;
 		s->bc_busy--;
 	} else {
-		GW_COUNT(&s->base, tcp_bytes_out, (uint64_t)h->inline_len + 4);
+		GW_COUNT(&to->base, tcp_bytes_out, (uint64_t)h->inline_len + 4);
 	}
 	gw_buf_put(buf);
 }

@@ -136,6 +136,8 @@ struct fwd_bcall {
 	bool busy;
 	bool send_pending;
 	uint32_t xid;
+	/* Shared channel: the client session (base.id) it was given to; 0 on a client's own. */
+	uint64_t client;
 	struct gw_buf *rec; /* the client's reply record, until its Send completes */
 	struct gw_buf *hdr;
 	struct rconn_wr send_wr;
@@ -283,6 +285,10 @@ void fwd_share_client_close(struct fwd_session *s);
 void fwd_share_channel_ready(struct fwd_session *ch);
 void fwd_share_channel_close(struct fwd_session *ch);
 void fwd_share_channel_free(struct fwd_session *ch);
+struct fwd_session *fwd_share_cb_client(struct fwd_session *ch, const uint8_t *msg, uint32_t len,
+					const char **why);
+struct fwd_bcall *fwd_share_bcall_of(struct fwd_session *s, uint32_t xid);
+void fwd_share_bcalls_expire(struct fwd_session *s, uint64_t now, uint64_t limit);
 
 /* forward.c */
 void fwd_session_close(struct fwd_session *s);

@@ -126,8 +126,19 @@ struct ulb_sessions {
 void ulb_sessions_add(struct ulb_sessions *t, const uint8_t id[ULB_SESSIONID_SIZE],
 		      uint32_t maxresp);
 void ulb_sessions_remove(struct ulb_sessions *t, const uint8_t id[ULB_SESSIONID_SIZE]);
+/* Whether the table holds the session. */
+bool ulb_sessions_has(const struct ulb_sessions *t, const uint8_t id[ULB_SESSIONID_SIZE]);
 /* The session's ca_maxresponsesize, or 0 when unknown. */
 uint32_t ulb_sessions_maxresp(const struct ulb_sessions *t, const uint8_t id[ULB_SESSIONID_SIZE]);
+
+/*
+ * The session a backward call (RFC 8167) is for: the csa_sessionid of the
+ * CB_SEQUENCE that must open a CB_COMPOUND (RFC 8881 section 20.9). @msg is
+ * the whole RPC call message from its XID. False when it is not a
+ * well-formed CB_COMPOUND whose first operation is CB_SEQUENCE (CB_NULL
+ * included: it names no session); every length is checked against @len.
+ */
+bool ulb_cb_sessionid(const uint8_t *msg, size_t len, uint8_t id[ULB_SESSIONID_SIZE]);
 
 /* ------------------------------------------------------------------ */
 /* Calls                                                              */

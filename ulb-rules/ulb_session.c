@@ -6,6 +6,8 @@
  */
 #include <string.h>
 
+#include "common/xdr.h"
+#include "ulb-rules/rpc_msg.h"
 #include "ulb-rules/ulb.h"
 
 /* Index of the session, or -1. */
@@ -55,9 +57,42 @@ void ulb_sessions_remove(struct ulb_sessions *t, const uint8_t id[ULB_SESSIONID_
 		memset(&t->s[i], 0, sizeof(t->s[i]));
 }
 
+bool ulb_sessions_has(const struct ulb_sessions *t, const uint8_t id[ULB_SESSIONID_SIZE])
+{
+	return session_find(t, id) >= 0;
+}
+
 uint32_t ulb_sessions_maxresp(const struct ulb_sessions *t, const uint8_t id[ULB_SESSIONID_SIZE])
 {
 	int i = session_find(t, id);
 
 	return i >= 0 ? t->s[i].maxresp : 0;
+}
+
+/* The callback program's procedures and operation (RFC 8881 section 20). */
+enum { CB_PROC_COMPOUND = 1, CB_OP_SEQUENCE = 11, CB_TAG_MAX = 1024 };
+
+bool ulb_cb_sessionid(const uint8_t *msg, size_t len, uint8_t id[ULB_SESSIONID_SIZE])
+{
+	struct rpc_call_hdr h;
+
+	if (rpc_call_hdr_parse(msg, len, &h) != RPC_HDR_OK || h.proc != CB_PROC_COMPOUND)
+		return false;
+	size_t pos = h.args_off;
+	/* CB_COMPOUND4args: tag, minorversion, callback_ident, then the operations. */
+	if (pos > len || len - pos < 4)
+		return false;
+	uint32_t taglen = xdr_get32(msg + pos);
+	pos += 4;
+	if (taglen > CB_TAG_MAX || len - pos < (size_t)xdr_align(taglen))
+		return false;
+	pos += xdr_align(taglen);
+	if (len - pos < 4 + 4 + 4 + 4 + ULB_SESSIONID_SIZE)
+		return false;
+	uint32_t nops = xdr_get32(msg + pos + 8);
+	uint32_t op = xdr_get32(msg + pos + 12);
+	if (nops == 0 || op != CB_OP_SEQUENCE)
+		return false;
+	memcpy(id, msg + pos + 16, ULB_SESSIONID_SIZE);
+	return true;
 }

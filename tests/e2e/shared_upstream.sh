@@ -7,7 +7,8 @@
 # so 10 TCP connections in all), copy files in and out with checksums, all at once;
 # meanwhile the server's own view (`rdma res show cm_id`: its connected RDMA endpoints
 # on 20049) counts exactly 2 connections, and the gateway relays every call with no
-# reply lost or misdelivered.
+# reply lost or misdelivered. Last, a delegation recall between two NFSv4.1 clients on
+# the shared route: the CB_RECALL reaches the holder by its session, and is answered.
 set -u
 source "$GW_SRC/tests/e2e/lib/gw-e2e.sh"
 gwvm-net
@@ -110,6 +111,22 @@ for i in $(seq 1 $NS); do
 done
 n=$(server_conns)
 check "after the copies, still exactly 2 RDMA connections at the server ($n)" test "$n" -eq 2
+# ---- callbacks over the shared connections ----
+# The guest's NFSv4.1 client holds a read delegation; client 2 (namespace c2, made again
+# as client2_netns has it, its own NFSv4 identity, also through the shared route) writes
+# the file. The server's CB_RECALL comes on a shared connection and must reach the
+# guest's client, found by the session its CB_SEQUENCE names, and be answered there.
+ip netns del c2
+client2_netns
+nfsd_wait_grace 192.0.2.1 || fail "the NFS server's grace period did not end"
+ev="s['routes'][0]['totals']['events']"
+before=$(gw_jq "$ev.get('backward_undeliverable', 0) + $ev.get('backward_no_session', 0)")
+wl_delegation_recall 4.1 /mnt/m41
+after=$(gw_jq "$ev.get('backward_undeliverable', 0) + $ev.get('backward_no_session', 0)")
+check "no backward call refused during the recall (undeliverable + no_session: $before -> $after)" \
+    test "$after" -eq "$before"
+holder=$(gw_jq "sum(x['counters'].get('backward_calls', 0) for x in s['routes'][0].get('sessions', []) if x['client'].startswith('192.0.2.'))")
+check "the callbacks went to the holder's own connections ($holder backward calls)" test "${holder:-0}" -gt 0
 umount /mnt/m3 /mnt/m41
 unmatched=$(gw_jq "s['routes'][0]['totals']['events'].get('unmatched_reply', 0)")
 check "no reply went unmatched ($unmatched)" test "${unmatched:-1}" -eq 0

@@ -841,6 +841,51 @@ static void test_sessions(void **state)
 	assert_int_equal(ulb_sessions_maxresp(&s, sid_a), 0);
 }
 
+/* A CB_COMPOUND opening with CB_SEQUENCE names its session; anything else names none. */
+static void test_cb_sessionid(void **state)
+{
+	struct xb b;
+	uint8_t id[ULB_SESSIONID_SIZE];
+
+	(void)state;
+	call_hdr(&b, 9, 0x40000000, 1, 1); /* the callback program of CREATE_SESSION */
+	opaque(&b, 't', 3);
+	u32(&b, 1); /* minorversion */
+	u32(&b, 0); /* callback_ident */
+	u32(&b, 2); /* CB_SEQUENCE, CB_RECALL */
+	u32(&b, 11);
+	memcpy(b.buf + b.len, sid_a, ULB_SESSIONID_SIZE);
+	b.len += ULB_SESSIONID_SIZE;
+	u32(&b, 1);
+	uint32_t full = b.len;
+	memset(id, 0, sizeof(id));
+	assert_true(ulb_cb_sessionid(b.buf, full, id));
+	assert_memory_equal(id, sid_a, ULB_SESSIONID_SIZE);
+	/* Cut anywhere inside the session id or before it: refused, never read beyond. */
+	for (uint32_t n = 0; n < full - 4; n++)
+		assert_false(ulb_cb_sessionid(b.buf, n, id));
+	/* Not CB_SEQUENCE first. */
+	xdr_put32(b.buf + full - 4 - ULB_SESSIONID_SIZE - 4, 4); /* CB_RECALL */
+	assert_false(ulb_cb_sessionid(b.buf, full, id));
+	xdr_put32(b.buf + full - 4 - ULB_SESSIONID_SIZE - 4, 11);
+	/* No operations. */
+	xdr_put32(b.buf + full - 4 - ULB_SESSIONID_SIZE - 8, 0);
+	assert_false(ulb_cb_sessionid(b.buf, full, id));
+	xdr_put32(b.buf + full - 4 - ULB_SESSIONID_SIZE - 8, 2);
+	/* A tag that claims more than the message. */
+	uint32_t tag_off = full - 4 - ULB_SESSIONID_SIZE - 4 * 4 - 4 - 4;
+	xdr_put32(b.buf + tag_off, 0xfffffff0u);
+	assert_false(ulb_cb_sessionid(b.buf, full, id));
+	xdr_put32(b.buf + tag_off, 3);
+	assert_true(ulb_cb_sessionid(b.buf, full, id));
+	/* CB_NULL names no session. */
+	call_hdr(&b, 9, 0x40000000, 1, 0);
+	assert_false(ulb_cb_sessionid(b.buf, b.len, id));
+	/* A reply is no call. */
+	reply_hdr(&b, 9);
+	assert_false(ulb_cb_sessionid(b.buf, b.len, id));
+}
+
 static void test_session_table_replaces_oldest(void **state)
 {
 	struct ulb_sessions s;
@@ -1010,6 +1055,7 @@ int main(void)
 		cmocka_unit_test(test_compound_lying_counts),
 		cmocka_unit_test(test_sessions),
 		cmocka_unit_test(test_session_table_replaces_oldest),
+		cmocka_unit_test(test_cb_sessionid),
 		cmocka_unit_test(test_gss),
 		cmocka_unit_test(test_other_programs),
 		cmocka_unit_test(test_bad_headers),
