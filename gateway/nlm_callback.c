@@ -177,23 +177,6 @@ static struct cb_pending *find_xid(struct nlm_callback *cb, uint32_t xid)
 	return NULL;
 }
 
-/* Where the results of an accepted, successful reply start; false for another reply. */
-static bool reply_ok(const uint8_t *msg, size_t len, size_t *off)
-{
-	uint32_t vlen;
-
-	if (len < 24 || xdr_get32(msg + 4) != 1 || xdr_get32(msg + 8) != 0)
-		return false;
-	vlen = xdr_get32(msg + 16);
-	if (vlen > RPC_AUTH_MAX || len < 24 + (size_t)xdr_align(vlen))
-		return false;
-	*off = 20 + xdr_align(vlen);
-	if (xdr_get32(msg + *off) != RPCSTAT_SUCCESS)
-		return false;
-	*off += 4;
-	return true;
-}
-
 /* The client's portmapper or lockd answered @p. */
 static void client_reply(struct nlm_callback *cb, struct cb_pending *p, const uint8_t *msg,
 			 size_t len)
@@ -214,7 +197,7 @@ static void client_reply(struct nlm_callback *cb, struct cb_pending *p, const ui
 		send_current(cb, p);
 		return;
 	}
-	if (!reply_ok(msg, len, &off) || nlm_decode_res(msg + off, len - off, &res) != 0) {
+	if (!rpc_reply_results(msg, len, &off) || nlm_decode_res(msg + off, len - off, &res) != 0) {
 		cb->cfg.counters->events[GW_EV_GARBAGE_ARGS]++;
 		finish(cb, p, NLM_DENIED, "its lockd's reply did not decode");
 		return;

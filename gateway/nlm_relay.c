@@ -182,24 +182,6 @@ enum siderelay_verdict nlm_relay_call_hook(void *arg, const struct sidesvc_peer 
 
 /* ---- the reply hook --------------------------------------------------------- */
 
-/* Where the results of an accepted, successful reply start; false for any other reply. */
-static bool reply_results(const uint8_t *msg, size_t len, size_t *off)
-{
-	uint32_t vlen;
-
-	if (len < 24 || xdr_get32(msg + 4) != RPC_MSG_REPLY ||
-	    xdr_get32(msg + 8) != RPC_MSG_ACCEPTED)
-		return false;
-	vlen = xdr_get32(msg + 16);
-	if (vlen > RPC_AUTH_MAX || len < 24 + (size_t)xdr_align(vlen))
-		return false;
-	*off = 20 + xdr_align(vlen);
-	if (xdr_get32(msg + *off) != RPCSTAT_SUCCESS)
-		return false;
-	*off += 4;
-	return true;
-}
-
 /* The upstream owner in a lock the call hook wrote. */
 static bool owner_of(const struct nlm_lock *l, struct nlm_owner_id *id)
 {
@@ -287,7 +269,7 @@ enum siderelay_verdict nlm_relay_reply_hook(void *arg, const struct relay_call *
 	size_t off;
 
 	*n = 0;
-	if (!nlm_args_kind(c->proc) || !reply_results(msg, len, &off) ||
+	if (!nlm_args_kind(c->proc) || !rpc_reply_results(msg, len, &off) ||
 	    rpc_call_decode(c->msg, c->len, &ch) != RPC_HDR_CALL ||
 	    nlm_decode_args(c->vers, c->proc, c->msg + ch.args_off, c->len - ch.args_off, &a) != 0)
 		return SIDERELAY_PASS;

@@ -10,6 +10,8 @@
 #include <rpc/types.h>
 #include <rpc/xdr.h>
 
+#include "common/xdr.h"
+
 enum {
 	GW_MSG_CALL = 0,
 	GW_MSG_REPLY = 1,
@@ -105,6 +107,24 @@ bool rpc_msg_is_reply(const uint8_t *msg, size_t len)
 {
 	/* xid, msg_type, reply_stat: the least a reply can be. */
 	return len >= 12 && msg[4] == 0 && msg[5] == 0 && msg[6] == 0 && msg[7] == GW_MSG_REPLY;
+}
+
+bool rpc_reply_results(const uint8_t *msg, size_t len, size_t *results_off)
+{
+	uint32_t vlen;
+	size_t off;
+
+	/* xid, REPLY, ACCEPTED, verifier flavor and length, the verifier, accept_stat. */
+	if (len < 24 || xdr_get32(msg + 4) != GW_MSG_REPLY || xdr_get32(msg + 8) != GW_MSG_ACCEPTED)
+		return false;
+	vlen = xdr_get32(msg + 16);
+	if (vlen > RPC_AUTH_MAX || len < 24 + (size_t)xdr_align(vlen))
+		return false;
+	off = 20 + xdr_align(vlen);
+	if (xdr_get32(msg + off) != RPCSTAT_SUCCESS)
+		return false;
+	*results_off = off + 4;
+	return true;
 }
 
 /* xid, REPLY, GW_MSG_ACCEPTED, a null verifier, @stat. */
@@ -446,21 +466,14 @@ size_t pmap_encode_getport(uint8_t *out, size_t cap, uint32_t xid, uint32_t prog
 
 int pmap_decode_getport_reply(const uint8_t *msg, size_t len, uint16_t *port)
 {
-	XDR x;
-	u_int xid, mtype, rstat, flavor, vlen, astat, p;
-	int rc = -1;
+	size_t off;
+	uint32_t p;
 
-	if (len > UINT32_MAX)
+	if (!rpc_reply_results(msg, len, &off) || len - off < 4)
 		return -1;
-	xdrmem_create(&x, (char *)msg, (u_int)len, XDR_DECODE);
-	if (xdr_u_int(&x, &xid) && xdr_u_int(&x, &mtype) && mtype == GW_MSG_REPLY &&
-	    xdr_u_int(&x, &rstat) && rstat == GW_MSG_ACCEPTED && xdr_u_int(&x, &flavor) &&
-	    xdr_u_int(&x, &vlen) && vlen <= RPC_AUTH_MAX &&
-	    xdr_setpos(&x, xdr_getpos(&x) + ((vlen + 3u) & ~3u)) && xdr_u_int(&x, &astat) &&
-	    astat == RPCSTAT_SUCCESS && xdr_u_int(&x, &p) && p <= UINT16_MAX) {
-		*port = (uint16_t)p;
-		rc = 0;
-	}
-	xdr_destroy(&x);
-	return rc;
+	p = xdr_get32(msg + off);
+	if (p > UINT16_MAX)
+		return -1;
+	*port = (uint16_t)p;
+	return 0;
 }

@@ -143,5 +143,11 @@ int pmap_decode_getport_reply(const uint8_t *msg, size_t len, uint16_t *port);
 bool rpc_msg_xid(const uint8_t *msg, size_t len, uint32_t *xid);
 /* Whether @msg is an RPC reply (msg_type REPLY) of at least a header's length. */
 bool rpc_msg_is_reply(const uint8_t *msg, size_t len);
+/*
+ * Whether @msg is a reply that was accepted and succeeded; *results_off is
+ * then where the procedure's results start. What the side services ask of
+ * every reply whose results they read (GETPORT, NLM results).
+ */
+bool rpc_reply_results(const uint8_t *msg, size_t len, size_t *results_off);
 
 #endif

@@ -236,6 +236,33 @@ static void test_uaddr_and_getport_codec(void **state)
 	assert_int_equal(pmap_decode_getport_reply(b, r, &port), -1);
 }
 
+/* Results only after an accepted SUCCESS, past a verifier of any allowed length. */
+static void test_reply_results(void **state)
+{
+	uint8_t m[64];
+	size_t off = 0;
+	const uint32_t w[] = { 5, 1, 0, 6, 8, 0xaa, 0xbb, 0, 0x1234 };
+
+	(void)state;
+	for (size_t i = 0; i < 9; i++)
+		xdr_put32(m + 4 * i, w[i]);
+	assert_true(rpc_reply_results(m, 36, &off));
+	assert_int_equal(off, 32);
+	assert_int_equal(xdr_get32(m + off), 0x1234);
+	assert_false(rpc_reply_results(m, 28, &off)); /* no accept_stat */
+	xdr_put32(m + 16, RPC_AUTH_MAX + 4);	      /* a verifier longer than allowed */
+	assert_false(rpc_reply_results(m, 36, &off));
+	xdr_put32(m + 16, 8);
+	xdr_put32(m + 28, RPCSTAT_GARBAGE_ARGS);
+	assert_false(rpc_reply_results(m, 36, &off));
+	xdr_put32(m + 28, RPCSTAT_SUCCESS);
+	xdr_put32(m + 8, 1); /* denied */
+	assert_false(rpc_reply_results(m, 36, &off));
+	xdr_put32(m + 8, 0);
+	xdr_put32(m + 4, 0); /* a call */
+	assert_false(rpc_reply_results(m, 36, &off));
+}
+
 /* ---- libtirpc's client against the responder on loopback --------------- */
 
 struct server {
@@ -424,6 +451,7 @@ int main(void)
 		cmocka_unit_test(test_bad_headers),
 		cmocka_unit_test(test_dump_too_large),
 		cmocka_unit_test(test_uaddr_and_getport_codec),
+		cmocka_unit_test(test_reply_results),
 		cmocka_unit_test(test_libtirpc_pmap2),
 		cmocka_unit_test(test_libtirpc_rpcb34),
 	};
