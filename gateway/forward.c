@@ -224,15 +224,20 @@ void fwd_session_close(struct fwd_session *s)
 	 * shared channel, which stays, they wait for their replies (the server
 	 * may still write into their buffers): fwd_fence_done() drops those.
 	 */
-	if (s->rdma_closed && !s->ch) {
-		for (uint32_t i = 0; i < s->ncalls; i++) {
-			struct fwd_call *c = &s->calls[i];
-			if (c->state == FC_SENT && !c->send_pending)
-				fwd_call_abandon(c);
-		}
-	}
+	if (s->rdma_closed && !s->ch)
+		fwd_abandon_sent_calls(s);
 	s->in_close = false;
 	fwd_maybe_free(s);
+}
+
+/* The RDMA side under @s's calls on the wire is gone: they end unanswered. */
+void fwd_abandon_sent_calls(struct fwd_session *s)
+{
+	for (uint32_t i = 0; i < s->ncalls; i++) {
+		struct fwd_call *c = &s->calls[i];
+		if (c->state == FC_SENT && !c->send_pending)
+			fwd_call_abandon(c);
+	}
 }
 
 void fwd_maybe_free(struct fwd_session *s)

@@ -248,6 +248,7 @@ _Static_assert(64 <= UPXID_MAX_CHANNELS, "a route's channels are upxid channels"
 /* forward_admit.c */
 void fwd_call_put(struct fwd_call *c);
 void fwd_call_abandon(struct fwd_call *c);
+void fwd_abandon_sent_calls(struct fwd_session *s);
 void fwd_record(struct tcp_conn *tc, struct gw_buf *buf, uint32_t off, uint32_t len, void *arg);
 
 /* forward_complete.c */

@@ -547,11 +547,7 @@ void fwd_share_channel_close(struct fwd_session *ch)
 			if (s->ch != ch)
 				continue;
 			s->in_close = true;
-			for (uint32_t i = 0; i < s->ncalls; i++) {
-				struct fwd_call *c = &s->calls[i];
-				if (c->state == FC_SENT && !c->send_pending)
-					fwd_call_abandon(c);
-			}
+			fwd_abandon_sent_calls(s);
 			s->in_close = false;
 			fwd_maybe_free(s);
 		}
