@@ -168,6 +168,18 @@ struct gw_stats_shared {
 	uint64_t xid_stray;
 };
 
+/*
+ * A route's NLM relay (gateway/nlm_state.h, gateway/nlm_callback.h): what
+ * it holds now, what its bounds refused, and the server's GRANTED callbacks.
+ */
+struct gw_stats_nlm {
+	uint32_t clients, owners, locks; /* held now */
+	uint32_t callbacks_pending;
+	uint64_t clients_full, owners_full, locks_full, client_locks_full;
+	uint64_t oh_too_long, stale_owner;
+	uint64_t cb_relayed, cb_granted, cb_stale, cb_full, cb_timed_out, cb_not_from_server;
+};
+
 struct gw_stats_route {
 	const char *name;
 	const char *mode; /* "forward" or "reverse" */
@@ -178,6 +190,7 @@ struct gw_stats_route {
 	const struct gw_hist *proc_upstream_us;
 	uint32_t live_sessions;
 	const struct gw_stats_shared *shared; /* NULL: one upstream connection per session */
+	const struct gw_stats_nlm *nlm;	      /* NULL: no NLM relay (no portmapper_port) */
 };
 
 struct gw_stats_session {

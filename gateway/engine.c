@@ -551,6 +551,9 @@ void gw_engine_snapshot(void *arg, struct gw_stats_visitor *v)
 		struct gw_stats_shared shared;
 		if (gw_forward_route_stats(rt, &shared))
 			r.shared = &shared;
+		struct gw_stats_nlm nlm;
+		if (gw_side_nlm_stats(rt->side, &nlm))
+			r.nlm = &nlm;
 		v->route(v, &r);
 		struct gw_session *s;
 		TAILQ_FOREACH (s, &rt->sessions, link) {

@@ -464,6 +464,21 @@ uint32_t nlm_state_locks(const struct nlm_state *st)
 	return st->nlocks;
 }
 
+/* A walk of max_clients slots: read per scrape only, not worth a count kept in step. */
+uint32_t nlm_state_clients(const struct nlm_state *st)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < st->lim.max_clients; i++)
+		n += st->clients[i].used;
+	return n;
+}
+
+uint32_t nlm_state_owners(const struct nlm_state *st)
+{
+	return st->lim.max_owners - st->nfree_owners;
+}
+
 static bool already_listed(const struct nlm_unlock *u, size_t n, const struct nlm_owner_id *id,
 			   const struct nlm_lockrec *r)
 {

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * gateway/nlm_state.h - what the NLM relay must remember: lock owners and
- * the locks taken through the gateway, per client host. Not wired yet
- * (docs/architecture.md, "NLM and NSM relay").
+ * the locks taken through the gateway, per client host; the NLM relay's
+ * (gateway/nlm_relay.h) and, through it, the NSM service's and the GRANTED
+ * callback service's (docs/architecture.md, "NLM and NSM relay").
  *
  * The server's lockd sees one host, the gateway, so two clients' owners
  * must differ on the upstream: each (client address, svid, oh) gets an
@@ -127,6 +128,9 @@ void nlm_state_unlocked(struct nlm_state *st, const struct nlm_owner_id *owner, 
 /* Locks recorded for @host, and in all. */
 uint32_t nlm_state_client_locks(const struct nlm_state *st, const struct nlm_host *host);
 uint32_t nlm_state_locks(const struct nlm_state *st);
+/* Client hosts and owners held now (for /stats). */
+uint32_t nlm_state_clients(const struct nlm_state *st);
+uint32_t nlm_state_owners(const struct nlm_state *st);
 
 /*
  * @host rebooted: the UNLOCKs to send upstream for its locks, one per

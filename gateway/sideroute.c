@@ -13,6 +13,7 @@
 #include "gateway/counters.h"
 #include "gateway/nlm_callback.h"
 #include "gateway/nlm_relay.h"
+#include "gateway/nlm_state.h"
 #include "gateway/portmap.h"
 #include "gateway/siderelay.h"
 #include "gateway/sidesvc.h"
@@ -222,6 +223,37 @@ static bool start_nlm_callback(struct gw_side *side, struct event_base *base, ch
 	side->nlm_cb = nlm_callback_start(base, &cc, (const struct sockaddr *)&r->upstream.addr,
 					  r->upstream.addrlen, err, errlen);
 	return side->nlm_cb != NULL;
+}
+
+bool gw_side_nlm_stats(const struct gw_side *side, struct gw_stats_nlm *out)
+{
+	if (!side || !side->nlm_rw)
+		return false;
+	const struct nlm_state *st = nlm_relay_state(side->nlm_rw);
+	const struct nlm_state_stats *ss = nlm_state_stats(st);
+	*out = (struct gw_stats_nlm){
+		.clients = nlm_state_clients(st),
+		.owners = nlm_state_owners(st),
+		.locks = nlm_state_locks(st),
+		.clients_full = ss->clients_full,
+		.owners_full = ss->owners_full,
+		.locks_full = ss->locks_full,
+		.client_locks_full = ss->client_locks_full,
+		.oh_too_long = ss->oh_too_long,
+		.stale_owner = ss->stale_owner,
+	};
+	/* Started last: absent only while gw_side_start() fails. */
+	if (side->nlm_cb) {
+		const struct nlm_callback_stats *cs = nlm_callback_stats(side->nlm_cb);
+		out->callbacks_pending = nlm_callback_pending(side->nlm_cb);
+		out->cb_relayed = cs->relayed;
+		out->cb_granted = cs->granted;
+		out->cb_stale = cs->stale;
+		out->cb_full = cs->full;
+		out->cb_timed_out = cs->timed_out;
+		out->cb_not_from_server = cs->not_from_server;
+	}
+	return true;
 }
 
 struct gw_side *gw_side_start(struct event_base *base, const struct gw_route *r,

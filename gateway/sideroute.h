@@ -19,12 +19,14 @@
 #ifndef GW_GATEWAY_SIDEROUTE_H
 #define GW_GATEWAY_SIDEROUTE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct event_base;
 struct gw_counters;
 struct gw_route;
 struct gw_side;
+struct gw_stats_nlm;
 
 /*
  * Start the side services of @route, counting into @counters (the route's
@@ -35,5 +37,8 @@ struct gw_side *gw_side_start(struct event_base *base, const struct gw_route *ro
 			      struct gw_counters *counters, int *failed, char *err, size_t errlen);
 
 void gw_side_stop(struct gw_side *side);
+
+/* The NLM relay's figures in @out; false when @side is NULL (no side services). */
+bool gw_side_nlm_stats(const struct gw_side *side, struct gw_stats_nlm *out);
 
 #endif

@@ -237,6 +237,33 @@ static json_t *json_shared(const struct gw_stats_shared *sh)
 	return finish(o, ok);
 }
 
+/* A route's NLM relay: what it holds, what its bounds refused, the GRANTED callbacks. */
+static json_t *json_nlm(const struct gw_stats_nlm *n)
+{
+	json_t *o = json_object(), *refused = json_object(), *cb = json_object();
+	bool ok = true;
+
+	ok &= put(o, "clients", json_integer(n->clients));
+	ok &= put(o, "owners", json_integer(n->owners));
+	ok &= put(o, "locks", json_integer(n->locks));
+	ok &= put(refused, "clients_full", ju64(n->clients_full));
+	ok &= put(refused, "owners_full", ju64(n->owners_full));
+	ok &= put(refused, "locks_full", ju64(n->locks_full));
+	ok &= put(refused, "client_locks_full", ju64(n->client_locks_full));
+	ok &= put(refused, "oh_too_long", ju64(n->oh_too_long));
+	ok &= put(refused, "stale_owner", ju64(n->stale_owner));
+	ok &= put(cb, "pending", json_integer(n->callbacks_pending));
+	ok &= put(cb, "relayed", ju64(n->cb_relayed));
+	ok &= put(cb, "granted", ju64(n->cb_granted));
+	ok &= put(cb, "stale", ju64(n->cb_stale));
+	ok &= put(cb, "full", ju64(n->cb_full));
+	ok &= put(cb, "timed_out", ju64(n->cb_timed_out));
+	ok &= put(cb, "not_from_server", ju64(n->cb_not_from_server));
+	ok &= put(o, "refused", refused);
+	ok &= put(o, "granted_callbacks", cb);
+	return finish(o, ok);
+}
+
 struct jwriter {
 	struct gw_stats_visitor visitor;
 	struct evbuffer *out;
@@ -298,6 +325,8 @@ static void jw_route(struct gw_stats_visitor *v, const struct gw_stats_route *r)
 	jw_value(w, ",\"totals\":", json_counters(r->totals, true, r->proc_upstream_us));
 	if (r->shared)
 		jw_value(w, ",\"shared_upstream\":", json_shared(r->shared));
+	if (r->nlm)
+		jw_value(w, ",\"nlm\":", json_nlm(r->nlm));
 	if (w->with_sessions)
 		jw_raw(w, ",\"sessions\":[");
 	w->route_open = true;

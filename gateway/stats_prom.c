@@ -90,6 +90,9 @@ enum prom_family {
 	FAM_SHARED_STALLS,
 	FAM_XID_MAP_ENTRIES,
 	FAM_XID_MAP_EVENTS,
+	FAM_NLM_HELD,
+	FAM_NLM_REFUSED,
+	FAM_NLM_CALLBACKS,
 	FAM_COUNT
 };
 
@@ -190,6 +193,18 @@ static const struct prom_family_desc {
 				 "Calls and replies through the shared connections' XID map, by "
 				 "what: new, retransmit_in_flight, retransmit_answered, expired, "
 				 "evicted, full, stray (a reply for no call in flight, dropped)." },
+	/* The NLM relay of a route with a portmapper. */
+	[FAM_NLM_HELD] = { "nlm_held", "gauge", ON_ROUTE,
+			   "What the NLM relay holds now, by what: clients, owners, locks, "
+			   "callbacks_pending." },
+	[FAM_NLM_REFUSED] = { "nlm_refused_total", "counter", ON_ROUTE,
+			      "NLM calls or callbacks the relay's state refused, by reason: "
+			      "clients_full, owners_full, locks_full, client_locks_full, "
+			      "oh_too_long, stale_owner." },
+	[FAM_NLM_CALLBACKS] = { "nlm_granted_callbacks_total", "counter", ON_ROUTE,
+				"The server's GRANTED callbacks, by outcome: relayed (answered by "
+				"the client), granted (of which the client took the lock), stale, "
+				"full, timed_out, not_from_server." },
 };
 
 /* The plain counters of struct gw_counters and the family each one feeds. */
@@ -467,6 +482,36 @@ static void prom_shared(struct prom *p, const struct gw_stats_shared *sh)
 			map[i].v);
 }
 
+static void prom_nlm(struct prom *p, const struct gw_stats_nlm *n)
+{
+	const struct {
+		enum prom_family family;
+		const char *what;
+		uint64_t v;
+	} rows[] = {
+		{ FAM_NLM_HELD, "what=\"clients\"", n->clients },
+		{ FAM_NLM_HELD, "what=\"owners\"", n->owners },
+		{ FAM_NLM_HELD, "what=\"locks\"", n->locks },
+		{ FAM_NLM_HELD, "what=\"callbacks_pending\"", n->callbacks_pending },
+		{ FAM_NLM_REFUSED, "reason=\"clients_full\"", n->clients_full },
+		{ FAM_NLM_REFUSED, "reason=\"owners_full\"", n->owners_full },
+		{ FAM_NLM_REFUSED, "reason=\"locks_full\"", n->locks_full },
+		{ FAM_NLM_REFUSED, "reason=\"client_locks_full\"", n->client_locks_full },
+		{ FAM_NLM_REFUSED, "reason=\"oh_too_long\"", n->oh_too_long },
+		{ FAM_NLM_REFUSED, "reason=\"stale_owner\"", n->stale_owner },
+		{ FAM_NLM_CALLBACKS, "outcome=\"relayed\"", n->cb_relayed },
+		{ FAM_NLM_CALLBACKS, "outcome=\"granted\"", n->cb_granted },
+		{ FAM_NLM_CALLBACKS, "outcome=\"stale\"", n->cb_stale },
+		{ FAM_NLM_CALLBACKS, "outcome=\"full\"", n->cb_full },
+		{ FAM_NLM_CALLBACKS, "outcome=\"timed_out\"", n->cb_timed_out },
+		{ FAM_NLM_CALLBACKS, "outcome=\"not_from_server\"", n->cb_not_from_server },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(rows); i++)
+		put_u64(p, SCOPE_ROUTE, rows[i].family, "", p->route_labels, rows[i].what,
+			rows[i].v);
+}
+
 static void prom_route(struct gw_stats_visitor *v, const struct gw_stats_route *r)
 {
 	struct prom *p = container_of(v, struct prom, visitor);
@@ -493,6 +538,8 @@ static void prom_route(struct gw_stats_visitor *v, const struct gw_stats_route *
 	prom_procedures(p, p->route_labels, r->totals, r->proc_upstream_us);
 	if (r->shared)
 		prom_shared(p, r->shared);
+	if (r->nlm)
+		prom_nlm(p, r->nlm);
 }
 
 static void prom_session(struct gw_stats_visitor *v, const struct gw_stats_session *s)

@@ -23,7 +23,9 @@
 #    through its portmapper on the gateway's address toward the server) and is relayed
 #    to c3's lockd, from the gateway's listen address. The client's reboot notification (sm-notify -f
 #    in c2, SM_NOTIFY to the gateway's NSM service) releases its lock on the server while
-#    its process still "holds" it: the second host then gets the lock.
+#    its process still "holds" it: the second host then gets the lock. /stats shows the
+#    relay's record of the lock (nlm.locks 1 while held, 0 after the unlock and after the
+#    SM_NOTIFY), the GRANTED callback relayed and taken, no bound reached; /metrics the same.
 # Then a reverse route on the same address (Soft-RoCE on the gateway's side of the c2 link,
 # the server's NFS over TCP): the client mounts with vers=3,proto=rdma and no address or
 # port of the server; the
@@ -239,6 +241,12 @@ expect() { # expect WHAT RC COMMAND...: COMMAND exits with RC
     "$@" || r=$?
     if ((r == want)); then ok "$what"; else fail "$what (exit $r, wanted $want)"; fi
 }
+# nlm_held WHAT: the NLM relay's figure (clients, owners, locks) from /stats; the stats
+# endpoint is on the guest's loopback, outside this namespace.
+nlm_held() {
+    nsenter -t 1 -n curl -sf http://127.0.0.1:9464/stats |
+        /usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)['routes'][0]['nlm']['$1'])"
+}
 # hold_lock: c2's process takes the lock through the gateway and holds it until $stop.
 stop=$E2E_WORK/holder.stop
 hold_lock() {
@@ -258,11 +266,15 @@ release_lock() {
 }
 if mount -t nfs -o vers=3 $gw:/export $m; then
     check "c2 takes an exclusive lock through the gateway (NLM LOCK)" hold_lock
+    n=$(nlm_held locks)
+    check "the relay records c2's lock (/stats nlm.locks $n)" test "$n" = 1
     expect "the second host behind the gateway is refused it" 1 try_c3
     expect "a process on the server is refused it" 1 try_server
     release_lock
     expect "released (NLM UNLOCK): the second host gets it" 0 try_c3
     expect "released: the process on the server gets it" 0 try_server
+    n=$(nlm_held locks)
+    check "unlocked: the relay holds no lock (/stats nlm.locks $n)" test "$n" = 0
     echo "--- a blocking lock: granted through the server's GRANTED callback, relayed"
     check "c2 takes the lock again" hold_lock
     : >"$E2E_WORK/waiter.out"
@@ -289,6 +301,9 @@ if mount -t nfs -o vers=3 $gw:/export $m; then
     got=1
     for _ in $(seq 1 10); do try_c3 && { got=0; break; }; sleep 1; done
     check "after c2's SM_NOTIFY the second host gets the lock (c2's released on the server)" test $got -eq 0
+    n=$(nlm_held locks)
+    check "c2's SM_NOTIFY forgot its lock, still held by its process (/stats nlm.locks $n)" \
+        test "$n" = 0
     expect "and so does a process on the server" 0 try_server
     release_lock
     timeout -s KILL 30 nsenter -t "$(cat "$c3_pid")" -m -n umount /mnt/c3
@@ -309,6 +324,15 @@ check "the server's GRANTED callbacks counted ($(granted))" test "$(granted)" -g
 grep -E "nlm callback" "$GW_LOG"
 check "NLM calls counted ($(calls nlm))" test "$(calls nlm)" -ge 6
 check "NSM calls counted ($(calls nsm))" test "$(calls nsm)" -ge 1
+cb() { gw_jq "s['routes'][0]['nlm']['granted_callbacks']['$1']"; }
+check "GRANTED callbacks in /stats: relayed $(cb relayed), granted $(cb granted), timed_out $(cb timed_out), not_from_server $(cb not_from_server), pending $(cb pending)" \
+    test "$(cb relayed)" -ge 1 -a "$(cb granted)" -ge 1 -a "$(cb timed_out)" = 0 -a \
+    "$(cb not_from_server)" = 0 -a "$(cb pending)" = 0
+full=$(gw_jq "sum(v for k, v in s['routes'][0]['nlm']['refused'].items() if k.endswith('_full'))")
+check "no NLM bound reached (/stats nlm.refused *_full: $full)" test "$full" = 0
+gw_metrics | grep -E '^rpcrdma_gw_nlm_'
+check "/metrics: rpcrdma_gw_nlm_held{what=\"locks\"} 0" \
+    bash -c "curl -sf http://127.0.0.1:9464/metrics | grep -qx 'rpcrdma_gw_nlm_held{route=\"nfs\",what=\"locks\"} 0'"
 grep -E "nlm relay" "$GW_LOG"
 ev() { gw_jq "s['routes'][0]['totals']['events']['$1']"; }
 check "bad input counted: garbage_args $(ev garbage_args), rpc_error_reply $(ev rpc_error_reply), malformed_record $(ev malformed_record)" \

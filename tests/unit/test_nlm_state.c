@@ -154,6 +154,10 @@ static void reboot_unlocks_only_that_client(void **state)
 	assert_int_equal(nlm_state_record_lock(st, &ib, 4, FH_A, 100, 1), 0);
 	assert_int_equal(nlm_state_client_locks(st, &a), 4);
 	assert_int_equal(nlm_state_client_locks(st, &b), 1);
+	/* What /stats shows as held. */
+	assert_int_equal(nlm_state_clients(st), 2);
+	assert_int_equal(nlm_state_owners(st), 3);
+	assert_int_equal(nlm_state_locks(st), 5);
 
 	size_t n = nlm_state_client_rebooted(st, &a, &u);
 	assert_int_equal(n, 3);
@@ -171,6 +175,8 @@ static void reboot_unlocks_only_that_client(void **state)
 	assert_int_equal(nlm_state_client_locks(st, &a), 0);
 	assert_int_equal(nlm_state_client_locks(st, &b), 1);
 	assert_int_equal(nlm_state_locks(st), 1);
+	assert_int_equal(nlm_state_clients(st), 1);
+	assert_int_equal(nlm_state_owners(st), 1);
 	/* A's owners are forgotten: a late GRANTED for them is stale, B's still maps. */
 	struct nlm_client_owner co;
 	assert_false(

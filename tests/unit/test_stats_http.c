@@ -47,6 +47,7 @@ struct fake_session {
 struct fake_route {
 	struct gw_stats_route r;
 	struct gw_stats_shared shared;
+	struct gw_stats_nlm nlm;
 	struct gw_counters totals;
 	struct gw_hist proc_upstream_us[GW_PROC_SLOTS];
 	struct fake_session sessions[2];
@@ -169,6 +170,24 @@ static void fake_engine_init(struct fake_engine *e)
 							   .stalls = 11 };
 	a->shared.channels[1] = (struct gw_stats_channel){ .state = "closed" };
 	a->r.shared = &a->shared;
+	/* An NLM relay holding two clients' locks; every figure differs. */
+	a->nlm = (struct gw_stats_nlm){ .clients = 2,
+					.owners = 3,
+					.locks = 5,
+					.callbacks_pending = 1,
+					.clients_full = 6,
+					.owners_full = 7,
+					.locks_full = 8,
+					.client_locks_full = 9,
+					.oh_too_long = 10,
+					.stale_owner = 12,
+					.cb_relayed = 13,
+					.cb_granted = 14,
+					.cb_stale = 15,
+					.cb_full = 16,
+					.cb_timed_out = 17,
+					.cb_not_from_server = 18 };
+	a->r.nlm = &a->nlm;
 	/* READ answered twice by the upstream, in 100 and 300 us; WRITE never timed */
 	struct gw_proc_count *read = gw_counters_proc(&a->totals, 100003, 3, 6);
 	gw_hist_add(&a->proc_upstream_us[read - a->totals.procs], 100);
@@ -749,6 +768,34 @@ static void test_stats_json_shared(void **state)
 	json_decref(root);
 }
 
+/* A route with an NLM relay shows what it holds, its refusals and the callbacks. */
+static void test_stats_json_nlm(void **state)
+{
+	struct fixture *f = *state;
+	json_t *root = fetch_json(f, "/stats");
+
+	assert_int_equal(jint(root, "routes.0.nlm.clients"), 2);
+	assert_int_equal(jint(root, "routes.0.nlm.owners"), 3);
+	assert_int_equal(jint(root, "routes.0.nlm.locks"), 5);
+	assert_int_equal(jint(root, "routes.0.nlm.refused.clients_full"), 6);
+	assert_int_equal(jint(root, "routes.0.nlm.refused.owners_full"), 7);
+	assert_int_equal(jint(root, "routes.0.nlm.refused.locks_full"), 8);
+	assert_int_equal(jint(root, "routes.0.nlm.refused.client_locks_full"), 9);
+	assert_int_equal(jint(root, "routes.0.nlm.refused.oh_too_long"), 10);
+	assert_int_equal(jint(root, "routes.0.nlm.refused.stale_owner"), 12);
+	assert_int_equal(jint(root, "routes.0.nlm.granted_callbacks.pending"), 1);
+	assert_int_equal(jint(root, "routes.0.nlm.granted_callbacks.relayed"), 13);
+	assert_int_equal(jint(root, "routes.0.nlm.granted_callbacks.granted"), 14);
+	assert_int_equal(jint(root, "routes.0.nlm.granted_callbacks.stale"), 15);
+	assert_int_equal(jint(root, "routes.0.nlm.granted_callbacks.full"), 16);
+	assert_int_equal(jint(root, "routes.0.nlm.granted_callbacks.timed_out"), 17);
+	assert_int_equal(jint(root, "routes.0.nlm.granted_callbacks.not_from_server"), 18);
+	/* A route without side services has no "nlm" at all. */
+	json_t *rb = json_array_get(json_object_get(root, "routes"), 1);
+	assert_null(json_object_get(rb, "nlm"));
+	json_decref(root);
+}
+
 static void test_stats_json_without_sessions(void **state)
 {
 	struct fixture *f = *state;
@@ -1212,6 +1259,40 @@ static void test_metrics_shared(void **state)
 	json_decref(fams);
 }
 
+static void test_metrics_nlm(void **state)
+{
+	struct fixture *f = *state;
+	json_t *fams = fetch_metrics(f, "/metrics");
+
+	check_family(fams, "rpcrdma_gw_nlm_held", "gauge");
+	check_family(fams, "rpcrdma_gw_nlm_refused", "counter");
+	check_family(fams, "rpcrdma_gw_nlm_granted_callbacks", "counter");
+	const char *h = "rpcrdma_gw_nlm_held";
+	assert_true(sample(fams, h, R, "nfs-fwd", "what", "clients", NULL) == 2);
+	assert_true(sample(fams, h, R, "nfs-fwd", "what", "owners", NULL) == 3);
+	assert_true(sample(fams, h, R, "nfs-fwd", "what", "locks", NULL) == 5);
+	assert_true(sample(fams, h, R, "nfs-fwd", "what", "callbacks_pending", NULL) == 1);
+	const char *r = "rpcrdma_gw_nlm_refused_total";
+	assert_true(sample(fams, r, R, "nfs-fwd", "reason", "clients_full", NULL) == 6);
+	assert_true(sample(fams, r, R, "nfs-fwd", "reason", "owners_full", NULL) == 7);
+	assert_true(sample(fams, r, R, "nfs-fwd", "reason", "locks_full", NULL) == 8);
+	assert_true(sample(fams, r, R, "nfs-fwd", "reason", "client_locks_full", NULL) == 9);
+	assert_true(sample(fams, r, R, "nfs-fwd", "reason", "oh_too_long", NULL) == 10);
+	assert_true(sample(fams, r, R, "nfs-fwd", "reason", "stale_owner", NULL) == 12);
+	const char *c = "rpcrdma_gw_nlm_granted_callbacks_total";
+	assert_true(sample(fams, c, R, "nfs-fwd", "outcome", "relayed", NULL) == 13);
+	assert_true(sample(fams, c, R, "nfs-fwd", "outcome", "granted", NULL) == 14);
+	assert_true(sample(fams, c, R, "nfs-fwd", "outcome", "stale", NULL) == 15);
+	assert_true(sample(fams, c, R, "nfs-fwd", "outcome", "full", NULL) == 16);
+	assert_true(sample(fams, c, R, "nfs-fwd", "outcome", "timed_out", NULL) == 17);
+	assert_true(sample(fams, c, R, "nfs-fwd", "outcome", "not_from_server", NULL) == 18);
+	/* Only the route that has an NLM relay. */
+	assert_int_equal(family_size(fams, h), 4);
+	assert_int_equal(family_size(fams, "rpcrdma_gw_nlm_refused"), 6);
+	assert_int_equal(family_size(fams, "rpcrdma_gw_nlm_granted_callbacks"), 6);
+	json_decref(fams);
+}
+
 static void test_metrics_sessions(void **state)
 {
 	struct fixture *f = *state;
@@ -1535,6 +1616,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_metrics_routes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_metrics_shared, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stats_json_shared, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stats_json_nlm, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_metrics_nlm, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_metrics_sessions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_sessions_param, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_metrics_no_routes, setup, teardown),
