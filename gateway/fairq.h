@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * gateway/fairq.h - the fair credit scheduler of a shared upstream
- * connection (issue 17; not yet wired into the forward pipeline, see
+ * connection (route key upstream_connections; gateway/forward_share.c, see
  * docs/architecture.md, "Shared upstream connections").
  *
  * Clients queue calls; while the connection has a free credit (calls in

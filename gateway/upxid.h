@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * gateway/upxid.h - the XID map of a shared upstream (issue 17; not yet
- * wired into the forward pipeline, see docs/architecture.md, "Shared
- * upstream connections").
+ * gateway/upxid.h - the XID map of a shared upstream (route key
+ * upstream_connections; gateway/forward_share.c, see docs/architecture.md,
+ * "Shared upstream connections").
  *
  * When many TCP clients' calls share a few RDMA connections ("channels")
  * to one server, two clients may use the same XID, so each call goes out
