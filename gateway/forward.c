@@ -322,12 +322,45 @@ static bool fwd_idle(const struct gw_session *g)
  * client has not answered in that time is answered SYSTEM_ERR and its
  * credit freed. Returns true when the session was closed (it may be gone).
  */
+/*
+ * A call of @s on a shared channel the server has not answered within
+ * @limit: only resetting the channel ends it (the server may still write
+ * into its buffers); the channel's closing closes its clients, @s too.
+ * Asked of closing clients as well: their calls on the wire still hold the
+ * channel's credits and map entries, and nothing else would ever end them.
+ * Deferred to the RDMA teardown: the engine is walking its sessions.
+ */
+static void fwd_sweep_shared_calls(struct fwd_session *s, uint64_t now, uint64_t limit)
+{
+	struct fwd_session *ch = s->ch;
+
+	if (s->in_flight == 0 || ch->draining || ch->rdma_closed)
+		return;
+	for (uint32_t i = 0; i < s->ncalls; i++) {
+		const struct fwd_call *c = &s->calls[i];
+		if (c->state != FC_SENT || now - c->t_sent < limit)
+			continue;
+		gw_warn("forward %s: the server has not answered xid %#x in %llu s: resetting "
+			"shared connection %u",
+			s->base.client, c->xid, (unsigned long long)((now - c->t_sent) / 1000000),
+			ch->chan_idx);
+		gw_count_event(&s->base, GW_EV_CALL_TIMEOUT);
+		ch->draining = true;
+		rconn_close(ch->rdma);
+		return;
+	}
+}
+
 static bool fwd_sweep(struct gw_session *g, uint64_t now)
 {
 	struct fwd_session *s = fwd_of(g);
 	uint64_t limit = (uint64_t)g->route->cfg->call_timeout_ms * 1000;
 
-	if (!limit || s->state != FS_READY)
+	if (!limit)
+		return false;
+	if (s->ch)
+		fwd_sweep_shared_calls(s, now, limit);
+	if (s->state != FS_READY)
 		return false;
 	for (uint32_t i = 0; i < s->nbcalls; i++) {
 		struct fwd_bcall *b = &s->bcalls[i];
@@ -340,32 +373,14 @@ static bool fwd_sweep(struct gw_session *g, uint64_t now)
 			fwd_bcall_release(b);
 		}
 	}
-	if (s->ch)
+	if (s->ch) {
 		fwd_share_bcalls_expire(s, now, limit); /* its callbacks, in the channels' slots */
+		return false;
+	}
 	if (s->in_flight == 0)
 		return false;
 	for (uint32_t i = 0; i < s->ncalls; i++) {
 		const struct fwd_call *c = &s->calls[i];
-		if (c->state == FC_SENT && now - c->t_sent >= limit && s->ch) {
-			/*
-			 * On a shared channel only resetting the channel ends the
-			 * call (the server may still write into its buffers): its
-			 * closing closes its clients, this one too. Deferred to
-			 * the RDMA teardown: the engine is walking its sessions.
-			 */
-			if (!s->ch->draining && !s->ch->rdma_closed) {
-				gw_warn("forward %s: the server has not answered xid %#x in %llu "
-					"s: "
-					"resetting shared connection %u",
-					s->base.client, c->xid,
-					(unsigned long long)((now - c->t_sent) / 1000000),
-					s->ch->chan_idx);
-				gw_count_event(&s->base, GW_EV_CALL_TIMEOUT);
-				s->ch->draining = true;
-				rconn_close(s->ch->rdma);
-			}
-			return false;
-		}
 		if (c->state == FC_SENT && now - c->t_sent >= limit) {
 			gw_warn("forward %s: the server has not answered xid %#x in %llu s: "
 				"resetting the session",
