@@ -503,7 +503,13 @@ static void share_drop_queued(struct fairq_item *it, void *arg)
 	fwd_call_put(c); /* cancels its mapping */
 }
 
-/* A client goes: its queued calls go with it, nobody else's; its calls in flight stay. */
+/*
+ * A client goes: its queued calls go with it, nobody else's; its calls in
+ * flight stay. The channel is pumped: the client may have been the one the
+ * pump stopped at (its call waiting for buffers, the wake-up registered on
+ * its own pool waiter, which goes with it), and the others' calls would
+ * wait for the next reply or call on the channel.
+ */
 void fwd_share_client_close(struct fwd_session *s)
 {
 	if (s->fq_detached)
@@ -511,6 +517,7 @@ void fwd_share_client_close(struct fwd_session *s)
 	s->fq_detached = true;
 	fwd_share_bcalls_expire(s, 0, 0);
 	fairq_client_detach(&s->ch->fq, &s->fq_client, share_drop_queued, NULL);
+	fwd_share_pump(s->ch);
 }
 
 /*
