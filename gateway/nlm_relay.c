@@ -196,9 +196,12 @@ static size_t encode_own_call(struct nlm_relay *rl, uint32_t vers, uint32_t proc
 			      const struct nlm_args *a, uint8_t *out, size_t cap);
 
 /*
- * A lock granted (or blocked) that the state has no room to record: the
- * client's reboot could not release it, so it is given back (a Linux
- * lockd's UNLOCK also cancels a blocked request) and the client refused.
+ * A lock granted (or blocked) that the state cannot record - no room, or
+ * its owner forgotten while the LOCK was upstream (reclaimed, or the
+ * client rebooted): the client's reboot could not release it, nor could a
+ * later UNLOCK, which would come under a new owner. So it is given back (a
+ * Linux lockd's UNLOCK also cancels a blocked request) and the client
+ * refused.
  */
 static void give_back(struct nlm_relay *rl, uint32_t vers, const struct nlm_args *call)
 {
@@ -225,8 +228,8 @@ static enum siderelay_verdict lock_result(struct nlm_relay *rl, const struct rel
 		return SIDERELAY_PASS;
 	int e = nlm_state_record_lock(rl->st, &id, c->vers, a->lock.fh, a->lock.offset,
 				      a->lock.len);
-	if (e != -ENOSPC || len > cap)
-		return SIDERELAY_PASS; /* -ENOENT: an owner forgotten since (a reboot) */
+	if (e == 0 || len > cap)
+		return SIDERELAY_PASS;
 	rl->cfg.counters->events[GW_EV_NO_BUFFERS]++;
 	give_back(rl, c->vers, a);
 	/* The stat is the last word: nlm_decode_res() allows nothing after it. */
@@ -278,11 +281,20 @@ enum siderelay_verdict nlm_relay_reply_hook(void *arg, const struct relay_call *
 		return test_result(rl, c, msg, len, off, out, cap, n);
 	case NLM_ARGS_LOCK:
 		return lock_result(rl, c, &a, msg, len, off, out, cap, n);
-	case NLM_ARGS_CANCEL:
 	case NLM_ARGS_UNLOCK:
 		if (nlm_decode_res(msg + off, len - off, &res) == 0 && res.stat == NLM_GRANTED &&
 		    owner_of(&a.lock, &id))
 			nlm_state_unlocked(rl->st, &id, a.lock.fh, a.lock.offset, a.lock.len);
+		return SIDERELAY_PASS;
+	case NLM_ARGS_CANCEL:
+		/*
+		 * Forgets nothing: the records do not tell a blocked request
+		 * from a lock held on the same range (one record for both), and
+		 * Linux lockd answers GRANTED to a CANCEL that found nothing.
+		 * A record kept too long costs an UNLOCK at the client's reboot;
+		 * one dropped too soon would leave a held lock that no reboot
+		 * releases.
+		 */
 		return SIDERELAY_PASS;
 	case NLM_ARGS_NONE:
 		break;

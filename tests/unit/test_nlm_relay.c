@@ -234,6 +234,75 @@ static void test_owner_bound_denies_nolocks(void **state)
 	nlm_relay_free(rl);
 }
 
+/*
+ * A LOCK granted after its owner was forgotten (the client's SM_NOTIFY came
+ * while the LOCK was upstream) is given back and the client refused: no
+ * lock is left on the server that nothing records.
+ */
+static void test_lock_of_forgotten_owner_given_back(void **state)
+{
+	(void)state;
+	struct gw_counters c = { 0 };
+	struct nlm_relay *rl = relay_new(&c);
+	struct sidesvc_peer pa = peer_at(0x0a090002, 800), pa_statd = peer_at(0x0a090002, 900);
+	struct nlm_host ha;
+	uint8_t msg[512], upa[4096], out[4096], res[16], notify[128];
+	size_t len = lock_call(msg, sizeof(msg), 1, NLMPROC_LOCK, 77), na, n, unlocks;
+
+	nlm_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
+	/* A lock held, then a second LOCK on the wire when the client reboots. */
+	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDERELAY_REWRITTEN);
+	reply(rl, &pa, upa, na, NLMPROC_LOCK, res, res_bytes(res, NLM_GRANTED), out, &n);
+	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 1);
+	len = lock_call(msg, sizeof(msg), 2, NLMPROC_LOCK, 77);
+	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDERELAY_REWRITTEN);
+	size_t h = put_call_hdr(notify, 5, NSM_PROG, 1, 6);
+	xdr_put32(notify + h, 6);
+	memcpy(notify + h + 4, "host-a\0\0", 8);
+	xdr_put32(notify + h + 12, 3);
+	nlm_relay_nsm_answer(rl, &pa_statd, notify, h + 16, out, sizeof(out), &unlocks);
+	assert_int_equal(unlocks, 1);
+	assert_int_equal(nsent, 1);
+	/* The second LOCK's GRANTED: refused to the client, given back upstream. */
+	assert_int_equal(
+		reply(rl, &pa, upa, na, NLMPROC_LOCK, res, res_bytes(res, NLM_GRANTED), out, &n),
+		SIDERELAY_REWRITTEN);
+	assert_int_equal(xdr_get32(out + n - 4), NLM_DENIED_NOLOCKS);
+	assert_int_equal(nsent, 2);
+	struct rpc_call_hdr uh;
+	assert_int_equal(rpc_call_decode(sent[1], sent_len[1], &uh), RPC_HDR_CALL);
+	assert_int_equal(uh.proc, NLMPROC_UNLOCK);
+	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 0);
+	nlm_relay_free(rl);
+}
+
+/*
+ * A CANCEL of a blocked request on the range of a lock the owner holds
+ * leaves the lock recorded: the client's reboot still releases it.
+ */
+static void test_cancel_keeps_held_lock(void **state)
+{
+	(void)state;
+	struct gw_counters c = { 0 };
+	struct nlm_relay *rl = relay_new(&c);
+	struct sidesvc_peer pa = peer_at(0x0a090002, 800);
+	struct nlm_host ha;
+	uint8_t msg[512], upa[4096], out[4096], res[16];
+	size_t len = lock_call(msg, sizeof(msg), 1, NLMPROC_LOCK, 77), na, n;
+
+	nlm_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
+	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDERELAY_REWRITTEN);
+	reply(rl, &pa, upa, na, NLMPROC_LOCK, res, res_bytes(res, NLM_GRANTED), out, &n);
+	len = lock_call(msg, sizeof(msg), 2, NLMPROC_LOCK, 77);
+	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDERELAY_REWRITTEN);
+	reply(rl, &pa, upa, na, NLMPROC_LOCK, res, res_bytes(res, NLM_BLOCKED), out, &n);
+	len = lock_call(msg, sizeof(msg), 3, NLMPROC_CANCEL, 77);
+	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDERELAY_REWRITTEN);
+	reply(rl, &pa, upa, na, NLMPROC_CANCEL, res, res_bytes(res, NLM_GRANTED), out, &n);
+	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 1);
+	nlm_relay_free(rl);
+}
+
 static void test_locks_recorded_and_released_by_notify(void **state)
 {
 	(void)state;
@@ -343,6 +412,8 @@ int main(void)
 		cmocka_unit_test(test_bad_calls_answered),
 		cmocka_unit_test(test_owner_bound_denies_nolocks),
 		cmocka_unit_test(test_locks_recorded_and_released_by_notify),
+		cmocka_unit_test(test_lock_of_forgotten_owner_given_back),
+		cmocka_unit_test(test_cancel_keeps_held_lock),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
