@@ -62,8 +62,9 @@ struct nlm_callback {
 	struct sidesvc *svc;  /* the NLM callback service there */
 	struct sidesvc *pmap; /* its portmapper on pmap_port, or NULL */
 	struct pmap_table table;
-	bool registered; /* with the host's rpcbind instead */
-	int fd;		 /* toward clients, bound to the route's listen address */
+	bool registered;       /* with the host's rpcbind instead */
+	uint32_t reg_versions; /* bit v: NLM version v set there by this process */
+	int fd;		       /* toward clients, bound to the route's listen address */
 	struct event *read_ev, *timer;
 	struct cb_pending *pend;
 	uint32_t live, next_xid;
@@ -497,6 +498,38 @@ static bool same_host(const struct sockaddr_storage *a, const struct sockaddr_st
 }
 
 /*
+ * Whether the host's rpcbind already maps some NLM version (this host's
+ * kernel lockd, when it is an NFS client): then the gateway registers
+ * nothing, and so removes nothing. rpcbind's UNSET takes every protocol of
+ * a version and lets root remove anyone's entry, so registering next to
+ * lockd and undoing a refusal would take lockd's own entries away.
+ */
+static bool host_nlm_registered(void)
+{
+	struct sockaddr_in lo = { .sin_family = AF_INET,
+				  .sin_port = htons(PMAP_PORT),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+
+	for (unsigned long v = 1; v <= 4; v += v == 1 ? 2 : 1) {
+		if (pmap_getport(&lo, NLM_PROG, v, IPPROTO_UDP) != 0 ||
+		    pmap_getport(&lo, NLM_PROG, v, IPPROTO_TCP) != 0)
+			return true;
+	}
+	return false;
+}
+
+/* Remove the NLM versions this process set with the host's rpcbind, and only those. */
+static void unregister_own(struct nlm_callback *cb)
+{
+	for (unsigned long v = 1; v <= 4; v++) {
+		if (cb->reg_versions & (1u << v))
+			pmap_unset(NLM_PROG, v);
+	}
+	cb->reg_versions = 0;
+	cb->registered = false;
+}
+
+/*
  * Let the server find the service: a portmapper of the gateway's own on
  * the upstream-side address, or, when a host rpcbind holds that port, a
  * registration with it. Neither: logged, callbacks do not come.
@@ -544,9 +577,20 @@ static void advertise(struct nlm_callback *cb, struct event_base *base)
 			cb->cfg.route->name, where, cb->cfg.pmap_port, strerror(e));
 		return;
 	}
+	if (host_nlm_registered()) {
+		gw_warn("%s: nlm callback: port %u on %s: %s, and the host's rpcbind already "
+			"maps NLM (this host's kernel lockd: an NFS client here?); left as it is. "
+			"Blocked locks are granted only when the client re-sends its LOCK "
+			"(docs/forward-mode.md)",
+			cb->cfg.route->name, cb->cfg.pmap_port, where, strerror(e));
+		return;
+	}
 	for (unsigned long v = 1; v <= 4; v += v == 1 ? 2 : 1) {
-		reg &= pmap_set(NLM_PROG, v, IPPROTO_UDP, port) != 0;
-		reg &= pmap_set(NLM_PROG, v, IPPROTO_TCP, port) != 0;
+		bool udp = pmap_set(NLM_PROG, v, IPPROTO_UDP, port) != 0;
+		bool tcp = pmap_set(NLM_PROG, v, IPPROTO_TCP, port) != 0;
+		if (udp || tcp)
+			cb->reg_versions |= 1u << v;
+		reg &= udp && tcp;
 	}
 	cb->registered = reg;
 	if (reg) {
@@ -555,8 +599,7 @@ static void advertise(struct nlm_callback *cb, struct event_base *base)
 			cb->cfg.route->name, where, port, cb->cfg.pmap_port, where, strerror(e));
 		return;
 	}
-	for (unsigned long v = 1; v <= 4; v += v == 1 ? 2 : 1)
-		pmap_unset(NLM_PROG, v);
+	unregister_own(cb);
 	gw_warn("%s: nlm callback: the server cannot find the gateway's callback service: port "
 		"%u on %s: %s, and the host's rpcbind refused NLM (is this host's kernel lockd "
 		"registered, an NFS client here?). Blocked locks are granted only when the "
@@ -625,10 +668,7 @@ void nlm_callback_stop(struct nlm_callback *cb)
 {
 	if (!cb)
 		return;
-	if (cb->registered) {
-		for (unsigned long v = 1; v <= 4; v += v == 1 ? 2 : 1)
-			pmap_unset(NLM_PROG, v);
-	}
+	unregister_own(cb);
 	if (cb->read_ev)
 		event_free(cb->read_ev);
 	if (cb->timer)
