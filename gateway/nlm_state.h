@@ -121,7 +121,7 @@ void nlm_state_holder_view(struct nlm_state *st, const struct nlm_host *host, st
  */
 int nlm_state_record_lock(struct nlm_state *st, const struct nlm_owner_id *owner, uint32_t vers,
 			  struct nlm_bytes fh, uint64_t offset, uint64_t len);
-/* An UNLOCK or CANCEL of @owner on @fh covering [@offset, @offset+@len) (0: to the end). */
+/* An UNLOCK of @owner on @fh covering [@offset, @offset+@len) (0: to the end). */
 void nlm_state_unlocked(struct nlm_state *st, const struct nlm_owner_id *owner, struct nlm_bytes fh,
 			uint64_t offset, uint64_t len);
 
