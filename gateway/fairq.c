@@ -37,7 +37,7 @@ static bool below_cap(const struct fairq_client *c)
 /* A client is in the ring exactly when it has queued calls and room under its cap. */
 static void ring_join(struct fairq *q, struct fairq_client *c)
 {
-	if (c->in_ring || c->queued == 0 || !below_cap(c))
+	if (c->in_ring || c->paused || c->queued == 0 || !below_cap(c))
 		return;
 	TAILQ_INSERT_TAIL(&q->ring, c, ring);
 	c->in_ring = true;
@@ -134,9 +134,20 @@ void fairq_unpick(struct fairq *q, struct fairq_item *it)
 	c->queued++;
 	q->queued++;
 	ring_leave(q, c);
+	if (c->paused)
+		return;
 	TAILQ_INSERT_HEAD(&q->ring, c, ring);
 	c->in_ring = true;
 	c->burst = q->quantum;
+}
+
+void fairq_client_pause(struct fairq *q, struct fairq_client *c, bool paused)
+{
+	c->paused = paused;
+	if (paused)
+		ring_leave(q, c);
+	else
+		ring_join(q, c);
 }
 
 void fairq_remove(struct fairq *q, struct fairq_item *it)

@@ -40,6 +40,7 @@ struct fairq_client {
 	bool in_ring;
 	uint32_t cap;	/* calls in flight at most (0: no cap but the grant) */
 	uint32_t burst; /* picks left in this turn */
+	bool paused;	/* its replies are not being read: none of its calls is picked */
 	/* Counters, read by /stats. */
 	uint32_t queued;
 	uint32_t in_flight;
@@ -86,6 +87,14 @@ void fairq_complete(struct fairq *q, struct fairq_client *c);
  * client first in the ring so that it keeps its turn.
  */
 void fairq_unpick(struct fairq *q, struct fairq_item *it);
+
+/*
+ * @c's replies stop being read (its TCP output is congested): while paused
+ * none of its calls is picked, and the others' go; resumed, it rejoins the
+ * ring at the back. Why not simply stop the pump: one slow reader would
+ * stall every client of the connection.
+ */
+void fairq_client_pause(struct fairq *q, struct fairq_client *c, bool paused);
 
 /* Take one queued call out (e.g. a call abandoned before it went). */
 void fairq_remove(struct fairq *q, struct fairq_item *it);

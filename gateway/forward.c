@@ -60,8 +60,13 @@ static void fwd_tcp_pressure(struct tcp_conn *tc, bool congested, void *arg)
 {
 	struct fwd_session *s = arg;
 
-	/* While the client does not drain, send no new calls: no new replies come. */
+	/*
+	 * While the client does not drain, send no new calls: no new replies
+	 * come. On a shared connection only this client's calls stop.
+	 */
 	s->out_congested = congested;
+	if (s->ch && !s->fq_detached)
+		fairq_client_pause(&s->ch->fq, &s->fq_client, congested);
 	if (!congested)
 		fwd_pump(s);
 }

@@ -255,6 +255,35 @@ static void test_remove_one(void **state)
 }
 
 /*
+ * A client whose replies are not read is paused: the others' calls go, none
+ * of its own, however many it queues; resumed, its calls go again.
+ */
+static void test_pause_skips_only_that_client(void **state)
+{
+	(void)state;
+	struct fairq q;
+	struct fairq_client a, b;
+	struct call ca[4], cb[2];
+
+	fairq_init(&q, 1, 8);
+	fairq_client_init(&a, 0);
+	fairq_client_init(&b, 0);
+	queue_calls(&q, &a, ca, 2, 0, 0);
+	queue_calls(&q, &b, cb, 2, 1, 0);
+	fairq_client_pause(&q, &a, true);
+	queue_calls(&q, &a, ca + 2, 2, 0, 0); /* queued while paused: still not picked */
+	assert_ptr_equal(fairq_pick(&q, 0), &cb[0].it);
+	fairq_complete(&q, &b); /* a completion of another client does not bring it back */
+	assert_ptr_equal(fairq_pick(&q, 0), &cb[1].it);
+	assert_null(fairq_pick(&q, 0));
+	assert_int_equal(q.queued, 4);
+	fairq_client_pause(&q, &a, false);
+	for (unsigned i = 0; i < 4; i++)
+		assert_ptr_equal(fairq_pick(&q, 0), &ca[i].it);
+	assert_null(fairq_pick(&q, 0));
+}
+
+/*
  * A picked call that could not go (no buffer) comes back first: its credit
  * is free again, its client keeps its turn, and its call is the next one.
  */
@@ -301,6 +330,7 @@ int main(void)
 		cmocka_unit_test(test_queue_time_counted),
 		cmocka_unit_test(test_remove_one),
 		cmocka_unit_test(test_unpick_keeps_the_turn),
+		cmocka_unit_test(test_pause_skips_only_that_client),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
