@@ -30,7 +30,6 @@ enum {
 	CB_DEFAULT_PENDING = 64,
 	CB_DEFAULT_RETRY_MS = 1000,
 	CB_DEFAULT_TIMEOUT_MS = 5000,
-	RPC_CALL_WORDS = 10, /* xid, CALL, 2, prog, vers, proc, AUTH_NONE x2 */
 };
 
 /* One server GRANTED being relayed to its client. */
@@ -73,15 +72,6 @@ struct nlm_callback {
 };
 
 /* ---- small encoders ------------------------------------------------------------ */
-
-static size_t put_call_hdr(uint8_t *out, uint32_t xid, uint32_t vers, uint32_t proc)
-{
-	const uint32_t w[RPC_CALL_WORDS] = { xid, 0, 2, NLM_PROG, vers, proc, 0, 0, 0, 0 };
-
-	for (size_t i = 0; i < RPC_CALL_WORDS; i++)
-		xdr_put32(out + 4 * i, w[i]);
-	return (size_t)4 * RPC_CALL_WORDS;
-}
 
 /* nlm_res: cookie, stat. 0 when @cap is short. */
 static size_t put_res(uint8_t *out, size_t cap, const uint8_t *cookie, uint32_t clen, uint32_t stat)
@@ -135,8 +125,9 @@ static void answer_server(struct nlm_callback *cb, uint32_t proc, uint32_t vers,
 		if (m)
 			sidesvc_reply(cb->svc, server, cb->out, hn + m);
 	} else {
-		hn = put_call_hdr(cb->out, 0, vers, NLMPROC_GRANTED_RES);
-		m = put_res(cb->out + hn, sizeof(cb->out) - hn, cookie, clen, stat);
+		hn = rpc_encode_call_hdr(cb->out, sizeof(cb->out), 0, NLM_PROG, vers,
+					 NLMPROC_GRANTED_RES);
+		m = hn ? put_res(cb->out + hn, sizeof(cb->out) - hn, cookie, clen, stat) : 0;
 		if (!m || !nlm_relay_send_own(cb->cfg.relay, cb->out, hn + m))
 			gw_warn("%s: nlm callback: GRANTED_RES could not be sent to the server",
 				cb->cfg.route->name);
@@ -298,8 +289,8 @@ static bool start_pending(struct nlm_callback *cb, struct cb_pending *p,
 	memset(p, 0, offsetof(struct cb_pending, msg));
 	a->lock.svid = o->svid;
 	a->lock.oh = o->oh;
-	hn = put_call_hdr(p->msg, 0, h->vers, NLMPROC_GRANTED);
-	if (a->cookie.len > sizeof(p->cookie) ||
+	hn = rpc_encode_call_hdr(p->msg, sizeof(p->msg), 0, NLM_PROG, h->vers, NLMPROC_GRANTED);
+	if (!hn || a->cookie.len > sizeof(p->cookie) ||
 	    nlm_encode_args(a, p->msg + hn, sizeof(p->msg) - hn, &m) != 0)
 		return false;
 	p->len = (uint32_t)(hn + m);

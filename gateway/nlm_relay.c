@@ -19,9 +19,6 @@ enum {
 	NSMPROC_NOTIFY = 6,
 	NSM_MAXSTRLEN = 1024, /* SM_MAXSTRLEN: mon_name */
 	OWN_CALL_MAX = 512,   /* an UNLOCK: header, name, fh 64, token 16 */
-	RPC_MSG_CALL = 0,
-	RPC_MSG_REPLY = 1,
-	RPC_MSG_ACCEPTED = 0,
 };
 
 struct nlm_relay {
@@ -313,21 +310,19 @@ enum siderelay_verdict nlm_relay_reply_hook(void *arg, const struct relay_call *
 static size_t encode_own_call(struct nlm_relay *rl, uint32_t vers, uint32_t proc,
 			      const struct nlm_args *a, uint8_t *out, size_t cap)
 {
-	const uint32_t hdr[] = { 0, RPC_MSG_CALL, 2, NLM_PROG, vers, proc, 0, 0, 0, 0 };
+	size_t h = rpc_encode_call_hdr(out, cap, 0, NLM_PROG, vers, proc);
 	struct nlm_args u = *a;
 	uint8_t cookie[4];
 	size_t m;
 
-	if (cap < sizeof(hdr))
+	if (!h)
 		return 0;
-	for (size_t i = 0; i < sizeof(hdr) / sizeof(hdr[0]); i++)
-		xdr_put32(out + 4 * i, hdr[i]);
 	xdr_put32(cookie, ++rl->cookie);
 	u.cookie = (struct nlm_bytes){ cookie, sizeof(cookie) };
 	u.vers = vers;
-	if (nlm_encode_args(&u, out + sizeof(hdr), cap - sizeof(hdr), &m) != 0)
+	if (nlm_encode_args(&u, out + h, cap - h, &m) != 0)
 		return 0;
-	return sizeof(hdr) + m;
+	return h + m;
 }
 
 /* @host rebooted: a whole-file UNLOCK upstream for each (owner, fh) it held. */

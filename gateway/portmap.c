@@ -445,23 +445,32 @@ enum pmap_outcome pmap_answer(const struct pmap_table *t, const uint8_t *msg, si
 
 /* ---- the gateway as a portmapper client -------------------------------- */
 
+size_t rpc_encode_call_hdr(uint8_t *out, size_t cap, uint32_t xid, uint32_t prog, uint32_t vers,
+			   uint32_t proc)
+{
+	/* xid, CALL, rpcvers, prog, vers, proc, AUTH_NONE credential and verifier */
+	const uint32_t w[] = { xid, GW_MSG_CALL, GW_RPC_VERS, prog, vers, proc, 0, 0, 0, 0 };
+
+	if (cap < sizeof(w))
+		return 0;
+	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++)
+		xdr_put32(out + 4 * i, w[i]);
+	return sizeof(w);
+}
+
 size_t pmap_encode_getport(uint8_t *out, size_t cap, uint32_t xid, uint32_t prog, uint32_t vers,
 			   uint32_t prot)
 {
-	XDR x;
-	size_t n = 0;
-	/* xid, CALL, rpcvers, PMAP_PROG v2 GETPORT, AUTH_NONE x2, mapping (port 0) */
-	u_int w[] = { xid, GW_MSG_CALL, GW_RPC_VERS, PMAP_PROG, 2, GW_PMAPPROC_GETPORT, 0, 0, 0,
-		      0,   prog,	vers,	     prot,	0 };
-	size_t i;
+	/* PMAP_PROG v2 GETPORT of the mapping (prog, vers, prot, port 0) */
+	size_t h = rpc_encode_call_hdr(out, cap, xid, PMAP_PROG, 2, GW_PMAPPROC_GETPORT);
 
-	xdrmem_create(&x, (char *)out, (u_int)(cap > UINT32_MAX ? UINT32_MAX : cap), XDR_ENCODE);
-	for (i = 0; i < sizeof(w) / sizeof(w[0]) && xdr_u_int(&x, &w[i]); i++)
-		;
-	if (i == sizeof(w) / sizeof(w[0]))
-		n = xdr_getpos(&x);
-	xdr_destroy(&x);
-	return n;
+	if (!h || cap - h < 16)
+		return 0;
+	xdr_put32(out + h, prog);
+	xdr_put32(out + h + 4, vers);
+	xdr_put32(out + h + 8, prot);
+	xdr_put32(out + h + 12, 0);
+	return h + 16;
 }
 
 int pmap_decode_getport_reply(const uint8_t *msg, size_t len, uint16_t *port)

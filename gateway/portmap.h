@@ -131,6 +131,16 @@ enum pmap_outcome pmap_answer(const struct pmap_table *t, const uint8_t *msg, si
 bool pmap_uaddr(const struct sockaddr *sa, uint16_t port, char *out, size_t cap);
 
 /* GW_PMAPPROC_GETPORT(@prog, @vers, @prot) as a call with @xid; its length or 0. */
+/*
+ * An RPC call header with AUTH_NONE credential and verifier (40 bytes) for
+ * the side services' own calls; 0 when @cap is short. Written by hand, not
+ * with libtirpc's xdr_callhdr, because the callers build the whole message
+ * in their own fixed buffers and need the header's length before the
+ * arguments.
+ */
+size_t rpc_encode_call_hdr(uint8_t *out, size_t cap, uint32_t xid, uint32_t prog, uint32_t vers,
+			   uint32_t proc);
+
 size_t pmap_encode_getport(uint8_t *out, size_t cap, uint32_t xid, uint32_t prog, uint32_t vers,
 			   uint32_t prot);
 /*

@@ -220,6 +220,8 @@ static void test_uaddr_and_getport_codec(void **state)
 
 	size_t n = pmap_encode_getport(b, sizeof(b), 77, 100005, 3, 17);
 	assert_int_equal(n, 56);
+	assert_int_equal(pmap_encode_getport(b, 55, 77, 100005, 3, 17), 0);
+	assert_int_equal(rpc_encode_call_hdr(b, 39, 77, 100005, 3, 1), 0);
 	struct rpc_call_hdr h;
 	assert_int_equal(rpc_call_decode(b, n, &h), RPC_HDR_CALL);
 	assert_int_equal(h.prog, 100000);
