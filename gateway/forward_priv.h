@@ -229,6 +229,8 @@ struct fwd_session {
 	/* Channel, a lost connection made again (forward_share.c): */
 	bool reconnecting;	       /* lost; the next attempt is due or under way */
 	uint32_t reconnect_tries;      /* attempts since the loss */
+	bool reconnect_same_port;      /* the attempt under way binds the old source port */
+	bool reconnect_any_port;       /* the old port could not be had: any from now on */
 	uint64_t lost_at_us;	       /* when the loss was noticed: the deadline's start */
 	struct event *reconnect_ev;    /* the back-off timer */
 	struct sockaddr_storage local; /* where its last connection came from (same port again) */

@@ -57,13 +57,14 @@
  * that restarts or a link that flaps, short against the clients' own
  * major timeouts (a hard NFS mount waits 180 s before it says so), and
  * bounded, so that a server that is gone does not keep its clients
- * waiting on a channel for ever. The same source port is asked for three
- * times, then any: the port may have been taken meanwhile.
+ * waiting on a channel for ever. The same source port is asked for until
+ * an attempt from it fails to get under way (RCONN_CLOSE_UNREACHABLE: the
+ * port was taken meanwhile, or there is no route), then any: a server that
+ * is down refuses or does not answer, and leaves the port worth keeping.
  */
 #define SHARE_RECONNECT_FIRST_US    (100ull * 1000)
 #define SHARE_RECONNECT_MAX_US	    (5ull * 1000000)
 #define SHARE_RECONNECT_DEADLINE_US (60ull * 1000000)
-enum { SHARE_RECONNECT_SAME_PORT_TRIES = 3 };
 
 static struct fwd_call *call_of_item(struct fairq_item *it)
 {
@@ -572,21 +573,17 @@ static void share_reconnect(evutil_socket_t fd, short what, void *arg)
 {
 	struct fwd_session *ch = arg;
 	const struct gw_route *r = ch->base.route->cfg;
-	bool same_port =
-		ch->local.ss_family != 0 && ch->reconnect_tries < SHARE_RECONNECT_SAME_PORT_TRIES;
 
 	(void)fd;
 	(void)what;
 	ch->reconnect_tries++;
-	if (!same_port && ch->reconnect_tries == SHARE_RECONNECT_SAME_PORT_TRIES + 1)
-		gw_warn("forward %s: connecting again from any port: the server's duplicate "
-			"request cache will not know the calls sent again",
-			ch->base.client);
+	ch->reconnect_same_port = ch->local.ss_family != 0 && !ch->reconnect_any_port;
 	struct rconn_params params = fwd_rdma_params(r, &ch->own_pd);
 	ch->rdma_closed = false;
 	ch->rdma = rconn_connect(
 		gw_engine_rdma(ch->base.route->eng), (const struct sockaddr *)&r->upstream.addr,
-		same_port ? (const struct sockaddr *)&ch->local : NULL, &params, &fwd_rdma_ops, ch);
+		ch->reconnect_same_port ? (const struct sockaddr *)&ch->local : NULL, &params,
+		&fwd_rdma_ops, ch);
 	if (!ch->rdma) {
 		/* Out of memory: as a failed attempt, without the connection's callback. */
 		ch->rdma_closed = true;
@@ -609,8 +606,16 @@ bool fwd_share_channel_lost(struct fwd_session *ch, enum rconn_close_reason reas
 	if (ch->draining || ch->in_close || ch->state == FS_CLOSING ||
 	    reason == RCONN_CLOSE_DEVICE || (ch->state == FS_CONNECTING && !ch->reconnecting))
 		return false;
+	if (ch->reconnecting && ch->reconnect_same_port && reason == RCONN_CLOSE_UNREACHABLE &&
+	    !ch->reconnect_any_port) {
+		ch->reconnect_any_port = true;
+		gw_warn("forward %s: cannot connect again from %s: from any port now, and the "
+			"server's duplicate request cache will not know the calls sent again",
+			ch->base.client, ch->base.upstream);
+	}
 	if (!ch->reconnecting) {
 		ch->reconnecting = true;
+		ch->reconnect_any_port = false;
 		ch->reconnect_tries = 0;
 		ch->lost_at_us = now;
 		gw_warn("forward %s: connection lost (%s): connecting again, its %u client(s) "
