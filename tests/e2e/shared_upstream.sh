@@ -156,6 +156,10 @@ ids() { gw_jq "sorted(x['id'] for x in s['routes'][0].get('sessions', []))"; }
 chan_sum() { gw_jq "sum(c['$1'] for c in s['routes'][0]['shared_upstream']['channels'])"; }
 ls /mnt/m3 >/dev/null
 ids0=$(ids)
+# The gateway's ends of its connections, as the server lists them: the same ports
+# again after the cut, for the server's duplicate request cache keys on them.
+gw_ports() { rdma res show cm_id | grep -v LISTEN | grep 'src-addr 192.0.2.1:20049' | grep -o 'dst-addr [^ ]*' | sort | tr '\n' ' '; }
+ports0=$(gw_ports)
 csrc=$(e2e_source 24)
 (for i in $(seq 0 23); do
     dd if="$csrc" of=/mnt/m3/cut bs=1M skip=$i seek=$i count=1 conv=notrunc oflag=direct status=none || exit 1
@@ -174,6 +178,8 @@ check "and reads back intact" cmp -s "$csrc" /mnt/m3/cut
 for _ in $(seq 1 20); do [[ $(server_conns) -eq 2 ]] && break; sleep 0.5; done
 n=$(server_conns)
 check "the server has its 2 RDMA connections again ($n)" test "$n" -eq 2
+ports1=$(gw_ports)
+check "from the same source ports ($ports0-> $ports1)" test -n "$ports0" -a "$ports0" = "$ports1"
 rec=$(chan_sum reconnects) resent=$(chan_sum calls_resent) ids1=$(ids)
 echo "channel reconnects $rec, calls sent again $resent, sessions $ids0 -> $ids1"
 check "both channels were connected again ($rec reconnects)" test "${rec:-0}" -ge 2
