@@ -142,12 +142,16 @@ struct gw_credit_state {
  */
 /* One shared upstream connection of a forward route (upstream_connections > 0). */
 struct gw_stats_channel {
-	const char *state; /* "connecting", "ready", "closing", or "closed" (none now) */
+	const char *state; /* "connecting", "ready", "reconnecting", "closing", or "closed" */
 	uint32_t credits_granted;
 	uint32_t calls_in_flight;
 	uint32_t calls_queued;
 	uint32_t clients;
 	uint64_t stalls; /* picks refused for want of a credit, calls queued */
+	/* Its lost connections: made again, given up on, calls in flight sent again. */
+	uint64_t reconnects;
+	uint64_t reconnect_failures;
+	uint64_t calls_resent;
 };
 
 enum { GW_STATS_MAX_CHANNELS = 64 };

@@ -121,8 +121,24 @@ static void fwd_established(struct rconn *rc, void *owner, const uint8_t *pdata,
 	gw_format_addr(rconn_local_addr(rc), s->base.upstream, sizeof(s->base.upstream));
 	gw_debug("forward %s: connected upstream from %s (inline %u/%u)", s->base.client,
 		 s->base.upstream, s->thr.send, s->thr.recv);
+	if (s->is_channel && s->dev && s->dev != rconn_device(rc)) {
+		/*
+		 * A channel made again on another device: its clients' records
+		 * lie in the old device's pool, which the new connection cannot
+		 * reach. They close, as with a connection lost for good.
+		 */
+		gw_warn("forward %s: connected again through another RDMA device: closing its "
+			"clients",
+			s->base.client);
+		s->reconnecting = false;
+		fwd_session_close(s);
+		return;
+	}
 	s->dev = rconn_device(rc);
 	if (s->is_channel) {
+		memcpy(&s->local, rconn_local_addr(rc),
+		       rconn_local_addr(rc)->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+								   : sizeof(struct sockaddr_in));
 		s->state = FS_READY;
 		fwd_share_channel_ready(s);
 		return;
@@ -171,6 +187,8 @@ static void fwd_rdma_closed(struct rconn *rc, void *owner, enum rconn_close_reas
 			rconn_close_reason_str(reason));
 		gw_count_event(&s->base, GW_EV_CONNECTION_LOST);
 	}
+	if (s->is_channel && fwd_share_channel_lost(s, reason))
+		return; /* made again; its clients stay */
 	fwd_session_close(s);
 }
 

@@ -248,12 +248,16 @@ static void fwd_fence_done(struct rconn_wr *wr, enum ibv_wc_status status)
 	 * A flushed fence: the connection is gone, and with it the reply's
 	 * client. On a shared channel the reply goes to the connection that
 	 * owns the call now (a client that reconnected and retransmitted it),
-	 * or nowhere.
+	 * or nowhere; and it goes even when the fence was flushed, for the
+	 * clients stay while the channel is made again: rconn failed the
+	 * connection before completing this (the queue pair is in the error
+	 * state, the server reaches none of the call's memory), and the
+	 * reply, which followed the server's Writes in order, is whole.
 	 */
 	struct fwd_session *to = s->ch			  ? fwd_share_reply_owner(c)
 				 : s->state != FS_CLOSING ? s
 							  : NULL;
-	if (status == IBV_WC_SUCCESS && to)
+	if (to && (status == IBV_WC_SUCCESS || s->ch))
 		fwd_deliver(to, c);
 	c->state = FC_DONE;
 	fwd_call_put(c);

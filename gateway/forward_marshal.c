@@ -370,28 +370,15 @@ void fwd_call_unexpose(struct fwd_session *s, struct fwd_call *c)
 }
 
 /*
- * The call comes back to the head of the queue once its Send has completed
- * and its windows are fenced, with a Reply chunk as large as any reply and
- * an XID of the gateway's own: the server may keep the first attempt in its
- * duplicate request cache, and the retry must not be taken for it.
+ * Undo what fwd_marshal() did for @c, whose Send has completed and whose
+ * windows are fenced or gone with their connection: the buffers offered
+ * for the reply go back to the pool and the call holds its record only,
+ * ready to be marshalled again (new windows, new rkeys).
  */
-void fwd_call_retry(struct fwd_call *c, enum ibv_wc_status status)
+void fwd_call_unmarshal(struct fwd_call *c)
 {
 	struct fwd_session *s = c->s;
 
-	/* A flushed work request: the connection is going, the call with it. */
-	if (status != IBV_WC_SUCCESS)
-		c->failed_retry = true;
-	if (c->send_pending || c->fence_pending)
-		return;
-	c->state = FC_DONE;
-	c->retry = false;
-	bool resend = c->resend;
-	c->resend = false;
-	if (s->state != FS_READY || c->failed_retry) {
-		fwd_call_put(c);
-		return;
-	}
 	for (uint32_t k = 0; k < c->nwrites; k++) {
 		gw_buf_put(c->wbuf[k]);
 		c->wbuf[k] = NULL;
@@ -410,6 +397,36 @@ void fwd_call_retry(struct fwd_call *c, enum ibv_wc_status status)
 	c->mem = c->rec_len;
 	c->reply_len = c->reply_chunk_len = c->reply_proc = c->reply_hdr_len = 0;
 	memset(c->wlen, 0, sizeof(c->wlen));
+}
+
+/*
+ * The call comes back to the head of the queue once its Send has completed
+ * and its windows are fenced, with a Reply chunk as large as any reply and
+ * an XID of the gateway's own: the server may keep the first attempt in its
+ * duplicate request cache, and the retry must not be taken for it.
+ */
+void fwd_call_retry(struct fwd_call *c, enum ibv_wc_status status)
+{
+	struct fwd_session *s = c->s;
+
+	/*
+	 * A flushed work request: the connection is going, the call with it,
+	 * unless it is a shared channel's, which is made again: the call waits
+	 * in the queue for the new connection.
+	 */
+	if (status != IBV_WC_SUCCESS && !s->ch)
+		c->failed_retry = true;
+	if (c->send_pending || c->fence_pending)
+		return;
+	c->state = FC_DONE;
+	c->retry = false;
+	bool resend = c->resend;
+	c->resend = false;
+	if (s->state != FS_READY || c->failed_retry) {
+		fwd_call_put(c);
+		return;
+	}
+	fwd_call_unmarshal(c);
 	if (!resend) {
 		/* RFC 8267: room for any reply this time */
 		c->retried = true;

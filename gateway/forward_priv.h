@@ -226,6 +226,14 @@ struct fwd_session {
 	uint32_t users;		 /* channel: client sessions pointing at it */
 	struct fairq fq;	 /* channel: the fair scheduler of its grant */
 	struct fwd_share *share; /* channel: the route's shared state */
+	/* Channel, a lost connection made again (forward_share.c): */
+	bool reconnecting;	       /* lost; the next attempt is due or under way */
+	uint32_t reconnect_tries;      /* attempts since the loss */
+	bool reconnect_same_port;      /* the attempt under way binds the old source port */
+	bool reconnect_any_port;       /* the old port could not be had: any from now on */
+	uint64_t lost_at_us;	       /* when the loss was noticed: the deadline's start */
+	struct event *reconnect_ev;    /* the back-off timer */
+	struct sockaddr_storage local; /* where its last connection came from (same port again) */
 };
 
 /*
@@ -242,6 +250,10 @@ struct fwd_share {
 	uint32_t cap;  /* calls in flight per client */
 	uint32_t live; /* channels not yet freed, closing ones included */
 	struct fwd_session *chan[64];
+	/* Per channel number, over the route's life: /stats and /metrics. */
+	uint64_t reconnects[64];	 /* lost connections made again */
+	uint64_t reconnect_failures[64]; /* given up on: the clients were closed */
+	uint64_t resent[64];		 /* calls in flight sent again on the new connection */
 };
 _Static_assert(64 <= UPXID_MAX_CHANNELS, "a route's channels are upxid channels");
 
@@ -262,6 +274,7 @@ void fwd_call_retry(struct fwd_call *c, enum ibv_wc_status status);
 void fwd_pump(struct fwd_session *s);
 int fwd_marshal(struct fwd_session *s, struct fwd_call *c);
 void fwd_call_unexpose(struct fwd_session *s, struct fwd_call *c);
+void fwd_call_unmarshal(struct fwd_call *c);
 void fwd_pool_wake(struct rdma_pool_waiter *w);
 
 /* forward_backchannel.c */
@@ -285,6 +298,7 @@ void fwd_share_requeue(struct fwd_call *c);
 void fwd_share_client_close(struct fwd_session *s);
 void fwd_share_channel_ready(struct fwd_session *ch);
 void fwd_share_channel_close(struct fwd_session *ch);
+bool fwd_share_channel_lost(struct fwd_session *ch, enum rconn_close_reason reason);
 void fwd_share_channel_free(struct fwd_session *ch);
 struct fwd_session *fwd_share_cb_client(struct fwd_session *ch, const uint8_t *msg, uint32_t len,
 					const char **why);

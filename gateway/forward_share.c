@@ -19,10 +19,17 @@
  * that channel, and nothing else: any other is dropped and counted.
  *
  * Life: the channels open with the route's first client and stay open. A
- * channel that is lost (or whose server leaves a call unanswered for
- * call_timeout) closes the clients on it, as a lost connection does with
- * upstream_connections 0; the next client that hashes to it opens a new
- * one. Calls in flight are not re-sent on the new one (yet).
+ * channel whose connection is lost (the server went, a completion failed)
+ * is made again, its clients kept: the connection is opened again after a
+ * back-off, from the same source port, and every call that was in flight
+ * on it is marshalled again (new windows, new rkeys: the old ones died
+ * with the queue pair) and sent under the same wire XID, so that the
+ * server's duplicate request cache, which keys on address, port and XID,
+ * answers a call it had executed. Only when that fails for
+ * SHARE_RECONNECT_DEADLINE_US, or the channel is reset for a call the
+ * server left unanswered for call_timeout, does it close its clients, as a
+ * lost connection does with upstream_connections 0; the next client that
+ * hashes to it opens a new one.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -30,6 +37,8 @@
 #include <sys/queue.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+
+#include <event2/event.h>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -41,6 +50,21 @@
 #include "rdma/device.h"
 #include "ulb-rules/ulb.h"
 #include "gateway/forward_priv.h"
+
+/*
+ * A lost channel is tried again after 100 ms, then twice as long each time
+ * up to 5 s, for 60 s in all (about 17 attempts): long enough for a server
+ * that restarts or a link that flaps, short against the clients' own
+ * major timeouts (a hard NFS mount waits 180 s before it says so), and
+ * bounded, so that a server that is gone does not keep its clients
+ * waiting on a channel for ever. The same source port is asked for until
+ * an attempt from it fails to get under way (RCONN_CLOSE_UNREACHABLE: the
+ * port was taken meanwhile, or there is no route), then any: a server that
+ * is down refuses or does not answer, and leaves the port worth keeping.
+ */
+#define SHARE_RECONNECT_FIRST_US    (100ull * 1000)
+#define SHARE_RECONNECT_MAX_US	    (5ull * 1000000)
+#define SHARE_RECONNECT_DEADLINE_US (60ull * 1000000)
 
 static struct fwd_call *call_of_item(struct fairq_item *it)
 {
@@ -200,6 +224,13 @@ void fwd_share_channel_ready(struct fwd_session *ch)
 
 	gw_info("forward %s: connected from %s (inline %u/%u)", ch->base.client, ch->base.upstream,
 		ch->thr.send, ch->thr.recv);
+	if (ch->reconnecting) {
+		ch->reconnecting = false;
+		ch->share->reconnects[ch->chan_idx]++;
+		gw_info("forward %s: connected again after %u attempt(s); %u call(s) to send again",
+			ch->base.client, ch->reconnect_tries, ch->fq.queued);
+		fwd_share_pump(ch); /* the calls that were in flight, under their wire XIDs */
+	}
 	for (g = TAILQ_FIRST(&ch->base.route->sessions); g; g = next) {
 		next = TAILQ_NEXT(g, link);
 		struct fwd_session *s = fwd_of_base(g);
@@ -291,7 +322,9 @@ void fwd_share_pump(struct fwd_session *ch)
 {
 	struct fairq_item *it;
 
-	while (ch->state == FS_READY && (it = fairq_pick(&ch->fq, now_us())) != NULL) {
+	/* Not on a connection that is failing: its calls wait for the next one. */
+	while (ch->state == FS_READY && rconn_is_connected(ch->rdma) &&
+	       (it = fairq_pick(&ch->fq, now_us())) != NULL) {
 		struct fwd_call *c = call_of_item(it);
 		struct fwd_session *s = c->s;
 		s->queued--;
@@ -491,6 +524,139 @@ void fwd_share_bcalls_expire(struct fwd_session *s, uint64_t now, uint64_t limit
 	}
 }
 
+/* ---- a lost channel made again ---- */
+
+/*
+ * A call of @s was on the wire when the channel's connection went: every
+ * work request of that connection has completed, its windows died with
+ * the queue pair. A client that is going lets it end; otherwise it goes
+ * back to the head of the client's queue holding only its record, its
+ * credit free, its wire XID kept, to be marshalled again.
+ */
+static void share_unsend(struct fwd_session *ch, struct fwd_session *s, struct fwd_call *c)
+{
+	if (s->fq_detached) {
+		fwd_call_abandon(c);
+		return;
+	}
+	fairq_unpick(&ch->fq, &c->fqi);
+	c->picked = false;
+	s->in_flight--;
+	ch->in_flight--;
+	fwd_call_unmarshal(c);
+	c->state = FC_QUEUED;
+	s->queued++;
+	ch->share->resent[ch->chan_idx]++;
+}
+
+/* Every call in flight on @ch, of every client on it, is taken off the wire. */
+static void share_unsend_all(struct fwd_session *ch)
+{
+	struct gw_session *g, *next;
+
+	for (g = TAILQ_FIRST(&ch->base.route->sessions); g; g = next) {
+		next = TAILQ_NEXT(g, link);
+		struct fwd_session *s = fwd_of_base(g);
+		if (s->ch != ch)
+			continue;
+		s->in_close = true; /* an abandoned call must not free s under us */
+		for (uint32_t i = 0; i < s->ncalls; i++) {
+			if (s->calls[i].state == FC_SENT && !s->calls[i].send_pending)
+				share_unsend(ch, s, &s->calls[i]);
+		}
+		s->in_close = false;
+		fwd_maybe_free(s);
+	}
+}
+
+static void share_reconnect(evutil_socket_t fd, short what, void *arg)
+{
+	struct fwd_session *ch = arg;
+	const struct gw_route *r = ch->base.route->cfg;
+
+	(void)fd;
+	(void)what;
+	ch->reconnect_tries++;
+	ch->reconnect_same_port = ch->local.ss_family != 0 && !ch->reconnect_any_port;
+	struct rconn_params params = fwd_rdma_params(r, &ch->own_pd);
+	ch->rdma_closed = false;
+	ch->rdma = rconn_connect(
+		gw_engine_rdma(ch->base.route->eng), (const struct sockaddr *)&r->upstream.addr,
+		ch->reconnect_same_port ? (const struct sockaddr *)&ch->local : NULL, &params,
+		&fwd_rdma_ops, ch);
+	if (!ch->rdma) {
+		/* Out of memory: as a failed attempt, without the connection's callback. */
+		ch->rdma_closed = true;
+		if (!fwd_share_channel_lost(ch, RCONN_CLOSE_RESOURCES))
+			fwd_session_close(ch);
+	}
+}
+
+/*
+ * ops->closed of channel @ch, before it would close: true when it is to be
+ * made again (the clients stay; the caller does nothing more), false when
+ * it closes as it always did: the route is closing, the channel was reset
+ * on purpose or never connected, its device went, or the deadline passed.
+ */
+bool fwd_share_channel_lost(struct fwd_session *ch, enum rconn_close_reason reason)
+{
+	struct fwd_share *sh = ch->share;
+	uint64_t now = gw_now_us();
+
+	if (ch->draining || ch->in_close || ch->state == FS_CLOSING ||
+	    reason == RCONN_CLOSE_DEVICE || (ch->state == FS_CONNECTING && !ch->reconnecting))
+		return false;
+	if (ch->reconnecting && ch->reconnect_same_port && reason == RCONN_CLOSE_UNREACHABLE &&
+	    !ch->reconnect_any_port) {
+		ch->reconnect_any_port = true;
+		gw_warn("forward %s: cannot connect again from %s: from any port now, and the "
+			"server's duplicate request cache will not know the calls sent again",
+			ch->base.client, ch->base.upstream);
+	}
+	if (!ch->reconnecting) {
+		ch->reconnecting = true;
+		ch->reconnect_any_port = false;
+		ch->reconnect_tries = 0;
+		ch->lost_at_us = now;
+		gw_warn("forward %s: connection lost (%s): connecting again, its %u client(s) "
+			"kept",
+			ch->base.client, rconn_close_reason_str(reason), ch->users);
+	} else if (now - ch->lost_at_us >= SHARE_RECONNECT_DEADLINE_US) {
+		gw_warn("forward %s: not connected again in %llu s (%u attempts): closing its "
+			"clients",
+			ch->base.client, SHARE_RECONNECT_DEADLINE_US / 1000000,
+			ch->reconnect_tries);
+		ch->reconnecting = false;
+		sh->reconnect_failures[ch->chan_idx]++;
+		return false;
+	}
+	if (!ch->reconnect_ev) {
+		ch->reconnect_ev =
+			event_new(gw_engine_base(ch->base.route->eng), -1, 0, share_reconnect, ch);
+		if (!ch->reconnect_ev) {
+			ch->reconnecting = false;
+			return false;
+		}
+	}
+	fwd_bcalls_abandon(ch); /* the server's backward calls went with its connection */
+	if (ch->rdma) {
+		rconn_destroy(ch->rdma); /* frees its port for the next attempt */
+		ch->rdma = NULL;
+	}
+	ch->state = FS_CONNECTING;
+	ch->granted = 1; /* the new connection's grant comes with its first reply */
+	fwd_share_set_grant(ch);
+	share_unsend_all(ch);
+	uint64_t delay = SHARE_RECONNECT_FIRST_US
+			 << (ch->reconnect_tries < 16 ? ch->reconnect_tries : 16);
+	if (delay > SHARE_RECONNECT_MAX_US)
+		delay = SHARE_RECONNECT_MAX_US;
+	struct timeval tv = { .tv_sec = (time_t)(delay / 1000000),
+			      .tv_usec = (suseconds_t)(delay % 1000000) };
+	event_add(ch->reconnect_ev, &tv);
+	return true;
+}
+
 /* ---- closing ---- */
 
 static void share_drop_queued(struct fairq_item *it, void *arg)
@@ -534,6 +700,9 @@ void fwd_share_channel_close(struct fwd_session *ch)
 	if (ch->in_close)
 		return;
 	ch->in_close = true;
+	if (ch->reconnect_ev)
+		event_del(ch->reconnect_ev);
+	ch->reconnecting = false;
 	if (ch->state != FS_CLOSING) {
 		ch->state = FS_CLOSING;
 		if (sh->chan[ch->chan_idx] == ch)
@@ -572,6 +741,8 @@ void fwd_share_channel_free(struct fwd_session *ch)
 		rdma_dev_cancel_wait(ch->dev, &ch->pool_waiter);
 	if (ch->rdma)
 		rconn_destroy(ch->rdma);
+	if (ch->reconnect_ev)
+		event_free(ch->reconnect_ev);
 	free(ch->bcalls);
 	free(ch->refusals);
 	ch->share->live--;
@@ -592,7 +763,10 @@ bool gw_forward_route_stats(const struct gw_route_rt *route, struct gw_stats_sha
 	for (uint16_t i = 0; i < sh->nchan && i < GW_STATS_MAX_CHANNELS; i++) {
 		const struct fwd_session *ch = sh->chan[i];
 		struct gw_stats_channel *o = &out->channels[i];
-		o->state = ch ? states[ch->state] : "closed";
+		o->reconnects = sh->reconnects[i];
+		o->reconnect_failures = sh->reconnect_failures[i];
+		o->calls_resent = sh->resent[i];
+		o->state = !ch ? "closed" : ch->reconnecting ? "reconnecting" : states[ch->state];
 		if (!ch)
 			continue;
 		o->credits_granted = ch->fq.grant;
@@ -625,7 +799,10 @@ bool gw_forward_route_close(struct gw_route_rt *route)
 		return false;
 	for (uint16_t i = 0; i < sh->nchan; i++) {
 		struct fwd_session *ch = sh->chan[i];
-		if (ch && !ch->rdma_closed && !ch->draining) {
+		if (ch && ch->reconnecting && ch->rdma_closed) {
+			ch->draining = true;
+			fwd_session_close(ch); /* between attempts: no connection to close */
+		} else if (ch && !ch->rdma_closed && !ch->draining) {
 			ch->draining = true;
 			rconn_close(ch->rdma); /* ops->closed closes the channel */
 		}

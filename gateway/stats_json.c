@@ -220,6 +220,9 @@ static json_t *json_shared(const struct gw_stats_shared *sh)
 		cok &= put(co, "calls_queued", json_integer(c->calls_queued));
 		cok &= put(co, "clients", json_integer(c->clients));
 		cok &= put(co, "stalls", ju64(c->stalls));
+		cok &= put(co, "reconnects", ju64(c->reconnects));
+		cok &= put(co, "reconnect_failures", ju64(c->reconnect_failures));
+		cok &= put(co, "calls_resent", ju64(c->calls_resent));
 		ok &= append(chans, finish(co, cok));
 	}
 	ok &= put(map, "entries", json_integer(sh->xid_entries));

@@ -88,6 +88,9 @@ enum prom_family {
 	FAM_SHARED_QUEUED,
 	FAM_SHARED_CLIENTS,
 	FAM_SHARED_STALLS,
+	FAM_SHARED_RECONNECTS,
+	FAM_SHARED_RECONNECT_FAILURES,
+	FAM_SHARED_RESENT,
 	FAM_XID_MAP_ENTRIES,
 	FAM_XID_MAP_EVENTS,
 	FAM_NLM_HELD,
@@ -186,6 +189,16 @@ static const struct prom_family_desc {
 	[FAM_SHARED_STALLS] = { "shared_channel_stalls_total", "counter", ON_ROUTE,
 				"Times calls waited because every credit of a shared "
 				"upstream connection was in use." },
+	[FAM_SHARED_RECONNECTS] = { "shared_channel_reconnects_total", "counter", ON_ROUTE,
+				    "Lost connections of a shared upstream channel made again, "
+				    "its clients kept." },
+	[FAM_SHARED_RECONNECT_FAILURES] = { "shared_channel_reconnect_failures_total", "counter",
+					    ON_ROUTE,
+					    "Lost shared upstream connections not made again in "
+					    "time: their clients were closed." },
+	[FAM_SHARED_RESENT] = { "shared_channel_calls_resent_total", "counter", ON_ROUTE,
+				"Calls in flight on a lost shared upstream connection sent again "
+				"on the new one, under their wire XIDs." },
 	[FAM_XID_MAP_ENTRIES] = { "shared_xid_map_entries", "gauge", ON_ROUTE,
 				  "Entries of the shared connections' XID map, by state: "
 				  "in_flight, answered (kept for retransmissions), size." },
@@ -470,6 +483,12 @@ static void prom_shared(struct prom *p, const struct gw_stats_shared *sh)
 			c->calls_queued);
 		put_u64(p, SCOPE_ROUTE, FAM_SHARED_CLIENTS, "", p->route_labels, chan, c->clients);
 		put_u64(p, SCOPE_ROUTE, FAM_SHARED_STALLS, "", p->route_labels, chan, c->stalls);
+		put_u64(p, SCOPE_ROUTE, FAM_SHARED_RECONNECTS, "", p->route_labels, chan,
+			c->reconnects);
+		put_u64(p, SCOPE_ROUTE, FAM_SHARED_RECONNECT_FAILURES, "", p->route_labels, chan,
+			c->reconnect_failures);
+		put_u64(p, SCOPE_ROUTE, FAM_SHARED_RESENT, "", p->route_labels, chan,
+			c->calls_resent);
 	}
 	put_u64(p, SCOPE_ROUTE, FAM_XID_MAP_ENTRIES, "", p->route_labels, "state=\"in_flight\"",
 		sh->xid_in_flight);

@@ -9,6 +9,9 @@
 # on 20049) counts exactly 2 connections, and the gateway relays every call with no
 # reply lost or misdelivered. Last, a delegation recall between two NFSv4.1 clients on
 # the shared route: the CB_RECALL reaches the holder by its session, and is answered.
+# Then the server drops its connections mid-copy (threads to 0 and back): the gateway
+# connects its channels again and re-sends the calls in flight, and the client's TCP
+# connection is kept.
 set -u
 source "$GW_SRC/tests/e2e/lib/gw-e2e.sh"
 gwvm-net
@@ -141,6 +144,49 @@ for _ in $(seq 1 30); do
 done
 check "clients gone: no session, buffers in use only the channels' receives ($state)" \
     test "${state% *}" = 0 -a "${state#* }" -le 160
+# ---- a lost channel is made again, its clients kept ----
+# The server stops (its threads to 0: it drops every RDMA connection) in the middle of
+# a paced NFSv3 copy and starts again 2 s later. The gateway connects both channels
+# again and sends the calls that were in flight again; the client's TCP connection to
+# the gateway is the same gateway session (never closed) before and after, and the copy
+# reads back intact.
+mount -t nfs -o vers=3,proto=tcp,port=2049,nolock 192.0.2.2:/export /mnt/m3 ||
+    fail "mount for the connection cut"
+ids() { gw_jq "sorted(x['id'] for x in s['routes'][0].get('sessions', []))"; }
+chan_sum() { gw_jq "sum(c['$1'] for c in s['routes'][0]['shared_upstream']['channels'])"; }
+ls /mnt/m3 >/dev/null
+ids0=$(ids)
+# The gateway's ends of its connections, as the server lists them: the same ports
+# again after the cut, for the server's duplicate request cache keys on them.
+gw_ports() { rdma res show cm_id | grep -v LISTEN | grep 'src-addr 192.0.2.1:20049' | grep -o 'dst-addr [^ ]*' | sort | tr '\n' ' '; }
+ports0=$(gw_ports)
+csrc=$(e2e_source 24)
+(for i in $(seq 0 23); do
+    dd if="$csrc" of=/mnt/m3/cut bs=1M skip=$i seek=$i count=1 conv=notrunc oflag=direct status=none || exit 1
+    sleep 0.2
+done) &
+copier=$!
+sleep 2
+echo 0 >/proc/fs/nfsd/threads
+sleep 2
+echo "rdma 20049" >/proc/fs/nfsd/portlist
+echo 8 >/proc/fs/nfsd/threads
+wait "$copier"
+rc=$?
+check "the copy across the cut finished (status $rc)" test "$rc" -eq 0
+check "and reads back intact" cmp -s "$csrc" /mnt/m3/cut
+for _ in $(seq 1 20); do [[ $(server_conns) -eq 2 ]] && break; sleep 0.5; done
+n=$(server_conns)
+check "the server has its 2 RDMA connections again ($n)" test "$n" -eq 2
+ports1=$(gw_ports)
+check "from the same source ports ($ports0-> $ports1)" test -n "$ports0" -a "$ports0" = "$ports1"
+rec=$(chan_sum reconnects) resent=$(chan_sum calls_resent) ids1=$(ids)
+echo "channel reconnects $rec, calls sent again $resent, sessions $ids0 -> $ids1"
+check "both channels were connected again ($rec reconnects)" test "${rec:-0}" -ge 2
+check "the client's TCP connection was kept: the same gateway session ($ids0 -> $ids1)" \
+    test "$ids0" = "$ids1" -a "$ids0" != "[]"
+rm -f /mnt/m3/cut
+umount /mnt/m3
 gw_stop
 grep -E "error|warning" "$GW_LOG" | head -20
 e2e_finish

@@ -168,7 +168,9 @@ static void fake_engine_init(struct fake_engine *e)
 							   .calls_queued = 7,
 							   .clients = 4,
 							   .stalls = 11 };
-	a->shared.channels[1] = (struct gw_stats_channel){ .state = "closed" };
+	a->shared.channels[1] = (struct gw_stats_channel){
+		.state = "closed", .reconnects = 2, .reconnect_failures = 1, .calls_resent = 9
+	};
 	a->r.shared = &a->shared;
 	/* An NLM relay holding two clients' locks; every figure differs. */
 	a->nlm = (struct gw_stats_nlm){ .clients = 2,
@@ -755,6 +757,10 @@ static void test_stats_json_shared(void **state)
 	assert_int_equal(jint(root, "routes.0.shared_upstream.channels.0.clients"), 4);
 	assert_int_equal(jint(root, "routes.0.shared_upstream.channels.0.stalls"), 11);
 	assert_int_equal(jint(root, "routes.0.shared_upstream.channels.1.channel"), 1);
+	assert_int_equal(jint(root, "routes.0.shared_upstream.channels.1.reconnects"), 2);
+	assert_int_equal(jint(root, "routes.0.shared_upstream.channels.1.reconnect_failures"), 1);
+	assert_int_equal(jint(root, "routes.0.shared_upstream.channels.1.calls_resent"), 9);
+	assert_int_equal(jint(root, "routes.0.shared_upstream.channels.0.calls_resent"), 0);
 	assert_int_equal(jint(root, "routes.0.shared_upstream.xid_map.entries"), 61440);
 	assert_int_equal(jint(root, "routes.0.shared_upstream.xid_map.in_flight"), 3);
 	assert_int_equal(jint(root, "routes.0.shared_upstream.xid_map.answered"), 250);
@@ -1246,6 +1252,15 @@ static void test_metrics_shared(void **state)
 			   NULL) == 4);
 	assert_true(sample(fams, "rpcrdma_gw_shared_channel_stalls_total", R, "nfs-fwd", "channel",
 			   "0", NULL) == 11);
+	check_family(fams, "rpcrdma_gw_shared_channel_reconnects", "counter");
+	check_family(fams, "rpcrdma_gw_shared_channel_reconnect_failures", "counter");
+	check_family(fams, "rpcrdma_gw_shared_channel_calls_resent", "counter");
+	assert_true(sample(fams, "rpcrdma_gw_shared_channel_reconnects_total", R, "nfs-fwd",
+			   "channel", "1", NULL) == 2);
+	assert_true(sample(fams, "rpcrdma_gw_shared_channel_reconnect_failures_total", R, "nfs-fwd",
+			   "channel", "1", NULL) == 1);
+	assert_true(sample(fams, "rpcrdma_gw_shared_channel_calls_resent_total", R, "nfs-fwd",
+			   "channel", "1", NULL) == 9);
 	const char *m = "rpcrdma_gw_shared_xid_map_total";
 	assert_true(sample(fams, m, R, "nfs-fwd", "what", "new", NULL) == 1000);
 	assert_true(sample(fams, m, R, "nfs-fwd", "what", "retransmit_in_flight", NULL) == 2);
