@@ -286,6 +286,20 @@ void fwd_share_requeue(struct fwd_call *c)
 	share_enqueue(c->s, c);
 }
 
+/*
+ * The time @c waited for its turn and a credit, for the client's and the
+ * route's queue-time histograms: what an operator compares across clients
+ * to see whether the sharing is fair. Counted when the call goes, not when
+ * it is picked: a pick undone for want of buffers goes on waiting.
+ */
+static void share_count_queue_time(struct fwd_session *s, const struct fwd_call *c)
+{
+	uint64_t waited = c->t_sent > c->fqi.t_enq ? c->t_sent - c->fqi.t_enq : 0;
+
+	gw_hist_add(&s->base.counters.queue_us, waited);
+	gw_hist_add(&s->base.route->counters.queue_us, waited);
+}
+
 /* Send what the channel's grant allows, client by client (fairq). */
 void fwd_share_pump(struct fwd_session *ch)
 {
@@ -317,6 +331,7 @@ void fwd_share_pump(struct fwd_session *ch)
 		}
 		c->state = FC_SENT;
 		c->t_sent = gw_now_pass_us();
+		share_count_queue_time(s, c);
 		s->in_flight++;
 		ch->in_flight++;
 	}

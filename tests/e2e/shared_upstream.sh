@@ -134,6 +134,12 @@ unmatched=$(gw_jq "s['routes'][0]['totals']['events'].get('unmatched_reply', 0)"
 check "no reply went unmatched ($unmatched)" test "${unmatched:-1}" -eq 0
 calls=$(gw_jq "s['routes'][0]['totals']['calls']")
 echo "calls relayed over the shared connections: $calls"
+# Every call that went on a channel (all but retransmissions absorbed) had its wait
+# in the fair queue counted.
+sent=$(gw_jq "s['routes'][0]['totals']['calls'] - s['routes'][0]['totals']['events'].get('retransmit_absorbed', 0)")
+queued=$(gw_jq "s['routes'][0]['totals']['latency']['queue']['count']")
+check "queue time counted for every call sent on a channel ($queued of $sent)" \
+    test "${queued:-0}" -ge "${sent:-1}" -a "${sent:-0}" -gt 0
 # ---- a retransmission after a reconnect reaches the server's duplicate request cache ----
 # An NFSv3 REMOVE from a fixed port, the connection reset before the reply, the same call
 # (same XID) again from a new connection on the same port: the server answers from its
