@@ -164,6 +164,7 @@ void gw_counters_add(struct gw_counters *into, const struct gw_counters *from)
 		into->events[i] += from->events[i];
 	hist_add_all(&into->gateway_us, &from->gateway_us);
 	hist_add_all(&into->upstream_us, &from->upstream_us);
+	hist_add_all(&into->queue_us, &from->queue_us);
 	for (unsigned i = 0; i < GW_PROC_SLOTS; i++) {
 		const struct gw_proc_count *p = &from->procs[i];
 		if (!p->used)

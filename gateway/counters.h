@@ -109,6 +109,12 @@ struct gw_counters {
 	struct gw_proc_count procs[GW_PROC_SLOTS];
 	uint64_t procs_other_calls;
 	uint64_t procs_other_replies;
+	/*
+	 * Shared upstream routes only: how long each call waited in the fair
+	 * queue, from its admission to its send on a channel (0 samples
+	 * elsewhere). A client's own, and the route's over all its clients.
+	 */
+	struct gw_hist queue_us;
 };
 
 /*

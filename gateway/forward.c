@@ -35,6 +35,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -256,7 +257,7 @@ void fwd_session_close(struct fwd_session *s)
 /* The RDMA side under @s's calls on the wire is gone: they end unanswered. */
 void fwd_abandon_sent_calls(struct fwd_session *s)
 {
-	for (uint32_t i = 0; i < s->ncalls; i++) {
+	for (uint32_t i = 0; i < s->slots_made; i++) {
 		struct fwd_call *c = &s->calls[i];
 		if (c->state == FC_SENT && !c->send_pending)
 			fwd_call_abandon(c);
@@ -281,7 +282,8 @@ void fwd_maybe_free(struct fwd_session *s)
 	if (s->first_ev)
 		event_free(s->first_ev);
 	xidmap_destroy(&s->xids);
-	free(s->calls);
+	if (s->calls)
+		munmap(s->calls, (size_t)s->ncalls * sizeof(*s->calls));
 	free(s->bcalls);
 	free(s->refusals);
 	struct fwd_session *ch = s->ch;
@@ -359,7 +361,7 @@ static void fwd_sweep_shared_calls(struct fwd_session *s, uint64_t now, uint64_t
 
 	if (s->in_flight == 0 || ch->draining || ch->rdma_closed)
 		return;
-	for (uint32_t i = 0; i < s->ncalls; i++) {
+	for (uint32_t i = 0; i < s->slots_made; i++) {
 		const struct fwd_call *c = &s->calls[i];
 		if (c->state != FC_SENT || now - c->t_sent < limit)
 			continue;
@@ -402,7 +404,7 @@ static bool fwd_sweep(struct gw_session *g, uint64_t now)
 	}
 	if (s->in_flight == 0)
 		return false;
-	for (uint32_t i = 0; i < s->ncalls; i++) {
+	for (uint32_t i = 0; i < s->slots_made; i++) {
 		const struct fwd_call *c = &s->calls[i];
 		if (c->state == FC_SENT && now - c->t_sent >= limit) {
 			gw_warn("forward %s: the server has not answered xid %#x in %llu s: "
@@ -475,28 +477,40 @@ struct rconn_params fwd_rdma_params(const struct gw_route *r, struct rpcrdma_pri
  * connection has both, a client on a shared channel the first, a channel
  * the second.
  */
+/*
+ * The call slots are mapped rather than calloc'd, and each is set up when
+ * first needed (fwd_call_get()): credits + queue_limit slots are ~190 KB
+ * at the defaults, a client that is mostly idle uses a few, and a shared
+ * route is for thousands of such clients. Untouched pages of a mapping
+ * stay out of resident memory; a calloc'd block taken from recycled heap
+ * memory is cleared, all of it, at once.
+ */
+static struct fwd_call *fwd_map_slots(uint32_t n)
+{
+	void *p = mmap(NULL, (size_t)n * sizeof(struct fwd_call), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
 int fwd_alloc_slots(struct fwd_session *s, const struct gw_route *r, bool calls, bool bcalls)
 {
 	uint32_t ncalls = calls ? r->credits + r->queue_limit : 0;
 	uint32_t nbcalls = bcalls ? r->backchannel_credits : 0;
 
-	if (calls &&
-	    (!(s->calls = calloc(ncalls, sizeof(*s->calls))) || xidmap_init(&s->xids, ncalls) != 0))
-		return -ENOMEM; /* fwd_maybe_free() frees what was had */
+	if (calls && ncalls) {
+		if (!(s->calls = fwd_map_slots(ncalls)))
+			return -ENOMEM;
+		s->ncalls = ncalls; /* the mapping's size, for munmap */
+		if (xidmap_init(&s->xids, ncalls) != 0)
+			return -ENOMEM; /* fwd_maybe_free() frees what was had */
+	}
 	if (bcalls && (!(s->bcalls = calloc(nbcalls, sizeof(*s->bcalls))) ||
 		       !(s->refusals = calloc(nbcalls, sizeof(*s->refusals)))))
 		return -ENOMEM;
-	s->ncalls = ncalls;
 	s->nbcalls = nbcalls;
 	for (uint32_t i = 0; i < s->nbcalls; i++)
 		s->bcalls[i].s = s;
-	for (uint32_t i = s->ncalls; i-- > 0;) {
-		s->calls[i].s = s;
-		s->calls[i].index = i;
-		s->calls[i].upx = UPXID_NONE;
-		s->calls[i].next_free = s->free_list;
-		s->free_list = &s->calls[i];
-	}
 	return 0;
 }
 

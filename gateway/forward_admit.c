@@ -31,14 +31,23 @@
 
 /* ---- call slots ---- */
 
+/* A freed slot; else one never used (fwd_alloc_slots() says why they are made late). */
 static struct fwd_call *fwd_call_get(struct fwd_session *s)
 {
 	struct fwd_call *c = s->free_list;
 
-	if (!c)
+	if (c) {
+		s->free_list = c->next_free;
+		c->next_free = NULL;
+	} else if (s->slots_made < s->ncalls) {
+		c = &s->calls[s->slots_made];
+		c->s = s;
+		c->index = s->slots_made++;
+		c->upx = UPXID_NONE;
+		c->state = FC_FREE;
+	} else {
 		return NULL;
-	s->free_list = c->next_free;
-	c->next_free = NULL;
+	}
 	s->busy++;
 	return c;
 }
@@ -199,7 +208,8 @@ void fwd_record(struct tcp_conn *tc, struct gw_buf *buf, uint32_t off, uint32_t 
 		s->mem_paused = true;
 		gw_count_event(&s->base, GW_EV_SESSION_MEMORY_LIMIT);
 	}
-	if (!s->free_list || s->queued >= s->base.route->cfg->queue_limit || s->mem_paused) {
+	if ((!s->free_list && s->slots_made == s->ncalls) ||
+	    s->queued >= s->base.route->cfg->queue_limit || s->mem_paused) {
 		s->read_paused = true;
 		tcp_conn_pause_read(s->tcp);
 	}

@@ -187,6 +187,7 @@ struct fwd_session {
 
 	struct fwd_call *calls;
 	uint32_t ncalls;
+	uint32_t slots_made; /* slots [0, slots_made) set up; the rest are made when needed */
 	uint32_t busy;
 	struct fwd_call *free_list;
 	struct xidmap xids;

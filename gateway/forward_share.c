@@ -317,6 +317,20 @@ void fwd_share_requeue(struct fwd_call *c)
 	share_enqueue(c->s, c);
 }
 
+/*
+ * The time @c waited for its turn and a credit, for the client's and the
+ * route's queue-time histograms: what an operator compares across clients
+ * to see whether the sharing is fair. Counted when the call goes, not when
+ * it is picked: a pick undone for want of buffers goes on waiting.
+ */
+static void share_count_queue_time(struct fwd_session *s, const struct fwd_call *c)
+{
+	uint64_t waited = c->t_sent > c->fqi.t_enq ? c->t_sent - c->fqi.t_enq : 0;
+
+	gw_hist_add(&s->base.counters.queue_us, waited);
+	gw_hist_add(&s->base.route->counters.queue_us, waited);
+}
+
 /* Send what the channel's grant allows, client by client (fairq). */
 void fwd_share_pump(struct fwd_session *ch)
 {
@@ -350,6 +364,7 @@ void fwd_share_pump(struct fwd_session *ch)
 		}
 		c->state = FC_SENT;
 		c->t_sent = gw_now_pass_us();
+		share_count_queue_time(s, c);
 		s->in_flight++;
 		ch->in_flight++;
 	}
@@ -560,7 +575,7 @@ static void share_unsend_all(struct fwd_session *ch)
 		if (s->ch != ch)
 			continue;
 		s->in_close = true; /* an abandoned call must not free s under us */
-		for (uint32_t i = 0; i < s->ncalls; i++) {
+		for (uint32_t i = 0; i < s->slots_made; i++) {
 			if (s->calls[i].state == FC_SENT && !s->calls[i].send_pending)
 				share_unsend(ch, s, &s->calls[i]);
 		}

@@ -96,6 +96,7 @@ enum prom_family {
 	FAM_NLM_HELD,
 	FAM_NLM_REFUSED,
 	FAM_NLM_CALLBACKS,
+	FAM_SHARED_QUEUE_TIME,
 	FAM_COUNT
 };
 
@@ -218,6 +219,10 @@ static const struct prom_family_desc {
 				"The server's GRANTED callbacks, by outcome: relayed (answered by "
 				"the client), granted (of which the client took the lock), stale, "
 				"full, timed_out, not_from_server." },
+	/* Shared routes' fairness: compare a client's queue time with the route's. */
+	[FAM_SHARED_QUEUE_TIME] = { "shared_queue_seconds", "histogram", ON_ROUTE | ON_SESSION,
+				    "Time a call waited for its turn and a credit of a shared "
+				    "upstream connection, from admission to send." },
 };
 
 /* The plain counters of struct gw_counters and the family each one feeds. */
@@ -555,8 +560,11 @@ static void prom_route(struct gw_stats_visitor *v, const struct gw_stats_route *
 	prom_histogram(p, SCOPE_ROUTE, FAM_UPSTREAM_LATENCY, p->route_labels,
 		       &r->totals->upstream_us);
 	prom_procedures(p, p->route_labels, r->totals, r->proc_upstream_us);
-	if (r->shared)
+	if (r->shared) {
 		prom_shared(p, r->shared);
+		prom_histogram(p, SCOPE_ROUTE, FAM_SHARED_QUEUE_TIME, p->route_labels,
+			       &r->totals->queue_us);
+	}
 	if (r->nlm)
 		prom_nlm(p, r->nlm);
 }
@@ -601,6 +609,10 @@ static void prom_session(struct gw_stats_visitor *v, const struct gw_stats_sessi
 	put_u64(p, SCOPE_SESSION, FAM_RPCRDMA_VERSION, "", labels, NULL, s->rpcrdma_version);
 	prom_histogram(p, SCOPE_SESSION, FAM_GATEWAY_LATENCY, labels, &s->counters->gateway_us);
 	prom_histogram(p, SCOPE_SESSION, FAM_UPSTREAM_LATENCY, labels, &s->counters->upstream_us);
+	/* Only a shared route's clients queue in a fair queue: no empty series for the others. */
+	if (s->counters->queue_us.count)
+		prom_histogram(p, SCOPE_SESSION, FAM_SHARED_QUEUE_TIME, labels,
+			       &s->counters->queue_us);
 out:
 	free(labels);
 	free(info_labels);

@@ -76,9 +76,7 @@ int upxid_init(struct upxid *m, const struct upxid_params *p)
 		m->key_head[b] = m->wire_head[b] = UPXID_NONE;
 	for (uint16_t c = 0; c < p->channels; c++)
 		m->next_xid[c] = (uint32_t)splitmix(&s);
-	for (uint32_t i = 0; i < max; i++)
-		m->e[i].next = i + 1 < max ? i + 1 : UPXID_NONE;
-	m->free_head = 0;
+	m->free_head = UPXID_NONE; /* entries are taken from made on: none linked yet */
 	m->old_head = m->old_tail = UPXID_NONE;
 	return 0;
 }
@@ -216,11 +214,16 @@ void upxid_expire(struct upxid *m, uint64_t now_us)
 	}
 }
 
-/* A free entry; else the oldest answered one, recycled early; else none: all in flight. */
+/*
+ * A freed entry; else one never used; else the oldest answered one,
+ * recycled early; else none: all in flight.
+ */
 static uint32_t entry_take(struct upxid *m)
 {
 	uint32_t i = m->free_head;
 
+	if (i == UPXID_NONE && m->made < m->max)
+		return m->made++; /* calloc'd: state UPXID_FREE */
 	if (i == UPXID_NONE && m->old_head != UPXID_NONE) {
 		entry_free(m, m->old_head);
 		m->st.evicted++;

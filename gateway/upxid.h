@@ -17,7 +17,10 @@
  * same wire XID, so that the server's duplicate request cache recognises it.
  *
  * Bounds. Every entry comes from a pool allocated at init, the hash tables
- * too: nothing is allocated per call. An entry is in flight from the call's
+ * too: nothing is allocated per call. The pool is sized for every slot of
+ * every client the route admits, and most are never used: its entries are
+ * made as they are first needed (made), so that its untouched pages stay
+ * out of the gateway's resident memory. An entry is in flight from the call's
  * admission until its reply (or upxid_cancel()); in-flight entries are never
  * taken back, and when all are in flight a new call is refused (UPXID_FULL:
  * the caller stops reading that client). An answered entry is kept for the
@@ -103,11 +106,12 @@ struct upxid {
 	uint64_t ttl_us;
 	uint16_t channels;
 	uint64_t secret;
-	uint32_t mask;	     /* buckets - 1 */
-	uint32_t *key_head;  /* buckets of the key table */
-	uint32_t *wire_head; /* buckets of the wire table */
-	uint32_t *next_xid;  /* per channel */
-	uint32_t free_head;
+	uint32_t mask;		     /* buckets - 1 */
+	uint32_t *key_head;	     /* buckets of the key table */
+	uint32_t *wire_head;	     /* buckets of the wire table */
+	uint32_t *next_xid;	     /* per channel */
+	uint32_t free_head;	     /* freed entries; then those never used, from made on */
+	uint32_t made;		     /* entries [0, made) have been used */
 	uint32_t old_head, old_tail; /* answered entries, oldest first */
 	struct upxid_stats st;
 };

@@ -9,7 +9,9 @@
 # on 20049) counts exactly 2 connections, and the gateway relays every call with no
 # reply lost or misdelivered. Last, a delegation recall between two NFSv4.1 clients on
 # the shared route: the CB_RECALL reaches the holder by its session, and is answered.
-# Then the server drops its connections mid-copy (threads to 0 and back): the gateway
+# A REMOVE retransmitted after its client reconnected from the same port is answered
+# from the server's duplicate request cache (lib/drc_retransmit.py), not executed again.
+# Last of all, the server drops its connections mid-copy (threads to 0 and back): the gateway
 # connects its channels again and re-sends the calls in flight, and the client's TCP
 # connection is kept.
 set -u
@@ -135,6 +137,24 @@ unmatched=$(gw_jq "s['routes'][0]['totals']['events'].get('unmatched_reply', 0)"
 check "no reply went unmatched ($unmatched)" test "${unmatched:-1}" -eq 0
 calls=$(gw_jq "s['routes'][0]['totals']['calls']")
 echo "calls relayed over the shared connections: $calls"
+# Every call that went on a channel (all but retransmissions absorbed) had its wait
+# in the fair queue counted.
+sent=$(gw_jq "s['routes'][0]['totals']['calls'] - s['routes'][0]['totals']['events'].get('retransmit_absorbed', 0)")
+queued=$(gw_jq "s['routes'][0]['totals']['latency']['queue']['count']")
+check "queue time counted for every call sent on a channel ($queued of $sent)" \
+    test "${queued:-0}" -ge "${sent:-1}" -a "${sent:-0}" -gt 0
+# ---- a retransmission after a reconnect reaches the server's duplicate request cache ----
+# An NFSv3 REMOVE from a fixed port, the connection reset before the reply, the same call
+# (same XID) again from a new connection on the same port: the server answers from its
+# cache (NFS3_OK, as the first time), not by removing again (NFS3ERR_NOENT, the answer
+# the control REMOVE under a fresh XID gets). lib/drc_retransmit.py says how.
+xm="s['routes'][0]['shared_upstream']['xid_map']"
+before=$(gw_jq "$xm['retransmit_answered'] + $xm['retransmit_in_flight']")
+check "a REMOVE retransmitted after the client's reconnect is answered from the server's cache" \
+    python3 "$GW_SRC/tests/e2e/lib/drc_retransmit.py" 192.0.2.2 2049 /export drc-remove 29049
+after=$(gw_jq "$xm['retransmit_answered'] + $xm['retransmit_in_flight']")
+check "the gateway mapped it as a retransmission ($before -> $after)" test "$after" -eq $((before + 2))
+check "the files the REMOVEs named are gone" test ! -e /export/drc-remove-1 -a ! -e /export/drc-remove-2
 # Once the clients are gone no session is left, and the only registered buffers in use
 # are the receives the two channels keep posted (credits 64 + backchannel 16 each).
 for _ in $(seq 1 30); do

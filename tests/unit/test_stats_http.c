@@ -172,6 +172,9 @@ static void fake_engine_init(struct fake_engine *e)
 		.state = "closed", .reconnects = 2, .reconnect_failures = 1, .calls_resent = 9
 	};
 	a->r.shared = &a->shared;
+	/* Its calls waited in the fair queue 50 us and 3 ms; session 11's was the 3 ms one. */
+	gw_hist_add(&a->totals.queue_us, 50);
+	gw_hist_add(&a->totals.queue_us, 3000);
 	/* An NLM relay holding two clients' locks; every figure differs. */
 	a->nlm = (struct gw_stats_nlm){ .clients = 2,
 					.owners = 3,
@@ -204,6 +207,7 @@ static void fake_engine_init(struct fake_engine *e)
 	s->c.tcp_bytes_in = 77;
 	s->c.events[GW_EV_RETRANSMIT_ABSORBED] = 2;
 	gw_hist_add(&s->c.gateway_us, 40);
+	gw_hist_add(&s->c.queue_us, 3000);
 	gw_counters_proc(&s->c, 100003, 3, 6)->calls = 600;
 	s->s = (struct gw_stats_session){ .id = 11,
 					  .client = "10.0.0.1:801",
@@ -774,6 +778,22 @@ static void test_stats_json_shared(void **state)
 	json_decref(root);
 }
 
+/* Queue time: the route's over all its clients, and each client's own. */
+static void test_stats_json_queue_time(void **state)
+{
+	struct fixture *f = *state;
+	json_t *root = fetch_json(f, "/stats");
+
+	assert_int_equal(jint(root, "routes.0.totals.latency.queue.count"), 2);
+	assert_int_equal(jint(root, "routes.0.totals.latency.queue.sum_us"), 3050);
+	assert_int_equal(jint(root, "routes.0.totals.latency.queue.buckets.0.le_us"), 64);
+	assert_int_equal(jint(root, "routes.0.totals.latency.queue.buckets.1.le_us"), 4096);
+	assert_int_equal(jint(root, "routes.0.sessions.0.counters.latency.queue.count"), 1);
+	assert_int_equal(jint(root, "routes.0.sessions.0.counters.latency.queue.sum_us"), 3000);
+	assert_int_equal(jint(root, "routes.0.sessions.1.counters.latency.queue.count"), 0);
+	json_decref(root);
+}
+
 /* A route with an NLM relay shows what it holds, its refusals and the callbacks. */
 static void test_stats_json_nlm(void **state)
 {
@@ -1271,6 +1291,30 @@ static void test_metrics_shared(void **state)
 	/* Only the route that has them. */
 	assert_int_equal(family_size(fams, g), 2);
 	assert_int_equal(family_size(fams, "rpcrdma_gw_shared_xid_map"), 7);
+	/* The route's queue time, and no series for the route that does not share. */
+	check_family(fams, "rpcrdma_gw_shared_queue_seconds", "histogram");
+	check_route_histogram(fams, "rpcrdma_gw_shared_queue_seconds", "nfs-fwd",
+			      &f->engine.routes[0].totals.queue_us);
+	assert_int_equal(family_size(fams, "rpcrdma_gw_shared_queue_seconds"), GW_HIST_BUCKETS + 2);
+	json_decref(fams);
+}
+
+/* A client's own queue time, for the clients that queued: session 11 only. */
+static void test_metrics_session_queue_time(void **state)
+{
+	struct fixture *f = *state;
+	json_t *fams = fetch_metrics(f, "/metrics?sessions=1");
+	const char *q = "rpcrdma_gw_session_shared_queue_seconds";
+	char count[128];
+
+	snprintf(count, sizeof(count), "%s_count", q);
+	check_family(fams, q, "histogram");
+	assert_true(sample(fams, count, R, "nfs-fwd", "session", "11", NULL) == 1);
+	assert_true(sample(fams, "rpcrdma_gw_session_shared_queue_seconds_bucket", R, "nfs-fwd",
+			   "session", "11", "le", "0.002048", NULL) == 0);
+	assert_true(sample(fams, "rpcrdma_gw_session_shared_queue_seconds_bucket", R, "nfs-fwd",
+			   "session", "11", "le", "0.004096", NULL) == 1);
+	assert_int_equal(family_size(fams, q), GW_HIST_BUCKETS + 2);
 	json_decref(fams);
 }
 
@@ -1632,6 +1676,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_metrics_shared, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stats_json_shared, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stats_json_nlm, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stats_json_queue_time, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_metrics_session_queue_time, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_metrics_nlm, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_metrics_sessions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_sessions_param, setup, teardown),

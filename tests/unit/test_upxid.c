@@ -115,6 +115,41 @@ static void test_retransmission_keeps_wire_xid(void **state)
 	upxid_destroy(&m);
 }
 
+/*
+ * Entries are made as first needed, and a freed one is used again before a
+ * new one: a pool sized for every slot of every client stays untouched
+ * (out of resident memory) beyond what the calls really held at once.
+ */
+static void test_entries_made_when_needed(void **state)
+{
+	(void)state;
+	struct upxid m;
+	uint32_t i, j;
+
+	map_init(&m, 4096, 2);
+	assert_int_equal(m.made, 0);
+	for (uint32_t n = 0; n < 100; n++) {
+		struct upxid_key k = key_of(1, 801, n);
+		assert_int_equal(upxid_map(&m, &k, 0, 10, 0, &i), UPXID_NEW);
+		upxid_cancel(&m, i);
+	}
+	assert_int_equal(m.made, 1);
+	struct upxid_key a = key_of(1, 801, 1000), b = key_of(2, 801, 1000);
+	assert_int_equal(upxid_map(&m, &a, 0, 10, 0, &i), UPXID_NEW);
+	assert_int_equal(upxid_map(&m, &b, 0, 11, 0, &j), UPXID_NEW);
+	assert_true(i != j);
+	assert_int_equal(m.made, 2);
+	/* The untouched rest is still all there: the map fills to its size. */
+	for (uint32_t n = 2; n < 4096; n++) {
+		struct upxid_key k = key_of(3, 801, n);
+		assert_int_equal(upxid_map(&m, &k, 1, 12, 0, &i), UPXID_NEW);
+	}
+	assert_int_equal(m.made, 4096);
+	struct upxid_key k = key_of(4, 801, 1);
+	assert_int_equal(upxid_map(&m, &k, 1, 13, 0, &i), UPXID_FULL);
+	upxid_destroy(&m);
+}
+
 /* One XID from three clients (other host, other port): three wire XIDs, replies kept apart. */
 static void test_clients_get_distinct_wire_xids(void **state)
 {
@@ -445,6 +480,7 @@ int main(void)
 		cmocka_unit_test(test_params_checked),
 		cmocka_unit_test(test_key_families),
 		cmocka_unit_test(test_retransmission_keeps_wire_xid),
+		cmocka_unit_test(test_entries_made_when_needed),
 		cmocka_unit_test(test_clients_get_distinct_wire_xids),
 		cmocka_unit_test(test_stray_replies_rejected),
 		cmocka_unit_test(test_lookup_reply_leaves_it_in_flight),

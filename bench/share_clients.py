@@ -1,0 +1,72 @@
+# share_clients.py: the TCP clients of bench/vm-share.sh (run inside the guest).
+#   idle HOST PORT N      N connections, one NULL call each (answered), then held open
+#                         idle; prints "ready" and waits until stdin closes.
+#   flood HOST PORT W     one connection that keeps W NULL calls outstanding until killed
+#                         (so that, past its credits, the gateway holds the rest queued).
+#   probe HOST PORT N     one connection, N NULL calls one at a time; prints the
+#                         latency's median, 90th and 99th percentiles and mean in us.
+# NULL of NFS version 3: the server answers it at once, so a probe's latency is the
+# path through the gateway and the wait for a credit and a turn, nothing else.
+import os
+import socket
+import struct
+import sys
+import time
+
+sys.path.insert(0, os.environ["GW_SRC"] + "/tests/e2e/lib")
+from rpc_tcp import call, read_record, record  # noqa: E402
+
+NFS_PROG = 100003
+
+
+def null_call(xid):
+    return record(call(xid, NFS_PROG, 3, 0))
+
+
+def connect(host, port):
+    s = socket.create_connection((host, port), timeout=60)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s
+
+
+def idle(host, port, n):
+    conns = []
+    for i in range(n):
+        s = connect(host, port)
+        s.sendall(null_call(i + 1))
+        xid = struct.unpack(">I", read_record(s)[:4])[0]
+        if xid != i + 1:
+            raise RuntimeError("client %d: reply xid %d" % (i, xid))
+        conns.append(s)
+    print("ready", flush=True)
+    sys.stdin.read()
+
+
+def flood(host, port, window):
+    s = connect(host, port)
+    xid = 1
+    for _ in range(window):
+        s.sendall(null_call(xid))
+        xid += 1
+    while True:  # one more call for every reply: W stay outstanding
+        read_record(s)
+        s.sendall(null_call(xid))
+        xid += 1
+
+
+def probe(host, port, n):
+    s = connect(host, port)
+    lat = []
+    for i in range(n):
+        t0 = time.perf_counter()
+        s.sendall(null_call(i + 1))
+        read_record(s)
+        lat.append((time.perf_counter() - t0) * 1e6)
+    lat.sort()
+    q = lambda f: lat[min(len(lat) - 1, int(f * len(lat)))]  # noqa: E731
+    print("median %.0f p90 %.0f p99 %.0f mean %.0f" % (q(0.5), q(0.9), q(0.99), sum(lat) / n))
+
+
+if __name__ == "__main__":
+    what, host, port, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    {"idle": idle, "flood": flood, "probe": probe}[what](host, port, n)
