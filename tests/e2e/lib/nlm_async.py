@@ -175,9 +175,12 @@ if op == "lock":
     msg(6, opaque(b"c4-test") + struct.pack(">I", 1) + alock(fh, 4343, b"other-oh"))
     b = wait_res(11, b"c4-test")
     _, off = get_opaque(b, 0)
-    stat, excl, svid = struct.unpack(">IIi", b[off:off + 12])
-    oh, _ = get_opaque(b, off + 12) if stat == DENIED else (b"", 0)
-    print("TEST_RES stat %d holder svid %d oh %r" % (stat, svid if stat == DENIED else 0, oh))
+    stat = struct.unpack(">I", b[off:off + 4])[0]
+    svid, oh = 0, b""
+    if stat == DENIED:
+        svid = struct.unpack(">i", b[off + 8:off + 12])[0]
+        oh, _ = get_opaque(b, off + 12)
+    print("TEST_RES stat %d holder svid %d oh %r" % (stat, svid, oh))
     # Linux lockd names no holder's oh ("don't return OH info", nlmsvc_testlock) and its
     # svid is a pid of the server's: the gateway passes such a holder as it is. One with
     # an oh must be this host's own owner, never the gateway's token.
