@@ -253,20 +253,23 @@ int nlm_async_on_res(struct nlm_async *as, uint32_t vers, uint32_t proc, const u
 	struct as_entry *e;
 	char who[INET6_ADDRSTRLEN];
 
-	if (proc == NLMPROC_TEST_RES) {
-		if (nlm_decode_testres(vers, args, len, &r) != 0)
-			return -EBADMSG;
-	} else {
-		if (nlm_decode_res(args, len, &res) != 0)
-			return -EBADMSG;
-		r = (struct nlm_testres){ .cookie = res.cookie, .stat = res.stat };
+	if (proc == NLMPROC_TEST_RES ? nlm_decode_testres(vers, args, len, &r) != 0
+				     : nlm_decode_res(args, len, &res) != 0) {
+		/* Only the server gets here (nlm_callback checks the address): worth a line. */
+		gw_info("%s: nlm async: the server's NLM v%u procedure %u does not decode "
+			"(%zu bytes): GARBAGE_ARGS",
+			as->cfg.route->name, vers, proc, len);
+		return -EBADMSG;
 	}
+	if (proc != NLMPROC_TEST_RES)
+		r = (struct nlm_testres){ .cookie = res.cookie, .stat = res.stat };
 	e = entry_of(as, vers, proc, r.cookie);
 	if (!e) {
 		as->stats.unknown_cookie++;
 		as->cfg.counters->events[GW_EV_UNMATCHED_REPLY]++;
-		gw_debug("%s: nlm async: a result for no pending _MSG of ours: dropped",
-			 as->cfg.route->name);
+		gw_info("%s: nlm async: the server's NLM v%u procedure %u for no pending _MSG of "
+			"ours (cookie of %u bytes): dropped",
+			as->cfg.route->name, vers, proc, r.cookie.len);
 		return -ENOENT;
 	}
 	upstream_args(e, &up);

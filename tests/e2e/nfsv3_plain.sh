@@ -353,6 +353,8 @@ cb() { gw_jq "s['routes'][0]['nlm']['granted_callbacks']['$1']"; }
 check "GRANTED callbacks in /stats: relayed $(cb relayed), granted $(cb granted), timed_out $(cb timed_out), not_from_server $(cb not_from_server), pending $(cb pending)" \
     test "$(cb relayed)" -ge 1 -a "$(cb granted)" -ge 1 -a "$(cb timed_out)" = 0 -a \
     "$(cb not_from_server)" = 0 -a "$(cb pending)" = 0
+gw_metrics | grep -E 'program="nlm"' | grep -v '^#'
+grep -E "nlm async" "$GW_LOG"
 async_st() { gw_jq "s['routes'][0]['nlm']['async']['$1']"; }
 check "_MSG calls in /stats: sent $(async_st sent), delivered $(async_st delivered), unknown_cookie $(async_st unknown_cookie), timed_out $(async_st timed_out), full $(async_st full), pending $(async_st pending)" \
     test "$(async_st sent)" -ge 3 -a "$(async_st delivered)" -ge 3 -a "$(async_st unknown_cookie)" = 0 -a \
