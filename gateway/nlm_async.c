@@ -27,6 +27,7 @@ enum {
 	AS_DEFAULT_RETRY_MS = 1000,
 	AS_DEFAULT_TIMEOUT_MS = 10000,
 	AS_RES_OFFSET = NLMPROC_TEST_RES - NLMPROC_TEST_MSG, /* X_RES = X_MSG + 5 */
+	AS_LINUX_SHORT = 8, /* the l_len a Linux v4 TEST_RES leaves out (below) */
 };
 
 enum as_stage {
@@ -69,6 +70,7 @@ struct nlm_async {
 	int fd; /* toward clients, bound to the route's listen address */
 	struct event *read_ev, *timer;
 	struct nlm_async_stats stats;
+	uint8_t fixed[AS_MAX_MSG + AS_LINUX_SHORT]; /* a Linux TEST_RES made whole */
 };
 
 bool nlm_async_is_msg(uint32_t proc)
@@ -244,6 +246,28 @@ static bool start_delivery(struct nlm_async *as, struct as_entry *e, struct nlm_
 	return true;
 }
 
+/*
+ * Linux lockd's v4 TEST_RES with a holder (NLM_DENIED) ends 8 bytes short:
+ * its encode_nlm4_holder() reserves 4 + 4 bytes for two 64-bit words, so
+ * the holder's l_len falls outside the message. What a Linux server sends
+ * is then decoded with that length as 0 (to the end of the file), and the
+ * client gets a whole TEST_RES; anything else still has to decode as it is.
+ */
+static int decode_testres(struct nlm_async *as, uint32_t vers, const uint8_t *args, size_t len,
+			  struct nlm_testres *r)
+{
+	if (nlm_decode_testres(vers, args, len, r) == 0)
+		return 0;
+	if (vers != 4 || len + AS_LINUX_SHORT > sizeof(as->fixed))
+		return -EBADMSG;
+	memcpy(as->fixed, args, len);
+	memset(as->fixed + len, 0, AS_LINUX_SHORT);
+	if (nlm_decode_testres(vers, as->fixed, len + AS_LINUX_SHORT, r) != 0 ||
+	    r->stat != NLM_DENIED)
+		return -EBADMSG;
+	return 0;
+}
+
 int nlm_async_on_res(struct nlm_async *as, uint32_t vers, uint32_t proc, const uint8_t *args,
 		     size_t len)
 {
@@ -253,7 +277,7 @@ int nlm_async_on_res(struct nlm_async *as, uint32_t vers, uint32_t proc, const u
 	struct as_entry *e;
 	char who[INET6_ADDRSTRLEN];
 
-	if (proc == NLMPROC_TEST_RES ? nlm_decode_testres(vers, args, len, &r) != 0
+	if (proc == NLMPROC_TEST_RES ? decode_testres(as, vers, args, len, &r) != 0
 				     : nlm_decode_res(args, len, &res) != 0) {
 		/* Only the server gets here (nlm_callback checks the address): worth a line. */
 		gw_info("%s: nlm async: the server's NLM v%u procedure %u does not decode "

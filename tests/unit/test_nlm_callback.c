@@ -503,6 +503,31 @@ static void test_test_res_holder_is_the_clients_own(void **state)
 	assert_string_equal(t->client_saw_oh, "own");
 }
 
+/*
+ * Linux lockd's v4 TEST_RES with a holder leaves out its last word, l_len
+ * (encode_nlm4_holder reserves 8 bytes for two hypers): taken as length 0,
+ * and the client gets a whole TEST_RES.
+ */
+static void test_linux_short_test_res_taken(void **state)
+{
+	struct t *t = *state;
+	uint8_t out[1024], msg[512], r[128];
+	struct nlm_args up;
+
+	assert_int_equal(client_msg(t, CLIENT, NLMPROC_TEST_MSG, out, sizeof(out), &up),
+			 SIDERELAY_REWRITTEN);
+	struct nlm_holder h = { .svid = -173, .offset = 0, .len = 0 };
+	size_t len = server_res(msg, sizeof(msg), 96, NLMPROC_TEST_RES, up.cookie, NLM_DENIED, &h);
+	size_t n = server_call(t, cb_port(t), msg, len - 8, r, sizeof(r), 1000000);
+	assert_int_equal(n, 24);
+	assert_int_equal(xdr_get32(r + 20), RPCSTAT_SUCCESS);
+	spin(t, 300000);
+	assert_int_equal(t->client_saw_proc, NLMPROC_TEST_RES);
+	assert_int_equal(t->client_saw_stat, NLM_DENIED);
+	assert_int_equal(t->client_saw_svid, -173);
+	assert_int_equal(nlm_async_stats(t->as)->delivered, 1);
+}
+
 /* Only the server's results count: the same LOCK_RES from the client's host is dropped. */
 static void test_res_not_from_the_server_dropped(void **state)
 {
@@ -586,6 +611,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_res_not_from_the_server_dropped, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_linux_short_test_res_taken, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_table_bounded_and_entries_expire, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_res_from_a_client_dropped, setup, teardown),
