@@ -19,6 +19,7 @@
 #include "common/xdr.h"
 #include "conf/config.h"
 #include "gateway/counters.h"
+#include "gateway/nlm_async.h"
 #include "gateway/portmap.h"
 #include "gateway/sidesvc.h"
 
@@ -351,6 +352,27 @@ static void answer_error(struct nlm_callback *cb, const struct sidesvc_peer *pee
 		sidesvc_reply(cb->svc, peer, cb->out, n);
 }
 
+/*
+ * The server's result of a client's _MSG (gateway/nlm_async.h): the empty
+ * reply a _RES call gets, unless its arguments do not decode.
+ */
+static void on_async_res(struct nlm_callback *cb, const struct sidesvc_peer *peer,
+			 const struct rpc_call_hdr *h, const uint8_t *msg, size_t len)
+{
+	size_t n;
+
+	gw_counters_count_call(cb->cfg.counters, h->prog, h->vers, h->proc);
+	if (nlm_async_on_res(cb->cfg.async, h->vers, h->proc, msg + h->args_off,
+			     len - h->args_off) == -EBADMSG) {
+		answer_error(cb, peer, h->xid, RPCSTAT_GARBAGE_ARGS, 0, 0);
+		return;
+	}
+	n = rpc_encode_accept_error(cb->out, sizeof(cb->out), h->xid, RPCSTAT_SUCCESS, 0, 0);
+	if (n)
+		sidesvc_reply(cb->svc, peer, cb->out, n);
+	gw_counters_count_reply(cb->cfg.counters, h->prog, h->vers, h->proc);
+}
+
 static void on_server_call(void *arg, struct sidesvc *svc, const struct sidesvc_peer *peer,
 			   const uint8_t *msg, size_t len)
 {
@@ -388,7 +410,11 @@ static void on_server_call(void *arg, struct sidesvc *svc, const struct sidesvc_
 		answer_error(cb, peer, h.xid, RPCSTAT_PROG_MISMATCH, 1, 4);
 		return;
 	}
-	/* Only the callbacks: the gateway sends no _MSG calls whose _RES would come here. */
+	if (cb->cfg.async && nlm_async_is_res(h.proc)) {
+		on_async_res(cb, peer, &h, msg, len);
+		return;
+	}
+	/* Only the callbacks and (above) the results of the clients' _MSG calls. */
 	if (h.proc != NLMPROC_NULL && h.proc != NLMPROC_GRANTED && h.proc != NLMPROC_GRANTED_MSG) {
 		answer_error(cb, peer, h.xid, RPCSTAT_PROC_UNAVAIL, 0, 0);
 		return;

@@ -26,6 +26,10 @@
  * that does not answer within the timeout: the server is told NLM_DENIED,
  * on which Linux lockd unlocks the lock it had granted (nlmsvc_grant_reply)
  * so that nobody waits behind a client that is gone.
+ *
+ * The server's results of the clients' _MSG calls (TEST_RES .. UNLOCK_RES)
+ * come to this service too, the gateway being the host that sent the _MSG:
+ * they get their empty reply and go to gateway/nlm_async.h.
  */
 #ifndef GW_GATEWAY_NLM_CALLBACK_H
 #define GW_GATEWAY_NLM_CALLBACK_H
@@ -40,6 +44,7 @@
 struct event_base;
 struct gw_counters;
 struct gw_route;
+struct nlm_async;
 struct nlm_callback;
 
 struct nlm_callback_config {
@@ -50,6 +55,8 @@ struct nlm_callback_config {
 	uint32_t max_pending;	      /* callbacks relayed at once (default 64) */
 	uint32_t retry_ms;	      /* resend to the client this often (default 1000) */
 	uint32_t timeout_ms;	      /* then refuse the GRANTED (default 5000) */
+	struct nlm_async *async;      /* the server's TEST_RES..UNLOCK_RES go there;
+					 NULL: refused (PROC_UNAVAIL) */
 };
 
 struct nlm_callback_stats {

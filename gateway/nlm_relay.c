@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/xdr.h"
 #include "gateway/counters.h"
+#include "gateway/nlm_async.h"
 #include "gateway/portmap.h"
 
 enum {
@@ -24,6 +25,7 @@ enum {
 struct nlm_relay {
 	struct nlm_relay_config cfg;
 	struct nlm_state *st;
+	struct nlm_async *async; /* NULL: the _MSG forms refused */
 	uint32_t name_len;
 	uint32_t cookie; /* of the relay's own calls */
 	uint8_t own[OWN_CALL_MAX + NLM_LM_MAXSTRLEN];
@@ -110,6 +112,17 @@ static size_t answer_nlm_stat(uint32_t xid, uint32_t vers, struct nlm_bytes cook
 	return hn + m;
 }
 
+/*
+ * A client's _RES: the gateway never sends a client a _MSG (the server's
+ * GRANTED_MSG reaches it as GRANTED), so it answers nothing. The empty
+ * reply a _RES gets, then dropped.
+ */
+static size_t answer_res_from_client(struct nlm_relay *rl, uint32_t xid, uint8_t *out, size_t cap)
+{
+	nlm_async_from_client(rl->async);
+	return rpc_encode_accept_error(out, cap, xid, RPCSTAT_SUCCESS, 0, 0);
+}
+
 /* ---- the call hook ---------------------------------------------------------- */
 
 static bool relayed_proc(uint32_t proc)
@@ -144,7 +157,12 @@ enum siderelay_verdict nlm_relay_call_hook(void *arg, const struct sidesvc_peer 
 		*n = answer_rpc_error(rl, h->xid, RPCSTAT_PROG_MISMATCH, 1, 4, out, cap);
 		return SIDERELAY_ANSWERED;
 	}
-	if (!relayed_proc(h->proc)) {
+	if (rl->async && (nlm_async_is_res(h->proc) || h->proc == NLMPROC_GRANTED_RES)) {
+		*n = answer_res_from_client(rl, h->xid, out, cap);
+		return SIDERELAY_ANSWERED;
+	}
+	bool msg_form = rl->async && nlm_async_is_msg(h->proc);
+	if (!relayed_proc(h->proc) && !msg_form) {
 		*n = answer_rpc_error(rl, h->xid, RPCSTAT_PROC_UNAVAIL, 0, 0, out, cap);
 		return SIDERELAY_ANSWERED;
 	}
@@ -167,6 +185,12 @@ enum siderelay_verdict nlm_relay_call_hook(void *arg, const struct sidesvc_peer 
 	a.lock.svid = id.svid;
 	a.lock.oh = (struct nlm_bytes){ id.oh, NLM_TOKEN_LEN };
 	a.lock.caller = (struct nlm_bytes){ (const uint8_t *)rl->cfg.caller_name, rl->name_len };
+	uint8_t cookie[NLM_ASYNC_COOKIE_LEN];
+	if (msg_form && !nlm_async_register(rl->async, &host, h->vers, h->proc, &a, cookie)) {
+		/* No room to remember where its result goes: the client's RPC fails. */
+		*n = answer_rpc_error(rl, h->xid, RPCSTAT_SYSTEM_ERR, 0, 0, out, cap);
+		return SIDERELAY_ANSWERED;
+	}
 	if (cap < h->args_off ||
 	    nlm_encode_args(&a, out + h->args_off, cap - h->args_off, &m) != 0) {
 		*n = answer_rpc_error(rl, h->xid, RPCSTAT_SYSTEM_ERR, 0, 0, out, cap);
@@ -419,4 +443,38 @@ void nlm_relay_on_nsm(void *arg, struct sidesvc *svc, const struct sidesvc_peer 
 
 	if (n)
 		sidesvc_reply(svc, peer, out, n);
+}
+
+/* ---- the asynchronous procedures' results (gateway/nlm_async.h) ------------- */
+
+void nlm_relay_set_async(struct nlm_relay *rl, struct nlm_async *as)
+{
+	rl->async = as;
+}
+
+bool nlm_relay_lock_result(struct nlm_relay *rl, uint32_t vers, const struct nlm_args *a,
+			   uint32_t stat)
+{
+	struct nlm_owner_id id;
+
+	if ((stat != NLM_GRANTED && stat != NLM_BLOCKED) || !owner_of(&a->lock, &id))
+		return true;
+	if (nlm_state_record_lock(rl->st, &id, vers, a->lock.fh, a->lock.offset, a->lock.len) == 0)
+		return true;
+	rl->cfg.counters->events[GW_EV_NO_BUFFERS]++;
+	give_back(rl, vers, a);
+	return false;
+}
+
+void nlm_relay_unlock_result(struct nlm_relay *rl, const struct nlm_args *a, uint32_t stat)
+{
+	struct nlm_owner_id id;
+
+	if (stat == NLM_GRANTED && owner_of(&a->lock, &id))
+		nlm_state_unlocked(rl->st, &id, a->lock.fh, a->lock.offset, a->lock.len);
+}
+
+void nlm_relay_holder_view(struct nlm_relay *rl, const struct nlm_host *host, struct nlm_holder *h)
+{
+	nlm_state_holder_view(rl->st, host, h);
 }

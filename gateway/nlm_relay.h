@@ -16,9 +16,9 @@
  * gateway and would free every client's locks.
  *
  * Relayed: NULL, TEST, LOCK, CANCEL, UNLOCK, NM_LOCK of versions 1, 3 and
- * 4. Refused with PROC_UNAVAIL: the _MSG/_RES forms (their results would
- * come back as calls to the callback service, gateway/nlm_callback.h,
- * which does not match them), GRANTED (a server's callback, not a
+ * 4, and TEST_MSG, LOCK_MSG, CANCEL_MSG and UNLOCK_MSG when the route has
+ * the asynchronous table (nlm_relay_set_async()). Refused with
+ * PROC_UNAVAIL: GRANTED and GRANTED_MSG (a server's callback, not a
  * client's call: nlm_callback.h relays those), SHARE, UNSHARE
  * and FREE_ALL (FREE_ALL names the host, which upstream is the gateway:
  * every client's locks).
@@ -34,6 +34,7 @@
 #include "gateway/siderelay.h"
 
 struct gw_counters;
+struct nlm_async;
 struct nlm_relay;
 
 /* How the relay sends a call of its own upstream (siderelay_call_own()). */
@@ -85,6 +86,27 @@ bool nlm_relay_client_of(struct nlm_relay *rl, int32_t svid, struct nlm_bytes oh
 
 /* Send a whole call of the caller's upstream as the relay's own (a GRANTED_RES). */
 bool nlm_relay_send_own(struct nlm_relay *rl, const uint8_t *msg, size_t len);
+
+/*
+ * The asynchronous procedures (gateway/nlm_async.h): with @as set, the
+ * relay relays a client's TEST_MSG, LOCK_MSG, CANCEL_MSG and UNLOCK_MSG
+ * as it does their synchronous forms, with a cookie of the gateway's, and
+ * drops a client's _RES; without, they stay refused (PROC_UNAVAIL).
+ */
+void nlm_relay_set_async(struct nlm_relay *rl, struct nlm_async *as);
+
+/*
+ * The bookkeeping of a result that came back as a _RES call: @a is the
+ * _MSG's arguments as sent upstream (the upstream owner). A LOCK_RES's
+ * @stat granted or blocked is recorded; false when it cannot be (the lock
+ * is given back upstream, counted): the client is to be told
+ * NLM_DENIED_NOLOCKS. An UNLOCK_RES granted forgets what it covers.
+ */
+bool nlm_relay_lock_result(struct nlm_relay *rl, uint32_t vers, const struct nlm_args *a,
+			   uint32_t stat);
+void nlm_relay_unlock_result(struct nlm_relay *rl, const struct nlm_args *a, uint32_t stat);
+/* A TEST_RES holder as @host may see it (nlm_state_holder_view()). */
+void nlm_relay_holder_view(struct nlm_relay *rl, const struct nlm_host *host, struct nlm_holder *h);
 
 /* What the relay's state holds (for tests and /stats). */
 const struct nlm_state *nlm_relay_state(const struct nlm_relay *rl);

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "conf/config.h"
 #include "gateway/counters.h"
+#include "gateway/nlm_async.h"
 #include "gateway/nlm_callback.h"
 #include "gateway/nlm_relay.h"
 #include "gateway/nlm_state.h"
@@ -47,6 +48,7 @@ struct gw_side {
 	struct siderelay *nlm_relay;
 	struct nlm_relay *nlm_rw;    /* the NLM relay's rewriting, and the NSM service */
 	struct nlm_callback *nlm_cb; /* the server's GRANTED relayed to clients */
+	struct nlm_async *nlm_async; /* the clients' _MSG calls and their results */
 	char hostname[256];
 	uint8_t out[8192];
 };
@@ -219,10 +221,24 @@ static bool start_nlm_callback(struct gw_side *side, struct event_base *base, ch
 		.relay = side->nlm_rw,
 		.pmap_port = (uint16_t)r->portmapper_port,
 	};
+	struct nlm_async_config ac = {
+		.route = r,
+		.counters = side->counters,
+		.relay = side->nlm_rw,
+		.pmap_port = (uint16_t)r->portmapper_port,
+	};
 
+	side->nlm_async = nlm_async_new(base, &ac, err, errlen);
+	if (!side->nlm_async)
+		return false;
+	cc.async = side->nlm_async;
 	side->nlm_cb = nlm_callback_start(base, &cc, (const struct sockaddr *)&r->upstream.addr,
 					  r->upstream.addrlen, err, errlen);
-	return side->nlm_cb != NULL;
+	if (!side->nlm_cb)
+		return false;
+	/* Only now: the _MSG results come back through the callback service. */
+	nlm_relay_set_async(side->nlm_rw, side->nlm_async);
+	return true;
 }
 
 bool gw_side_nlm_stats(const struct gw_side *side, struct gw_stats_nlm *out)
@@ -252,6 +268,16 @@ bool gw_side_nlm_stats(const struct gw_side *side, struct gw_stats_nlm *out)
 		out->cb_full = cs->full;
 		out->cb_timed_out = cs->timed_out;
 		out->cb_not_from_server = cs->not_from_server;
+	}
+	if (side->nlm_async) {
+		const struct nlm_async_stats *as = nlm_async_stats(side->nlm_async);
+		out->async_pending = nlm_async_pending(side->nlm_async);
+		out->async_sent = as->sent;
+		out->async_delivered = as->delivered;
+		out->async_full = as->full;
+		out->async_unknown_cookie = as->unknown_cookie;
+		out->async_from_client = as->from_client;
+		out->async_timed_out = as->timed_out;
 	}
 	return true;
 }
@@ -349,6 +375,9 @@ void gw_side_stop(struct gw_side *side)
 	siderelay_forget(side->mount_relay, side->mount);
 	siderelay_forget(side->nlm_relay, side->nlm);
 	nlm_callback_stop(side->nlm_cb);
+	if (side->nlm_rw)
+		nlm_relay_set_async(side->nlm_rw, NULL);
+	nlm_async_free(side->nlm_async);
 	sidesvc_stop(side->pmap);
 	sidesvc_stop(side->mount);
 	sidesvc_stop(side->nlm);

@@ -245,6 +245,7 @@ static json_t *json_shared(const struct gw_stats_shared *sh)
 static json_t *json_nlm(const struct gw_stats_nlm *n)
 {
 	json_t *o = json_object(), *refused = json_object(), *cb = json_object();
+	json_t *as = json_object();
 	bool ok = true;
 
 	ok &= put(o, "clients", json_integer(n->clients));
@@ -265,6 +266,14 @@ static json_t *json_nlm(const struct gw_stats_nlm *n)
 	ok &= put(cb, "not_from_server", ju64(n->cb_not_from_server));
 	ok &= put(o, "refused", refused);
 	ok &= put(o, "granted_callbacks", cb);
+	ok &= put(as, "pending", json_integer(n->async_pending));
+	ok &= put(as, "sent", ju64(n->async_sent));
+	ok &= put(as, "delivered", ju64(n->async_delivered));
+	ok &= put(as, "full", ju64(n->async_full));
+	ok &= put(as, "unknown_cookie", ju64(n->async_unknown_cookie));
+	ok &= put(as, "from_client", ju64(n->async_from_client));
+	ok &= put(as, "timed_out", ju64(n->async_timed_out));
+	ok &= put(o, "async", as);
 	return finish(o, ok);
 }
 

@@ -97,6 +97,7 @@ enum prom_family {
 	FAM_NLM_REFUSED,
 	FAM_NLM_CALLBACKS,
 	FAM_SHARED_QUEUE_TIME,
+	FAM_NLM_ASYNC,
 	FAM_COUNT
 };
 
@@ -223,6 +224,12 @@ static const struct prom_family_desc {
 	[FAM_SHARED_QUEUE_TIME] = { "shared_queue_seconds", "histogram", ON_ROUTE | ON_SESSION,
 				    "Time a call waited for its turn and a credit of a shared "
 				    "upstream connection, from admission to send." },
+	[FAM_NLM_ASYNC] = { "nlm_async_total", "counter", ON_ROUTE,
+			    "The clients' asynchronous NLM calls (TEST_MSG..UNLOCK_MSG) and "
+			    "their results, by outcome: sent (upstream, with a cookie of the "
+			    "gateway's), delivered (the client took its _RES), full, "
+			    "unknown_cookie (a server _RES for no pending call), from_client (a "
+			    "_RES a client sent), timed_out." },
 };
 
 /* The plain counters of struct gw_counters and the family each one feeds. */
@@ -529,6 +536,13 @@ static void prom_nlm(struct prom *p, const struct gw_stats_nlm *n)
 		{ FAM_NLM_CALLBACKS, "outcome=\"full\"", n->cb_full },
 		{ FAM_NLM_CALLBACKS, "outcome=\"timed_out\"", n->cb_timed_out },
 		{ FAM_NLM_CALLBACKS, "outcome=\"not_from_server\"", n->cb_not_from_server },
+		{ FAM_NLM_HELD, "what=\"async_pending\"", n->async_pending },
+		{ FAM_NLM_ASYNC, "outcome=\"sent\"", n->async_sent },
+		{ FAM_NLM_ASYNC, "outcome=\"delivered\"", n->async_delivered },
+		{ FAM_NLM_ASYNC, "outcome=\"full\"", n->async_full },
+		{ FAM_NLM_ASYNC, "outcome=\"unknown_cookie\"", n->async_unknown_cookie },
+		{ FAM_NLM_ASYNC, "outcome=\"from_client\"", n->async_from_client },
+		{ FAM_NLM_ASYNC, "outcome=\"timed_out\"", n->async_timed_out },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(rows); i++)

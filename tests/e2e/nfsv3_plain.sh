@@ -26,6 +26,12 @@
 #    its process still "holds" it: the second host then gets the lock. /stats shows the
 #    relay's record of the lock (nlm.locks 1 while held, 0 after the unlock and after the
 #    SM_NOTIFY), the GRANTED callback relayed and taken, no bound reached; /metrics the same.
+#  - asynchronous NLM: a client program in namespace c4 (10.9.2.2, its own NLM service on
+#    a UDP port and its own portmapper) sends LOCK_MSG over UDP through the gateway; the
+#    server's LOCK_RES, a call to the gateway's callback service, reaches it granted, with
+#    its cookie; its TEST_MSG of another owner gets TEST_RES denied;
+#    c3's TEST (F_GETLK) through the gateway sees the lock held; UNLOCK_MSG gets UNLOCK_RES
+#    granted and c3 then gets the lock. /stats nlm.async counts them, nothing lost.
 # Then a reverse route on the same address (Soft-RoCE on the gateway's side of the c2 link,
 # the server's NFS over TCP): the client mounts with vers=3,proto=rdma and no address or
 # port of the server; the
@@ -71,6 +77,13 @@ ip addr add 10.9.1.1/24 dev vc3; ip link set vc3 up
 ip -n c3 addr add 10.9.1.2/24 dev vc4; ip -n c3 link set vc4 up; ip -n c3 link set lo up
 ip -n c3 route add default via 10.9.1.1
 c3_pid=$E2E_WORK/c3.pid; export c3_pid
+# A third, an asynchronous NLM client (tests/e2e/lib/nlm_async.py): namespace c4
+# (10.9.2.2), no lockd nor rpcbind, the program's own NLM service and portmapper.
+ip netns add c4
+ip link add vc5 type veth peer name vc6 netns c4
+ip addr add 10.9.2.1/24 dev vc5; ip link set vc5 up
+ip -n c4 addr add 10.9.2.2/24 dev vc6; ip -n c4 link set vc6 up; ip -n c4 link set lo up
+ip -n c4 route add default via 10.9.2.1
 
 cat >"$E2E_WORK/gw.json" <<JSON
 { "routes": [ { "name": "nfs", "mode": "forward", "portmapper_port": 111,
@@ -306,6 +319,18 @@ if mount -t nfs -o vers=3 $gw:/export $m; then
         test "$n" = 0
     expect "and so does a process on the server" 0 try_server
     release_lock
+    echo "--- asynchronous NLM: LOCK_MSG, TEST_MSG, UNLOCK_MSG over UDP from c4"
+    expect "c4: LOCK_MSG -> LOCK_RES granted; TEST_MSG of another owner -> TEST_RES denied" \
+        0 ip netns exec c4 timeout -s KILL 60 nlm_async.py $gw lock lockf
+    test_c3() { local r=0; timeout -s KILL 30 nsenter -t "$(cat "$c3_pid")" -m -n nlm_lock.py test /mnt/c3/lockf || r=$?; return $r; }
+    expect "c3's TEST (F_GETLK) through the gateway: c4's lock is held" 1 test_c3
+    n=$(nlm_held locks)
+    check "the relay records c4's lock from its LOCK_RES (/stats nlm.locks $n)" test "$n" = 1
+    expect "c4: UNLOCK_MSG -> UNLOCK_RES granted" \
+        0 ip netns exec c4 timeout -s KILL 60 nlm_async.py $gw unlock lockf
+    expect "then c3 gets the lock" 0 try_c3
+    n=$(nlm_held locks)
+    check "UNLOCK_RES forgot c4's lock (/stats nlm.locks $n)" test "$n" = 0
     timeout -s KILL 30 nsenter -t "$(cat "$c3_pid")" -m -n umount /mnt/c3
     check "umount after the lock tests" timeout -s KILL 30 umount $m
 else
@@ -328,6 +353,12 @@ cb() { gw_jq "s['routes'][0]['nlm']['granted_callbacks']['$1']"; }
 check "GRANTED callbacks in /stats: relayed $(cb relayed), granted $(cb granted), timed_out $(cb timed_out), not_from_server $(cb not_from_server), pending $(cb pending)" \
     test "$(cb relayed)" -ge 1 -a "$(cb granted)" -ge 1 -a "$(cb timed_out)" = 0 -a \
     "$(cb not_from_server)" = 0 -a "$(cb pending)" = 0
+gw_metrics | grep -E 'program="nlm"' | grep -v '^#'
+grep -E "nlm async" "$GW_LOG"
+async_st() { gw_jq "s['routes'][0]['nlm']['async']['$1']"; }
+check "_MSG calls in /stats: sent $(async_st sent), delivered $(async_st delivered), unknown_cookie $(async_st unknown_cookie), timed_out $(async_st timed_out), full $(async_st full), pending $(async_st pending)" \
+    test "$(async_st sent)" -ge 3 -a "$(async_st delivered)" -ge 3 -a "$(async_st unknown_cookie)" = 0 -a \
+    "$(async_st timed_out)" = 0 -a "$(async_st full)" = 0 -a "$(async_st pending)" = 0
 full=$(gw_jq "sum(v for k, v in s['routes'][0]['nlm']['refused'].items() if k.endswith('_full'))")
 check "no NLM bound reached (/stats nlm.refused *_full: $full)" test "$full" = 0
 gw_metrics | grep -E '^rpcrdma_gw_nlm_'

@@ -7,6 +7,13 @@
  * gateway's portmapper, calls GRANTED with the upstream owner, and gets the
  * client's answer; the client sees its own svid and oh, from 127.0.0.2. An
  * unknown owner and a client that does not answer are refused (NLM_DENIED).
+ *
+ * The clients' _MSG calls (gateway/nlm_async.c): a LOCK_MSG goes upstream
+ * with a cookie of the gateway's, the server's LOCK_RES to the callback
+ * service reaches the client's lockd as a LOCK_RES call with the client's
+ * cookie and the lock is recorded; a TEST_RES holder is the client's own
+ * owner; a result with a cookie of no pending call, or none from the
+ * server, is dropped; a full table refuses; an unanswered _MSG is forgotten.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -27,6 +34,7 @@
 #include "common/xdr.h"
 #include "conf/config.h"
 #include "gateway/counters.h"
+#include "gateway/nlm_async.h"
 #include "gateway/nlm_callback.h"
 #include "gateway/nlm_relay.h"
 #include "gateway/portmap.h"
@@ -95,6 +103,7 @@ struct t {
 	struct gw_counters counters;
 	struct nlm_relay *rl;
 	struct nlm_callback *cb;
+	struct nlm_async *as;
 	uint16_t pmap_port;
 	int server, cpmap, clockd; /* the server's socket; the client's portmapper, lockd */
 	uint16_t clockd_port;
@@ -103,6 +112,8 @@ struct t {
 	int32_t client_saw_svid;
 	char client_saw_oh[16];
 	uint32_t client_saw_from;
+	uint32_t client_saw_proc, client_saw_stat;
+	char client_saw_cookie[16];
 };
 
 /* The gateway's view: a LOCK from the client went through the call hook. */
@@ -126,6 +137,25 @@ static void client_locked(struct t *t)
 	memcpy(t->up.oh, up.lock.oh.p, NLM_TOKEN_LEN);
 }
 
+/* The fake client's lockd took a _RES call: what it saw, and the empty reply. */
+static void client_took_res(struct t *t, const struct rpc_call_hdr *h, const uint8_t *b, size_t r,
+			    const struct sockaddr_in *from, socklen_t fl)
+{
+	struct nlm_testres res;
+	uint8_t out[64];
+
+	assert_int_equal(nlm_decode_testres(4, b + h->args_off, r - h->args_off, &res), 0);
+	t->client_saw_stat = res.stat;
+	memcpy(t->client_saw_cookie, res.cookie.p, res.cookie.len < 15 ? res.cookie.len : 15);
+	if (res.stat == NLM_DENIED && h->proc == NLMPROC_TEST_RES) {
+		t->client_saw_svid = res.holder.svid;
+		memcpy(t->client_saw_oh, res.holder.oh.p,
+		       res.holder.oh.len < 15 ? res.holder.oh.len : 15);
+	}
+	size_t n = rpc_encode_accept_error(out, sizeof(out), h->xid, 0, 0, 0);
+	sendto(t->clockd, out, n, 0, (const struct sockaddr *)from, fl);
+}
+
 /* The fake client host: its portmapper gives the lockd port, its lockd grants. */
 static void client_serve(struct t *t)
 {
@@ -146,6 +176,12 @@ static void client_serve(struct t *t)
 	if (r <= 0 || !t->client_answers)
 		return;
 	assert_int_equal(rpc_call_decode(b, (size_t)r, &h), RPC_HDR_CALL);
+	t->client_saw_proc = h.proc;
+	t->client_saw_from = ntohl(from.sin_addr.s_addr);
+	if (nlm_async_is_res(h.proc)) {
+		client_took_res(t, &h, b, (size_t)r, &from, fl);
+		return;
+	}
 	assert_int_equal(h.proc, NLMPROC_GRANTED);
 	assert_int_equal(nlm_decode_args(4, h.proc, b + h.args_off, (size_t)r - h.args_off, &a), 0);
 	t->client_saw_svid = a.lock.svid;
@@ -203,12 +239,23 @@ static int setup(void **state)
 				       .counters = &t->counters };
 	t->rl = nlm_relay_new(&rc);
 	assert_non_null(t->rl);
+	struct nlm_async_config ac = { .route = &t->route,
+				       .counters = &t->counters,
+				       .relay = t->rl,
+				       .pmap_port = t->pmap_port,
+				       .max_pending = 2,
+				       .retry_ms = 100,
+				       .timeout_ms = 400 };
+	t->as = nlm_async_new(t->base, &ac, err, sizeof(err));
+	assert_non_null(t->as);
+	nlm_relay_set_async(t->rl, t->as);
 	struct nlm_callback_config cc = { .route = &t->route,
 					  .counters = &t->counters,
 					  .relay = t->rl,
 					  .pmap_port = t->pmap_port,
 					  .retry_ms = 100,
-					  .timeout_ms = 400 };
+					  .timeout_ms = 400,
+					  .async = t->as };
 	t->cb = nlm_callback_start(t->base, &cc, (struct sockaddr *)&srv, sizeof(srv), err,
 				   sizeof(err));
 	assert_non_null(t->cb);
@@ -223,6 +270,7 @@ static int teardown(void **state)
 	struct t *t = *state;
 
 	nlm_callback_stop(t->cb);
+	nlm_async_free(t->as);
 	nlm_relay_free(t->rl);
 	close(t->server);
 	close(t->cpmap);
@@ -326,6 +374,225 @@ static void test_call_not_from_the_server_dropped(void **state)
 	assert_int_equal(nlm_callback_pending(t->cb), 0);
 }
 
+/* ---- the clients' _MSG calls -------------------------------------------------- */
+
+/*
+ * A client's @proc (a _MSG, cookie "cb") through the relay's call hook, as
+ * from @ip: the verdict, and the arguments that go upstream in @up (their
+ * views into @out).
+ */
+static enum siderelay_verdict client_msg(struct t *t, uint32_t ip, uint32_t proc, uint8_t *out,
+					 size_t cap, struct nlm_args *up)
+{
+	uint8_t msg[512];
+	size_t len = nlm_call(msg, sizeof(msg), 5, proc, 42,
+			      (struct nlm_bytes){ (const uint8_t *)"own", 3 }),
+	       n;
+	struct sidesvc_peer p = { .addrlen = sizeof(struct sockaddr_in) };
+	struct sockaddr_in a = sin_at(ip, 800);
+	struct rpc_call_hdr h;
+
+	memcpy(&p.addr, &a, sizeof(a));
+	assert_int_equal(rpc_call_decode(msg, len, &h), RPC_HDR_CALL);
+	enum siderelay_verdict v = nlm_relay_call_hook(t->rl, &p, &h, msg, len, out, cap, &n);
+	if (v == SIDERELAY_REWRITTEN)
+		assert_int_equal(nlm_decode_args(4, proc, out + 40, n - 40, up), 0);
+	return v;
+}
+
+/* The server's @proc (a _RES, v4) with @cookie and @stat (and a TEST_RES holder). */
+static size_t server_res(uint8_t *b, size_t cap, uint32_t xid, uint32_t proc,
+			 struct nlm_bytes cookie, uint32_t stat, const struct nlm_holder *holder)
+{
+	struct nlm_testres r = { .cookie = cookie, .stat = stat };
+	size_t h = call_hdr(b, xid, proc), m;
+
+	if (holder)
+		r.holder = *holder;
+	assert_int_equal(nlm_encode_testres(4, &r, b + h, cap - h, &m), 0);
+	return h + m;
+}
+
+/* Run the loop (and the fake client) for @us. */
+static void spin(struct t *t, uint64_t us)
+{
+	uint64_t end = gw_now_us() + us;
+
+	while (gw_now_us() < end) {
+		event_base_loop(t->base, EVLOOP_NONBLOCK);
+		client_serve(t);
+		usleep(2000);
+	}
+}
+
+static void test_lock_msg_result_reaches_the_client(void **state)
+{
+	struct t *t = *state;
+	uint8_t out[1024], msg[512], r[128];
+	struct nlm_args up;
+
+	assert_int_equal(client_msg(t, CLIENT, NLMPROC_LOCK_MSG, out, sizeof(out), &up),
+			 SIDERELAY_REWRITTEN);
+	/* Upstream: the gateway's owner and a cookie of its own, not the client's "cb". */
+	assert_int_equal(up.lock.oh.len, NLM_TOKEN_LEN);
+	assert_int_equal(up.cookie.len, NLM_ASYNC_COOKIE_LEN);
+	assert_int_equal(nlm_async_pending(t->as), 1);
+	size_t len =
+		server_res(msg, sizeof(msg), 90, NLMPROC_LOCK_RES, up.cookie, NLM_GRANTED, NULL);
+	size_t n = server_call(t, cb_port(t), msg, len, r, sizeof(r), 1000000);
+	assert_int_equal(n, 24); /* the empty reply a _RES call gets */
+	assert_int_equal(xdr_get32(r), 90);
+	spin(t, 300000);
+	assert_int_equal(t->client_saw_proc, NLMPROC_LOCK_RES);
+	assert_int_equal(t->client_saw_stat, NLM_GRANTED);
+	assert_string_equal(t->client_saw_cookie, "cb");
+	assert_int_equal(t->client_saw_from, LISTEN);
+	/* Recorded as a synchronous LOCK's grant is: the client's reboot releases it. */
+	assert_int_equal(nlm_state_locks(nlm_relay_state(t->rl)), 1);
+	assert_int_equal(nlm_async_stats(t->as)->delivered, 1);
+	assert_int_equal(nlm_async_pending(t->as), 0);
+}
+
+/* Two clients' equal cookies differ upstream; a result for neither is dropped. */
+static void test_res_with_unknown_cookie_dropped(void **state)
+{
+	struct t *t = *state;
+	uint8_t out1[1024], out2[1024], msg[512], r[128];
+	struct nlm_args up1, up2;
+
+	assert_int_equal(client_msg(t, CLIENT, NLMPROC_LOCK_MSG, out1, sizeof(out1), &up1),
+			 SIDERELAY_REWRITTEN);
+	assert_int_equal(client_msg(t, LISTEN, NLMPROC_LOCK_MSG, out2, sizeof(out2), &up2),
+			 SIDERELAY_REWRITTEN);
+	assert_memory_not_equal(up1.cookie.p, up2.cookie.p, NLM_ASYNC_COOKIE_LEN);
+	uint8_t forged[NLM_ASYNC_COOKIE_LEN];
+	memcpy(forged, up1.cookie.p, sizeof(forged));
+	forged[7] ^= 1; /* the right slot, another generation */
+	size_t len = server_res(msg, sizeof(msg), 91, NLMPROC_LOCK_RES,
+				(struct nlm_bytes){ forged, sizeof(forged) }, NLM_GRANTED, NULL);
+	server_call(t, cb_port(t), msg, len, r, sizeof(r), 1000000);
+	/* The right cookie, the wrong procedure. */
+	len = server_res(msg, sizeof(msg), 92, NLMPROC_UNLOCK_RES, up1.cookie, NLM_GRANTED, NULL);
+	server_call(t, cb_port(t), msg, len, r, sizeof(r), 1000000);
+	spin(t, 200000);
+	assert_int_equal(t->client_saw_proc, 0);
+	assert_int_equal(nlm_async_stats(t->as)->unknown_cookie, 2);
+	assert_int_equal(nlm_state_locks(nlm_relay_state(t->rl)), 0);
+	assert_int_equal(nlm_async_pending(t->as), 2);
+}
+
+/* A TEST_RES whose holder is the asking client's own owner shows it as the client's. */
+static void test_test_res_holder_is_the_clients_own(void **state)
+{
+	struct t *t = *state;
+	uint8_t out[1024], msg[512], r[128];
+	struct nlm_args up;
+
+	client_locked(t);
+	assert_int_equal(client_msg(t, CLIENT, NLMPROC_TEST_MSG, out, sizeof(out), &up),
+			 SIDERELAY_REWRITTEN);
+	struct nlm_holder h = { .exclusive = true,
+				.svid = t->up.svid,
+				.oh = { t->up.oh, NLM_TOKEN_LEN } };
+	size_t len = server_res(msg, sizeof(msg), 93, NLMPROC_TEST_RES, up.cookie, NLM_DENIED, &h);
+	server_call(t, cb_port(t), msg, len, r, sizeof(r), 1000000);
+	spin(t, 300000);
+	assert_int_equal(t->client_saw_proc, NLMPROC_TEST_RES);
+	assert_int_equal(t->client_saw_stat, NLM_DENIED);
+	assert_int_equal(t->client_saw_svid, 42);
+	assert_string_equal(t->client_saw_oh, "own");
+}
+
+/*
+ * Linux lockd's v4 TEST_RES with a holder leaves out its last word, l_len
+ * (encode_nlm4_holder reserves 8 bytes for two hypers): taken as length 0,
+ * and the client gets a whole TEST_RES.
+ */
+static void test_linux_short_test_res_taken(void **state)
+{
+	struct t *t = *state;
+	uint8_t out[1024], msg[512], r[128];
+	struct nlm_args up;
+
+	assert_int_equal(client_msg(t, CLIENT, NLMPROC_TEST_MSG, out, sizeof(out), &up),
+			 SIDERELAY_REWRITTEN);
+	struct nlm_holder h = { .svid = -173, .offset = 0, .len = 0 };
+	size_t len = server_res(msg, sizeof(msg), 96, NLMPROC_TEST_RES, up.cookie, NLM_DENIED, &h);
+	size_t n = server_call(t, cb_port(t), msg, len - 8, r, sizeof(r), 1000000);
+	assert_int_equal(n, 24);
+	assert_int_equal(xdr_get32(r + 20), RPCSTAT_SUCCESS);
+	spin(t, 300000);
+	assert_int_equal(t->client_saw_proc, NLMPROC_TEST_RES);
+	assert_int_equal(t->client_saw_stat, NLM_DENIED);
+	assert_int_equal(t->client_saw_svid, -173);
+	assert_int_equal(nlm_async_stats(t->as)->delivered, 1);
+}
+
+/* Only the server's results count: the same LOCK_RES from the client's host is dropped. */
+static void test_res_not_from_the_server_dropped(void **state)
+{
+	struct t *t = *state;
+	uint8_t out[1024], msg[512];
+	struct nlm_args up;
+	struct sockaddr_in to = sin_at(SERVER, 0);
+
+	assert_int_equal(client_msg(t, CLIENT, NLMPROC_LOCK_MSG, out, sizeof(out), &up),
+			 SIDERELAY_REWRITTEN);
+	to.sin_port = htons(cb_port(t));
+	size_t len =
+		server_res(msg, sizeof(msg), 94, NLMPROC_LOCK_RES, up.cookie, NLM_GRANTED, NULL);
+	int other = udp_at(CLIENT, 0, NULL);
+	sendto(other, msg, len, 0, (struct sockaddr *)&to, sizeof(to));
+	spin(t, 100000);
+	close(other);
+	assert_int_equal(t->client_saw_proc, 0);
+	assert_int_equal(nlm_state_locks(nlm_relay_state(t->rl)), 0);
+	assert_int_equal(nlm_callback_stats(t->cb)->not_from_server, 1);
+}
+
+/* max_pending (2 here) _MSG calls at once; then SYSTEM_ERR; a result never sent is forgotten. */
+static void test_table_bounded_and_entries_expire(void **state)
+{
+	struct t *t = *state;
+	uint8_t out[1024];
+	struct nlm_args up;
+
+	assert_int_equal(client_msg(t, CLIENT, NLMPROC_LOCK_MSG, out, sizeof(out), &up),
+			 SIDERELAY_REWRITTEN);
+	assert_int_equal(client_msg(t, CLIENT, NLMPROC_UNLOCK_MSG, out, sizeof(out), &up),
+			 SIDERELAY_REWRITTEN);
+	assert_int_equal(client_msg(t, CLIENT, NLMPROC_TEST_MSG, out, sizeof(out), &up),
+			 SIDERELAY_ANSWERED);
+	assert_int_equal(xdr_get32(out + 20), RPCSTAT_SYSTEM_ERR);
+	assert_int_equal(nlm_async_stats(t->as)->full, 1);
+	spin(t, 600000); /* timeout_ms 400 */
+	assert_int_equal(nlm_async_pending(t->as), 0);
+	assert_int_equal(nlm_async_stats(t->as)->timed_out, 2);
+	assert_int_equal(client_msg(t, CLIENT, NLMPROC_TEST_MSG, out, sizeof(out), &up),
+			 SIDERELAY_REWRITTEN);
+}
+
+/* A client's _RES answers nothing the gateway asked: the empty reply, counted, dropped. */
+static void test_res_from_a_client_dropped(void **state)
+{
+	struct t *t = *state;
+	uint8_t msg[512], out[128];
+	size_t len = server_res(msg, sizeof(msg), 95, NLMPROC_GRANTED_RES,
+				(struct nlm_bytes){ (const uint8_t *)"cb", 2 }, NLM_GRANTED, NULL),
+	       n;
+	struct sidesvc_peer p = { .addrlen = sizeof(struct sockaddr_in) };
+	struct sockaddr_in a = sin_at(CLIENT, 800);
+	struct rpc_call_hdr h;
+
+	memcpy(&p.addr, &a, sizeof(a));
+	assert_int_equal(rpc_call_decode(msg, len, &h), RPC_HDR_CALL);
+	assert_int_equal(nlm_relay_call_hook(t->rl, &p, &h, msg, len, out, sizeof(out), &n),
+			 SIDERELAY_ANSWERED);
+	assert_int_equal(n, 24);
+	assert_int_equal(xdr_get32(out + 20), RPCSTAT_SUCCESS);
+	assert_int_equal(nlm_async_stats(t->as)->from_client, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -336,6 +603,18 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_call_not_from_the_server_dropped, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_lock_msg_result_reaches_the_client, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_res_with_unknown_cookie_dropped, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_test_res_holder_is_the_clients_own, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_res_not_from_the_server_dropped, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_linux_short_test_res_taken, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_table_bounded_and_entries_expire, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_res_from_a_client_dropped, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

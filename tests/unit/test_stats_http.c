@@ -191,7 +191,14 @@ static void fake_engine_init(struct fake_engine *e)
 					.cb_stale = 15,
 					.cb_full = 16,
 					.cb_timed_out = 17,
-					.cb_not_from_server = 18 };
+					.cb_not_from_server = 18,
+					.async_pending = 19,
+					.async_sent = 20,
+					.async_delivered = 21,
+					.async_full = 22,
+					.async_unknown_cookie = 23,
+					.async_from_client = 24,
+					.async_timed_out = 25 };
 	a->r.nlm = &a->nlm;
 	/* READ answered twice by the upstream, in 100 and 300 us; WRITE never timed */
 	struct gw_proc_count *read = gw_counters_proc(&a->totals, 100003, 3, 6);
@@ -816,6 +823,13 @@ static void test_stats_json_nlm(void **state)
 	assert_int_equal(jint(root, "routes.0.nlm.granted_callbacks.full"), 16);
 	assert_int_equal(jint(root, "routes.0.nlm.granted_callbacks.timed_out"), 17);
 	assert_int_equal(jint(root, "routes.0.nlm.granted_callbacks.not_from_server"), 18);
+	assert_int_equal(jint(root, "routes.0.nlm.async.pending"), 19);
+	assert_int_equal(jint(root, "routes.0.nlm.async.sent"), 20);
+	assert_int_equal(jint(root, "routes.0.nlm.async.delivered"), 21);
+	assert_int_equal(jint(root, "routes.0.nlm.async.full"), 22);
+	assert_int_equal(jint(root, "routes.0.nlm.async.unknown_cookie"), 23);
+	assert_int_equal(jint(root, "routes.0.nlm.async.from_client"), 24);
+	assert_int_equal(jint(root, "routes.0.nlm.async.timed_out"), 25);
 	/* A route without side services has no "nlm" at all. */
 	json_t *rb = json_array_get(json_object_get(root, "routes"), 1);
 	assert_null(json_object_get(rb, "nlm"));
@@ -1345,8 +1359,18 @@ static void test_metrics_nlm(void **state)
 	assert_true(sample(fams, c, R, "nfs-fwd", "outcome", "full", NULL) == 16);
 	assert_true(sample(fams, c, R, "nfs-fwd", "outcome", "timed_out", NULL) == 17);
 	assert_true(sample(fams, c, R, "nfs-fwd", "outcome", "not_from_server", NULL) == 18);
+	check_family(fams, "rpcrdma_gw_nlm_async", "counter");
+	const char *a = "rpcrdma_gw_nlm_async_total";
+	assert_true(sample(fams, h, R, "nfs-fwd", "what", "async_pending", NULL) == 19);
+	assert_true(sample(fams, a, R, "nfs-fwd", "outcome", "sent", NULL) == 20);
+	assert_true(sample(fams, a, R, "nfs-fwd", "outcome", "delivered", NULL) == 21);
+	assert_true(sample(fams, a, R, "nfs-fwd", "outcome", "full", NULL) == 22);
+	assert_true(sample(fams, a, R, "nfs-fwd", "outcome", "unknown_cookie", NULL) == 23);
+	assert_true(sample(fams, a, R, "nfs-fwd", "outcome", "from_client", NULL) == 24);
+	assert_true(sample(fams, a, R, "nfs-fwd", "outcome", "timed_out", NULL) == 25);
 	/* Only the route that has an NLM relay. */
-	assert_int_equal(family_size(fams, h), 4);
+	assert_int_equal(family_size(fams, h), 5);
+	assert_int_equal(family_size(fams, "rpcrdma_gw_nlm_async"), 6);
 	assert_int_equal(family_size(fams, "rpcrdma_gw_nlm_refused"), 6);
 	assert_int_equal(family_size(fams, "rpcrdma_gw_nlm_granted_callbacks"), 6);
 	json_decref(fams);
