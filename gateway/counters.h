@@ -178,6 +178,10 @@ struct gw_stats_nlm {
 	uint64_t clients_full, owners_full, locks_full, client_locks_full;
 	uint64_t oh_too_long, stale_owner;
 	uint64_t cb_relayed, cb_granted, cb_stale, cb_full, cb_timed_out, cb_not_from_server;
+	/* The server's SM_NOTIFY (its reboot) relayed to the clients (gateway/nlm_notify.h). */
+	uint32_t notify_pending;
+	uint64_t sn_received, sn_repeated, sn_delivered, sn_not_delivered, sn_not_from_server;
+	uint64_t sn_clients_full;
 };
 
 struct gw_stats_route {

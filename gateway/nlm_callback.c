@@ -19,6 +19,7 @@
 #include "common/xdr.h"
 #include "conf/config.h"
 #include "gateway/counters.h"
+#include "gateway/nlm_notify.h"
 #include "gateway/portmap.h"
 #include "gateway/sidesvc.h"
 
@@ -360,6 +361,14 @@ static void on_server_call(void *arg, struct sidesvc *svc, const struct sidesvc_
 	struct nlm_args a;
 
 	(void)svc;
+	/* The server's statd after its reboot: NSM shares the service (gateway/nlm_notify.h). */
+	if (cb->cfg.notify && nlm_notify_is_nsm(msg, len)) {
+		size_t n = nlm_notify_on_call(cb->cfg.notify, (const struct sockaddr *)&peer->addr,
+					      peer->addrlen, msg, len, cb->out, sizeof(cb->out));
+		if (n)
+			sidesvc_reply(cb->svc, peer, cb->out, n);
+		return;
+	}
 	/* Only the server's lockd calls back; nobody else may grant a client's lock. */
 	if (!nlm_host_from_sockaddr(&from, (const struct sockaddr *)&peer->addr, peer->addrlen) ||
 	    memcmp(&from, &cb->server, sizeof(from)) != 0) {
@@ -549,6 +558,11 @@ static void advertise(struct nlm_callback *cb, struct event_base *base)
 	cb->pmap = start_svc(cb, base, "rpcbind-cb", cb->cfg.pmap_port, pmap_on_call, cb);
 	if (cb->pmap) {
 		bool ok = add_nlm(&cb->table, port);
+		/* The server's sm-notify asks here for NSM over UDP (and statd over TCP). */
+		if (cb->cfg.notify) {
+			ok &= pmap_table_add(&cb->table, NSM_PROG, 1, PMAP_IPPROTO_UDP, port);
+			ok &= pmap_table_add(&cb->table, NSM_PROG, 1, PMAP_IPPROTO_TCP, port);
+		}
 		for (uint32_t v = PMAP_VERS_LO; v <= PMAP_VERS_HI; v++) {
 			ok &= pmap_table_add(&cb->table, PMAP_PROG, v, PMAP_IPPROTO_UDP,
 					     cb->cfg.pmap_port);
@@ -588,6 +602,12 @@ static void advertise(struct nlm_callback *cb, struct event_base *base)
 		gw_info("%s: nlm callback: service on %s port %u, registered with the host's "
 			"rpcbind (port %u on %s: %s)",
 			cb->cfg.route->name, where, port, cb->cfg.pmap_port, where, strerror(e));
+		if (cb->cfg.notify)
+			gw_warn("%s: nlm callback: NSM is not registered with the host's rpcbind "
+				"(its statd's): the server's SM_NOTIFY after a reboot does not "
+				"reach "
+				"the gateway, and clients reclaim nothing (docs/forward-mode.md)",
+				cb->cfg.route->name);
 		return;
 	}
 	unregister_own(cb);

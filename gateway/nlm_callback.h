@@ -41,6 +41,7 @@ struct event_base;
 struct gw_counters;
 struct gw_route;
 struct nlm_callback;
+struct nlm_notify;
 
 struct nlm_callback_config {
 	const struct gw_route *route; /* its listen address: where GRANTED leaves from */
@@ -50,6 +51,7 @@ struct nlm_callback_config {
 	uint32_t max_pending;	      /* callbacks relayed at once (default 64) */
 	uint32_t retry_ms;	      /* resend to the client this often (default 1000) */
 	uint32_t timeout_ms;	      /* then refuse the GRANTED (default 5000) */
+	struct nlm_notify *notify;    /* the server's SM_NOTIFY, on the same service; NULL: none */
 };
 
 struct nlm_callback_stats {

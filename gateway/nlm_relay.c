@@ -420,3 +420,13 @@ void nlm_relay_on_nsm(void *arg, struct sidesvc *svc, const struct sidesvc_peer 
 	if (n)
 		sidesvc_reply(svc, peer, out, n);
 }
+
+size_t nlm_relay_server_rebooted(struct nlm_relay *rl, struct nlm_host *hosts, size_t max)
+{
+	size_t n = nlm_state_server_rebooted(rl->st, hosts, max);
+
+	gw_info("%s: nlm relay: the server rebooted (its SM_NOTIFY): the lock records of %zu "
+		"client host%s forgotten",
+		rl->cfg.route_name, n, n == 1 ? "" : "s");
+	return n;
+}

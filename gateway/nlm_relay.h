@@ -86,6 +86,12 @@ bool nlm_relay_client_of(struct nlm_relay *rl, int32_t svid, struct nlm_bytes oh
 /* Send a whole call of the caller's upstream as the relay's own (a GRANTED_RES). */
 bool nlm_relay_send_own(struct nlm_relay *rl, const uint8_t *msg, size_t len);
 
+/*
+ * The server rebooted (its SM_NOTIFY): the client hosts that held locks in
+ * @hosts (the first @max; their count returned, which may be more); the lock records forgotten.
+ */
+size_t nlm_relay_server_rebooted(struct nlm_relay *rl, struct nlm_host *hosts, size_t max);
+
 /* What the relay's state holds (for tests and /stats). */
 const struct nlm_state *nlm_relay_state(const struct nlm_relay *rl);
 

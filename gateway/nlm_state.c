@@ -520,6 +520,24 @@ size_t nlm_state_client_rebooted(struct nlm_state *st, const struct nlm_host *ho
 	return n;
 }
 
+size_t nlm_state_server_rebooted(struct nlm_state *st, struct nlm_host *hosts, size_t max)
+{
+	size_t n = 0;
+
+	for (uint32_t i = 0; i < st->lim.max_clients; i++) {
+		struct nlm_client *c = &st->clients[i];
+
+		if (!c->used || !c->lock_head)
+			continue;
+		if (n < max)
+			hosts[n] = c->host;
+		n++;
+		while (c->lock_head)
+			release_record(st, c, &c->lock_head);
+	}
+	return n;
+}
+
 /* ---- the client list across restarts ------------------------------------------ */
 
 static const char nlm_clients_magic[] = "rpcrdma-gw nlm clients 1";

@@ -141,6 +141,15 @@ size_t nlm_state_client_rebooted(struct nlm_state *st, const struct nlm_host *ho
 				 const struct nlm_unlock **out);
 
 /*
+ * The server rebooted: it has lost every lock. The hosts with a lock
+ * recorded go in @hosts (the first @max of them; their count, which may
+ * be more, is returned), and every
+ * lock record is forgotten; the owners stay, so that the clients' reclaims
+ * come back under the same upstream owners and are recorded again.
+ */
+size_t nlm_state_server_rebooted(struct nlm_state *st, struct nlm_host *hosts, size_t max);
+
+/*
  * The client hosts that hold locks, kept across a gateway restart so that
  * the relay can tell them (SM_NOTIFY) their locks are gone. Saved as text,
  * one address a line under a version line, atomically (a temporary file,

@@ -12,6 +12,7 @@
 #include "conf/config.h"
 #include "gateway/counters.h"
 #include "gateway/nlm_callback.h"
+#include "gateway/nlm_notify.h"
 #include "gateway/nlm_relay.h"
 #include "gateway/nlm_state.h"
 #include "gateway/portmap.h"
@@ -47,6 +48,7 @@ struct gw_side {
 	struct siderelay *nlm_relay;
 	struct nlm_relay *nlm_rw;    /* the NLM relay's rewriting, and the NSM service */
 	struct nlm_callback *nlm_cb; /* the server's GRANTED relayed to clients */
+	struct nlm_notify *nlm_nt;   /* the server's SM_NOTIFY relayed to clients */
 	char hostname[256];
 	uint8_t out[8192];
 };
@@ -219,7 +221,18 @@ static bool start_nlm_callback(struct gw_side *side, struct event_base *base, ch
 		.relay = side->nlm_rw,
 		.pmap_port = (uint16_t)r->portmapper_port,
 	};
+	struct nlm_notify_config nc = {
+		.route = r,
+		.counters = side->counters,
+		.relay = side->nlm_rw,
+		.pmap_port = (uint16_t)r->portmapper_port,
+	};
 
+	side->nlm_nt = nlm_notify_start(base, &nc, (const struct sockaddr *)&r->upstream.addr,
+					r->upstream.addrlen, err, errlen);
+	if (!side->nlm_nt)
+		return false;
+	cc.notify = side->nlm_nt;
 	side->nlm_cb = nlm_callback_start(base, &cc, (const struct sockaddr *)&r->upstream.addr,
 					  r->upstream.addrlen, err, errlen);
 	return side->nlm_cb != NULL;
@@ -252,6 +265,16 @@ bool gw_side_nlm_stats(const struct gw_side *side, struct gw_stats_nlm *out)
 		out->cb_full = cs->full;
 		out->cb_timed_out = cs->timed_out;
 		out->cb_not_from_server = cs->not_from_server;
+	}
+	if (side->nlm_nt) {
+		const struct nlm_notify_stats *ns = nlm_notify_stats(side->nlm_nt);
+		out->notify_pending = nlm_notify_pending(side->nlm_nt);
+		out->sn_received = ns->received;
+		out->sn_repeated = ns->repeated;
+		out->sn_delivered = ns->delivered;
+		out->sn_not_delivered = ns->not_delivered;
+		out->sn_not_from_server = ns->not_from_server;
+		out->sn_clients_full = ns->clients_full;
 	}
 	return true;
 }
@@ -349,6 +372,7 @@ void gw_side_stop(struct gw_side *side)
 	siderelay_forget(side->mount_relay, side->mount);
 	siderelay_forget(side->nlm_relay, side->nlm);
 	nlm_callback_stop(side->nlm_cb);
+	nlm_notify_stop(side->nlm_nt);
 	sidesvc_stop(side->pmap);
 	sidesvc_stop(side->mount);
 	sidesvc_stop(side->nlm);

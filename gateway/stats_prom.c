@@ -93,6 +93,7 @@ enum prom_family {
 	FAM_NLM_HELD,
 	FAM_NLM_REFUSED,
 	FAM_NLM_CALLBACKS,
+	FAM_NLM_SERVER_REBOOTS,
 	FAM_COUNT
 };
 
@@ -205,6 +206,10 @@ static const struct prom_family_desc {
 				"The server's GRANTED callbacks, by outcome: relayed (answered by "
 				"the client), granted (of which the client took the lock), stale, "
 				"full, timed_out, not_from_server." },
+	[FAM_NLM_SERVER_REBOOTS] = { "nlm_server_reboot_notifications_total", "counter", ON_ROUTE,
+				     "The server's SM_NOTIFY and its relay to the clients that "
+				     "held locks, by what: received, repeated, delivered, "
+				     "not_delivered, not_from_server, clients_full." },
 };
 
 /* The plain counters of struct gw_counters and the family each one feeds. */
@@ -505,6 +510,13 @@ static void prom_nlm(struct prom *p, const struct gw_stats_nlm *n)
 		{ FAM_NLM_CALLBACKS, "outcome=\"full\"", n->cb_full },
 		{ FAM_NLM_CALLBACKS, "outcome=\"timed_out\"", n->cb_timed_out },
 		{ FAM_NLM_CALLBACKS, "outcome=\"not_from_server\"", n->cb_not_from_server },
+		{ FAM_NLM_HELD, "what=\"notify_pending\"", n->notify_pending },
+		{ FAM_NLM_SERVER_REBOOTS, "what=\"received\"", n->sn_received },
+		{ FAM_NLM_SERVER_REBOOTS, "what=\"repeated\"", n->sn_repeated },
+		{ FAM_NLM_SERVER_REBOOTS, "what=\"delivered\"", n->sn_delivered },
+		{ FAM_NLM_SERVER_REBOOTS, "what=\"not_delivered\"", n->sn_not_delivered },
+		{ FAM_NLM_SERVER_REBOOTS, "what=\"not_from_server\"", n->sn_not_from_server },
+		{ FAM_NLM_SERVER_REBOOTS, "what=\"clients_full\"", n->sn_clients_full },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(rows); i++)
