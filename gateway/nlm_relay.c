@@ -352,17 +352,18 @@ static size_t release_client(struct nlm_relay *rl, const struct nlm_host *host)
 }
 
 /* SM_NOTIFY's stat_chge: mon_name<SM_MAXSTRLEN>, state; nothing after. */
-static bool decode_notify(const uint8_t *args, size_t len)
+static bool decode_notify(const uint8_t *args, size_t len, int32_t *state)
 {
 	char name[NSM_MAXSTRLEN + 1];
 	char *p = name;
-	int state;
+	int st = 0;
 	XDR x;
 	bool ok;
 
 	xdrmem_create(&x, (char *)(uintptr_t)args, (u_int)len, XDR_DECODE);
-	ok = xdr_string(&x, &p, NSM_MAXSTRLEN) && xdr_int(&x, &state) && xdr_getpos(&x) == len;
+	ok = xdr_string(&x, &p, NSM_MAXSTRLEN) && xdr_int(&x, &st) && xdr_getpos(&x) == len;
 	xdr_destroy(&x);
+	*state = st;
 	return ok;
 }
 
@@ -372,6 +373,7 @@ size_t nlm_relay_nsm_answer(struct nlm_relay *rl, const struct sidesvc_peer *pee
 {
 	struct rpc_call_hdr h;
 	struct nlm_host host;
+	int32_t state;
 
 	*unlocks = 0;
 	enum rpc_hdr_status st = rpc_call_decode(msg, len, &h);
@@ -396,15 +398,23 @@ size_t nlm_relay_nsm_answer(struct nlm_relay *rl, const struct sidesvc_peer *pee
 		return answer_rpc_error(rl, h.xid, RPCSTAT_PROC_UNAVAIL, 0, 0, out, cap);
 	gw_counters_count_call(rl->cfg.counters, h.prog, h.vers, h.proc);
 	if (h.proc == NSMPROC_NOTIFY) {
-		if (!decode_notify(msg + h.args_off, len - h.args_off))
+		if (!decode_notify(msg + h.args_off, len - h.args_off, &state))
 			return answer_rpc_error(rl, h.xid, RPCSTAT_GARBAGE_ARGS, 0, 0, out, cap);
 		/*
 		 * The notifying host is the sender: mon_name is the client's
-		 * word, and lockd too knows its clients by address.
+		 * word, and lockd too knows its clients by address. The state
+		 * it sent last again is a retransmission (or a replay): the
+		 * locks taken since that reboot stay.
 		 */
 		if (nlm_host_from_sockaddr(&host, (const struct sockaddr *)&peer->addr,
-					   peer->addrlen))
-			*unlocks = release_client(rl, &host);
+					   peer->addrlen)) {
+			if (nlm_state_client_notified(rl->st, &host, state))
+				*unlocks = release_client(rl, &host);
+			else
+				gw_info("%s: nlm relay: a client's SM_NOTIFY repeated its last "
+					"state %d: nothing released",
+					rl->cfg.route_name, state);
+		}
 	}
 	gw_counters_count_reply(rl->cfg.counters, h.prog, h.vers, h.proc);
 	return rpc_encode_accept_error(out, cap, h.xid, RPCSTAT_SUCCESS, 0, 0);

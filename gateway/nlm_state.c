@@ -41,6 +41,16 @@ struct nlm_lockrec {
 	uint64_t offset, len;
 };
 
+/*
+ * A client host's last SM_NOTIFY state, kept apart from the client's
+ * record: that is forgotten at the notification itself.
+ */
+struct nlm_notified {
+	bool used;
+	struct nlm_host host;
+	int32_t state;
+};
+
 struct nlm_state {
 	struct nlm_state_limits lim;
 	struct nlm_state_stats stats;
@@ -53,7 +63,9 @@ struct nlm_state {
 	struct nlm_client *clients;
 	struct nlm_lockrec *locks;
 	uint32_t free_lock, nlocks;
-	struct nlm_unlock *unlocks; /* max_locks_per_client, for a reboot */
+	struct nlm_unlock *unlocks;    /* max_locks_per_client, for a reboot */
+	struct nlm_notified *notified; /* max_clients: the last SM_NOTIFY state per host */
+	uint32_t next_notified;	       /* the entry reused when all are taken */
 };
 
 static void set_default(uint32_t *v, uint32_t def)
@@ -119,8 +131,9 @@ struct nlm_state *nlm_state_new(const struct nlm_state_limits *lim, uint64_t ins
 	st->clients = calloc(st->lim.max_clients, sizeof(*st->clients));
 	st->locks = calloc(st->lim.max_locks, sizeof(*st->locks));
 	st->unlocks = calloc(st->lim.max_locks_per_client, sizeof(*st->unlocks));
+	st->notified = calloc(st->lim.max_clients, sizeof(*st->notified));
 	if (!st->owners || !st->oh_store || !st->free_owners || !st->buckets || !st->clients ||
-	    !st->locks || !st->unlocks) {
+	    !st->locks || !st->unlocks || !st->notified) {
 		nlm_state_free(st);
 		errno = ENOMEM;
 		return NULL;
@@ -148,6 +161,7 @@ void nlm_state_free(struct nlm_state *st)
 	free(st->clients);
 	free(st->locks);
 	free(st->unlocks);
+	free(st->notified);
 	free(st);
 }
 
@@ -536,6 +550,37 @@ size_t nlm_state_server_rebooted(struct nlm_state *st, struct nlm_host *hosts, s
 			release_record(st, c, &c->lock_head);
 	}
 	return n;
+}
+
+bool nlm_state_client_notified(struct nlm_state *st, const struct nlm_host *host, int32_t state)
+{
+	struct nlm_notified *free_slot = NULL;
+
+	/* A walk of max_clients entries: once per SM_NOTIFY, a reboot's worth. */
+	for (uint32_t i = 0; i < st->lim.max_clients; i++) {
+		struct nlm_notified *e = &st->notified[i];
+
+		if (!e->used) {
+			if (!free_slot)
+				free_slot = e;
+			continue;
+		}
+		if (!host_eq(&e->host, host))
+			continue;
+		if (e->state == state) {
+			st->stats.notify_repeated++;
+			return false;
+		}
+		e->state = state;
+		return true;
+	}
+	/* All taken: the oldest-made entry goes (that host's next repeat then acts again). */
+	if (!free_slot) {
+		free_slot = &st->notified[st->next_notified];
+		st->next_notified = (st->next_notified + 1) % st->lim.max_clients;
+	}
+	*free_slot = (struct nlm_notified){ .used = true, .host = *host, .state = state };
+	return true;
 }
 
 /* ---- the client list across restarts ------------------------------------------ */

@@ -59,8 +59,9 @@ struct nlm_state_limits {
 
 struct nlm_state_stats {
 	uint64_t clients_full, owners_full, locks_full, client_locks_full;
-	uint64_t oh_too_long; /* an owner handle over max_oh */
-	uint64_t stale_owner; /* a callback or holder for no live owner of ours */
+	uint64_t oh_too_long;	  /* an owner handle over max_oh */
+	uint64_t stale_owner;	  /* a callback or holder for no live owner of ours */
+	uint64_t notify_repeated; /* a client's SM_NOTIFY with the state it sent last */
 };
 
 /* An upstream owner, as the relay writes it into a call. */
@@ -139,6 +140,13 @@ uint32_t nlm_state_owners(const struct nlm_state *st);
  */
 size_t nlm_state_client_rebooted(struct nlm_state *st, const struct nlm_host *host,
 				 const struct nlm_unlock **out);
+
+/*
+ * @host sent SM_NOTIFY with @state: true when that state is new for it
+ * (then kept), false for the one it sent last (a retransmission or a replay:
+ * the locks taken since must stay; counted). Kept for max_clients hosts.
+ */
+bool nlm_state_client_notified(struct nlm_state *st, const struct nlm_host *host, int32_t state);
 
 /*
  * The server rebooted: it has lost every lock. The hosts with a lock
