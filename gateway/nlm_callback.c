@@ -45,6 +45,11 @@ struct cb_pending {
 	uint32_t vers, proc;	    /* the server's call: GRANTED or GRANTED_MSG */
 	struct sidesvc_peer server; /* a GRANTED's reply goes there */
 	uint32_t server_xid;
+	/* The lock as the server named it: its record goes when the server is told DENIED. */
+	struct nlm_owner_id up;
+	uint32_t fh_len;
+	uint8_t fh[NLM4_FHSIZE];
+	uint64_t offset, lock_len;
 	uint32_t cookie_len;
 	uint8_t cookie[NLM_LM_MAXSTRLEN];
 	uint32_t len; /* the GRANTED to the client */
@@ -145,6 +150,14 @@ static void finish(struct nlm_callback *cb, struct cb_pending *p, uint32_t stat,
 		cb->cfg.route->name, who, why, stat == NLM_GRANTED ? "granted" : "denied");
 	answer_server(cb, p->proc, p->vers, &p->server, p->server_xid, p->cookie, p->cookie_len,
 		      stat);
+	/*
+	 * Told DENIED, the server's lockd unlocks what it had granted: the
+	 * record of that blocked lock must go too, or the client's later
+	 * reboot would unlock it again and /stats would count it held.
+	 */
+	if (stat != NLM_GRANTED)
+		nlm_relay_forget_lock(cb->cfg.relay, &p->up, (struct nlm_bytes){ p->fh, p->fh_len },
+				      p->offset, p->lock_len);
 	p->used = false;
 	cb->live--;
 }
@@ -288,6 +301,14 @@ static bool start_pending(struct nlm_callback *cb, struct cb_pending *p,
 	size_t m, hn;
 
 	memset(p, 0, offsetof(struct cb_pending, msg));
+	if (a->lock.oh.len != NLM_TOKEN_LEN || a->lock.fh.len > sizeof(p->fh))
+		return false;
+	p->up.svid = a->lock.svid;
+	memcpy(p->up.oh, a->lock.oh.p, NLM_TOKEN_LEN);
+	p->fh_len = a->lock.fh.len;
+	memcpy(p->fh, a->lock.fh.p, a->lock.fh.len);
+	p->offset = a->lock.offset;
+	p->lock_len = a->lock.len;
 	a->lock.svid = o->svid;
 	a->lock.oh = o->oh;
 	hn = rpc_encode_call_hdr(p->msg, sizeof(p->msg), 0, NLM_PROG, h->vers, NLMPROC_GRANTED);
@@ -328,9 +349,16 @@ static void on_granted(struct nlm_callback *cb, const struct sidesvc_peer *peer,
 		cb->stats.stale++;
 		why = "no client owner of the gateway's";
 	} else if (!(p = free_slot(cb))) {
+		struct nlm_owner_id up = { .svid = a->lock.svid };
 		cb->stats.full++;
 		cb->cfg.counters->events[GW_EV_NO_BUFFERS]++;
 		why = "max_pending callbacks pending";
+		/* Told DENIED below, the server unlocks: the record goes (as in finish()). */
+		if (a->lock.oh.len == NLM_TOKEN_LEN) {
+			memcpy(up.oh, a->lock.oh.p, NLM_TOKEN_LEN);
+			nlm_relay_forget_lock(cb->cfg.relay, &up, a->lock.fh, a->lock.offset,
+					      a->lock.len);
+		}
 	} else if (!start_pending(cb, p, &o, h, peer, a)) {
 		why = "the client's GRANTED did not encode";
 	}

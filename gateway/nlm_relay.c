@@ -440,3 +440,9 @@ size_t nlm_relay_server_rebooted(struct nlm_relay *rl, struct nlm_host *hosts, s
 		rl->cfg.route_name, n, n == 1 ? "" : "s");
 	return n;
 }
+
+void nlm_relay_forget_lock(struct nlm_relay *rl, const struct nlm_owner_id *owner,
+			   struct nlm_bytes fh, uint64_t offset, uint64_t len)
+{
+	nlm_state_unlocked(rl->st, owner, fh, offset, len);
+}

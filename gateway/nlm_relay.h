@@ -92,6 +92,13 @@ bool nlm_relay_send_own(struct nlm_relay *rl, const uint8_t *msg, size_t len);
  */
 size_t nlm_relay_server_rebooted(struct nlm_relay *rl, struct nlm_host *hosts, size_t max);
 
+/*
+ * The server was told NLM_DENIED for its GRANTED of @owner's lock on @fh
+ * (the client could not take it): the server unlocks it, so its record goes.
+ */
+void nlm_relay_forget_lock(struct nlm_relay *rl, const struct nlm_owner_id *owner,
+			   struct nlm_bytes fh, uint64_t offset, uint64_t len);
+
 /* What the relay's state holds (for tests and /stats). */
 const struct nlm_state *nlm_relay_state(const struct nlm_relay *rl);
 
