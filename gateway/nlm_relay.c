@@ -158,6 +158,17 @@ enum siderelay_verdict nlm_relay_call_hook(void *arg, const struct sidesvc_peer 
 		*n = answer_rpc_error(rl, h->xid, RPCSTAT_GARBAGE_ARGS, 0, 0, out, cap);
 		return SIDERELAY_ANSWERED;
 	}
+	/*
+	 * An UNLOCK of an owner the gateway does not know holds nothing through
+	 * it (its locks were recorded under an owner that exists): answered as
+	 * Linux lockd answers an UNLOCK that finds nothing, without making an
+	 * owner a client could otherwise mint by the thousand.
+	 */
+	if (a.kind == NLM_ARGS_UNLOCK &&
+	    nlm_state_find_owner(rl->st, &host, a.lock.svid, a.lock.oh, &id) != 0) {
+		*n = answer_nlm_stat(h->xid, h->vers, a.cookie, NLM_GRANTED, out, cap);
+		return SIDERELAY_ANSWERED;
+	}
 	if (nlm_state_owner(rl->st, &host, a.lock.svid, a.lock.oh, &id) != 0) {
 		/* A bound of nlm_state: the client is told there is no room for its lock. */
 		rl->cfg.counters->events[GW_EV_NO_BUFFERS]++;

@@ -293,6 +293,35 @@ static bool reclaim_owner(struct nlm_state *st)
 	return true;
 }
 
+/* The owner (slot + 1) of @host's (@svid, @oh) in bucket @b; 0 for none. */
+static uint32_t find_owner(const struct nlm_state *st, uint32_t b, const struct nlm_host *host,
+			   int32_t svid, struct nlm_bytes oh)
+{
+	for (uint32_t i = st->buckets[b]; i; i = st->owners[i - 1].hnext) {
+		const struct nlm_owner *o = &st->owners[i - 1];
+		if (o->svid == svid && o->oh_len == oh.len &&
+		    host_eq(&st->clients[o->client - 1].host, host) &&
+		    (oh.len == 0 || memcmp(o->oh, oh.p, oh.len) == 0))
+			return i;
+	}
+	return 0;
+}
+
+int nlm_state_find_owner(struct nlm_state *st, const struct nlm_host *host, int32_t svid,
+			 struct nlm_bytes oh, struct nlm_owner_id *out)
+{
+	uint32_t i;
+
+	if (oh.len > st->lim.max_oh)
+		return -ENOENT; /* never made: nlm_state_owner() refuses such a handle */
+	i = find_owner(st, owner_hash(st, host, svid, oh), host, svid, oh);
+	if (!i)
+		return -ENOENT;
+	st->owners[i - 1].used = ++st->tick;
+	owner_id(st, i - 1, out);
+	return 0;
+}
+
 int nlm_state_owner(struct nlm_state *st, const struct nlm_host *host, int32_t svid,
 		    struct nlm_bytes oh, struct nlm_owner_id *out)
 {
@@ -304,15 +333,10 @@ int nlm_state_owner(struct nlm_state *st, const struct nlm_host *host, int32_t s
 		return -E2BIG;
 	}
 	b = owner_hash(st, host, svid, oh);
-	for (i = st->buckets[b]; i; i = st->owners[i - 1].hnext) {
-		struct nlm_owner *o = &st->owners[i - 1];
-		if (o->svid == svid && o->oh_len == oh.len &&
-		    host_eq(&st->clients[o->client - 1].host, host) &&
-		    (oh.len == 0 || memcmp(o->oh, oh.p, oh.len) == 0)) {
-			o->used = ++st->tick;
-			owner_id(st, i - 1, out);
-			return 0;
-		}
+	if ((i = find_owner(st, b, host, svid, oh)) != 0) {
+		st->owners[i - 1].used = ++st->tick;
+		owner_id(st, i - 1, out);
+		return 0;
 	}
 	ci = find_client(st, host);
 	if (ci < 0 && (ci = add_client(st, host)) < 0)

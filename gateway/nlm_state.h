@@ -100,6 +100,13 @@ int nlm_state_owner(struct nlm_state *st, const struct nlm_host *host, int32_t s
 		    struct nlm_bytes oh, struct nlm_owner_id *out);
 
 /*
+ * The upstream owner of @host's (@svid, @oh) if it exists: 0, or -ENOENT
+ * (nothing made: an UNLOCK of an owner the gateway never saw holds nothing).
+ */
+int nlm_state_find_owner(struct nlm_state *st, const struct nlm_host *host, int32_t svid,
+			 struct nlm_bytes oh, struct nlm_owner_id *out);
+
+/*
  * The client owner behind an upstream svid and owner handle (a GRANTED
  * callback, a TEST holder); false for none of ours (counted as stale when
  * it looks like ours but is not live).

@@ -445,6 +445,36 @@ static void test_repeated_notify_state_releases_nothing(void **state)
 	nlm_relay_free(rl);
 }
 
+/*
+ * An UNLOCK of an owner the gateway never saw: answered GRANTED (as lockd
+ * answers an UNLOCK that finds nothing), not relayed, and no owner made.
+ */
+static void test_unlock_of_unknown_owner_makes_no_owner(void **state)
+{
+	(void)state;
+	struct gw_counters c = { 0 };
+	struct nlm_relay *rl = relay_new(&c);
+	struct sidesvc_peer pa = peer_at(0x0a090002, 800);
+	uint8_t msg[512], out[4096];
+	size_t len, n;
+
+	for (int32_t svid = 1; svid <= 50; svid++) {
+		len = lock_call(msg, sizeof(msg), (uint32_t)svid, NLMPROC_UNLOCK, svid);
+		assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_ANSWERED);
+		assert_int_equal(xdr_get32(out), (uint32_t)svid);
+		assert_int_equal(xdr_get32(out + n - 4), NLM_GRANTED);
+	}
+	assert_int_equal(nlm_state_owners(nlm_relay_state(rl)), 0);
+	assert_int_equal(nlm_state_clients(nlm_relay_state(rl)), 0);
+	/* A known owner's UNLOCK is relayed. */
+	len = lock_call(msg, sizeof(msg), 60, NLMPROC_LOCK, 7);
+	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_REWRITTEN);
+	len = lock_call(msg, sizeof(msg), 61, NLMPROC_UNLOCK, 7);
+	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_REWRITTEN);
+	assert_int_equal(nlm_state_owners(nlm_relay_state(rl)), 1);
+	nlm_relay_free(rl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -453,6 +483,7 @@ int main(void)
 		cmocka_unit_test(test_owner_bound_denies_nolocks),
 		cmocka_unit_test(test_locks_recorded_and_released_by_notify),
 		cmocka_unit_test(test_repeated_notify_state_releases_nothing),
+		cmocka_unit_test(test_unlock_of_unknown_owner_makes_no_owner),
 		cmocka_unit_test(test_lock_of_forgotten_owner_given_back),
 		cmocka_unit_test(test_cancel_keeps_held_lock),
 	};
