@@ -263,7 +263,7 @@ static bool decode_stat_chge(const uint8_t *args, size_t len, int32_t *state)
 {
 	char name[NSM_MAXSTRLEN + 1];
 	char *p = name;
-	int st;
+	int st = 0;
 	XDR x;
 	bool ok;
 

@@ -598,12 +598,16 @@ bool nlm_state_client_notified(struct nlm_state *st, const struct nlm_host *host
 		e->state = state;
 		return true;
 	}
-	/* All taken: the oldest-made entry goes (that host's next repeat then acts again). */
-	if (!free_slot) {
+	/*
+	 * All taken (max_clients, at least 1, entries): the oldest-made one goes;
+	 * that host's next repeat then acts again.
+	 */
+	if (!free_slot && st->lim.max_clients) {
 		free_slot = &st->notified[st->next_notified];
 		st->next_notified = (st->next_notified + 1) % st->lim.max_clients;
 	}
-	*free_slot = (struct nlm_notified){ .used = true, .host = *host, .state = state };
+	if (free_slot)
+		*free_slot = (struct nlm_notified){ .used = true, .host = *host, .state = state };
 	return true;
 }
 
