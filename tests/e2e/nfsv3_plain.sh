@@ -71,6 +71,18 @@ if [[ $GWVM_ROLE == a ]]; then
             rm -f "$GW_OUT/server-reboot.req"
             ls /var/lib/nfs/sm
             r=0; kill -KILL "$(pgrep -x lockd)" || r=$?
+            # lockd acts on the signal at the top of its loop, which a call to it makes sure
+            # it reaches: until then it is not in its grace period and refuses reclaims
+            # (seen: the client's reclaim refused, the lock dropped just after).
+            ino=$(stat -c %i /export/lockf)
+            held() { grep -qE "POSIX +ADVISORY +WRITE +[0-9]+ +[0-9a-f]+:[0-9a-f]+:$ino " /proc/locks; }
+            for _ in $(seq 1 20); do
+                rpcinfo -u 127.0.0.1 100021 4 >/dev/null 2>&1
+                held || break
+                sleep 0.5
+            done
+            held && { echo "server: lockd kept its locks after SIGKILL"; r=1; }
+            sleep 1
             timeout 30 sm-notify -f -d || r=$?
             echo $r >"$GW_OUT/server-reboot.res"
         fi
@@ -338,6 +350,9 @@ if mount -t nfs -o vers=3 $gw:/export $m; then
     echo "--- the server reboots: its SM_NOTIFY relayed to c2, whose lockd reclaims its lock"
     check "c2 takes the lock again" hold_lock
     expect "a process on the server is refused it" 1 try_server
+    rpcdebug -m nlm -s monitor clntlock client >/dev/null 2>&1 # the client lockd's reclaim, in dmesg
+    dumpcap -q -i any -f 'not port 2049' -w "$GW_OUT/c2-reboot.pcap" >/dev/null 2>&1 &
+    dc=$!; sleep 2
     rm -f "$GW_OUT/server-reboot.res"; touch "$GW_OUT/server-reboot.req"
     for _ in $(seq 1 90); do [[ -e $GW_OUT/server-reboot.res ]] && break; sleep 0.5; done
     check "the server's lockd dropped its locks; sm-notify -f was answered" \
@@ -352,6 +367,9 @@ if mount -t nfs -o vers=3 $gw:/export $m; then
         test "$(nlm_reboots delivered)" = 1
     check "c2's lockd reclaimed its lock through the relay (/stats nlm.locks $(nlm_held locks))" \
         test "$(nlm_held locks)" = 1
+    rpcdebug -m nlm -c all >/dev/null 2>&1
+    kill $dc 2>/dev/null
+    dmesg | grep -E 'lockd|reclaim|nsm' | tail -30
     expect "after the reboot a process on the server is refused the lock (c2's reclaimed)" 1 try_server
     id=$RANDOM; touch "$GW_OUT/proc-locks-$id.req"
     for _ in $(seq 1 60); do [[ -e $GW_OUT/proc-locks-$id.res ]] && break; sleep 0.5; done
