@@ -114,8 +114,11 @@ struct nlm_state *nlm_state_new(const struct nlm_state_limits *lim, uint64_t ins
 	set_default(&st->lim.max_locks, 16384);
 	set_default(&st->lim.max_locks_per_client, 1024);
 	set_default(&st->lim.max_oh, 256);
+	set_default(&st->lim.max_owners_per_client,
+		    st->lim.max_owners < 1024 ? st->lim.max_owners : 1024);
 	if (st->lim.max_owners > NLM_STATE_MAX_OWNERS || st->lim.max_oh > NLM_MAXNETOBJ ||
-	    st->lim.max_locks_per_client > st->lim.max_locks) {
+	    st->lim.max_locks_per_client > st->lim.max_locks ||
+	    st->lim.max_owners_per_client > st->lim.max_owners) {
 		free(st);
 		errno = EINVAL;
 		return NULL;
@@ -277,14 +280,19 @@ static void free_owner(struct nlm_state *st, uint32_t slot)
 	st->free_owners[st->nfree_owners++] = slot;
 }
 
-/* When every slot is taken, the least recently used owner without locks goes. */
-static bool reclaim_owner(struct nlm_state *st)
+/*
+ * When every slot is taken (or every slot a client may have), the least
+ * recently used owner without locks goes: of any client (@client 0), or of
+ * client index @client - 1.
+ */
+static bool reclaim_owner(struct nlm_state *st, uint32_t client)
 {
 	int64_t best = -1;
 
 	for (uint32_t i = 0; i < st->lim.max_owners; i++) {
 		const struct nlm_owner *o = &st->owners[i];
-		if (o->client && o->locks == 0 && (best < 0 || o->used < st->owners[best].used))
+		if (o->client && (client == 0 || o->client == client) && o->locks == 0 &&
+		    (best < 0 || o->used < st->owners[best].used))
 			best = i;
 	}
 	if (best < 0)
@@ -339,9 +347,15 @@ int nlm_state_owner(struct nlm_state *st, const struct nlm_host *host, int32_t s
 		return 0;
 	}
 	ci = find_client(st, host);
+	/* One client may not take every owner: its own idle one goes first. */
+	if (ci >= 0 && st->clients[ci].owners >= st->lim.max_owners_per_client &&
+	    !reclaim_owner(st, (uint32_t)ci + 1)) {
+		st->stats.client_owners_full++;
+		return -ENOSPC;
+	}
 	if (ci < 0 && (ci = add_client(st, host)) < 0)
 		return -ENOSPC;
-	if (st->nfree_owners == 0 && !reclaim_owner(st)) {
+	if (st->nfree_owners == 0 && !reclaim_owner(st, 0)) {
 		st->stats.owners_full++;
 		if (st->clients[ci].owners == 0)
 			st->clients[ci].used = false;

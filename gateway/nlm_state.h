@@ -50,18 +50,20 @@ struct nlm_host {
 bool nlm_host_from_sockaddr(struct nlm_host *h, const struct sockaddr *sa, socklen_t len);
 
 struct nlm_state_limits {
-	uint32_t max_clients;	       /* client hosts with an owner (default 1024) */
-	uint32_t max_owners;	       /* owners, all clients (default 4096, <= 65535) */
-	uint32_t max_locks;	       /* locks recorded, all clients (default 16384) */
-	uint32_t max_locks_per_client; /* (default 1024) */
-	uint32_t max_oh;	       /* longest client owner handle kept (default 256) */
+	uint32_t max_clients;		/* client hosts with an owner (default 1024) */
+	uint32_t max_owners;		/* owners, all clients (default 4096, <= 65535) */
+	uint32_t max_locks;		/* locks recorded, all clients (default 16384) */
+	uint32_t max_locks_per_client;	/* (default 1024) */
+	uint32_t max_oh;		/* longest client owner handle kept (default 256) */
+	uint32_t max_owners_per_client; /* (default 1024, at most max_owners) */
 };
 
 struct nlm_state_stats {
 	uint64_t clients_full, owners_full, locks_full, client_locks_full;
-	uint64_t oh_too_long;	  /* an owner handle over max_oh */
-	uint64_t stale_owner;	  /* a callback or holder for no live owner of ours */
-	uint64_t notify_repeated; /* a client's SM_NOTIFY with the state it sent last */
+	uint64_t oh_too_long;	     /* an owner handle over max_oh */
+	uint64_t stale_owner;	     /* a callback or holder for no live owner of ours */
+	uint64_t notify_repeated;    /* a client's SM_NOTIFY with the state it sent last */
+	uint64_t client_owners_full; /* a client at max_owners_per_client, none of them idle */
 };
 
 /* An upstream owner, as the relay writes it into a call. */
