@@ -20,6 +20,7 @@
 #include "conf/config.h"
 #include "gateway/counters.h"
 #include "gateway/nlm_async.h"
+#include "gateway/nlm_notify.h"
 #include "gateway/portmap.h"
 #include "gateway/sidesvc.h"
 
@@ -45,6 +46,11 @@ struct cb_pending {
 	uint32_t vers, proc;	    /* the server's call: GRANTED or GRANTED_MSG */
 	struct sidesvc_peer server; /* a GRANTED's reply goes there */
 	uint32_t server_xid;
+	/* The lock as the server named it: its record goes when the server is told DENIED. */
+	struct nlm_owner_id up;
+	uint32_t fh_len;
+	uint8_t fh[NLM4_FHSIZE];
+	uint64_t offset, lock_len;
 	uint32_t cookie_len;
 	uint8_t cookie[NLM_LM_MAXSTRLEN];
 	uint32_t len; /* the GRANTED to the client */
@@ -145,6 +151,14 @@ static void finish(struct nlm_callback *cb, struct cb_pending *p, uint32_t stat,
 		cb->cfg.route->name, who, why, stat == NLM_GRANTED ? "granted" : "denied");
 	answer_server(cb, p->proc, p->vers, &p->server, p->server_xid, p->cookie, p->cookie_len,
 		      stat);
+	/*
+	 * Told DENIED, the server's lockd unlocks what it had granted: the
+	 * record of that blocked lock must go too, or the client's later
+	 * reboot would unlock it again and /stats would count it held.
+	 */
+	if (stat != NLM_GRANTED)
+		nlm_relay_forget_lock(cb->cfg.relay, &p->up, (struct nlm_bytes){ p->fh, p->fh_len },
+				      p->offset, p->lock_len);
 	p->used = false;
 	cb->live--;
 }
@@ -288,6 +302,14 @@ static bool start_pending(struct nlm_callback *cb, struct cb_pending *p,
 	size_t m, hn;
 
 	memset(p, 0, offsetof(struct cb_pending, msg));
+	if (a->lock.oh.len != NLM_TOKEN_LEN || a->lock.fh.len > sizeof(p->fh))
+		return false;
+	p->up.svid = a->lock.svid;
+	memcpy(p->up.oh, a->lock.oh.p, NLM_TOKEN_LEN);
+	p->fh_len = a->lock.fh.len;
+	memcpy(p->fh, a->lock.fh.p, a->lock.fh.len);
+	p->offset = a->lock.offset;
+	p->lock_len = a->lock.len;
 	a->lock.svid = o->svid;
 	a->lock.oh = o->oh;
 	hn = rpc_encode_call_hdr(p->msg, sizeof(p->msg), 0, NLM_PROG, h->vers, NLMPROC_GRANTED);
@@ -328,9 +350,16 @@ static void on_granted(struct nlm_callback *cb, const struct sidesvc_peer *peer,
 		cb->stats.stale++;
 		why = "no client owner of the gateway's";
 	} else if (!(p = free_slot(cb))) {
+		struct nlm_owner_id up = { .svid = a->lock.svid };
 		cb->stats.full++;
 		cb->cfg.counters->events[GW_EV_NO_BUFFERS]++;
 		why = "max_pending callbacks pending";
+		/* Told DENIED below, the server unlocks: the record goes (as in finish()). */
+		if (a->lock.oh.len == NLM_TOKEN_LEN) {
+			memcpy(up.oh, a->lock.oh.p, NLM_TOKEN_LEN);
+			nlm_relay_forget_lock(cb->cfg.relay, &up, a->lock.fh, a->lock.offset,
+					      a->lock.len);
+		}
 	} else if (!start_pending(cb, p, &o, h, peer, a)) {
 		why = "the client's GRANTED did not encode";
 	}
@@ -382,6 +411,14 @@ static void on_server_call(void *arg, struct sidesvc *svc, const struct sidesvc_
 	struct nlm_args a;
 
 	(void)svc;
+	/* The server's statd after its reboot: NSM shares the service (gateway/nlm_notify.h). */
+	if (cb->cfg.notify && nlm_notify_is_nsm(msg, len)) {
+		size_t n = nlm_notify_on_call(cb->cfg.notify, (const struct sockaddr *)&peer->addr,
+					      peer->addrlen, msg, len, cb->out, sizeof(cb->out));
+		if (n)
+			sidesvc_reply(cb->svc, peer, cb->out, n);
+		return;
+	}
 	/* Only the server's lockd calls back; nobody else may grant a client's lock. */
 	if (!nlm_host_from_sockaddr(&from, (const struct sockaddr *)&peer->addr, peer->addrlen) ||
 	    memcmp(&from, &cb->server, sizeof(from)) != 0) {
@@ -575,6 +612,11 @@ static void advertise(struct nlm_callback *cb, struct event_base *base)
 	cb->pmap = start_svc(cb, base, "rpcbind-cb", cb->cfg.pmap_port, pmap_on_call, cb);
 	if (cb->pmap) {
 		bool ok = add_nlm(&cb->table, port);
+		/* The server's sm-notify asks here for NSM over UDP (and statd over TCP). */
+		if (cb->cfg.notify) {
+			ok &= pmap_table_add(&cb->table, NSM_PROG, 1, PMAP_IPPROTO_UDP, port);
+			ok &= pmap_table_add(&cb->table, NSM_PROG, 1, PMAP_IPPROTO_TCP, port);
+		}
 		for (uint32_t v = PMAP_VERS_LO; v <= PMAP_VERS_HI; v++) {
 			ok &= pmap_table_add(&cb->table, PMAP_PROG, v, PMAP_IPPROTO_UDP,
 					     cb->cfg.pmap_port);
@@ -614,6 +656,12 @@ static void advertise(struct nlm_callback *cb, struct event_base *base)
 		gw_info("%s: nlm callback: service on %s port %u, registered with the host's "
 			"rpcbind (port %u on %s: %s)",
 			cb->cfg.route->name, where, port, cb->cfg.pmap_port, where, strerror(e));
+		if (cb->cfg.notify)
+			gw_warn("%s: nlm callback: NSM is not registered with the host's rpcbind "
+				"(its statd's): the server's SM_NOTIFY after a reboot does not "
+				"reach "
+				"the gateway, and clients reclaim nothing (docs/forward-mode.md)",
+				cb->cfg.route->name);
 		return;
 	}
 	unregister_own(cb);

@@ -46,6 +46,7 @@ struct gw_counters;
 struct gw_route;
 struct nlm_async;
 struct nlm_callback;
+struct nlm_notify;
 
 struct nlm_callback_config {
 	const struct gw_route *route; /* its listen address: where GRANTED leaves from */
@@ -57,6 +58,7 @@ struct nlm_callback_config {
 	uint32_t timeout_ms;	      /* then refuse the GRANTED (default 5000) */
 	struct nlm_async *async;      /* the server's TEST_RES..UNLOCK_RES go there;
 					 NULL: refused (PROC_UNAVAIL) */
+	struct nlm_notify *notify;    /* the server's SM_NOTIFY, on the same service; NULL: none */
 };
 
 struct nlm_callback_stats {

@@ -176,6 +176,17 @@ enum siderelay_verdict nlm_relay_call_hook(void *arg, const struct sidesvc_peer 
 		*n = answer_rpc_error(rl, h->xid, RPCSTAT_GARBAGE_ARGS, 0, 0, out, cap);
 		return SIDERELAY_ANSWERED;
 	}
+	/*
+	 * An UNLOCK of an owner the gateway does not know holds nothing through
+	 * it (its locks were recorded under an owner that exists): answered as
+	 * Linux lockd answers an UNLOCK that finds nothing, without making an
+	 * owner a client could otherwise mint by the thousand.
+	 */
+	if (a.kind == NLM_ARGS_UNLOCK &&
+	    nlm_state_find_owner(rl->st, &host, a.lock.svid, a.lock.oh, &id) != 0) {
+		*n = answer_nlm_stat(h->xid, h->vers, a.cookie, NLM_GRANTED, out, cap);
+		return SIDERELAY_ANSWERED;
+	}
 	if (nlm_state_owner(rl->st, &host, a.lock.svid, a.lock.oh, &id) != 0) {
 		/* A bound of nlm_state: the client is told there is no room for its lock. */
 		rl->cfg.counters->events[GW_EV_NO_BUFFERS]++;
@@ -376,17 +387,18 @@ static size_t release_client(struct nlm_relay *rl, const struct nlm_host *host)
 }
 
 /* SM_NOTIFY's stat_chge: mon_name<SM_MAXSTRLEN>, state; nothing after. */
-static bool decode_notify(const uint8_t *args, size_t len)
+static bool decode_notify(const uint8_t *args, size_t len, int32_t *state)
 {
 	char name[NSM_MAXSTRLEN + 1];
 	char *p = name;
-	int state;
+	int st = 0;
 	XDR x;
 	bool ok;
 
 	xdrmem_create(&x, (char *)(uintptr_t)args, (u_int)len, XDR_DECODE);
-	ok = xdr_string(&x, &p, NSM_MAXSTRLEN) && xdr_int(&x, &state) && xdr_getpos(&x) == len;
+	ok = xdr_string(&x, &p, NSM_MAXSTRLEN) && xdr_int(&x, &st) && xdr_getpos(&x) == len;
 	xdr_destroy(&x);
+	*state = st;
 	return ok;
 }
 
@@ -396,6 +408,7 @@ size_t nlm_relay_nsm_answer(struct nlm_relay *rl, const struct sidesvc_peer *pee
 {
 	struct rpc_call_hdr h;
 	struct nlm_host host;
+	int32_t state;
 
 	*unlocks = 0;
 	enum rpc_hdr_status st = rpc_call_decode(msg, len, &h);
@@ -420,15 +433,23 @@ size_t nlm_relay_nsm_answer(struct nlm_relay *rl, const struct sidesvc_peer *pee
 		return answer_rpc_error(rl, h.xid, RPCSTAT_PROC_UNAVAIL, 0, 0, out, cap);
 	gw_counters_count_call(rl->cfg.counters, h.prog, h.vers, h.proc);
 	if (h.proc == NSMPROC_NOTIFY) {
-		if (!decode_notify(msg + h.args_off, len - h.args_off))
+		if (!decode_notify(msg + h.args_off, len - h.args_off, &state))
 			return answer_rpc_error(rl, h.xid, RPCSTAT_GARBAGE_ARGS, 0, 0, out, cap);
 		/*
 		 * The notifying host is the sender: mon_name is the client's
-		 * word, and lockd too knows its clients by address.
+		 * word, and lockd too knows its clients by address. The state
+		 * it sent last again is a retransmission (or a replay): the
+		 * locks taken since that reboot stay.
 		 */
 		if (nlm_host_from_sockaddr(&host, (const struct sockaddr *)&peer->addr,
-					   peer->addrlen))
-			*unlocks = release_client(rl, &host);
+					   peer->addrlen)) {
+			if (nlm_state_client_notified(rl->st, &host, state))
+				*unlocks = release_client(rl, &host);
+			else
+				gw_info("%s: nlm relay: a client's SM_NOTIFY repeated its last "
+					"state %d: nothing released",
+					rl->cfg.route_name, state);
+		}
 	}
 	gw_counters_count_reply(rl->cfg.counters, h.prog, h.vers, h.proc);
 	return rpc_encode_accept_error(out, cap, h.xid, RPCSTAT_SUCCESS, 0, 0);
@@ -477,4 +498,20 @@ void nlm_relay_unlock_result(struct nlm_relay *rl, const struct nlm_args *a, uin
 void nlm_relay_holder_view(struct nlm_relay *rl, const struct nlm_host *host, struct nlm_holder *h)
 {
 	nlm_state_holder_view(rl->st, host, h);
+}
+
+size_t nlm_relay_server_rebooted(struct nlm_relay *rl, struct nlm_host *hosts, size_t max)
+{
+	size_t n = nlm_state_server_rebooted(rl->st, hosts, max);
+
+	gw_info("%s: nlm relay: the server rebooted (its SM_NOTIFY): the lock records of %zu "
+		"client host%s forgotten",
+		rl->cfg.route_name, n, n == 1 ? "" : "s");
+	return n;
+}
+
+void nlm_relay_forget_lock(struct nlm_relay *rl, const struct nlm_owner_id *owner,
+			   struct nlm_bytes fh, uint64_t offset, uint64_t len)
+{
+	nlm_state_unlocked(rl->st, owner, fh, offset, len);
 }

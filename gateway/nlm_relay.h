@@ -108,6 +108,19 @@ void nlm_relay_unlock_result(struct nlm_relay *rl, const struct nlm_args *a, uin
 /* A TEST_RES holder as @host may see it (nlm_state_holder_view()). */
 void nlm_relay_holder_view(struct nlm_relay *rl, const struct nlm_host *host, struct nlm_holder *h);
 
+/*
+ * The server rebooted (its SM_NOTIFY): the client hosts that held locks in
+ * @hosts (the first @max; their count returned, which may be more); the lock records forgotten.
+ */
+size_t nlm_relay_server_rebooted(struct nlm_relay *rl, struct nlm_host *hosts, size_t max);
+
+/*
+ * The server was told NLM_DENIED for its GRANTED of @owner's lock on @fh
+ * (the client could not take it): the server unlocks it, so its record goes.
+ */
+void nlm_relay_forget_lock(struct nlm_relay *rl, const struct nlm_owner_id *owner,
+			   struct nlm_bytes fh, uint64_t offset, uint64_t len);
+
 /* What the relay's state holds (for tests and /stats). */
 const struct nlm_state *nlm_relay_state(const struct nlm_relay *rl);
 

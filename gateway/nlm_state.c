@@ -41,6 +41,16 @@ struct nlm_lockrec {
 	uint64_t offset, len;
 };
 
+/*
+ * A client host's last SM_NOTIFY state, kept apart from the client's
+ * record: that is forgotten at the notification itself.
+ */
+struct nlm_notified {
+	bool used;
+	struct nlm_host host;
+	int32_t state;
+};
+
 struct nlm_state {
 	struct nlm_state_limits lim;
 	struct nlm_state_stats stats;
@@ -53,7 +63,9 @@ struct nlm_state {
 	struct nlm_client *clients;
 	struct nlm_lockrec *locks;
 	uint32_t free_lock, nlocks;
-	struct nlm_unlock *unlocks; /* max_locks_per_client, for a reboot */
+	struct nlm_unlock *unlocks;    /* max_locks_per_client, for a reboot */
+	struct nlm_notified *notified; /* max_clients: the last SM_NOTIFY state per host */
+	uint32_t next_notified;	       /* the entry reused when all are taken */
 };
 
 static void set_default(uint32_t *v, uint32_t def)
@@ -102,8 +114,11 @@ struct nlm_state *nlm_state_new(const struct nlm_state_limits *lim, uint64_t ins
 	set_default(&st->lim.max_locks, 16384);
 	set_default(&st->lim.max_locks_per_client, 1024);
 	set_default(&st->lim.max_oh, 256);
+	set_default(&st->lim.max_owners_per_client,
+		    st->lim.max_owners < 1024 ? st->lim.max_owners : 1024);
 	if (st->lim.max_owners > NLM_STATE_MAX_OWNERS || st->lim.max_oh > NLM_MAXNETOBJ ||
-	    st->lim.max_locks_per_client > st->lim.max_locks) {
+	    st->lim.max_locks_per_client > st->lim.max_locks ||
+	    st->lim.max_owners_per_client > st->lim.max_owners) {
 		free(st);
 		errno = EINVAL;
 		return NULL;
@@ -119,8 +134,9 @@ struct nlm_state *nlm_state_new(const struct nlm_state_limits *lim, uint64_t ins
 	st->clients = calloc(st->lim.max_clients, sizeof(*st->clients));
 	st->locks = calloc(st->lim.max_locks, sizeof(*st->locks));
 	st->unlocks = calloc(st->lim.max_locks_per_client, sizeof(*st->unlocks));
+	st->notified = calloc(st->lim.max_clients, sizeof(*st->notified));
 	if (!st->owners || !st->oh_store || !st->free_owners || !st->buckets || !st->clients ||
-	    !st->locks || !st->unlocks) {
+	    !st->locks || !st->unlocks || !st->notified) {
 		nlm_state_free(st);
 		errno = ENOMEM;
 		return NULL;
@@ -148,6 +164,7 @@ void nlm_state_free(struct nlm_state *st)
 	free(st->clients);
 	free(st->locks);
 	free(st->unlocks);
+	free(st->notified);
 	free(st);
 }
 
@@ -263,20 +280,54 @@ static void free_owner(struct nlm_state *st, uint32_t slot)
 	st->free_owners[st->nfree_owners++] = slot;
 }
 
-/* When every slot is taken, the least recently used owner without locks goes. */
-static bool reclaim_owner(struct nlm_state *st)
+/*
+ * When every slot is taken (or every slot a client may have), the least
+ * recently used owner without locks goes: of any client (@client 0), or of
+ * client index @client - 1.
+ */
+static bool reclaim_owner(struct nlm_state *st, uint32_t client)
 {
 	int64_t best = -1;
 
 	for (uint32_t i = 0; i < st->lim.max_owners; i++) {
 		const struct nlm_owner *o = &st->owners[i];
-		if (o->client && o->locks == 0 && (best < 0 || o->used < st->owners[best].used))
+		if (o->client && (client == 0 || o->client == client) && o->locks == 0 &&
+		    (best < 0 || o->used < st->owners[best].used))
 			best = i;
 	}
 	if (best < 0)
 		return false;
 	free_owner(st, (uint32_t)best);
 	return true;
+}
+
+/* The owner (slot + 1) of @host's (@svid, @oh) in bucket @b; 0 for none. */
+static uint32_t find_owner(const struct nlm_state *st, uint32_t b, const struct nlm_host *host,
+			   int32_t svid, struct nlm_bytes oh)
+{
+	for (uint32_t i = st->buckets[b]; i; i = st->owners[i - 1].hnext) {
+		const struct nlm_owner *o = &st->owners[i - 1];
+		if (o->svid == svid && o->oh_len == oh.len &&
+		    host_eq(&st->clients[o->client - 1].host, host) &&
+		    (oh.len == 0 || memcmp(o->oh, oh.p, oh.len) == 0))
+			return i;
+	}
+	return 0;
+}
+
+int nlm_state_find_owner(struct nlm_state *st, const struct nlm_host *host, int32_t svid,
+			 struct nlm_bytes oh, struct nlm_owner_id *out)
+{
+	uint32_t i;
+
+	if (oh.len > st->lim.max_oh)
+		return -ENOENT; /* never made: nlm_state_owner() refuses such a handle */
+	i = find_owner(st, owner_hash(st, host, svid, oh), host, svid, oh);
+	if (!i)
+		return -ENOENT;
+	st->owners[i - 1].used = ++st->tick;
+	owner_id(st, i - 1, out);
+	return 0;
 }
 
 int nlm_state_owner(struct nlm_state *st, const struct nlm_host *host, int32_t svid,
@@ -290,20 +341,21 @@ int nlm_state_owner(struct nlm_state *st, const struct nlm_host *host, int32_t s
 		return -E2BIG;
 	}
 	b = owner_hash(st, host, svid, oh);
-	for (i = st->buckets[b]; i; i = st->owners[i - 1].hnext) {
-		struct nlm_owner *o = &st->owners[i - 1];
-		if (o->svid == svid && o->oh_len == oh.len &&
-		    host_eq(&st->clients[o->client - 1].host, host) &&
-		    (oh.len == 0 || memcmp(o->oh, oh.p, oh.len) == 0)) {
-			o->used = ++st->tick;
-			owner_id(st, i - 1, out);
-			return 0;
-		}
+	if ((i = find_owner(st, b, host, svid, oh)) != 0) {
+		st->owners[i - 1].used = ++st->tick;
+		owner_id(st, i - 1, out);
+		return 0;
 	}
 	ci = find_client(st, host);
+	/* One client may not take every owner: its own idle one goes first. */
+	if (ci >= 0 && st->clients[ci].owners >= st->lim.max_owners_per_client &&
+	    !reclaim_owner(st, (uint32_t)ci + 1)) {
+		st->stats.client_owners_full++;
+		return -ENOSPC;
+	}
 	if (ci < 0 && (ci = add_client(st, host)) < 0)
 		return -ENOSPC;
-	if (st->nfree_owners == 0 && !reclaim_owner(st)) {
+	if (st->nfree_owners == 0 && !reclaim_owner(st, 0)) {
 		st->stats.owners_full++;
 		if (st->clients[ci].owners == 0)
 			st->clients[ci].used = false;
@@ -518,6 +570,59 @@ size_t nlm_state_client_rebooted(struct nlm_state *st, const struct nlm_host *ho
 			free_owner(st, i);
 	c->used = false;
 	return n;
+}
+
+size_t nlm_state_server_rebooted(struct nlm_state *st, struct nlm_host *hosts, size_t max)
+{
+	size_t n = 0;
+
+	for (uint32_t i = 0; i < st->lim.max_clients; i++) {
+		struct nlm_client *c = &st->clients[i];
+
+		if (!c->used || !c->lock_head)
+			continue;
+		if (n < max)
+			hosts[n] = c->host;
+		n++;
+		while (c->lock_head)
+			release_record(st, c, &c->lock_head);
+	}
+	return n;
+}
+
+bool nlm_state_client_notified(struct nlm_state *st, const struct nlm_host *host, int32_t state)
+{
+	struct nlm_notified *free_slot = NULL;
+
+	/* A walk of max_clients entries: once per SM_NOTIFY, a reboot's worth. */
+	for (uint32_t i = 0; i < st->lim.max_clients; i++) {
+		struct nlm_notified *e = &st->notified[i];
+
+		if (!e->used) {
+			if (!free_slot)
+				free_slot = e;
+			continue;
+		}
+		if (!host_eq(&e->host, host))
+			continue;
+		if (e->state == state) {
+			st->stats.notify_repeated++;
+			return false;
+		}
+		e->state = state;
+		return true;
+	}
+	/*
+	 * All taken (max_clients, at least 1, entries): the oldest-made one goes;
+	 * that host's next repeat then acts again.
+	 */
+	if (!free_slot && st->lim.max_clients) {
+		free_slot = &st->notified[st->next_notified];
+		st->next_notified = (st->next_notified + 1) % st->lim.max_clients;
+	}
+	if (free_slot)
+		*free_slot = (struct nlm_notified){ .used = true, .host = *host, .state = state };
+	return true;
 }
 
 /* ---- the client list across restarts ------------------------------------------ */

@@ -50,17 +50,20 @@ struct nlm_host {
 bool nlm_host_from_sockaddr(struct nlm_host *h, const struct sockaddr *sa, socklen_t len);
 
 struct nlm_state_limits {
-	uint32_t max_clients;	       /* client hosts with an owner (default 1024) */
-	uint32_t max_owners;	       /* owners, all clients (default 4096, <= 65535) */
-	uint32_t max_locks;	       /* locks recorded, all clients (default 16384) */
-	uint32_t max_locks_per_client; /* (default 1024) */
-	uint32_t max_oh;	       /* longest client owner handle kept (default 256) */
+	uint32_t max_clients;		/* client hosts with an owner (default 1024) */
+	uint32_t max_owners;		/* owners, all clients (default 4096, <= 65535) */
+	uint32_t max_locks;		/* locks recorded, all clients (default 16384) */
+	uint32_t max_locks_per_client;	/* (default 1024) */
+	uint32_t max_oh;		/* longest client owner handle kept (default 256) */
+	uint32_t max_owners_per_client; /* (default 1024, at most max_owners) */
 };
 
 struct nlm_state_stats {
 	uint64_t clients_full, owners_full, locks_full, client_locks_full;
-	uint64_t oh_too_long; /* an owner handle over max_oh */
-	uint64_t stale_owner; /* a callback or holder for no live owner of ours */
+	uint64_t oh_too_long;	     /* an owner handle over max_oh */
+	uint64_t stale_owner;	     /* a callback or holder for no live owner of ours */
+	uint64_t notify_repeated;    /* a client's SM_NOTIFY with the state it sent last */
+	uint64_t client_owners_full; /* a client at max_owners_per_client, none of them idle */
 };
 
 /* An upstream owner, as the relay writes it into a call. */
@@ -97,6 +100,13 @@ const struct nlm_state_stats *nlm_state_stats(const struct nlm_state *st);
  */
 int nlm_state_owner(struct nlm_state *st, const struct nlm_host *host, int32_t svid,
 		    struct nlm_bytes oh, struct nlm_owner_id *out);
+
+/*
+ * The upstream owner of @host's (@svid, @oh) if it exists: 0, or -ENOENT
+ * (nothing made: an UNLOCK of an owner the gateway never saw holds nothing).
+ */
+int nlm_state_find_owner(struct nlm_state *st, const struct nlm_host *host, int32_t svid,
+			 struct nlm_bytes oh, struct nlm_owner_id *out);
 
 /*
  * The client owner behind an upstream svid and owner handle (a GRANTED
@@ -139,6 +149,22 @@ uint32_t nlm_state_owners(const struct nlm_state *st);
  */
 size_t nlm_state_client_rebooted(struct nlm_state *st, const struct nlm_host *host,
 				 const struct nlm_unlock **out);
+
+/*
+ * @host sent SM_NOTIFY with @state: true when that state is new for it
+ * (then kept), false for the one it sent last (a retransmission or a replay:
+ * the locks taken since must stay; counted). Kept for max_clients hosts.
+ */
+bool nlm_state_client_notified(struct nlm_state *st, const struct nlm_host *host, int32_t state);
+
+/*
+ * The server rebooted: it has lost every lock. The hosts with a lock
+ * recorded go in @hosts (the first @max of them; their count, which may
+ * be more, is returned), and every
+ * lock record is forgotten; the owners stay, so that the clients' reclaims
+ * come back under the same upstream owners and are recorded again.
+ */
+size_t nlm_state_server_rebooted(struct nlm_state *st, struct nlm_host *hosts, size_t max);
 
 /*
  * The client hosts that hold locks, kept across a gateway restart so that

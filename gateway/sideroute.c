@@ -13,6 +13,7 @@
 #include "gateway/counters.h"
 #include "gateway/nlm_async.h"
 #include "gateway/nlm_callback.h"
+#include "gateway/nlm_notify.h"
 #include "gateway/nlm_relay.h"
 #include "gateway/nlm_state.h"
 #include "gateway/portmap.h"
@@ -49,6 +50,7 @@ struct gw_side {
 	struct nlm_relay *nlm_rw;    /* the NLM relay's rewriting, and the NSM service */
 	struct nlm_callback *nlm_cb; /* the server's GRANTED relayed to clients */
 	struct nlm_async *nlm_async; /* the clients' _MSG calls and their results */
+	struct nlm_notify *nlm_nt;   /* the server's SM_NOTIFY relayed to clients */
 	char hostname[256];
 	uint8_t out[8192];
 };
@@ -227,11 +229,22 @@ static bool start_nlm_callback(struct gw_side *side, struct event_base *base, ch
 		.relay = side->nlm_rw,
 		.pmap_port = (uint16_t)r->portmapper_port,
 	};
+	struct nlm_notify_config nc = {
+		.route = r,
+		.counters = side->counters,
+		.relay = side->nlm_rw,
+		.pmap_port = (uint16_t)r->portmapper_port,
+	};
 
 	side->nlm_async = nlm_async_new(base, &ac, err, errlen);
 	if (!side->nlm_async)
 		return false;
 	cc.async = side->nlm_async;
+	side->nlm_nt = nlm_notify_start(base, &nc, (const struct sockaddr *)&r->upstream.addr,
+					r->upstream.addrlen, err, errlen);
+	if (!side->nlm_nt)
+		return false;
+	cc.notify = side->nlm_nt;
 	side->nlm_cb = nlm_callback_start(base, &cc, (const struct sockaddr *)&r->upstream.addr,
 					  r->upstream.addrlen, err, errlen);
 	if (!side->nlm_cb)
@@ -278,6 +291,16 @@ bool gw_side_nlm_stats(const struct gw_side *side, struct gw_stats_nlm *out)
 		out->async_unknown_cookie = as->unknown_cookie;
 		out->async_from_client = as->from_client;
 		out->async_timed_out = as->timed_out;
+	}
+	if (side->nlm_nt) {
+		const struct nlm_notify_stats *ns = nlm_notify_stats(side->nlm_nt);
+		out->notify_pending = nlm_notify_pending(side->nlm_nt);
+		out->sn_received = ns->received;
+		out->sn_repeated = ns->repeated;
+		out->sn_delivered = ns->delivered;
+		out->sn_not_delivered = ns->not_delivered;
+		out->sn_not_from_server = ns->not_from_server;
+		out->sn_clients_full = ns->clients_full;
 	}
 	return true;
 }
@@ -378,6 +401,7 @@ void gw_side_stop(struct gw_side *side)
 	if (side->nlm_rw)
 		nlm_relay_set_async(side->nlm_rw, NULL);
 	nlm_async_free(side->nlm_async);
+	nlm_notify_stop(side->nlm_nt);
 	sidesvc_stop(side->pmap);
 	sidesvc_stop(side->mount);
 	sidesvc_stop(side->nlm);

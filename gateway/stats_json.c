@@ -241,6 +241,22 @@ static json_t *json_shared(const struct gw_stats_shared *sh)
 	return finish(o, ok);
 }
 
+/* The server's SM_NOTIFY relayed to the clients that held locks. */
+static json_t *json_server_reboots(const struct gw_stats_nlm *n)
+{
+	json_t *o = json_object();
+	bool ok = true;
+
+	ok &= put(o, "pending", json_integer(n->notify_pending));
+	ok &= put(o, "received", ju64(n->sn_received));
+	ok &= put(o, "repeated", ju64(n->sn_repeated));
+	ok &= put(o, "delivered", ju64(n->sn_delivered));
+	ok &= put(o, "not_delivered", ju64(n->sn_not_delivered));
+	ok &= put(o, "not_from_server", ju64(n->sn_not_from_server));
+	ok &= put(o, "clients_full", ju64(n->sn_clients_full));
+	return finish(o, ok);
+}
+
 /* A route's NLM relay: what it holds, what its bounds refused, the GRANTED callbacks. */
 static json_t *json_nlm(const struct gw_stats_nlm *n)
 {
@@ -274,6 +290,7 @@ static json_t *json_nlm(const struct gw_stats_nlm *n)
 	ok &= put(as, "from_client", ju64(n->async_from_client));
 	ok &= put(as, "timed_out", ju64(n->async_timed_out));
 	ok &= put(o, "async", as);
+	ok &= put(o, "server_reboots", json_server_reboots(n));
 	return finish(o, ok);
 }
 

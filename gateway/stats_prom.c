@@ -98,6 +98,7 @@ enum prom_family {
 	FAM_NLM_CALLBACKS,
 	FAM_SHARED_QUEUE_TIME,
 	FAM_NLM_ASYNC,
+	FAM_NLM_SERVER_REBOOTS,
 	FAM_COUNT
 };
 
@@ -230,6 +231,10 @@ static const struct prom_family_desc {
 			    "gateway's), delivered (the client took its _RES), full, "
 			    "unknown_cookie (a server _RES for no pending call), from_client (a "
 			    "_RES a client sent), timed_out." },
+	[FAM_NLM_SERVER_REBOOTS] = { "nlm_server_reboot_notifications_total", "counter", ON_ROUTE,
+				     "The server's SM_NOTIFY and its relay to the clients that "
+				     "held locks, by what: received, repeated, delivered, "
+				     "not_delivered, not_from_server, clients_full." },
 };
 
 /* The plain counters of struct gw_counters and the family each one feeds. */
@@ -543,6 +548,13 @@ static void prom_nlm(struct prom *p, const struct gw_stats_nlm *n)
 		{ FAM_NLM_ASYNC, "outcome=\"unknown_cookie\"", n->async_unknown_cookie },
 		{ FAM_NLM_ASYNC, "outcome=\"from_client\"", n->async_from_client },
 		{ FAM_NLM_ASYNC, "outcome=\"timed_out\"", n->async_timed_out },
+		{ FAM_NLM_HELD, "what=\"notify_pending\"", n->notify_pending },
+		{ FAM_NLM_SERVER_REBOOTS, "what=\"received\"", n->sn_received },
+		{ FAM_NLM_SERVER_REBOOTS, "what=\"repeated\"", n->sn_repeated },
+		{ FAM_NLM_SERVER_REBOOTS, "what=\"delivered\"", n->sn_delivered },
+		{ FAM_NLM_SERVER_REBOOTS, "what=\"not_delivered\"", n->sn_not_delivered },
+		{ FAM_NLM_SERVER_REBOOTS, "what=\"not_from_server\"", n->sn_not_from_server },
+		{ FAM_NLM_SERVER_REBOOTS, "what=\"clients_full\"", n->sn_clients_full },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(rows); i++)

@@ -32,6 +32,11 @@
 #    its cookie; its TEST_MSG of another owner gets TEST_RES denied;
 #    c3's TEST (F_GETLK) through the gateway sees the lock held; UNLOCK_MSG gets UNLOCK_RES
 #    granted and c3 then gets the lock. /stats nlm.async counts them, nothing lost.
+#  - the server's reboot (its lockd SIGKILLed: locks dropped, grace period; sm-notify -f):
+#    its SM_NOTIFY reaches the gateway's NSM on the upstream-side address (through the
+#    callback portmapper), and the gateway's SM_NOTIFY reaches c2's statd from the listen
+#    address; c2's lockd reclaims its lock through the relay: a process on the server is
+#    refused it again and the server's /proc/locks shows it.
 # Then a reverse route on the same address (Soft-RoCE on the gateway's side of the c2 link,
 # the server's NFS over TCP): the client mounts with vers=3,proto=rdma and no address or
 # port of the server; the
@@ -56,6 +61,37 @@ if [[ $GWVM_ROLE == a ]]; then
             r=0; nlm_lock.py try /export/lockf || r=$?
             echo $r >"${req%.req}.res"; rm -f "$req"
         done
+        # The locks on the exported file as the server's kernel holds them.
+        for req in "$GW_OUT"/proc-locks-*.req; do
+            [[ -e $req ]] || continue
+            ino=$(stat -c %i /export/lockf)
+            grep -E "POSIX +ADVISORY +WRITE +[0-9]+ +[0-9a-f]+:[0-9a-f]+:$ino " /proc/locks \
+                >"${req%.req}.tmp"
+            mv "${req%.req}.tmp" "${req%.req}.res"; rm -f "$req"
+        done
+        # A reboot as the gateway sees it: lockd loses every lock and starts a grace period
+        # (Linux lockd does both on SIGKILL: restart_grace()), and sm-notify, with a new
+        # state number, tells each host statd monitored (the gateway's upstream-side
+        # address) through the portmapper there.
+        if [[ -e $GW_OUT/server-reboot.req ]]; then
+            rm -f "$GW_OUT/server-reboot.req"
+            ls /var/lib/nfs/sm
+            r=0; kill -KILL "$(pgrep -x lockd)" || r=$?
+            # lockd acts on the signal at the top of its loop, which a call to it makes sure
+            # it reaches: until then it is not in its grace period and refuses reclaims
+            # (seen: the client's reclaim refused, the lock dropped just after).
+            ino=$(stat -c %i /export/lockf)
+            held() { grep -qE "POSIX +ADVISORY +WRITE +[0-9]+ +[0-9a-f]+:[0-9a-f]+:$ino " /proc/locks; }
+            for _ in $(seq 1 20); do
+                rpcinfo -u 127.0.0.1 100021 4 >/dev/null 2>&1
+                held || break
+                sleep 0.5
+            done
+            held && { echo "server: lockd kept its locks after SIGKILL"; r=1; }
+            sleep 1
+            timeout 30 sm-notify -f -d || r=$?
+            echo $r >"$GW_OUT/server-reboot.res"
+        fi
         sleep 0.5
     done
     [[ -e $GW_OUT/client-done ]] || { echo "server: the client never finished"; exit 1; }
@@ -260,6 +296,11 @@ nlm_held() {
     nsenter -t 1 -n curl -sf http://127.0.0.1:9464/stats |
         /usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)['routes'][0]['nlm']['$1'])"
 }
+# nlm_reboots WHAT: the server reboot notifications' figure from /stats (0 when absent).
+nlm_reboots() {
+    nsenter -t 1 -n curl -sf http://127.0.0.1:9464/stats | /usr/bin/python3 -c \
+        "import json,sys; print(json.load(sys.stdin)['routes'][0]['nlm'].get('server_reboots', {}).get('$1', 0))"
+}
 # hold_lock: c2's process takes the lock through the gateway and holds it until $stop.
 stop=$E2E_WORK/holder.stop
 hold_lock() {
@@ -331,6 +372,36 @@ if mount -t nfs -o vers=3 $gw:/export $m; then
     expect "then c3 gets the lock" 0 try_c3
     n=$(nlm_held locks)
     check "UNLOCK_RES forgot c4's lock (/stats nlm.locks $n)" test "$n" = 0
+    echo "--- the server reboots: its SM_NOTIFY relayed to c2, whose lockd reclaims its lock"
+    check "c2 takes the lock again" hold_lock
+    expect "a process on the server is refused it" 1 try_server
+    rpcdebug -m nlm -s monitor clntlock client >/dev/null 2>&1 # the client lockd's reclaim, in dmesg
+    dumpcap -q -i any -f 'not port 2049' -w "$GW_OUT/c2-reboot.pcap" >/dev/null 2>&1 &
+    dc=$!; sleep 2
+    rm -f "$GW_OUT/server-reboot.res"; touch "$GW_OUT/server-reboot.req"
+    for _ in $(seq 1 90); do [[ -e $GW_OUT/server-reboot.res ]] && break; sleep 0.5; done
+    check "the server's lockd dropped its locks; sm-notify -f was answered" \
+        test "$(cat "$GW_OUT/server-reboot.res" 2>/dev/null)" = 0
+    # No probe from the server until c2 has reclaimed: a probe holding the lock then
+    # would make the reclaim fail.
+    for _ in $(seq 1 30); do
+        [[ $(nlm_reboots delivered) == 1 && $(nlm_held locks) == 1 ]] && break
+        sleep 1
+    done
+    check "the gateway told c2 of the server's reboot (/stats nlm.server_reboots.delivered $(nlm_reboots delivered))" \
+        test "$(nlm_reboots delivered)" = 1
+    check "c2's lockd reclaimed its lock through the relay (/stats nlm.locks $(nlm_held locks))" \
+        test "$(nlm_held locks)" = 1
+    rpcdebug -m nlm -c all >/dev/null 2>&1
+    kill $dc 2>/dev/null
+    dmesg | grep -E 'lockd|reclaim|nsm' | tail -30
+    expect "after the reboot a process on the server is refused the lock (c2's reclaimed)" 1 try_server
+    id=$RANDOM; touch "$GW_OUT/proc-locks-$id.req"
+    for _ in $(seq 1 60); do [[ -e $GW_OUT/proc-locks-$id.res ]] && break; sleep 0.5; done
+    cat "$GW_OUT/proc-locks-$id.res"
+    check "the server's /proc/locks shows the reclaimed write lock on the file" \
+        test -s "$GW_OUT/proc-locks-$id.res"
+    release_lock
     timeout -s KILL 30 nsenter -t "$(cat "$c3_pid")" -m -n umount /mnt/c3
     check "umount after the lock tests" timeout -s KILL 30 umount $m
 else
@@ -364,7 +435,9 @@ check "no NLM bound reached (/stats nlm.refused *_full: $full)" test "$full" = 0
 gw_metrics | grep -E '^rpcrdma_gw_nlm_'
 check "/metrics: rpcrdma_gw_nlm_held{what=\"locks\"} 0" \
     bash -c "curl -sf http://127.0.0.1:9464/metrics | grep -qx 'rpcrdma_gw_nlm_held{route=\"nfs\",what=\"locks\"} 0'"
-grep -E "nlm relay" "$GW_LOG"
+check "/metrics: the server's reboot relayed to one client (nlm_server_reboot_notifications_total delivered 1)" \
+    bash -c "curl -sf http://127.0.0.1:9464/metrics | grep -qx 'rpcrdma_gw_nlm_server_reboot_notifications_total{route=\"nfs\",what=\"delivered\"} 1'"
+grep -E "nlm (relay|notify)" "$GW_LOG"
 ev() { gw_jq "s['routes'][0]['totals']['events']['$1']"; }
 check "bad input counted: garbage_args $(ev garbage_args), rpc_error_reply $(ev rpc_error_reply), malformed_record $(ev malformed_record)" \
     test "$(ev garbage_args)" -ge 2 -a "$(ev rpc_error_reply)" -ge 10 -a "$(ev malformed_record)" -ge 2

@@ -593,6 +593,52 @@ static void test_res_from_a_client_dropped(void **state)
 	assert_int_equal(nlm_async_stats(t->as)->from_client, 1);
 }
 
+/*
+ * A blocked lock whose GRANTED the client never answers: the server is told
+ * DENIED and unlocks it, and the relay's record of it goes too.
+ */
+static void test_failed_callback_forgets_the_blocked_record(void **state)
+{
+	struct t *t = *state;
+	uint8_t msg[512], r[512], up[1024], rep[64], back[1024];
+	size_t len = nlm_call(msg, sizeof(msg), 6, NLMPROC_LOCK, 42,
+			      (struct nlm_bytes){ (const uint8_t *)"own", 3 }),
+	       n;
+	struct sidesvc_peer p = { .addrlen = sizeof(struct sockaddr_in) };
+	struct sockaddr_in a = sin_at(CLIENT, 800);
+	struct rpc_call_hdr h;
+	struct nlm_args upa;
+
+	/* The client's LOCK, answered BLOCKED by the server: recorded. */
+	memcpy(&p.addr, &a, sizeof(a));
+	assert_int_equal(rpc_call_decode(msg, len, &h), RPC_HDR_CALL);
+	assert_int_equal(nlm_relay_call_hook(t->rl, &p, &h, msg, len, up, sizeof(up), &n),
+			 SIDERELAY_REWRITTEN);
+	assert_int_equal(nlm_decode_args(4, NLMPROC_LOCK, up + 40, n - 40, &upa), 0);
+	t->up.svid = upa.lock.svid;
+	memcpy(t->up.oh, upa.lock.oh.p, NLM_TOKEN_LEN);
+	struct relay_call c = { .used = true,
+				.peer = p,
+				.vers = 4,
+				.proc = NLMPROC_LOCK,
+				.msg = up,
+				.len = (uint32_t)n };
+	size_t rh = rpc_encode_accept_error(rep, sizeof(rep), 7, RPCSTAT_SUCCESS, 0, 0);
+	xdr_put32(rep + rh, 2);
+	memcpy(rep + rh + 4, "cb\0\0", 4);
+	xdr_put32(rep + rh + 8, NLM_BLOCKED);
+	nlm_relay_reply_hook(t->rl, &c, rep, rh + 12, back, sizeof(back), &n);
+	assert_int_equal(nlm_state_locks(nlm_relay_state(t->rl)), 1);
+
+	/* Its GRANTED goes unanswered: DENIED to the server, the record gone. */
+	t->client_answers = false;
+	len = nlm_call(msg, sizeof(msg), 81, NLMPROC_GRANTED, t->up.svid,
+		       (struct nlm_bytes){ t->up.oh, NLM_TOKEN_LEN });
+	n = server_call(t, cb_port(t), msg, len, r, sizeof(r), 3000000);
+	assert_int_equal(reply_stat(r, n), NLM_DENIED);
+	assert_int_equal(nlm_state_locks(nlm_relay_state(t->rl)), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -601,6 +647,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unknown_owner_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_silent_client_refused_after_timeout, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_failed_callback_forgets_the_blocked_record,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_call_not_from_the_server_dropped, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_lock_msg_result_reaches_the_client, setup,

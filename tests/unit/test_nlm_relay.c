@@ -405,6 +405,76 @@ static void test_locks_recorded_and_released_by_notify(void **state)
 	nlm_relay_free(rl);
 }
 
+/*
+ * A client's SM_NOTIFY with the state it sent last (a retransmission, a
+ * replay) releases nothing: the locks taken since its reboot stay. A new
+ * state releases them.
+ */
+static void test_repeated_notify_state_releases_nothing(void **state)
+{
+	(void)state;
+	struct gw_counters c = { 0 };
+	struct nlm_relay *rl = relay_new(&c);
+	struct sidesvc_peer pa = peer_at(0x0a090002, 800);
+	struct nlm_host ha;
+	uint8_t msg[512], up[4096], out[4096], res[16], notify[128];
+	size_t len, nu, n, unlocks;
+	size_t h = put_call_hdr(notify, 5, NSM_PROG, 1, 6);
+
+	nlm_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
+	xdr_put32(notify + h, 6);
+	memcpy(notify + h + 4, "host-a\0\0", 8);
+	xdr_put32(notify + h + 12, 3);
+	nlm_relay_nsm_answer(rl, &pa, notify, h + 16, out, sizeof(out), &unlocks);
+	/* After its reboot (state 3) it locks. */
+	len = lock_call(msg, sizeof(msg), 1, NLMPROC_LOCK, 77);
+	assert_int_equal(call(rl, &pa, msg, len, up, &nu), SIDERELAY_REWRITTEN);
+	reply(rl, &pa, up, nu, NLMPROC_LOCK, res, res_bytes(res, NLM_GRANTED), out, &n);
+	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 1);
+	/* State 3 again: answered, nothing released. */
+	n = nlm_relay_nsm_answer(rl, &pa, notify, h + 16, out, sizeof(out), &unlocks);
+	assert_int_equal(xdr_get32(out + 20), RPCSTAT_SUCCESS);
+	assert_int_equal(unlocks, 0);
+	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 1);
+	assert_int_equal(nlm_state_stats(nlm_relay_state(rl))->notify_repeated, 1);
+	/* Its next reboot, state 5: released. */
+	xdr_put32(notify + h + 12, 5);
+	nlm_relay_nsm_answer(rl, &pa, notify, h + 16, out, sizeof(out), &unlocks);
+	assert_int_equal(unlocks, 1);
+	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 0);
+	nlm_relay_free(rl);
+}
+
+/*
+ * An UNLOCK of an owner the gateway never saw: answered GRANTED (as lockd
+ * answers an UNLOCK that finds nothing), not relayed, and no owner made.
+ */
+static void test_unlock_of_unknown_owner_makes_no_owner(void **state)
+{
+	(void)state;
+	struct gw_counters c = { 0 };
+	struct nlm_relay *rl = relay_new(&c);
+	struct sidesvc_peer pa = peer_at(0x0a090002, 800);
+	uint8_t msg[512], out[4096];
+	size_t len, n;
+
+	for (int32_t svid = 1; svid <= 50; svid++) {
+		len = lock_call(msg, sizeof(msg), (uint32_t)svid, NLMPROC_UNLOCK, svid);
+		assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_ANSWERED);
+		assert_int_equal(xdr_get32(out), (uint32_t)svid);
+		assert_int_equal(xdr_get32(out + n - 4), NLM_GRANTED);
+	}
+	assert_int_equal(nlm_state_owners(nlm_relay_state(rl)), 0);
+	assert_int_equal(nlm_state_clients(nlm_relay_state(rl)), 0);
+	/* A known owner's UNLOCK is relayed. */
+	len = lock_call(msg, sizeof(msg), 60, NLMPROC_LOCK, 7);
+	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_REWRITTEN);
+	len = lock_call(msg, sizeof(msg), 61, NLMPROC_UNLOCK, 7);
+	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_REWRITTEN);
+	assert_int_equal(nlm_state_owners(nlm_relay_state(rl)), 1);
+	nlm_relay_free(rl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -412,6 +482,8 @@ int main(void)
 		cmocka_unit_test(test_bad_calls_answered),
 		cmocka_unit_test(test_owner_bound_denies_nolocks),
 		cmocka_unit_test(test_locks_recorded_and_released_by_notify),
+		cmocka_unit_test(test_repeated_notify_state_releases_nothing),
+		cmocka_unit_test(test_unlock_of_unknown_owner_makes_no_owner),
 		cmocka_unit_test(test_lock_of_forgotten_owner_given_back),
 		cmocka_unit_test(test_cancel_keeps_held_lock),
 	};

@@ -336,6 +336,43 @@ static void clients_survive_restart(void **state)
 	rmdir(dir);
 }
 
+/*
+ * One client may not hold every owner: at max_owners_per_client its own
+ * idle owner is reused; with none idle it is refused, and others are not.
+ */
+static void owners_per_client_bounded(void **state)
+{
+	struct nlm_state_limits lim = {
+		.max_clients = 4,
+		.max_owners = 16,
+		.max_locks = 64,
+		.max_locks_per_client = 32,
+		.max_owners_per_client = 2,
+	};
+	struct nlm_state *st = nlm_state_new(&lim, 7);
+	struct nlm_host a = host4(1), b = host4(2);
+	struct nlm_owner_id o1, o2, x;
+
+	(void)state;
+	assert_non_null(st);
+	assert_int_equal(nlm_state_owner(st, &a, 1, bytes("1"), &o1), 0);
+	assert_int_equal(nlm_state_owner(st, &a, 2, bytes("2"), &o2), 0);
+	assert_int_equal(nlm_state_record_lock(st, &o1, 4, FH_A, 0, 1), 0);
+	/* The idle owner 2 goes for owner 3. */
+	assert_int_equal(nlm_state_owner(st, &a, 3, bytes("3"), &x), 0);
+	assert_int_equal(nlm_state_owners(st), 2);
+	assert_int_equal(nlm_state_record_lock(st, &x, 4, FH_A, 1, 1), 0);
+	/* Both hold locks: a third is refused, and counted. */
+	assert_int_equal(nlm_state_owner(st, &a, 4, bytes("4"), &x), -ENOSPC);
+	assert_int_equal(nlm_state_stats(st)->client_owners_full, 1);
+	/* Another client is not held back. */
+	assert_int_equal(nlm_state_owner(st, &b, 4, bytes("4"), &x), 0);
+	nlm_state_free(st);
+
+	struct nlm_state_limits bad = { .max_owners = 8, .max_owners_per_client = 9 };
+	assert_null(nlm_state_new(&bad, 1));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -345,6 +382,7 @@ int main(void)
 		cmocka_unit_test(unlock_forgets_what_it_covers),
 		cmocka_unit_test(limits_refuse_and_count),
 		cmocka_unit_test(clients_survive_restart),
+		cmocka_unit_test(owners_per_client_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

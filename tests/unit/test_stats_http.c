@@ -198,7 +198,14 @@ static void fake_engine_init(struct fake_engine *e)
 					.async_full = 22,
 					.async_unknown_cookie = 23,
 					.async_from_client = 24,
-					.async_timed_out = 25 };
+					.async_timed_out = 25,
+					.notify_pending = 2,
+					.sn_received = 19,
+					.sn_repeated = 20,
+					.sn_delivered = 21,
+					.sn_not_delivered = 22,
+					.sn_not_from_server = 23,
+					.sn_clients_full = 24 };
 	a->r.nlm = &a->nlm;
 	/* READ answered twice by the upstream, in 100 and 300 us; WRITE never timed */
 	struct gw_proc_count *read = gw_counters_proc(&a->totals, 100003, 3, 6);
@@ -830,6 +837,13 @@ static void test_stats_json_nlm(void **state)
 	assert_int_equal(jint(root, "routes.0.nlm.async.unknown_cookie"), 23);
 	assert_int_equal(jint(root, "routes.0.nlm.async.from_client"), 24);
 	assert_int_equal(jint(root, "routes.0.nlm.async.timed_out"), 25);
+	assert_int_equal(jint(root, "routes.0.nlm.server_reboots.pending"), 2);
+	assert_int_equal(jint(root, "routes.0.nlm.server_reboots.received"), 19);
+	assert_int_equal(jint(root, "routes.0.nlm.server_reboots.repeated"), 20);
+	assert_int_equal(jint(root, "routes.0.nlm.server_reboots.delivered"), 21);
+	assert_int_equal(jint(root, "routes.0.nlm.server_reboots.not_delivered"), 22);
+	assert_int_equal(jint(root, "routes.0.nlm.server_reboots.not_from_server"), 23);
+	assert_int_equal(jint(root, "routes.0.nlm.server_reboots.clients_full"), 24);
 	/* A route without side services has no "nlm" at all. */
 	json_t *rb = json_array_get(json_object_get(root, "routes"), 1);
 	assert_null(json_object_get(rb, "nlm"));
@@ -1368,9 +1382,19 @@ static void test_metrics_nlm(void **state)
 	assert_true(sample(fams, a, R, "nfs-fwd", "outcome", "unknown_cookie", NULL) == 23);
 	assert_true(sample(fams, a, R, "nfs-fwd", "outcome", "from_client", NULL) == 24);
 	assert_true(sample(fams, a, R, "nfs-fwd", "outcome", "timed_out", NULL) == 25);
-	/* Only the route that has an NLM relay. */
-	assert_int_equal(family_size(fams, h), 5);
 	assert_int_equal(family_size(fams, "rpcrdma_gw_nlm_async"), 6);
+	assert_true(sample(fams, h, R, "nfs-fwd", "what", "notify_pending", NULL) == 2);
+	const char *sr = "rpcrdma_gw_nlm_server_reboot_notifications_total";
+	check_family(fams, "rpcrdma_gw_nlm_server_reboot_notifications", "counter");
+	assert_true(sample(fams, sr, R, "nfs-fwd", "what", "received", NULL) == 19);
+	assert_true(sample(fams, sr, R, "nfs-fwd", "what", "repeated", NULL) == 20);
+	assert_true(sample(fams, sr, R, "nfs-fwd", "what", "delivered", NULL) == 21);
+	assert_true(sample(fams, sr, R, "nfs-fwd", "what", "not_delivered", NULL) == 22);
+	assert_true(sample(fams, sr, R, "nfs-fwd", "what", "not_from_server", NULL) == 23);
+	assert_true(sample(fams, sr, R, "nfs-fwd", "what", "clients_full", NULL) == 24);
+	assert_int_equal(family_size(fams, "rpcrdma_gw_nlm_server_reboot_notifications"), 6);
+	/* Only the route that has an NLM relay. */
+	assert_int_equal(family_size(fams, h), 6);
 	assert_int_equal(family_size(fams, "rpcrdma_gw_nlm_refused"), 6);
 	assert_int_equal(family_size(fams, "rpcrdma_gw_nlm_granted_callbacks"), 6);
 	json_decref(fams);

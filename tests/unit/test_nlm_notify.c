@@ -1,0 +1,394 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The server's SM_NOTIFY (its reboot) relayed to the clients that held
+ * locks (gateway/nlm_notify.c, wired into gateway/nlm_callback.c), on
+ * loopback: the "server" is 127.0.0.1 (the upstream-side address), the
+ * route listens on 127.0.0.2, client host A is 127.0.0.3 and B 127.0.0.4,
+ * each with a fake portmapper and statd; A holds a lock through the relay,
+ * B holds none. The server finds NSM through the gateway's callback
+ * portmapper and sends SM_NOTIFY; A's statd gets one from 127.0.0.2 with
+ * mon_name "127.0.0.2" and the server's state, B nothing, and the relay's
+ * lock records are gone. A repeat of the same state relays nothing; a
+ * notification from another address is dropped; a client that does not
+ * answer is given up after the timeout.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <event2/event.h>
+
+#include "common/clock.h"
+#include "common/xdr.h"
+#include "conf/config.h"
+#include "gateway/counters.h"
+#include "gateway/nlm_callback.h"
+#include "gateway/nlm_notify.h"
+#include "gateway/nlm_relay.h"
+#include "gateway/portmap.h"
+
+enum { SERVER = 0x7f000001, LISTEN = 0x7f000002, CLIENT_A = 0x7f000003, CLIENT_B = 0x7f000004 };
+
+static const uint8_t FH[32] = { 9, 8, 7 };
+
+static struct sockaddr_in sin_at(uint32_t ip, uint16_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(ip),
+				 .sin_port = htons(port) };
+	return a;
+}
+
+static int udp_at(uint32_t ip, uint16_t port, uint16_t *got)
+{
+	struct sockaddr_in a = sin_at(ip, port);
+	socklen_t l = sizeof(a);
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+
+	assert_true(fd >= 0);
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+		close(fd);
+		return -1;
+	}
+	getsockname(fd, (struct sockaddr *)&a, &l);
+	if (got)
+		*got = ntohs(a.sin_port);
+	return fd;
+}
+
+/* A fake client host: its portmapper gives its statd's port; what the statd saw. */
+struct host {
+	int pmap, statd;
+	uint16_t statd_port;
+	bool answers;
+	int notifies;
+	uint32_t from;
+	char mon_name[64];
+	int32_t state;
+};
+
+struct t {
+	struct event_base *base;
+	struct gw_route route;
+	struct gw_counters counters;
+	struct nlm_relay *rl;
+	struct nlm_notify *nt;
+	struct nlm_callback *cb;
+	uint16_t pmap_port;
+	int server;
+	struct host a, b;
+};
+
+static void host_serve(struct host *c)
+{
+	uint8_t b[2048], out[256];
+	struct sockaddr_in from;
+	socklen_t fl = sizeof(from);
+	ssize_t r = recvfrom(c->pmap, b, sizeof(b), 0, (struct sockaddr *)&from, &fl);
+	struct rpc_call_hdr h;
+
+	if (r > 0 && c->answers) {
+		assert_int_equal(rpc_call_decode(b, (size_t)r, &h), RPC_HDR_CALL);
+		assert_int_equal(xdr_get32(b + h.args_off), NSM_PROG); /* GETPORT of NSM */
+		size_t n = rpc_encode_accept_error(out, sizeof(out), xdr_get32(b), 0, 0, 0);
+		xdr_put32(out + n, c->statd_port);
+		sendto(c->pmap, out, n + 4, 0, (struct sockaddr *)&from, fl);
+	}
+	fl = sizeof(from);
+	r = recvfrom(c->statd, b, sizeof(b), 0, (struct sockaddr *)&from, &fl);
+	if (r <= 0 || !c->answers)
+		return;
+	assert_int_equal(rpc_call_decode(b, (size_t)r, &h), RPC_HDR_CALL);
+	assert_int_equal(h.prog, NSM_PROG);
+	assert_int_equal(h.proc, 6);
+	uint32_t nl = xdr_get32(b + h.args_off);
+	assert_true(nl < sizeof(c->mon_name));
+	memcpy(c->mon_name, b + h.args_off + 4, nl);
+	c->mon_name[nl] = 0;
+	c->state = (int32_t)xdr_get32(b + h.args_off + 4 + xdr_align(nl));
+	c->from = ntohl(from.sin_addr.s_addr);
+	c->notifies++;
+	size_t n = rpc_encode_accept_error(out, sizeof(out), h.xid, 0, 0, 0);
+	sendto(c->statd, out, n, 0, (struct sockaddr *)&from, fl);
+}
+
+static void run_for(struct t *t, uint64_t us)
+{
+	uint64_t end = gw_now_us() + us;
+
+	while (gw_now_us() < end) {
+		event_base_loop(t->base, EVLOOP_NONBLOCK);
+		host_serve(&t->a);
+		host_serve(&t->b);
+		usleep(2000);
+	}
+}
+
+/* @fd sends @msg to the server-side address's @port; the reply's length, 0 for none. */
+static size_t send_from(struct t *t, int fd, uint16_t port, const uint8_t *msg, size_t len,
+			uint8_t *reply, size_t cap)
+{
+	struct sockaddr_in to = sin_at(SERVER, port);
+	uint64_t end = gw_now_us() + 1000000;
+
+	sendto(fd, msg, len, 0, (struct sockaddr *)&to, sizeof(to));
+	while (gw_now_us() < end) {
+		event_base_loop(t->base, EVLOOP_NONBLOCK);
+		host_serve(&t->a);
+		host_serve(&t->b);
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		if (poll(&p, 1, 5) == 1) {
+			ssize_t r = recv(fd, reply, cap, 0);
+			return r > 0 ? (size_t)r : 0;
+		}
+	}
+	return 0;
+}
+
+/* A LOCK from @ip through the relay's hooks, granted by the server: recorded. */
+static void client_locked(struct t *t, uint32_t ip)
+{
+	uint8_t msg[512], out[1024], rep[128];
+	struct nlm_args a = {
+		.vers = 4,
+		.kind = NLM_ARGS_LOCK,
+		.cookie = { (const uint8_t *)"ck", 2 },
+		.exclusive = true,
+		.lock = { .caller = { (const uint8_t *)"host", 4 },
+			  .fh = { FH, sizeof(FH) },
+			  .oh = { (const uint8_t *)"own", 3 },
+			  .svid = 42 },
+	};
+	size_t h = rpc_encode_call_hdr(msg, sizeof(msg), 5, NLM_PROG, 4, NLMPROC_LOCK), m, n;
+	struct sidesvc_peer p = { .addrlen = sizeof(struct sockaddr_in) };
+	struct sockaddr_in from = sin_at(ip, 800);
+	struct rpc_call_hdr ch;
+
+	assert_int_equal(nlm_encode_args(&a, msg + h, sizeof(msg) - h, &m), 0);
+	memcpy(&p.addr, &from, sizeof(from));
+	assert_int_equal(rpc_call_decode(msg, h + m, &ch), RPC_HDR_CALL);
+	assert_int_equal(nlm_relay_call_hook(t->rl, &p, &ch, msg, h + m, out, sizeof(out), &n),
+			 SIDERELAY_REWRITTEN);
+	struct relay_call c = { .used = true,
+				.peer = p,
+				.vers = 4,
+				.proc = NLMPROC_LOCK,
+				.msg = out,
+				.len = (uint32_t)n };
+	size_t rh = rpc_encode_accept_error(rep, sizeof(rep), 7, RPCSTAT_SUCCESS, 0, 0);
+	xdr_put32(rep + rh, 2);
+	memcpy(rep + rh + 4, "ck\0\0", 4);
+	xdr_put32(rep + rh + 8, NLM_GRANTED);
+	uint8_t back[1024];
+	nlm_relay_reply_hook(t->rl, &c, rep, rh + 12, back, sizeof(back), &n);
+}
+
+static void host_open(struct host *c, uint32_t ip, uint16_t pmap_port)
+{
+	c->pmap = udp_at(ip, pmap_port, NULL);
+	c->statd = udp_at(ip, 0, &c->statd_port);
+	c->answers = true;
+}
+
+static int setup(void **state)
+{
+	struct t *t = calloc(1, sizeof(*t));
+	char err[256];
+	struct sockaddr_in srv = sin_at(SERVER, 0);
+
+	t->base = event_base_new();
+	t->route.name = "t";
+	struct sockaddr_in l = sin_at(LISTEN, 2049);
+	memcpy(&t->route.listen.addr, &l, sizeof(l));
+	t->route.listen.addrlen = sizeof(l);
+	/* A port free on the server's and both clients' addresses, for the portmappers. */
+	for (int i = 0; i < 20 && (t->a.pmap <= 0 || t->b.pmap <= 0); i++) {
+		if (t->a.pmap > 0)
+			close(t->a.pmap);
+		int s = udp_at(SERVER, 0, &t->pmap_port);
+		t->a.pmap = udp_at(CLIENT_A, t->pmap_port, NULL);
+		t->b.pmap = udp_at(CLIENT_B, t->pmap_port, NULL);
+		close(s);
+	}
+	assert_true(t->a.pmap > 0 && t->b.pmap > 0);
+	close(t->a.pmap);
+	close(t->b.pmap);
+	host_open(&t->a, CLIENT_A, t->pmap_port);
+	host_open(&t->b, CLIENT_B, t->pmap_port);
+	t->server = udp_at(SERVER, 0, NULL);
+	struct nlm_relay_config rc = { .route_name = "t",
+				       .caller_name = "gw",
+				       .counters = &t->counters };
+	t->rl = nlm_relay_new(&rc);
+	assert_non_null(t->rl);
+	struct nlm_notify_config nc = { .route = &t->route,
+					.counters = &t->counters,
+					.relay = t->rl,
+					.pmap_port = t->pmap_port,
+					.retry_ms = 50,
+					.timeout_ms = 400 };
+	t->nt = nlm_notify_start(t->base, &nc, (struct sockaddr *)&srv, sizeof(srv), err,
+				 sizeof(err));
+	assert_non_null(t->nt);
+	struct nlm_callback_config cc = { .route = &t->route,
+					  .counters = &t->counters,
+					  .relay = t->rl,
+					  .pmap_port = t->pmap_port,
+					  .notify = t->nt };
+	t->cb = nlm_callback_start(t->base, &cc, (struct sockaddr *)&srv, sizeof(srv), err,
+				   sizeof(err));
+	assert_non_null(t->cb);
+	*state = t;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct t *t = *state;
+
+	nlm_callback_stop(t->cb);
+	nlm_notify_stop(t->nt);
+	nlm_relay_free(t->rl);
+	close(t->server);
+	close(t->a.pmap);
+	close(t->a.statd);
+	close(t->b.pmap);
+	close(t->b.statd);
+	event_base_free(t->base);
+	free(t);
+	return 0;
+}
+
+/* What the server's sm-notify asks first: NSM over UDP at the gateway's portmapper. */
+static uint16_t nsm_port(struct t *t)
+{
+	uint8_t b[128], r[128];
+	size_t n = pmap_encode_getport(b, sizeof(b), 7, NSM_PROG, 1, PMAP_IPPROTO_UDP);
+	uint16_t port = 0;
+
+	n = send_from(t, t->server, t->pmap_port, b, n, r, sizeof(r));
+	assert_true(n > 0);
+	assert_int_equal(pmap_decode_getport_reply(r, n, &port), 0);
+	assert_int_equal(port, nlm_callback_port(t->cb));
+	return port;
+}
+
+/* SM_NOTIFY("server", @state) from @fd; true when answered with success. */
+static bool notify_from(struct t *t, int fd, uint16_t port, uint32_t xid, int32_t state)
+{
+	uint8_t b[128], r[128];
+	size_t h = rpc_encode_call_hdr(b, sizeof(b), xid, NSM_PROG, 1, 6);
+
+	xdr_put32(b + h, 6);
+	memcpy(b + h + 4, "server\0\0", 8);
+	xdr_put32(b + h + 12, (uint32_t)state);
+	size_t n = send_from(t, fd, port, b, h + 16, r, sizeof(r));
+	return n >= 24 && xdr_get32(r) == xid && xdr_get32(r + 20) == RPCSTAT_SUCCESS;
+}
+
+static void test_server_reboot_relayed_to_the_client_with_locks(void **state)
+{
+	struct t *t = *state;
+	struct nlm_host ha;
+	struct sockaddr_in sa = sin_at(CLIENT_A, 0);
+
+	client_locked(t, CLIENT_A);
+	assert_true(nlm_host_from_sockaddr(&ha, (struct sockaddr *)&sa, sizeof(sa)));
+	assert_int_equal(nlm_state_client_locks(nlm_relay_state(t->rl), &ha), 1);
+	assert_true(notify_from(t, t->server, nsm_port(t), 90, 5));
+	run_for(t, 300000);
+	assert_int_equal(t->a.notifies, 1);
+	assert_string_equal(t->a.mon_name, "127.0.0.2");
+	assert_int_equal(t->a.state, 5);
+	assert_int_equal(t->a.from, LISTEN);
+	assert_int_equal(t->b.notifies, 0); /* no locks: nothing to reclaim */
+	assert_int_equal(nlm_state_locks(nlm_relay_state(t->rl)), 0);
+	assert_int_equal(nlm_notify_stats(t->nt)->received, 1);
+	assert_int_equal(nlm_notify_stats(t->nt)->delivered, 1);
+	assert_int_equal(nlm_notify_pending(t->nt), 0);
+
+	/* A reclaim records the lock again; the same state again relays nothing. */
+	client_locked(t, CLIENT_A);
+	assert_int_equal(nlm_state_locks(nlm_relay_state(t->rl)), 1);
+	assert_true(notify_from(t, t->server, nsm_port(t), 91, 5));
+	run_for(t, 200000);
+	assert_int_equal(t->a.notifies, 1);
+	assert_int_equal(nlm_state_locks(nlm_relay_state(t->rl)), 1);
+	assert_int_equal(nlm_notify_stats(t->nt)->repeated, 1);
+
+	/* The next reboot, a new state: told again. */
+	assert_true(notify_from(t, t->server, nsm_port(t), 92, 7));
+	run_for(t, 300000);
+	assert_int_equal(t->a.notifies, 2);
+	assert_int_equal(t->a.state, 7);
+}
+
+/* Only the server may say it rebooted: from the client's address, dropped. */
+static void test_notify_not_from_the_server_dropped(void **state)
+{
+	struct t *t = *state;
+	int other = udp_at(CLIENT_B, 0, NULL);
+
+	client_locked(t, CLIENT_A);
+	assert_false(notify_from(t, other, nsm_port(t), 93, 9));
+	close(other);
+	run_for(t, 100000);
+	assert_int_equal(t->a.notifies, 0);
+	assert_int_equal(nlm_state_locks(nlm_relay_state(t->rl)), 1);
+	assert_int_equal(nlm_notify_stats(t->nt)->not_from_server, 1);
+	assert_int_equal(nlm_notify_stats(t->nt)->received, 0);
+}
+
+static void test_silent_client_given_up_after_timeout(void **state)
+{
+	struct t *t = *state;
+
+	client_locked(t, CLIENT_A);
+	t->a.answers = false;
+	assert_true(notify_from(t, t->server, nsm_port(t), 94, 11));
+	run_for(t, 200000);
+	assert_int_equal(nlm_notify_pending(t->nt), 1); /* still being re-sent */
+	run_for(t, 500000);
+	assert_int_equal(nlm_notify_pending(t->nt), 0);
+	assert_int_equal(nlm_notify_stats(t->nt)->not_delivered, 1);
+	assert_int_equal(nlm_notify_stats(t->nt)->delivered, 0);
+}
+
+/* Bad arguments: GARBAGE_ARGS, nothing relayed. */
+static void test_garbage_notify_refused(void **state)
+{
+	struct t *t = *state;
+	uint8_t b[128], r[128];
+	size_t h = rpc_encode_call_hdr(b, sizeof(b), 95, NSM_PROG, 1, 6);
+
+	client_locked(t, CLIENT_A);
+	xdr_put32(b + h, 2000); /* mon_name over SM_MAXSTRLEN */
+	size_t n = send_from(t, t->server, nsm_port(t), b, h + 4, r, sizeof(r));
+	assert_true(n >= 24);
+	assert_int_equal(xdr_get32(r + 20), RPCSTAT_GARBAGE_ARGS);
+	assert_int_equal(nlm_state_locks(nlm_relay_state(t->rl)), 1);
+	assert_int_equal(nlm_notify_stats(t->nt)->received, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_server_reboot_relayed_to_the_client_with_locks,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_notify_not_from_the_server_dropped, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_silent_client_given_up_after_timeout, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_garbage_notify_refused, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
