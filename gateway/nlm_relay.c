@@ -180,9 +180,11 @@ enum siderelay_verdict nlm_relay_call_hook(void *arg, const struct sidesvc_peer 
 	 * An UNLOCK of an owner the gateway does not know holds nothing through
 	 * it (its locks were recorded under an owner that exists): answered as
 	 * Linux lockd answers an UNLOCK that finds nothing, without making an
-	 * owner a client could otherwise mint by the thousand.
+	 * owner a client could otherwise mint by the thousand. An UNLOCK_MSG
+	 * waits for an UNLOCK_RES call, which only the server's result makes:
+	 * it is relayed (its owner counts against the client's bound).
 	 */
-	if (a.kind == NLM_ARGS_UNLOCK &&
+	if (a.kind == NLM_ARGS_UNLOCK && !msg_form &&
 	    nlm_state_find_owner(rl->st, &host, a.lock.svid, a.lock.oh, &id) != 0) {
 		*n = answer_nlm_stat(h->xid, h->vers, a.cookie, NLM_GRANTED, out, cap);
 		return SIDERELAY_ANSWERED;
@@ -190,7 +192,10 @@ enum siderelay_verdict nlm_relay_call_hook(void *arg, const struct sidesvc_peer 
 	if (nlm_state_owner(rl->st, &host, a.lock.svid, a.lock.oh, &id) != 0) {
 		/* A bound of nlm_state: the client is told there is no room for its lock. */
 		rl->cfg.counters->events[GW_EV_NO_BUFFERS]++;
-		*n = answer_nlm_stat(h->xid, h->vers, a.cookie, NLM_DENIED_NOLOCKS, out, cap);
+		/* A _MSG's reply carries no result: its RPC fails, as for a full async table. */
+		*n = msg_form ? answer_rpc_error(rl, h->xid, RPCSTAT_SYSTEM_ERR, 0, 0, out, cap)
+			      : answer_nlm_stat(h->xid, h->vers, a.cookie, NLM_DENIED_NOLOCKS, out,
+						cap);
 		return SIDERELAY_ANSWERED;
 	}
 	a.lock.svid = id.svid;

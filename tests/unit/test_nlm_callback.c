@@ -572,6 +572,23 @@ static void test_table_bounded_and_entries_expire(void **state)
 			 SIDERELAY_REWRITTEN);
 }
 
+/*
+ * An UNLOCK_MSG of an owner the relay does not know is relayed, not answered
+ * on the spot as a synchronous UNLOCK is: only the server's UNLOCK_RES can
+ * give the client the result it waits for.
+ */
+static void test_unlock_msg_of_unknown_owner_relayed(void **state)
+{
+	struct t *t = *state;
+	uint8_t out[1024];
+	struct nlm_args up;
+
+	assert_int_equal(client_msg(t, CLIENT, NLMPROC_UNLOCK_MSG, out, sizeof(out), &up),
+			 SIDERELAY_REWRITTEN);
+	assert_int_equal(up.cookie.len, NLM_ASYNC_COOKIE_LEN);
+	assert_int_equal(nlm_async_pending(t->as), 1);
+}
+
 /* A client's _RES answers nothing the gateway asked: the empty reply, counted, dropped. */
 static void test_res_from_a_client_dropped(void **state)
 {
@@ -663,6 +680,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_table_bounded_and_entries_expire, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_res_from_a_client_dropped, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unlock_msg_of_unknown_owner_relayed, setup,
+						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
