@@ -41,6 +41,10 @@ wait_for() { # wait_for FILE SECONDS
 # that service's portmapper wait for the server's GRANTED. Guest B is an ordinary NFS
 # client: rpcbind and rpc.statd running, `mount -t nfs -o vers=3,proto=rdma,port=20049
 # 192.0.2.1:/export`, MOUNT and NLM found through the gateway's portmapper.
+# It is the TCP server that moves, not an RDMA peer: rdma_rxe in the guests' kernel (6.1)
+# has one set of UDP sockets, in the initial namespace, and looks its routes up there, so
+# an rxe device on a netdev in another namespace reaches nothing (the ENETUNREACH
+# nfsv3_plain met mounting from its namespace c2; read from the rxe source, not tried).
 plain_server() {
     local pidf=$E2E_WORK/srv.pid
     # Phase one's server and its host rpcbind leave: port 111 on 192.0.2.1 is the gateway's.
