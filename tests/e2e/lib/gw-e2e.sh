@@ -382,7 +382,7 @@ roce_capture_start() {
     tshark -i "$dev" -B 64 -f 'udp port 4791' -w "$ROCE_PCAP" -q 2>"$E2E_WORK/tshark.err" &
     ROCE_CAP_PID=$!
     local i
-    for i in $(seq 1 50); do [[ -s $ROCE_PCAP ]] && return 0; sleep 0.2; done
+    for i in $(seq 1 150); do [[ -s $ROCE_PCAP ]] && return 0; sleep 0.2; done
     fail "tshark started capturing on $dev"
 }
 
