@@ -333,6 +333,10 @@ void rev_share_timeout(struct rev_session *s);
 void rev_share_overflow(struct rev_session *s);
 struct tcp_conn *rev_share_tcp(const struct rev_chan *ch);
 uint32_t rev_share_gen(const struct rev_chan *ch);
+/* The XID map's key of a client's call, and the channel a client is put on (tests use them). */
+struct upxid_key;
+void rev_share_key(const struct rev_session *s, uint32_t xid, struct upxid_key *k);
+uint16_t rev_share_channel_of(const struct rev_session *s, uint16_t nchan);
 
 /* reverse.c */
 void rev_session_close(struct rev_session *s);

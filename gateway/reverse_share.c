@@ -192,7 +192,7 @@ static struct rev_share *share_get(struct gw_route_rt *route)
  * no IP address (an InfiniBand address family) is keyed by its connection
  * id, which is never reused: no two clients share a key.
  */
-static void share_key(const struct rev_session *s, uint32_t xid, struct upxid_key *k)
+void rev_share_key(const struct rev_session *s, uint32_t xid, struct upxid_key *k)
 {
 	if (upxid_key_from_sockaddr(k, (const struct sockaddr *)&s->peer, xid))
 		return;
@@ -203,17 +203,17 @@ static void share_key(const struct rev_session *s, uint32_t xid, struct upxid_ke
 }
 
 /* FNV-1a over the client's key without its XID: the same client, the same channel. */
-static uint16_t share_pick_channel(const struct rev_share *sh, const struct rev_session *s)
+uint16_t rev_share_channel_of(const struct rev_session *s, uint16_t nchan)
 {
 	struct upxid_key k;
 	uint32_t h = 2166136261u;
 
-	share_key(s, 0, &k);
+	rev_share_key(s, 0, &k);
 	for (size_t i = 0; i < sizeof(k.addr); i++)
 		h = (h ^ k.addr[i]) * 16777619u;
 	h = (h ^ (k.port & 0xff)) * 16777619u;
 	h = (h ^ (k.port >> 8)) * 16777619u;
-	return (uint16_t)(h % sh->nchan);
+	return (uint16_t)(h % nchan);
 }
 
 bool rev_share_attach(struct rev_session *s)
@@ -225,7 +225,7 @@ bool rev_share_attach(struct rev_session *s)
 		       sh ? "the route is stopping" : strerror(ENOMEM));
 		return false;
 	}
-	struct rev_chan *ch = &sh->chan[share_pick_channel(sh, s)];
+	struct rev_chan *ch = &sh->chan[rev_share_channel_of(s, sh->nchan)];
 	struct rdma_dev *dev = rconn_device(s->rdma);
 	/* Reply records are read into the channel's pool and written to the client from there. */
 	if (ch->dev && ch->dev != dev) {
@@ -379,7 +379,7 @@ void rev_share_call(struct rev_session *s, struct rev_call *c)
 	struct upxid_key k;
 	uint32_t idx;
 
-	share_key(s, c->xid, &k);
+	rev_share_key(s, c->xid, &k);
 	enum upxid_verdict v = upxid_map(&sh->map, &k, ch->idx, s->base.id, gw_now_us(), &idx);
 	if (v == UPXID_FULL || c->msg_len < 4) {
 		gw_warn("reverse %s: xid %#x: the shared connections' XID map is full: SYSTEM_ERR",
