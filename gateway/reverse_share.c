@@ -158,7 +158,7 @@ static struct rev_share *share_get(struct gw_route_rt *route)
 				  .seed = seed };
 	sh->route = route;
 	sh->nchan = (uint16_t)r->upstream_connections;
-	sh->by_entry = calloc(p.max_entries, sizeof(*sh->by_entry));
+	sh->by_entry = calloc(p.max_entries, sizeof(struct rev_call *));
 	sh->charged = calloc(p.max_entries, sizeof(*sh->charged));
 	if (!sh->by_entry || !sh->charged || upxid_init(&sh->map, &p) != 0) {
 		free(sh->by_entry);
