@@ -379,9 +379,13 @@ void rev_share_call(struct rev_session *s, struct rev_call *c)
 	struct upxid_key k;
 	uint32_t idx;
 
+	if (c->msg_len < 4) { /* no room for the wire XID: the ULB parsed no call header */
+		share_refuse(s, c);
+		return;
+	}
 	rev_share_key(s, c->xid, &k);
 	enum upxid_verdict v = upxid_map(&sh->map, &k, ch->idx, s->base.id, gw_now_us(), &idx);
-	if (v == UPXID_FULL || c->msg_len < 4) {
+	if (v == UPXID_FULL) {
 		gw_warn("reverse %s: xid %#x: the shared connections' XID map is full: SYSTEM_ERR",
 			s->base.client, c->xid);
 		share_refuse(s, c);
