@@ -551,15 +551,17 @@ static const struct tcp_conn_ops chan_tcp_ops = {
 /* The channel could not be reached within connect_timeout: its clients go (they reconnect). */
 static void chan_give_up(struct rev_chan *ch)
 {
-	struct rev_session *s;
+	struct rev_session *s, *next;
 
 	gw_warn("%s: shared upstream connection %u: %s not reached within %u ms: closing its %u "
 		"clients",
 		ch->sh->route->cfg->name, ch->idx, ch->sh->route->cfg->upstream.text,
 		ch->sh->route->cfg->connect_timeout_ms, ch->nclients);
 	route_event(ch, GW_EV_UPSTREAM_FAILURE);
-	while ((s = TAILQ_FIRST(&ch->clients)) != NULL)
-		rev_session_close(s); /* detaches it first */
+	for (s = TAILQ_FIRST(&ch->clients); s; s = next) {
+		next = TAILQ_NEXT(s, ch_link);
+		rev_session_close(s); /* detaches it, and touches no other client */
+	}
 }
 
 static void chan_retry_later(struct rev_chan *ch)
@@ -712,7 +714,7 @@ void rev_share_overflow(struct rev_session *s)
 
 bool gw_reverse_route_stats(const struct gw_route_rt *route, struct gw_stats_shared *out)
 {
-	static const char *const states[] = { "connecting", "connecting", "ready" };
+	static const char *const states[] = { "closed", "connecting", "ready" };
 	const struct rev_share *sh = route->rev_share;
 
 	if (!sh)
@@ -723,6 +725,8 @@ bool gw_reverse_route_stats(const struct gw_route_rt *route, struct gw_stats_sha
 		const struct rev_chan *ch = &sh->chan[i];
 		struct gw_stats_channel *o = &out->channels[i];
 		o->state = sh->closing ? "closing" : states[ch->up];
+		if (ch->up == UP_NONE && evtimer_pending(ch->retry_timer, NULL))
+			o->state = "connecting"; /* waiting to try again */
 		o->credits_granted = ch->fq.grant;
 		o->calls_in_flight = ch->fq.in_flight;
 		o->calls_queued = ch->fq.queued;
