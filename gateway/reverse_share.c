@@ -33,7 +33,8 @@
  * reconnected within connect_timeout, and the calls in flight on it go
  * again under their wire XIDs; calls of clients that went away are
  * forgotten. A channel that cannot be reached within connect_timeout
- * closes the clients on it; the next client that hashes to it tries again.
+ * closes the clients on it; the next client to arrive tries it again. The
+ * route opens all N connections when its first client arrives.
  */
 #include <sys/random.h>
 
@@ -216,6 +217,25 @@ uint16_t rev_share_channel_of(const struct rev_session *s, uint16_t nchan)
 	return (uint16_t)(h % nchan);
 }
 
+/*
+ * Every channel not connected or connecting starts now: the route's server
+ * sees its N connections from the first client on, whichever channels the
+ * clients hash to, and a channel given up is tried again with the next client.
+ */
+static void share_open_all(struct rev_share *sh, struct rdma_dev *dev)
+{
+	for (uint16_t i = 0; i < sh->nchan; i++) {
+		struct rev_chan *ch = &sh->chan[i];
+		if (!ch->dev)
+			ch->dev = dev;
+		if (ch->up != UP_NONE || evtimer_pending(ch->retry_timer, NULL))
+			continue;
+		ch->missing_since = gw_now_us();
+		ch->backoff_ms = REV_BACKOFF_MIN_MS;
+		chan_connect(ch);
+	}
+}
+
 bool rev_share_attach(struct rev_session *s)
 {
 	struct rev_share *sh = share_get(s->base.route);
@@ -234,20 +254,15 @@ bool rev_share_attach(struct rev_session *s)
 			s->base.client, ch->idx);
 		return false;
 	}
-	ch->dev = dev;
 	s->ch = ch;
 	fairq_client_init(&s->fq_client, sh->cap);
 	TAILQ_INSERT_TAIL(&ch->clients, s, ch_link);
 	ch->nclients++;
 	gw_debug("reverse %s: on shared upstream connection %u (%u clients)", s->base.client,
 		 ch->idx, ch->nclients);
-	if (ch->up == UP_READY) {
+	if (ch->up == UP_READY)
 		snprintf(s->base.upstream, sizeof(s->base.upstream), "shared %u", ch->idx);
-	} else if (ch->up == UP_NONE && !evtimer_pending(ch->retry_timer, NULL)) {
-		ch->missing_since = gw_now_us();
-		ch->backoff_ms = REV_BACKOFF_MIN_MS;
-		chan_connect(ch);
-	}
+	share_open_all(sh, dev);
 	return true;
 }
 
