@@ -39,13 +39,6 @@
 #include <sys/random.h>
 
 #include "gateway/reverse_priv.h"
-#include "gateway/upxid.h"
-
-enum charge {
-	CHARGE_NONE,   /* the call holds no credit of its channel's fairq */
-	CHARGE_LIVE,   /* on the wire, charged to its client */
-	CHARGE_ORPHAN, /* on the wire, its client went away (fairq counts it an orphan) */
-};
 
 struct rev_chan {
 	struct rev_share *sh;
@@ -69,9 +62,7 @@ struct rev_chan {
 
 struct rev_share {
 	struct gw_route_rt *route;
-	struct upxid map;
-	struct rev_call **by_entry; /* the call each in-flight entry's reply goes to, or NULL */
-	uint8_t *charged;	    /* enum charge, per entry */
+	struct rev_share_map ledger; /* reverse_share_map.c */
 	uint16_t nchan;
 	uint32_t cap;
 	bool closing;
@@ -81,11 +72,6 @@ struct rev_share {
 static const struct tcp_conn_ops chan_tcp_ops;
 static void chan_connect(struct rev_chan *ch);
 static void chan_restart(struct rev_chan *ch);
-
-static struct rev_call *call_of_item(struct fairq_item *it)
-{
-	return (struct rev_call *)((char *)it - offsetof(struct rev_call, fqi));
-}
 
 static void route_event(struct rev_chan *ch, enum gw_event_kind kind)
 {
@@ -135,9 +121,7 @@ static void share_free(struct rev_share *sh)
 		if (sh->chan[i].retry_timer)
 			event_free(sh->chan[i].retry_timer);
 	}
-	upxid_destroy(&sh->map);
-	free(sh->by_entry);
-	free(sh->charged);
+	rsm_destroy(&sh->ledger);
 	free(sh);
 }
 
@@ -159,11 +143,7 @@ static struct rev_share *share_get(struct gw_route_rt *route)
 				  .seed = seed };
 	sh->route = route;
 	sh->nchan = (uint16_t)r->upstream_connections;
-	sh->by_entry = calloc(p.max_entries, sizeof(struct rev_call *));
-	sh->charged = calloc(p.max_entries, sizeof(*sh->charged));
-	if (!sh->by_entry || !sh->charged || upxid_init(&sh->map, &p) != 0) {
-		free(sh->by_entry);
-		free(sh->charged);
+	if (rsm_init(&sh->ledger, &p) != 0) {
 		free(sh);
 		return NULL;
 	}
@@ -266,20 +246,6 @@ bool rev_share_attach(struct rev_session *s)
 	return true;
 }
 
-/* A queued call of a client that goes away: it never went, its mapping goes. */
-static void share_drop_queued(struct fairq_item *it, void *arg)
-{
-	struct rev_share *sh = arg;
-	struct rev_call *c = call_of_item(it);
-
-	if (c->up_mapped && sh->by_entry[c->up_idx] == c) {
-		sh->by_entry[c->up_idx] = NULL;
-		sh->charged[c->up_idx] = CHARGE_NONE;
-		upxid_cancel(&sh->map, c->up_idx);
-	}
-	c->up_mapped = false;
-}
-
 /*
  * The client goes away: its queued calls are dropped, its calls on the
  * wire lose their owner (their replies will be dropped; their credits are
@@ -288,20 +254,8 @@ static void share_drop_queued(struct fairq_item *it, void *arg)
 void rev_share_detach(struct rev_session *s)
 {
 	struct rev_chan *ch = s->ch;
-	struct rev_share *sh = ch->sh;
 
-	fairq_client_detach(&ch->fq, &s->fq_client, share_drop_queued, sh);
-	for (uint32_t i = 0; i < s->ncalls; i++) {
-		struct rev_call *c = &s->calls[i];
-		if (!c->up_mapped)
-			continue;
-		if (sh->by_entry[c->up_idx] == c) {
-			sh->by_entry[c->up_idx] = NULL;
-			if (sh->charged[c->up_idx] == CHARGE_LIVE)
-				sh->charged[c->up_idx] = CHARGE_ORPHAN;
-		}
-		c->up_mapped = false;
-	}
+	rsm_detach(&ch->sh->ledger, &ch->fq, s);
 	TAILQ_REMOVE(&ch->clients, s, ch_link);
 	ch->nclients--;
 	s->ch = NULL;
@@ -326,7 +280,8 @@ static void chan_pump(struct rev_chan *ch)
 
 	while (ch->up == UP_READY && !ch->out_congested &&
 	       (it = fairq_pick(&ch->fq, gw_now_us())) != NULL) {
-		struct rev_call *c = call_of_item(it);
+		struct rev_call *c =
+			(struct rev_call *)((char *)it - offsetof(struct rev_call, fqi));
 		struct rev_session *s = c->s;
 		if (tcp_conn_send_ref(ch->tcp, c->msg, c->msg_off, c->msg_len) != 0) {
 			fairq_unpick(&ch->fq, it);
@@ -339,9 +294,8 @@ static void chan_pump(struct rev_chan *ch)
 			return;
 		}
 		GW_COUNT(&s->base, tcp_bytes_out, (uint64_t)c->msg_len + 4);
-		c->state = RC_SENT;
+		rsm_sent(&sh->ledger, c);
 		c->t_sent = gw_now_pass_us();
-		sh->charged[c->up_idx] = CHARGE_LIVE;
 		rev_enqueue(&s->sentq, c);
 		rev_call_timer_arm(s);
 	}
@@ -359,73 +313,37 @@ static void share_refuse(struct rev_session *s, struct rev_call *c)
 	rev_answer(s, c, RA_RPC_ERROR);
 }
 
-/*
- * The map's entry @idx is in flight for another connection of the same
- * client (same address and port: its old connection, not yet closed). The
- * new call takes it over; the old call is answered SYSTEM_ERR (its client
- * is this one, which gets the real reply). When the old one is on the wire
- * its credit is given back now: one call more than the bound, once.
- */
-static bool share_take_over(struct rev_chan *ch, uint32_t idx, struct rev_call *c)
-{
-	struct rev_share *sh = ch->sh;
-	struct rev_call *old = sh->by_entry[idx];
-	bool on_wire = !old || old->state == RC_SENT;
-
-	if (old && old->state == RC_SENT) {
-		if (sh->charged[idx] == CHARGE_LIVE)
-			fairq_complete(&ch->fq, &old->s->fq_client);
-		sh->charged[idx] = CHARGE_NONE;
-	} else if (old) {
-		fairq_remove(&ch->fq, &old->fqi);
-	}
-	if (old)
-		share_refuse(old->s, old);
-	sh->by_entry[idx] = c;
-	c->up_idx = idx;
-	c->up_mapped = true;
-	return on_wire;
-}
-
 void rev_share_call(struct rev_session *s, struct rev_call *c)
 {
 	struct rev_chan *ch = s->ch;
-	struct rev_share *sh = ch->sh;
 	struct upxid_key k;
-	uint32_t idx;
+	struct rev_call *old;
 
 	if (c->msg_len < 4) { /* no room for the wire XID: the ULB parsed no call header */
 		share_refuse(s, c);
 		return;
 	}
 	rev_share_key(s, c->xid, &k);
-	enum upxid_verdict v = upxid_map(&sh->map, &k, ch->idx, s->base.id, gw_now_us(), &idx);
-	if (v == UPXID_FULL) {
+	switch (rsm_map(&ch->sh->ledger, &ch->fq, &k, ch->idx, c, gw_now_us(), &old)) {
+	case RSM_FULL:
 		gw_warn("reverse %s: xid %#x: the shared connections' XID map is full: SYSTEM_ERR",
 			s->base.client, c->xid);
 		share_refuse(s, c);
 		return;
+	case RSM_ON_WIRE:
+		c->t_sent = gw_now_pass_us();
+		rev_enqueue(&s->sentq, c);
+		rev_call_timer_arm(s);
+		break;
+	case RSM_QUEUED:
+		chan_pump(ch);
+		break;
 	}
-	if (v == UPXID_IN_FLIGHT) {
+	if (old) {
+		/* Superseded by this retransmission from a newer connection of the client. */
 		gw_count_event(&s->base, GW_EV_RETRANSMIT_ABSORBED);
-		if (share_take_over(ch, idx, c)) {
-			/* The call is on the wire already: its reply answers this one. */
-			c->state = RC_SENT;
-			c->t_sent = gw_now_pass_us();
-			rev_enqueue(&s->sentq, c);
-			rev_call_timer_arm(s);
-			return;
-		}
+		share_refuse(old->s, old);
 	}
-	sh->by_entry[idx] = c;
-	sh->charged[idx] = CHARGE_NONE;
-	c->up_idx = idx;
-	c->up_mapped = true;
-	/* The call leaves under the wire XID; the reply gets the client's back. */
-	xdr_put32(c->msg->base + c->msg_off, upxid_get(&sh->map, idx)->wire_xid);
-	c->state = RC_WAITING;
-	fairq_enqueue(&ch->fq, &s->fq_client, &c->fqi, gw_now_us());
-	chan_pump(ch);
 }
 
 /* ---- records from the server ---- */
@@ -471,28 +389,18 @@ static void chan_bc_call(struct rev_chan *ch, struct gw_buf *buf, uint32_t off, 
 static void chan_reply(struct rev_chan *ch, struct gw_buf *buf, uint32_t off, uint32_t len,
 		       uint32_t xid)
 {
-	struct rev_share *sh = ch->sh;
-	uint32_t idx = upxid_reply(&sh->map, ch->idx, xid, gw_now_us());
+	bool stray;
+	struct rev_call *c = rsm_reply(&ch->sh->ledger, &ch->fq, ch->idx, xid, gw_now_us(), &stray);
 
-	if (idx == UPXID_NONE) {
-		route_event(ch, GW_EV_UNMATCHED_REPLY);
-		gw_buf_put(buf);
-		return;
-	}
-	struct rev_call *c = sh->by_entry[idx];
-	enum charge charged = sh->charged[idx];
-	sh->by_entry[idx] = NULL;
-	sh->charged[idx] = CHARGE_NONE;
-	if (charged != CHARGE_NONE)
-		fairq_complete(&ch->fq, charged == CHARGE_LIVE && c ? &c->s->fq_client : NULL);
-	if (!c || c->state != RC_SENT) {
-		/* Its client went away: the entry stays answered for a retransmission. */
+	if (!c) {
+		/* A stray (counted), or the reply to a client that went away. */
+		if (stray)
+			route_event(ch, GW_EV_UNMATCHED_REPLY);
 		gw_buf_put(buf);
 		chan_pump(ch);
 		return;
 	}
 	struct rev_session *s = c->s;
-	c->up_mapped = false;
 	s->base.counters.tcp_bytes_in += (uint64_t)len + 4;
 	xdr_put32(buf->base + off, c->xid); /* the client's XID back */
 	gw_session_touch(&s->base, gw_now_us());
@@ -649,41 +557,10 @@ static void chan_connect(struct rev_chan *ch)
 	}
 }
 
-/*
- * The channel starts over on a new connection: each call on the wire whose
- * client is still here goes back to the head of its client's queue (sent
- * again under its wire XID); one whose client went away is forgotten.
- */
-static void chan_requeue(struct rev_chan *ch)
+/* A call on the lost connection goes back to waiting: off its client's list of calls sent. */
+static void chan_unsend(struct rev_call *c)
 {
-	struct rev_share *sh = ch->sh;
-
-	for (uint32_t i = 0; i < sh->map.max; i++) {
-		const struct upxid_entry *e = &sh->map.e[i];
-		if (e->state != UPXID_INFLIGHT || e->chan != ch->idx)
-			continue;
-		struct rev_call *c = sh->by_entry[i];
-		enum charge charged = sh->charged[i];
-		if (!c) {
-			if (charged != CHARGE_NONE)
-				fairq_complete(&ch->fq, NULL);
-			sh->charged[i] = CHARGE_NONE;
-			upxid_cancel(&sh->map, i);
-			continue;
-		}
-		if (c->state != RC_SENT)
-			continue; /* queued: it goes in its turn */
-		rev_dequeue(c);
-		c->state = RC_WAITING;
-		sh->charged[i] = CHARGE_NONE;
-		if (charged == CHARGE_LIVE) {
-			fairq_unpick(&ch->fq, &c->fqi);
-		} else {
-			if (charged == CHARGE_ORPHAN)
-				fairq_complete(&ch->fq, NULL);
-			fairq_enqueue(&ch->fq, &c->s->fq_client, &c->fqi, gw_now_us());
-		}
-	}
+	rev_dequeue(c);
 }
 
 static void chan_restart(struct rev_chan *ch)
@@ -700,7 +577,8 @@ static void chan_restart(struct rev_chan *ch)
 	ch->starved = false;
 	TAILQ_FOREACH (s, &ch->clients, ch_link)
 		rev_bc_drop_waiting(s);
-	chan_requeue(ch);
+	/* Calls on the wire of clients still here go again, under their wire XIDs. */
+	rsm_requeue(&ch->sh->ledger, &ch->fq, ch->idx, gw_now_us(), chan_unsend);
 	if (ch->sh->closing)
 		return;
 	ch->missing_since = gw_now_us();
@@ -748,8 +626,8 @@ bool gw_reverse_route_stats(const struct gw_route_rt *route, struct gw_stats_sha
 		o->clients = ch->nclients;
 		o->stalls = ch->fq.stalls;
 	}
-	const struct upxid_stats *st = &sh->map.st;
-	out->xid_entries = sh->map.max;
+	const struct upxid_stats *st = &sh->ledger.map.st;
+	out->xid_entries = sh->ledger.map.max;
 	out->xid_in_flight = st->in_flight;
 	out->xid_answered = st->answered;
 	out->xid_new = st->new_calls;
