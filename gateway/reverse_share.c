@@ -27,7 +27,7 @@
  * back before the reply is relayed. Backward calls (NFSv4.1 callbacks)
  * are routed by the session id of their CB_SEQUENCE to the one client on
  * the channel that holds it; any other is refused with SYSTEM_ERR, as
- * forward mode does. CB_NULL, which names no session, is answered here.
+ * forward mode does.
  *
  * A lost channel (or a call left unanswered for call_timeout) is
  * reconnected within connect_timeout, and the calls in flight on it go
@@ -36,7 +36,6 @@
  * closes the clients on it; the next client to arrive tries it again. The
  * route opens all N connections when its first client arrives.
  */
-#include <rpc/rpc.h>
 #include <sys/random.h>
 
 #include "gateway/reverse_priv.h"
@@ -349,53 +348,6 @@ void rev_share_call(struct rev_session *s, struct rev_call *c)
 
 /* ---- records from the server ---- */
 
-/* A NULL procedure has no results (xdr_void would need a cast between function types). */
-static bool_t xdr_no_results(XDR *x, ...)
-{
-	(void)x;
-	return TRUE;
-}
-
-/* The reply to a NULL procedure: SUCCESS and no results, encoded by libtirpc. */
-static size_t null_reply(uint8_t *buf, size_t cap, uint32_t xid)
-{
-	struct rpc_msg rm = { 0 };
-	XDR x;
-
-	rm.rm_xid = xid;
-	rm.rm_direction = REPLY;
-	rm.rm_reply.rp_stat = MSG_ACCEPTED;
-	rm.acpted_rply.ar_verf = _null_auth;
-	rm.acpted_rply.ar_stat = SUCCESS;
-	rm.acpted_rply.ar_results.where = NULL;
-	rm.acpted_rply.ar_results.proc = xdr_no_results;
-	xdrmem_create(&x, (char *)buf, (u_int)cap, XDR_ENCODE);
-	size_t n = xdr_replymsg(&x, &rm) ? xdr_getpos(&x) : 0;
-	xdr_destroy(&x);
-	return n;
-}
-
-/*
- * CB_NULL names no session, so no client can be told from it. It only asks
- * whether the connection carries callbacks, and it does: the gateway
- * answers it. Refused, the Linux server would mark every session's
- * callback path on this connection down and grant no delegations; each
- * real callback is still routed, or refused, by its own session.
- */
-static bool chan_cb_null(struct rev_chan *ch, const struct gw_buf *buf, uint32_t off, uint32_t len,
-			 uint32_t xid)
-{
-	struct rpc_call_hdr hdr;
-	uint8_t msg[REV_RPC_ERR_MAX];
-
-	if (rpc_call_hdr_parse(buf->base + off, len, &hdr) != RPC_HDR_OK || hdr.proc != 0)
-		return false;
-	size_t n = null_reply(msg, sizeof(msg), xid);
-	if (n && tcp_conn_send_copy(ch->tcp, msg, n) != 0 && ch->tcp)
-		chan_restart(ch);
-	return true;
-}
-
 /* A backward call: to the one client on the channel holding the session of its CB_SEQUENCE. */
 static void chan_bc_call(struct rev_chan *ch, struct gw_buf *buf, uint32_t off, uint32_t len,
 			 uint32_t xid)
@@ -404,10 +356,6 @@ static void chan_bc_call(struct rev_chan *ch, struct gw_buf *buf, uint32_t off, 
 	struct rev_session *s, *to = NULL;
 	const char *why = NULL;
 
-	if (chan_cb_null(ch, buf, off, len, xid)) {
-		gw_buf_put(buf);
-		return;
-	}
 	if (!ulb_cb_sessionid(buf->base + off, len, id)) {
 		why = "not a CB_COMPOUND that opens with CB_SEQUENCE";
 	} else {
