@@ -166,8 +166,8 @@ JSON
     check "shared route: /stats counts calls mapped to wire XIDs ($inflight)" test "${inflight:-0}" -gt 0
     check "shared route: /metrics has rpcrdma_gw_shared_channel_clients" \
         bash -c 'curl -sf http://127.0.0.1:9464/metrics | grep -q "^rpcrdma_gw_shared_channel_clients"'
-    # Callbacks on a shared connection: the server's CB_NULL probe is answered by the
-    # gateway, its CB_RECALL is routed by the CB_SEQUENCE session to the NFSv4.1 client.
+    # Callbacks on a shared connection: the server's CB_RECALL is routed by its
+    # CB_SEQUENCE session to the NFSv4.1 client that made the session.
     # The other mounts go first: their clients' callback state is not this test's.
     for mnt in "${mnts[@]}"; do [[ $mnt == /mnt/shared-4.1 ]] || umount "$mnt"; done
     if grep -q " /mnt/shared-4.1 nfs" /proc/mounts; then
