@@ -479,24 +479,6 @@ static void check_side_services(const struct conf_report *rep, const struct conf
 		  r->portmapper_port, r->listen.text, r->portmapper_port);
 }
 
-/* Shared upstream connections are RDMA connections of a forward route: a reverse route has none. */
-static void check_shared_upstream(const struct conf_report *rep, const struct conf_where *w,
-				  json_t *obj, const struct gw_route *r)
-{
-	struct conf_where kw;
-
-	if (r->mode != GW_MODE_REVERSE || r->upstream_connections == 0)
-		return;
-	if (json_object_get(obj, "upstream_connections"))
-		conf_where_member(&kw, w, "upstream_connections");
-	else
-		conf_where_member(&kw, w, "mode");
-	conf_fail(rep, &kw, CONF_AT_VALUE,
-		  "expected upstream_connections 0 on a reverse route (shared upstream "
-		  "connections are forward mode only), got %u",
-		  r->upstream_connections);
-}
-
 /*
  * A Version Two peer that sends no RFC 8797 private data may send 4096-byte
  * messages (the draft's section 2.3): a receive buffer below that would
@@ -554,8 +536,6 @@ static void load_route(const struct conf_report *rep, const struct conf_where *w
 	check_record_size(rep, w, obj, r);
 	check_v2_inline(rep, w, obj, r);
 	check_side_services(rep, w, r);
-	if (mode_known)
-		check_shared_upstream(rep, w, obj, r);
 }
 
 static void load_defaults(const struct conf_report *rep, const struct conf_where *top, json_t *root,

@@ -292,9 +292,9 @@ const struct conf_option conf_options[] = {
 		.change = GW_CHANGE_LIMITS,
 	},
 	/*
-	 * Forward: RDMA connections shared by all the route's clients (issue
-	 * 17); 0 keeps one per client. Restart: the channels and their XID map
-	 * are made when the route starts.
+	 * Upstream connections shared by all the route's clients (issue 17):
+	 * RDMA in forward mode, TCP in reverse mode; 0 keeps one per client. Restart: the channels
+	 * and their XID map are made when the route starts.
 	 */
 	{
 		.name = "upstream_connections",

@@ -520,6 +520,7 @@ void gw_engine_stop(struct gw_engine *eng)
 	}
 	for (size_t i = 0; i < eng->nroutes; i++) {
 		gw_forward_route_free(&eng->routes[i]);
+		gw_reverse_route_free(&eng->routes[i]);
 		ulb_rules_free(eng->routes[i].rules);
 		gw_admission_fini(&eng->routes[i].admission);
 	}
@@ -549,7 +550,7 @@ void gw_engine_snapshot(void *arg, struct gw_stats_visitor *v)
 			.live_sessions = rt->live_sessions,
 		};
 		struct gw_stats_shared shared;
-		if (gw_forward_route_stats(rt, &shared))
+		if (gw_forward_route_stats(rt, &shared) || gw_reverse_route_stats(rt, &shared))
 			r.shared = &shared;
 		struct gw_stats_nlm nlm;
 		if (gw_side_nlm_stats(rt->side, &nlm))

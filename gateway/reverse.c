@@ -148,7 +148,10 @@ static void rev_established(struct rconn *rc, void *owner, const uint8_t *pdata,
 		 s->base.client, s->thr.send, s->thr.recv, s->grant, s->read_depth);
 	s->up_missing_since = gw_now_us();
 	s->backoff_ms = REV_BACKOFF_MIN_MS;
-	rev_up_connect(s);
+	if (s->base.route->cfg->upstream_connections == 0)
+		rev_up_connect(s);
+	else if (!rev_share_attach(s))
+		rev_session_close(s);
 }
 
 /* Why the client's connection went, logged and counted: the client's doing or the fabric's. */
@@ -238,6 +241,8 @@ void rev_session_close(struct rev_session *s)
 			tcp_conn_close(s->tcp);
 		}
 		s->up = UP_NONE;
+		if (s->ch)
+			rev_share_detach(s); /* its calls on the channel lose their owner */
 		if (s->rdma && !s->rdma_closed)
 			rconn_close(s->rdma);
 	}
@@ -299,7 +304,7 @@ static const char *rev_state_name(const struct gw_session *g)
 
 	if (s->state == RS_CLOSING)
 		return "closing";
-	return s->state == RS_READY && s->up == UP_READY ? "ready" : "connecting";
+	return s->state == RS_READY && rev_up_conn(s) ? "ready" : "connecting";
 }
 
 static void rev_credits(const struct gw_session *g, struct gw_credit_state *out,
@@ -310,7 +315,7 @@ static void rev_credits(const struct gw_session *g, struct gw_credit_state *out,
 	memset(out, 0, sizeof(*out));
 	out->granted = s->grant;
 	out->in_use = s->outstanding;
-	out->queued = s->upq.n;
+	out->queued = s->upq.n + s->fq_client.queued;
 	out->backward_granted = s->bc_grant;
 	out->backward_in_use = s->bc_out;
 	*inline_send = s->thr.send;
@@ -524,6 +529,10 @@ bool gw_reverse_accept(struct gw_route_rt *route, const struct sockaddr *peer, c
 			 r->name);
 	rpcrdma_inline_thresholds(&s->own_pd, &s->peer_pd, &s->thr);
 	s->grant = r->credits;
+	if (peer->sa_family == AF_INET || peer->sa_family == AF_INET6)
+		memcpy(&s->peer, peer,
+		       peer->sa_family == AF_INET ? sizeof(struct sockaddr_in)
+						  : sizeof(struct sockaddr_in6));
 	s->state = RS_ACCEPTING;
 	gw_session_register(route, &s->base, &rev_session_ops, peer);
 

@@ -23,13 +23,17 @@ static void rev_bc_release(struct rev_bcall *b)
  * would wait for it until its own timeout, start over on a new one, as
  * when the server goes away: calls in flight go again.
  */
-static void rev_up_overflow(struct rev_session *s, const char *what, uint32_t xid)
+void rev_up_overflow(struct rev_session *s, const char *what, uint32_t xid)
 {
 	int err = errno;
 
 	gw_warn("reverse %s: %s xid %#x could not be queued to the upstream (%s): reconnecting",
 		s->base.client, what, xid, strerror(err));
 	gw_count_event(&s->base, GW_EV_OUTPUT_OVERFLOW);
+	if (s->ch) {
+		rev_share_overflow(s);
+		return;
+	}
 	struct tcp_close_info why = { .reason = TCP_CLOSE_ERROR, .err = err };
 	rev_tcp_closed(s->tcp, &why, s);
 }
@@ -46,11 +50,12 @@ static void rev_bc_refuse(struct rev_session *s, uint32_t xid, const char *why)
 	gw_warn("reverse %s: backward call xid %#x cannot be delivered (%s): SYSTEM_ERR",
 		s->base.client, xid, why);
 	gw_count_event(&s->base, GW_EV_BACKWARD_UNDELIVERABLE);
-	if (!n || s->up != UP_READY)
+	struct tcp_conn *up = rev_up_conn(s);
+	if (!n || !up)
 		return;
-	if (tcp_conn_send_copy(s->tcp, msg, n) == 0)
+	if (tcp_conn_send_copy(up, msg, n) == 0)
 		GW_COUNT(&s->base, tcp_bytes_out, (uint64_t)n + 4);
-	else if (s->tcp)
+	else if (s->ch || s->tcp) /* a failed send may have closed its own upstream */
 		rev_up_overflow(s, "the error reply to backward call", xid);
 }
 
@@ -133,7 +138,7 @@ void rev_bc_call(struct rev_session *s, struct gw_buf *buf, uint32_t off, uint32
 	}
 	b->state = BC_WAITING;
 	b->xid = xid;
-	b->up_gen = s->up_gen;
+	b->up_gen = rev_up_generation(s);
 	b->rec = buf;
 	b->rec_off = off;
 	b->rec_len = len;
@@ -166,14 +171,15 @@ void rev_bc_reply(struct rev_session *s, struct gw_buf *buf, const struct rpcrdm
 	s->bc_out--;
 	s->bc_grant = h->credits == 0 ? 1 : h->credits < s->nbcalls ? h->credits : s->nbcalls;
 	b->state = BC_DONE;
-	if (b->up_gen != s->up_gen || s->up != UP_READY) {
+	struct tcp_conn *up = rev_up_conn(s);
+	if (b->up_gen != rev_up_generation(s) || !up) {
 		gw_info("reverse %s: the reply to backward call xid %#x is dropped: the server's "
 			"connection that sent the call is gone",
 			s->base.client, h->xid);
 		gw_count_event(&s->base, GW_EV_BACKWARD_UNDELIVERABLE);
-	} else if (tcp_conn_send_ref(s->tcp, buf, h->hdr_len, h->inline_len) != 0) {
+	} else if (tcp_conn_send_ref(up, buf, h->hdr_len, h->inline_len) != 0) {
 		gw_count_event(&s->base, GW_EV_BACKWARD_UNDELIVERABLE);
-		if (s->tcp)
+		if (s->ch || s->tcp)
 			rev_up_overflow(s, "the reply to backward call", h->xid);
 	} else {
 		GW_COUNT(&s->base, backward_replies, 1);

@@ -30,7 +30,9 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/xdr.h"
+#include "gateway/fairq.h"
 #include "gateway/reverse_plan.h"
+#include "gateway/upxid.h"
 #include "gateway/session.h"
 #include "gateway/xidmap.h"
 #include "rdma/conn.h"
@@ -89,6 +91,7 @@ enum rev_answer {
 
 struct rev_session;
 struct rev_call;
+struct rev_chan;
 
 struct rev_queue {
 	TAILQ_HEAD(rev_callhead, rev_call) head;
@@ -147,6 +150,10 @@ struct rev_call {
 	bool bad_chunks;   /* the Read list does not add up: ERR_CHUNK */
 	bool send_pending;
 	bool timed_out; /* unanswered for call_timeout once: sent again on a new connection */
+	/* Shared upstream (reverse_share.c): its entry in the route's XID map, its queue link. */
+	uint32_t up_idx; /* when up_mapped */
+	bool up_mapped;
+	struct fairq_item fqi;
 };
 
 /*
@@ -272,6 +279,12 @@ struct rev_session {
 	uint32_t up_gen;   /* upstream connections made */
 	struct gw_buf *bc_hdr_buf;
 	TAILQ_HEAD(, rev_bcall) bcq;
+
+	/* Shared upstream (route key upstream_connections, reverse_share.c): NULL when its own. */
+	struct rev_chan *ch;
+	TAILQ_ENTRY(rev_session) ch_link; /* on its channel's list of clients */
+	struct fairq_client fq_client;
+	struct sockaddr_storage peer; /* the client's address and CM source port */
 };
 
 /* reverse_admit.c */
@@ -306,6 +319,66 @@ void rev_bc_reply(struct rev_session *s, struct gw_buf *buf, const struct rpcrdm
 void rev_bc_drop_waiting(struct rev_session *s);
 void rev_bc_abandon(struct rev_session *s);
 
+/* reverse_upstream.c, shared with reverse_share.c */
+void rev_call_timer_arm(struct rev_session *s);
+void rev_reply_to_call(struct rev_session *s, struct rev_call *c, struct gw_buf *buf, uint32_t off,
+		       uint32_t len);
+/* reverse_backchannel.c: a message found no room in the upstream's output */
+void rev_up_overflow(struct rev_session *s, const char *what, uint32_t xid);
+
+/*
+ * reverse_share_map.c: the ledger of the shared connections: the XID map,
+ * the call each in-flight entry's reply goes to, and the credit it holds
+ * in its connection's fair queue. No I/O.
+ */
+struct rev_share_map {
+	struct upxid map;
+	struct rev_call **by_entry; /* per entry: the call its reply goes to, or NULL */
+	uint8_t *charged;	    /* per entry: the credit it holds */
+};
+
+enum rsm_verdict {
+	RSM_QUEUED,  /* queued on the connection under its wire XID (written in the call) */
+	RSM_ON_WIRE, /* a retransmission of a call on the wire: its reply answers this one */
+	RSM_FULL,    /* every entry in flight */
+};
+
+int rsm_init(struct rev_share_map *m, const struct upxid_params *p);
+void rsm_destroy(struct rev_share_map *m);
+/*
+ * Map @c (the client key @k) on channel @chan, whose queue is @fq. A call
+ * an older connection of the same client had under that key comes back in
+ * *@superseded, off the queue and the map, for the caller to answer.
+ */
+enum rsm_verdict rsm_map(struct rev_share_map *m, struct fairq *fq, const struct upxid_key *k,
+			 uint16_t chan, struct rev_call *c, uint64_t now_us,
+			 struct rev_call **superseded);
+/* A picked call was written to the connection: it holds a credit until its reply. */
+void rsm_sent(struct rev_share_map *m, struct rev_call *c);
+/* A reply's call, or NULL: *@stray when no call is in flight under that XID on @chan. */
+struct rev_call *rsm_reply(struct rev_share_map *m, struct fairq *fq, uint16_t chan,
+			   uint32_t wire_xid, uint64_t now_us, bool *stray);
+/* Client @s goes: its queued calls dropped from the map, its calls on the wire orphaned. */
+void rsm_detach(struct rev_share_map *m, struct fairq *fq, struct rev_session *s);
+/*
+ * Connection @chan was lost: each live call on the wire is handed to
+ * @unsend and queued again under its wire XID; orphans are forgotten.
+ */
+void rsm_requeue(struct rev_share_map *m, struct fairq *fq, uint16_t chan, uint64_t now_us,
+		 void (*unsend)(struct rev_call *c));
+
+/* reverse_share.c: the route's pool of upstream connections (upstream_connections > 0) */
+bool rev_share_attach(struct rev_session *s);
+void rev_share_detach(struct rev_session *s);
+void rev_share_call(struct rev_session *s, struct rev_call *c);
+void rev_share_timeout(struct rev_session *s);
+void rev_share_overflow(struct rev_session *s);
+struct tcp_conn *rev_share_tcp(const struct rev_chan *ch);
+uint32_t rev_share_gen(const struct rev_chan *ch);
+/* The XID map's key of a client's call, and the channel a client is put on (tests use them). */
+void rev_share_key(const struct rev_session *s, uint32_t xid, struct upxid_key *k);
+uint16_t rev_share_channel_of(const struct rev_session *s, uint16_t nchan);
+
 /* reverse.c */
 void rev_session_close(struct rev_session *s);
 void rev_session_fail(struct rev_session *s);
@@ -317,6 +390,20 @@ void rev_maybe_free(struct rev_session *s);
 static inline uint32_t rev_hdr_min(uint32_t version)
 {
 	return version == RPCRDMA_V2 ? RPCRDMA2_HDR_MIN_SIZE : RPCRDMA_HDR_MIN_SIZE;
+}
+
+/* The upstream connection the session's messages go on now, its own or its channel's; or NULL. */
+static inline struct tcp_conn *rev_up_conn(const struct rev_session *s)
+{
+	if (s->ch)
+		return rev_share_tcp(s->ch);
+	return s->up == UP_READY ? s->tcp : NULL;
+}
+
+/* Which upstream connection that is: a backward call's reply goes only on the one that sent it. */
+static inline uint32_t rev_up_generation(const struct rev_session *s)
+{
+	return s->ch ? rev_share_gen(s->ch) : s->up_gen;
 }
 
 /* The version of the connection's backward calls: the client's (Version One before it spoke). */

@@ -9,7 +9,7 @@
 /* ---- calls to the upstream ---- */
 
 /* Wake up when the oldest call on the upstream reaches call_timeout (0: never). */
-static void rev_call_timer_arm(struct rev_session *s)
+void rev_call_timer_arm(struct rev_session *s)
 {
 	uint64_t limit_us = (uint64_t)s->base.route->cfg->call_timeout_ms * 1000;
 	const struct rev_call *c = TAILQ_FIRST(&s->sentq.head);
@@ -66,6 +66,10 @@ static void rev_up_pump(struct rev_session *s)
 
 void rev_call_to_upstream(struct rev_session *s, struct rev_call *c)
 {
+	if (s->ch) {
+		rev_share_call(s, c); /* over the route's pool of connections */
+		return;
+	}
 	if (s->up == UP_READY && !s->out_congested && s->upq.n == 0 && rev_send_upstream(s, c))
 		return;
 	/*
@@ -99,11 +103,17 @@ static void rev_find_items(struct rev_session *s, struct rev_call *c)
 	struct ulb_reply rep;
 
 	c->nitems = 0;
-	if (c->nwrites == 0 || (c->ulb.status != ULB_OK && c->ulb.status != ULB_DDP_STOPPED))
+	/*
+	 * On a shared upstream every reply is read, for the sessions that
+	 * CREATE_SESSION makes: backward calls are routed by them.
+	 */
+	if ((c->nwrites == 0 && !s->ch) ||
+	    (c->ulb.status != ULB_OK && c->ulb.status != ULB_DDP_STOPPED))
 		return;
 	enum ulb_reply_status st = ulb_parse_reply(
 		&c->ulb, &s->ulb_sessions, c->reply->base + c->reply_off, c->reply_len, 0, &rep);
-	if ((st != ULB_REPLY_OK && st != ULB_REPLY_STOPPED) || rep.n_items > ULB_MAX_ITEMS)
+	if ((st != ULB_REPLY_OK && st != ULB_REPLY_STOPPED) || rep.n_items > ULB_MAX_ITEMS ||
+	    c->nwrites == 0)
 		return;
 	c->nitems = rep.n_items;
 	memcpy(c->items, rep.items, sizeof(rep.items[0]) * rep.n_items);
@@ -132,9 +142,15 @@ static void rev_tcp_record(struct tcp_conn *tc, struct gw_buf *buf, uint32_t off
 		gw_buf_put(buf);
 		return;
 	}
-	struct rev_call *c = &s->calls[i];
+	rev_reply_to_call(s, &s->calls[i], buf, off, len);
+}
+
+/* The reply record to @c, a call on the upstream: to the client. */
+void rev_reply_to_call(struct rev_session *s, struct rev_call *c, struct gw_buf *buf, uint32_t off,
+		       uint32_t len)
+{
 	rev_dequeue(c);
-	xidmap_remove(&s->xids, xid);
+	xidmap_remove(&s->xids, c->xid);
 	c->in_xidmap = false;
 	c->t_reply = gw_now_pass_us();
 	gw_session_touch(&s->base, c->t_reply);
@@ -358,6 +374,10 @@ void rev_call_timeout(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	gw_count_event(&s->base, GW_EV_CALL_TIMEOUT);
+	if (s->ch && !c->timed_out) {
+		rev_share_timeout(s); /* the channel starts over; its calls go again */
+		return;
+	}
 	if (c->timed_out) {
 		gw_warn("reverse %s: xid %#x: no reply from the upstream within %u ms, twice: "
 			"closing the client's connection (it retransmits after reconnecting)",

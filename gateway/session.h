@@ -72,6 +72,9 @@ struct gw_route_rt {
 	uint64_t remembered_until_us;
 	/* Forward, upstream_connections > 0: the shared channels (gateway/forward_share.c). */
 	struct fwd_share *fwd_share;
+	/* Reverse, upstream_connections > 0: the shared TCP connections (gateway/reverse_share.c).
+	 */
+	struct rev_share *rev_share;
 };
 
 /*
@@ -207,6 +210,11 @@ bool gw_forward_route_close(struct gw_route_rt *route);
 /* The route's shared upstream connections for /stats; false when it has none. */
 bool gw_forward_route_stats(const struct gw_route_rt *route, struct gw_stats_shared *out);
 void gw_forward_route_free(struct gw_route_rt *route);
+
+/* Reverse mode, the route's shared upstream connections (gateway/reverse_share.c): as forward's. */
+bool gw_reverse_route_stats(const struct gw_route_rt *route, struct gw_stats_shared *out);
+void gw_reverse_route_close(struct gw_route_rt *route);
+void gw_reverse_route_free(struct gw_route_rt *route);
 
 /* Reverse mode (gateway/reverse.c): the RDMA listener's connection parameters for @r. */
 struct rconn_params;

@@ -6,7 +6,9 @@
 # is woken by CB_NOTIFY_LOCK through the gateway's backchannel), 8 concurrent writers. Then the
 # upstream restarts under a mount with I/O running (the gateway reconnects and sends the
 # calls in flight again: the I/O completes intact), the counters must show the traffic,
-# and SIGTERM must drain it cleanly.
+# and SIGTERM must drain it cleanly. Last, a route with upstream_connections 2 carries
+# four or more RDMA clients over two TCP connections to the server
+# (shared_upstream_scenario).
 #   E2E_VERSIONS="3 4.1" and E2E_SIZES="1048576" narrow the matrix for a quick run.
 set -u
 source "$GW_SRC/tests/e2e/lib/gw-e2e.sh"
@@ -104,4 +106,81 @@ check "stats: no client overran its credits ($overruns)" test "${overruns:-1}" -
 gw_check_quiet
 gw_stop
 grep -E "error|warning" "$GW_LOG" | head -20
+
+# ---- shared upstream connections (route key upstream_connections, issue 17) ----
+# A reverse route with upstream_connections 2: NFSv3, v4.0, v4.1 and v4.2 mounts (four
+# RDMA client connections at least; nconnect=2 on v4.1 adds one where the kernel honours
+# it over RDMA) write and read back checksummed files at once, and the server sees
+# exactly two TCP connections from the gateway; a delegation of the NFSv4.1 client is
+# recalled through the shared connection (CB_RECALL routed by its session). A gateway
+# without the feature refuses the route (and, if it took it, would open one connection
+# per client).
+shared_upstream_scenario() {
+    echo "--- shared upstream connections ($(date +%T))"
+    cat >"$E2E_WORK/gw-shared.json" <<JSON
+{ "routes": [ { "name": "shared", "mode": "reverse", "listen": "rdma://192.0.2.2:20051",
+                "upstream": "tcp://192.0.2.1:2049", "upstream_connections": 2 } ],
+  "stats": { "listen": "127.0.0.1:9464" } }
+JSON
+    gw_start reverse-shared "$E2E_WORK/gw-shared.json" || return
+    local vers mnt opts from src want pids=() mnts=() i
+    src=$(e2e_source 16); want=$(md5sum <"$src" | cut -d' ' -f1)
+    for vers in 3 4.0 4.1 4.2; do
+        mnt=/mnt/shared-$vers; mkdir -p "$mnt"
+        opts=vers=$vers,proto=rdma,port=20051,rsize=1048576,wsize=1048576
+        [[ $vers == 4.1 ]] && opts+=,nconnect=2
+        if [[ $vers == 3 ]]; then from=192.0.2.2:/export; else from=192.0.2.2:/; fi
+        if mount -t nfs -o "$opts" "$from" "$mnt"; then
+            mnts+=("$mnt")
+        else
+            fail "mount NFSv$vers through the shared route"
+        fi
+    done
+    for mnt in "${mnts[@]}"; do
+        ( f=$mnt/shared-${mnt##*-}
+          for i in 1 2; do
+              dd if="$src" of="$f" bs=1M oflag=direct status=none || exit 1
+              [[ $(dd if="$f" bs=1M iflag=direct status=none | md5sum | cut -d' ' -f1) == "$want" ]] || exit 2
+          done
+          rm -f "$f" ) &
+        pids+=($!)
+    done
+    sleep 2
+    # The gateway's side of each connection to the server: the server's port as peer.
+    local during sessions
+    during=$(ss -Htn state established '( dport = :2049 )' | wc -l)
+    sessions=$(gw_jq "s['routes'][0]['live_sessions']")
+    for i in "${!pids[@]}"; do
+        wait "${pids[$i]}"
+        check "shared route: ${mnts[$i]}: two 16 MiB writes read back with matching checksums, all mounts at once" test $? -eq 0
+    done
+    check "shared route: at least 4 RDMA clients ($sessions sessions)" test "${sessions:-0}" -ge 4
+    check "shared route: the server sees exactly 2 TCP connections from the gateway under load ($during)" \
+        test "$during" -eq 2
+    local nch clients inflight
+    nch=$(gw_jq "len(s['routes'][0]['shared_upstream']['channels'])")
+    clients=$(gw_jq "sum(c['clients'] for c in s['routes'][0]['shared_upstream']['channels'])")
+    inflight=$(gw_jq "s['routes'][0]['shared_upstream']['xid_map']['new']")
+    check "shared route: /stats shows 2 shared connections ($nch) carrying every client ($clients of $sessions)" \
+        test "$nch" = 2 -a "$clients" = "$sessions"
+    check "shared route: /stats counts calls mapped to wire XIDs ($inflight)" test "${inflight:-0}" -gt 0
+    check "shared route: /metrics has rpcrdma_gw_shared_channel_clients" \
+        bash -c 'curl -sf http://127.0.0.1:9464/metrics | grep -q "^rpcrdma_gw_shared_channel_clients"'
+    # Callbacks on a shared connection: the server's CB_RECALL is routed by its
+    # CB_SEQUENCE session to the NFSv4.1 client that made the session.
+    # The other mounts go first: their clients' callback state is not this test's.
+    for mnt in "${mnts[@]}"; do [[ $mnt == /mnt/shared-4.1 ]] || umount "$mnt"; done
+    if grep -q " /mnt/shared-4.1 nfs" /proc/mounts; then
+        ip netns list | grep -qw c2 || client2_netns
+        wl_delegation_recall 4.1 /mnt/shared-4.1 shared
+        umount /mnt/shared-4.1
+    fi
+    gw_check_quiet
+    check "shared route: the server's connections stay at 2 with no client ($(ss -Htn state established '( dport = :2049 )' | wc -l))" \
+        test "$(ss -Htn state established '( dport = :2049 )' | wc -l)" -eq 2
+    gw_stop
+    grep -E "error|warning" "$GW_LOG" | head -20
+}
+shared_upstream_scenario
+# ---- end of shared upstream connections ----
 e2e_finish

@@ -749,21 +749,15 @@ static void test_v2_needs_4096_receives(void **state)
 			       "'inline_receive_size': 1024}]}"));
 }
 
-/* Shared upstream connections are RDMA connections of forward routes only. */
-static void test_shared_upstream_forward_only(void **state)
+/* Shared upstream connections: RDMA ones in forward mode, TCP ones in reverse mode. */
+static void test_shared_upstream_both_modes(void **state)
 {
 	(void)state;
-	expect_errors("{'routes': [{'name': 'a', 'mode': 'reverse', 'listen': 'rdma://0.0.0.0',\n"
-		      "  'upstream': 'tcp://192.0.2.1', 'upstream_connections': 2}]}",
-		      "gw.json:2:58: routes[0].upstream_connections: expected "
-		      "upstream_connections 0 on a reverse route (shared upstream connections "
-		      "are forward mode only), got 2\n");
-	/* From "defaults": at the route's mode. */
-	expect_errors("{'defaults': {'upstream_connections': 2},\n"
-		      " 'routes': [{'name': 'a', 'mode': 'reverse', 'listen': 'rdma://0.0.0.0',\n"
-		      "  'upstream': 'tcp://192.0.2.1'}]}",
-		      "gw.json:2:35: routes[0].mode: expected upstream_connections 0 on a reverse "
-		      "route (shared upstream connections are forward mode only), got 2\n");
+	const struct gw_config *rev =
+		load_ok("{'routes': [{'name': 'a', 'mode': 'reverse', 'listen': 'rdma://0.0.0.0', "
+			"'upstream': 'tcp://192.0.2.1', 'upstream_connections': 2}]}");
+	assert_int_equal(rev->routes[0].upstream_connections, 2);
+	gw_config_free(rev);
 	const struct gw_config *cfg =
 		load_ok("{'routes': [{'name': 'a', 'mode': 'forward', "
 			"'listen': 'tcp://192.0.2.9', 'upstream': 'rdma://192.0.2.1', "
@@ -963,7 +957,7 @@ int main(void)
 		cmocka_unit_test(test_listen_collisions),
 		cmocka_unit_test(test_portmapper_on_wildcard),
 		cmocka_unit_test(test_v2_needs_4096_receives),
-		cmocka_unit_test(test_shared_upstream_forward_only),
+		cmocka_unit_test(test_shared_upstream_both_modes),
 		cmocka_unit_test(test_record_smaller_than_inline),
 		cmocka_unit_test(test_bad_rule_files),
 		cmocka_unit_test(test_unreadable_files),

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gateway/reverse_share_map.c - the ledger of a reverse route's shared
+ * upstream connections (gateway/reverse_share.c): which call each wire XID
+ * is for, and which of them hold a credit of their connection's fair
+ * queue. No I/O: the connection code calls it at each step of a call, and
+ * tests/unit/test_reverse_share.c drives it alone.
+ *
+ * gateway/upxid keeps the (client, XID) <-> (connection, wire XID) map and
+ * gateway/fairq the queues; this file keeps the two in step with the
+ * calls. The one subtle part is the credit a call on the wire holds: it is
+ * its client's while the client is there (CHARGE_LIVE), the queue's orphan
+ * once the client went away (fairq_client_detach() made it one), and it is
+ * given back exactly once, by the reply, or when the connection is lost.
+ */
+#include "gateway/reverse_priv.h"
+
+enum charge {
+	CHARGE_NONE,   /* holds no credit */
+	CHARGE_LIVE,   /* on the wire, charged to its client */
+	CHARGE_ORPHAN, /* on the wire, its client went away */
+};
+
+static struct rev_call *call_of_item(struct fairq_item *it)
+{
+	return (struct rev_call *)((char *)it - offsetof(struct rev_call, fqi));
+}
+
+int rsm_init(struct rev_share_map *m, const struct upxid_params *p)
+{
+	memset(m, 0, sizeof(*m));
+	m->by_entry = calloc(p->max_entries, sizeof(struct rev_call *));
+	m->charged = calloc(p->max_entries, sizeof(uint8_t));
+	if (!m->by_entry || !m->charged) {
+		rsm_destroy(m);
+		return -ENOMEM;
+	}
+	int rc = upxid_init(&m->map, p);
+	if (rc != 0) {
+		free(m->by_entry);
+		free(m->charged);
+		memset(m, 0, sizeof(*m));
+	}
+	return rc;
+}
+
+void rsm_destroy(struct rev_share_map *m)
+{
+	if (m->map.e)
+		upxid_destroy(&m->map);
+	free(m->by_entry);
+	free(m->charged);
+	memset(m, 0, sizeof(*m));
+}
+
+/*
+ * The entry @idx is in flight for another connection of the same client
+ * (same address and port: its old connection, not yet closed). The new
+ * call takes it over and the old one is handed back to be answered
+ * SYSTEM_ERR (its client is this one, which gets the real reply). When the
+ * old one is on the wire its credit is given back now: one call more than
+ * the bound, once. True when the call is on the wire.
+ */
+static bool rsm_take_over(struct rev_share_map *m, struct fairq *fq, uint32_t idx,
+			  struct rev_call *c, struct rev_call **superseded)
+{
+	struct rev_call *old = m->by_entry[idx];
+	bool on_wire = !old || old->state == RC_SENT;
+
+	if (old && old->state == RC_SENT) {
+		if (m->charged[idx] == CHARGE_LIVE)
+			fairq_complete(fq, &old->s->fq_client);
+		m->charged[idx] = CHARGE_NONE;
+	} else if (old) {
+		fairq_remove(fq, &old->fqi);
+	}
+	if (old)
+		old->up_mapped = false;
+	*superseded = old;
+	m->by_entry[idx] = c;
+	c->up_idx = idx;
+	c->up_mapped = true;
+	return on_wire;
+}
+
+enum rsm_verdict rsm_map(struct rev_share_map *m, struct fairq *fq, const struct upxid_key *k,
+			 uint16_t chan, struct rev_call *c, uint64_t now_us,
+			 struct rev_call **superseded)
+{
+	uint32_t idx;
+	enum upxid_verdict v = upxid_map(&m->map, k, chan, c->s->base.id, now_us, &idx);
+
+	*superseded = NULL;
+	if (v == UPXID_FULL)
+		return RSM_FULL;
+	if (v == UPXID_IN_FLIGHT && rsm_take_over(m, fq, idx, c, superseded)) {
+		c->state =
+			RC_SENT; /* the call is on the wire already: its reply answers this one */
+		return RSM_ON_WIRE;
+	}
+	m->by_entry[idx] = c;
+	m->charged[idx] = CHARGE_NONE;
+	c->up_idx = idx;
+	c->up_mapped = true;
+	/* The call leaves under the wire XID; the reply gets the client's back. */
+	xdr_put32(c->msg->base + c->msg_off, upxid_get(&m->map, idx)->wire_xid);
+	c->state = RC_WAITING;
+	fairq_enqueue(fq, &c->s->fq_client, &c->fqi, now_us);
+	return RSM_QUEUED;
+}
+
+void rsm_sent(struct rev_share_map *m, struct rev_call *c)
+{
+	c->state = RC_SENT;
+	m->charged[c->up_idx] = CHARGE_LIVE;
+}
+
+struct rev_call *rsm_reply(struct rev_share_map *m, struct fairq *fq, uint16_t chan,
+			   uint32_t wire_xid, uint64_t now_us, bool *stray)
+{
+	uint32_t idx = upxid_reply(&m->map, chan, wire_xid, now_us);
+
+	*stray = idx == UPXID_NONE;
+	if (*stray)
+		return NULL;
+	struct rev_call *c = m->by_entry[idx];
+	enum charge charged = m->charged[idx];
+	m->by_entry[idx] = NULL;
+	m->charged[idx] = CHARGE_NONE;
+	if (charged != CHARGE_NONE)
+		fairq_complete(fq, charged == CHARGE_LIVE && c ? &c->s->fq_client : NULL);
+	if (!c || c->state != RC_SENT)
+		return NULL; /* its client went away: the entry stays answered for a retransmission
+			      */
+	c->up_mapped = false;
+	return c;
+}
+
+/* A queued call of a client that goes away: it never went, its mapping goes. */
+static void rsm_drop_queued(struct fairq_item *it, void *arg)
+{
+	struct rev_share_map *m = arg;
+	struct rev_call *c = call_of_item(it);
+
+	if (c->up_mapped && m->by_entry[c->up_idx] == c) {
+		m->by_entry[c->up_idx] = NULL;
+		m->charged[c->up_idx] = CHARGE_NONE;
+		upxid_cancel(&m->map, c->up_idx);
+	}
+	c->up_mapped = false;
+}
+
+void rsm_detach(struct rev_share_map *m, struct fairq *fq, struct rev_session *s)
+{
+	fairq_client_detach(fq, &s->fq_client, rsm_drop_queued, m);
+	for (uint32_t i = 0; i < s->ncalls; i++) {
+		struct rev_call *c = &s->calls[i];
+		if (!c->up_mapped)
+			continue;
+		if (m->by_entry[c->up_idx] == c) {
+			m->by_entry[c->up_idx] = NULL;
+			if (m->charged[c->up_idx] == CHARGE_LIVE)
+				m->charged[c->up_idx] = CHARGE_ORPHAN;
+		}
+		c->up_mapped = false;
+	}
+}
+
+void rsm_requeue(struct rev_share_map *m, struct fairq *fq, uint16_t chan, uint64_t now_us,
+		 void (*unsend)(struct rev_call *c))
+{
+	for (uint32_t i = 0; i < m->map.max; i++) {
+		const struct upxid_entry *e = &m->map.e[i];
+		if (e->state != UPXID_INFLIGHT || e->chan != chan)
+			continue;
+		struct rev_call *c = m->by_entry[i];
+		enum charge charged = m->charged[i];
+		m->charged[i] = CHARGE_NONE;
+		if (!c) {
+			if (charged != CHARGE_NONE)
+				fairq_complete(fq, NULL);
+			upxid_cancel(&m->map, i);
+			continue;
+		}
+		if (c->state != RC_SENT)
+			continue; /* queued: it goes in its turn */
+		unsend(c);
+		c->state = RC_WAITING;
+		if (charged == CHARGE_LIVE) {
+			fairq_unpick(fq, &c->fqi);
+		} else {
+			if (charged == CHARGE_ORPHAN)
+				fairq_complete(fq, NULL);
+			fairq_enqueue(fq, &c->s->fq_client, &c->fqi, now_us);
+		}
+	}
+}

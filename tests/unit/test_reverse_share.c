@@ -1,0 +1,410 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/unit/test_reverse_share.c - a reverse route's shared upstream
+ * connections (gateway/reverse_share.c): who "the same client" is (the XID
+ * map's key, the connection a client is put on), and the ledger
+ * (gateway/reverse_share_map.c) that keeps each call's wire XID and credit:
+ * per-client caps, replies to the right call only, a client's going
+ * releasing its own calls only, and a lost connection's calls sent again
+ * under their wire XIDs.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "gateway/reverse_priv.h"
+#include "gateway/upxid.h"
+
+static struct rev_session *session_v4(const char *addr, uint16_t port, uint64_t id)
+{
+	struct rev_session *s = calloc(1, sizeof(*s));
+	struct sockaddr_in *sin = (struct sockaddr_in *)&s->peer;
+
+	assert_non_null(s);
+	sin->sin_family = AF_INET;
+	sin->sin_port = htons(port);
+	assert_int_equal(inet_pton(AF_INET, addr, &sin->sin_addr), 1);
+	s->base.id = id;
+	return s;
+}
+
+static struct rev_session *session_v6(const char *addr, uint16_t port, uint64_t id)
+{
+	struct rev_session *s = calloc(1, sizeof(*s));
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&s->peer;
+
+	assert_non_null(s);
+	sin6->sin6_family = AF_INET6;
+	sin6->sin6_port = htons(port);
+	assert_int_equal(inet_pton(AF_INET6, addr, &sin6->sin6_addr), 1);
+	s->base.id = id;
+	return s;
+}
+
+static bool same_key(const struct rev_session *a, uint32_t xa, const struct rev_session *b,
+		     uint32_t xb)
+{
+	struct upxid_key ka, kb;
+
+	rev_share_key(a, xa, &ka);
+	rev_share_key(b, xb, &kb);
+	return memcmp(&ka, &kb, sizeof(ka)) == 0;
+}
+
+/*
+ * A retransmission is the same address, CM source port and XID, whichever
+ * RDMA connection brings it; another port is another client (Linux
+ * xprtrdma reconnects from a new port).
+ */
+static void test_key_is_address_port_xid(void **state)
+{
+	(void)state;
+	struct rev_session *a = session_v4("192.0.2.2", 40000, 1);
+	struct rev_session *again = session_v4("192.0.2.2", 40000, 7); /* a later connection */
+	struct rev_session *other_port = session_v4("192.0.2.2", 40001, 2);
+	struct rev_session *other_host = session_v4("192.0.2.3", 40000, 3);
+	struct rev_session *mapped = session_v6("::ffff:192.0.2.2", 40000, 4);
+
+	assert_true(same_key(a, 0x1234, again, 0x1234));
+	assert_false(same_key(a, 0x1234, a, 0x1235));
+	assert_false(same_key(a, 0x1234, other_port, 0x1234));
+	assert_false(same_key(a, 0x1234, other_host, 0x1234));
+	assert_true(same_key(a, 0x1234, mapped, 0x1234)); /* one client, either family */
+	free(a);
+	free(again);
+	free(other_port);
+	free(other_host);
+	free(mapped);
+}
+
+/* A peer with no IP address is keyed by its connection: never another connection's or an IP's. */
+static void test_non_ip_peer_keyed_by_connection(void **state)
+{
+	(void)state;
+	struct rev_session *ib1 = calloc(1, sizeof(*ib1)), *ib2 = calloc(1, sizeof(*ib2));
+	struct rev_session *zero = session_v6("::", 0, 9);
+
+	assert_non_null(ib1);
+	assert_non_null(ib2);
+	ib1->peer.ss_family = AF_UNSPEC; /* as an AF_IB peer leaves it for the map */
+	ib2->peer.ss_family = AF_UNSPEC;
+	ib1->base.id = 11;
+	ib2->base.id = 12;
+	assert_true(same_key(ib1, 5, ib1, 5));
+	assert_false(same_key(ib1, 5, ib2, 5));
+	assert_false(same_key(ib1, 5, zero, 5));
+	free(ib1);
+	free(ib2);
+	free(zero);
+}
+
+/* A client stays on one connection; clients spread over all of them. */
+static void test_channel_stable_and_spread(void **state)
+{
+	(void)state;
+	unsigned used[4] = { 0 };
+
+	for (uint16_t port = 700; port < 764; port++) {
+		struct rev_session *s = session_v4("192.0.2.2", port, port);
+		struct rev_session *again = session_v4("192.0.2.2", port, port + 1000u);
+		uint16_t ch = rev_share_channel_of(s, 4);
+		assert_true(ch < 4);
+		assert_int_equal(ch, rev_share_channel_of(again, 4));
+		assert_int_equal(rev_share_channel_of(s, 1), 0);
+		used[ch]++;
+		free(s);
+		free(again);
+	}
+	for (int i = 0; i < 4; i++)
+		assert_true(used[i] > 0);
+}
+
+/* ---- the ledger ---- */
+
+enum { NCALLS = 8, MSG_LEN = 40 };
+
+struct fake_client {
+	struct rev_session *s;
+	struct gw_buf bufs[NCALLS];
+	uint8_t mem[NCALLS][MSG_LEN];
+};
+
+static void fake_client_init(struct fake_client *f, const char *addr, uint16_t port, uint64_t id,
+			     uint32_t cap)
+{
+	f->s = session_v4(addr, port, id);
+	f->s->ncalls = NCALLS;
+	f->s->calls = calloc(NCALLS, sizeof(*f->s->calls));
+	assert_non_null(f->s->calls);
+	fairq_client_init(&f->s->fq_client, cap);
+	for (uint32_t i = 0; i < NCALLS; i++) {
+		struct rev_call *c = &f->s->calls[i];
+		c->s = f->s;
+		c->index = i;
+		f->bufs[i].base = f->mem[i];
+		f->bufs[i].size = MSG_LEN;
+		c->msg = &f->bufs[i];
+		c->msg_len = MSG_LEN;
+	}
+}
+
+static void fake_client_free(struct fake_client *f)
+{
+	free(f->s->calls);
+	free(f->s);
+}
+
+/* Call slot @i of @f as a call with the client's @xid, mapped on channel @chan. */
+static enum rsm_verdict call(struct rev_share_map *m, struct fairq *fq, struct fake_client *f,
+			     uint32_t i, uint32_t xid, uint16_t chan)
+{
+	struct rev_call *c = &f->s->calls[i], *old = NULL;
+	struct upxid_key k;
+
+	c->xid = xid;
+	xdr_put32(c->msg->base, xid);
+	rev_share_key(f->s, xid, &k);
+	enum rsm_verdict v = rsm_map(m, fq, &k, chan, c, 1000, &old);
+	assert_null(old);
+	return v;
+}
+
+static uint32_t wire_xid(const struct rev_call *c)
+{
+	return xdr_get32(c->msg->base);
+}
+
+/* Pick and "send" what the queue gives: the calls written to the connection. */
+static unsigned pump(struct rev_share_map *m, struct fairq *fq)
+{
+	struct fairq_item *it;
+	unsigned n = 0;
+
+	while ((it = fairq_pick(fq, 2000)) != NULL) {
+		rsm_sent(m, (struct rev_call *)((char *)it - offsetof(struct rev_call, fqi)));
+		n++;
+	}
+	return n;
+}
+
+static void ledger_init(struct rev_share_map *m, struct fairq *fq, uint32_t grant)
+{
+	const struct upxid_params p = { .max_entries = 64, .channels = 2, .seed = 42 };
+
+	assert_int_equal(rsm_init(m, &p), 0);
+	fairq_init(fq, 1, grant);
+}
+
+/*
+ * Two clients with the same XID go under different wire XIDs; each reply
+ * reaches its own call with the client's XID, a reply on the other
+ * connection or under an unknown XID reaches nobody.
+ */
+static void test_ledger_same_xid_two_clients(void **state)
+{
+	(void)state;
+	struct rev_share_map m;
+	struct fairq fq;
+	struct fake_client a, b;
+	bool stray;
+
+	ledger_init(&m, &fq, 16);
+	fake_client_init(&a, "192.0.2.2", 1000, 1, 4);
+	fake_client_init(&b, "192.0.2.3", 1000, 2, 4);
+	assert_int_equal(call(&m, &fq, &a, 0, 0x77, 0), RSM_QUEUED);
+	assert_int_equal(call(&m, &fq, &b, 0, 0x77, 0), RSM_QUEUED);
+	struct rev_call *ca = &a.s->calls[0], *cb = &b.s->calls[0];
+	assert_int_not_equal(wire_xid(ca), wire_xid(cb));
+	assert_int_equal(pump(&m, &fq), 2);
+	assert_int_equal(fq.in_flight, 2);
+
+	assert_null(rsm_reply(&m, &fq, 1, wire_xid(cb), 3000, &stray)); /* other connection */
+	assert_true(stray);
+	assert_null(rsm_reply(&m, &fq, 0, wire_xid(cb) ^ 0x5a5a, 3000, &stray));
+	assert_true(stray);
+	assert_ptr_equal(rsm_reply(&m, &fq, 0, wire_xid(cb), 3000, &stray), cb);
+	assert_false(stray);
+	assert_null(rsm_reply(&m, &fq, 0, wire_xid(cb), 3000, &stray)); /* answered once */
+	assert_ptr_equal(rsm_reply(&m, &fq, 0, wire_xid(ca), 3000, &stray), ca);
+	assert_int_equal(fq.in_flight, 0);
+	assert_int_equal(m.map.st.in_flight, 0);
+	fake_client_free(&a);
+	fake_client_free(&b);
+	rsm_destroy(&m);
+}
+
+/* No client has more than its cap on the wire, and the connection no more than its bound. */
+static void test_ledger_caps(void **state)
+{
+	(void)state;
+	struct rev_share_map m;
+	struct fairq fq;
+	struct fake_client a, b;
+	bool stray;
+
+	ledger_init(&m, &fq, 5);
+	fake_client_init(&a, "192.0.2.2", 1000, 1, 2);
+	fake_client_init(&b, "192.0.2.3", 1000, 2, 2);
+	for (uint32_t i = 0; i < 6; i++)
+		assert_int_equal(call(&m, &fq, &a, i, 100 + i, 0), RSM_QUEUED);
+	assert_int_equal(pump(&m, &fq), 2); /* a's cap */
+	assert_int_equal(a.s->fq_client.in_flight, 2);
+	for (uint32_t i = 0; i < 4; i++)
+		assert_int_equal(call(&m, &fq, &b, i, 100 + i, 0), RSM_QUEUED);
+	assert_int_equal(pump(&m, &fq), 2); /* b's cap; a still at its own */
+	assert_int_equal(fq.in_flight, 4);
+	/* One of a's replies: a's next call goes, within the connection's bound of 5. */
+	assert_non_null(rsm_reply(&m, &fq, 0, wire_xid(&a.s->calls[0]), 3000, &stray));
+	assert_int_equal(pump(&m, &fq), 1);
+	assert_int_equal(a.s->fq_client.in_flight, 2);
+	assert_int_equal(b.s->fq_client.in_flight, 2);
+	assert_int_equal(fq.in_flight, 4);
+	fake_client_free(&a);
+	fake_client_free(&b);
+	rsm_destroy(&m);
+}
+
+/*
+ * A client that goes away: its queued calls leave the map, its call on the
+ * wire keeps its credit until the reply, which goes to nobody; the other
+ * client's calls are untouched.
+ */
+static void test_ledger_detach_releases_own_calls(void **state)
+{
+	(void)state;
+	struct rev_share_map m;
+	struct fairq fq;
+	struct fake_client a, b;
+	bool stray;
+
+	ledger_init(&m, &fq, 16);
+	fake_client_init(&a, "192.0.2.2", 1000, 1, 1);
+	fake_client_init(&b, "192.0.2.3", 1000, 2, 4);
+	for (uint32_t i = 0; i < 3; i++) {
+		assert_int_equal(call(&m, &fq, &a, i, 500 + i, 0), RSM_QUEUED);
+		assert_int_equal(call(&m, &fq, &b, i, 500 + i, 0), RSM_QUEUED);
+	}
+	assert_int_equal(pump(&m, &fq), 4); /* a: 1 (its cap), b: 3 */
+	uint32_t a_wire = wire_xid(&a.s->calls[0]);
+	assert_int_equal(m.map.st.in_flight, 6);
+
+	rsm_detach(&m, &fq, a.s);
+	assert_int_equal(m.map.st.in_flight, 4); /* a's two queued calls are gone */
+	for (uint32_t i = 0; i < NCALLS; i++)
+		assert_false(a.s->calls[i].up_mapped);
+	assert_int_equal(fq.in_flight, 4); /* a's call on the wire still holds its credit */
+	assert_int_equal(fq.orphans, 1);
+	assert_null(rsm_reply(&m, &fq, 0, a_wire, 3000, &stray));
+	assert_false(stray); /* a real reply, to a client that went */
+	assert_int_equal(fq.in_flight, 3);
+	assert_int_equal(fq.orphans, 0);
+	for (uint32_t i = 0; i < 3; i++) {
+		struct rev_call *c = &b.s->calls[i];
+		assert_ptr_equal(rsm_reply(&m, &fq, 0, wire_xid(c), 3000, &stray), c);
+	}
+	assert_int_equal(fq.in_flight, 0);
+	fake_client_free(&a);
+	fake_client_free(&b);
+	rsm_destroy(&m);
+}
+
+static unsigned unsent;
+static void count_unsend(struct rev_call *c)
+{
+	(void)c;
+	unsent++;
+}
+
+/*
+ * A lost connection: live calls on the wire go back to their clients'
+ * queues and are sent again under the same wire XIDs; an orphan is
+ * forgotten; the other connection's calls are untouched.
+ */
+static void test_ledger_requeue_after_loss(void **state)
+{
+	(void)state;
+	struct rev_share_map m;
+	struct fairq fq0, fq1;
+	struct fake_client a, b, c1;
+	bool stray;
+
+	ledger_init(&m, &fq0, 16);
+	fairq_init(&fq1, 1, 16);
+	fake_client_init(&a, "192.0.2.2", 1000, 1, 4);
+	fake_client_init(&b, "192.0.2.3", 1000, 2, 4);
+	fake_client_init(&c1, "192.0.2.4", 1000, 3, 4);
+	assert_int_equal(call(&m, &fq0, &a, 0, 9, 0), RSM_QUEUED);
+	assert_int_equal(call(&m, &fq0, &a, 1, 10, 0), RSM_QUEUED);
+	assert_int_equal(call(&m, &fq0, &b, 0, 9, 0), RSM_QUEUED);
+	assert_int_equal(call(&m, &fq1, &c1, 0, 9, 1), RSM_QUEUED);
+	assert_int_equal(pump(&m, &fq0), 3);
+	assert_int_equal(pump(&m, &fq1), 1);
+	uint32_t w0 = wire_xid(&a.s->calls[0]), w1 = wire_xid(&a.s->calls[1]);
+	rsm_detach(&m, &fq0, b.s); /* b's call on the wire is an orphan now */
+
+	unsent = 0;
+	rsm_requeue(&m, &fq0, 0, 4000, count_unsend);
+	assert_int_equal(unsent, 2);
+	assert_int_equal(fq0.in_flight, 0);
+	assert_int_equal(fq0.orphans, 0);
+	assert_int_equal(fq0.queued, 2);
+	assert_int_equal(m.map.st.in_flight, 3); /* a's two and c1's */
+	assert_int_equal(fq1.in_flight, 1);
+	/* Sent again under the same wire XIDs; their replies find them. */
+	assert_int_equal(pump(&m, &fq0), 2);
+	assert_int_equal(wire_xid(&a.s->calls[0]), w0);
+	assert_int_equal(wire_xid(&a.s->calls[1]), w1);
+	assert_ptr_equal(rsm_reply(&m, &fq0, 0, w0, 5000, &stray), &a.s->calls[0]);
+	assert_ptr_equal(rsm_reply(&m, &fq0, 0, w1, 5000, &stray), &a.s->calls[1]);
+	assert_ptr_equal(rsm_reply(&m, &fq1, 1, wire_xid(&c1.s->calls[0]), 5000, &stray),
+			 &c1.s->calls[0]);
+	fake_client_free(&a);
+	fake_client_free(&b);
+	fake_client_free(&c1);
+	rsm_destroy(&m);
+}
+
+/* A retransmission of an answered call (same client, same XID) goes again under the same wire XID.
+ */
+static void test_ledger_retransmission_same_wire_xid(void **state)
+{
+	(void)state;
+	struct rev_share_map m;
+	struct fairq fq;
+	struct fake_client a;
+	bool stray;
+
+	ledger_init(&m, &fq, 16);
+	fake_client_init(&a, "192.0.2.2", 1000, 1, 4);
+	assert_int_equal(call(&m, &fq, &a, 0, 0xabc, 0), RSM_QUEUED);
+	uint32_t w = wire_xid(&a.s->calls[0]);
+	assert_int_equal(pump(&m, &fq), 1);
+	assert_non_null(rsm_reply(&m, &fq, 0, w, 3000, &stray));
+	assert_int_equal(call(&m, &fq, &a, 1, 0xabc, 0), RSM_QUEUED);
+	assert_int_equal(wire_xid(&a.s->calls[1]), w);
+	assert_int_equal(m.map.st.hits_answered, 1);
+	fake_client_free(&a);
+	rsm_destroy(&m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_key_is_address_port_xid),
+		cmocka_unit_test(test_non_ip_peer_keyed_by_connection),
+		cmocka_unit_test(test_channel_stable_and_spread),
+		cmocka_unit_test(test_ledger_same_xid_two_clients),
+		cmocka_unit_test(test_ledger_caps),
+		cmocka_unit_test(test_ledger_detach_releases_own_calls),
+		cmocka_unit_test(test_ledger_requeue_after_loss),
+		cmocka_unit_test(test_ledger_retransmission_same_wire_xid),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
