@@ -83,13 +83,6 @@ bool nlm_async_is_res(uint32_t proc)
 	return proc >= NLMPROC_TEST_RES && proc <= NLMPROC_UNLOCK_RES;
 }
 
-static const char *host_str(const struct nlm_host *h, char *buf, size_t len)
-{
-	if (!inet_ntop(h->family, h->addr, buf, (socklen_t)len))
-		snprintf(buf, len, "?");
-	return buf;
-}
-
 static void entry_free(struct nlm_async *as, struct as_entry *e)
 {
 	e->stage = AS_FREE;
@@ -199,25 +192,6 @@ static void send_current(struct nlm_async *as, struct as_entry *e)
 		gw_debug("%s: nlm async: sendto: %s", as->cfg.route->name, strerror(errno));
 }
 
-static void host_to_sockaddr(const struct nlm_host *h, uint16_t port, struct sockaddr_storage *ss,
-			     socklen_t *len)
-{
-	memset(ss, 0, sizeof(*ss));
-	if (h->family == AF_INET6) {
-		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-		s6->sin6_family = AF_INET6;
-		memcpy(&s6->sin6_addr, h->addr, 16);
-		s6->sin6_port = htons(port);
-		*len = sizeof(*s6);
-	} else {
-		struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-		s4->sin_family = AF_INET;
-		memcpy(&s4->sin_addr, h->addr, 4);
-		s4->sin_port = htons(port);
-		*len = sizeof(*s4);
-	}
-}
-
 /*
  * The X_RES for the client, with its cookie and (TEST_RES) the holder as
  * it may see it, then the GETPORT that finds its lockd. A TEST's result
@@ -239,7 +213,7 @@ static bool start_delivery(struct nlm_async *as, struct as_entry *e, struct nlm_
 						       NLM_PROG, e->vers, PMAP_IPPROTO_UDP);
 	if (!e->getport_len)
 		return false;
-	host_to_sockaddr(&e->client, as->cfg.pmap_port, &e->to, &e->tolen);
+	nlm_host_to_sockaddr(&e->client, as->cfg.pmap_port, &e->to, &e->tolen);
 	e->stage = AS_GETPORT;
 	e->deadline_us = gw_now_us() + (uint64_t)as->cfg.timeout_ms * 1000;
 	send_current(as, e);
@@ -314,7 +288,7 @@ int nlm_async_on_res(struct nlm_async *as, uint32_t vers, uint32_t proc, const u
 	}
 	if (!start_delivery(as, e, &r)) {
 		gw_warn("%s: nlm async: the result for client %s did not encode: dropped",
-			as->cfg.route->name, host_str(&e->client, who, sizeof(who)));
+			as->cfg.route->name, nlm_host_str(&e->client, who, sizeof(who)));
 		entry_free(as, e);
 	}
 	return 0;
@@ -343,14 +317,14 @@ static void client_reply(struct nlm_async *as, struct as_entry *e, const uint8_t
 		if (pmap_decode_getport_reply(msg, len, &port) != 0 || port == 0) {
 			gw_info("%s: nlm async: client %s has no lockd at its portmapper: its "
 				"result dropped",
-				as->cfg.route->name, host_str(&e->client, who, sizeof(who)));
+				as->cfg.route->name, nlm_host_str(&e->client, who, sizeof(who)));
 			entry_free(as, e);
 			return;
 		}
 		e->stage = AS_DELIVER;
 		e->xid = as->next_xid++;
 		xdr_put32(e->msg, e->xid);
-		host_to_sockaddr(&e->client, port, &e->to, &e->tolen);
+		nlm_host_to_sockaddr(&e->client, port, &e->to, &e->tolen);
 		send_current(as, e);
 		return;
 	}
@@ -359,7 +333,7 @@ static void client_reply(struct nlm_async *as, struct as_entry *e, const uint8_t
 		as->stats.delivered++;
 	else
 		gw_info("%s: nlm async: client %s refused its result", as->cfg.route->name,
-			host_str(&e->client, who, sizeof(who)));
+			nlm_host_str(&e->client, who, sizeof(who)));
 	entry_free(as, e);
 }
 
@@ -404,7 +378,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 			as->stats.timed_out++;
 			as->cfg.counters->events[GW_EV_CALL_TIMEOUT]++;
 			gw_info("%s: nlm async: a _MSG of client %s: %s in time, forgotten",
-				as->cfg.route->name, host_str(&e->client, who, sizeof(who)),
+				as->cfg.route->name, nlm_host_str(&e->client, who, sizeof(who)),
 				e->stage == AS_AWAIT_SERVER ? "no result from the server"
 							    : "the client did not take its result");
 			entry_free(as, e);

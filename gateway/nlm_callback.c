@@ -94,25 +94,6 @@ static size_t put_res(uint8_t *out, size_t cap, const uint8_t *cookie, uint32_t 
 	return n;
 }
 
-static void host_to_sockaddr(const struct nlm_host *h, uint16_t port, struct sockaddr_storage *ss,
-			     socklen_t *len)
-{
-	memset(ss, 0, sizeof(*ss));
-	if (h->family == AF_INET6) {
-		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-		s6->sin6_family = AF_INET6;
-		memcpy(&s6->sin6_addr, h->addr, 16);
-		s6->sin6_port = htons(port);
-		*len = sizeof(*s6);
-	} else {
-		struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-		s4->sin_family = AF_INET;
-		memcpy(&s4->sin_addr, h->addr, 4);
-		s4->sin_port = htons(port);
-		*len = sizeof(*s4);
-	}
-}
-
 /* ---- answering the server ------------------------------------------------------- */
 
 /*
@@ -200,7 +181,7 @@ static void client_reply(struct nlm_callback *cb, struct cb_pending *p, const ui
 		p->have_port = true;
 		p->xid = cb->next_xid++;
 		xdr_put32(p->msg, p->xid);
-		host_to_sockaddr(&p->client, port, &p->to, &p->tolen);
+		nlm_host_to_sockaddr(&p->client, port, &p->to, &p->tolen);
 		send_current(cb, p);
 		return;
 	}
@@ -329,7 +310,7 @@ static bool start_pending(struct nlm_callback *cb, struct cb_pending *p,
 						       NLM_PROG, h->vers, PMAP_IPPROTO_UDP);
 	if (!p->getport_len)
 		return false;
-	host_to_sockaddr(&o->host, cb->cfg.pmap_port, &p->to, &p->tolen);
+	nlm_host_to_sockaddr(&o->host, cb->cfg.pmap_port, &p->to, &p->tolen);
 	p->deadline_us = gw_now_us() + (uint64_t)cb->cfg.timeout_ms * 1000;
 	p->used = true;
 	cb->live++;

@@ -64,32 +64,6 @@ struct nlm_notify {
 	struct nlm_notify_stats stats;
 };
 
-static void host_to_sockaddr(const struct nlm_host *h, uint16_t port, struct sockaddr_storage *ss,
-			     socklen_t *len)
-{
-	memset(ss, 0, sizeof(*ss));
-	if (h->family == AF_INET6) {
-		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-		s6->sin6_family = AF_INET6;
-		memcpy(&s6->sin6_addr, h->addr, 16);
-		s6->sin6_port = htons(port);
-		*len = sizeof(*s6);
-	} else {
-		struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-		s4->sin_family = AF_INET;
-		memcpy(&s4->sin_addr, h->addr, 4);
-		s4->sin_port = htons(port);
-		*len = sizeof(*s4);
-	}
-}
-
-static const char *host_str(const struct nlm_host *h, char *buf, size_t len)
-{
-	if (!inet_ntop(h->family, h->addr, buf, (socklen_t)len))
-		snprintf(buf, len, "?");
-	return buf;
-}
-
 /* ---- toward the clients ----------------------------------------------------------- */
 
 static void send_current(struct nlm_notify *nt, struct nt_slot *s)
@@ -127,7 +101,7 @@ static bool start_slot(struct nlm_notify *nt, struct nt_slot *s, const struct nl
 						       NSM_PROG, NSM_VERS, PMAP_IPPROTO_UDP);
 	if (!s->getport_len)
 		return false;
-	host_to_sockaddr(host, nt->cfg.pmap_port, &s->to, &s->tolen);
+	nlm_host_to_sockaddr(host, nt->cfg.pmap_port, &s->to, &s->tolen);
 	s->backoff_ms = nt->cfg.retry_ms;
 	s->used = true;
 	nt->live++;
@@ -148,7 +122,7 @@ static void end_slot(struct nlm_notify *nt, struct nt_slot *s, bool delivered, c
 {
 	char who[INET6_ADDRSTRLEN];
 
-	host_str(&s->client, who, sizeof(who));
+	nlm_host_str(&s->client, who, sizeof(who));
 	if (delivered) {
 		nt->stats.delivered++;
 		gw_info("%s: nlm notify: server reboot relayed to client %s (SM_NOTIFY state %d)",
@@ -181,7 +155,7 @@ static void client_reply(struct nlm_notify *nt, struct nt_slot *s, const uint8_t
 			end_slot(nt, s, false, "the SM_NOTIFY did not encode");
 			return;
 		}
-		host_to_sockaddr(&s->client, port, &s->to, &s->tolen);
+		nlm_host_to_sockaddr(&s->client, port, &s->to, &s->tolen);
 		s->backoff_ms = nt->cfg.retry_ms;
 		send_current(nt, s);
 		return;

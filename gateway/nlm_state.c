@@ -97,6 +97,32 @@ bool nlm_host_from_sockaddr(struct nlm_host *h, const struct sockaddr *sa, sockl
 	return false;
 }
 
+void nlm_host_to_sockaddr(const struct nlm_host *h, uint16_t port, struct sockaddr_storage *ss,
+			  socklen_t *len)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (h->family == AF_INET6) {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+		s6->sin6_family = AF_INET6;
+		memcpy(&s6->sin6_addr, h->addr, 16);
+		s6->sin6_port = htons(port);
+		*len = sizeof(*s6);
+	} else {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+		s4->sin_family = AF_INET;
+		memcpy(&s4->sin_addr, h->addr, 4);
+		s4->sin_port = htons(port);
+		*len = sizeof(*s4);
+	}
+}
+
+const char *nlm_host_str(const struct nlm_host *h, char *buf, size_t len)
+{
+	if (!inet_ntop(h->family, h->addr, buf, (socklen_t)len))
+		snprintf(buf, len, "?");
+	return buf;
+}
+
 static bool host_eq(const struct nlm_host *a, const struct nlm_host *b)
 {
 	return a->family == b->family && memcmp(a->addr, b->addr, sizeof(a->addr)) == 0;

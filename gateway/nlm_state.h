@@ -48,6 +48,11 @@ struct nlm_host {
 
 /* @sa as a host; false for another family. */
 bool nlm_host_from_sockaddr(struct nlm_host *h, const struct sockaddr *sa, socklen_t len);
+/* @h at @port, for sendto(). */
+void nlm_host_to_sockaddr(const struct nlm_host *h, uint16_t port, struct sockaddr_storage *ss,
+			  socklen_t *len);
+/* @h printed into @buf ("?" if it cannot be), for logs; returns @buf. */
+const char *nlm_host_str(const struct nlm_host *h, char *buf, size_t len);
 
 struct nlm_state_limits {
 	uint32_t max_clients;		/* client hosts with an owner (default 1024) */
