@@ -5,6 +5,7 @@
 #include <stddef.h>
 
 #include "gateway/rpc_names.h"
+#include "gateway/upxid.h"
 
 static const char *const event_names[] = {
 	[GW_EV_ERR_VERS_SENT] = "err_vers_sent",
@@ -180,4 +181,20 @@ void gw_counters_add(struct gw_counters *into, const struct gw_counters *from)
 	}
 	into->procs_other_calls += from->procs_other_calls;
 	into->procs_other_replies += from->procs_other_replies;
+}
+
+void gw_stats_shared_xids(struct gw_stats_shared *out, const struct upxid *map)
+{
+	const struct upxid_stats *st = &map->st;
+
+	out->xid_entries = map->max;
+	out->xid_in_flight = st->in_flight;
+	out->xid_answered = st->answered;
+	out->xid_new = st->new_calls;
+	out->xid_retransmit_in_flight = st->hits_in_flight;
+	out->xid_retransmit_answered = st->hits_answered;
+	out->xid_expired = st->expired;
+	out->xid_evicted = st->evicted;
+	out->xid_full = st->full;
+	out->xid_stray = st->stray;
 }

@@ -178,6 +178,10 @@ struct gw_stats_shared {
 	uint64_t xid_stray;
 };
 
+struct upxid;
+/* The XID map's figures of a shared route (forward or reverse) into @out. */
+void gw_stats_shared_xids(struct gw_stats_shared *out, const struct upxid *map);
+
 /*
  * A route's NLM relay (gateway/nlm_state.h, gateway/nlm_callback.h): what
  * it holds now, what its bounds refused, and the server's GRANTED callbacks.

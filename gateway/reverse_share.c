@@ -626,17 +626,7 @@ bool gw_reverse_route_stats(const struct gw_route_rt *route, struct gw_stats_sha
 		o->clients = ch->nclients;
 		o->stalls = ch->fq.stalls;
 	}
-	const struct upxid_stats *st = &sh->ledger.map.st;
-	out->xid_entries = sh->ledger.map.max;
-	out->xid_in_flight = st->in_flight;
-	out->xid_answered = st->answered;
-	out->xid_new = st->new_calls;
-	out->xid_retransmit_in_flight = st->hits_in_flight;
-	out->xid_retransmit_answered = st->hits_answered;
-	out->xid_expired = st->expired;
-	out->xid_evicted = st->evicted;
-	out->xid_full = st->full;
-	out->xid_stray = st->stray;
+	gw_stats_shared_xids(out, &sh->ledger.map);
 	return true;
 }
 
