@@ -8,6 +8,7 @@
 #include <rpc/types.h>
 #include <rpc/xdr.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/xdr.h"
 #include "gateway/counters.h"
@@ -448,7 +449,7 @@ size_t nlm_relay_nsm_answer(struct nlm_relay *rl, const struct sidesvc_peer *pee
 		 */
 		if (nlm_host_from_sockaddr(&host, (const struct sockaddr *)&peer->addr,
 					   peer->addrlen)) {
-			if (nlm_state_client_notified(rl->st, &host, state))
+			if (nlm_state_client_notified(rl->st, &host, state, gw_now_us()))
 				*unlocks = release_client(rl, &host);
 			else
 				gw_info("%s: nlm relay: a client's SM_NOTIFY repeated its last "

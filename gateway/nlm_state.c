@@ -49,6 +49,7 @@ struct nlm_notified {
 	bool used;
 	struct nlm_host host;
 	int32_t state;
+	uint64_t at_us; /* when that state came first */
 };
 
 struct nlm_state {
@@ -616,7 +617,8 @@ size_t nlm_state_server_rebooted(struct nlm_state *st, struct nlm_host *hosts, s
 	return n;
 }
 
-bool nlm_state_client_notified(struct nlm_state *st, const struct nlm_host *host, int32_t state)
+bool nlm_state_client_notified(struct nlm_state *st, const struct nlm_host *host, int32_t state,
+			       uint64_t now_us)
 {
 	struct nlm_notified *free_slot = NULL;
 
@@ -631,11 +633,12 @@ bool nlm_state_client_notified(struct nlm_state *st, const struct nlm_host *host
 		}
 		if (!host_eq(&e->host, host))
 			continue;
-		if (e->state == state) {
+		if (e->state == state && now_us - e->at_us < NLM_NOTIFY_REPEAT_US) {
 			st->stats.notify_repeated++;
 			return false;
 		}
 		e->state = state;
+		e->at_us = now_us;
 		return true;
 	}
 	/*
@@ -647,7 +650,9 @@ bool nlm_state_client_notified(struct nlm_state *st, const struct nlm_host *host
 		st->next_notified = (st->next_notified + 1) % st->lim.max_clients;
 	}
 	if (free_slot)
-		*free_slot = (struct nlm_notified){ .used = true, .host = *host, .state = state };
+		*free_slot = (struct nlm_notified){
+			.used = true, .host = *host, .state = state, .at_us = now_us
+		};
 	return true;
 }
 

@@ -40,6 +40,14 @@ enum {
 	NLM_STATE_MAX_OWNERS = 65535, /* the slot is 16 bits of the svid */
 };
 
+/*
+ * How long the same SM_NOTIFY state counts as a retransmission: sm-notify
+ * retries for 15 minutes. After that the same state is a new reboot (a
+ * client whose statd does not keep its state across boots sends the same
+ * one each time), whose locks must go.
+ */
+#define NLM_NOTIFY_REPEAT_US (15ULL * 60 * 1000000)
+
 /* A client host: its address without the port. */
 struct nlm_host {
 	uint8_t family; /* AF_INET or AF_INET6 */
@@ -156,11 +164,13 @@ size_t nlm_state_client_rebooted(struct nlm_state *st, const struct nlm_host *ho
 				 const struct nlm_unlock **out);
 
 /*
- * @host sent SM_NOTIFY with @state: true when that state is new for it
- * (then kept), false for the one it sent last (a retransmission or a replay:
- * the locks taken since must stay; counted). Kept for max_clients hosts.
+ * @host sent SM_NOTIFY with @state at @now_us: true when that state is new
+ * for it (then kept), false for the one it sent last within
+ * NLM_NOTIFY_REPEAT_US (a retransmission or a replay: the locks taken since
+ * must stay; counted). Kept for max_clients hosts.
  */
-bool nlm_state_client_notified(struct nlm_state *st, const struct nlm_host *host, int32_t state);
+bool nlm_state_client_notified(struct nlm_state *st, const struct nlm_host *host, int32_t state,
+			       uint64_t now_us);
 
 /*
  * The server rebooted: it has lost every lock. The hosts with a lock

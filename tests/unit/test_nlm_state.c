@@ -340,6 +340,29 @@ static void clients_survive_restart(void **state)
  * One client may not hold every owner: at max_owners_per_client its own
  * idle owner is reused; with none idle it is refused, and others are not.
  */
+/*
+ * The same SM_NOTIFY state within sm-notify's 15 minutes of retries is a
+ * retransmission; later it is another reboot (a statd that does not keep
+ * its state across boots), whose locks must go.
+ */
+static void repeated_notify_state_is_new_after_the_window(void **state)
+{
+	struct nlm_state *st = new_state(8, 8, 8);
+	struct nlm_host a = host4(1), b = host4(2);
+	uint64_t t0 = 1000000;
+
+	(void)state;
+	assert_true(nlm_state_client_notified(st, &a, 5, t0));
+	assert_false(nlm_state_client_notified(st, &a, 5, t0 + 60 * 1000000ULL));
+	assert_true(nlm_state_client_notified(st, &b, 5, t0 + 60 * 1000000ULL));
+	assert_true(nlm_state_client_notified(st, &a, 7, t0 + 120 * 1000000ULL));
+	assert_false(nlm_state_client_notified(st, &a, 7, t0 + 120 * 1000000ULL + 1));
+	assert_true(
+		nlm_state_client_notified(st, &a, 7, t0 + 120 * 1000000ULL + NLM_NOTIFY_REPEAT_US));
+	assert_int_equal(nlm_state_stats(st)->notify_repeated, 2);
+	nlm_state_free(st);
+}
+
 static void owners_per_client_bounded(void **state)
 {
 	struct nlm_state_limits lim = {
@@ -383,6 +406,7 @@ int main(void)
 		cmocka_unit_test(limits_refuse_and_count),
 		cmocka_unit_test(clients_survive_restart),
 		cmocka_unit_test(owners_per_client_bounded),
+		cmocka_unit_test(repeated_notify_state_is_new_after_the_window),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
