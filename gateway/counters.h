@@ -158,6 +158,8 @@ struct gw_stats_channel {
 	uint64_t reconnects;
 	uint64_t reconnect_failures;
 	uint64_t calls_resent;
+	/* Calls the server left unanswered for call_timeout, dropped alone (not a reset). */
+	uint64_t calls_orphaned;
 };
 
 enum { GW_STATS_MAX_CHANNELS = 64 };

@@ -348,32 +348,48 @@ static bool fwd_idle(const struct gw_session *g)
  * credit freed. Returns true when the session was closed (it may be gone).
  */
 /*
- * A call of @s on a shared channel the server has not answered within
- * @limit: only resetting the channel ends it (the server may still write
- * into its buffers); the channel's closing closes its clients, @s too.
- * Asked of closing clients as well: their calls on the wire still hold the
- * channel's credits and map entries, and nothing else would ever end them.
- * Deferred to the RDMA teardown: the engine is walking its sessions.
+ * The calls of @s on a shared channel the server has not answered within
+ * @limit are given up one by one (fwd_share_orphan()), the channel and
+ * its other clients kept. Only when the channel cannot spare another
+ * credit is it reset, which closes its clients, @s too. Asked of closing
+ * clients as well: their calls on the wire still hold the channel's
+ * credits and map entries, and nothing else would ever end them. The
+ * reset is deferred to the RDMA teardown: the engine is walking its
+ * sessions. Returns true when @s may have been freed (it was closing and
+ * its last call went).
  */
-static void fwd_sweep_shared_calls(struct fwd_session *s, uint64_t now, uint64_t limit)
+static bool fwd_sweep_shared_calls(struct fwd_session *s, uint64_t now, uint64_t limit)
 {
 	struct fwd_session *ch = s->ch;
 
 	if (s->in_flight == 0 || ch->draining || ch->rdma_closed)
-		return;
+		return false;
+	s->in_close = true; /* an orphaned call must not free s under us */
 	for (uint32_t i = 0; i < s->slots_made; i++) {
-		const struct fwd_call *c = &s->calls[i];
+		struct fwd_call *c = &s->calls[i];
 		if (c->state != FC_SENT || now - c->t_sent < limit)
 			continue;
+		gw_count_event(&s->base, GW_EV_CALL_TIMEOUT);
+		uint32_t xid = c->xid;
+		unsigned long long age_s = (now - c->t_sent) / 1000000;
+		if (fwd_share_orphan(c)) {
+			gw_warn("forward %s: the server has not answered xid %#x in %llu s: "
+				"given up, shared connection %u kept",
+				s->base.client, xid, age_s, ch->chan_idx);
+			continue;
+		}
 		gw_warn("forward %s: the server has not answered xid %#x in %llu s: resetting "
 			"shared connection %u",
-			s->base.client, c->xid, (unsigned long long)((now - c->t_sent) / 1000000),
-			ch->chan_idx);
-		gw_count_event(&s->base, GW_EV_CALL_TIMEOUT);
+			s->base.client, xid, age_s, ch->chan_idx);
 		ch->draining = true;
 		rconn_close(ch->rdma);
-		return;
+		break;
 	}
+	s->in_close = false;
+	if (s->state != FS_CLOSING)
+		return false;
+	fwd_maybe_free(s);
+	return true;
 }
 
 static bool fwd_sweep(struct gw_session *g, uint64_t now)
@@ -383,8 +399,8 @@ static bool fwd_sweep(struct gw_session *g, uint64_t now)
 
 	if (!limit)
 		return false;
-	if (s->ch)
-		fwd_sweep_shared_calls(s, now, limit);
+	if (s->ch && fwd_sweep_shared_calls(s, now, limit))
+		return true;
 	if (s->state != FS_READY)
 		return false;
 	for (uint32_t i = 0; i < s->nbcalls; i++) {

@@ -235,6 +235,7 @@ struct fwd_session {
 	uint64_t lost_at_us;	       /* when the loss was noticed: the deadline's start */
 	struct event *reconnect_ev;    /* the back-off timer */
 	struct sockaddr_storage local; /* where its last connection came from (same port again) */
+	uint32_t orphans; /* channel: calls given up unanswered on this connection (credits held) */
 };
 
 /*
@@ -255,6 +256,7 @@ struct fwd_share {
 	uint64_t reconnects[64];	 /* lost connections made again */
 	uint64_t reconnect_failures[64]; /* given up on: the clients were closed */
 	uint64_t resent[64];		 /* calls in flight sent again on the new connection */
+	uint64_t orphaned[64];		 /* calls left unanswered for call_timeout, given up */
 };
 _Static_assert(64 <= UPXID_MAX_CHANNELS, "a route's channels are upxid channels");
 
@@ -293,6 +295,7 @@ void fwd_share_pump(struct fwd_session *ch);
 void fwd_share_call_done(struct fwd_call *c, bool answered);
 void fwd_share_forget(struct fwd_call *c);
 void fwd_share_set_grant(struct fwd_session *ch);
+bool fwd_share_orphan(struct fwd_call *c);
 struct fwd_call *fwd_share_call_by_xid(struct fwd_session *ch, uint32_t wire_xid);
 struct fwd_session *fwd_share_reply_owner(struct fwd_call *c);
 void fwd_share_requeue(struct fwd_call *c);

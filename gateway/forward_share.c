@@ -26,10 +26,12 @@
  * with the queue pair) and sent under the same wire XID, so that the
  * server's duplicate request cache, which keys on address, port and XID,
  * answers a call it had executed. Only when that fails for
- * SHARE_RECONNECT_DEADLINE_US, or the channel is reset for a call the
- * server left unanswered for call_timeout, does it close its clients, as a
- * lost connection does with upstream_connections 0; the next client that
- * hashes to it opens a new one.
+ * SHARE_RECONNECT_DEADLINE_US does it close its clients, as a lost
+ * connection does with upstream_connections 0; the next client that
+ * hashes to it opens a new one. A call the server leaves unanswered for
+ * call_timeout is given up alone (fwd_share_orphan()); only when orphans
+ * would hold the channel's last credit is the channel reset, which closes
+ * its clients.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -370,9 +372,64 @@ void fwd_share_pump(struct fwd_session *ch)
 	}
 }
 
+/*
+ * The credits the clients' calls may use: the server's grant (at most what
+ * we asked for), less those held by orphaned calls, which the server counts
+ * as outstanding until it answers them (RFC 8166, section 3.3.1) - and a
+ * late answer is dropped unread, so they are held until the connection goes.
+ */
+static uint32_t share_usable_credits(const struct fwd_session *ch)
+{
+	uint32_t g = ch->granted < ch->window ? ch->granted : ch->window;
+
+	return g > ch->orphans ? g - ch->orphans : 0;
+}
+
 void fwd_share_set_grant(struct fwd_session *ch)
 {
-	fairq_set_grant(&ch->fq, ch->granted < ch->window ? ch->granted : ch->window);
+	fairq_set_grant(&ch->fq, share_usable_credits(ch));
+}
+
+/*
+ * Call @c, on the wire, has had no reply for call_timeout: it is given up
+ * alone instead of resetting the channel, which would close every client
+ * on it for one lost call.
+ *
+ *  - Its map entry is marked answered: the client's retransmission goes
+ *    out again under the same wire XID (the server's duplicate request
+ *    cache knows it), and a late reply before that finds no call in flight
+ *    and is dropped as stray.
+ *  - Its windows are invalidated before its buffers go back to the pool:
+ *    a late RDMA Write of the server's then fails (and takes the
+ *    connection down, which is made again) instead of landing in memory
+ *    another call - maybe another client's - has by then.
+ *  - Its credit stays held (the grant is lowered by one) until the
+ *    connection is made again: the server still counts the call.
+ *
+ * False when the channel cannot spare the credit (every usable one would
+ * be held by orphans) or the call's Send has not even completed: the
+ * caller resets the channel, as before.
+ */
+bool fwd_share_orphan(struct fwd_call *c)
+{
+	struct fwd_session *s = c->s;
+	struct fwd_session *ch = s->ch;
+	struct fwd_share *sh = ch->share;
+
+	if (c->state != FC_SENT || c->send_pending || c->upx == UPXID_NONE ||
+	    share_usable_credits(ch) <= 1)
+		return false;
+	fwd_share_call_done(c, true); /* the entry answered: a retransmission is sent again */
+	sh->by_entry[c->upx] = NULL;
+	c->upx = UPXID_NONE; /* keep the answered entry: fwd_call_put() would cancel it */
+	c->owner = 0;
+	ch->orphans++;
+	sh->orphaned[ch->chan_idx]++;
+	fwd_share_set_grant(ch);
+	c->state = FC_DONE;
+	fwd_call_unexpose(s, c); /* fwd_call_put() waits for the fence */
+	fwd_call_put(c);
+	return true;
 }
 
 /*
@@ -660,6 +717,7 @@ bool fwd_share_channel_lost(struct fwd_session *ch, enum rconn_close_reason reas
 	}
 	ch->state = FS_CONNECTING;
 	ch->granted = 1; /* the new connection's grant comes with its first reply */
+	ch->orphans = 0; /* the old connection's server counted them, not the new one's */
 	fwd_share_set_grant(ch);
 	share_unsend_all(ch);
 	uint64_t delay = SHARE_RECONNECT_FIRST_US
@@ -781,6 +839,7 @@ bool gw_forward_route_stats(const struct gw_route_rt *route, struct gw_stats_sha
 		o->reconnects = sh->reconnects[i];
 		o->reconnect_failures = sh->reconnect_failures[i];
 		o->calls_resent = sh->resent[i];
+		o->calls_orphaned = sh->orphaned[i];
 		o->state = !ch ? "closed" : ch->reconnecting ? "reconnecting" : states[ch->state];
 		if (!ch)
 			continue;

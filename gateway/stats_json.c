@@ -224,6 +224,7 @@ static json_t *json_shared(const struct gw_stats_shared *sh)
 		cok &= put(co, "reconnects", ju64(c->reconnects));
 		cok &= put(co, "reconnect_failures", ju64(c->reconnect_failures));
 		cok &= put(co, "calls_resent", ju64(c->calls_resent));
+		cok &= put(co, "calls_orphaned", ju64(c->calls_orphaned));
 		ok &= append(chans, finish(co, cok));
 	}
 	ok &= put(map, "entries", json_integer(sh->xid_entries));

@@ -91,6 +91,7 @@ enum prom_family {
 	FAM_SHARED_RECONNECTS,
 	FAM_SHARED_RECONNECT_FAILURES,
 	FAM_SHARED_RESENT,
+	FAM_SHARED_ORPHANED,
 	FAM_XID_MAP_ENTRIES,
 	FAM_XID_MAP_EVENTS,
 	FAM_NLM_HELD,
@@ -202,6 +203,10 @@ static const struct prom_family_desc {
 	[FAM_SHARED_RESENT] = { "shared_channel_calls_resent_total", "counter", ON_ROUTE,
 				"Calls in flight on a lost shared upstream connection sent again "
 				"on the new one, under their wire XIDs." },
+	[FAM_SHARED_ORPHANED] = { "shared_channel_calls_orphaned_total", "counter", ON_ROUTE,
+				  "Calls the server left unanswered for call_timeout on a shared "
+				  "upstream connection, given up alone: their windows invalidated, "
+				  "the connection kept." },
 	[FAM_XID_MAP_ENTRIES] = { "shared_xid_map_entries", "gauge", ON_ROUTE,
 				  "Entries of the shared connections' XID map, by state: "
 				  "in_flight, answered (kept for retransmissions), size." },
@@ -506,6 +511,8 @@ static void prom_shared(struct prom *p, const struct gw_stats_shared *sh)
 			c->reconnect_failures);
 		put_u64(p, SCOPE_ROUTE, FAM_SHARED_RESENT, "", p->route_labels, chan,
 			c->calls_resent);
+		put_u64(p, SCOPE_ROUTE, FAM_SHARED_ORPHANED, "", p->route_labels, chan,
+			c->calls_orphaned);
 	}
 	put_u64(p, SCOPE_ROUTE, FAM_XID_MAP_ENTRIES, "", p->route_labels, "state=\"in_flight\"",
 		sh->xid_in_flight);

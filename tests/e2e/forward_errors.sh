@@ -37,6 +37,9 @@
 #    and the session keeps working;
 #  - a call never answered, on a route with call_timeout_s 3: the gateway closes the
 #    client's connection after the timeout (counted call_timeout), well within 2x.
+#    On a shared upstream connection (upstream_connections 1, at the end) the call is
+#    given up alone: another client on the same connection keeps being served and
+#    neither connection closes (calls_orphaned 1, the channel still ready).
 # A client that stops reading (a third route with 4 credits and a queue of 8): the
 # gateway stops sending its calls, then stops reading them, and loses none.
 # Then the NFS server goes away (its threads stop, its RDMA connections drop) and
@@ -62,7 +65,10 @@ cat >"$E2E_WORK/gw.json" <<JSON
               { "name": "badv2", "mode": "forward", "max_rpcrdma_version": 2,
                 "listen": "tcp://192.0.2.2:2053", "upstream": "rdma://192.0.2.1:20050" },
               { "name": "v2nopd", "mode": "forward", "max_rpcrdma_version": 2,
-                "listen": "tcp://192.0.2.2:2054", "upstream": "rdma://192.0.2.1:20051" } ],
+                "listen": "tcp://192.0.2.2:2054", "upstream": "rdma://192.0.2.1:20051" },
+              { "name": "orphan", "mode": "forward", "upstream_connections": 1,
+                "call_timeout_s": 3,
+                "listen": "tcp://192.0.2.2:2055", "upstream": "rdma://192.0.2.1:20060" } ],
   "stats": { "listen": "127.0.0.1:9464" } }
 JSON
 gw_start forward "$E2E_WORK/gw.json" || e2e_finish
@@ -543,5 +549,74 @@ dd if="$src" of=$m/after bs=1M oflag=direct status=none
 check "and writes again" cmp -s "$src" /export/after
 umount $m
 gw_check_quiet
+
+# A call never answered on a shared channel (route "orphan", upstream_connections 1,
+# call_timeout_s 3, a bad server of its own: its channel stays open, so it runs after
+# the check above). Client B is answered first (the grant becomes 2: the orphan's
+# credit stays held, one is left); client A's call is swallowed. After A's timeout, B
+# is still served on the same channel and neither connection is closed: the call is
+# given up alone, counted, and the channel is not reset.
+"$GW_BUILD/tests/rdma_badserver" 192.0.2.1 20060 >"$E2E_WORK/badserver2.out" 2>&1 &
+badsrv2=$!
+for _ in $(seq 1 50); do grep -q listening "$E2E_WORK/badserver2.out" && break; sleep 0.2; done
+/usr/bin/python3 - <<'PY' && ok "a call never answered on a shared channel is given up alone" || fail "a call never answered on a shared channel"
+import os, socket, sys, time
+sys.path.insert(0, os.environ["GW_SRC"] + "/tests/e2e/lib")
+from rpc_tcp import *
+
+def conn():
+    return socket.create_connection(("192.0.2.2", 2055), timeout=5)
+
+def null(xid):
+    return record(call(xid, 100003, 3, 0))
+
+def still_open(s):
+    s.settimeout(0.2)
+    try:
+        return s.recv(1) is None
+    except socket.timeout:
+        return True
+    except OSError:
+        return False
+
+fails = []
+b = conn()
+b.sendall(null(0x4001))
+if reply_status(read_record(b))[0] != 0x4001:
+    fails.append("B's first call not answered")
+a = conn()
+a.sendall(record(call(0x3901, 0x20003900, 1, 0)))  # PROG_SWALLOW: never answered
+t0, xid, served = time.monotonic(), 0x4002, 0
+while time.monotonic() - t0 < 8:  # past A's timeout (3 s, swept once a second)
+    try:
+        b.settimeout(5)
+        b.sendall(null(xid))
+        if reply_status(read_record(b))[0] == xid:
+            served += 1
+    except Exception as e:
+        fails.append("B's call %#x after %.1f s: %r" % (xid, time.monotonic() - t0, e))
+        break
+    xid += 1
+    time.sleep(0.5)
+if served < 10:
+    fails.append("B served %d calls in 8 s" % served)
+if not still_open(b):
+    fails.append("B's connection closed")
+if not still_open(a):
+    fails.append("A's connection closed (the channel was reset)")
+print("  B: %d calls answered across A's call timeout; failures: %r" % (served, fails))
+sys.exit(1 if fails else 0)
+PY
+oev() { gw_jq "[r for r in s['routes'] if r['name']=='orphan'][0]['$1']"; }
+check "stats: one call orphaned on the shared channel ($(oev "shared_upstream']['channels'][0]['calls_orphaned"))" \
+    test "$(oev "shared_upstream']['channels'][0]['calls_orphaned")" -eq 1
+check "stats: one call timeout on orphan ($(oev "totals']['events']['call_timeout"))" \
+    test "$(oev "totals']['events']['call_timeout")" -eq 1
+check "stats: the channel was not reset ($(oev "shared_upstream']['channels'][0]['state"))" \
+    test "$(oev "shared_upstream']['channels'][0]['state")" = ready
+check "metrics: rpcrdma_gw_shared_channel_calls_orphaned_total is 1" \
+    grep -qE '^rpcrdma_gw_shared_channel_calls_orphaned_total\{.*route="orphan".*\} 1$' \
+    <(gw_metrics)
 gw_stop
+kill -TERM "$badsrv2" 2>/dev/null; wait "$badsrv2" 2>/dev/null
 e2e_finish

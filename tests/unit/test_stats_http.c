@@ -168,9 +168,11 @@ static void fake_engine_init(struct fake_engine *e)
 							   .calls_queued = 7,
 							   .clients = 4,
 							   .stalls = 11 };
-	a->shared.channels[1] = (struct gw_stats_channel){
-		.state = "closed", .reconnects = 2, .reconnect_failures = 1, .calls_resent = 9
-	};
+	a->shared.channels[1] = (struct gw_stats_channel){ .state = "closed",
+							   .reconnects = 2,
+							   .reconnect_failures = 1,
+							   .calls_resent = 9,
+							   .calls_orphaned = 6 };
 	a->r.shared = &a->shared;
 	/* Its calls waited in the fair queue 50 us and 3 ms; session 11's was the 3 ms one. */
 	gw_hist_add(&a->totals.queue_us, 50);
@@ -779,6 +781,7 @@ static void test_stats_json_shared(void **state)
 	assert_int_equal(jint(root, "routes.0.shared_upstream.channels.1.reconnect_failures"), 1);
 	assert_int_equal(jint(root, "routes.0.shared_upstream.channels.1.calls_resent"), 9);
 	assert_int_equal(jint(root, "routes.0.shared_upstream.channels.0.calls_resent"), 0);
+	assert_int_equal(jint(root, "routes.0.shared_upstream.channels.1.calls_orphaned"), 6);
 	assert_int_equal(jint(root, "routes.0.shared_upstream.xid_map.entries"), 61440);
 	assert_int_equal(jint(root, "routes.0.shared_upstream.xid_map.in_flight"), 3);
 	assert_int_equal(jint(root, "routes.0.shared_upstream.xid_map.answered"), 250);
@@ -1303,6 +1306,9 @@ static void test_metrics_shared(void **state)
 	check_family(fams, "rpcrdma_gw_shared_channel_reconnects", "counter");
 	check_family(fams, "rpcrdma_gw_shared_channel_reconnect_failures", "counter");
 	check_family(fams, "rpcrdma_gw_shared_channel_calls_resent", "counter");
+	check_family(fams, "rpcrdma_gw_shared_channel_calls_orphaned", "counter");
+	assert_true(sample(fams, "rpcrdma_gw_shared_channel_calls_orphaned_total", R, "nfs-fwd",
+			   "channel", "1", NULL) == 6);
 	assert_true(sample(fams, "rpcrdma_gw_shared_channel_reconnects_total", R, "nfs-fwd",
 			   "channel", "1", NULL) == 2);
 	assert_true(sample(fams, "rpcrdma_gw_shared_channel_reconnect_failures_total", R, "nfs-fwd",

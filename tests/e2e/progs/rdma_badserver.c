@@ -48,7 +48,9 @@
  *           0x3830..0x384f (the gateway must stay within the credits it
  *           asked for, and use them all)
  *   0x39xx  swallowed: never answered (the gateway's call timeout must end
- *           the session: this connection is closed by the gateway)
+ *           the session: this connection is closed by the gateway); so is
+ *           any call to program PROG_SWALLOW, whatever its XID (a route
+ *           with upstream_connections > 0 sends calls under XIDs of its own)
  *   0x3a01  a READ: RDMA Write With Immediate of the chunk's length into its
  *           Write chunk, then a normal reply (the gateway must close the
  *           connection at the Write With Immediate and deliver nothing)
@@ -106,6 +108,7 @@
 
 enum {
 	GRANT = 2,
+	PROG_SWALLOW = 0x20003900,
 	HOLD_MS = 200,
 	HELD_MAX = 64,
 	BIG_REPLY = 12288,
@@ -798,7 +801,9 @@ static void on_recv(struct rconn *c, void *owner, struct gw_buf *buf, uint32_t l
 		gw_buf_put(buf);
 		return;
 	}
-	switch (xid & ~0xffu) {
+	/* Behind a shared route the XID is the gateway's: there the program says it. */
+	bool by_prog = ci.rpc + 16 <= len && xdr_get32(b + ci.rpc + 12) == PROG_SWALLOW;
+	switch (by_prog ? 0x3900 : xid & ~0xffu) {
 	case 0x3600:
 		answer_pattern(p, &ci);
 		break;
