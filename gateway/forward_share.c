@@ -605,8 +605,38 @@ void fwd_share_bcalls_expire(struct fwd_session *s, uint64_t now, uint64_t limit
  * back to the head of the client's queue holding only its record, its
  * credit free, its wire XID kept, to be marshalled again.
  */
+/*
+ * A closing client's call @c whose map entry a reconnected client took over
+ * (its retransmission, same address, port and XID, was absorbed): the entry
+ * is that client's now.
+ */
+static bool share_taken_over(const struct fwd_call *c)
+{
+	const struct fwd_share *sh = c->s->ch->share;
+
+	return c->upx != UPXID_NONE && sh->by_entry[c->upx] == c &&
+	       upxid_get(&sh->map, c->upx)->owner != c->s->base.id;
+}
+
 static void share_unsend(struct fwd_session *ch, struct fwd_session *s, struct fwd_call *c)
 {
+	if (s->fq_detached && share_taken_over(c)) {
+		/*
+		 * Nobody is left to send it again, but the client that took it
+		 * over will retransmit: its entry is kept, answered, so that
+		 * retransmission goes out again under the same wire XID (the
+		 * server's duplicate request cache) instead of being mapped as a
+		 * new call, or absorbed by an entry that nothing ends. The
+		 * windows went with the lost connection's queue pair.
+		 */
+		fwd_share_call_done(c, true);
+		ch->share->by_entry[c->upx] = NULL;
+		c->upx = UPXID_NONE; /* fwd_call_put() would cancel the entry */
+		c->owner = 0;
+		c->state = FC_DONE;
+		fwd_call_put(c);
+		return;
+	}
 	if (s->fq_detached) {
 		fwd_call_abandon(c);
 		return;
