@@ -93,6 +93,13 @@ enum rsm_verdict rsm_map(struct rev_share_map *m, struct fairq *fq, const struct
 	*superseded = NULL;
 	if (v == UPXID_FULL)
 		return RSM_FULL;
+	/*
+	 * Either way the call carries the entry's wire XID: one on the wire
+	 * already is sent again from this message when its connection is lost
+	 * (rsm_requeue()), and under the client's own XID it would be in no
+	 * entry (its reply stray, or another client's call's).
+	 */
+	xdr_put32(c->msg->base + c->msg_off, upxid_get(&m->map, idx)->wire_xid);
 	if (v == UPXID_IN_FLIGHT && rsm_take_over(m, fq, idx, c, superseded)) {
 		c->state =
 			RC_SENT; /* the call is on the wire already: its reply answers this one */
@@ -102,8 +109,6 @@ enum rsm_verdict rsm_map(struct rev_share_map *m, struct fairq *fq, const struct
 	m->charged[idx] = CHARGE_NONE;
 	c->up_idx = idx;
 	c->up_mapped = true;
-	/* The call leaves under the wire XID; the reply gets the client's back. */
-	xdr_put32(c->msg->base + c->msg_off, upxid_get(&m->map, idx)->wire_xid);
 	c->state = RC_WAITING;
 	fairq_enqueue(fq, &c->s->fq_client, &c->fqi, now_us);
 	return RSM_QUEUED;

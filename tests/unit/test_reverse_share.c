@@ -371,6 +371,72 @@ static void test_ledger_requeue_after_loss(void **state)
 	rsm_destroy(&m);
 }
 
+/* A call of a newer connection of @f's client (same address and port), taking over @xid. */
+static enum rsm_verdict call_again(struct rev_share_map *m, struct fairq *fq, struct fake_client *f,
+				   uint32_t i, uint32_t xid, struct rev_call **superseded)
+{
+	struct rev_call *c = &f->s->calls[i];
+	struct upxid_key k;
+
+	c->xid = xid;
+	xdr_put32(c->msg->base, xid);
+	rev_share_key(f->s, xid, &k);
+	return rsm_map(m, fq, &k, 0, c, 1000, superseded);
+}
+
+/*
+ * A retransmission that takes over a call on the wire (from a newer
+ * connection of its client, the old one still there or gone) carries the
+ * entry's wire XID: when the connection is lost it goes again under that
+ * XID, never the client's own, and its reply finds it.
+ */
+static void test_ledger_takeover_resent_under_wire_xid(void **state)
+{
+	(void)state;
+	struct rev_share_map m;
+	struct fairq fq;
+	struct fake_client a, a2, b, b2;
+	struct rev_call *old;
+	bool stray;
+
+	ledger_init(&m, &fq, 16);
+	fake_client_init(&a, "192.0.2.2", 1000, 1, 4);
+	fake_client_init(&a2, "192.0.2.2", 1000, 7, 4);
+	fake_client_init(&b, "192.0.2.3", 1000, 2, 4);
+	fake_client_init(&b2, "192.0.2.3", 1000, 8, 4);
+	assert_int_equal(call(&m, &fq, &a, 0, 0x55, 0), RSM_QUEUED);
+	assert_int_equal(call(&m, &fq, &b, 0, 0x66, 0), RSM_QUEUED);
+	assert_int_equal(pump(&m, &fq), 2);
+	uint32_t wa = wire_xid(&a.s->calls[0]), wb = wire_xid(&b.s->calls[0]);
+	assert_int_not_equal(wa, 0x55);
+	assert_int_not_equal(wb, 0x66);
+	rsm_detach(&m, &fq, b.s); /* b's call on the wire is an orphan */
+
+	struct rev_call *ca = &a2.s->calls[0], *cb = &b2.s->calls[0];
+	assert_int_equal(call_again(&m, &fq, &a2, 0, 0x55, &old), RSM_ON_WIRE);
+	assert_ptr_equal(old, &a.s->calls[0]);
+	assert_int_equal(call_again(&m, &fq, &b2, 0, 0x66, &old), RSM_ON_WIRE);
+	assert_null(old);
+	assert_int_equal(wire_xid(ca), wa);
+	assert_int_equal(wire_xid(cb), wb);
+
+	unsent = 0;
+	rsm_requeue(&m, &fq, 0, 4000, count_unsend);
+	assert_int_equal(unsent, 2);
+	assert_int_equal(pump(&m, &fq), 2);
+	assert_int_equal(wire_xid(ca), wa);
+	assert_int_equal(wire_xid(cb), wb);
+	assert_ptr_equal(rsm_reply(&m, &fq, 0, wa, 5000, &stray), ca);
+	assert_ptr_equal(rsm_reply(&m, &fq, 0, wb, 5000, &stray), cb);
+	assert_int_equal(fq.in_flight, 0);
+	assert_int_equal(m.map.st.in_flight, 0);
+	fake_client_free(&a);
+	fake_client_free(&a2);
+	fake_client_free(&b);
+	fake_client_free(&b2);
+	rsm_destroy(&m);
+}
+
 /* A retransmission of an answered call (same client, same XID) goes again under the same wire XID.
  */
 static void test_ledger_retransmission_same_wire_xid(void **state)
@@ -405,6 +471,7 @@ int main(void)
 		cmocka_unit_test(test_ledger_detach_releases_own_calls),
 		cmocka_unit_test(test_ledger_requeue_after_loss),
 		cmocka_unit_test(test_ledger_retransmission_same_wire_xid),
+		cmocka_unit_test(test_ledger_takeover_resent_under_wire_xid),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
