@@ -123,18 +123,29 @@ void rsm_sent(struct rev_share_map *m, struct rev_call *c)
 struct rev_call *rsm_reply(struct rev_share_map *m, struct fairq *fq, uint16_t chan,
 			   uint32_t wire_xid, uint64_t now_us, bool *stray)
 {
-	uint32_t idx = upxid_reply(&m->map, chan, wire_xid, now_us);
+	uint32_t idx = upxid_lookup_reply(&m->map, chan, wire_xid);
 
 	*stray = idx == UPXID_NONE;
 	if (*stray)
 		return NULL;
 	struct rev_call *c = m->by_entry[idx];
+	/*
+	 * A call waiting to go again (its connection was lost) has no reply
+	 * yet: this one is stale or forged. Answering the entry would send
+	 * the call under an answered entry, its real reply dropped as stray.
+	 */
+	if (c && c->state != RC_SENT) {
+		m->map.st.stray++;
+		*stray = true;
+		return NULL;
+	}
+	upxid_reply(&m->map, chan, wire_xid, now_us);
 	enum charge charged = m->charged[idx];
 	m->by_entry[idx] = NULL;
 	m->charged[idx] = CHARGE_NONE;
 	if (charged != CHARGE_NONE)
 		fairq_complete(fq, charged == CHARGE_LIVE && c ? &c->s->fq_client : NULL);
-	if (!c || c->state != RC_SENT)
+	if (!c)
 		return NULL; /* its client went away: the entry stays answered for a retransmission
 			      */
 	c->up_mapped = false;

@@ -371,6 +371,43 @@ static void test_ledger_requeue_after_loss(void **state)
 	rsm_destroy(&m);
 }
 
+/*
+ * A reply under the wire XID of a call waiting to go again (its connection
+ * was lost) is stray: the call keeps its entry, goes again, and its real
+ * reply reaches it.
+ */
+static void test_ledger_reply_to_waiting_call_is_stray(void **state)
+{
+	(void)state;
+	struct rev_share_map m;
+	struct fairq fq;
+	struct fake_client a;
+	bool stray;
+
+	ledger_init(&m, &fq, 16);
+	fake_client_init(&a, "192.0.2.2", 1000, 1, 4);
+	struct rev_call *c = &a.s->calls[0];
+	assert_int_equal(call(&m, &fq, &a, 0, 0x31, 0), RSM_QUEUED);
+	assert_int_equal(pump(&m, &fq), 1);
+	uint32_t w = wire_xid(c);
+	rsm_requeue(&m, &fq, 0, 4000, count_unsend);
+	assert_int_equal(c->state, RC_WAITING);
+
+	uint64_t strays = m.map.st.stray;
+	assert_null(rsm_reply(&m, &fq, 0, w, 4500, &stray));
+	assert_true(stray);
+	assert_int_equal(m.map.st.stray, strays + 1);
+	assert_int_equal(m.map.st.in_flight, 1);
+	assert_int_equal(pump(&m, &fq), 1);
+	assert_int_equal(wire_xid(c), w);
+	assert_ptr_equal(rsm_reply(&m, &fq, 0, w, 5000, &stray), c);
+	assert_false(stray);
+	assert_int_equal(fq.in_flight, 0);
+	assert_int_equal(m.map.st.in_flight, 0);
+	fake_client_free(&a);
+	rsm_destroy(&m);
+}
+
 /* A call of a newer connection of @f's client (same address and port), taking over @xid. */
 static enum rsm_verdict call_again(struct rev_share_map *m, struct fairq *fq, struct fake_client *f,
 				   uint32_t i, uint32_t xid, struct rev_call **superseded)
@@ -472,6 +509,7 @@ int main(void)
 		cmocka_unit_test(test_ledger_requeue_after_loss),
 		cmocka_unit_test(test_ledger_retransmission_same_wire_xid),
 		cmocka_unit_test(test_ledger_takeover_resent_under_wire_xid),
+		cmocka_unit_test(test_ledger_reply_to_waiting_call_is_stray),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
