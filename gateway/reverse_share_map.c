@@ -185,7 +185,8 @@ void rsm_detach(struct rev_share_map *m, struct fairq *fq, struct rev_session *s
 void rsm_requeue(struct rev_share_map *m, struct fairq *fq, uint16_t chan, uint64_t now_us,
 		 void (*unsend)(struct rev_call *c))
 {
-	for (uint32_t i = 0; i < m->map.max; i++) {
+	/* Entries past made were never used: reading them would only fault their pages in. */
+	for (uint32_t i = 0; i < m->map.made; i++) {
 		const struct upxid_entry *e = &m->map.e[i];
 		if (e->state != UPXID_INFLIGHT || e->chan != chan)
 			continue;
