@@ -31,7 +31,8 @@ int rsm_init(struct rev_share_map *m, const struct upxid_params *p)
 	memset(m, 0, sizeof(*m));
 	m->by_entry = calloc(p->max_entries, sizeof(struct rev_call *));
 	m->charged = calloc(p->max_entries, sizeof(uint8_t));
-	if (!m->by_entry || !m->charged) {
+	m->sent_us = calloc(p->max_entries, sizeof(uint64_t));
+	if (!m->by_entry || !m->charged || !m->sent_us) {
 		rsm_destroy(m);
 		return -ENOMEM;
 	}
@@ -39,6 +40,7 @@ int rsm_init(struct rev_share_map *m, const struct upxid_params *p)
 	if (rc != 0) {
 		free(m->by_entry);
 		free(m->charged);
+		free(m->sent_us);
 		memset(m, 0, sizeof(*m));
 	}
 	return rc;
@@ -50,6 +52,7 @@ void rsm_destroy(struct rev_share_map *m)
 		upxid_destroy(&m->map);
 	free(m->by_entry);
 	free(m->charged);
+	free(m->sent_us);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -114,10 +117,11 @@ enum rsm_verdict rsm_map(struct rev_share_map *m, struct fairq *fq, const struct
 	return RSM_QUEUED;
 }
 
-void rsm_sent(struct rev_share_map *m, struct rev_call *c)
+void rsm_sent(struct rev_share_map *m, struct rev_call *c, uint64_t now_us)
 {
 	c->state = RC_SENT;
 	m->charged[c->up_idx] = CHARGE_LIVE;
+	m->sent_us[c->up_idx] = now_us;
 }
 
 struct rev_call *rsm_reply(struct rev_share_map *m, struct fairq *fq, uint16_t chan,
@@ -180,6 +184,22 @@ void rsm_detach(struct rev_share_map *m, struct fairq *fq, struct rev_session *s
 		}
 		c->up_mapped = false;
 	}
+}
+
+bool rsm_oldest_orphan(const struct rev_share_map *m, uint16_t chan, uint64_t *sent_us)
+{
+	bool found = false;
+
+	/* A walk over the entries made: the caller sweeps only a connection with orphans. */
+	for (uint32_t i = 0; i < m->map.made; i++) {
+		const struct upxid_entry *e = &m->map.e[i];
+		if (e->state != UPXID_INFLIGHT || e->chan != chan || m->charged[i] != CHARGE_ORPHAN)
+			continue;
+		if (!found || m->sent_us[i] < *sent_us)
+			*sent_us = m->sent_us[i];
+		found = true;
+	}
+	return found;
 }
 
 void rsm_requeue(struct rev_share_map *m, struct fairq *fq, uint16_t chan, uint64_t now_us,
