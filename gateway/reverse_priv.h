@@ -335,6 +335,7 @@ struct rev_share_map {
 	struct upxid map;
 	struct rev_call **by_entry; /* per entry: the call its reply goes to, or NULL */
 	uint8_t *charged;	    /* per entry: the credit it holds */
+	uint64_t *sent_us;	    /* per entry: when its call was last written (rsm_sent) */
 };
 
 enum rsm_verdict {
@@ -353,13 +354,20 @@ void rsm_destroy(struct rev_share_map *m);
 enum rsm_verdict rsm_map(struct rev_share_map *m, struct fairq *fq, const struct upxid_key *k,
 			 uint16_t chan, struct rev_call *c, uint64_t now_us,
 			 struct rev_call **superseded);
-/* A picked call was written to the connection: it holds a credit until its reply. */
-void rsm_sent(struct rev_share_map *m, struct rev_call *c);
+/* A picked call was written to the connection at @now_us: it holds a credit until its reply. */
+void rsm_sent(struct rev_share_map *m, struct rev_call *c, uint64_t now_us);
 /* A reply's call, or NULL: *@stray when no call is in flight under that XID on @chan. */
 struct rev_call *rsm_reply(struct rev_share_map *m, struct fairq *fq, uint16_t chan,
 			   uint32_t wire_xid, uint64_t now_us, bool *stray);
 /* Client @s goes: its queued calls dropped from the map, its calls on the wire orphaned. */
 void rsm_detach(struct rev_share_map *m, struct fairq *fq, struct rev_session *s);
+/*
+ * When the oldest orphan on @chan (a call on the wire whose client went)
+ * was sent, in *@sent_us; false when @chan has none. Only a reply or the
+ * connection's loss gives an orphan's credit back: the caller restarts a
+ * connection whose orphan is older than call_timeout.
+ */
+bool rsm_oldest_orphan(const struct rev_share_map *m, uint16_t chan, uint64_t *sent_us);
 /*
  * Connection @chan was lost: each live call on the wire is handed to
  * @unsend and queued again under its wire XID; orphans are forgotten.

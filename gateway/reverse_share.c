@@ -29,12 +29,12 @@
  * the channel that holds it; any other is refused with SYSTEM_ERR, as
  * forward mode does.
  *
- * A lost channel (or a call left unanswered for call_timeout) is
- * reconnected within connect_timeout, and the calls in flight on it go
- * again under their wire XIDs; calls of clients that went away are
- * forgotten. A channel that cannot be reached within connect_timeout
- * closes the clients on it; the next client to arrive tries it again. The
- * route opens all N connections when its first client arrives.
+ * A lost channel (or a call left unanswered for call_timeout, also one of
+ * a client that went away: chan_sweep()) is reconnected within
+ * connect_timeout, and the calls in flight on it go again under their wire
+ * XIDs; calls of clients that went away are forgotten. A channel that cannot be reached within
+ * connect_timeout closes the clients on it; the next client to arrive tries it again. The route
+ * opens all N connections when its first client arrives.
  */
 #include <sys/random.h>
 
@@ -105,14 +105,70 @@ static void chan_pool_wake(struct rdma_pool_waiter *w)
 	}
 }
 
+/*
+ * Orphans - calls on the wire of clients that went away - are on no
+ * client's list of calls sent, so no client's call timer covers them, and
+ * each holds one of the connection's credits: a server that never answers
+ * them would leave a few gone clients holding the connection's whole bound
+ * and every client on it waiting. The connection's timer (retry_timer; it
+ * waits for a reconnection only while the connection is down, and a down
+ * connection has no orphans) sweeps them: one older than call_timeout
+ * restarts the connection, as a live client's call does.
+ *
+ * Why a restart and not that orphan's credit freed alone: the credit
+ * stands for a call the server still holds on this connection. Freed, the
+ * gateway would send more than its bound to a server that has stopped
+ * answering on this connection (knfsd drops a request it cannot serve and
+ * waits for the client to reconnect and retransmit; an orphan has no client
+ * to do that); and its map entry could never be taken back. Only the
+ * connection's end makes the server forget the call, so only then is the
+ * credit free (rsm_requeue() hands it back); the live calls go again under
+ * their wire XIDs, as after any call_timeout.
+ */
+static void chan_sweep_arm(struct rev_chan *ch)
+{
+	uint64_t limit = (uint64_t)ch->sh->route->cfg->call_timeout_ms * 1000;
+	uint64_t sent, now = gw_now_us();
+
+	if (limit == 0 || ch->up != UP_READY || ch->fq.orphans == 0 ||
+	    evtimer_pending(ch->retry_timer, NULL) ||
+	    !rsm_oldest_orphan(&ch->sh->ledger, ch->idx, &sent))
+		return;
+	uint64_t due = sent + limit, wait = due > now ? due - now : 0;
+	struct timeval tv = { (time_t)(wait / 1000000), (suseconds_t)(wait % 1000000) };
+	evtimer_add(ch->retry_timer, &tv);
+}
+
+static void chan_sweep(struct rev_chan *ch)
+{
+	uint64_t limit = (uint64_t)ch->sh->route->cfg->call_timeout_ms * 1000;
+	uint64_t sent, now = gw_now_us();
+
+	if (limit != 0 && ch->fq.orphans != 0 &&
+	    rsm_oldest_orphan(&ch->sh->ledger, ch->idx, &sent) && now - sent >= limit) {
+		gw_warn("%s: shared upstream connection %u: no reply within %u ms to a call of a "
+			"client that went away: the connection starts over, its calls in flight "
+			"go again",
+			ch->sh->route->cfg->name, ch->idx, ch->sh->route->cfg->call_timeout_ms);
+		route_event(ch, GW_EV_CALL_TIMEOUT);
+		chan_restart(ch);
+		return;
+	}
+	chan_sweep_arm(ch); /* the next oldest, if any */
+}
+
 static void chan_retry(evutil_socket_t fd, short what, void *arg)
 {
 	struct rev_chan *ch = arg;
 
 	(void)fd;
 	(void)what;
-	if (ch->up == UP_NONE && !ch->sh->closing)
+	if (ch->sh->closing)
+		return;
+	if (ch->up == UP_NONE)
 		chan_connect(ch);
+	else if (ch->up == UP_READY)
+		chan_sweep(ch);
 }
 
 static void share_free(struct rev_share *sh)
@@ -259,6 +315,7 @@ void rev_share_detach(struct rev_session *s)
 	TAILQ_REMOVE(&ch->clients, s, ch_link);
 	ch->nclients--;
 	s->ch = NULL;
+	chan_sweep_arm(ch); /* its calls on the wire are orphans now */
 }
 
 struct tcp_conn *rev_share_tcp(const struct rev_chan *ch)
@@ -294,8 +351,8 @@ static void chan_pump(struct rev_chan *ch)
 			return;
 		}
 		GW_COUNT(&s->base, tcp_bytes_out, (uint64_t)c->msg_len + 4);
-		rsm_sent(&sh->ledger, c);
 		c->t_sent = gw_now_pass_us();
+		rsm_sent(&sh->ledger, c, c->t_sent);
 		rev_enqueue(&s->sentq, c);
 		rev_call_timer_arm(s);
 	}
@@ -567,6 +624,7 @@ static void chan_restart(struct rev_chan *ch)
 {
 	struct rev_session *s;
 
+	evtimer_del(ch->retry_timer); /* the orphan sweep's: the restart forgets them */
 	if (ch->tcp) {
 		tcp_conn_free(ch->tcp);
 		ch->tcp = NULL;

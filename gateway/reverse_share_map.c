@@ -31,7 +31,8 @@ int rsm_init(struct rev_share_map *m, const struct upxid_params *p)
 	memset(m, 0, sizeof(*m));
 	m->by_entry = calloc(p->max_entries, sizeof(struct rev_call *));
 	m->charged = calloc(p->max_entries, sizeof(uint8_t));
-	if (!m->by_entry || !m->charged) {
+	m->sent_us = calloc(p->max_entries, sizeof(uint64_t));
+	if (!m->by_entry || !m->charged || !m->sent_us) {
 		rsm_destroy(m);
 		return -ENOMEM;
 	}
@@ -39,6 +40,7 @@ int rsm_init(struct rev_share_map *m, const struct upxid_params *p)
 	if (rc != 0) {
 		free(m->by_entry);
 		free(m->charged);
+		free(m->sent_us);
 		memset(m, 0, sizeof(*m));
 	}
 	return rc;
@@ -50,6 +52,7 @@ void rsm_destroy(struct rev_share_map *m)
 		upxid_destroy(&m->map);
 	free(m->by_entry);
 	free(m->charged);
+	free(m->sent_us);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -93,6 +96,13 @@ enum rsm_verdict rsm_map(struct rev_share_map *m, struct fairq *fq, const struct
 	*superseded = NULL;
 	if (v == UPXID_FULL)
 		return RSM_FULL;
+	/*
+	 * Either way the call carries the entry's wire XID: one on the wire
+	 * already is sent again from this message when its connection is lost
+	 * (rsm_requeue()), and under the client's own XID it would be in no
+	 * entry (its reply stray, or another client's call's).
+	 */
+	xdr_put32(c->msg->base + c->msg_off, upxid_get(&m->map, idx)->wire_xid);
 	if (v == UPXID_IN_FLIGHT && rsm_take_over(m, fq, idx, c, superseded)) {
 		c->state =
 			RC_SENT; /* the call is on the wire already: its reply answers this one */
@@ -102,34 +112,44 @@ enum rsm_verdict rsm_map(struct rev_share_map *m, struct fairq *fq, const struct
 	m->charged[idx] = CHARGE_NONE;
 	c->up_idx = idx;
 	c->up_mapped = true;
-	/* The call leaves under the wire XID; the reply gets the client's back. */
-	xdr_put32(c->msg->base + c->msg_off, upxid_get(&m->map, idx)->wire_xid);
 	c->state = RC_WAITING;
 	fairq_enqueue(fq, &c->s->fq_client, &c->fqi, now_us);
 	return RSM_QUEUED;
 }
 
-void rsm_sent(struct rev_share_map *m, struct rev_call *c)
+void rsm_sent(struct rev_share_map *m, struct rev_call *c, uint64_t now_us)
 {
 	c->state = RC_SENT;
 	m->charged[c->up_idx] = CHARGE_LIVE;
+	m->sent_us[c->up_idx] = now_us;
 }
 
 struct rev_call *rsm_reply(struct rev_share_map *m, struct fairq *fq, uint16_t chan,
 			   uint32_t wire_xid, uint64_t now_us, bool *stray)
 {
-	uint32_t idx = upxid_reply(&m->map, chan, wire_xid, now_us);
+	uint32_t idx = upxid_lookup_reply(&m->map, chan, wire_xid);
 
 	*stray = idx == UPXID_NONE;
 	if (*stray)
 		return NULL;
 	struct rev_call *c = m->by_entry[idx];
+	/*
+	 * A call waiting to go again (its connection was lost) has no reply
+	 * yet: this one is stale or forged. Answering the entry would send
+	 * the call under an answered entry, its real reply dropped as stray.
+	 */
+	if (c && c->state != RC_SENT) {
+		m->map.st.stray++;
+		*stray = true;
+		return NULL;
+	}
+	upxid_reply(&m->map, chan, wire_xid, now_us);
 	enum charge charged = m->charged[idx];
 	m->by_entry[idx] = NULL;
 	m->charged[idx] = CHARGE_NONE;
 	if (charged != CHARGE_NONE)
 		fairq_complete(fq, charged == CHARGE_LIVE && c ? &c->s->fq_client : NULL);
-	if (!c || c->state != RC_SENT)
+	if (!c)
 		return NULL; /* its client went away: the entry stays answered for a retransmission
 			      */
 	c->up_mapped = false;
@@ -166,10 +186,27 @@ void rsm_detach(struct rev_share_map *m, struct fairq *fq, struct rev_session *s
 	}
 }
 
+bool rsm_oldest_orphan(const struct rev_share_map *m, uint16_t chan, uint64_t *sent_us)
+{
+	bool found = false;
+
+	/* A walk over the entries made: the caller sweeps only a connection with orphans. */
+	for (uint32_t i = 0; i < m->map.made; i++) {
+		const struct upxid_entry *e = &m->map.e[i];
+		if (e->state != UPXID_INFLIGHT || e->chan != chan || m->charged[i] != CHARGE_ORPHAN)
+			continue;
+		if (!found || m->sent_us[i] < *sent_us)
+			*sent_us = m->sent_us[i];
+		found = true;
+	}
+	return found;
+}
+
 void rsm_requeue(struct rev_share_map *m, struct fairq *fq, uint16_t chan, uint64_t now_us,
 		 void (*unsend)(struct rev_call *c))
 {
-	for (uint32_t i = 0; i < m->map.max; i++) {
+	/* Entries past made were never used: reading them would only fault their pages in. */
+	for (uint32_t i = 0; i < m->map.made; i++) {
 		const struct upxid_entry *e = &m->map.e[i];
 		if (e->state != UPXID_INFLIGHT || e->chan != chan)
 			continue;

@@ -181,6 +181,8 @@ static uint32_t wire_xid(const struct rev_call *c)
 	return xdr_get32(c->msg->base);
 }
 
+static uint64_t pump_now = 2000; /* when pump() "sends" */
+
 /* Pick and "send" what the queue gives: the calls written to the connection. */
 static unsigned pump(struct rev_share_map *m, struct fairq *fq)
 {
@@ -188,7 +190,8 @@ static unsigned pump(struct rev_share_map *m, struct fairq *fq)
 	unsigned n = 0;
 
 	while ((it = fairq_pick(fq, 2000)) != NULL) {
-		rsm_sent(m, (struct rev_call *)((char *)it - offsetof(struct rev_call, fqi)));
+		rsm_sent(m, (struct rev_call *)((char *)it - offsetof(struct rev_call, fqi)),
+			 pump_now);
 		n++;
 	}
 	return n;
@@ -371,6 +374,163 @@ static void test_ledger_requeue_after_loss(void **state)
 	rsm_destroy(&m);
 }
 
+/*
+ * A reply under the wire XID of a call waiting to go again (its connection
+ * was lost) is stray: the call keeps its entry, goes again, and its real
+ * reply reaches it.
+ */
+static void test_ledger_reply_to_waiting_call_is_stray(void **state)
+{
+	(void)state;
+	struct rev_share_map m;
+	struct fairq fq;
+	struct fake_client a;
+	bool stray;
+
+	ledger_init(&m, &fq, 16);
+	fake_client_init(&a, "192.0.2.2", 1000, 1, 4);
+	struct rev_call *c = &a.s->calls[0];
+	assert_int_equal(call(&m, &fq, &a, 0, 0x31, 0), RSM_QUEUED);
+	assert_int_equal(pump(&m, &fq), 1);
+	uint32_t w = wire_xid(c);
+	rsm_requeue(&m, &fq, 0, 4000, count_unsend);
+	assert_int_equal(c->state, RC_WAITING);
+
+	uint64_t strays = m.map.st.stray;
+	assert_null(rsm_reply(&m, &fq, 0, w, 4500, &stray));
+	assert_true(stray);
+	assert_int_equal(m.map.st.stray, strays + 1);
+	assert_int_equal(m.map.st.in_flight, 1);
+	assert_int_equal(pump(&m, &fq), 1);
+	assert_int_equal(wire_xid(c), w);
+	assert_ptr_equal(rsm_reply(&m, &fq, 0, w, 5000, &stray), c);
+	assert_false(stray);
+	assert_int_equal(fq.in_flight, 0);
+	assert_int_equal(m.map.st.in_flight, 0);
+	fake_client_free(&a);
+	rsm_destroy(&m);
+}
+
+/*
+ * The oldest orphan of a connection (a call on the wire whose client
+ * went), by when it was sent: what the connection's sweep restarts it on.
+ * Live calls, other connections' orphans and answered ones do not count.
+ */
+static void test_ledger_oldest_orphan(void **state)
+{
+	(void)state;
+	struct rev_share_map m;
+	struct fairq fq0, fq1;
+	struct fake_client a, b, c1;
+	uint64_t t = 0;
+	bool stray;
+
+	ledger_init(&m, &fq0, 16);
+	fairq_init(&fq1, 1, 16);
+	fake_client_init(&a, "192.0.2.2", 1000, 1, 4);
+	fake_client_init(&b, "192.0.2.3", 1000, 2, 4);
+	fake_client_init(&c1, "192.0.2.4", 1000, 3, 4);
+	assert_int_equal(call(&m, &fq0, &a, 0, 1, 0), RSM_QUEUED);
+	pump_now = 10000;
+	assert_int_equal(pump(&m, &fq0), 1);
+	assert_int_equal(call(&m, &fq0, &b, 0, 1, 0), RSM_QUEUED);
+	assert_int_equal(call(&m, &fq0, &b, 1, 2, 0), RSM_QUEUED);
+	pump_now = 20000;
+	assert_int_equal(pump(&m, &fq0), 2);
+	assert_int_equal(call(&m, &fq1, &c1, 0, 1, 1), RSM_QUEUED);
+	pump_now = 5000;
+	assert_int_equal(pump(&m, &fq1), 1);
+	assert_false(rsm_oldest_orphan(&m, 0, &t)); /* all live */
+
+	rsm_detach(&m, &fq0, b.s);
+	assert_true(rsm_oldest_orphan(&m, 0, &t));
+	assert_int_equal(t, 20000);
+	assert_false(rsm_oldest_orphan(&m, 1, &t)); /* c1's call is live */
+	rsm_detach(&m, &fq0, a.s);
+	assert_true(rsm_oldest_orphan(&m, 0, &t));
+	assert_int_equal(t, 10000);
+	/* a's reply comes: b's two are left, sent later. */
+	assert_null(rsm_reply(&m, &fq0, 0, wire_xid(&a.s->calls[0]), 30000, &stray));
+	assert_false(stray);
+	assert_true(rsm_oldest_orphan(&m, 0, &t));
+	assert_int_equal(t, 20000);
+	/* The connection is lost: its orphans are forgotten, their credits back. */
+	rsm_requeue(&m, &fq0, 0, 40000, count_unsend);
+	assert_false(rsm_oldest_orphan(&m, 0, &t));
+	assert_int_equal(fq0.in_flight, 0);
+	pump_now = 2000;
+	fake_client_free(&a);
+	fake_client_free(&b);
+	fake_client_free(&c1);
+	rsm_destroy(&m);
+}
+
+/* A call of a newer connection of @f's client (same address and port), taking over @xid. */
+static enum rsm_verdict call_again(struct rev_share_map *m, struct fairq *fq, struct fake_client *f,
+				   uint32_t i, uint32_t xid, struct rev_call **superseded)
+{
+	struct rev_call *c = &f->s->calls[i];
+	struct upxid_key k;
+
+	c->xid = xid;
+	xdr_put32(c->msg->base, xid);
+	rev_share_key(f->s, xid, &k);
+	return rsm_map(m, fq, &k, 0, c, 1000, superseded);
+}
+
+/*
+ * A retransmission that takes over a call on the wire (from a newer
+ * connection of its client, the old one still there or gone) carries the
+ * entry's wire XID: when the connection is lost it goes again under that
+ * XID, never the client's own, and its reply finds it.
+ */
+static void test_ledger_takeover_resent_under_wire_xid(void **state)
+{
+	(void)state;
+	struct rev_share_map m;
+	struct fairq fq;
+	struct fake_client a, a2, b, b2;
+	struct rev_call *old;
+	bool stray;
+
+	ledger_init(&m, &fq, 16);
+	fake_client_init(&a, "192.0.2.2", 1000, 1, 4);
+	fake_client_init(&a2, "192.0.2.2", 1000, 7, 4);
+	fake_client_init(&b, "192.0.2.3", 1000, 2, 4);
+	fake_client_init(&b2, "192.0.2.3", 1000, 8, 4);
+	assert_int_equal(call(&m, &fq, &a, 0, 0x55, 0), RSM_QUEUED);
+	assert_int_equal(call(&m, &fq, &b, 0, 0x66, 0), RSM_QUEUED);
+	assert_int_equal(pump(&m, &fq), 2);
+	uint32_t wa = wire_xid(&a.s->calls[0]), wb = wire_xid(&b.s->calls[0]);
+	assert_int_not_equal(wa, 0x55);
+	assert_int_not_equal(wb, 0x66);
+	rsm_detach(&m, &fq, b.s); /* b's call on the wire is an orphan */
+
+	struct rev_call *ca = &a2.s->calls[0], *cb = &b2.s->calls[0];
+	assert_int_equal(call_again(&m, &fq, &a2, 0, 0x55, &old), RSM_ON_WIRE);
+	assert_ptr_equal(old, &a.s->calls[0]);
+	assert_int_equal(call_again(&m, &fq, &b2, 0, 0x66, &old), RSM_ON_WIRE);
+	assert_null(old);
+	assert_int_equal(wire_xid(ca), wa);
+	assert_int_equal(wire_xid(cb), wb);
+
+	unsent = 0;
+	rsm_requeue(&m, &fq, 0, 4000, count_unsend);
+	assert_int_equal(unsent, 2);
+	assert_int_equal(pump(&m, &fq), 2);
+	assert_int_equal(wire_xid(ca), wa);
+	assert_int_equal(wire_xid(cb), wb);
+	assert_ptr_equal(rsm_reply(&m, &fq, 0, wa, 5000, &stray), ca);
+	assert_ptr_equal(rsm_reply(&m, &fq, 0, wb, 5000, &stray), cb);
+	assert_int_equal(fq.in_flight, 0);
+	assert_int_equal(m.map.st.in_flight, 0);
+	fake_client_free(&a);
+	fake_client_free(&a2);
+	fake_client_free(&b);
+	fake_client_free(&b2);
+	rsm_destroy(&m);
+}
+
 /* A retransmission of an answered call (same client, same XID) goes again under the same wire XID.
  */
 static void test_ledger_retransmission_same_wire_xid(void **state)
@@ -405,6 +565,9 @@ int main(void)
 		cmocka_unit_test(test_ledger_detach_releases_own_calls),
 		cmocka_unit_test(test_ledger_requeue_after_loss),
 		cmocka_unit_test(test_ledger_retransmission_same_wire_xid),
+		cmocka_unit_test(test_ledger_takeover_resent_under_wire_xid),
+		cmocka_unit_test(test_ledger_reply_to_waiting_call_is_stray),
+		cmocka_unit_test(test_ledger_oldest_orphan),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
