@@ -228,10 +228,21 @@ static void start_nlm_restart(struct gw_side *side, struct event_base *base)
 		.pmap_port = PMAP_PORT,
 	};
 
-	/* The directory of the state files; its absence is warned by nlm_restart. */
-	if (mkdir(NLM_RESTART_STATE_DIR, 0755) != 0 && errno != EEXIST)
-		gw_debug("%s: mkdir %s: %s", r->name, NLM_RESTART_STATE_DIR, strerror(errno));
-	snprintf(path, sizeof(path), "%s/%s.nsm-state", NLM_RESTART_STATE_DIR, r->name);
+	/*
+	 * systemd's StateDirectory= names the directory (and makes it writable
+	 * under ProtectSystem=strict); else the default. Its absence is warned
+	 * by nlm_restart, which then numbers the state from the clock.
+	 */
+	const char *dir = getenv("STATE_DIRECTORY");
+	size_t dl = dir && dir[0] == '/' ? strcspn(dir, ":") : 0; /* the first of a list */
+
+	if (!dl) {
+		dir = NLM_RESTART_STATE_DIR;
+		dl = strlen(dir);
+		if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+			gw_debug("%s: mkdir %s: %s", r->name, dir, strerror(errno));
+	}
+	snprintf(path, sizeof(path), "%.*s/%s.nsm-state", (int)dl, dir, r->name);
 	side->nlm_rs = nlm_restart_start(base, &c, (const struct sockaddr *)&r->upstream.addr,
 					 r->upstream.addrlen, err, sizeof(err));
 	if (!side->nlm_rs)
