@@ -233,7 +233,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 /* Connect toward the server's portmapper; the address the kernel picks is mon_name. */
 static bool open_socket(struct nlm_restart *nr)
 {
-	struct sockaddr_storage to = nr->server, local;
+	struct sockaddr_storage to = nr->server, local = { 0 };
 	socklen_t ll = sizeof(local);
 
 	if (to.ss_family == AF_INET6)
