@@ -202,6 +202,9 @@ struct gw_stats_nlm {
 	uint32_t notify_pending;
 	uint64_t sn_received, sn_repeated, sn_delivered, sn_not_delivered, sn_not_from_server;
 	uint64_t sn_clients_full;
+	/* The gateway's own restart told to the server's statd (gateway/nlm_restart.h). */
+	int32_t gr_state;
+	uint64_t gr_persisted, gr_sent, gr_delivered, gr_not_delivered;
 };
 
 struct gw_stats_route {

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -15,6 +16,7 @@
 #include "gateway/nlm_callback.h"
 #include "gateway/nlm_notify.h"
 #include "gateway/nlm_relay.h"
+#include "gateway/nlm_restart.h"
 #include "gateway/nlm_state.h"
 #include "gateway/portmap.h"
 #include "gateway/siderelay.h"
@@ -51,6 +53,7 @@ struct gw_side {
 	struct nlm_callback *nlm_cb; /* the server's GRANTED relayed to clients */
 	struct nlm_async *nlm_async; /* the clients' _MSG calls and their results */
 	struct nlm_notify *nlm_nt;   /* the server's SM_NOTIFY relayed to clients */
+	struct nlm_restart *nlm_rs;  /* the gateway's restart told to the server */
 	char hostname[256];
 	uint8_t out[8192];
 };
@@ -209,6 +212,44 @@ static bool start_nlm(struct gw_side *side, struct event_base *base,
 }
 
 /*
+ * Tell the server's statd that this gateway (re)started, so that its lockd
+ * drops the locks of the previous instance's owners, which no client can
+ * name again. Not fatal: the relay works without it, only stale locks of a
+ * previous instance may stay (warned).
+ */
+static void start_nlm_restart(struct gw_side *side, struct event_base *base)
+{
+	const struct gw_route *r = side->route;
+	char path[512], err[512];
+	struct nlm_restart_config c = {
+		.route = r,
+		.counters = side->counters,
+		.state_path = path,
+		.pmap_port = PMAP_PORT,
+	};
+
+	/*
+	 * systemd's StateDirectory= names the directory (and makes it writable
+	 * under ProtectSystem=strict); else the default. Its absence is warned
+	 * by nlm_restart, which then numbers the state from the clock.
+	 */
+	const char *dir = getenv("STATE_DIRECTORY");
+	size_t dl = dir && dir[0] == '/' ? strcspn(dir, ":") : 0; /* the first of a list */
+
+	if (!dl) {
+		dir = NLM_RESTART_STATE_DIR;
+		dl = strlen(dir);
+		if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+			gw_debug("%s: mkdir %s: %s", r->name, dir, strerror(errno));
+	}
+	snprintf(path, sizeof(path), "%.*s/%s.nsm-state", (int)dl, dir, r->name);
+	side->nlm_rs = nlm_restart_start(base, &c, (const struct sockaddr *)&r->upstream.addr,
+					 r->upstream.addrlen, err, sizeof(err));
+	if (!side->nlm_rs)
+		gw_warn("%s; locks a previous instance held may stay on the server", err);
+}
+
+/*
  * The server's GRANTED callbacks: a service on the address the NLM relay
  * sends from, found by the server through a portmapper there on the same
  * port number as the route's (111).
@@ -251,6 +292,7 @@ static bool start_nlm_callback(struct gw_side *side, struct event_base *base, ch
 		return false;
 	/* Only now: the _MSG results come back through the callback service. */
 	nlm_relay_set_async(side->nlm_rw, side->nlm_async);
+	start_nlm_restart(side, base);
 	return true;
 }
 
@@ -301,6 +343,14 @@ bool gw_side_nlm_stats(const struct gw_side *side, struct gw_stats_nlm *out)
 		out->sn_not_delivered = ns->not_delivered;
 		out->sn_not_from_server = ns->not_from_server;
 		out->sn_clients_full = ns->clients_full;
+	}
+	if (side->nlm_rs) {
+		const struct nlm_restart_stats *rs = nlm_restart_stats(side->nlm_rs);
+		out->gr_state = rs->state;
+		out->gr_persisted = rs->persisted;
+		out->gr_sent = rs->sent;
+		out->gr_delivered = rs->delivered;
+		out->gr_not_delivered = rs->not_delivered;
 	}
 	return true;
 }
@@ -402,6 +452,7 @@ void gw_side_stop(struct gw_side *side)
 		nlm_relay_set_async(side->nlm_rw, NULL);
 	nlm_async_free(side->nlm_async);
 	nlm_notify_stop(side->nlm_nt);
+	nlm_restart_stop(side->nlm_rs);
 	sidesvc_stop(side->pmap);
 	sidesvc_stop(side->mount);
 	sidesvc_stop(side->nlm);

@@ -258,6 +258,20 @@ static json_t *json_server_reboots(const struct gw_stats_nlm *n)
 	return finish(o, ok);
 }
 
+/* The gateway's own restart told to the server (gateway/nlm_restart.h). */
+static json_t *json_gateway_restart(const struct gw_stats_nlm *n)
+{
+	json_t *o = json_object();
+	bool ok = true;
+
+	ok &= put(o, "nsm_state", json_integer(n->gr_state));
+	ok &= put(o, "state_persisted", json_boolean(n->gr_persisted != 0));
+	ok &= put(o, "sent", ju64(n->gr_sent));
+	ok &= put(o, "delivered", ju64(n->gr_delivered));
+	ok &= put(o, "not_delivered", ju64(n->gr_not_delivered));
+	return finish(o, ok);
+}
+
 /* A route's NLM relay: what it holds, what its bounds refused, the GRANTED callbacks. */
 static json_t *json_nlm(const struct gw_stats_nlm *n)
 {
@@ -292,6 +306,7 @@ static json_t *json_nlm(const struct gw_stats_nlm *n)
 	ok &= put(as, "timed_out", ju64(n->async_timed_out));
 	ok &= put(o, "async", as);
 	ok &= put(o, "server_reboots", json_server_reboots(n));
+	ok &= put(o, "gateway_restart", json_gateway_restart(n));
 	return finish(o, ok);
 }
 

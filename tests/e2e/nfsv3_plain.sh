@@ -37,6 +37,9 @@
 #    callback portmapper), and the gateway's SM_NOTIFY reaches c2's statd from the listen
 #    address; c2's lockd reclaims its lock through the relay: a process on the server is
 #    refused it again and the server's /proc/locks shows it.
+#  - a gateway restart (SIGKILL, started again) while c2 holds a lock: the new instance's
+#    SM_NOTIFY to the server's statd frees the old instance's locks on the server, so a
+#    process there gets the lock within seconds (/stats nlm.gateway_restart delivered 1).
 # Then a reverse route on the same address (Soft-RoCE on the gateway's side of the c2 link,
 # the server's NFS over TCP): the client mounts with vers=3,proto=rdma and no address or
 # port of the server; the
@@ -441,6 +444,61 @@ grep -E "nlm (relay|notify)" "$GW_LOG"
 ev() { gw_jq "s['routes'][0]['totals']['events']['$1']"; }
 check "bad input counted: garbage_args $(ev garbage_args), rpc_error_reply $(ev rpc_error_reply), malformed_record $(ev malformed_record)" \
     test "$(ev garbage_args)" -ge 2 -a "$(ev rpc_error_reply)" -ge 10 -a "$(ev malformed_record)" -ge 2
+
+echo "--- a gateway restart (crash): the server drops the locks the previous instance held"
+# c2 holds a lock through the gateway; the gateway is killed and started again. Its start
+# tells the server's statd (SM_NOTIFY, mon_name the upstream-side address, a new NSM state)
+# that it restarted, so the server's lockd frees the old instance's locks, whose owners no
+# client can name again: a process on the server gets the lock within seconds. Without it
+# the lock stays held on the server for ever (c2's later UNLOCK names an owner the new
+# instance does not know).
+cat >"$E2E_WORK/client-restart.sh" <<'CLIENT'
+set -u
+source "$GW_SRC/tests/e2e/lib/gw-e2e.sh"
+gw=10.9.0.1; m=/mnt/v3r; mkdir -p $m
+stop=$E2E_WORK/restart-holder.stop
+try_server() {
+    local id=$RANDOM$RANDOM
+    touch "$GW_OUT/lock-probe-$id.req"
+    for _ in $(seq 1 120); do
+        [[ -e $GW_OUT/lock-probe-$id.res ]] && return "$(cat "$GW_OUT/lock-probe-$id.res")"
+        sleep 0.5
+    done
+    echo "the server did not answer the lock probe"; return 3
+}
+if ! mount -t nfs -o vers=3 $gw:/export $m; then fail "restart: mount -o vers=3 $gw:/export"; e2e_finish; fi
+nlm_lock.py hold $m/lockf "$stop" >"$E2E_WORK/restart-holder.out" 2>&1 &
+holder=$!
+for _ in $(seq 1 90); do grep -q . "$E2E_WORK/restart-holder.out" && break; sleep 0.5; done
+check "restart: c2 takes the lock through the gateway" grep -q '^held' "$E2E_WORK/restart-holder.out"
+r=0; try_server || r=$?
+check "restart: before it, a process on the server is refused the lock (try: $r)" test $r -eq 1
+touch "$E2E_WORK/restart-gw.req"
+for _ in $(seq 1 120); do [[ -e $E2E_WORK/restart-gw.done ]] && break; sleep 0.5; done
+got=1 waited=0
+for waited in $(seq 1 10); do got=0; try_server || got=$?; ((got == 0)) && break; sleep 1; done
+check "restart: a process on the server gets the lock ${waited} s after the gateway's restart (try: $got)" \
+    test $got -eq 0
+touch "$stop"
+for _ in $(seq 1 60); do kill -0 "$holder" 2>/dev/null || break; sleep 0.5; done
+kill -9 "$holder" 2>/dev/null; wait "$holder" 2>/dev/null
+check "restart: umount" timeout -s KILL 30 umount $m
+e2e_finish
+CLIENT
+rm -f "$E2E_WORK/restart-gw.req" "$E2E_WORK/restart-gw.done"
+ip netns exec c2 bash "$E2E_WORK/client-restart.sh" &
+restart_client=$!
+for _ in $(seq 1 120); do [[ -e $E2E_WORK/restart-gw.req ]] && break; sleep 0.5; done
+kill -KILL "$GW_PID"; wait "$GW_PID" 2>/dev/null
+gw_start forward-restart "$E2E_WORK/gw.json"
+touch "$E2E_WORK/restart-gw.done"
+check "the restart scenario in namespace c2" wait $restart_client
+grep -E "nlm restart" "$GW_LOG"
+gr() { gw_jq "s['routes'][0]['nlm']['gateway_restart']['$1']"; }
+check "/stats nlm.gateway_restart: delivered $(gr delivered), state persisted $(gr state_persisted), NSM state $(gr nsm_state)" \
+    test "$(gr delivered)" = 1 -a "$(gr state_persisted)" = True
+check "the restarted gateway told the server's statd (logged)" \
+    grep -q "the server's statd was told this gateway restarted" "$GW_LOG"
 gw_stop
 
 echo "=== reverse mode: an RDMA client mounts GATEWAY:/export with vers=3,proto=rdma"

@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -109,6 +110,10 @@ static void test_forward_route_advertises_nfs_and_mount(void **state)
 	struct gw_side *side = gw_side_start(base, &r, &c, &failed, err, sizeof(err));
 	assert_non_null(side);
 	assert_int_equal(failed, 0);
+	/* The NSM state number for the server's SM_NOTIFY, in $STATE_DIRECTORY (main). */
+	char path[128];
+	snprintf(path, sizeof(path), "%s/t.nsm-state", getenv("STATE_DIRECTORY"));
+	assert_int_equal(access(path, R_OK), 0);
 	assert_int_equal(getport(base, r.portmapper_port, 100003, 3, PMAP_IPPROTO_TCP), 2049);
 	assert_int_equal(getport(base, r.portmapper_port, 100003, 3, PMAP_IPPROTO_UDP), 0);
 	int mnt = getport(base, r.portmapper_port, 100005, 3, PMAP_IPPROTO_UDP);
@@ -186,10 +191,19 @@ static void test_refused_configurations(void **state)
 
 int main(void)
 {
+	/* The routes' NSM state files (gateway/nlm_restart.h): not in the host's /var/lib. */
+	char dir[] = "/tmp/test_sideroute.XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	setenv("STATE_DIRECTORY", dir, 1);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_forward_route_advertises_nfs_and_mount),
 		cmocka_unit_test(test_reverse_route_advertises_mount_only),
 		cmocka_unit_test(test_refused_configurations),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	char path[64];
+	snprintf(path, sizeof(path), "%s/t.nsm-state", dir);
+	unlink(path);
+	rmdir(dir);
+	return rc;
 }

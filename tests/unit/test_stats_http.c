@@ -207,7 +207,11 @@ static void fake_engine_init(struct fake_engine *e)
 					.sn_delivered = 21,
 					.sn_not_delivered = 22,
 					.sn_not_from_server = 23,
-					.sn_clients_full = 24 };
+					.sn_clients_full = 24,
+					.gr_state = 1001,
+					.gr_persisted = 1,
+					.gr_sent = 3,
+					.gr_delivered = 1 };
 	a->r.nlm = &a->nlm;
 	/* READ answered twice by the upstream, in 100 and 300 us; WRITE never timed */
 	struct gw_proc_count *read = gw_counters_proc(&a->totals, 100003, 3, 6);
@@ -847,6 +851,15 @@ static void test_stats_json_nlm(void **state)
 	assert_int_equal(jint(root, "routes.0.nlm.server_reboots.not_delivered"), 22);
 	assert_int_equal(jint(root, "routes.0.nlm.server_reboots.not_from_server"), 23);
 	assert_int_equal(jint(root, "routes.0.nlm.server_reboots.clients_full"), 24);
+	assert_int_equal(jint(root, "routes.0.nlm.gateway_restart.nsm_state"), 1001);
+	assert_true(json_is_true(json_object_get(
+		json_object_get(
+			json_object_get(json_array_get(json_object_get(root, "routes"), 0), "nlm"),
+			"gateway_restart"),
+		"state_persisted")));
+	assert_int_equal(jint(root, "routes.0.nlm.gateway_restart.sent"), 3);
+	assert_int_equal(jint(root, "routes.0.nlm.gateway_restart.delivered"), 1);
+	assert_int_equal(jint(root, "routes.0.nlm.gateway_restart.not_delivered"), 0);
 	/* A route without side services has no "nlm" at all. */
 	json_t *rb = json_array_get(json_object_get(root, "routes"), 1);
 	assert_null(json_object_get(rb, "nlm"));
