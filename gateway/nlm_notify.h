@@ -50,13 +50,13 @@ struct nlm_notify_config {
 };
 
 struct nlm_notify_stats {
-	uint64_t received;	  /* the server's SM_NOTIFY with a new state */
-	uint64_t repeated;	  /* the same state again: answered, not relayed */
-	uint64_t delivered;	  /* a client's statd answered the gateway's SM_NOTIFY */
-	uint64_t not_delivered;	  /* a client that did not answer in time */
-	uint64_t not_from_server; /* dropped: an SM_NOTIFY not from the server */
-	uint64_t clients_full;	  /* clients over max_clients, not told */
-	uint64_t restart_clients; /* clients to tell of the gateway's own restart */
+	uint64_t received;	    /* the server's SM_NOTIFY with a new state */
+	uint64_t repeated;	    /* the same state again: answered, not relayed */
+	uint64_t delivered;	    /* a client's statd answered the gateway's SM_NOTIFY */
+	uint64_t not_delivered;	    /* a client that did not answer in time */
+	uint64_t not_from_server;   /* dropped: an SM_NOTIFY not from the server */
+	uint64_t clients_full;	    /* clients over max_clients, not told */
+	uint64_t restart_clients;   /* clients to tell of the gateway's own restart */
 	uint64_t restart_delivered; /* of those, the ones whose statd answered */
 };
 

@@ -28,7 +28,7 @@ struct nlm_relay {
 	struct nlm_state *st;
 	struct nlm_async *async; /* NULL: the _MSG forms refused */
 	uint32_t name_len;
-	uint32_t cookie; /* of the relay's own calls */
+	uint32_t cookie;	   /* of the relay's own calls */
 	uint64_t reclaim_until_us; /* the gateway's own grace period; 0: none */
 	struct nlm_relay_stats stats;
 	uint8_t own[OWN_CALL_MAX + NLM_LM_MAXSTRLEN];
@@ -93,6 +93,11 @@ void nlm_relay_set_reclaim_window(struct nlm_relay *rl, uint64_t until_us)
 const struct nlm_relay_stats *nlm_relay_stats(const struct nlm_relay *rl)
 {
 	return &rl->stats;
+}
+
+bool nlm_relay_take_clients_dirty(struct nlm_relay *rl)
+{
+	return nlm_state_take_clients_dirty(rl->st);
 }
 
 const struct nlm_state *nlm_relay_state(const struct nlm_relay *rl)

@@ -140,6 +140,9 @@ struct nlm_relay_stats {
 };
 const struct nlm_relay_stats *nlm_relay_stats(const struct nlm_relay *rl);
 
+/* nlm_state_take_clients_dirty() of the relay's state: the client list to save. */
+bool nlm_relay_take_clients_dirty(struct nlm_relay *rl);
+
 /* What the relay's state holds (for tests and /stats). */
 const struct nlm_state *nlm_relay_state(const struct nlm_relay *rl);
 

@@ -67,7 +67,7 @@ struct nlm_state {
 	struct nlm_unlock *unlocks;    /* max_locks_per_client, for a reboot */
 	struct nlm_notified *notified; /* max_clients: the last SM_NOTIFY state per host */
 	uint32_t next_notified;	       /* the entry reused when all are taken */
-	bool clients_dirty; /* the set of clients holding locks changed since taken */
+	bool clients_dirty;	       /* the set of clients holding locks changed since taken */
 };
 
 static void set_default(uint32_t *v, uint32_t def)
