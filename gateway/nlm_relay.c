@@ -566,6 +566,9 @@ size_t nlm_relay_server_rebooted(struct nlm_relay *rl, struct nlm_host *hosts, s
 {
 	size_t n = nlm_state_server_rebooted(rl->st, hosts, max);
 
+	/* The server is in grace now: the clients' reclaims must reach it as reclaims. */
+	rl->reclaim_until_us = 0;
+
 	gw_info("%s: nlm relay: the server rebooted (its SM_NOTIFY): the lock records of %zu "
 		"client host%s forgotten",
 		rl->cfg.route_name, n, n == 1 ? "" : "s");

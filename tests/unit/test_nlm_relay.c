@@ -226,6 +226,15 @@ static void test_reclaim_converted_in_the_gateway_grace(void **state)
 	assert_true(a.reclaim);
 	assert_int_equal(nlm_relay_stats(rl)->reclaims_converted, 1);
 	assert_int_equal(nlm_relay_stats(rl)->grace_refused, 2);
+
+	/* The server's own reboot ends the window: its grace wants real reclaims. */
+	struct nlm_host hs[4];
+	nlm_relay_set_reclaim_window(rl, gw_now_us() + 60 * 1000000ull);
+	nlm_relay_server_rebooted(rl, hs, 4);
+	len = lock_flags(msg, sizeof(msg), 7, 10, true, false);
+	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_REWRITTEN);
+	decode_rewritten(out, n, NLMPROC_LOCK, &a);
+	assert_true(a.reclaim);
 	nlm_relay_free(rl);
 }
 
