@@ -205,6 +205,8 @@ struct gw_stats_nlm {
 	/* The gateway's own restart told to the server's statd (gateway/nlm_restart.h). */
 	int32_t gr_state;
 	uint64_t gr_persisted, gr_sent, gr_delivered, gr_not_delivered;
+	/* Its clients told to reclaim, and their reclaims (issue 13). */
+	uint64_t gr_clients_told, gr_clients_delivered, gr_reclaims_converted, gr_grace_refused;
 };
 
 struct gw_stats_route {

@@ -54,7 +54,9 @@ struct nlm_notify {
 	struct nlm_host server;
 	char mon_name[INET6_ADDRSTRLEN]; /* the listen address, as the clients mounted it */
 	bool have_state;
-	int32_t state; /* the server's last state relayed */
+	int32_t state;	     /* the server's last state relayed */
+	int32_t round_state; /* the state the clients are told now */
+	bool restart_round;  /* the round tells of the gateway's restart, not the server's */
 	uint64_t deadline_us;
 	struct nt_slot *slots;
 	struct nlm_host *queue; /* max_clients hosts still to start, from qhead to qlen */
@@ -87,7 +89,7 @@ static size_t encode_notify(struct nlm_notify *nt, uint32_t xid, uint8_t *out, s
 	xdr_put32(out + h, nl);
 	memset(out + h + 4, 0, xdr_align(nl));
 	memcpy(out + h + 4, nt->mon_name, nl);
-	xdr_put32(out + h + 4 + xdr_align(nl), (uint32_t)nt->state);
+	xdr_put32(out + h + 4 + xdr_align(nl), (uint32_t)nt->round_state);
 	return h + 4 + xdr_align(nl) + 4;
 }
 
@@ -123,14 +125,16 @@ static void end_slot(struct nlm_notify *nt, struct nt_slot *s, bool delivered, c
 	char who[INET6_ADDRSTRLEN];
 
 	nlm_host_str(&s->client, who, sizeof(who));
+	const char *what = nt->restart_round ? "gateway restart" : "server reboot";
 	if (delivered) {
 		nt->stats.delivered++;
-		gw_info("%s: nlm notify: server reboot relayed to client %s (SM_NOTIFY state %d)",
-			nt->cfg.route->name, who, nt->state);
+		nt->stats.restart_delivered += nt->restart_round;
+		gw_info("%s: nlm notify: %s relayed to client %s (SM_NOTIFY state %d)",
+			nt->cfg.route->name, what, who, nt->round_state);
 	} else {
 		nt->stats.not_delivered++;
-		gw_warn("%s: nlm notify: server reboot not delivered to client %s: %s",
-			nt->cfg.route->name, who, why);
+		gw_warn("%s: nlm notify: %s not delivered to client %s: %s", nt->cfg.route->name,
+			what, who, why);
 	}
 	s->used = false;
 	nt->live--;
@@ -249,17 +253,12 @@ static bool decode_stat_chge(const uint8_t *args, size_t len, int32_t *state)
 }
 
 /*
- * The server rebooted with NSM state @state: forget the lock records and
- * tell the clients that had locks. A round still going is replaced: the
- * new state supersedes it and the clients are told again.
+ * A new round: the first @n hosts in the queue are told @state. A round
+ * still going is replaced: the new state supersedes it and its clients
+ * are told again if they are in the new one.
  */
-static void server_rebooted(struct nlm_notify *nt, int32_t state)
+static size_t start_round(struct nlm_notify *nt, size_t n, int32_t state, bool restart)
 {
-	size_t n = nlm_relay_server_rebooted(nt->cfg.relay, nt->queue, nt->cfg.max_clients);
-
-	nt->stats.received++;
-	nt->have_state = true;
-	nt->state = state;
 	for (uint32_t i = 0; i < nt->cfg.max_inflight; i++) {
 		if (nt->slots[i].used) {
 			nt->slots[i].used = false;
@@ -269,18 +268,49 @@ static void server_rebooted(struct nlm_notify *nt, int32_t state)
 	nt->live = 0;
 	if (n > nt->cfg.max_clients) {
 		nt->stats.clients_full += n - nt->cfg.max_clients;
-		gw_warn("%s: nlm notify: %zu client hosts held locks, only max_clients %u are told "
-			"of the server's reboot",
+		gw_warn("%s: nlm notify: %zu client hosts held locks, only max_clients %u are told",
 			nt->cfg.route->name, n, nt->cfg.max_clients);
 		n = nt->cfg.max_clients;
 	}
+	nt->round_state = state;
+	nt->restart_round = restart;
 	nt->qhead = 0;
 	nt->qlen = (uint32_t)n;
 	nt->deadline_us = gw_now_us() + (uint64_t)nt->cfg.timeout_ms * 1000;
+	return n;
+}
+
+/*
+ * The server rebooted with NSM state @state: forget the lock records and
+ * tell the clients that had locks.
+ */
+static void server_rebooted(struct nlm_notify *nt, int32_t state)
+{
+	size_t n = nlm_relay_server_rebooted(nt->cfg.relay, nt->queue, nt->cfg.max_clients);
+
+	nt->stats.received++;
+	nt->have_state = true;
+	nt->state = state;
+	n = start_round(nt, n, state, false);
 	gw_info("%s: nlm notify: the server rebooted (SM_NOTIFY state %d): telling %zu client "
 		"host%s",
 		nt->cfg.route->name, state, n, n == 1 ? "" : "s");
 	start_queued(nt);
+}
+
+size_t nlm_notify_gateway_restarted(struct nlm_notify *nt, const struct nlm_host *hosts, size_t n,
+				    int32_t state)
+{
+	size_t q = n < nt->cfg.max_clients ? n : nt->cfg.max_clients;
+
+	memcpy(nt->queue, hosts, q * sizeof(*hosts));
+	q = start_round(nt, n, state, true);
+	nt->stats.restart_clients += q;
+	gw_info("%s: nlm notify: this gateway restarted (SM_NOTIFY state %d): telling %zu client "
+		"host%s that held locks to reclaim them",
+		nt->cfg.route->name, state, q, q == 1 ? "" : "s");
+	start_queued(nt);
+	return q;
 }
 
 bool nlm_notify_is_nsm(const uint8_t *msg, size_t len)

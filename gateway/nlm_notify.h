@@ -50,12 +50,14 @@ struct nlm_notify_config {
 };
 
 struct nlm_notify_stats {
-	uint64_t received;	  /* the server's SM_NOTIFY with a new state */
-	uint64_t repeated;	  /* the same state again: answered, not relayed */
-	uint64_t delivered;	  /* a client's statd answered the gateway's SM_NOTIFY */
-	uint64_t not_delivered;	  /* a client that did not answer in time */
-	uint64_t not_from_server; /* dropped: an SM_NOTIFY not from the server */
-	uint64_t clients_full;	  /* clients over max_clients, not told */
+	uint64_t received;	    /* the server's SM_NOTIFY with a new state */
+	uint64_t repeated;	    /* the same state again: answered, not relayed */
+	uint64_t delivered;	    /* a client's statd answered the gateway's SM_NOTIFY */
+	uint64_t not_delivered;	    /* a client that did not answer in time */
+	uint64_t not_from_server;   /* dropped: an SM_NOTIFY not from the server */
+	uint64_t clients_full;	    /* clients over max_clients, not told */
+	uint64_t restart_clients;   /* clients to tell of the gateway's own restart */
+	uint64_t restart_delivered; /* of those, the ones whose statd answered */
 };
 
 /* NULL with a message in @err when the socket toward clients cannot be made. */
@@ -73,6 +75,18 @@ bool nlm_notify_is_nsm(const uint8_t *msg, size_t len);
  */
 size_t nlm_notify_on_call(struct nlm_notify *nt, const struct sockaddr *peer, socklen_t peer_len,
 			  const uint8_t *msg, size_t len, uint8_t *out, size_t cap);
+
+/*
+ * The gateway restarted: tell each of @hosts (the client hosts that held
+ * locks through the previous instance, nlm_state_load_clients()) that
+ * "its server rebooted", with @state (the gateway's own NSM state, larger
+ * than any before), as a server reboot's round does: SM_NOTIFY from the
+ * listen address, bounded and re-sent until timeout_ms. Their lockd then
+ * reclaim (nlm_relay_set_reclaim_window()). Replaces a round still going.
+ * Returns how many are told (at most max_clients; the rest counted).
+ */
+size_t nlm_notify_gateway_restarted(struct nlm_notify *nt, const struct nlm_host *hosts, size_t n,
+				    int32_t state);
 
 /* Clients being notified or queued now. */
 uint32_t nlm_notify_pending(const struct nlm_notify *nt);

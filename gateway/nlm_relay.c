@@ -28,7 +28,9 @@ struct nlm_relay {
 	struct nlm_state *st;
 	struct nlm_async *async; /* NULL: the _MSG forms refused */
 	uint32_t name_len;
-	uint32_t cookie; /* of the relay's own calls */
+	uint32_t cookie;	   /* of the relay's own calls */
+	uint64_t reclaim_until_us; /* the gateway's own grace period; 0: none */
+	struct nlm_relay_stats stats;
 	uint8_t own[OWN_CALL_MAX + NLM_LM_MAXSTRLEN];
 };
 
@@ -83,6 +85,21 @@ bool nlm_relay_send_own(struct nlm_relay *rl, const uint8_t *msg, size_t len)
 	return rl->cfg.send && rl->cfg.send(rl->cfg.send_arg, msg, len);
 }
 
+void nlm_relay_set_reclaim_window(struct nlm_relay *rl, uint64_t until_us)
+{
+	rl->reclaim_until_us = until_us;
+}
+
+const struct nlm_relay_stats *nlm_relay_stats(const struct nlm_relay *rl)
+{
+	return &rl->stats;
+}
+
+bool nlm_relay_take_clients_dirty(struct nlm_relay *rl)
+{
+	return nlm_state_take_clients_dirty(rl->st);
+}
+
 const struct nlm_state *nlm_relay_state(const struct nlm_relay *rl)
 {
 	return rl->st;
@@ -125,6 +142,40 @@ static size_t answer_res_from_client(struct nlm_relay *rl, uint32_t xid, uint8_t
 }
 
 /* ---- the call hook ---------------------------------------------------------- */
+
+/*
+ * The gateway's grace period after its restart (nlm_relay_set_reclaim_window()):
+ * true when the call is to be answered NLM_DENIED_GRACE_PERIOD; a reclaim
+ * is turned into an ordinary non-blocking LOCK in @a. A _MSG form is never
+ * refused (its result would have to be a _RES call of the gateway's): only
+ * its reclaim is converted.
+ */
+static bool in_gateway_grace(struct nlm_relay *rl, uint32_t proc, bool msg_form, struct nlm_args *a)
+{
+	if (a->kind != NLM_ARGS_LOCK || !rl->reclaim_until_us ||
+	    gw_now_us() >= rl->reclaim_until_us) {
+		rl->reclaim_until_us = 0;
+		return false;
+	}
+	if (a->reclaim) {
+		/*
+		 * The server is not in grace (only the gateway restarted) and
+		 * refuses a reclaim outside it; as an ordinary LOCK it is
+		 * granted unless someone took the lock meanwhile, which the
+		 * client must then hear (DENIED: its kernel marks the lock
+		 * lost). Never blocking: a reclaim must not wait behind the
+		 * one who took it.
+		 */
+		a->reclaim = false;
+		a->block = false;
+		rl->stats.reclaims_converted++;
+		return false;
+	}
+	if (msg_form || (proc != NLMPROC_LOCK && proc != NLMPROC_NM_LOCK))
+		return false;
+	rl->stats.grace_refused++;
+	return true;
+}
 
 static bool relayed_proc(uint32_t proc)
 {
@@ -188,6 +239,11 @@ enum siderelay_verdict nlm_relay_call_hook(void *arg, const struct sidesvc_peer 
 	if (a.kind == NLM_ARGS_UNLOCK && !msg_form &&
 	    nlm_state_find_owner(rl->st, &host, a.lock.svid, a.lock.oh, &id) != 0) {
 		*n = answer_nlm_stat(h->xid, h->vers, a.cookie, NLM_GRANTED, out, cap);
+		return SIDERELAY_ANSWERED;
+	}
+	/* Before an owner is made: a refused LOCK holds nothing. */
+	if (in_gateway_grace(rl, h->proc, msg_form, &a)) {
+		*n = answer_nlm_stat(h->xid, h->vers, a.cookie, NLM_DENIED_GRACE_PERIOD, out, cap);
 		return SIDERELAY_ANSWERED;
 	}
 	if (nlm_state_owner(rl->st, &host, a.lock.svid, a.lock.oh, &id) != 0) {
@@ -509,6 +565,9 @@ void nlm_relay_holder_view(struct nlm_relay *rl, const struct nlm_host *host, st
 size_t nlm_relay_server_rebooted(struct nlm_relay *rl, struct nlm_host *hosts, size_t max)
 {
 	size_t n = nlm_state_server_rebooted(rl->st, hosts, max);
+
+	/* The server is in grace now: the clients' reclaims must reach it as reclaims. */
+	rl->reclaim_until_us = 0;
 
 	gw_info("%s: nlm relay: the server rebooted (its SM_NOTIFY): the lock records of %zu "
 		"client host%s forgotten",

@@ -121,6 +121,28 @@ size_t nlm_relay_server_rebooted(struct nlm_relay *rl, struct nlm_host *hosts, s
 void nlm_relay_forget_lock(struct nlm_relay *rl, const struct nlm_owner_id *owner,
 			   struct nlm_bytes fh, uint64_t offset, uint64_t len);
 
+/*
+ * The gateway's own grace period after its restart (docs/forward-mode.md,
+ * "The gateway's restart"): until @until_us (gw_now_us() clock; 0: none),
+ * a client's LOCK with `reclaim` set is sent upstream as an ordinary
+ * non-blocking LOCK (the server is not in grace and would refuse a
+ * reclaim): granted, the client keeps its lock; denied, its kernel marks
+ * the lock lost. A synchronous LOCK or NM_LOCK without `reclaim` is
+ * answered NLM_DENIED_GRACE_PERIOD (the client's lockd waits and re-sends
+ * it), so that the reclaiming clients get their locks back first. Outside
+ * the window reclaims pass unchanged: the server's own reboot needs them.
+ */
+void nlm_relay_set_reclaim_window(struct nlm_relay *rl, uint64_t until_us);
+
+struct nlm_relay_stats {
+	uint64_t reclaims_converted; /* reclaims sent as ordinary LOCKs in the window */
+	uint64_t grace_refused;	     /* new LOCKs answered DENIED_GRACE_PERIOD in it */
+};
+const struct nlm_relay_stats *nlm_relay_stats(const struct nlm_relay *rl);
+
+/* nlm_state_take_clients_dirty() of the relay's state: the client list to save. */
+bool nlm_relay_take_clients_dirty(struct nlm_relay *rl);
+
 /* What the relay's state holds (for tests and /stats). */
 const struct nlm_state *nlm_relay_state(const struct nlm_relay *rl);
 

@@ -67,6 +67,7 @@ struct nlm_state {
 	struct nlm_unlock *unlocks;    /* max_locks_per_client, for a reboot */
 	struct nlm_notified *notified; /* max_clients: the last SM_NOTIFY state per host */
 	uint32_t next_notified;	       /* the entry reused when all are taken */
+	bool clients_dirty;	       /* the set of clients holding locks changed since taken */
 };
 
 static void set_default(uint32_t *v, uint32_t def)
@@ -482,7 +483,9 @@ int nlm_state_record_lock(struct nlm_state *st, const struct nlm_owner_id *owner
 	r->len = len;
 	r->next = c->lock_head;
 	c->lock_head = i;
-	c->locks++;
+	/* A client's first lock: the saved client list no longer matches. */
+	if (c->locks++ == 0)
+		st->clients_dirty = true;
 	o->locks++;
 	st->nlocks++;
 	return 0;
@@ -508,7 +511,8 @@ static void release_record(struct nlm_state *st, struct nlm_client *c, uint32_t 
 	r->owner = 0;
 	r->next = st->free_lock;
 	st->free_lock = i;
-	c->locks--;
+	if (--c->locks == 0)
+		st->clients_dirty = true;
 	st->nlocks--;
 }
 
@@ -766,4 +770,12 @@ int nlm_state_load_clients(const char *path, struct nlm_host *hosts, size_t max,
 	if (rc)
 		*n = 0;
 	return rc;
+}
+
+bool nlm_state_take_clients_dirty(struct nlm_state *st)
+{
+	bool d = st->clients_dirty;
+
+	st->clients_dirty = false;
+	return d;
 }

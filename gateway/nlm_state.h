@@ -192,4 +192,12 @@ int nlm_state_save_clients(const struct nlm_state *st, const char *path, char *e
 int nlm_state_load_clients(const char *path, struct nlm_host *hosts, size_t max, size_t *n,
 			   char *err, size_t errlen);
 
+/*
+ * Whether the set of client hosts holding locks changed (a client's first
+ * lock recorded, or its last one released) since the last call, which
+ * clears it. The caller saves the list when it did, on a timer: a change
+ * per LOCK would be a file written per LOCK.
+ */
+bool nlm_state_take_clients_dirty(struct nlm_state *st);
+
 #endif

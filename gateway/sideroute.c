@@ -7,8 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <event2/event.h>
+
+#include "common/clock.h"
 #include "common/log.h"
 #include "conf/config.h"
 #include "gateway/counters.h"
@@ -37,6 +41,12 @@ enum {
 	RELAY_MAX_CALLS = 128,
 	RELAY_RETRY_MS = 1000,
 	RELAY_TIMEOUT_MS = 15000,
+	/*
+	 * The gateway's own grace period after its restart: Linux lockd's
+	 * default (nlm_grace_period 90 s), as long as nlm_notify re-sends.
+	 */
+	NLM_RECLAIM_WINDOW_MS = 90000,
+	NLM_SAVE_PERIOD_MS = 1000, /* the client list written at most this often */
 };
 
 struct gw_side {
@@ -54,6 +64,10 @@ struct gw_side {
 	struct nlm_async *nlm_async; /* the clients' _MSG calls and their results */
 	struct nlm_notify *nlm_nt;   /* the server's SM_NOTIFY relayed to clients */
 	struct nlm_restart *nlm_rs;  /* the gateway's restart told to the server */
+	struct event *save_ev;	     /* the client list saved when it changed */
+	bool clients_loaded;	     /* the list was read: it may be written */
+	bool save_pending, save_failed;
+	char clients_path[512];
 	char hostname[256];
 	uint8_t out[8192];
 };
@@ -212,6 +226,25 @@ static bool start_nlm(struct gw_side *side, struct event_base *base,
 }
 
 /*
+ * The route's file @name in the state directory: systemd's StateDirectory=
+ * names it (and makes it writable under ProtectSystem=strict); else the
+ * default, made if missing. Its absence is warned by the file's users.
+ */
+static void state_path(const struct gw_route *r, const char *name, char *path, size_t len)
+{
+	const char *dir = getenv("STATE_DIRECTORY");
+	size_t dl = dir && dir[0] == '/' ? strcspn(dir, ":") : 0; /* the first of a list */
+
+	if (!dl) {
+		dir = NLM_RESTART_STATE_DIR;
+		dl = strlen(dir);
+		if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+			gw_debug("%s: mkdir %s: %s", r->name, dir, strerror(errno));
+	}
+	snprintf(path, len, "%.*s/%s.%s", (int)dl, dir, r->name, name);
+}
+
+/*
  * Tell the server's statd that this gateway (re)started, so that its lockd
  * drops the locks of the previous instance's owners, which no client can
  * name again. Not fatal: the relay works without it, only stale locks of a
@@ -228,25 +261,74 @@ static void start_nlm_restart(struct gw_side *side, struct event_base *base)
 		.pmap_port = PMAP_PORT,
 	};
 
-	/*
-	 * systemd's StateDirectory= names the directory (and makes it writable
-	 * under ProtectSystem=strict); else the default. Its absence is warned
-	 * by nlm_restart, which then numbers the state from the clock.
-	 */
-	const char *dir = getenv("STATE_DIRECTORY");
-	size_t dl = dir && dir[0] == '/' ? strcspn(dir, ":") : 0; /* the first of a list */
-
-	if (!dl) {
-		dir = NLM_RESTART_STATE_DIR;
-		dl = strlen(dir);
-		if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-			gw_debug("%s: mkdir %s: %s", r->name, dir, strerror(errno));
-	}
-	snprintf(path, sizeof(path), "%.*s/%s.nsm-state", (int)dl, dir, r->name);
+	state_path(r, "nsm-state", path, sizeof(path));
 	side->nlm_rs = nlm_restart_start(base, &c, (const struct sockaddr *)&r->upstream.addr,
 					 r->upstream.addrlen, err, sizeof(err));
 	if (!side->nlm_rs)
 		gw_warn("%s; locks a previous instance held may stay on the server", err);
+}
+
+/* Write the client list if it changed; a failure is warned once and retried. */
+static void save_clients(struct gw_side *side)
+{
+	char err[600];
+
+	side->save_pending |= nlm_relay_take_clients_dirty(side->nlm_rw);
+	if (!side->save_pending)
+		return;
+	if (nlm_state_save_clients(nlm_relay_state(side->nlm_rw), side->clients_path, err,
+				   sizeof(err)) == 0) {
+		side->save_pending = false;
+		side->save_failed = false;
+		return;
+	}
+	if (!side->save_failed)
+		gw_warn("%s: nlm: cannot save the clients holding locks (%s): after a restart "
+			"they would not be told to reclaim them",
+			side->route->name, err);
+	side->save_failed = true;
+}
+
+static void on_save_timer(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	save_clients(arg);
+}
+
+/*
+ * The client hosts that held locks through the previous instance (its
+ * saved list) are told their server rebooted, with the gateway's new NSM
+ * state, and the relay converts their reclaims for NLM_RECLAIM_WINDOW_MS
+ * (the server is not in grace). Then the list is kept: saved at most once
+ * a second when the set of clients holding locks changed, and at stop.
+ */
+static void start_nlm_clients(struct gw_side *side, struct event_base *base)
+{
+	const struct gw_route *r = side->route;
+	struct nlm_host hosts[1024];
+	char err[600];
+	size_t n = 0;
+
+	state_path(r, "nlm-clients", side->clients_path, sizeof(side->clients_path));
+	int rc = nlm_state_load_clients(side->clients_path, hosts, 1024, &n, err, sizeof(err));
+	if (rc != 0 && rc != -ENOENT)
+		gw_warn("%s: nlm: the saved client list is not usable (%s): clients that held "
+			"locks before the restart are not told",
+			r->name, err);
+	if (n) {
+		int32_t state = side->nlm_rs ? nlm_restart_stats(side->nlm_rs)->state
+					     : (int32_t)(time(NULL) | 1);
+		nlm_relay_set_reclaim_window(side->nlm_rw,
+					     gw_now_us() + NLM_RECLAIM_WINDOW_MS * 1000ull);
+		nlm_notify_gateway_restarted(side->nlm_nt, hosts, n, state);
+	}
+	side->clients_loaded = true;
+	side->save_ev = event_new(base, -1, EV_PERSIST, on_save_timer, side);
+	struct timeval period = gw_ms_timeval(NLM_SAVE_PERIOD_MS);
+	if (!side->save_ev || event_add(side->save_ev, &period) != 0)
+		gw_warn("%s: nlm: no timer to save the clients holding locks: saved at stop only",
+			r->name);
 }
 
 /*
@@ -293,6 +375,7 @@ static bool start_nlm_callback(struct gw_side *side, struct event_base *base, ch
 	/* Only now: the _MSG results come back through the callback service. */
 	nlm_relay_set_async(side->nlm_rw, side->nlm_async);
 	start_nlm_restart(side, base);
+	start_nlm_clients(side, base);
 	return true;
 }
 
@@ -352,6 +435,13 @@ bool gw_side_nlm_stats(const struct gw_side *side, struct gw_stats_nlm *out)
 		out->gr_delivered = rs->delivered;
 		out->gr_not_delivered = rs->not_delivered;
 	}
+	if (side->nlm_nt) {
+		const struct nlm_notify_stats *ns = nlm_notify_stats(side->nlm_nt);
+		out->gr_clients_told = ns->restart_clients;
+		out->gr_clients_delivered = ns->restart_delivered;
+	}
+	out->gr_reclaims_converted = nlm_relay_stats(side->nlm_rw)->reclaims_converted;
+	out->gr_grace_refused = nlm_relay_stats(side->nlm_rw)->grace_refused;
 	return true;
 }
 
@@ -445,6 +535,13 @@ void gw_side_stop(struct gw_side *side)
 {
 	if (!side)
 		return;
+	if (side->save_ev)
+		event_free(side->save_ev);
+	/* A clean stop keeps the current list (not a failed start's empty one). */
+	if (side->clients_loaded) {
+		side->save_pending = true;
+		save_clients(side);
+	}
 	siderelay_forget(side->mount_relay, side->mount);
 	siderelay_forget(side->nlm_relay, side->nlm);
 	nlm_callback_stop(side->nlm_cb);

@@ -269,6 +269,10 @@ static json_t *json_gateway_restart(const struct gw_stats_nlm *n)
 	ok &= put(o, "sent", ju64(n->gr_sent));
 	ok &= put(o, "delivered", ju64(n->gr_delivered));
 	ok &= put(o, "not_delivered", ju64(n->gr_not_delivered));
+	ok &= put(o, "clients_told", ju64(n->gr_clients_told));
+	ok &= put(o, "clients_delivered", ju64(n->gr_clients_delivered));
+	ok &= put(o, "reclaims_converted", ju64(n->gr_reclaims_converted));
+	ok &= put(o, "grace_refused", ju64(n->gr_grace_refused));
 	return finish(o, ok);
 }
 

@@ -38,8 +38,11 @@
 #    address; c2's lockd reclaims its lock through the relay: a process on the server is
 #    refused it again and the server's /proc/locks shows it.
 #  - a gateway restart (SIGKILL, started again) while c2 holds a lock: the new instance's
-#    SM_NOTIFY to the server's statd frees the old instance's locks on the server, so a
-#    process there gets the lock within seconds (/stats nlm.gateway_restart delivered 1).
+#    SM_NOTIFY to the server's statd frees the old instance's locks on the server, and its
+#    SM_NOTIFY to c2's statd (c2 in the saved client list) makes c2's lockd reclaim through
+#    the gateway, sent upstream as an ordinary LOCK: a process on the server is refused the
+#    lock again, and gets it once c2 releases it (/stats nlm.gateway_restart delivered 1,
+#    clients_told 1, reclaims_converted >= 1).
 # Then a reverse route on the same address (Soft-RoCE on the gateway's side of the c2 link,
 # the server's NFS over TCP): the client mounts with vers=3,proto=rdma and no address or
 # port of the server; the
@@ -445,13 +448,17 @@ ev() { gw_jq "s['routes'][0]['totals']['events']['$1']"; }
 check "bad input counted: garbage_args $(ev garbage_args), rpc_error_reply $(ev rpc_error_reply), malformed_record $(ev malformed_record)" \
     test "$(ev garbage_args)" -ge 2 -a "$(ev rpc_error_reply)" -ge 10 -a "$(ev malformed_record)" -ge 2
 
-echo "--- a gateway restart (crash): the server drops the locks the previous instance held"
+echo "--- a gateway restart (crash): the server drops the previous instance's locks, c2 reclaims"
 # c2 holds a lock through the gateway; the gateway is killed and started again. Its start
 # tells the server's statd (SM_NOTIFY, mon_name the upstream-side address, a new NSM state)
 # that it restarted, so the server's lockd frees the old instance's locks, whose owners no
-# client can name again: a process on the server gets the lock within seconds. Without it
-# the lock stays held on the server for ever (c2's later UNLOCK names an owner the new
-# instance does not know).
+# client can name again. It also tells the client hosts of its saved list (written at most
+# a second after the set of clients holding locks changed: SIGKILL skips the save at stop)
+# that their server rebooted (SM_NOTIFY from the listen address, the gateway's new state):
+# c2's lockd reclaims, and the gateway, within its 90 s window, sends the reclaim upstream
+# as an ordinary non-blocking LOCK (the server is not in grace and would refuse a reclaim).
+# So a process on the server is still refused the lock after the restart, and gets it only
+# when c2's process releases it.
 cat >"$E2E_WORK/client-restart.sh" <<'CLIENT'
 set -u
 source "$GW_SRC/tests/e2e/lib/gw-e2e.sh"
@@ -474,14 +481,20 @@ check "restart: c2 takes the lock through the gateway" grep -q '^held' "$E2E_WOR
 r=0; try_server || r=$?
 check "restart: before it, a process on the server is refused the lock (try: $r)" test $r -eq 1
 touch "$E2E_WORK/restart-gw.req"
-for _ in $(seq 1 120); do [[ -e $E2E_WORK/restart-gw.done ]] && break; sleep 0.5; done
-got=1 waited=0
-for waited in $(seq 1 10); do got=0; try_server || got=$?; ((got == 0)) && break; sleep 1; done
-check "restart: a process on the server gets the lock ${waited} s after the gateway's restart (try: $got)" \
-    test $got -eq 0
+# The gateway side waits for c2's reclaim before saying done: a probe before it would take
+# the lock the server has just dropped, and the reclaim would then (rightly) be denied.
+for _ in $(seq 1 150); do [[ -e $E2E_WORK/restart-gw.done ]] && break; sleep 0.5; done
+r=0; try_server || r=$?
+check "restart: after it, c2 holds the lock again: a process on the server is refused (try: $r)" \
+    test $r -eq 1
+check "restart: c2's holding process is still running" kill -0 "$holder"
 touch "$stop"
 for _ in $(seq 1 60); do kill -0 "$holder" 2>/dev/null || break; sleep 0.5; done
 kill -9 "$holder" 2>/dev/null; wait "$holder" 2>/dev/null
+got=1 waited=0
+for waited in $(seq 1 10); do got=0; try_server || got=$?; ((got == 0)) && break; sleep 1; done
+check "restart: once c2 released it, a process on the server gets the lock (${waited} s, try: $got)" \
+    test $got -eq 0
 check "restart: umount" timeout -s KILL 30 umount $m
 e2e_finish
 CLIENT
@@ -489,16 +502,25 @@ rm -f "$E2E_WORK/restart-gw.req" "$E2E_WORK/restart-gw.done"
 ip netns exec c2 bash "$E2E_WORK/client-restart.sh" &
 restart_client=$!
 for _ in $(seq 1 120); do [[ -e $E2E_WORK/restart-gw.req ]] && break; sleep 0.5; done
+sleep 2 # the periodic save (once a second when the set changed) has written the list
+clients_file=/var/lib/rpcrdma-gw/nfs.nlm-clients
+check "the saved client list names c2 before the crash: $(tr '\n' ' ' <"$clients_file" 2>/dev/null)" \
+    grep -qx 10.9.0.2 "$clients_file"
 kill -KILL "$GW_PID"; wait "$GW_PID" 2>/dev/null
 gw_start forward-restart "$E2E_WORK/gw.json"
+gr() { gw_jq "s['routes'][0]['nlm']['gateway_restart']['$1']"; }
+for _ in $(seq 1 60); do [[ $(gr reclaims_converted) -ge 1 ]] 2>/dev/null && break; sleep 0.5; done
 touch "$E2E_WORK/restart-gw.done"
 check "the restart scenario in namespace c2" wait $restart_client
-grep -E "nlm restart" "$GW_LOG"
-gr() { gw_jq "s['routes'][0]['nlm']['gateway_restart']['$1']"; }
+grep -E "nlm (restart|notify|relay)" "$GW_LOG"
 check "/stats nlm.gateway_restart: delivered $(gr delivered), state persisted $(gr state_persisted), NSM state $(gr nsm_state)" \
     test "$(gr delivered)" = 1 -a "$(gr state_persisted)" = True
+check "/stats nlm.gateway_restart: clients_told $(gr clients_told), clients_delivered $(gr clients_delivered), reclaims_converted $(gr reclaims_converted)" \
+    test "$(gr clients_told)" = 1 -a "$(gr clients_delivered)" = 1 -a "$(gr reclaims_converted)" -ge 1
 check "the restarted gateway told the server's statd (logged)" \
     grep -q "the server's statd was told this gateway restarted" "$GW_LOG"
+check "the restarted gateway told c2 (logged)" \
+    grep -q "gateway restart relayed to client 10.9.0.2" "$GW_LOG"
 gw_stop
 
 echo "=== reverse mode: an RDMA client mounts GATEWAY:/export with vers=3,proto=rdma"

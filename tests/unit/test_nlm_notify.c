@@ -363,6 +363,43 @@ static void test_silent_client_given_up_after_timeout(void **state)
 	assert_int_equal(nlm_notify_stats(t->nt)->delivered, 0);
 }
 
+/*
+ * The gateway's own restart: the hosts of the saved list (A and B, neither
+ * holding a lock in this instance) are told with the gateway's state, from
+ * the listen address, mon_name that address; the relay's records are not
+ * touched, and a later server SM_NOTIFY still counts as a new reboot.
+ */
+static void test_gateway_restart_tells_the_saved_clients(void **state)
+{
+	struct t *t = *state;
+	struct nlm_host hosts[2];
+	struct sockaddr_in sa = sin_at(CLIENT_A, 0), sb = sin_at(CLIENT_B, 0);
+
+	assert_true(nlm_host_from_sockaddr(&hosts[0], (struct sockaddr *)&sa, sizeof(sa)));
+	assert_true(nlm_host_from_sockaddr(&hosts[1], (struct sockaddr *)&sb, sizeof(sb)));
+	client_locked(t, CLIENT_A); /* a reclaim already back: stays recorded */
+	assert_int_equal(nlm_notify_gateway_restarted(t->nt, hosts, 2, 1234567), 2);
+	run_for(t, 300000);
+	assert_int_equal(t->a.notifies, 1);
+	assert_int_equal(t->b.notifies, 1);
+	assert_int_equal(t->a.state, 1234567);
+	assert_int_equal(t->b.state, 1234567);
+	assert_string_equal(t->b.mon_name, "127.0.0.2");
+	assert_int_equal(t->b.from, LISTEN);
+	assert_int_equal(nlm_state_locks(nlm_relay_state(t->rl)), 1);
+	assert_int_equal(nlm_notify_stats(t->nt)->restart_clients, 2);
+	assert_int_equal(nlm_notify_stats(t->nt)->restart_delivered, 2);
+	assert_int_equal(nlm_notify_stats(t->nt)->received, 0);
+	assert_int_equal(nlm_notify_pending(t->nt), 0);
+
+	/* Bounded: with max_clients 1024, 2000 hosts tell 1024 and count the rest. */
+	static struct nlm_host many[2000];
+	for (size_t i = 0; i < 2000; i++)
+		many[i] = hosts[i % 2];
+	assert_int_equal(nlm_notify_gateway_restarted(t->nt, many, 2000, 1234569), 1024);
+	assert_int_equal(nlm_notify_stats(t->nt)->clients_full, 2000 - 1024);
+}
+
 /* Bad arguments: GARBAGE_ARGS, nothing relayed. */
 static void test_garbage_notify_refused(void **state)
 {
@@ -389,6 +426,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_silent_client_given_up_after_timeout, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_garbage_notify_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gateway_restart_tells_the_saved_clients, setup,
+						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

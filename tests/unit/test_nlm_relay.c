@@ -18,6 +18,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "common/clock.h"
 #include "common/xdr.h"
 #include "gateway/counters.h"
 #include "gateway/nlm_relay.h"
@@ -76,6 +77,27 @@ static size_t lock_call(uint8_t *b, size_t cap, uint32_t xid, uint32_t proc, int
 			  .len = 0 },
 	};
 	size_t h = put_call_hdr(b, xid, NLM_PROG, 4, proc), m;
+	assert_int_equal(nlm_encode_args(&a, b + h, cap - h, &m), 0);
+	return h + m;
+}
+
+/* A LOCK of @svid with @reclaim and @block set as given. */
+static size_t lock_flags(uint8_t *b, size_t cap, uint32_t xid, int32_t svid, bool reclaim,
+			 bool block)
+{
+	struct nlm_args a = {
+		.vers = 4,
+		.kind = NLM_ARGS_LOCK,
+		.cookie = { (const uint8_t *)"ck", 2 },
+		.exclusive = true,
+		.reclaim = reclaim,
+		.block = block,
+		.lock = { .caller = { (const uint8_t *)"client", 6 },
+			  .fh = { FH, sizeof(FH) },
+			  .oh = { (const uint8_t *)"oh-1", 4 },
+			  .svid = svid },
+	};
+	size_t h = put_call_hdr(b, xid, NLM_PROG, 4, NLMPROC_LOCK), m;
 	assert_int_equal(nlm_encode_args(&a, b + h, cap - h, &m), 0);
 	return h + m;
 }
@@ -139,6 +161,81 @@ static size_t res_bytes(uint8_t *b, uint32_t stat)
 	memcpy(b + 4, "ck\0\0", 4);
 	xdr_put32(b + 8, stat);
 	return 12;
+}
+
+/* The NLM stat (last word) of an answer the relay gave itself. */
+static uint32_t answered_stat(const uint8_t *out, size_t n)
+{
+	size_t off;
+	assert_true(rpc_reply_results(out, n, &off));
+	return xdr_get32(out + n - 4);
+}
+
+/*
+ * After the gateway's restart, within the window: a reclaim goes upstream
+ * as an ordinary non-blocking LOCK (the server is not in grace), a new
+ * LOCK or NM_LOCK is answered DENIED_GRACE_PERIOD without an owner made, a
+ * TEST passes. Outside the window (never set, or over) a reclaim passes
+ * unchanged and a new LOCK is relayed.
+ */
+static void test_reclaim_converted_in_the_gateway_grace(void **state)
+{
+	(void)state;
+	struct gw_counters c = { 0 };
+	struct nlm_relay *rl = relay_new(&c);
+	struct sidesvc_peer pa = peer_at(0x0a090002, 800), pb = peer_at(0x0a090003, 800);
+	uint8_t msg[512], out[4096];
+	size_t len, n;
+	struct nlm_args a;
+
+	/* No window: the reclaim passes as a reclaim (the server's own reboot). */
+	len = lock_flags(msg, sizeof(msg), 1, 10, true, true);
+	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_REWRITTEN);
+	decode_rewritten(out, n, NLMPROC_LOCK, &a);
+	assert_true(a.reclaim);
+	assert_true(a.block);
+
+	nlm_relay_set_reclaim_window(rl, gw_now_us() + 60 * 1000000ull);
+	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_REWRITTEN);
+	decode_rewritten(out, n, NLMPROC_LOCK, &a);
+	assert_false(a.reclaim);
+	assert_false(a.block);
+	assert_int_equal(a.lock.oh.len, NLM_TOKEN_LEN); /* still rewritten */
+	assert_int_equal(nlm_relay_stats(rl)->reclaims_converted, 1);
+
+	/* Another client's new LOCK waits: the reclaims come first. */
+	uint32_t owners = nlm_state_owners(nlm_relay_state(rl));
+	len = lock_flags(msg, sizeof(msg), 2, 20, false, true);
+	assert_int_equal(call(rl, &pb, msg, len, out, &n), SIDERELAY_ANSWERED);
+	assert_int_equal(answered_stat(out, n), NLM_DENIED_GRACE_PERIOD);
+	len = lock_call(msg, sizeof(msg), 3, NLMPROC_NM_LOCK, 21);
+	assert_int_equal(call(rl, &pb, msg, len, out, &n), SIDERELAY_ANSWERED);
+	assert_int_equal(answered_stat(out, n), NLM_DENIED_GRACE_PERIOD);
+	assert_int_equal(nlm_relay_stats(rl)->grace_refused, 2);
+	assert_int_equal(nlm_state_owners(nlm_relay_state(rl)), owners);
+	len = lock_call(msg, sizeof(msg), 4, NLMPROC_TEST, 20);
+	assert_int_equal(call(rl, &pb, msg, len, out, &n), SIDERELAY_REWRITTEN);
+
+	/* The window over: both as before. */
+	nlm_relay_set_reclaim_window(rl, gw_now_us() - 1);
+	len = lock_flags(msg, sizeof(msg), 5, 20, false, true);
+	assert_int_equal(call(rl, &pb, msg, len, out, &n), SIDERELAY_REWRITTEN);
+	len = lock_flags(msg, sizeof(msg), 6, 10, true, false);
+	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_REWRITTEN);
+	decode_rewritten(out, n, NLMPROC_LOCK, &a);
+	assert_true(a.reclaim);
+	assert_int_equal(nlm_relay_stats(rl)->reclaims_converted, 1);
+	assert_int_equal(nlm_relay_stats(rl)->grace_refused, 2);
+
+	/* The server's own reboot ends the window: its grace wants real reclaims. */
+	struct nlm_host hs[4];
+	nlm_relay_set_reclaim_window(rl, gw_now_us() + 60 * 1000000ull);
+	nlm_relay_server_rebooted(rl, hs, 4);
+	len = lock_flags(msg, sizeof(msg), 7, 10, true, false);
+	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_REWRITTEN);
+	decode_rewritten(out, n, NLMPROC_LOCK, &a);
+	assert_true(a.reclaim);
+	nlm_relay_free(rl);
 }
 
 static void test_owners_rewritten_per_client(void **state)
@@ -486,6 +583,7 @@ int main(void)
 		cmocka_unit_test(test_unlock_of_unknown_owner_makes_no_owner),
 		cmocka_unit_test(test_lock_of_forgotten_owner_given_back),
 		cmocka_unit_test(test_cancel_keeps_held_lock),
+		cmocka_unit_test(test_reclaim_converted_in_the_gateway_grace),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

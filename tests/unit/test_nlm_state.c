@@ -337,6 +337,40 @@ static void clients_survive_restart(void **state)
 }
 
 /*
+ * The saved client list is rewritten only when the set of clients holding
+ * locks changes: a client's first lock and its last release mark it, a
+ * second lock, an owner without locks, or a partial unlock do not; taking
+ * the mark clears it.
+ */
+static void clients_dirty_only_when_the_set_changes(void **state)
+{
+	struct nlm_state *st = new_state(16, 64, 32);
+	struct nlm_host a = host4(0x0a000001), b = host4(0x0a000002);
+	struct nlm_owner_id oa, ob;
+	const struct nlm_unlock *u;
+
+	(void)state;
+	assert_false(nlm_state_take_clients_dirty(st));
+	assert_int_equal(nlm_state_owner(st, &a, 1, bytes("1"), &oa), 0);
+	assert_false(nlm_state_take_clients_dirty(st)); /* an owner holds nothing */
+	assert_int_equal(nlm_state_record_lock(st, &oa, 4, FH_A, 0, 1), 0);
+	assert_true(nlm_state_take_clients_dirty(st));
+	assert_false(nlm_state_take_clients_dirty(st)); /* taken */
+	assert_int_equal(nlm_state_record_lock(st, &oa, 4, FH_B, 0, 1), 0);
+	assert_false(nlm_state_take_clients_dirty(st)); /* a's second lock */
+	nlm_state_unlocked(st, &oa, FH_A, 0, 1);
+	assert_false(nlm_state_take_clients_dirty(st)); /* a still holds FH_B */
+	nlm_state_unlocked(st, &oa, FH_B, 0, 0);
+	assert_true(nlm_state_take_clients_dirty(st)); /* a holds nothing now */
+	assert_int_equal(nlm_state_owner(st, &b, 1, bytes("1"), &ob), 0);
+	assert_int_equal(nlm_state_record_lock(st, &ob, 4, FH_A, 0, 1), 0);
+	assert_true(nlm_state_take_clients_dirty(st));
+	assert_int_equal(nlm_state_client_rebooted(st, &b, &u), 1);
+	assert_true(nlm_state_take_clients_dirty(st)); /* b's reboot released it */
+	nlm_state_free(st);
+}
+
+/*
  * One client may not hold every owner: at max_owners_per_client its own
  * idle owner is reused; with none idle it is refused, and others are not.
  */
@@ -405,6 +439,7 @@ int main(void)
 		cmocka_unit_test(unlock_forgets_what_it_covers),
 		cmocka_unit_test(limits_refuse_and_count),
 		cmocka_unit_test(clients_survive_restart),
+		cmocka_unit_test(clients_dirty_only_when_the_set_changes),
 		cmocka_unit_test(owners_per_client_bounded),
 		cmocka_unit_test(repeated_notify_state_is_new_after_the_window),
 	};

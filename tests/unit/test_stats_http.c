@@ -211,7 +211,9 @@ static void fake_engine_init(struct fake_engine *e)
 					.gr_state = 1001,
 					.gr_persisted = 1,
 					.gr_sent = 3,
-					.gr_delivered = 1 };
+					.gr_delivered = 1,
+					.gr_clients_told = 2,
+					.gr_reclaims_converted = 5 };
 	a->r.nlm = &a->nlm;
 	/* READ answered twice by the upstream, in 100 and 300 us; WRITE never timed */
 	struct gw_proc_count *read = gw_counters_proc(&a->totals, 100003, 3, 6);
@@ -860,6 +862,9 @@ static void test_stats_json_nlm(void **state)
 	assert_int_equal(jint(root, "routes.0.nlm.gateway_restart.sent"), 3);
 	assert_int_equal(jint(root, "routes.0.nlm.gateway_restart.delivered"), 1);
 	assert_int_equal(jint(root, "routes.0.nlm.gateway_restart.not_delivered"), 0);
+	assert_int_equal(jint(root, "routes.0.nlm.gateway_restart.clients_told"), 2);
+	assert_int_equal(jint(root, "routes.0.nlm.gateway_restart.reclaims_converted"), 5);
+	assert_int_equal(jint(root, "routes.0.nlm.gateway_restart.grace_refused"), 0);
 	/* A route without side services has no "nlm" at all. */
 	json_t *rb = json_array_get(json_object_get(root, "routes"), 1);
 	assert_null(json_object_get(rb, "nlm"));
