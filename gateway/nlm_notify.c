@@ -21,12 +21,8 @@
 #include "gateway/portmap.h"
 
 enum {
-	NSM_VERS = 1,
-	NSMPROC_NULL = 0,
-	NSMPROC_NOTIFY = 6,
-	NSM_MAXSTRLEN = 1024, /* SM_MAXSTRLEN: mon_name */
-	NT_MAX_MSG = 2048,    /* a reply from a client: a GETPORT's or a void result */
-	NT_CALL_MAX = 160,    /* the SM_NOTIFY: header 40, mon_name (an address) 48, state */
+	NT_MAX_MSG = 2048, /* a reply from a client: a GETPORT's or a void result */
+	NT_CALL_MAX = 160, /* the SM_NOTIFY: header 40, mon_name (an address) 48, state */
 	NT_MAX_BACKOFF_MS = 8000,
 	NT_DEFAULT_INFLIGHT = 16,
 	NT_DEFAULT_CLIENTS = 1024,
@@ -236,22 +232,6 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 
 /* ---- the server's notification ----------------------------------------------------- */
 
-/* SM_NOTIFY's stat_chge: mon_name<SM_MAXSTRLEN>, state; nothing after. */
-static bool decode_stat_chge(const uint8_t *args, size_t len, int32_t *state)
-{
-	char name[NSM_MAXSTRLEN + 1];
-	char *p = name;
-	int st = 0;
-	XDR x;
-	bool ok;
-
-	xdrmem_create(&x, (char *)(uintptr_t)args, (u_int)len, XDR_DECODE);
-	ok = xdr_string(&x, &p, NSM_MAXSTRLEN) && xdr_int(&x, &st) && xdr_getpos(&x) == len;
-	xdr_destroy(&x);
-	*state = st;
-	return ok;
-}
-
 /*
  * A new round: the first @n hosts in the queue are told @state. A round
  * still going is replaced: the new state supersedes it and its clients
@@ -357,7 +337,7 @@ size_t nlm_notify_on_call(struct nlm_notify *nt, const struct sockaddr *peer, so
 		return answer_error(nt, h.xid, RPCSTAT_PROC_UNAVAIL, 0, 0, out, cap);
 	gw_counters_count_call(nt->cfg.counters, h.prog, h.vers, h.proc);
 	if (h.proc == NSMPROC_NOTIFY) {
-		if (!decode_stat_chge(msg + h.args_off, len - h.args_off, &state))
+		if (nsm_decode_stat_chge(msg + h.args_off, len - h.args_off, &state) != 0)
 			return answer_error(nt, h.xid, RPCSTAT_GARBAGE_ARGS, 0, 0, out, cap);
 		/* A retransmission, or the server's second record of the gateway. */
 		if (nt->have_state && state == nt->state)

@@ -16,11 +16,7 @@
 #include "gateway/portmap.h"
 
 enum {
-	NSM_VERS = 1,
-	NSMPROC_NULL = 0,
-	NSMPROC_NOTIFY = 6,
-	NSM_MAXSTRLEN = 1024, /* SM_MAXSTRLEN: mon_name */
-	OWN_CALL_MAX = 512,   /* an UNLOCK: header, name, fh 64, token 16 */
+	OWN_CALL_MAX = 512, /* an UNLOCK: header, name, fh 64, token 16 */
 };
 
 struct nlm_relay {
@@ -448,22 +444,6 @@ static size_t release_client(struct nlm_relay *rl, const struct nlm_host *host)
 	return count;
 }
 
-/* SM_NOTIFY's stat_chge: mon_name<SM_MAXSTRLEN>, state; nothing after. */
-static bool decode_notify(const uint8_t *args, size_t len, int32_t *state)
-{
-	char name[NSM_MAXSTRLEN + 1];
-	char *p = name;
-	int st = 0;
-	XDR x;
-	bool ok;
-
-	xdrmem_create(&x, (char *)(uintptr_t)args, (u_int)len, XDR_DECODE);
-	ok = xdr_string(&x, &p, NSM_MAXSTRLEN) && xdr_int(&x, &st) && xdr_getpos(&x) == len;
-	xdr_destroy(&x);
-	*state = st;
-	return ok;
-}
-
 size_t nlm_relay_nsm_answer(struct nlm_relay *rl, const struct sidesvc_peer *peer,
 			    const uint8_t *msg, size_t len, uint8_t *out, size_t cap,
 			    size_t *unlocks)
@@ -495,7 +475,7 @@ size_t nlm_relay_nsm_answer(struct nlm_relay *rl, const struct sidesvc_peer *pee
 		return answer_rpc_error(rl, h.xid, RPCSTAT_PROC_UNAVAIL, 0, 0, out, cap);
 	gw_counters_count_call(rl->cfg.counters, h.prog, h.vers, h.proc);
 	if (h.proc == NSMPROC_NOTIFY) {
-		if (!decode_notify(msg + h.args_off, len - h.args_off, &state))
+		if (nsm_decode_stat_chge(msg + h.args_off, len - h.args_off, &state) != 0)
 			return answer_rpc_error(rl, h.xid, RPCSTAT_GARBAGE_ARGS, 0, 0, out, cap);
 		/*
 		 * The notifying host is the sender: mon_name is the client's

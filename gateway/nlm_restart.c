@@ -23,8 +23,6 @@
 #include "gateway/portmap.h"
 
 enum {
-	NSM_VERS = 1,
-	NSMPROC_NOTIFY = 6,
 	NR_MAX_MSG = 512,  /* a GETPORT reply or a void result */
 	NR_CALL_MAX = 160, /* SM_NOTIFY: header 40, mon_name (an address) 48, state */
 	NR_MAX_BACKOFF_MS = 8000,

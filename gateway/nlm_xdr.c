@@ -259,3 +259,18 @@ int nlm_encode_testres(uint32_t vers, const struct nlm_testres *r, uint8_t *out,
 		return -EINVAL;
 	return encode_all(out, cap, n, xdr_nlm_testres, &c);
 }
+
+int nsm_decode_stat_chge(const uint8_t *buf, size_t len, int32_t *state)
+{
+	char name[NSM_MAXSTRLEN + 1];
+	char *p = name;
+	int st = 0;
+	XDR x;
+	bool ok;
+
+	xdrmem_create(&x, (char *)(uintptr_t)buf, (u_int)len, XDR_DECODE);
+	ok = xdr_string(&x, &p, NSM_MAXSTRLEN) && xdr_int(&x, &st) && xdr_getpos(&x) == len;
+	xdr_destroy(&x);
+	*state = st;
+	return ok ? 0 : -EINVAL;
+}

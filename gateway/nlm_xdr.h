@@ -35,6 +35,10 @@
 enum {
 	NLM_PROG = 100021,
 	NSM_PROG = 100024,
+	NSM_VERS = 1,
+	NSMPROC_NULL = 0,
+	NSMPROC_NOTIFY = 6,
+	NSM_MAXSTRLEN = 1024,	 /* SM_MAXSTRLEN: mon_name */
 	NLM_LM_MAXSTRLEN = 1024, /* caller_name */
 	NLM_MAXNETOBJ = 1024,	 /* MAXNETOBJ_SZ: cookie, oh */
 	NLM4_FHSIZE = 64,	 /* v4: NFSv3 handles */
@@ -151,5 +155,9 @@ int nlm_decode_testres(uint32_t vers, const uint8_t *buf, size_t len, struct nlm
 int nlm_encode_testres(uint32_t vers, const struct nlm_testres *r, uint8_t *out, size_t cap,
 		       size_t *n);
 int nlm_decode_res(const uint8_t *buf, size_t len, struct nlm_res *r);
+
+/* NSM SM_NOTIFY's stat_chge (mon_name<SM_MAXSTRLEN>, state; nothing after) into @state: 0 or
+ * -EINVAL. */
+int nsm_decode_stat_chge(const uint8_t *buf, size_t len, int32_t *state);
 
 #endif

@@ -301,6 +301,25 @@ static void testres_holder_round_trip(void **state)
 	assert_int_equal(nlm_decode_res(b.b, b.n - 1, &res), -EBADMSG);
 }
 
+/* SM_NOTIFY's stat_chge: a name and a state, nothing after; the name bounded. */
+static void stat_chge_decoded_and_bounded(void **state)
+{
+	uint8_t b[1100];
+	int32_t st = 0;
+
+	(void)state;
+	memset(b, 0, sizeof(b));
+	b[3] = 4; /* mon_name "host" */
+	memcpy(b + 4, "host", 4);
+	b[8] = 0xff, b[9] = 0xff, b[10] = 0xff, b[11] = 0xfd; /* state -3 */
+	assert_int_equal(nsm_decode_stat_chge(b, 12, &st), 0);
+	assert_int_equal(st, -3);
+	assert_int_equal(nsm_decode_stat_chge(b, 16, &st), -EINVAL); /* bytes after */
+	assert_int_equal(nsm_decode_stat_chge(b, 10, &st), -EINVAL); /* short */
+	b[2] = 4, b[3] = 1; /* a name of 1025 bytes: over SM_MAXSTRLEN */
+	assert_int_equal(nsm_decode_stat_chge(b, 4 + 1028 + 4, &st), -EINVAL);
+}
+
 int main(void)
 {
 	for (size_t i = 0; i < sizeof(fh4); i++)
@@ -317,6 +336,7 @@ int main(void)
 		cmocka_unit_test(rewrites_owner),
 		cmocka_unit_test(encode_checks_bounds),
 		cmocka_unit_test(testres_holder_round_trip),
+		cmocka_unit_test(stat_chge_decoded_and_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
