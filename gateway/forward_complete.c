@@ -204,9 +204,9 @@ static void fwd_deliver(struct fwd_session *s, struct fwd_call *c)
 		}
 	} else {
 		if (u->prog == 100003 && u->vers == 4) {
-			/* Learn NFSv4.1 sessions (CREATE_SESSION) for reply bounds. */
-			struct ulb_reply rep;
-			ulb_parse_reply(u, &s->ulb_sessions, inl, inl_len, 0, &rep);
+			/* Learn NFSv4.1 sessions for reply bounds and, on a shared
+			 * route, the back channels backward calls are routed by. */
+			fwd_share_learn_sessions(s, u, inl, inl_len);
 		}
 		err = tcp_conn_send_ref(s->tcp, inl_buf, (uint32_t)(inl - inl_buf->base), inl_len);
 		err = err == 0 ? 0 : -errno;

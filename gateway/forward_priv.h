@@ -304,6 +304,8 @@ void fwd_share_channel_ready(struct fwd_session *ch);
 void fwd_share_channel_close(struct fwd_session *ch);
 bool fwd_share_channel_lost(struct fwd_session *ch, enum rconn_close_reason reason);
 void fwd_share_channel_free(struct fwd_session *ch);
+void fwd_share_learn_sessions(struct fwd_session *s, const struct ulb_call *u, const uint8_t *msg,
+			      uint32_t len);
 struct fwd_session *fwd_share_cb_client(struct fwd_session *ch, const uint8_t *msg, uint32_t len,
 					const char **why);
 struct fwd_bcall *fwd_share_bcall_of(struct fwd_session *s, uint32_t xid);

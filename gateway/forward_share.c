@@ -507,13 +507,45 @@ struct fwd_session *fwd_share_reply_owner(struct fwd_call *c)
 /* ---- backward calls (RFC 8167) ---- */
 
 /*
+ * Learn from the reply @msg (@len bytes) to @s's NFSv4 call @u what its
+ * sessions are (ulb_parse_reply: CREATE_SESSION, DESTROY_SESSION, and
+ * BIND_CONN_TO_SESSION for the back channel). On a shared route the server
+ * sees one connection for many clients, so a client that binds a session's
+ * back channel (a Linux client does after its connection was made again, or
+ * to trunk) takes it from whichever client held it: the server accepted the
+ * bind, so its callbacks for that session are this client's from now on.
+ * A reply that does not parse teaches nothing (counted by ulb_counters).
+ */
+void fwd_share_learn_sessions(struct fwd_session *s, const struct ulb_call *u, const uint8_t *msg,
+			      uint32_t len)
+{
+	struct ulb_reply rep;
+	struct gw_session *g;
+
+	ulb_parse_reply(u, &s->ulb_sessions, msg, len, 0, &rep);
+	if (!rep.binds_back || !s->ch)
+		return;
+	TAILQ_FOREACH (g, &s->base.route->sessions, link) {
+		struct fwd_session *o = fwd_of_base(g);
+		if (o == s || !o->ch || !ulb_sessions_unbind_back(&o->ulb_sessions, rep.bound_id))
+			continue;
+		if (o->state == FS_READY && o->tcp)
+			gw_warn("forward %s: BIND_CONN_TO_SESSION takes a session's back channel "
+				"from live client %s: its callbacks go to the binder now",
+				s->base.client, o->base.client);
+	}
+}
+
+/*
  * The client a backward call on channel @ch is for: the one live client of
- * the route that holds the session its CB_SEQUENCE names. A client's
- * table (ulb_sessions, ULB_SESSIONS_MAX entries) learns a session from the
- * CREATE_SESSION reply relayed to it and forgets it on DESTROY_SESSION;
- * it goes with the client. Ids are the server's, so two live clients
- * holding one is a server's fault or a stale entry: the call goes to
- * neither, rather than maybe to the wrong one. NULL with @why: refused.
+ * the route that holds the back channel of the session its CB_SEQUENCE
+ * names. A client's table (ulb_sessions, ULB_SESSIONS_MAX entries) learns a
+ * session from the CREATE_SESSION reply relayed to it, or its back channel
+ * from a BIND_CONN_TO_SESSION reply (fwd_share_learn_sessions), and forgets
+ * it on DESTROY_SESSION; it goes with the client. Ids are the server's, so
+ * two live clients holding one is a server's fault or a stale entry: the
+ * call goes to neither, rather than maybe to the wrong one. NULL with @why:
+ * refused.
  */
 struct fwd_session *fwd_share_cb_client(struct fwd_session *ch, const uint8_t *msg, uint32_t len,
 					const char **why)
@@ -529,7 +561,7 @@ struct fwd_session *fwd_share_cb_client(struct fwd_session *ch, const uint8_t *m
 	TAILQ_FOREACH (g, &ch->base.route->sessions, link) {
 		struct fwd_session *s = fwd_of_base(g);
 		if (!s->ch || s->state != FS_READY || !s->tcp ||
-		    !ulb_sessions_has(&s->ulb_sessions, id))
+		    !ulb_sessions_has_back(&s->ulb_sessions, id))
 			continue;
 		if (to) {
 			*why = "a session more than one client holds";

@@ -383,6 +383,15 @@ void rev_share_timeout(struct rev_session *s);
 void rev_share_overflow(struct rev_session *s);
 struct tcp_conn *rev_share_tcp(const struct rev_chan *ch);
 uint32_t rev_share_gen(const struct rev_chan *ch);
+/* A channel's clients; the lookups below take it (tests build one). */
+TAILQ_HEAD(rev_client_list, rev_session);
+/* The client on @clients a backward call is for, by its CB_SEQUENCE's session; NULL with @why. */
+struct rev_session *rev_share_cb_client(const struct rev_client_list *clients, const uint8_t *msg,
+					uint32_t len, const char **why);
+/* @s, one of @clients, bound session @id's back channel: the others lose it. */
+void rev_share_take_back(struct rev_client_list *clients, const struct rev_session *s,
+			 const uint8_t id[ULB_SESSIONID_SIZE]);
+void rev_share_bound_back(struct rev_session *s, const uint8_t id[ULB_SESSIONID_SIZE]);
 /* The XID map's key of a client's call, and the channel a client is put on (tests use them). */
 void rev_share_key(const struct rev_session *s, uint32_t xid, struct upxid_key *k);
 uint16_t rev_share_channel_of(const struct rev_session *s, uint16_t nchan);

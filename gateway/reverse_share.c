@@ -57,7 +57,7 @@ struct rev_chan {
 	bool starved;
 	struct fairq fq;
 	uint32_t nclients;
-	TAILQ_HEAD(, rev_session) clients;
+	struct rev_client_list clients;
 };
 
 struct rev_share {
@@ -405,30 +405,75 @@ void rev_share_call(struct rev_session *s, struct rev_call *c)
 
 /* ---- records from the server ---- */
 
+/*
+ * The client a backward call is for: the one live client on the channel
+ * that carried it holding the back channel of the session its CB_SEQUENCE
+ * names (learned from CREATE_SESSION and BIND_CONN_TO_SESSION replies).
+ * Only clients of that channel: the reply must go back on the connection
+ * that carried the call, which is the client's channel. Two holders is a
+ * server's fault or a stale entry: neither gets it.
+ */
+struct rev_session *rev_share_cb_client(const struct rev_client_list *clients, const uint8_t *msg,
+					uint32_t len, const char **why)
+{
+	uint8_t id[ULB_SESSIONID_SIZE];
+	struct rev_session *s, *to = NULL;
+
+	if (!ulb_cb_sessionid(msg, len, id)) {
+		*why = "not a CB_COMPOUND that opens with CB_SEQUENCE";
+		return NULL;
+	}
+	TAILQ_FOREACH (s, clients, ch_link) {
+		if (s->state != RS_READY || !ulb_sessions_has_back(&s->ulb_sessions, id))
+			continue;
+		if (to) {
+			*why = "a session more than one client holds";
+			return NULL;
+		}
+		to = s;
+	}
+	if (!to)
+		*why = "a session no client holds";
+	return to;
+}
+
+/*
+ * @s bound session @id's back channel (BIND_CONN_TO_SESSION, as a Linux
+ * client does when its connection was made again, or to trunk): the server
+ * accepted it, so its callbacks for that session on this channel are @s's,
+ * and the other clients of the channel lose it (else the call would have two
+ * holders and go to neither). Clients of other channels keep theirs: a
+ * callback is only routed among the clients of the channel that carried it.
+ */
+void rev_share_take_back(struct rev_client_list *clients, const struct rev_session *s,
+			 const uint8_t id[ULB_SESSIONID_SIZE])
+{
+	struct rev_session *o;
+
+	TAILQ_FOREACH (o, clients, ch_link) {
+		if (o == s || !ulb_sessions_unbind_back(&o->ulb_sessions, id))
+			continue;
+		if (o->state == RS_READY)
+			gw_warn("reverse %s: BIND_CONN_TO_SESSION takes a session's back channel "
+				"from live client %s: its callbacks go to the binder now",
+				s->base.client, o->base.client);
+	}
+}
+
+void rev_share_bound_back(struct rev_session *s, const uint8_t id[ULB_SESSIONID_SIZE])
+{
+	if (s->ch)
+		rev_share_take_back(&s->ch->clients, s, id);
+}
+
 /* A backward call: to the one client on the channel holding the session of its CB_SEQUENCE. */
 static void chan_bc_call(struct rev_chan *ch, struct gw_buf *buf, uint32_t off, uint32_t len,
 			 uint32_t xid)
 {
-	uint8_t id[ULB_SESSIONID_SIZE];
-	struct rev_session *s, *to = NULL;
 	const char *why = NULL;
+	struct rev_session *to = rev_share_cb_client(&ch->clients, buf->base + off, len, &why);
 
-	if (!ulb_cb_sessionid(buf->base + off, len, id)) {
-		why = "not a CB_COMPOUND that opens with CB_SEQUENCE";
-	} else {
-		TAILQ_FOREACH (s, &ch->clients, ch_link) {
-			if (s->state != RS_READY || !ulb_sessions_has(&s->ulb_sessions, id))
-				continue;
-			if (to) {
-				why = "a session more than one client holds";
-				break;
-			}
-			to = s;
-		}
-		if (!to && !why)
-			why = "a session no client holds";
-	}
-	if (!why) {
+	if (to) {
 		rev_bc_call(to, buf, off, len, xid);
 		return;
 	}

@@ -105,13 +105,16 @@ static void rev_find_items(struct rev_session *s, struct rev_call *c)
 	c->nitems = 0;
 	/*
 	 * On a shared upstream every reply is read, for the sessions that
-	 * CREATE_SESSION makes: backward calls are routed by them.
+	 * CREATE_SESSION makes and BIND_CONN_TO_SESSION binds: backward calls
+	 * are routed by them.
 	 */
 	if ((c->nwrites == 0 && !s->ch) ||
 	    (c->ulb.status != ULB_OK && c->ulb.status != ULB_DDP_STOPPED))
 		return;
 	enum ulb_reply_status st = ulb_parse_reply(
 		&c->ulb, &s->ulb_sessions, c->reply->base + c->reply_off, c->reply_len, 0, &rep);
+	if (rep.binds_back)
+		rev_share_bound_back(s, rep.bound_id);
 	if ((st != ULB_REPLY_OK && st != ULB_REPLY_STOPPED) || rep.n_items > ULB_MAX_ITEMS ||
 	    c->nwrites == 0)
 		return;

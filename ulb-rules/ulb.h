@@ -111,11 +111,17 @@ size_t ulb_rules_count(const struct ulb_rules *rules);
  * and removes one on DESTROY_SESSION, and to ulb_parse_call, which bounds a
  * COMPOUND starting with SEQUENCE by its session's limit. When full, the
  * oldest entry is replaced. Zero-initialised is empty.
+ *
+ * An entry also says whether the connection holds the session's back
+ * channel: set by CREATE_SESSION and by a BIND_CONN_TO_SESSION whose result
+ * includes the back channel (RFC 8881 section 18.34), cleared when another
+ * connection of a shared route binds it (ulb_sessions_unbind_back).
  */
 struct ulb_session {
 	uint8_t id[ULB_SESSIONID_SIZE];
-	uint32_t maxresp;
-	uint32_t age; /* larger is newer; 0 is an unused slot */
+	uint32_t maxresp; /* 0: not known (a session only bound here) */
+	uint32_t age;	  /* larger is newer; 0 is an unused slot */
+	bool back;	  /* backward calls naming it are this connection's */
 };
 
 struct ulb_sessions {
@@ -128,6 +134,16 @@ void ulb_sessions_add(struct ulb_sessions *t, const uint8_t id[ULB_SESSIONID_SIZ
 void ulb_sessions_remove(struct ulb_sessions *t, const uint8_t id[ULB_SESSIONID_SIZE]);
 /* Whether the table holds the session. */
 bool ulb_sessions_has(const struct ulb_sessions *t, const uint8_t id[ULB_SESSIONID_SIZE]);
+/*
+ * The session's back channel is this connection's (BIND_CONN_TO_SESSION):
+ * an entry it already has keeps its limit, a new one has none (0).
+ */
+void ulb_sessions_bind_back(struct ulb_sessions *t, const uint8_t id[ULB_SESSIONID_SIZE]);
+/* Another connection took the session's back channel: whether this one held it. The
+ * entry stays, for its limit. */
+bool ulb_sessions_unbind_back(struct ulb_sessions *t, const uint8_t id[ULB_SESSIONID_SIZE]);
+/* Whether the table holds the session and its back channel. */
+bool ulb_sessions_has_back(const struct ulb_sessions *t, const uint8_t id[ULB_SESSIONID_SIZE]);
 /* The session's ca_maxresponsesize, or 0 when unknown. */
 uint32_t ulb_sessions_maxresp(const struct ulb_sessions *t, const uint8_t id[ULB_SESSIONID_SIZE]);
 
@@ -221,8 +237,10 @@ struct ulb_call {
 	uint32_t stop_op;      /* ULB_DDP_STOPPED: the operation without a rule */
 	bool has_sequence;     /* first operation is SEQUENCE: sessionid is valid */
 	bool destroys_session; /* has DESTROY_SESSION: destroy_id is valid */
+	bool binds_session;    /* has BIND_CONN_TO_SESSION: bind_id is valid */
 	uint8_t sessionid[ULB_SESSIONID_SIZE];
 	uint8_t destroy_id[ULB_SESSIONID_SIZE];
+	uint8_t bind_id[ULB_SESSIONID_SIZE];
 
 	/* The rule set and procedure rule the reply is walked with. */
 	const struct ulb_rules *rules;
@@ -284,6 +302,13 @@ struct ulb_reply {
 	uint32_t results_offset;
 	uint32_t nfs4_status; /* COMPOUND: the overall status */
 	uint32_t stop_op;     /* ULB_REPLY_STOPPED: the operation */
+	/*
+	 * A successful BIND_CONN_TO_SESSION gave this connection the back
+	 * channel of session @bound_id (already noted in the table): on a
+	 * shared route, the other clients' entries lose it.
+	 */
+	bool binds_back;
+	uint8_t bound_id[ULB_SESSIONID_SIZE];
 	/* Eligible result items in reply order. Items beyond ULB_MAX_ITEMS are
 	 * counted in n_seen but not reported; they cannot have been moved. */
 	uint8_t n_items;
@@ -297,7 +322,8 @@ struct ulb_reply {
  * k-th eligible result item is not in @msg but was placed in a Write chunk
  * (the reduced reply of RPC-over-RDMA: the item's length word stays inline,
  * its data and pad are gone); 0 for a full reply. @sessions, when not NULL,
- * learns sessions from CREATE_SESSION and forgets them on DESTROY_SESSION.
+ * learns sessions from CREATE_SESSION, back channels from BIND_CONN_TO_SESSION
+ * (reply->binds_back), and forgets sessions on DESTROY_SESSION.
  * Returns reply->status.
  */
 enum ulb_reply_status ulb_parse_reply(const struct ulb_call *call, struct ulb_sessions *sessions,

@@ -13,9 +13,11 @@
  *
  * Sessions: the first operation's SEQUENCE session id selects the session's
  * ca_maxresponsesize for the reply bound; CREATE_SESSION results add a
- * session to the connection's table, DESTROY_SESSION removes it. The
- * fields are read at their fixed places after the shape walk has checked
- * the operation's layout.
+ * session to the connection's table, DESTROY_SESSION removes it, and a
+ * BIND_CONN_TO_SESSION whose result includes the back channel gives the
+ * connection that channel (backward calls on a shared route are routed by
+ * it). The fields are read at their fixed places after the shape walk has
+ * checked the operation's layout.
  */
 #include <string.h>
 
@@ -24,11 +26,15 @@
 
 enum {
 	OP_GETATTR = 9,
+	OP_BIND_CONN_TO_SESSION = 41,
 	OP_CREATE_SESSION = 43,
 	OP_DESTROY_SESSION = 44,
 	OP_SEQUENCE = 53,
 	OP_ILLEGAL = 10044,
 	NFS4_OK = 0,
+	/* channel_dir_from_server4 (RFC 8881 section 18.34) */
+	CDFS4_BACK = 2,
+	CDFS4_BOTH = 3,
 };
 
 /*
@@ -65,6 +71,10 @@ static bool bitmap_unbounded(const uint8_t *p, size_t len)
 /* CREATE_SESSION4resok: sessionid, sequence, flags, then the fore channel's
  * headerpadsize, maxrequestsize, maxresponsesize. */
 #define CS_MAXRESP_OFF (ULB_SESSIONID_SIZE + 4 + 4 + 4 + 4)
+
+/* BIND_CONN_TO_SESSION4resok: bctsr_sessid, bctsr_dir, bctsr_use_conn_in_rdma_mode. */
+#define BCTS_DIR_OFF   ULB_SESSIONID_SIZE
+#define BCTS_RESOK_LEN (ULB_SESSIONID_SIZE + 4 + 4)
 
 static const struct ulb_proc *nfs4_op(const struct ulb_version *v, uint32_t op)
 {
@@ -202,6 +212,9 @@ void ulb_nfs4_parse_call(const struct ulb_version *v, const struct ulb_sessions 
 			} else if (op == OP_DESTROY_SESSION) {
 				memcpy(call->destroy_id, w->msg + start, ULB_SESSIONID_SIZE);
 				call->destroys_session = true;
+			} else if (op == OP_BIND_CONN_TO_SESSION) {
+				memcpy(call->bind_id, w->msg + start, ULB_SESSIONID_SIZE);
+				call->binds_session = true;
 			}
 		}
 		if (w->collect)
@@ -228,14 +241,38 @@ void ulb_nfs4_parse_call(const struct ulb_version *v, const struct ulb_sessions 
 	}
 }
 
-/* Note what a successful CREATE_SESSION or DESTROY_SESSION changed. */
+/*
+ * A successful BIND_CONN_TO_SESSION: when the server bound the connection
+ * to the session's back channel (CDFS4_BACK or CDFS4_BOTH; a fore-channel
+ * bind moves no callbacks), the connection holds it now, and @reply says so
+ * for the engine to take it from the route's other clients. The session must
+ * be the one the call named: a reply that names another is not believed.
+ */
+static void track_bind(const uint8_t *res, uint32_t res_len, const struct ulb_call *call,
+		       struct ulb_sessions *sessions, struct ulb_reply *reply)
+{
+	if (res_len < BCTS_RESOK_LEN || !call->binds_session ||
+	    memcmp(res, call->bind_id, ULB_SESSIONID_SIZE) != 0)
+		return;
+	uint32_t dir = xdr_get32(res + BCTS_DIR_OFF);
+	if (dir != CDFS4_BACK && dir != CDFS4_BOTH)
+		return;
+	ulb_sessions_bind_back(sessions, res);
+	reply->binds_back = true;
+	memcpy(reply->bound_id, res, ULB_SESSIONID_SIZE);
+}
+
+/* Note what a successful CREATE_SESSION, BIND_CONN_TO_SESSION or DESTROY_SESSION changed. */
 static void track_session(const struct ulb_walk *w, uint32_t op, uint32_t start,
-			  const struct ulb_call *call, struct ulb_sessions *sessions)
+			  const struct ulb_call *call, struct ulb_sessions *sessions,
+			  struct ulb_reply *reply)
 {
 	const uint8_t *res = w->msg + start + 4; /* after the status */
 
 	if (op == OP_CREATE_SESSION && w->pos - start >= 4 + CS_MAXRESP_OFF + 4)
 		ulb_sessions_add(sessions, res, xdr_get32(res + CS_MAXRESP_OFF));
+	else if (op == OP_BIND_CONN_TO_SESSION)
+		track_bind(res, w->pos - start - 4, call, sessions, reply);
 	else if (op == OP_DESTROY_SESSION && call->destroys_session)
 		ulb_sessions_remove(sessions, call->destroy_id);
 }
@@ -283,6 +320,6 @@ void ulb_nfs4_parse_reply(const struct ulb_version *v, const struct ulb_call *ca
 		if (status != NFS4_OK)
 			return; /* the COMPOUND stopped at this operation */
 		if (sessions)
-			track_session(w, op, start, call, sessions);
+			track_session(w, op, start, call, sessions, reply);
 	}
 }

@@ -38,6 +38,7 @@ void ulb_sessions_add(struct ulb_sessions *t, const uint8_t id[ULB_SESSIONID_SIZ
 	}
 	memcpy(s->id, id, ULB_SESSIONID_SIZE);
 	s->maxresp = maxresp;
+	s->back = true;
 	if (++t->clock == 0) {
 		/* after 2^32 sessions: restart the ages (which old entry goes
 		 * first is then arbitrary, which is harmless) */
@@ -60,6 +61,33 @@ void ulb_sessions_remove(struct ulb_sessions *t, const uint8_t id[ULB_SESSIONID_
 bool ulb_sessions_has(const struct ulb_sessions *t, const uint8_t id[ULB_SESSIONID_SIZE])
 {
 	return session_find(t, id) >= 0;
+}
+
+void ulb_sessions_bind_back(struct ulb_sessions *t, const uint8_t id[ULB_SESSIONID_SIZE])
+{
+	int i = session_find(t, id);
+
+	if (i >= 0)
+		t->s[i].back = true;
+	else
+		ulb_sessions_add(t, id, 0);
+}
+
+bool ulb_sessions_unbind_back(struct ulb_sessions *t, const uint8_t id[ULB_SESSIONID_SIZE])
+{
+	int i = session_find(t, id);
+	bool held = i >= 0 && t->s[i].back;
+
+	if (i >= 0)
+		t->s[i].back = false;
+	return held;
+}
+
+bool ulb_sessions_has_back(const struct ulb_sessions *t, const uint8_t id[ULB_SESSIONID_SIZE])
+{
+	int i = session_find(t, id);
+
+	return i >= 0 && t->s[i].back;
 }
 
 uint32_t ulb_sessions_maxresp(const struct ulb_sessions *t, const uint8_t id[ULB_SESSIONID_SIZE])

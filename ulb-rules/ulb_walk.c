@@ -265,6 +265,7 @@ static void call_init(struct ulb_call *call, const struct ulb_rules *rules)
 	call->stop_op = 0;
 	call->has_sequence = false;
 	call->destroys_session = false;
+	call->binds_session = false;
 	call->rules = rules;
 	call->rule = NULL;
 }

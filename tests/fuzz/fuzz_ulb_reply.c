@@ -4,7 +4,9 @@
  * 2-byte call length, the call, then the reply. The call is parsed first
  * (it selects the procedure and rule), then the reply is walked with the
  * mask. Reported items must lie in the reply unless moved; a CREATE_SESSION
- * reply feeds the session table.
+ * reply feeds the session table, and a BIND_CONN_TO_SESSION reply that binds
+ * the back channel must name the session of its call, now in the table with
+ * its back channel.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -51,6 +53,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ulb_parse_call(rules, &sessions, cmsg, clen, &call);
 	ulb_parse_reply(&call, &sessions, rmsg, rlen, moved, &reply);
 	if (reply.n_items > ULB_MAX_ITEMS)
+		abort();
+	if (reply.binds_back &&
+	    (!call.binds_session || memcmp(reply.bound_id, call.bind_id, ULB_SESSIONID_SIZE) != 0 ||
+	     !ulb_sessions_has_back(&sessions, reply.bound_id)))
 		abort();
 	for (unsigned i = 0; i < reply.n_items; i++) {
 		const struct ulb_reply_item *it = &reply.items[i];

@@ -6,7 +6,9 @@
  * (gateway/reverse_share_map.c) that keeps each call's wire XID and credit:
  * per-client caps, replies to the right call only, a client's going
  * releasing its own calls only, and a lost connection's calls sent again
- * under their wire XIDs.
+ * under their wire XIDs. And whom a backward call goes to: the client of
+ * the channel holding the back channel of the session its CB_SEQUENCE
+ * names, learned from CREATE_SESSION and BIND_CONN_TO_SESSION replies.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -21,6 +23,7 @@
 
 #include "gateway/reverse_priv.h"
 #include "gateway/upxid.h"
+#include "tests/unit/nfs4_session_msgs.h"
 
 static struct rev_session *session_v4(const char *addr, uint16_t port, uint64_t id)
 {
@@ -554,6 +557,158 @@ static void test_ledger_retransmission_same_wire_xid(void **state)
 	rsm_destroy(&m);
 }
 
+/* ---- backward calls: the session's owner on the channel ---- */
+
+static const uint8_t sid_x[ULB_SESSIONID_SIZE] = { 0x5e, 1, 2,	3,  4,	5,  6,	7,
+						   8,	 9, 10, 11, 12, 13, 14, 15 };
+static const uint8_t sid_y[ULB_SESSIONID_SIZE] = { 0x77, 1, 2,	3,  4,	5,  6,	7,
+						   8,	 9, 10, 11, 12, 13, 14, 15 };
+
+/* A channel's clients A and B, both ready, and the rules their calls are parsed with. */
+struct bc_fixture {
+	struct ulb_rules *rules;
+	struct rev_client_list clients;
+	struct rev_session *a, *b;
+};
+
+static void bc_setup(struct bc_fixture *f)
+{
+	f->rules = msg_rules_load();
+	assert_non_null(f->rules);
+	TAILQ_INIT(&f->clients);
+	f->a = session_v4("192.0.2.1", 40000, 1);
+	f->b = session_v4("192.0.2.2", 40001, 2);
+	snprintf(f->a->base.client, sizeof(f->a->base.client), "A");
+	snprintf(f->b->base.client, sizeof(f->b->base.client), "B");
+	f->a->state = RS_READY;
+	f->b->state = RS_READY;
+	TAILQ_INSERT_TAIL(&f->clients, f->a, ch_link);
+	TAILQ_INSERT_TAIL(&f->clients, f->b, ch_link);
+}
+
+static void bc_teardown(struct bc_fixture *f)
+{
+	free(f->a);
+	free(f->b);
+	ulb_rules_free(f->rules);
+}
+
+/*
+ * The reply @rep (its first @len bytes) to @s's call @call, read as
+ * reverse_upstream.c reads every reply of a shared upstream: the table
+ * learns, and a bound back channel is taken from the channel's others.
+ */
+static void bc_relay(struct bc_fixture *f, struct rev_session *s, const struct msg *call,
+		     const struct msg *rep, uint32_t len)
+{
+	struct ulb_call u;
+	struct ulb_reply r;
+
+	assert_int_equal(msg_parse_call(f->rules, call, &u), ULB_OK);
+	uint8_t *p = msg_dup(rep, len);
+	assert_non_null(p);
+	ulb_parse_reply(&u, &s->ulb_sessions, p, len, 0, &r);
+	if (r.binds_back)
+		rev_share_take_back(&f->clients, s, r.bound_id);
+	free(p);
+}
+
+static struct rev_session *bc_callback_to(struct bc_fixture *f, const uint8_t *sid)
+{
+	struct msg m;
+	const char *why = NULL;
+
+	msg_cb_sequence(&m, 0xcb, sid);
+	uint8_t *p = msg_dup(&m, m.len);
+	assert_non_null(p);
+	struct rev_session *to = rev_share_cb_client(&f->clients, p, m.len, &why);
+	free(p);
+	if (!to)
+		assert_non_null(why);
+	return to;
+}
+
+static void bc_a_creates_x(struct bc_fixture *f)
+{
+	struct msg call, rep;
+
+	msg_create_session_call(&call, 10);
+	msg_create_session_reply(&rep, 10, sid_x);
+	bc_relay(f, f->a, &call, &rep, rep.len);
+	assert_ptr_equal(bc_callback_to(f, sid_x), f->a);
+}
+
+static void bc_b_binds_x(struct bc_fixture *f, uint32_t call_dir, uint32_t status,
+			 const uint8_t *rep_sid, uint32_t rep_dir)
+{
+	struct msg call, rep;
+
+	msg_bcts_call(&call, 20, sid_x, call_dir, false);
+	msg_bcts_reply(&rep, 20, status, rep_sid, rep_dir, false);
+	bc_relay(f, f->b, &call, &rep, rep.len);
+}
+
+/* B binds X's back channel: X's callbacks are B's; A keeps X's reply limit. */
+static void test_bc_bind_moves_callbacks(void **state)
+{
+	struct bc_fixture f;
+
+	(void)state;
+	bc_setup(&f);
+	bc_a_creates_x(&f);
+	bc_b_binds_x(&f, MSG_CDFC4_BACK_OR_BOTH, 0, sid_x, MSG_CDFS4_BOTH);
+	assert_ptr_equal(bc_callback_to(&f, sid_x), f.b);
+	assert_int_equal(ulb_sessions_maxresp(&f.a->ulb_sessions, sid_x), MSG_MAXRESP);
+	assert_null(bc_callback_to(&f, sid_y));
+	/* back only, by A again */
+	struct msg call, rep;
+	msg_bcts_call(&call, 30, sid_x, MSG_CDFC4_BACK_OR_BOTH, false);
+	msg_bcts_reply(&rep, 30, 0, sid_x, MSG_CDFS4_BACK, false);
+	bc_relay(&f, f.a, &call, &rep, rep.len);
+	assert_ptr_equal(bc_callback_to(&f, sid_x), f.a);
+	bc_teardown(&f);
+}
+
+/* A fore-channel bind, a refused one, or one naming another session: the callbacks stay A's. */
+static void test_bc_bind_that_moves_nothing(void **state)
+{
+	struct bc_fixture f;
+
+	(void)state;
+	bc_setup(&f);
+	bc_a_creates_x(&f);
+	bc_b_binds_x(&f, MSG_CDFC4_FORE, 0, sid_x, MSG_CDFS4_FORE);
+	assert_ptr_equal(bc_callback_to(&f, sid_x), f.a);
+	bc_b_binds_x(&f, MSG_CDFC4_BACK_OR_BOTH, MSG_NFS4ERR_BADSESSION, sid_x, MSG_CDFS4_BOTH);
+	assert_ptr_equal(bc_callback_to(&f, sid_x), f.a);
+	bc_b_binds_x(&f, MSG_CDFC4_BACK_OR_BOTH, 0, sid_y, MSG_CDFS4_BOTH);
+	assert_ptr_equal(bc_callback_to(&f, sid_x), f.a);
+	assert_false(ulb_sessions_has(&f.b->ulb_sessions, sid_x));
+	bc_teardown(&f);
+}
+
+/* Every cut of the bind's reply teaches nothing and is counted as a reply that does not parse. */
+static void test_bc_bind_truncated(void **state)
+{
+	struct bc_fixture f;
+	struct msg call, rep;
+
+	(void)state;
+	bc_setup(&f);
+	bc_a_creates_x(&f);
+	msg_bcts_call(&call, 40, sid_x, MSG_CDFC4_BACK_OR_BOTH, false);
+	msg_bcts_reply(&rep, 40, 0, sid_x, MSG_CDFS4_BOTH, false);
+	for (uint32_t n = 0; n < rep.len; n++) {
+		uint64_t garbage = ulb_counters.garbage_replies;
+		bc_relay(&f, f.b, &call, &rep, n);
+		assert_ptr_equal(bc_callback_to(&f, sid_x), f.a);
+		assert_int_equal(ulb_counters.garbage_replies, garbage + 1);
+	}
+	bc_relay(&f, f.b, &call, &rep, rep.len);
+	assert_ptr_equal(bc_callback_to(&f, sid_x), f.b);
+	bc_teardown(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -568,6 +723,9 @@ int main(void)
 		cmocka_unit_test(test_ledger_takeover_resent_under_wire_xid),
 		cmocka_unit_test(test_ledger_reply_to_waiting_call_is_stray),
 		cmocka_unit_test(test_ledger_oldest_orphan),
+		cmocka_unit_test(test_bc_bind_moves_callbacks),
+		cmocka_unit_test(test_bc_bind_that_moves_nothing),
+		cmocka_unit_test(test_bc_bind_truncated),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

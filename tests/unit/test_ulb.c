@@ -909,6 +909,36 @@ static void test_session_table_replaces_oldest(void **state)
 	assert_int_equal(ulb_sessions_maxresp(&s, id), 0);
 }
 
+/* The back channel of a session: CREATE_SESSION gives it, another's bind takes it, a bind gives it.
+ */
+static void test_session_table_back_channel(void **state)
+{
+	struct ulb_sessions s;
+	uint8_t id[ULB_SESSIONID_SIZE], other[ULB_SESSIONID_SIZE];
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	memset(id, 7, sizeof(id));
+	memset(other, 8, sizeof(other));
+	ulb_sessions_add(&s, id, 4000);
+	assert_true(ulb_sessions_has_back(&s, id));
+	/* taken: the entry and its limit stay, its callbacks go */
+	assert_true(ulb_sessions_unbind_back(&s, id));
+	assert_false(ulb_sessions_has_back(&s, id));
+	assert_true(ulb_sessions_has(&s, id));
+	assert_int_equal(ulb_sessions_maxresp(&s, id), 4000);
+	assert_false(ulb_sessions_unbind_back(&s, id));
+	assert_false(ulb_sessions_unbind_back(&s, other));
+	/* bound again: the limit is kept */
+	ulb_sessions_bind_back(&s, id);
+	assert_true(ulb_sessions_has_back(&s, id));
+	assert_int_equal(ulb_sessions_maxresp(&s, id), 4000);
+	/* a session only bound here: no limit known */
+	ulb_sessions_bind_back(&s, other);
+	assert_true(ulb_sessions_has_back(&s, other));
+	assert_int_equal(ulb_sessions_maxresp(&s, other), 0);
+}
+
 static void test_gss(void **state)
 {
 	struct xb b;
@@ -1056,6 +1086,7 @@ int main(void)
 		cmocka_unit_test(test_sessions),
 		cmocka_unit_test(test_session_table_replaces_oldest),
 		cmocka_unit_test(test_cb_sessionid),
+		cmocka_unit_test(test_session_table_back_channel),
 		cmocka_unit_test(test_gss),
 		cmocka_unit_test(test_other_programs),
 		cmocka_unit_test(test_bad_headers),

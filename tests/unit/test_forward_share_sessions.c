@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/unit/test_forward_share_sessions.c - on a forward route's shared
+ * RDMA connections, whom a backward call goes to (gateway/forward_share.c):
+ * the client holding the back channel of the session its CB_SEQUENCE
+ * names, learned from the CREATE_SESSION and BIND_CONN_TO_SESSION replies
+ * relayed to the clients (fwd_share_learn_sessions, as forward_complete.c
+ * calls it). A bind of the back channel (both directions, or back only)
+ * moves the session's callbacks to the binder; a fore-channel bind, a
+ * failed bind, a reply naming another session or a reply that does not
+ * parse moves nothing.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "gateway/forward_priv.h"
+#include "tests/unit/nfs4_session_msgs.h"
+
+static const uint8_t sid_x[ULB_SESSIONID_SIZE] = { 0x5e, 1, 2,	3,  4,	5,  6,	7,
+						   8,	 9, 10, 11, 12, 13, 14, 15 };
+static const uint8_t sid_y[ULB_SESSIONID_SIZE] = { 0x77, 1, 2,	3,  4,	5,  6,	7,
+						   8,	 9, 10, 11, 12, 13, 14, 15 };
+
+/* A route with one channel and two live clients on it, A and B. */
+struct fixture {
+	struct ulb_rules *rules;
+	struct gw_route_rt *route;
+	struct fwd_session *ch, *a, *b;
+	char tcp_stand_in; /* the clients' TCP connections: only "has one" is looked at */
+};
+
+static struct fwd_session *client(struct fixture *f, uint64_t id, const char *name)
+{
+	struct fwd_session *s = calloc(1, sizeof(*s));
+
+	assert_non_null(s);
+	s->base.id = id;
+	s->base.route = f->route;
+	snprintf(s->base.client, sizeof(s->base.client), "%s", name);
+	s->state = FS_READY;
+	s->ch = f->ch;
+	s->tcp = (struct tcp_conn *)&f->tcp_stand_in;
+	TAILQ_INSERT_TAIL(&f->route->sessions, &s->base, link);
+	return s;
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -1;
+	f->rules = msg_rules_load();
+	f->route = calloc(1, sizeof(*f->route));
+	f->ch = calloc(1, sizeof(*f->ch));
+	if (!f->rules || !f->route || !f->ch)
+		return -1;
+	TAILQ_INIT(&f->route->sessions);
+	f->ch->is_channel = true;
+	f->ch->state = FS_READY;
+	f->ch->base.route = f->route;
+	f->a = client(f, 1, "192.0.2.1:700");
+	f->b = client(f, 2, "192.0.2.2:701");
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	free(f->a);
+	free(f->b);
+	free(f->ch);
+	free(f->route);
+	ulb_rules_free(f->rules);
+	free(f);
+	return 0;
+}
+
+/* The reply @rep (its first @len bytes) to @s's call @call, relayed as forward_complete.c does. */
+static void relay(struct fixture *f, struct fwd_session *s, const struct msg *call,
+		  const struct msg *rep, uint32_t len)
+{
+	struct ulb_call u;
+
+	assert_int_equal(msg_parse_call(f->rules, call, &u), ULB_OK);
+	uint8_t *p = msg_dup(rep, len);
+	assert_non_null(p);
+	fwd_share_learn_sessions(s, &u, p, len);
+	free(p);
+}
+
+/* Whom the server's CB_SEQUENCE for @sid goes to; NULL: refused. */
+static struct fwd_session *callback_to(struct fixture *f, const uint8_t *sid)
+{
+	struct msg m;
+	const char *why = NULL;
+
+	msg_cb_sequence(&m, 0xcb, sid);
+	uint8_t *p = msg_dup(&m, m.len);
+	assert_non_null(p);
+	struct fwd_session *to = fwd_share_cb_client(f->ch, p, m.len, &why);
+	free(p);
+	if (!to)
+		assert_non_null(why);
+	return to;
+}
+
+/* A creates session X: its callbacks are A's. */
+static void a_creates_x(struct fixture *f)
+{
+	struct msg call, rep;
+
+	msg_create_session_call(&call, 10);
+	msg_create_session_reply(&rep, 10, sid_x);
+	relay(f, f->a, &call, &rep, rep.len);
+	assert_ptr_equal(callback_to(f, sid_x), f->a);
+}
+
+static void b_binds_x(struct fixture *f, uint32_t call_dir, uint32_t status, const uint8_t *rep_sid,
+		      uint32_t rep_dir, bool putrootfh)
+{
+	struct msg call, rep;
+
+	msg_bcts_call(&call, 20, sid_x, call_dir, putrootfh);
+	msg_bcts_reply(&rep, 20, status, rep_sid, rep_dir, putrootfh);
+	relay(f, f->b, &call, &rep, rep.len);
+}
+
+/* B binds X's back channel (BOTH, then BACK alone): X's callbacks go to B, and only to B. */
+static void test_bind_both_moves_callbacks(void **state)
+{
+	struct fixture *f = *state;
+
+	a_creates_x(f);
+	b_binds_x(f, MSG_CDFC4_BACK_OR_BOTH, 0, sid_x, MSG_CDFS4_BOTH, false);
+	assert_ptr_equal(callback_to(f, sid_x), f->b);
+	/* A keeps what it knew of X's fore channel: its replies stay bounded */
+	assert_int_equal(ulb_sessions_maxresp(&f->a->ulb_sessions, sid_x), MSG_MAXRESP);
+	/* B knows no limit of X (BIND_CONN_TO_SESSION carries none) */
+	assert_int_equal(ulb_sessions_maxresp(&f->b->ulb_sessions, sid_x), 0);
+	/* other sessions are nobody's */
+	assert_null(callback_to(f, sid_y));
+}
+
+static void test_bind_back_moves_callbacks(void **state)
+{
+	struct fixture *f = *state;
+
+	a_creates_x(f);
+	b_binds_x(f, MSG_CDFC4_BACK_OR_BOTH, 0, sid_x, MSG_CDFS4_BACK, false);
+	assert_ptr_equal(callback_to(f, sid_x), f->b);
+	/* A binding it again takes it back */
+	struct msg call, rep;
+	msg_bcts_call(&call, 30, sid_x, MSG_CDFC4_BACK_OR_BOTH, false);
+	msg_bcts_reply(&rep, 30, 0, sid_x, MSG_CDFS4_BOTH, false);
+	relay(f, f->a, &call, &rep, rep.len);
+	assert_ptr_equal(callback_to(f, sid_x), f->a);
+}
+
+/* The bind found after another operation of the COMPOUND. */
+static void test_bind_after_another_op(void **state)
+{
+	struct fixture *f = *state;
+
+	a_creates_x(f);
+	b_binds_x(f, MSG_CDFC4_BACK_OR_BOTH, 0, sid_x, MSG_CDFS4_BOTH, true);
+	assert_ptr_equal(callback_to(f, sid_x), f->b);
+}
+
+/* A fore-channel bind moves no callbacks, whatever the client asked. */
+static void test_bind_fore_keeps_callbacks(void **state)
+{
+	struct fixture *f = *state;
+
+	a_creates_x(f);
+	b_binds_x(f, MSG_CDFC4_FORE, 0, sid_x, MSG_CDFS4_FORE, false);
+	assert_ptr_equal(callback_to(f, sid_x), f->a);
+	b_binds_x(f, MSG_CDFC4_BACK_OR_BOTH, 0, sid_x, MSG_CDFS4_FORE, false);
+	assert_ptr_equal(callback_to(f, sid_x), f->a);
+	/* a direction no channel_dir_from_server4 has */
+	b_binds_x(f, MSG_CDFC4_BACK_OR_BOTH, 0, sid_x, 7, false);
+	assert_ptr_equal(callback_to(f, sid_x), f->a);
+}
+
+/* A bind the server refused, or that names another session than the call did, moves nothing. */
+static void test_bind_refused_keeps_callbacks(void **state)
+{
+	struct fixture *f = *state;
+
+	a_creates_x(f);
+	b_binds_x(f, MSG_CDFC4_BACK_OR_BOTH, MSG_NFS4ERR_BADSESSION, sid_x, MSG_CDFS4_BOTH, false);
+	assert_ptr_equal(callback_to(f, sid_x), f->a);
+	b_binds_x(f, MSG_CDFC4_BACK_OR_BOTH, 0, sid_y, MSG_CDFS4_BOTH, false);
+	assert_ptr_equal(callback_to(f, sid_x), f->a);
+	assert_null(callback_to(f, sid_y));
+}
+
+/* Every cut of the bind's reply teaches nothing, and the ones inside it are counted. */
+static void test_bind_truncated_teaches_nothing(void **state)
+{
+	struct fixture *f = *state;
+	struct msg call, rep;
+
+	a_creates_x(f);
+	msg_bcts_call(&call, 40, sid_x, MSG_CDFC4_BACK_OR_BOTH, false);
+	msg_bcts_reply(&rep, 40, 0, sid_x, MSG_CDFS4_BOTH, false);
+	for (uint32_t n = 0; n < rep.len; n++) {
+		uint64_t garbage = ulb_counters.garbage_replies;
+		relay(f, f->b, &call, &rep, n);
+		assert_ptr_equal(callback_to(f, sid_x), f->a);
+		assert_false(ulb_sessions_has(&f->b->ulb_sessions, sid_x));
+		assert_int_equal(ulb_counters.garbage_replies, garbage + 1);
+	}
+	/* the whole reply does */
+	relay(f, f->b, &call, &rep, rep.len);
+	assert_ptr_equal(callback_to(f, sid_x), f->b);
+}
+
+/* A client that has gone (not ready) and held it does not stop the bind from taking effect. */
+static void test_bind_after_client_gone(void **state)
+{
+	struct fixture *f = *state;
+
+	a_creates_x(f);
+	f->a->state = FS_CLOSING;
+	assert_null(callback_to(f, sid_x));
+	b_binds_x(f, MSG_CDFC4_BACK_OR_BOTH, 0, sid_x, MSG_CDFS4_BOTH, false);
+	assert_ptr_equal(callback_to(f, sid_x), f->b);
+	f->a->state = FS_READY;
+	assert_ptr_equal(callback_to(f, sid_x), f->b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_bind_both_moves_callbacks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bind_back_moves_callbacks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bind_after_another_op, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bind_fore_keeps_callbacks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bind_refused_keeps_callbacks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bind_truncated_teaches_nothing, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_bind_after_client_gone, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
