@@ -259,6 +259,26 @@ static void expire_lock_msg(struct nlm_async *as, uint32_t slot, const struct as
 }
 
 /*
+ * A LOCK_MSG of the same upstream owner on the same file pending (the
+ * client sent it again after the first went unanswered): the server
+ * grants it over the late one's lock, and an UNLOCK now could take away
+ * the lock that result gives the client. Its result is recorded instead,
+ * and the client's reboot unlocks the whole file for that owner.
+ */
+static bool lock_msg_pending(const struct nlm_async *as, const struct as_lock *l)
+{
+	for (uint32_t i = 0; i < as->cfg.max_pending; i++) {
+		const struct as_entry *e = &as->ent[i];
+
+		if (e->stage != AS_FREE && e->proc == NLMPROC_LOCK_MSG && e->lock.svid == l->svid &&
+		    memcmp(e->lock.oh, l->oh, NLM_TOKEN_LEN) == 0 && e->lock.fh_len == l->fh_len &&
+		    memcmp(e->lock.fh, l->fh, l->fh_len) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
  * The server's LOCK_RES (@stat, @cookie) for an expired LOCK_MSG: true
  * when it was one and the lock was given back. A late refusal holds
  * nothing: false, and it is dropped as an unknown cookie.
@@ -279,6 +299,12 @@ static bool give_back_late(struct nlm_async *as, uint32_t vers, struct nlm_bytes
 		x->used = false;
 		if (stat != NLM_GRANTED && stat != NLM_BLOCKED)
 			return false;
+		if (lock_msg_pending(as, &x->lock)) {
+			gw_info("%s: nlm async: a late LOCK_RES not given back: the same owner's "
+				"LOCK_MSG on that file is pending again",
+				as->cfg.route->name);
+			return false;
+		}
 		upstream_args(vers, NLMPROC_LOCK_MSG, &x->lock, &up);
 		nlm_relay_give_back(as->cfg.relay, vers, &up);
 		as->stats.late_given_back++;
