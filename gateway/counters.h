@@ -198,6 +198,7 @@ struct gw_stats_nlm {
 	uint32_t async_pending;
 	uint64_t async_sent, async_delivered, async_full, async_unknown_cookie;
 	uint64_t async_from_client, async_timed_out;
+	uint64_t async_refused_client_cap, async_late_given_back;
 	/* The server's SM_NOTIFY (its reboot) relayed to the clients (gateway/nlm_notify.h). */
 	uint32_t notify_pending;
 	uint64_t sn_received, sn_repeated, sn_delivered, sn_not_delivered, sn_not_from_server;

@@ -26,6 +26,7 @@ enum {
 	AS_DEFAULT_PENDING = 64,
 	AS_DEFAULT_RETRY_MS = 1000,
 	AS_DEFAULT_TIMEOUT_MS = 10000,
+	AS_DEFAULT_PER_CLIENT = 16,
 	AS_RES_OFFSET = NLMPROC_TEST_RES - NLMPROC_TEST_MSG, /* X_RES = X_MSG + 5 */
 	AS_LINUX_SHORT = 8, /* the l_len a Linux v4 TEST_RES leaves out (below) */
 };
@@ -37,6 +38,16 @@ enum as_stage {
 	AS_DELIVER,	 /* calling X_RES at the client's lockd */
 };
 
+/* The lock of an X_MSG as sent upstream: the bookkeeping of the result needs it. */
+struct as_lock {
+	bool exclusive;
+	int32_t svid;
+	uint8_t oh[NLM_TOKEN_LEN];
+	uint32_t fh_len;
+	uint8_t fh[NLM4_FHSIZE];
+	uint64_t offset, len;
+};
+
 /* One client X_MSG, from its relaying to the client's taking its X_RES. */
 struct as_entry {
 	enum as_stage stage;
@@ -45,13 +56,7 @@ struct as_entry {
 	struct nlm_host client;
 	uint32_t cookie_len; /* the client's cookie, given back in the X_RES */
 	uint8_t cookie[NLM_MAXNETOBJ];
-	/* The lock as sent upstream: the bookkeeping of the result needs it. */
-	bool exclusive;
-	int32_t svid;
-	uint8_t oh[NLM_TOKEN_LEN];
-	uint32_t fh_len;
-	uint8_t fh[NLM4_FHSIZE];
-	uint64_t offset, len;
+	struct as_lock lock;
 	/* Toward the client. */
 	uint64_t deadline_us, sent_us;
 	uint32_t xid;
@@ -63,9 +68,18 @@ struct as_entry {
 	uint8_t getport[64];
 };
 
+/* A LOCK_MSG that timed out waiting for its LOCK_RES (expire_lock_msg()). */
+struct as_expired {
+	bool used;
+	uint32_t slot, gen, vers;
+	struct as_lock lock;
+};
+
 struct nlm_async {
 	struct nlm_async_config cfg;
 	struct as_entry *ent;
+	struct as_expired *expired; /* max_pending of them, the oldest overwritten */
+	uint32_t next_expired;
 	uint32_t live, next_gen, next_xid;
 	int fd; /* toward clients, bound to the route's listen address */
 	struct event *read_ev, *timer;
@@ -91,32 +105,61 @@ static void entry_free(struct nlm_async *as, struct as_entry *e)
 
 /* ---- a client's X_MSG ----------------------------------------------------------- */
 
-static struct as_entry *free_entry(struct nlm_async *as, uint32_t *slot)
+/* A free entry (NULL: none), and how many entries @client holds in *@held. */
+static struct as_entry *free_entry(struct nlm_async *as, const struct nlm_host *client,
+				   uint32_t *slot, uint32_t *held)
 {
+	struct as_entry *e = NULL;
+
+	*held = 0;
 	for (uint32_t i = 0; i < as->cfg.max_pending; i++) {
 		if (as->ent[i].stage == AS_FREE) {
-			*slot = i;
-			return &as->ent[i];
+			if (!e) {
+				*slot = i;
+				e = &as->ent[i];
+			}
+		} else if (memcmp(&as->ent[i].client, client, sizeof(*client)) == 0) {
+			(*held)++;
 		}
 	}
-	return NULL;
+	return e;
+}
+
+/*
+ * One client host's entries are capped below the table's size: a host
+ * whose portmapper never answers holds each of its entries for both
+ * stages' timeouts, and without the cap could refuse every other client's
+ * _MSG for that long.
+ */
+static bool refuse(struct nlm_async *as, const struct nlm_host *client, bool table_full,
+		   uint32_t held)
+{
+	char who[INET6_ADDRSTRLEN];
+
+	as->cfg.counters->events[GW_EV_NO_BUFFERS]++;
+	if (!table_full && held >= as->cfg.max_pending_per_client) {
+		as->stats.refused_client_cap++;
+		gw_info("%s: nlm async: a _MSG call of client %s refused: it has %u pending "
+			"(max_pending_per_client)",
+			as->cfg.route->name, nlm_host_str(client, who, sizeof(who)), held);
+		return false;
+	}
+	as->stats.full++;
+	gw_info("%s: nlm async: a _MSG call refused: %u pending (max_pending)", as->cfg.route->name,
+		as->live);
+	return false;
 }
 
 bool nlm_async_register(struct nlm_async *as, const struct nlm_host *client, uint32_t vers,
 			uint32_t proc, struct nlm_args *a, uint8_t cookie[NLM_ASYNC_COOKIE_LEN])
 {
-	uint32_t slot;
-	struct as_entry *e = free_entry(as, &slot);
+	uint32_t slot = 0, held;
+	struct as_entry *e = free_entry(as, client, &slot, &held);
 
 	/* nlm_decode_args() bounds both; checked again, the copies are fixed arrays. */
-	if (!e || a->cookie.len > sizeof(e->cookie) || a->lock.fh.len > sizeof(e->fh) ||
-	    a->lock.oh.len != NLM_TOKEN_LEN) {
-		as->stats.full++;
-		as->cfg.counters->events[GW_EV_NO_BUFFERS]++;
-		gw_info("%s: nlm async: a _MSG call refused: %u pending (max_pending)",
-			as->cfg.route->name, as->live);
-		return false;
-	}
+	if (!e || held >= as->cfg.max_pending_per_client || a->cookie.len > sizeof(e->cookie) ||
+	    a->lock.fh.len > sizeof(e->lock.fh) || a->lock.oh.len != NLM_TOKEN_LEN)
+		return refuse(as, client, !e, held);
 	e->stage = AS_AWAIT_SERVER;
 	e->gen = as->next_gen++;
 	e->vers = vers;
@@ -124,13 +167,13 @@ bool nlm_async_register(struct nlm_async *as, const struct nlm_host *client, uin
 	e->client = *client;
 	e->cookie_len = a->cookie.len;
 	memcpy(e->cookie, a->cookie.p, a->cookie.len);
-	e->exclusive = a->exclusive;
-	e->svid = a->lock.svid;
-	memcpy(e->oh, a->lock.oh.p, NLM_TOKEN_LEN);
-	e->fh_len = a->lock.fh.len;
-	memcpy(e->fh, a->lock.fh.p, a->lock.fh.len);
-	e->offset = a->lock.offset;
-	e->len = a->lock.len;
+	e->lock.exclusive = a->exclusive;
+	e->lock.svid = a->lock.svid;
+	memcpy(e->lock.oh, a->lock.oh.p, NLM_TOKEN_LEN);
+	e->lock.fh_len = a->lock.fh.len;
+	memcpy(e->lock.fh, a->lock.fh.p, a->lock.fh.len);
+	e->lock.offset = a->lock.offset;
+	e->lock.len = a->lock.len;
 	e->deadline_us = gw_now_us() + (uint64_t)as->cfg.timeout_ms * 1000;
 	as->live++;
 	as->stats.sent++;
@@ -168,18 +211,110 @@ static struct as_entry *entry_of(struct nlm_async *as, uint32_t vers, uint32_t p
 }
 
 /* The _MSG's arguments as they went upstream, for nlm_relay's bookkeeping. */
-static void upstream_args(const struct as_entry *e, struct nlm_args *a)
+static void upstream_args(uint32_t vers, uint32_t proc, const struct as_lock *l, struct nlm_args *a)
 {
 	*a = (struct nlm_args){
-		.vers = e->vers,
-		.kind = nlm_args_kind(e->proc),
-		.exclusive = e->exclusive,
-		.lock = { .fh = { e->fh, e->fh_len },
-			  .oh = { e->oh, NLM_TOKEN_LEN },
-			  .svid = e->svid,
-			  .offset = e->offset,
-			  .len = e->len },
+		.vers = vers,
+		.kind = nlm_args_kind(proc),
+		.exclusive = l->exclusive,
+		.lock = { .fh = { l->fh, l->fh_len },
+			  .oh = { l->oh, NLM_TOKEN_LEN },
+			  .svid = l->svid,
+			  .offset = l->offset,
+			  .len = l->len },
 	};
+}
+
+/*
+ * A LOCK_MSG whose LOCK_RES did not come in time is remembered (its
+ * cookie and lock), so that a LOCK_RES that comes later, granted or
+ * blocked, can be given back: the server then holds (or queues) a lock
+ * of an upstream owner that no client UNLOCK will name once the owner is
+ * gone and no client reboot will release, as nothing records it.
+ *
+ * Why not an UNLOCK at the timeout instead: the LOCK_MSG may still be
+ * queued at the server (Linux lockd answers a _MSG from a svc thread and
+ * sends its _RES as a separate async call), so an UNLOCK sent then can
+ * arrive first and the lock be granted after it; and a LOCK_MSG the
+ * server denied would have the UNLOCK drop an earlier lock the same owner
+ * holds on that range. The late LOCK_RES is the proof that the server
+ * holds the lock. A blocked request granted later comes as a GRANTED
+ * callback, not a LOCK_RES: the callback service relays it to the
+ * client's owner, whose lockd refuses a grant it never waited for, and
+ * answers the server DENIED for an owner of none of the gateway's (the
+ * server then unlocks it); the give-back of the BLOCKED LOCK_RES also
+ * cancels the request (a Linux lockd's UNLOCK cancels a blocked one).
+ *
+ * Bounded: max_pending of them, the oldest overwritten (a result later
+ * than max_pending timeouts is dropped as before).
+ */
+static void expire_lock_msg(struct nlm_async *as, uint32_t slot, const struct as_entry *e)
+{
+	struct as_expired *x = &as->expired[as->next_expired];
+
+	as->next_expired = (as->next_expired + 1) % as->cfg.max_pending;
+	*x = (struct as_expired){
+		.used = true, .slot = slot, .gen = e->gen, .vers = e->vers, .lock = e->lock
+	};
+}
+
+/*
+ * A LOCK_MSG of the same upstream owner on the same file pending (the
+ * client sent it again after the first went unanswered): the server
+ * grants it over the late one's lock, and an UNLOCK now could take away
+ * the lock that result gives the client. Its result is recorded instead,
+ * and the client's reboot unlocks the whole file for that owner.
+ */
+static bool lock_msg_pending(const struct nlm_async *as, const struct as_lock *l)
+{
+	for (uint32_t i = 0; i < as->cfg.max_pending; i++) {
+		const struct as_entry *e = &as->ent[i];
+
+		if (e->stage != AS_FREE && e->proc == NLMPROC_LOCK_MSG && e->lock.svid == l->svid &&
+		    memcmp(e->lock.oh, l->oh, NLM_TOKEN_LEN) == 0 && e->lock.fh_len == l->fh_len &&
+		    memcmp(e->lock.fh, l->fh, l->fh_len) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The server's LOCK_RES (@stat, @cookie) for an expired LOCK_MSG: true
+ * when it was one and the lock was given back. A late refusal holds
+ * nothing: false, and it is dropped as an unknown cookie.
+ */
+static bool give_back_late(struct nlm_async *as, uint32_t vers, struct nlm_bytes cookie,
+			   uint32_t stat)
+{
+	struct nlm_args up;
+
+	if (cookie.len != NLM_ASYNC_COOKIE_LEN)
+		return false;
+	for (uint32_t i = 0; i < as->cfg.max_pending; i++) {
+		struct as_expired *x = &as->expired[i];
+
+		if (!x->used || x->slot != xdr_get32(cookie.p) ||
+		    x->gen != xdr_get32(cookie.p + 4) || x->vers != vers)
+			continue;
+		x->used = false;
+		if (stat != NLM_GRANTED && stat != NLM_BLOCKED)
+			return false;
+		if (lock_msg_pending(as, &x->lock)) {
+			gw_info("%s: nlm async: a late LOCK_RES not given back: the same owner's "
+				"LOCK_MSG on that file is pending again",
+				as->cfg.route->name);
+			return false;
+		}
+		upstream_args(vers, NLMPROC_LOCK_MSG, &x->lock, &up);
+		nlm_relay_give_back(as->cfg.relay, vers, &up);
+		as->stats.late_given_back++;
+		as->cfg.counters->events[GW_EV_UNMATCHED_REPLY]++;
+		gw_info("%s: nlm async: the server's LOCK_RES (%s) came after its LOCK_MSG timed "
+			"out: the lock given back (UNLOCK upstream), the client not told",
+			as->cfg.route->name, stat == NLM_GRANTED ? "granted" : "blocked");
+		return true;
+	}
+	return false;
 }
 
 static void send_current(struct nlm_async *as, struct as_entry *e)
@@ -262,6 +397,8 @@ int nlm_async_on_res(struct nlm_async *as, uint32_t vers, uint32_t proc, const u
 	if (proc != NLMPROC_TEST_RES)
 		r = (struct nlm_testres){ .cookie = res.cookie, .stat = res.stat };
 	e = entry_of(as, vers, proc, r.cookie);
+	if (!e && proc == NLMPROC_LOCK_RES && give_back_late(as, vers, r.cookie, r.stat))
+		return 0;
 	if (!e) {
 		as->stats.unknown_cookie++;
 		as->cfg.counters->events[GW_EV_UNMATCHED_REPLY]++;
@@ -270,7 +407,7 @@ int nlm_async_on_res(struct nlm_async *as, uint32_t vers, uint32_t proc, const u
 			as->cfg.route->name, vers, proc, r.cookie.len);
 		return -ENOENT;
 	}
-	upstream_args(e, &up);
+	upstream_args(e->vers, e->proc, &e->lock, &up);
 	switch (proc) {
 	case NLMPROC_LOCK_RES:
 		if (!nlm_relay_lock_result(as->cfg.relay, vers, &up, r.stat))
@@ -381,6 +518,8 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 				as->cfg.route->name, nlm_host_str(&e->client, who, sizeof(who)),
 				e->stage == AS_AWAIT_SERVER ? "no result from the server"
 							    : "the client did not take its result");
+			if (e->stage == AS_AWAIT_SERVER && e->proc == NLMPROC_LOCK_MSG)
+				expire_lock_msg(as, i, e);
 			entry_free(as, e);
 		} else if (e->stage != AS_AWAIT_SERVER &&
 			   now - e->sent_us >= (uint64_t)as->cfg.retry_ms * 1000) {
@@ -407,11 +546,16 @@ struct nlm_async *nlm_async_new(struct event_base *base, const struct nlm_async_
 		as->cfg.retry_ms = AS_DEFAULT_RETRY_MS;
 	if (!as->cfg.timeout_ms)
 		as->cfg.timeout_ms = AS_DEFAULT_TIMEOUT_MS;
+	if (!as->cfg.max_pending_per_client)
+		as->cfg.max_pending_per_client = AS_DEFAULT_PER_CLIENT;
+	if (as->cfg.max_pending_per_client > as->cfg.max_pending)
+		as->cfg.max_pending_per_client = as->cfg.max_pending;
 	/* Generations and XIDs from the clock: a restarted gateway's differ from before. */
 	as->next_gen = (uint32_t)gw_now_us() * 2246822519u;
 	as->next_xid = (uint32_t)gw_now_us() * 3266489917u;
 	as->ent = calloc(as->cfg.max_pending, sizeof(*as->ent));
-	if (!as->ent)
+	as->expired = calloc(as->cfg.max_pending, sizeof(*as->expired));
+	if (!as->ent || !as->expired)
 		goto fail;
 	/* From the listen address: the client knows the gateway by it. */
 	if (la.ss_family == AF_INET6)
@@ -446,6 +590,7 @@ void nlm_async_free(struct nlm_async *as)
 	if (as->fd >= 0)
 		close(as->fd);
 	free(as->ent);
+	free(as->expired);
 	free(as);
 }
 

@@ -22,8 +22,13 @@
  * forgotten, a TEST holder shown as the client may see it) and the client's
  * cookie back. The table is bounded (max_pending) and every entry has a
  * deadline: a result the server never sends, or a client that never takes
- * it, frees its slot. An X_RES from anyone but the server is dropped by the
- * callback service; one with no pending cookie here is dropped and counted.
+ * it, frees its slot; one client host may hold at most
+ * max_pending_per_client of the slots, so that a host whose portmapper
+ * never answers cannot starve the others. An X_RES from anyone but the
+ * server is dropped by the callback service; one with no pending cookie
+ * here is dropped and counted, except a LOCK_RES granted (or blocked) for
+ * a LOCK_MSG that timed out waiting for it: that lock is given back
+ * upstream (the table remembers the last max_pending such LOCK_MSGs).
  *
  * Clients never see a GRANTED_MSG from the gateway (the callback service
  * relays the server's GRANTED_MSG as GRANTED), so a client's GRANTED_RES,
@@ -56,15 +61,20 @@ struct nlm_async_config {
 	uint32_t retry_ms;	      /* resend to the client this often (default 1000) */
 	uint32_t timeout_ms;	      /* per stage: the server's X_RES, the client's taking it
 					 (default 10000) */
+	uint32_t max_pending_per_client; /* of max_pending, one client host's at most
+					    (default 16, at most max_pending) */
 };
 
 struct nlm_async_stats {
-	uint64_t sent;		 /* _MSG calls relayed upstream with a cookie of ours */
-	uint64_t delivered;	 /* _RES calls the client's lockd accepted */
-	uint64_t full;		 /* _MSG refused: max_pending pending (SYSTEM_ERR) */
-	uint64_t unknown_cookie; /* a server _RES for no pending _MSG of ours: dropped */
-	uint64_t from_client;	 /* a _RES a client sent (nothing asked it): dropped */
-	uint64_t timed_out;	 /* no _RES from the server, or the client never took it */
+	uint64_t sent;		     /* _MSG calls relayed upstream with a cookie of ours */
+	uint64_t delivered;	     /* _RES calls the client's lockd accepted */
+	uint64_t full;		     /* _MSG refused: max_pending pending (SYSTEM_ERR) */
+	uint64_t unknown_cookie;     /* a server _RES for no pending _MSG of ours: dropped */
+	uint64_t from_client;	     /* a _RES a client sent (nothing asked it): dropped */
+	uint64_t timed_out;	     /* no _RES from the server, or the client never took it */
+	uint64_t refused_client_cap; /* _MSG refused: its client host at max_pending_per_client */
+	uint64_t late_given_back;    /* a LOCK_RES granted/blocked after its _MSG timed out:
+					the lock given back upstream (UNLOCK) */
 };
 
 /* NULL with a message in @err. 0 in a limit of @cfg: its default. */
@@ -81,7 +91,8 @@ bool nlm_async_is_res(uint32_t proc);
  * A client @client's @proc (an X_MSG) whose arguments @a the relay has
  * rewritten (upstream owner): remembered, and @a->cookie replaced by the
  * gateway's, written in @cookie (which @a then points to). false when the
- * table is full (counted): the relay refuses the call.
+ * table is full, or @client holds max_pending_per_client entries (each
+ * counted): the relay refuses the call.
  */
 bool nlm_async_register(struct nlm_async *as, const struct nlm_host *client, uint32_t vers,
 			uint32_t proc, struct nlm_args *a, uint8_t cookie[NLM_ASYNC_COOKIE_LEN]);

@@ -299,6 +299,8 @@ static void give_back(struct nlm_relay *rl, uint32_t vers, const struct nlm_args
 	size_t n;
 
 	u.kind = NLM_ARGS_UNLOCK;
+	/* The gateway's name, as in its LOCK: an _MSG's saved arguments carry none. */
+	u.lock.caller = (struct nlm_bytes){ (const uint8_t *)rl->cfg.caller_name, rl->name_len };
 	n = encode_own_call(rl, vers, NLMPROC_UNLOCK, &u, rl->own, sizeof(rl->own));
 	if (!n || !rl->cfg.send || !rl->cfg.send(rl->cfg.send_arg, rl->own, n))
 		gw_warn("%s: nlm relay: a lock it had no room to record could not be given back",
@@ -527,6 +529,11 @@ bool nlm_relay_lock_result(struct nlm_relay *rl, uint32_t vers, const struct nlm
 	rl->cfg.counters->events[GW_EV_NO_BUFFERS]++;
 	give_back(rl, vers, a);
 	return false;
+}
+
+void nlm_relay_give_back(struct nlm_relay *rl, uint32_t vers, const struct nlm_args *a)
+{
+	give_back(rl, vers, a);
 }
 
 void nlm_relay_unlock_result(struct nlm_relay *rl, const struct nlm_args *a, uint32_t stat)

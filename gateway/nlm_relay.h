@@ -105,6 +105,12 @@ void nlm_relay_set_async(struct nlm_relay *rl, struct nlm_async *as);
 bool nlm_relay_lock_result(struct nlm_relay *rl, uint32_t vers, const struct nlm_args *a,
 			   uint32_t stat);
 void nlm_relay_unlock_result(struct nlm_relay *rl, const struct nlm_args *a, uint32_t stat);
+/*
+ * A lock of the upstream owner in @a (a LOCK's arguments as sent upstream)
+ * that the gateway will not keep is given back: an UNLOCK of it sent
+ * upstream as the relay's own call (which also cancels a blocked request).
+ */
+void nlm_relay_give_back(struct nlm_relay *rl, uint32_t vers, const struct nlm_args *a);
 /* A TEST_RES holder as @host may see it (nlm_state_holder_view()). */
 void nlm_relay_holder_view(struct nlm_relay *rl, const struct nlm_host *host, struct nlm_holder *h);
 

@@ -13,7 +13,10 @@
  * service reaches the client's lockd as a LOCK_RES call with the client's
  * cookie and the lock is recorded; a TEST_RES holder is the client's own
  * owner; a result with a cookie of no pending call, or none from the
- * server, is dropped; a full table refuses; an unanswered _MSG is forgotten.
+ * server, is dropped; a full table refuses; an unanswered _MSG is forgotten;
+ * a LOCK_RES granted after its LOCK_MSG was forgotten is given back
+ * upstream (an UNLOCK, the relay's own call); one client host cannot take
+ * more than max_pending_per_client of the table.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -114,7 +117,29 @@ struct t {
 	uint32_t client_saw_from;
 	uint32_t client_saw_proc, client_saw_stat;
 	char client_saw_cookie[16];
+	/* The last call the relay sent upstream of its own (a give-back). */
+	uint32_t own_calls, own_proc;
+	uint8_t own_msg[1024];
+	struct nlm_args own;
 };
+
+/* The relay's send: the call decoded into t->own (its views into t->own_msg). */
+static bool own_sent(void *arg, const uint8_t *msg, size_t len)
+{
+	struct t *t = arg;
+	struct rpc_call_hdr h;
+
+	assert_true(len <= sizeof(t->own_msg));
+	memcpy(t->own_msg, msg, len);
+	assert_int_equal(rpc_call_decode(t->own_msg, len, &h), RPC_HDR_CALL);
+	t->own_calls++;
+	t->own_proc = h.proc;
+	if (h.proc == NLMPROC_UNLOCK)
+		assert_int_equal(nlm_decode_args(h.vers, h.proc, t->own_msg + h.args_off,
+						 len - h.args_off, &t->own),
+				 0);
+	return true;
+}
 
 /* The gateway's view: a LOCK from the client went through the call hook. */
 static void client_locked(struct t *t)
@@ -214,7 +239,8 @@ static size_t server_call(struct t *t, uint16_t port, const uint8_t *msg, size_t
 	return 0;
 }
 
-static int setup(void **state)
+/* @max_pending 0: the module's default limits (64, 16 per client). */
+static int setup_with(void **state, uint32_t max_pending)
 {
 	struct t *t = calloc(1, sizeof(*t));
 	char err[256];
@@ -239,11 +265,12 @@ static int setup(void **state)
 				       .counters = &t->counters };
 	t->rl = nlm_relay_new(&rc);
 	assert_non_null(t->rl);
+	nlm_relay_set_send(t->rl, own_sent, t);
 	struct nlm_async_config ac = { .route = &t->route,
 				       .counters = &t->counters,
 				       .relay = t->rl,
 				       .pmap_port = t->pmap_port,
-				       .max_pending = 2,
+				       .max_pending = max_pending,
 				       .retry_ms = 100,
 				       .timeout_ms = 400 };
 	t->as = nlm_async_new(t->base, &ac, err, sizeof(err));
@@ -263,6 +290,16 @@ static int setup(void **state)
 	t->client_answers = true;
 	*state = t;
 	return 0;
+}
+
+static int setup(void **state)
+{
+	return setup_with(state, 2);
+}
+
+static int setup_default_limits(void **state)
+{
+	return setup_with(state, 0);
 }
 
 static int teardown(void **state)
@@ -656,6 +693,148 @@ static void test_failed_callback_forgets_the_blocked_record(void **state)
 	assert_int_equal(nlm_state_locks(nlm_relay_state(t->rl)), 0);
 }
 
+/*
+ * A LOCK_MSG whose LOCK_RES (granted) comes after the gateway forgot it:
+ * the server holds a lock nothing records, so it is given back - an
+ * UNLOCK of that upstream owner, file and range, with the gateway's name -
+ * and the client is told nothing. The same result again gives nothing
+ * back twice.
+ */
+static void test_late_lock_res_given_back(void **state)
+{
+	struct t *t = *state;
+	uint8_t out[1024], msg[512], r[128], cookie[NLM_ASYNC_COOKIE_LEN];
+	struct nlm_args up;
+
+	assert_int_equal(client_msg(t, CLIENT, NLMPROC_LOCK_MSG, out, sizeof(out), &up),
+			 SIDERELAY_REWRITTEN);
+	memcpy(cookie, up.cookie.p, sizeof(cookie));
+	spin(t, 600000); /* timeout_ms 400: forgotten */
+	assert_int_equal(nlm_async_pending(t->as), 0);
+	assert_int_equal(nlm_async_stats(t->as)->timed_out, 1);
+	assert_int_equal(t->own_calls, 0);
+
+	size_t len = server_res(msg, sizeof(msg), 97, NLMPROC_LOCK_RES,
+				(struct nlm_bytes){ cookie, sizeof(cookie) }, NLM_GRANTED, NULL);
+	size_t n = server_call(t, cb_port(t), msg, len, r, sizeof(r), 1000000);
+	assert_int_equal(n, 24); /* the server's call still gets its empty reply */
+	spin(t, 200000);
+	assert_int_equal(t->own_calls, 1);
+	assert_int_equal(t->own_proc, NLMPROC_UNLOCK);
+	assert_int_equal(t->own.lock.svid, up.lock.svid);
+	assert_memory_equal(t->own.lock.oh.p, up.lock.oh.p, NLM_TOKEN_LEN);
+	assert_int_equal(t->own.lock.fh.len, sizeof(FH));
+	assert_memory_equal(t->own.lock.fh.p, FH, sizeof(FH));
+	assert_true(t->own.lock.offset == up.lock.offset && t->own.lock.len == up.lock.len);
+	assert_int_equal(t->own.lock.caller.len, 2);
+	assert_memory_equal(t->own.lock.caller.p, "gw", 2);
+	assert_int_equal(nlm_async_stats(t->as)->late_given_back, 1);
+	assert_int_equal(t->client_saw_proc, 0);
+	assert_int_equal(nlm_state_locks(nlm_relay_state(t->rl)), 0);
+
+	/* The server resends it: nothing more to give back, dropped. */
+	server_call(t, cb_port(t), msg, len, r, sizeof(r), 1000000);
+	spin(t, 100000);
+	assert_int_equal(t->own_calls, 1);
+	assert_int_equal(nlm_async_stats(t->as)->unknown_cookie, 1);
+	assert_int_equal(t->client_saw_proc, 0);
+}
+
+/* A late LOCK_RES that refused the lock holds nothing: nothing to give back. */
+static void test_late_lock_res_denied_gives_nothing_back(void **state)
+{
+	struct t *t = *state;
+	uint8_t out[1024], msg[512], r[128], cookie[NLM_ASYNC_COOKIE_LEN];
+	struct nlm_args up;
+
+	assert_int_equal(client_msg(t, CLIENT, NLMPROC_LOCK_MSG, out, sizeof(out), &up),
+			 SIDERELAY_REWRITTEN);
+	memcpy(cookie, up.cookie.p, sizeof(cookie));
+	spin(t, 600000);
+	size_t len =
+		server_res(msg, sizeof(msg), 98, NLMPROC_LOCK_RES,
+			   (struct nlm_bytes){ cookie, sizeof(cookie) }, NLM_DENIED_NOLOCKS, NULL);
+	server_call(t, cb_port(t), msg, len, r, sizeof(r), 1000000);
+	spin(t, 100000);
+	assert_int_equal(t->own_calls, 0);
+	assert_int_equal(nlm_async_stats(t->as)->late_given_back, 0);
+	assert_int_equal(nlm_async_stats(t->as)->unknown_cookie, 1);
+	assert_int_equal(t->client_saw_proc, 0);
+}
+
+/*
+ * The client sent its LOCK_MSG again after the first went unanswered: the
+ * first's late LOCK_RES is not given back (the UNLOCK could take away the
+ * lock the second's result gives the client); the second's result is
+ * recorded and reaches the client.
+ */
+static void test_late_lock_res_kept_while_a_resend_is_pending(void **state)
+{
+	struct t *t = *state;
+	uint8_t out[1024], msg[512], r[128], first[NLM_ASYNC_COOKIE_LEN];
+	struct nlm_args up;
+
+	assert_int_equal(client_msg(t, CLIENT, NLMPROC_LOCK_MSG, out, sizeof(out), &up),
+			 SIDERELAY_REWRITTEN);
+	memcpy(first, up.cookie.p, sizeof(first));
+	spin(t, 600000);
+	assert_int_equal(client_msg(t, CLIENT, NLMPROC_LOCK_MSG, out, sizeof(out), &up),
+			 SIDERELAY_REWRITTEN);
+	size_t len = server_res(msg, sizeof(msg), 99, NLMPROC_LOCK_RES,
+				(struct nlm_bytes){ first, sizeof(first) }, NLM_GRANTED, NULL);
+	server_call(t, cb_port(t), msg, len, r, sizeof(r), 1000000);
+	spin(t, 100000);
+	assert_int_equal(t->own_calls, 0);
+	assert_int_equal(nlm_async_stats(t->as)->late_given_back, 0);
+	len = server_res(msg, sizeof(msg), 100, NLMPROC_LOCK_RES, up.cookie, NLM_GRANTED, NULL);
+	server_call(t, cb_port(t), msg, len, r, sizeof(r), 1000000);
+	spin(t, 300000);
+	assert_int_equal(t->client_saw_proc, NLMPROC_LOCK_RES);
+	assert_int_equal(t->client_saw_stat, NLM_GRANTED);
+	assert_int_equal(nlm_state_locks(nlm_relay_state(t->rl)), 1);
+	assert_int_equal(t->own_calls, 0);
+}
+
+/*
+ * Default limits (64 pending, 16 per client host). A client whose
+ * portmapper never answers sends 64 LOCK_MSGs, all answered by the server:
+ * 16 are held (waiting for its portmapper), 48 refused with SYSTEM_ERR as
+ * for a full table; another client's LOCK_MSG is still relayed.
+ */
+static void test_one_client_cannot_take_the_table(void **state)
+{
+	struct t *t = *state;
+	uint8_t out[1024], msg[512], r[128];
+	struct nlm_args up;
+	uint32_t relayed = 0;
+	uint16_t port = cb_port(t);
+
+	t->client_answers = false;
+	for (uint32_t i = 0; i < 64; i++) {
+		enum siderelay_verdict v =
+			client_msg(t, CLIENT, NLMPROC_LOCK_MSG, out, sizeof(out), &up);
+		if (v != SIDERELAY_REWRITTEN) {
+			assert_int_equal(v, SIDERELAY_ANSWERED);
+			assert_int_equal(xdr_get32(out + 20), RPCSTAT_SYSTEM_ERR);
+			continue;
+		}
+		relayed++;
+		size_t len = server_res(msg, sizeof(msg), 100 + i, NLMPROC_LOCK_RES, up.cookie,
+					NLM_DENIED_NOLOCKS, NULL);
+		assert_int_equal(server_call(t, port, msg, len, r, sizeof(r), 1000000), 24);
+		assert_int_equal(xdr_get32(r + 20), RPCSTAT_SUCCESS);
+	}
+	assert_int_equal(relayed, 16);
+	assert_int_equal(nlm_async_stats(t->as)->refused_client_cap, 48);
+	assert_int_equal(nlm_async_stats(t->as)->full, 0);
+	assert_int_equal(nlm_async_pending(t->as), 16);
+	spin(t, 100000); /* its 16 results wait at its silent portmapper */
+	assert_int_equal(nlm_async_pending(t->as), 16);
+	assert_int_equal(client_msg(t, LISTEN, NLMPROC_LOCK_MSG, out, sizeof(out), &up),
+			 SIDERELAY_REWRITTEN);
+	assert_int_equal(nlm_async_pending(t->as), 17);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -682,6 +861,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_res_from_a_client_dropped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unlock_msg_of_unknown_owner_relayed, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_late_lock_res_given_back, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_late_lock_res_denied_gives_nothing_back, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_late_lock_res_kept_while_a_resend_is_pending,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_one_client_cannot_take_the_table,
+						setup_default_limits, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

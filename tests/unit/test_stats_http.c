@@ -201,6 +201,8 @@ static void fake_engine_init(struct fake_engine *e)
 					.async_unknown_cookie = 23,
 					.async_from_client = 24,
 					.async_timed_out = 25,
+					.async_refused_client_cap = 26,
+					.async_late_given_back = 27,
 					.notify_pending = 2,
 					.sn_received = 19,
 					.sn_repeated = 20,
@@ -846,6 +848,8 @@ static void test_stats_json_nlm(void **state)
 	assert_int_equal(jint(root, "routes.0.nlm.async.unknown_cookie"), 23);
 	assert_int_equal(jint(root, "routes.0.nlm.async.from_client"), 24);
 	assert_int_equal(jint(root, "routes.0.nlm.async.timed_out"), 25);
+	assert_int_equal(jint(root, "routes.0.nlm.async.refused_client_cap"), 26);
+	assert_int_equal(jint(root, "routes.0.nlm.async.late_given_back"), 27);
 	assert_int_equal(jint(root, "routes.0.nlm.server_reboots.pending"), 2);
 	assert_int_equal(jint(root, "routes.0.nlm.server_reboots.received"), 19);
 	assert_int_equal(jint(root, "routes.0.nlm.server_reboots.repeated"), 20);
@@ -1406,7 +1410,9 @@ static void test_metrics_nlm(void **state)
 	assert_true(sample(fams, a, R, "nfs-fwd", "outcome", "unknown_cookie", NULL) == 23);
 	assert_true(sample(fams, a, R, "nfs-fwd", "outcome", "from_client", NULL) == 24);
 	assert_true(sample(fams, a, R, "nfs-fwd", "outcome", "timed_out", NULL) == 25);
-	assert_int_equal(family_size(fams, "rpcrdma_gw_nlm_async"), 6);
+	assert_true(sample(fams, a, R, "nfs-fwd", "outcome", "refused_client_cap", NULL) == 26);
+	assert_true(sample(fams, a, R, "nfs-fwd", "outcome", "late_given_back", NULL) == 27);
+	assert_int_equal(family_size(fams, "rpcrdma_gw_nlm_async"), 8);
 	assert_true(sample(fams, h, R, "nfs-fwd", "what", "notify_pending", NULL) == 2);
 	const char *sr = "rpcrdma_gw_nlm_server_reboot_notifications_total";
 	check_family(fams, "rpcrdma_gw_nlm_server_reboot_notifications", "counter");
