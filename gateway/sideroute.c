@@ -198,6 +198,8 @@ static bool start_nlm(struct gw_side *side, struct event_base *base,
 		.route_name = r->name,
 		.caller_name = side->hostname,
 		.counters = side->counters,
+		.base = base,
+		.send_timeout_ms = RELAY_TIMEOUT_MS,
 	};
 	*what = "the NLM relay's state";
 	side->nlm_rw = nlm_relay_new(&nc);
