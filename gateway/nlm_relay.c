@@ -451,15 +451,13 @@ enum siderelay_verdict nlm_relay_reply_hook(void *arg, const struct relay_call *
  * written directly; the arguments by nlm_encode_args(). The XID is the
  * siderelay's to set. @cookie is the call's (the server's nlm_res echoes it).
  */
-static size_t encode_call_cookie(struct nlm_relay *rl, uint32_t vers, uint32_t proc,
-				 const struct nlm_args *a, struct nlm_bytes cookie, uint8_t *out,
-				 size_t cap)
+static size_t encode_call_cookie(uint32_t vers, uint32_t proc, const struct nlm_args *a,
+				 struct nlm_bytes cookie, uint8_t *out, size_t cap)
 {
 	size_t h = rpc_encode_call_hdr(out, cap, 0, NLM_PROG, vers, proc);
 	struct nlm_args u = *a;
 	size_t m;
 
-	(void)rl;
 	if (!h)
 		return 0;
 	u.cookie = cookie;
@@ -476,8 +474,8 @@ static size_t encode_own_call(struct nlm_relay *rl, uint32_t vers, uint32_t proc
 	uint8_t cookie[4];
 
 	xdr_put32(cookie, ++rl->cookie);
-	return encode_call_cookie(rl, vers, proc, a, (struct nlm_bytes){ cookie, sizeof(cookie) },
-				  out, cap);
+	return encode_call_cookie(vers, proc, a, (struct nlm_bytes){ cookie, sizeof(cookie) }, out,
+				  cap);
 }
 
 /* ---- the release queue: a rebooted client's UNLOCKs ------------------------- */
@@ -568,7 +566,7 @@ static bool release_send(struct nlm_relay *rl, uint32_t slot, uint64_t now)
 
 	xdr_put32(cookie, slot);
 	xdr_put32(cookie + 4, seq);
-	size_t n = encode_call_cookie(rl, e->u.vers, NLMPROC_UNLOCK, &a,
+	size_t n = encode_call_cookie(e->u.vers, NLMPROC_UNLOCK, &a,
 				      (struct nlm_bytes){ cookie, sizeof(cookie) }, rl->own,
 				      sizeof(rl->own));
 	if (!n || !rl->cfg.send(rl->cfg.send_arg, rl->own, n))
