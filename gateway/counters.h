@@ -208,6 +208,9 @@ struct gw_stats_nlm {
 	uint64_t gr_persisted, gr_sent, gr_delivered, gr_not_delivered;
 	/* Its clients told to reclaim, and their reclaims (issue 13). */
 	uint64_t gr_clients_told, gr_clients_delivered, gr_reclaims_converted, gr_grace_refused;
+	/* A rebooted client's UNLOCKs (nlm_relay's release queue). */
+	uint32_t rel_pending, rel_in_flight;
+	uint64_t rel_queued, rel_done, rel_retried, rel_given_up, rel_full;
 };
 
 struct gw_stats_route {

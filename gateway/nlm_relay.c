@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <event2/event.h>
 #include <rpc/types.h>
 #include <rpc/xdr.h>
 
@@ -16,7 +17,35 @@
 #include "gateway/portmap.h"
 
 enum {
-	OWN_CALL_MAX = 512, /* an UNLOCK: header, name, fh 64, token 16 */
+	OWN_CALL_MAX = 512,	/* an UNLOCK: header, name, fh 64, token 16 */
+	RELEASE_COOKIE_LEN = 8, /* the queue slot, the send's sequence number */
+	DEFAULT_SEND_TIMEOUT_MS = 15000,
+};
+
+enum release_state { RELEASE_FREE, RELEASE_WAITING, RELEASE_IN_FLIGHT };
+
+/* One UNLOCK of a rebooted client's (owner, fh), until the server answers it. */
+struct release_entry {
+	struct nlm_unlock u;
+	uint64_t first_us; /* queued: the give-up bound runs from here */
+	uint64_t due_us;   /* waiting: sent from then; in flight: sent again from then */
+	uint32_t seq;	   /* the cookie's sequence number of the UNLOCK last sent */
+	uint32_t attempts;
+	uint8_t state; /* enum release_state */
+};
+
+/*
+ * The release queue: a fixed array (max_locks entries: each came from a
+ * lock record) with a stack of free slots. Sending scans the used slots
+ * up to @hi: a client's reboot is rare and the scan bounded, while an
+ * ordered structure would cost on every reply for nothing.
+ */
+struct release_queue {
+	struct release_entry *e;
+	uint32_t *free; /* free slots, the next on top */
+	uint32_t cap, nfree, used, hi, in_flight;
+	struct event *ev; /* the tick, armed while the queue is not empty */
+	bool armed;
 };
 
 struct nlm_relay {
@@ -26,9 +55,13 @@ struct nlm_relay {
 	uint32_t name_len;
 	uint32_t cookie;	   /* of the relay's own calls */
 	uint64_t reclaim_until_us; /* the gateway's own grace period; 0: none */
+	uint64_t resend_us;	   /* an UNLOCK in flight this long is sent again */
+	struct release_queue rq;
 	struct nlm_relay_stats stats;
 	uint8_t own[OWN_CALL_MAX + NLM_LM_MAXSTRLEN];
 };
+
+static bool release_queue_init(struct nlm_relay *rl);
 
 struct nlm_relay *nlm_relay_new(const struct nlm_relay_config *cfg)
 {
@@ -46,10 +79,20 @@ struct nlm_relay *nlm_relay_new(const struct nlm_relay_config *cfg)
 	}
 	rl->cfg = *cfg;
 	rl->name_len = (uint32_t)name_len;
+	if (!rl->cfg.now_us)
+		rl->cfg.now_us = gw_now_us;
+	/*
+	 * Sent again only once the siderelay has given the last send up (its
+	 * timer's period later), so that one UNLOCK never holds two slots.
+	 */
+	rl->resend_us =
+		((uint64_t)(cfg->send_timeout_ms ? cfg->send_timeout_ms : DEFAULT_SEND_TIMEOUT_MS) +
+		 NLM_RELEASE_TICK_MS) *
+		1000;
 	rl->st = nlm_state_new(&cfg->limits, (uint64_t)(uintptr_t)rl ^ 0x9e3779b97f4a7c15ull);
-	if (!rl->st) {
+	if (!rl->st || !release_queue_init(rl)) {
 		int e = errno;
-		free(rl);
+		nlm_relay_free(rl);
 		errno = e;
 		return NULL;
 	}
@@ -60,6 +103,10 @@ void nlm_relay_free(struct nlm_relay *rl)
 {
 	if (!rl)
 		return;
+	if (rl->rq.ev)
+		event_free(rl->rq.ev);
+	free(rl->rq.e);
+	free(rl->rq.free);
 	nlm_state_free(rl->st);
 	free(rl);
 }
@@ -149,7 +196,7 @@ static size_t answer_res_from_client(struct nlm_relay *rl, uint32_t xid, uint8_t
 static bool in_gateway_grace(struct nlm_relay *rl, uint32_t proc, bool msg_form, struct nlm_args *a)
 {
 	if (a->kind != NLM_ARGS_LOCK || !rl->reclaim_until_us ||
-	    gw_now_us() >= rl->reclaim_until_us) {
+	    rl->cfg.now_us() >= rl->reclaim_until_us) {
 		rl->reclaim_until_us = 0;
 		return false;
 	}
@@ -284,6 +331,8 @@ static bool owner_of(const struct nlm_lock *l, struct nlm_owner_id *id)
 
 static size_t encode_own_call(struct nlm_relay *rl, uint32_t vers, uint32_t proc,
 			      const struct nlm_args *a, uint8_t *out, size_t cap);
+static bool release_reply(struct nlm_relay *rl, const struct relay_call *c,
+			  const struct nlm_args *a, const uint8_t *msg, size_t len);
 
 /*
  * A lock granted (or blocked) that the state cannot record - no room, or
@@ -364,9 +413,11 @@ enum siderelay_verdict nlm_relay_reply_hook(void *arg, const struct relay_call *
 	size_t off;
 
 	*n = 0;
-	if (!nlm_args_kind(c->proc) || !rpc_reply_results(msg, len, &off) ||
-	    rpc_call_decode(c->msg, c->len, &ch) != RPC_HDR_CALL ||
+	if (!nlm_args_kind(c->proc) || rpc_call_decode(c->msg, c->len, &ch) != RPC_HDR_CALL ||
 	    nlm_decode_args(c->vers, c->proc, c->msg + ch.args_off, c->len - ch.args_off, &a) != 0)
+		return SIDERELAY_PASS;
+	/* Before the results are looked at: an RPC error is an answer to it too. */
+	if (release_reply(rl, c, &a, msg, len) || !rpc_reply_results(msg, len, &off))
 		return SIDERELAY_PASS;
 	switch (a.kind) {
 	case NLM_ARGS_TEST:
@@ -400,49 +451,266 @@ enum siderelay_verdict nlm_relay_reply_hook(void *arg, const struct relay_call *
  * A call of the relay's own: AUTH_NONE, which Linux lockd accepts (it
  * checks the address against the exports). The fixed header words are
  * written directly; the arguments by nlm_encode_args(). The XID is the
- * siderelay's to set.
+ * siderelay's to set. @cookie is the call's (the server's nlm_res echoes it).
  */
-static size_t encode_own_call(struct nlm_relay *rl, uint32_t vers, uint32_t proc,
-			      const struct nlm_args *a, uint8_t *out, size_t cap)
+static size_t encode_call_cookie(uint32_t vers, uint32_t proc, const struct nlm_args *a,
+				 struct nlm_bytes cookie, uint8_t *out, size_t cap)
 {
 	size_t h = rpc_encode_call_hdr(out, cap, 0, NLM_PROG, vers, proc);
 	struct nlm_args u = *a;
-	uint8_t cookie[4];
 	size_t m;
 
 	if (!h)
 		return 0;
-	xdr_put32(cookie, ++rl->cookie);
-	u.cookie = (struct nlm_bytes){ cookie, sizeof(cookie) };
+	u.cookie = cookie;
 	u.vers = vers;
 	if (nlm_encode_args(&u, out + h, cap - h, &m) != 0)
 		return 0;
 	return h + m;
 }
 
-/* @host rebooted: a whole-file UNLOCK upstream for each (owner, fh) it held. */
+/* An own call with a 4-byte cookie: never taken for a release queue's UNLOCK. */
+static size_t encode_own_call(struct nlm_relay *rl, uint32_t vers, uint32_t proc,
+			      const struct nlm_args *a, uint8_t *out, size_t cap)
+{
+	uint8_t cookie[4];
+
+	xdr_put32(cookie, ++rl->cookie);
+	return encode_call_cookie(vers, proc, a, (struct nlm_bytes){ cookie, sizeof(cookie) }, out,
+				  cap);
+}
+
+/* ---- the release queue: a rebooted client's UNLOCKs ------------------------- */
+
+static bool release_queue_init(struct nlm_relay *rl)
+{
+	struct release_queue *q = &rl->rq;
+
+	q->cap = nlm_state_limits(rl->st)->max_locks;
+	q->e = calloc(q->cap, sizeof(*q->e));
+	q->free = calloc(q->cap, sizeof(*q->free));
+	if (!q->e || !q->free) {
+		errno = ENOMEM;
+		return false;
+	}
+	for (uint32_t i = 0; i < q->cap; i++)
+		q->free[i] = q->cap - 1 - i; /* slot 0 on top */
+	q->nfree = q->cap;
+	return true;
+}
+
+uint32_t nlm_relay_release_pending(const struct nlm_relay *rl)
+{
+	return rl->rq.used;
+}
+
+uint32_t nlm_relay_release_in_flight(const struct nlm_relay *rl)
+{
+	return rl->rq.in_flight;
+}
+
+static void on_release_timer(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	nlm_relay_release_tick(arg);
+}
+
+/* The tick runs while there is something queued (no event base: the owner ticks). */
+static void release_arm(struct nlm_relay *rl, bool on)
+{
+	struct release_queue *q = &rl->rq;
+
+	if (!rl->cfg.base || q->armed == on)
+		return;
+	if (!q->ev)
+		q->ev = event_new(rl->cfg.base, -1, EV_PERSIST, on_release_timer, rl);
+	struct timeval period = gw_ms_timeval(NLM_RELEASE_TICK_MS);
+	if (!q->ev || (on ? event_add(q->ev, &period) : event_del(q->ev)) != 0) {
+		gw_warn("%s: nlm relay: no timer for the release queue: an unanswered UNLOCK "
+			"of a rebooted client is not sent again",
+			rl->cfg.route_name);
+		return;
+	}
+	q->armed = on;
+}
+
+static void release_remove(struct nlm_relay *rl, uint32_t slot)
+{
+	struct release_queue *q = &rl->rq;
+
+	if (q->e[slot].state == RELEASE_IN_FLIGHT)
+		q->in_flight--;
+	q->e[slot].state = RELEASE_FREE;
+	q->free[q->nfree++] = slot;
+	if (--q->used == 0)
+		q->hi = 0;
+}
+
+/*
+ * Send the entry's UNLOCK with a fresh cookie: its slot and a sequence
+ * number, so that the reply finds it in O(1) and a reply to a send given
+ * up is not taken for the last one's. False when @send has no room (the
+ * siderelay's table is full): the entry waits for the next turn.
+ */
+static bool release_send(struct nlm_relay *rl, uint32_t slot, uint64_t now)
+{
+	struct release_entry *e = &rl->rq.e[slot];
+	struct nlm_args a = {
+		.kind = NLM_ARGS_UNLOCK,
+		.lock = { .caller = { (const uint8_t *)rl->cfg.caller_name, rl->name_len },
+			  .fh = { e->u.fh, e->u.fh_len },
+			  .oh = { e->u.owner.oh, NLM_TOKEN_LEN },
+			  .svid = e->u.owner.svid },
+	};
+	uint8_t cookie[RELEASE_COOKIE_LEN];
+	uint32_t seq = ++rl->cookie;
+
+	xdr_put32(cookie, slot);
+	xdr_put32(cookie + 4, seq);
+	size_t n = encode_call_cookie(e->u.vers, NLMPROC_UNLOCK, &a,
+				      (struct nlm_bytes){ cookie, sizeof(cookie) }, rl->own,
+				      sizeof(rl->own));
+	if (!n || !rl->cfg.send(rl->cfg.send_arg, rl->own, n))
+		return false;
+	e->seq = seq;
+	e->state = RELEASE_IN_FLIGHT;
+	e->due_us = now + rl->resend_us;
+	if (e->attempts++)
+		rl->stats.release_retried++;
+	rl->rq.in_flight++;
+	return true;
+}
+
+/* Send the waiting entries that are due while the window has room. */
+static void release_pump(struct nlm_relay *rl, uint64_t now)
+{
+	struct release_queue *q = &rl->rq;
+
+	if (!rl->cfg.send)
+		return;
+	for (uint32_t i = 0; i < q->hi && q->in_flight < NLM_RELEASE_WINDOW; i++) {
+		if (q->e[i].state == RELEASE_WAITING && q->e[i].due_us <= now &&
+		    !release_send(rl, i, now))
+			return;
+	}
+}
+
+void nlm_relay_release_tick(struct nlm_relay *rl)
+{
+	struct release_queue *q = &rl->rq;
+	uint64_t now = rl->cfg.now_us();
+	uint32_t gave_up = 0;
+
+	for (uint32_t i = 0; i < q->hi; i++) {
+		struct release_entry *e = &q->e[i];
+		if (e->state == RELEASE_IN_FLIGHT && now >= e->due_us) {
+			/* The siderelay gave its send up unanswered: the server is away. */
+			e->state = RELEASE_WAITING;
+			q->in_flight--;
+		}
+		if (e->state == RELEASE_WAITING && now - e->first_us >= NLM_RELEASE_GIVE_UP_US) {
+			release_remove(rl, i);
+			gave_up++;
+		}
+	}
+	if (gave_up) {
+		rl->stats.release_given_up += gave_up;
+		rl->cfg.counters->events[GW_EV_CALL_TIMEOUT] += gave_up;
+		gw_warn("%s: nlm relay: %u UNLOCK%s of rebooted clients given up, unanswered for "
+			"%llu s: the server may keep those locks until it restarts",
+			rl->cfg.route_name, gave_up, gave_up == 1 ? "" : "s",
+			(unsigned long long)(NLM_RELEASE_GIVE_UP_US / 1000000));
+	}
+	release_pump(rl, now);
+	release_arm(rl, q->used != 0);
+}
+
+/*
+ * The server's answer to one of the queue's UNLOCKs: true when @c was one
+ * (nothing more to do with its reply). The cookie is read from the call as
+ * sent, not from the reply: the server's answer to that XID is the answer
+ * to that call whatever cookie it echoes. GRACE_PERIOD (the server is in
+ * grace, it refuses unlocks too) and NOLOCKS (no memory for it now), or an
+ * RPC error (its lockd not up yet): asked again after NLM_RELEASE_DELAY_US.
+ * Any other result is final: GRANTED, or a lock the server does not have
+ * (DENIED, NLM4_STALE_FH...), which asking again would not change.
+ */
+static bool release_reply(struct nlm_relay *rl, const struct relay_call *c,
+			  const struct nlm_args *a, const uint8_t *msg, size_t len)
+{
+	struct release_queue *q = &rl->rq;
+	struct nlm_res res;
+	size_t off;
+
+	if (c->svc || a->kind != NLM_ARGS_UNLOCK || a->cookie.len != RELEASE_COOKIE_LEN)
+		return false;
+	uint32_t slot = xdr_get32(a->cookie.p), seq = xdr_get32(a->cookie.p + 4);
+	if (slot >= q->hi || q->e[slot].state != RELEASE_IN_FLIGHT || q->e[slot].seq != seq)
+		return true; /* a send given up already, its entry sent again or gone */
+	uint64_t now = rl->cfg.now_us();
+	bool answered = rpc_reply_results(msg, len, &off) &&
+			nlm_decode_res(msg + off, len - off, &res) == 0;
+	if (!answered || res.stat == NLM_DENIED_GRACE_PERIOD || res.stat == NLM_DENIED_NOLOCKS) {
+		q->e[slot].state = RELEASE_WAITING;
+		q->e[slot].due_us = now + NLM_RELEASE_DELAY_US;
+		q->in_flight--;
+	} else {
+		release_remove(rl, slot);
+		rl->stats.release_done++;
+	}
+	release_pump(rl, now);
+	release_arm(rl, q->used != 0);
+	return true;
+}
+
+/* Queue the UNLOCK of @u; false when the queue is full. */
+static bool release_queue_add(struct nlm_relay *rl, const struct nlm_unlock *u, uint64_t now)
+{
+	struct release_queue *q = &rl->rq;
+
+	if (!q->nfree)
+		return false;
+	uint32_t slot = q->free[--q->nfree];
+	q->e[slot] = (struct release_entry){
+		.u = *u, .first_us = now, .due_us = now, .state = RELEASE_WAITING
+	};
+	q->used++;
+	if (slot >= q->hi)
+		q->hi = slot + 1;
+	rl->stats.release_queued++;
+	return true;
+}
+
+/*
+ * @host rebooted: a whole-file UNLOCK upstream for each (owner, fh) it
+ * held, through the release queue. Its records are gone from the state
+ * already: an UNLOCK the queue has no room for leaves that lock on the
+ * server (logged, counted).
+ */
 static size_t release_client(struct nlm_relay *rl, const struct nlm_host *host)
 {
 	const struct nlm_unlock *u;
-	size_t count = nlm_state_client_rebooted(rl->st, host, &u), sent = 0;
+	size_t count = nlm_state_client_rebooted(rl->st, host, &u), full = 0;
+	uint64_t now = rl->cfg.now_us();
 
 	for (size_t i = 0; i < count; i++) {
-		struct nlm_args a = {
-			.kind = NLM_ARGS_UNLOCK,
-			.lock = { .caller = { (const uint8_t *)rl->cfg.caller_name, rl->name_len },
-				  .fh = { u[i].fh, u[i].fh_len },
-				  .oh = { u[i].owner.oh, NLM_TOKEN_LEN },
-				  .svid = u[i].owner.svid },
-		};
-		size_t n = encode_own_call(rl, u[i].vers, NLMPROC_UNLOCK, &a, rl->own,
-					   sizeof(rl->own));
-		if (n && rl->cfg.send && rl->cfg.send(rl->cfg.send_arg, rl->own, n))
-			sent++;
+		if (!release_queue_add(rl, &u[i], now))
+			full++;
+	}
+	if (full) {
+		rl->stats.release_full += full;
+		rl->cfg.counters->events[GW_EV_NO_BUFFERS] += full;
+		gw_warn("%s: nlm relay: the release queue is full (%u): %zu locks of a rebooted "
+			"client are not released upstream",
+			rl->cfg.route_name, rl->rq.cap, full);
 	}
 	if (count)
 		gw_info("%s: nlm relay: a client rebooted (SM_NOTIFY): %zu of its %zu locks "
-			"released upstream",
-			rl->cfg.route_name, sent, count);
+			"queued for release upstream",
+			rl->cfg.route_name, count - full, count);
+	release_pump(rl, now);
+	release_arm(rl, rl->rq.used != 0);
 	return count;
 }
 
@@ -487,7 +755,7 @@ size_t nlm_relay_nsm_answer(struct nlm_relay *rl, const struct sidesvc_peer *pee
 		 */
 		if (nlm_host_from_sockaddr(&host, (const struct sockaddr *)&peer->addr,
 					   peer->addrlen)) {
-			if (nlm_state_client_notified(rl->st, &host, state, gw_now_us()))
+			if (nlm_state_client_notified(rl->st, &host, state, rl->cfg.now_us()))
 				*unlocks = release_client(rl, &host);
 			else
 				gw_info("%s: nlm relay: a client's SM_NOTIFY repeated its last "
@@ -555,6 +823,14 @@ size_t nlm_relay_server_rebooted(struct nlm_relay *rl, struct nlm_host *hosts, s
 
 	/* The server is in grace now: the clients' reclaims must reach it as reclaims. */
 	rl->reclaim_until_us = 0;
+	/* It has lost every lock: the UNLOCKs still queued are moot. */
+	uint32_t moot = rl->rq.used;
+	for (uint32_t i = 0; i < rl->rq.hi; i++) {
+		if (rl->rq.e[i].state != RELEASE_FREE)
+			release_remove(rl, i);
+	}
+	rl->stats.release_done += moot;
+	release_arm(rl, false);
 
 	gw_info("%s: nlm relay: the server rebooted (its SM_NOTIFY): the lock records of %zu "
 		"client host%s forgotten",

@@ -13,7 +13,11 @@
  * The NSM service answers a client's SM_NOTIFY (its reboot) itself: the
  * client's locks become whole-file UNLOCKs sent upstream as the relay's own
  * calls. It is never forwarded to the server's statd, which knows only the
- * gateway and would free every client's locks.
+ * gateway and would free every client's locks. Those UNLOCKs go through a
+ * bounded release queue: at most NLM_RELEASE_WINDOW in flight, sent again
+ * when unanswered past the siderelay's timeout or answered
+ * DENIED_GRACE_PERIOD / DENIED_NOLOCKS, given up after
+ * NLM_RELEASE_GIVE_UP_US (logged, counted).
  *
  * Relayed: NULL, TEST, LOCK, CANCEL, UNLOCK, NM_LOCK of versions 1, 3 and
  * 4, and TEST_MSG, LOCK_MSG, CANCEL_MSG and UNLOCK_MSG when the route has
@@ -33,12 +37,19 @@
 #include "gateway/nlm_state.h"
 #include "gateway/siderelay.h"
 
+struct event_base;
 struct gw_counters;
 struct nlm_async;
 struct nlm_relay;
 
 /* How the relay sends a call of its own upstream (siderelay_call_own()). */
 typedef bool (*nlm_relay_send_fn)(void *arg, const uint8_t *msg, size_t len);
+
+/* The release queue (a rebooted client's UNLOCKs). */
+#define NLM_RELEASE_WINDOW     16		      /* UNLOCKs in flight at most */
+#define NLM_RELEASE_TICK_MS    1000		      /* its timer's period */
+#define NLM_RELEASE_DELAY_US   (5ULL * 1000000)	      /* after GRACE_PERIOD, NOLOCKS */
+#define NLM_RELEASE_GIVE_UP_US (10ULL * 60 * 1000000) /* from its queueing */
 
 struct nlm_relay_config {
 	const char *route_name;	      /* for logs */
@@ -47,6 +58,15 @@ struct nlm_relay_config {
 	struct nlm_state_limits limits;
 	nlm_relay_send_fn send;
 	void *send_arg;
+	/*
+	 * The release queue's timer runs on @base; NULL: none, the owner
+	 * calls nlm_relay_release_tick() (the unit tests).
+	 */
+	struct event_base *base;
+	/* How long @send keeps a call before giving up on it (0: 15000). */
+	uint32_t send_timeout_ms;
+	/* The clock (0: gw_now_us()); the unit tests' own. */
+	uint64_t (*now_us)(void);
 };
 
 /* NULL with errno (EINVAL: a limit or the name out of range; ENOMEM). */
@@ -70,8 +90,9 @@ void nlm_relay_on_nsm(void *arg, struct sidesvc *svc, const struct sidesvc_peer 
 
 /*
  * The NSM answer to @msg from @peer in @out (its length, 0: none), and,
- * for an SM_NOTIFY, the UNLOCKs of @peer's locks sent upstream (*@unlocks
- * their count). nlm_relay_on_nsm() is this plus sending the answer.
+ * for an SM_NOTIFY, the UNLOCKs of @peer's locks queued for upstream
+ * (*@unlocks their count; the first window sent at once).
+ * nlm_relay_on_nsm() is this plus sending the answer.
  */
 size_t nlm_relay_nsm_answer(struct nlm_relay *rl, const struct sidesvc_peer *peer,
 			    const uint8_t *msg, size_t len, uint8_t *out, size_t cap,
@@ -143,8 +164,25 @@ void nlm_relay_set_reclaim_window(struct nlm_relay *rl, uint64_t until_us);
 struct nlm_relay_stats {
 	uint64_t reclaims_converted; /* reclaims sent as ordinary LOCKs in the window */
 	uint64_t grace_refused;	     /* new LOCKs answered DENIED_GRACE_PERIOD in it */
+	/* The release queue: */
+	uint64_t release_queued;   /* UNLOCKs queued (a rebooted client's (owner, fh)) */
+	uint64_t release_done;	   /* answered for good, or moot (the server rebooted) */
+	uint64_t release_retried;  /* sent again: unanswered, GRACE_PERIOD or NOLOCKS */
+	uint64_t release_given_up; /* still unanswered after NLM_RELEASE_GIVE_UP_US */
+	uint64_t release_full;	   /* not queued: the queue was full (the lock stays) */
 };
 const struct nlm_relay_stats *nlm_relay_stats(const struct nlm_relay *rl);
+
+/* UNLOCKs in the release queue now (waiting or in flight), and in flight. */
+uint32_t nlm_relay_release_pending(const struct nlm_relay *rl);
+uint32_t nlm_relay_release_in_flight(const struct nlm_relay *rl);
+
+/*
+ * The release queue's timer: an UNLOCK unanswered past the send timeout is
+ * sent again, one past NLM_RELEASE_GIVE_UP_US given up, and the waiting
+ * ones are sent as the window allows.
+ */
+void nlm_relay_release_tick(struct nlm_relay *rl);
 
 /* nlm_state_take_clients_dirty() of the relay's state: the client list to save. */
 bool nlm_relay_take_clients_dirty(struct nlm_relay *rl);

@@ -201,6 +201,11 @@ const struct nlm_state_stats *nlm_state_stats(const struct nlm_state *st)
 	return &st->stats;
 }
 
+const struct nlm_state_limits *nlm_state_limits(const struct nlm_state *st)
+{
+	return &st->lim;
+}
+
 /* ---- owners ------------------------------------------------------------------ */
 
 /* FNV-1a over the client's key: the table is small and the key short. */

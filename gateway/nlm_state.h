@@ -106,6 +106,8 @@ struct nlm_state;
 struct nlm_state *nlm_state_new(const struct nlm_state_limits *lim, uint64_t instance);
 void nlm_state_free(struct nlm_state *st);
 const struct nlm_state_stats *nlm_state_stats(const struct nlm_state *st);
+/* The limits in force (the defaults filled in). */
+const struct nlm_state_limits *nlm_state_limits(const struct nlm_state *st);
 
 /*
  * The upstream owner of @host's (@svid, @oh), made if new. 0; -ENOSPC when

@@ -198,6 +198,8 @@ static bool start_nlm(struct gw_side *side, struct event_base *base,
 		.route_name = r->name,
 		.caller_name = side->hostname,
 		.counters = side->counters,
+		.base = base,
+		.send_timeout_ms = RELAY_TIMEOUT_MS,
 	};
 	*what = "the NLM relay's state";
 	side->nlm_rw = nlm_relay_new(&nc);
@@ -444,6 +446,14 @@ bool gw_side_nlm_stats(const struct gw_side *side, struct gw_stats_nlm *out)
 	}
 	out->gr_reclaims_converted = nlm_relay_stats(side->nlm_rw)->reclaims_converted;
 	out->gr_grace_refused = nlm_relay_stats(side->nlm_rw)->grace_refused;
+	const struct nlm_relay_stats *rs = nlm_relay_stats(side->nlm_rw);
+	out->rel_pending = nlm_relay_release_pending(side->nlm_rw);
+	out->rel_in_flight = nlm_relay_release_in_flight(side->nlm_rw);
+	out->rel_queued = rs->release_queued;
+	out->rel_done = rs->release_done;
+	out->rel_retried = rs->release_retried;
+	out->rel_given_up = rs->release_given_up;
+	out->rel_full = rs->release_full;
 	return true;
 }
 

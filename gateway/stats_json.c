@@ -276,6 +276,22 @@ static json_t *json_gateway_restart(const struct gw_stats_nlm *n)
 	return finish(o, ok);
 }
 
+/* A rebooted client's UNLOCKs (nlm_relay's release queue). */
+static json_t *json_release_queue(const struct gw_stats_nlm *n)
+{
+	json_t *o = json_object();
+	bool ok = true;
+
+	ok &= put(o, "pending", json_integer(n->rel_pending));
+	ok &= put(o, "in_flight", json_integer(n->rel_in_flight));
+	ok &= put(o, "queued", ju64(n->rel_queued));
+	ok &= put(o, "released", ju64(n->rel_done));
+	ok &= put(o, "retried", ju64(n->rel_retried));
+	ok &= put(o, "given_up", ju64(n->rel_given_up));
+	ok &= put(o, "full", ju64(n->rel_full));
+	return finish(o, ok);
+}
+
 /* A route's NLM relay: what it holds, what its bounds refused, the GRANTED callbacks. */
 static json_t *json_nlm(const struct gw_stats_nlm *n)
 {
@@ -313,6 +329,7 @@ static json_t *json_nlm(const struct gw_stats_nlm *n)
 	ok &= put(o, "async", as);
 	ok &= put(o, "server_reboots", json_server_reboots(n));
 	ok &= put(o, "gateway_restart", json_gateway_restart(n));
+	ok &= put(o, "release_queue", json_release_queue(n));
 	return finish(o, ok);
 }
 

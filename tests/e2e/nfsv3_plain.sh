@@ -307,6 +307,11 @@ nlm_reboots() {
     nsenter -t 1 -n curl -sf http://127.0.0.1:9464/stats | /usr/bin/python3 -c \
         "import json,sys; print(json.load(sys.stdin)['routes'][0]['nlm'].get('server_reboots', {}).get('$1', 0))"
 }
+# nlm_release WHAT: the release queue's figure (a rebooted client's UNLOCKs) from /stats.
+nlm_release() {
+    nsenter -t 1 -n curl -sf http://127.0.0.1:9464/stats | /usr/bin/python3 -c \
+        "import json,sys; print(json.load(sys.stdin)['routes'][0]['nlm']['release_queue']['$1'])"
+}
 # hold_lock: c2's process takes the lock through the gateway and holds it until $stop.
 stop=$E2E_WORK/holder.stop
 hold_lock() {
@@ -364,6 +369,9 @@ if mount -t nfs -o vers=3 $gw:/export $m; then
     n=$(nlm_held locks)
     check "c2's SM_NOTIFY forgot its lock, still held by its process (/stats nlm.locks $n)" \
         test "$n" = 0
+    rq="$(nlm_release queued) $(nlm_release released) $(nlm_release pending)"
+    check "its UNLOCK went through the release queue and was answered (/stats nlm.release_queue queued released pending: $rq)" \
+        test "$rq" = "1 1 0"
     expect "and so does a process on the server" 0 try_server
     release_lock
     echo "--- asynchronous NLM: LOCK_MSG, TEST_MSG, UNLOCK_MSG over UDP from c4"

@@ -572,6 +572,341 @@ static void test_unlock_of_unknown_owner_makes_no_owner(void **state)
 	nlm_relay_free(rl);
 }
 
+/* ---- the release queue: a rebooted client's UNLOCKs ------------------------ */
+
+/* The relay's clock in these tests. */
+static uint64_t fake_us;
+
+static uint64_t fake_clock(void)
+{
+	return fake_us;
+}
+
+/*
+ * The upstream link of these tests: it keeps every UNLOCK sent and takes
+ * one only while @link_room (the siderelay's free slots) allows.
+ */
+enum { LINK_MAX = 1024 };
+static uint8_t link_msg[LINK_MAX][512];
+static size_t link_len[LINK_MAX], link_n, link_room;
+
+static bool link_send(void *arg, const uint8_t *msg, size_t len)
+{
+	(void)arg;
+	if (!link_room || link_n == LINK_MAX || len > sizeof(link_msg[0]))
+		return false;
+	link_room--;
+	memcpy(link_msg[link_n], msg, len);
+	link_len[link_n++] = len;
+	return true;
+}
+
+static struct nlm_relay *release_relay(struct gw_counters *c, uint32_t max_locks,
+				       uint32_t per_client)
+{
+	struct nlm_relay_config cfg = {
+		.route_name = "t",
+		.caller_name = GW_NAME,
+		.counters = c,
+		.limits = { .max_locks = max_locks, .max_locks_per_client = per_client },
+		.send = link_send,
+		.now_us = fake_clock,
+	};
+	fake_us = 1000000;
+	link_n = 0;
+	link_room = LINK_MAX;
+	struct nlm_relay *rl = nlm_relay_new(&cfg);
+	assert_non_null(rl);
+	return rl;
+}
+
+/* A LOCK of (@svid, "oh-1") from @p on the file numbered @file, granted. */
+static void lock_granted(struct nlm_relay *rl, const struct sidesvc_peer *p, int32_t svid,
+			 uint32_t file)
+{
+	uint8_t fh[32] = { 0 }, msg[512], up[4096], out[4096], res[16];
+	struct nlm_args a = {
+		.vers = 4,
+		.kind = NLM_ARGS_LOCK,
+		.cookie = { (const uint8_t *)"ck", 2 },
+		.exclusive = true,
+		.lock = { .caller = { (const uint8_t *)"client", 6 },
+			  .fh = { fh, sizeof(fh) },
+			  .oh = { (const uint8_t *)"oh-1", 4 },
+			  .svid = svid },
+	};
+	size_t h = put_call_hdr(msg, file + 1, NLM_PROG, 4, NLMPROC_LOCK), m, nu, n;
+
+	xdr_put32(fh, file);
+	assert_int_equal(nlm_encode_args(&a, msg + h, sizeof(msg) - h, &m), 0);
+	assert_int_equal(call(rl, p, msg, h + m, up, &nu), SIDERELAY_REWRITTEN);
+	reply(rl, p, up, nu, NLMPROC_LOCK, res, res_bytes(res, NLM_GRANTED), out, &n);
+}
+
+/* @p's statd says its host rebooted with @st; the UNLOCKs it made. */
+static size_t notify_reboot(struct nlm_relay *rl, const struct sidesvc_peer *p, int32_t st)
+{
+	uint8_t notify[128], out[64];
+	size_t h = put_call_hdr(notify, 5, NSM_PROG, 1, 6), unlocks;
+
+	xdr_put32(notify + h, 6);
+	memcpy(notify + h + 4, "host-a\0\0", 8);
+	xdr_put32(notify + h + 12, (uint32_t)st);
+	assert_int_equal(nlm_relay_nsm_answer(rl, p, notify, h + 16, out, sizeof(out), &unlocks),
+			 24);
+	return unlocks;
+}
+
+/* The file number of the UNLOCK sent @k-th. */
+static uint32_t unlock_file(size_t k)
+{
+	struct nlm_args u;
+
+	decode_rewritten(link_msg[k], link_len[k], NLMPROC_UNLOCK, &u);
+	assert_int_equal(u.lock.fh.len, 32);
+	return xdr_get32(u.lock.fh.p);
+}
+
+/* The server answers the UNLOCK sent @k-th with @stat, echoing its cookie. */
+static void answer_unlock(struct nlm_relay *rl, size_t k, uint32_t stat)
+{
+	struct sidesvc_peer none = { .addrlen = 0 };
+	struct nlm_args u;
+	uint8_t res[64], out[4096];
+	size_t rn, n;
+
+	decode_rewritten(link_msg[k], link_len[k], NLMPROC_UNLOCK, &u);
+	struct nlm_testres r = { .cookie = u.cookie, .stat = stat };
+	assert_int_equal(nlm_encode_testres(4, &r, res, sizeof(res), &rn), 0);
+	/* The relay's own call: no service behind it (c->svc NULL). */
+	assert_int_equal(
+		reply(rl, &none, link_msg[k], link_len[k], NLMPROC_UNLOCK, res, rn, out, &n),
+		SIDERELAY_PASS);
+}
+
+/*
+ * 300 (owner, fh) of one client: every one gets its UNLOCK although the
+ * link takes only 10 at a time, never more than the window in flight,
+ * and a link with no room at all for a while loses none of them.
+ */
+static void test_release_queue_sends_all_through_a_narrow_link(void **state)
+{
+	(void)state;
+	struct gw_counters c = { 0 };
+	struct nlm_relay *rl = release_relay(&c, 0, 0);
+	struct sidesvc_peer pa = peer_at(0x0a090002, 800);
+	bool released[300] = { false };
+	size_t answered = 0;
+
+	for (uint32_t f = 0; f < 300; f++)
+		lock_granted(rl, &pa, 77, f);
+	assert_int_equal(nlm_state_locks(nlm_relay_state(rl)), 300);
+	link_room = 10;
+	assert_int_equal(notify_reboot(rl, &pa, 3), 300);
+	assert_int_equal(link_n, 10);
+	assert_int_equal(nlm_relay_release_pending(rl), 300);
+	assert_int_equal(nlm_relay_stats(rl)->release_queued, 300);
+
+	/* The link full: ticks send nothing and drop nothing. */
+	link_room = 0;
+	for (int t = 0; t < 3; t++) {
+		fake_us += 1000000;
+		nlm_relay_release_tick(rl);
+	}
+	assert_int_equal(link_n, 10);
+	assert_int_equal(nlm_relay_release_pending(rl), 300);
+
+	/* Each answer frees a slot of the link; the ticks send what is due. */
+	while (answered < link_n) {
+		link_room++;
+		released[unlock_file(answered)] = true;
+		answer_unlock(rl, answered++, NLM_GRANTED);
+		assert_true(nlm_relay_release_in_flight(rl) <= NLM_RELEASE_WINDOW);
+		if (answered % 7 == 0) {
+			fake_us += 1000000;
+			nlm_relay_release_tick(rl);
+		}
+		link_room = link_room > 10 ? 10 : link_room;
+	}
+	assert_int_equal(link_n, 300);
+	for (uint32_t f = 0; f < 300; f++)
+		assert_true(released[f]);
+	assert_int_equal(nlm_relay_release_pending(rl), 0);
+	assert_int_equal(nlm_relay_stats(rl)->release_done, 300);
+	assert_int_equal(nlm_relay_stats(rl)->release_retried, 0);
+
+	/* A wide link: the window, not the link, bounds what is in flight. */
+	for (uint32_t f = 0; f < 40; f++)
+		lock_granted(rl, &pa, 78, f);
+	link_room = LINK_MAX;
+	assert_int_equal(notify_reboot(rl, &pa, 5), 40);
+	assert_int_equal(link_n, 300 + NLM_RELEASE_WINDOW);
+	assert_int_equal(nlm_relay_release_in_flight(rl), NLM_RELEASE_WINDOW);
+	nlm_relay_free(rl);
+}
+
+/*
+ * An UNLOCK answered DENIED_GRACE_PERIOD or DENIED_NOLOCKS is sent again
+ * after NLM_RELEASE_DELAY_US, not before; one answered GRANTED or
+ * NLM4_STALE_FH is final and never sent again.
+ */
+static void test_release_queue_retries_grace_and_nolocks(void **state)
+{
+	(void)state;
+	struct gw_counters c = { 0 };
+	struct nlm_relay *rl = release_relay(&c, 0, 0);
+	struct sidesvc_peer pa = peer_at(0x0a090002, 800);
+	const uint32_t NLM4_STALE_FH = 7; /* RFC 1813 nlm4_stats */
+
+	lock_granted(rl, &pa, 77, 0);
+	lock_granted(rl, &pa, 77, 1);
+	lock_granted(rl, &pa, 77, 2);
+	assert_int_equal(notify_reboot(rl, &pa, 3), 3);
+	assert_int_equal(link_n, 3);
+	uint32_t grace = unlock_file(0), nolocks = unlock_file(1);
+	answer_unlock(rl, 0, NLM_DENIED_GRACE_PERIOD);
+	answer_unlock(rl, 1, NLM_DENIED_NOLOCKS);
+	answer_unlock(rl, 2, NLM_GRANTED);
+	assert_int_equal(nlm_relay_release_pending(rl), 2);
+	assert_int_equal(nlm_relay_release_in_flight(rl), 0);
+
+	fake_us += NLM_RELEASE_DELAY_US - 1000000;
+	nlm_relay_release_tick(rl);
+	assert_int_equal(link_n, 3);
+	fake_us += 1000000;
+	nlm_relay_release_tick(rl);
+	assert_int_equal(link_n, 5);
+	size_t k0 = unlock_file(3) == grace ? 3 : 4, k1 = 7 - k0;
+	assert_int_equal(unlock_file(k0), grace);
+	assert_int_equal(unlock_file(k1), nolocks);
+	assert_int_equal(nlm_relay_stats(rl)->release_retried, 2);
+
+	/* Still in grace once more, then granted; the other's file is stale: final. */
+	answer_unlock(rl, k0, NLM_DENIED_GRACE_PERIOD);
+	answer_unlock(rl, k1, NLM4_STALE_FH);
+	fake_us += NLM_RELEASE_DELAY_US;
+	nlm_relay_release_tick(rl);
+	assert_int_equal(link_n, 6);
+	assert_int_equal(unlock_file(5), grace);
+	answer_unlock(rl, 5, NLM_GRANTED);
+	assert_int_equal(nlm_relay_release_pending(rl), 0);
+	assert_int_equal(nlm_relay_stats(rl)->release_done, 3);
+	for (int t = 0; t < 60; t++) {
+		fake_us += 1000000;
+		nlm_relay_release_tick(rl);
+	}
+	assert_int_equal(link_n, 6);
+	nlm_relay_free(rl);
+}
+
+/*
+ * An UNLOCK with no answer is sent again once the siderelay has given it
+ * up (its timeout, 15 s by default, and a tick); a late answer to the
+ * send given up is not taken for the new one's.
+ */
+static void test_release_queue_resends_unanswered(void **state)
+{
+	(void)state;
+	struct gw_counters c = { 0 };
+	struct nlm_relay *rl = release_relay(&c, 0, 0);
+	struct sidesvc_peer pa = peer_at(0x0a090002, 800);
+
+	lock_granted(rl, &pa, 77, 9);
+	assert_int_equal(notify_reboot(rl, &pa, 3), 1);
+	assert_int_equal(link_n, 1);
+	fake_us += 15 * 1000000;
+	nlm_relay_release_tick(rl);
+	assert_int_equal(link_n, 1); /* the siderelay may still have it */
+	fake_us += 1000000;
+	nlm_relay_release_tick(rl);
+	assert_int_equal(link_n, 2);
+	assert_int_equal(unlock_file(1), 9);
+	assert_int_equal(nlm_relay_stats(rl)->release_retried, 1);
+	assert_int_equal(nlm_relay_release_in_flight(rl), 1);
+
+	answer_unlock(rl, 0, NLM_GRANTED);
+	assert_int_equal(nlm_relay_release_pending(rl), 1);
+	answer_unlock(rl, 1, NLM_GRANTED);
+	assert_int_equal(nlm_relay_release_pending(rl), 0);
+	assert_int_equal(nlm_relay_stats(rl)->release_done, 1);
+	nlm_relay_free(rl);
+}
+
+/*
+ * An UNLOCK never answered is sent again and again, and given up only
+ * after NLM_RELEASE_GIVE_UP_US: logged, counted, then sent no more.
+ */
+static void test_release_queue_gives_up_after_the_bound(void **state)
+{
+	(void)state;
+	struct gw_counters c = { 0 };
+	struct nlm_relay *rl = release_relay(&c, 0, 0);
+	struct sidesvc_peer pa = peer_at(0x0a090002, 800);
+	uint64_t start = fake_us;
+
+	lock_granted(rl, &pa, 77, 1);
+	assert_int_equal(notify_reboot(rl, &pa, 3), 1);
+	while (fake_us - start < NLM_RELEASE_GIVE_UP_US - 30 * 1000000ull) {
+		fake_us += 1000000;
+		nlm_relay_release_tick(rl);
+	}
+	assert_int_equal(nlm_relay_release_pending(rl), 1);
+	assert_int_equal(nlm_relay_stats(rl)->release_given_up, 0);
+	assert_true(link_n >= 30);
+	for (int t = 0; t < 60; t++) {
+		fake_us += 1000000;
+		nlm_relay_release_tick(rl);
+	}
+	assert_int_equal(nlm_relay_release_pending(rl), 0);
+	assert_int_equal(nlm_relay_stats(rl)->release_given_up, 1);
+	assert_int_equal(c.events[GW_EV_CALL_TIMEOUT], 1);
+	size_t sent_then = link_n;
+	for (int t = 0; t < 120; t++) {
+		fake_us += 1000000;
+		nlm_relay_release_tick(rl);
+	}
+	assert_int_equal(link_n, sent_then);
+	nlm_relay_free(rl);
+}
+
+/*
+ * The queue holds max_locks entries: past that a rebooted client's
+ * UNLOCKs are refused, counted (release_full, NO_BUFFERS), not lost
+ * silently. The server's own reboot makes the queued ones moot.
+ */
+static void test_release_queue_full_counted(void **state)
+{
+	(void)state;
+	struct gw_counters c = { 0 };
+	struct nlm_relay *rl = release_relay(&c, 8, 4);
+	struct sidesvc_peer pa = peer_at(0x0a090002, 800), pb = peer_at(0x0a090003, 800);
+	struct nlm_host hs[4];
+
+	link_room = 0; /* nothing answered: all stay queued */
+	for (uint32_t f = 0; f < 4; f++) {
+		lock_granted(rl, &pa, 1, f);
+		lock_granted(rl, &pb, 1, f);
+	}
+	assert_int_equal(notify_reboot(rl, &pa, 3), 4);
+	assert_int_equal(notify_reboot(rl, &pb, 3), 4);
+	assert_int_equal(nlm_relay_release_pending(rl), 8);
+	for (uint32_t f = 0; f < 4; f++)
+		lock_granted(rl, &pa, 1, f);
+	assert_int_equal(notify_reboot(rl, &pa, 5), 4);
+	assert_int_equal(nlm_relay_release_pending(rl), 8);
+	assert_int_equal(nlm_relay_stats(rl)->release_full, 4);
+	assert_int_equal(c.events[GW_EV_NO_BUFFERS], 4);
+
+	nlm_relay_server_rebooted(rl, hs, 4);
+	assert_int_equal(nlm_relay_release_pending(rl), 0);
+	assert_int_equal(nlm_relay_stats(rl)->release_done, 8);
+	link_room = LINK_MAX;
+	fake_us += 60 * 1000000ull;
+	nlm_relay_release_tick(rl);
+	assert_int_equal(link_n, 0);
+	nlm_relay_free(rl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -584,6 +919,11 @@ int main(void)
 		cmocka_unit_test(test_lock_of_forgotten_owner_given_back),
 		cmocka_unit_test(test_cancel_keeps_held_lock),
 		cmocka_unit_test(test_reclaim_converted_in_the_gateway_grace),
+		cmocka_unit_test(test_release_queue_sends_all_through_a_narrow_link),
+		cmocka_unit_test(test_release_queue_retries_grace_and_nolocks),
+		cmocka_unit_test(test_release_queue_resends_unanswered),
+		cmocka_unit_test(test_release_queue_gives_up_after_the_bound),
+		cmocka_unit_test(test_release_queue_full_counted),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -215,7 +215,14 @@ static void fake_engine_init(struct fake_engine *e)
 					.gr_sent = 3,
 					.gr_delivered = 1,
 					.gr_clients_told = 2,
-					.gr_reclaims_converted = 5 };
+					.gr_reclaims_converted = 5,
+					.rel_pending = 31,
+					.rel_in_flight = 16,
+					.rel_queued = 300,
+					.rel_done = 260,
+					.rel_retried = 12,
+					.rel_given_up = 9,
+					.rel_full = 4 };
 	a->r.nlm = &a->nlm;
 	/* READ answered twice by the upstream, in 100 and 300 us; WRITE never timed */
 	struct gw_proc_count *read = gw_counters_proc(&a->totals, 100003, 3, 6);
@@ -869,6 +876,13 @@ static void test_stats_json_nlm(void **state)
 	assert_int_equal(jint(root, "routes.0.nlm.gateway_restart.clients_told"), 2);
 	assert_int_equal(jint(root, "routes.0.nlm.gateway_restart.reclaims_converted"), 5);
 	assert_int_equal(jint(root, "routes.0.nlm.gateway_restart.grace_refused"), 0);
+	assert_int_equal(jint(root, "routes.0.nlm.release_queue.pending"), 31);
+	assert_int_equal(jint(root, "routes.0.nlm.release_queue.in_flight"), 16);
+	assert_int_equal(jint(root, "routes.0.nlm.release_queue.queued"), 300);
+	assert_int_equal(jint(root, "routes.0.nlm.release_queue.released"), 260);
+	assert_int_equal(jint(root, "routes.0.nlm.release_queue.retried"), 12);
+	assert_int_equal(jint(root, "routes.0.nlm.release_queue.given_up"), 9);
+	assert_int_equal(jint(root, "routes.0.nlm.release_queue.full"), 4);
 	/* A route without side services has no "nlm" at all. */
 	json_t *rb = json_array_get(json_object_get(root, "routes"), 1);
 	assert_null(json_object_get(rb, "nlm"));
