@@ -121,6 +121,20 @@ for s in json.load(sys.stdin)["routes"][0]["sessions"]:
     eval "exec ${pr[1]}>&-"
     wait "$pr_PID" 2>/dev/null || true
 }
+# CPU use, to tell the machine's share of the probe's slow-down: the guest's busy and
+# idle ticks (/proc/stat, all CPUs) and the gateway's and the flood's (utime + stime).
+cpu_ticks() { # FLOOD_PID: "BUSY IDLE GATEWAY FLOOD"
+    local p
+    read -r _ u n s i w q sq st _ </proc/stat
+    echo -n "$((u + n + s + q + sq + st)) $((i + w))"
+    for p in "$gw" "$1"; do awk '{ printf " %d", $14 + $15 }' /proc/"$p"/stat; done
+    echo
+}
+cpu_share() { # BEFORE AFTER: each as a share of the guest's ticks (all CPUs)
+    echo "$1 $2 $(nproc)" | awk '{ t = ($5 + $6) - ($1 + $2); if (t <= 0) t = 1
+        printf "guest busy %.0f%% of %d vCPUs; gateway %.0f%% of one vCPU, flood %.0f%%\n",
+            100 * ($5 - $1) / t, $9, 100 * $9 * ($7 - $3) / t, 100 * $9 * ($8 - $4) / t }'
+}
 fair_run() { # LABEL UPSTREAM_CONNECTIONS ROUTE_KEYS
     say "== fairness, $1: NULL latency in us ($PROBES calls)"
     gw_run "$2" "$3"
@@ -137,7 +151,9 @@ for c in r.get("shared_upstream", {}).get("channels", []):
 print("%d live sessions" % r["live_sessions"])')"
         sleep 1
     done
+    local cpu0; cpu0=$(cpu_ticks "$flood")
     probe_held "beside the flood:"
+    say "  CPU during the probe beside the flood: $(cpu_share "$cpu0" "$(cpu_ticks "$flood")")"
     kill "$flood"; wait "$flood" 2>/dev/null || true
     say "the flood: $(cat /tmp/flood.out)"
     gw_end
