@@ -3,8 +3,13 @@
 #                         idle; prints "ready" and waits until stdin closes.
 #   flood HOST PORT W     one connection that keeps W NULL calls outstanding until killed
 #                         (so that, past its credits, the gateway holds the rest queued).
-#   probe HOST PORT N     one connection, N NULL calls one at a time; prints the
-#                         latency's median, 90th and 99th percentiles and mean in us.
+#                         The fairness runs use bench/share_flood (C) instead: this one
+#                         spends more of the guest's CPU than the gateway does.
+#   probe HOST PORT N [hold]
+#                         one connection, N NULL calls one at a time; prints the
+#                         latency's median, 90th and 99th percentiles and mean in us;
+#                         with "hold", then keeps the connection open until stdin
+#                         closes, so that its session's /stats can still be read.
 # NULL of NFS version 3: the server answers it at once, so a probe's latency is the
 # path through the gateway and the wait for a credit and a turn, nothing else.
 import os
@@ -54,7 +59,7 @@ def flood(host, port, window):
         xid += 1
 
 
-def probe(host, port, n):
+def probe(host, port, n, hold=False):
     s = connect(host, port)
     lat = []
     for i in range(n):
@@ -64,9 +69,15 @@ def probe(host, port, n):
         lat.append((time.perf_counter() - t0) * 1e6)
     lat.sort()
     q = lambda f: lat[min(len(lat) - 1, int(f * len(lat)))]  # noqa: E731
-    print("median %.0f p90 %.0f p99 %.0f mean %.0f" % (q(0.5), q(0.9), q(0.99), sum(lat) / n))
+    print("median %.0f p90 %.0f p99 %.0f mean %.0f" % (q(0.5), q(0.9), q(0.99), sum(lat) / n),
+          flush=True)
+    if hold:
+        sys.stdin.read()
 
 
 if __name__ == "__main__":
     what, host, port, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-    {"idle": idle, "flood": flood, "probe": probe}[what](host, port, n)
+    if what == "probe":
+        probe(host, port, n, sys.argv[5:] == ["hold"])
+    else:
+        {"idle": idle, "flood": flood}[what](host, port, n)

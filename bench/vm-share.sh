@@ -8,9 +8,12 @@
 #     for upstream_connections 2 at SHARED_CLIENTS (200 and 1000) and, for comparison,
 #     upstream_connections 0 at OWN_CLIENTS (50: each costs megabytes there);
 #   - fairness: on a route with one shared connection, a client's NULL latency (PROBES
-#     calls one at a time) alone, then while another client keeps FLOOD NULL calls
-#     outstanding (more than its credits: the rest wait in the gateway's fair queue);
-#     with the queue-time histograms of both clients (/stats latency.queue).
+#     calls one at a time) alone, then while another client (bench/share_flood, in C)
+#     keeps FLOOD NULL calls outstanding (more than its credits: the rest wait in the
+#     gateway's fair queue); with the queue-time histograms of both clients (/stats
+#     latency.queue) and the flood's calls per second; then the same on a route with a
+#     connection per client (upstream_connections 0), the control.
+# MEMORY=0 skips the memory runs, FAIRNESS=0 the fairness runs.
 # It prints figures (and keeps them in OUT_DIR/share.txt); it never passes or fails.
 # The guest is emulated (TCG): latencies compare the two runs, not hardware.
 # Run it alone on the machine (it shares the VM lock with the end-to-end jobs), on a
@@ -26,6 +29,7 @@ cat >"$env" <<ENV
 export GW_SRC=$top GW_BIN=$build/gateway/rpcrdma-gw
 export SHARED_CLIENTS="${SHARED_CLIENTS-200 1000}" OWN_CLIENTS="${OWN_CLIENTS-50}"
 export PROBES=${PROBES:-300} FLOOD=${FLOOD:-160}
+export MEMORY=${MEMORY:-1} FAIRNESS=${FAIRNESS:-1} GW_FLOOD=$build/bench/share_flood
 ENV
 cat >"$job" <<'JOB'
 set -eu
@@ -75,39 +79,90 @@ memory_run() { # UPSTREAM_CONNECTIONS N...
     done
 }
 
-say "== $(date -u +%F) memory per idle client"
+say "== $(date -u +%F)"
+if [[ $MEMORY == 1 ]]; then
+say "== memory per idle client"
 # shellcheck disable=SC2086 # lists of numbers
 [[ -n $SHARED_CLIENTS ]] && memory_run 2 $SHARED_CLIENTS
 # shellcheck disable=SC2086
 [[ -n $OWN_CLIENTS ]] && memory_run 0 $OWN_CLIENTS
+fi
 
-# A NULL is answered faster than a Python client in the emulated guest sends the next,
-# so with the server's 64 credits the flood's calls would wait in its own socket, not in
-# the gateway. With 4 credits (2 per client at most) the gateway holds them queued.
-say "== fairness: one shared connection of 4 credits, NULL latency in us ($PROBES calls)"
-gw_run 1 '"credits": 4,'
-python3 "$clients" probe 192.0.2.2 3049 20 >/dev/null # the channel is up
-say "alone:                     $(python3 "$clients" probe 192.0.2.2 3049 "$PROBES")"
-python3 "$clients" flood 192.0.2.2 3049 "$FLOOD" & flood=$!
-sleep 3
-for _ in 1 2 3; do
-q=$(stats "?sessions=0" | python3 -c 'import json,sys; c=json.load(sys.stdin)["routes"][0]["shared_upstream"]["channels"][0]; print("%d in flight, %d queued, grant %d" % (c["calls_in_flight"], c["calls_queued"], c["credits_granted"]))')
-say "flood of $FLOOD outstanding: $q"
-sleep 1
-done
-say "beside the flood:          $(python3 "$clients" probe 192.0.2.2 3049 "$PROBES")"
-stats | python3 -c '
+# Fairness: the probe (a Python client, NULL calls one at a time) alone, then beside a
+# flood of FLOOD outstanding NULL calls from bench/share_flood (C: a read and a write per
+# batch of replies, so that the flood loads the gateway rather than the guest's vCPUs, as
+# the Python flood of the first runs did). Three routes: one shared connection of 4
+# credits (2 in flight per client at most: the flood's calls wait in the gateway's fair
+# queue), one of the server's usual 64, and the control, a connection per client
+# (upstream_connections 0, 4 credits each): no sharing, so what the probe loses there is
+# the machine's, not the shared connection's.
+# The probe's line, then, while its connection is still open (its session's counters
+# leave /stats with it), each session's time by /stats: in the gateway (from the call's
+# arrival to its send on RDMA, and from the reply to its write to the client; the fair
+# queue's wait included, also shown alone) and at the upstream (RDMA send to reply).
+# What the probe measured beyond gateway + upstream was spent outside the gateway's
+# process: the guest's TCP stack and its scheduling of the processes.
+probe_held() { # LABEL
+    local line
+    coproc pr { python3 "$clients" probe 192.0.2.2 3049 "$PROBES" hold; }
+    read -r line <&"${pr[0]}"
+    say "$1 $line"
+    stats | python3 -c '
+import json, sys
+probes = int(sys.argv[1])
+for s in json.load(sys.stdin)["routes"][0]["sessions"]:
+    l = s["counters"]["latency"]
+    mean = lambda h: h["sum_us"] / h["count"] if h["count"] else 0  # noqa: E731
+    n = l["gateway"]["count"]
+    print("  %-5s %s: %d replies, mean us: gateway %.0f, upstream %.0f, fair queue %.0f (%d calls)" % (
+        "probe" if n == probes else "flood", s["client"], n, mean(l["gateway"]), mean(l["upstream"]),
+        mean(l["queue"]), l["queue"]["count"]))
+' "$PROBES" | tee -a /share/share.txt
+    eval "exec ${pr[1]}>&-"
+    wait "$pr_PID" 2>/dev/null || true
+}
+# CPU use, to tell the machine's share of the probe's slow-down: the guest's busy and
+# idle ticks (/proc/stat, all CPUs) and the gateway's and the flood's (utime + stime).
+cpu_ticks() { # FLOOD_PID: "BUSY IDLE GATEWAY FLOOD"
+    local p
+    read -r _ u n s i w q sq st _ </proc/stat
+    echo -n "$((u + n + s + q + sq + st)) $((i + w))"
+    for p in "$gw" "$1"; do awk '{ printf " %d", $14 + $15 }' /proc/"$p"/stat; done
+    echo
+}
+cpu_share() { # BEFORE AFTER: each as a share of the guest's ticks (all CPUs)
+    echo "$1 $2 $(nproc)" | awk '{ t = ($5 + $6) - ($1 + $2); if (t <= 0) t = 1
+        printf "guest busy %.0f%% of %d vCPUs; gateway %.0f%% of one vCPU, flood %.0f%%\n",
+            100 * ($5 - $1) / t, $9, 100 * $9 * ($7 - $3) / t, 100 * $9 * ($8 - $4) / t }'
+}
+fair_run() { # LABEL UPSTREAM_CONNECTIONS ROUTE_KEYS
+    say "== fairness, $1: NULL latency in us ($PROBES calls)"
+    gw_run "$2" "$3"
+    python3 "$clients" probe 192.0.2.2 3049 20 >/dev/null # the channel is up
+    probe_held "alone:           "
+    "$GW_FLOOD" 192.0.2.2 3049 "$FLOOD" >/tmp/flood.out & flood=$!
+    sleep 3
+    for _ in 1 2 3; do
+        say "flood of $FLOOD outstanding: $(stats "?sessions=0" | python3 -c '
 import json, sys
 r = json.load(sys.stdin)["routes"][0]
-for s in r["sessions"]:
-    q = s["counters"]["latency"]["queue"]
-    if q["count"]:
-        print("queue time of %s: %d calls, mean %.0f us" % (s["client"], q["count"], q["sum_us"] / q["count"]))
-q = r["totals"]["latency"]["queue"]
-print("queue time of the route: %d calls, mean %.0f us" % (q["count"], q["sum_us"] / q["count"]))
-' | tee -a /share/share.txt
-kill "$flood"; wait "$flood" 2>/dev/null || true
-gw_end
+for c in r.get("shared_upstream", {}).get("channels", []):
+    print("channel: %d in flight, %d queued, grant %d;" % (c["calls_in_flight"], c["calls_queued"], c["credits_granted"]), end=" ")
+print("%d live sessions" % r["live_sessions"])')"
+        sleep 1
+    done
+    local cpu0; cpu0=$(cpu_ticks "$flood")
+    probe_held "beside the flood:"
+    say "  CPU during the probe beside the flood: $(cpu_share "$cpu0" "$(cpu_ticks "$flood")")"
+    kill "$flood"; wait "$flood" 2>/dev/null || true
+    say "the flood: $(cat /tmp/flood.out)"
+    gw_end
+}
+if [[ $FAIRNESS == 1 ]]; then
+    fair_run "one shared connection of 4 credits" 1 '"credits": 4,'
+    fair_run "one shared connection of 64 credits" 1 '"credits": 64,'
+    fair_run "control: a connection per client, 4 credits each" 0 '"credits": 4,'
+fi
 JOB
 GWVM_SHARE=$out GWVM_ENV=$env GWVM_TIMEOUT=${GWVM_TIMEOUT:-900} "$top/tests/vm/gwvm" run "$job"
 rm -f "$job" "$env"
