@@ -35,6 +35,8 @@ static const char restart_buffers[] =
 
 static const char restart_sockets[] = "the side services bind their sockets when the route starts";
 
+static const char restart_nlm[] = "the side services size their tables when the route starts";
+
 /*
  * The table is the reference: docs/configuration.md lists the same keys,
  * in the same order, with the same numbers.
@@ -307,6 +309,144 @@ const struct conf_option conf_options[] = {
 		.reload = CONF_RELOAD_RESTART,
 		.restart_why =
 			"the route's shared connections and XID map are set up when it starts",
+	},
+	/*
+	 * The NFSv3 side services' limits (issue 13): each sizes a table the
+	 * route's NLM relay, callback, async or notify module allocates when
+	 * it starts (gateway/sideroute.c), hence restart. The defaults are the
+	 * modules' own.
+	 */
+	{
+		.name = "upstream_nlm_port",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(upstream_nlm_port),
+		.min = 0,
+		.max = 65535,
+		.step = 1,
+		.def = 0,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_sockets,
+	},
+	{
+		.name = "nlm_max_clients",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(nlm_max_clients),
+		.min = 1,
+		.max = 65536,
+		.step = 1,
+		.def = 1024,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_nlm,
+	},
+	{
+		.name = "nlm_max_owners",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(nlm_max_owners),
+		.min = 1,
+		.max = 65535,
+		.step = 1,
+		.def = 4096,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_nlm,
+	},
+	{
+		.name = "nlm_max_owners_per_client",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(nlm_max_owners_per_client),
+		.min = 1,
+		.max = 65535,
+		.step = 1,
+		.def = 1024,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_nlm,
+	},
+	{
+		.name = "nlm_max_locks",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(nlm_max_locks),
+		.min = 1,
+		.max = 1048576,
+		.step = 1,
+		.def = 16384,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_nlm,
+	},
+	{
+		.name = "nlm_max_locks_per_client",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(nlm_max_locks_per_client),
+		.min = 1,
+		.max = 1048576,
+		.step = 1,
+		.def = 1024,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_nlm,
+	},
+	{
+		.name = "nlm_max_pending_calls",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(nlm_max_pending_calls),
+		.min = 1,
+		.max = 4096,
+		.step = 1,
+		.def = 128,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_nlm,
+	},
+	{
+		.name = "nlm_call_timeout_s",
+		.type = CONF_OPT_SECONDS,
+		.offset = ROUTE_FIELD(nlm_call_timeout_ms),
+		.min = 1000,
+		.max = 300000,
+		.step = 1,
+		.def = 15000,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_nlm,
+	},
+	{
+		.name = "nlm_callback_max_pending",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(nlm_callback_max_pending),
+		.min = 1,
+		.max = 4096,
+		.step = 1,
+		.def = 64,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_nlm,
+	},
+	{
+		.name = "nlm_async_max_pending",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(nlm_async_max_pending),
+		.min = 1,
+		.max = 4096,
+		.step = 1,
+		.def = 64,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_nlm,
+	},
+	{
+		.name = "nlm_notify_max_hosts",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(nlm_notify_max_hosts),
+		.min = 1,
+		.max = 65536,
+		.step = 1,
+		.def = 1024,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_nlm,
+	},
+	{
+		.name = "nlm_reclaim_window_s",
+		.type = CONF_OPT_SECONDS,
+		.offset = ROUTE_FIELD(nlm_reclaim_window_ms),
+		.min = 1000,
+		.max = 3600000,
+		.step = 1,
+		.def = 90000,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_nlm,
 	},
 };
 const size_t conf_options_count = CONF_ARRAY_SIZE(conf_options);
