@@ -157,13 +157,14 @@ struct gw_route {
 	uint32_t upstream_connections;
 	/*
 	 * NFSv3's side services, further (routes with portmapper_port): the
-	 * server's lockd (0: asked of its portmapper), and the limits of the
+	 * server's lockd and statd (0: asked of its portmapper), the limits of the
 	 * NLM relay's lock records (gateway/nlm_state.h), of its calls
 	 * awaiting the server, of the GRANTED callbacks and _MSG calls
 	 * pending, of the client hosts told of a reboot, and the gateway's
 	 * reclaim window after its own restart.
 	 */
 	uint32_t upstream_nlm_port;
+	uint32_t upstream_nsm_port; /* the server's statd (0: asked of its portmapper) */
 	uint32_t nlm_max_clients;
 	uint32_t nlm_max_owners;
 	uint32_t nlm_max_owners_per_client; /* at most nlm_max_owners */

@@ -328,6 +328,17 @@ const struct conf_option conf_options[] = {
 		.restart_why = restart_sockets,
 	},
 	{
+		.name = "upstream_nsm_port",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(upstream_nsm_port),
+		.min = 0,
+		.max = 65535,
+		.step = 1,
+		.def = 0,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_sockets,
+	},
+	{
 		.name = "nlm_max_clients",
 		.type = CONF_OPT_UINT,
 		.offset = ROUTE_FIELD(nlm_max_clients),

@@ -279,6 +279,7 @@ static void start_nlm_restart(struct gw_side *side, struct event_base *base)
 		.counters = side->counters,
 		.state_path = path,
 		.pmap_port = PMAP_PORT,
+		.statd_port = (uint16_t)r->upstream_nsm_port, /* 0: the server's portmapper */
 	};
 
 	state_path(r, "nsm-state", path, sizeof(path));

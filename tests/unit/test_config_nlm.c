@@ -24,6 +24,8 @@ static const struct {
 	}
 	KEY("upstream_nlm_port", upstream_nlm_port, 0, "4045", 4045, "an integer 0..65535", "-1",
 	    "65536"),
+	KEY("upstream_nsm_port", upstream_nsm_port, 0, "32765", 32765, "an integer 0..65535", "-1",
+	    "65536"),
 	KEY("nlm_max_clients", nlm_max_clients, 1024, "10", 10, "an integer 1..65536", "0",
 	    "65537"),
 	KEY("nlm_max_owners", nlm_max_owners, 4096, "2000", 2000, "an integer 1..65535", "0",

@@ -266,8 +266,9 @@ static size_t granted_reply(const uint8_t *call, size_t len, uint8_t *b, size_t 
 }
 
 /*
- * A route with upstream_nlm_port and nlm_max_owners_per_client 2: the
- * client's LOCKs go straight to that port (no portmapper there to ask),
+ * A route with upstream_nlm_port, upstream_nsm_port and
+ * nlm_max_owners_per_client 2: the gateway's SM_NOTIFY goes to that statd
+ * port and the client's LOCKs to that lockd port (no portmapper there to ask),
  * and with two owners holding locks its third owner is refused by the
  * gateway (DENIED_NOLOCKS) without reaching the server.
  */
@@ -280,16 +281,26 @@ static void test_nlm_keys_reach_the_relay(void **state)
 	struct gw_stats_nlm st;
 	char err[256] = "";
 	uint8_t b[2048], out[2048];
-	uint16_t lockd_port, client_port;
+	uint16_t lockd_port, client_port, statd_port;
 	int failed;
 
 	route_init(&r, GW_MODE_FORWARD, 0x7f000001);
 	int lockd = udp_socket(&lockd_port);
 	int client = udp_socket(&client_port);
+	int statd = udp_socket(&statd_port);
 	r.upstream_nlm_port = lockd_port;
+	r.upstream_nsm_port = statd_port;
 	r.nlm_max_owners_per_client = 2;
 	struct gw_side *side = gw_side_start(base, &r, &c, &failed, err, sizeof(err));
 	assert_non_null(side);
+	/* The gateway's restart told to the statd at the configured port. */
+	struct sockaddr_storage sfrom;
+	socklen_t sfl;
+	size_t sn = loop_recv(base, statd, b, sizeof(b), &sfrom, &sfl);
+	struct rpc_call_hdr sh;
+	assert_int_equal(rpc_call_decode(b, sn, &sh), RPC_HDR_CALL);
+	assert_int_equal(sh.prog, NSM_PROG);
+	assert_int_equal(sh.proc, 6); /* SM_NOTIFY */
 	int nlm = getport(base, r.portmapper_port, NLM_PROG, 4, PMAP_IPPROTO_UDP);
 	assert_true(nlm > 0);
 	struct sockaddr_in to = { .sin_family = AF_INET,
@@ -326,6 +337,7 @@ static void test_nlm_keys_reach_the_relay(void **state)
 	gw_side_stop(side);
 	close(lockd);
 	close(client);
+	close(statd);
 	event_base_free(base);
 }
 
