@@ -990,6 +990,8 @@ size_t conf_schema_keys(struct conf_key_info *out, size_t max)
 			k.def = "every client";
 		else if (opt->type == CONF_OPT_PATHS)
 			k.def = "the stock rules alone";
+		else if (opt->type == CONF_OPT_DIR)
+			k.def = "$STATE_DIRECTORY, else /var/lib/rpcrdma-gw";
 		else if (opt->type == CONF_OPT_SOURCE_PORT)
 			k.choices = conf_source_port_names(&k.nchoices);
 		schema_put(out, max, &n, &k);

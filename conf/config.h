@@ -176,6 +176,11 @@ struct gw_route {
 	uint32_t nlm_async_max_pending;
 	uint32_t nlm_notify_max_hosts;
 	uint32_t nlm_reclaim_window_ms;
+	/*
+	 * Where the side services keep the route's NSM state and client list
+	 * (an absolute path); NULL: $STATE_DIRECTORY, else /var/lib/rpcrdma-gw.
+	 */
+	char *state_directory;
 };
 
 struct gw_config {

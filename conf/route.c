@@ -28,6 +28,8 @@ enum {
 	 * limit for a message.
 	 */
 	RECORD_DEFAULT = 1 * MIB + 4 * KIB,
+	/* Room for ROUTE.nlm-clients after it in the side services' 512-byte paths. */
+	STATE_DIR_MAX = 255,
 };
 
 static const char restart_buffers[] =
@@ -459,6 +461,13 @@ const struct conf_option conf_options[] = {
 		.reload = CONF_RELOAD_RESTART,
 		.restart_why = restart_nlm,
 	},
+	{
+		.name = "state_directory",
+		.type = CONF_OPT_DIR,
+		.max = STATE_DIR_MAX,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = "the route's state files are read when it starts",
+	},
 };
 const size_t conf_options_count = CONF_ARRAY_SIZE(conf_options);
 
@@ -516,17 +525,23 @@ bool conf_route_copy_options(struct gw_route *dst, const struct gw_route *src)
 {
 	struct gw_cidr *cidrs = NULL;
 	char **paths = NULL;
+	char *dir = NULL;
 
+	if (src->state_directory && !(dir = strdup(src->state_directory)))
+		return false;
 	if (src->allowed_clients_count) {
 		cidrs = malloc(src->allowed_clients_count * sizeof(*cidrs));
-		if (!cidrs)
+		if (!cidrs) {
+			free(dir);
 			return false;
+		}
 		memcpy(cidrs, src->allowed_clients, src->allowed_clients_count * sizeof(*cidrs));
 	}
 	if (src->ulb_rules_count) {
 		paths = paths_dup(src->ulb_rules, src->ulb_rules_count);
 		if (!paths) {
 			free(cidrs);
+			free(dir);
 			return false;
 		}
 	}
@@ -542,6 +557,8 @@ bool conf_route_copy_options(struct gw_route *dst, const struct gw_route *src)
 	paths_free(dst->ulb_rules, dst->ulb_rules_count);
 	dst->ulb_rules = paths;
 	dst->ulb_rules_count = src->ulb_rules_count;
+	free(dst->state_directory);
+	dst->state_directory = dir;
 	return true;
 }
 
@@ -552,6 +569,7 @@ void conf_route_release(struct gw_route *r)
 	free(r->upstream.text);
 	free(r->allowed_clients);
 	paths_free(r->ulb_rules, r->ulb_rules_count);
+	free(r->state_directory);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -601,6 +619,9 @@ static void option_expect(const struct conf_option *opt, char *buf, size_t len)
 			 "a non-empty array of file names (omit the key for the stock "
 			 "rules)");
 		break;
+	case CONF_OPT_DIR:
+		snprintf(buf, len, "an absolute directory name of at most %u bytes", opt->max);
+		break;
 	}
 }
 
@@ -622,6 +643,9 @@ void conf_option_format(const struct conf_option *opt, const struct gw_route *r,
 		break;
 	case CONF_OPT_PATHS:
 		snprintf(buf, len, "%zu files", r->ulb_rules_count);
+		break;
+	case CONF_OPT_DIR:
+		snprintf(buf, len, "\"%s\"", r->state_directory ? r->state_directory : "");
 		break;
 	}
 }
@@ -651,6 +675,10 @@ bool conf_option_differs(const struct conf_option *opt, const struct gw_route *a
 				return true;
 		}
 		return false;
+	case CONF_OPT_DIR:
+		if (!a->state_directory || !b->state_directory)
+			return a->state_directory != b->state_directory;
+		return strcmp(a->state_directory, b->state_directory) != 0;
 	}
 	return false;
 }
@@ -856,6 +884,29 @@ static void load_paths(const struct conf_report *rep, const struct conf_where *w
 	r->ulb_rules_count = n;
 }
 
+/*
+ * An absolute directory: the gateway runs with / as its working directory,
+ * so a relative one would depend on how it was started.
+ */
+static void load_dir(const struct conf_report *rep, const struct conf_where *w, json_t *v,
+		     const struct conf_option *opt, struct gw_route *r)
+{
+	const char *s = json_is_string(v) ? json_string_value(v) : NULL;
+	size_t n = s ? json_string_length(v) : 0;
+
+	if (!s || s[0] != '/' || n > opt->max || strlen(s) != n) {
+		fail_expected(rep, w, opt, v);
+		return;
+	}
+	char *copy = strdup(s);
+	if (!copy) {
+		conf_fail(rep, w, CONF_AT_VALUE, "out of memory");
+		return;
+	}
+	free(r->state_directory);
+	r->state_directory = copy;
+}
+
 void conf_load_number(const struct conf_report *rep, const struct conf_where *w, json_t *v,
 		      const struct conf_option *opt, void *obj)
 {
@@ -891,6 +942,9 @@ void conf_load_options(const struct conf_report *rep, const struct conf_where *w
 			break;
 		case CONF_OPT_PATHS:
 			load_paths(rep, &ow, v, opt, r, base);
+			break;
+		case CONF_OPT_DIR:
+			load_dir(rep, &ow, v, opt, r);
 			break;
 		}
 	}

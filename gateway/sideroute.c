@@ -246,15 +246,22 @@ static bool start_nlm(struct gw_side *side, struct event_base *base,
 }
 
 /*
- * The route's file @name in the state directory: systemd's StateDirectory=
- * names it (and makes it writable under ProtectSystem=strict); else the
- * default, made if missing. Its absence is warned by the file's users.
+ * The route's file @name in the state directory: the route's
+ * state_directory, else the one systemd's StateDirectory= names (and makes
+ * writable under ProtectSystem=strict), else the default; the two not from
+ * systemd are made if missing. Its absence is warned by the file's users.
  */
 static void state_path(const struct gw_route *r, const char *name, char *path, size_t len)
 {
-	const char *dir = getenv("STATE_DIRECTORY");
-	size_t dl = dir && dir[0] == '/' ? strcspn(dir, ":") : 0; /* the first of a list */
+	const char *dir = r->state_directory;
+	size_t dl = dir ? strlen(dir) : 0;
 
+	if (!dl) {
+		dir = getenv("STATE_DIRECTORY");
+		dl = dir && dir[0] == '/' ? strcspn(dir, ":") : 0; /* the first of a list */
+	} else if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+		gw_debug("%s: mkdir %s: %s", r->name, dir, strerror(errno));
+	}
 	if (!dl) {
 		dir = NLM_RESTART_STATE_DIR;
 		dl = strlen(dir);

@@ -146,6 +146,50 @@ static void test_per_client_shares(void **state)
 	gw_config_free(cfg);
 }
 
+/* state_directory: absolute, kept as written, inherited; NULL by default. */
+static void test_state_directory(void **state)
+{
+	(void)state;
+	const struct gw_config *cfg = load_ok("{'routes': [" ROUTE_FWD "]}");
+	assert_null(cfg->routes[0].state_directory);
+	gw_config_free(cfg);
+	cfg = load_ok(ROUTE_HEAD "'state_directory': '/srv/gw state'}]}");
+	assert_string_equal(cfg->routes[0].state_directory, "/srv/gw state");
+	gw_config_free(cfg);
+	cfg = load_ok("{'defaults': {'state_directory': '/srv/gw'}, 'routes': [" ROUTE_FWD "]}");
+	assert_string_equal(cfg->routes[0].state_directory, "/srv/gw");
+	gw_config_free(cfg);
+
+	static const char *const bad[] = { "'var/lib/gw'", "''", "1", "null" };
+	static const char *const shown[] = { "\"var/lib/gw\"", "\"\"", "1", "null" };
+	for (size_t i = 0; i < 4; i++) {
+		char *text, *want;
+		int column = (int)(strlen(ROUTE_HEAD) + strlen("state_directory") + 5);
+		assert_true(asprintf(&text, ROUTE_HEAD "'state_directory': %s}]}", bad[i]) > 0);
+		assert_true(
+			asprintf(&want,
+				 "gw.json:1:%d: routes[0].state_directory: expected an absolute "
+				 "directory name of at most 255 bytes, got %s\n",
+				 column, shown[i]) > 0);
+		expect_errors(text, want);
+		free(text);
+		free(want);
+	}
+	/* 256 bytes: too long for the paths made from it. */
+	char *text, dir[257];
+	memset(dir, 'd', 256);
+	dir[0] = '/';
+	dir[256] = '\0';
+	assert_true(asprintf(&text, ROUTE_HEAD "'state_directory': '%s'}]}", dir) > 0);
+	struct gw_conf_errors errs;
+	assert_null(parse_as("gw.json", text, &errs));
+	char *et = errors_text(&errs);
+	assert_non_null(strstr(et, "routes[0].state_directory: expected an absolute"));
+	free(et);
+	gw_conf_errors_clear(&errs);
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -153,6 +197,7 @@ int main(void)
 		cmocka_unit_test(test_each_key_reaches_the_route),
 		cmocka_unit_test(test_each_key_refuses_bad_values),
 		cmocka_unit_test(test_per_client_shares),
+		cmocka_unit_test(test_state_directory),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -269,6 +269,7 @@ static size_t granted_reply(const uint8_t *call, size_t len, uint8_t *b, size_t 
  * A route with upstream_nlm_port, upstream_nsm_port and
  * nlm_max_owners_per_client 2: the gateway's SM_NOTIFY goes to that statd
  * port and the client's LOCKs to that lockd port (no portmapper there to ask),
+ * its state files are in its state_directory,
  * and with two owners holding locks its third owner is refused by the
  * gateway (DENIED_NOLOCKS) without reaching the server.
  */
@@ -290,6 +291,11 @@ static void test_nlm_keys_reach_the_relay(void **state)
 	int statd = udp_socket(&statd_port);
 	r.upstream_nlm_port = lockd_port;
 	r.upstream_nsm_port = statd_port;
+	/* A state directory of the route's own, made by the gateway. */
+	char top[] = "/tmp/test_sideroute_sd.XXXXXX", dir[64], path[96];
+	assert_non_null(mkdtemp(top));
+	snprintf(dir, sizeof(dir), "%s/state", top);
+	r.state_directory = dir;
 	r.nlm_max_owners_per_client = 2;
 	struct gw_side *side = gw_side_start(base, &r, &c, &failed, err, sizeof(err));
 	assert_non_null(side);
@@ -301,6 +307,8 @@ static void test_nlm_keys_reach_the_relay(void **state)
 	assert_int_equal(rpc_call_decode(b, sn, &sh), RPC_HDR_CALL);
 	assert_int_equal(sh.prog, NSM_PROG);
 	assert_int_equal(sh.proc, 6); /* SM_NOTIFY */
+	snprintf(path, sizeof(path), "%s/t.nsm-state", dir);
+	assert_int_equal(access(path, R_OK), 0);
 	int nlm = getport(base, r.portmapper_port, NLM_PROG, 4, PMAP_IPPROTO_UDP);
 	assert_true(nlm > 0);
 	struct sockaddr_in to = { .sin_family = AF_INET,
@@ -338,6 +346,12 @@ static void test_nlm_keys_reach_the_relay(void **state)
 	close(lockd);
 	close(client);
 	close(statd);
+	/* The client list was saved there at stop, beside the NSM state. */
+	assert_int_equal(unlink(path), 0);
+	snprintf(path, sizeof(path), "%s/t.nlm-clients", dir);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(rmdir(dir), 0);
+	assert_int_equal(rmdir(top), 0);
 	event_base_free(base);
 }
 
