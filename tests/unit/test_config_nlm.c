@@ -190,6 +190,32 @@ static void test_state_directory(void **state)
 	free(text);
 }
 
+/* Every one of the keys needs a restart: the side services are set up when the route starts. */
+static void test_changes_need_a_restart(void **state)
+{
+	(void)state;
+	const struct gw_config *cur = load_ok(ROUTE_HEAD "'state_directory': '/srv/a'}]}");
+	const struct gw_config *next =
+		load_ok(ROUTE_HEAD "'state_directory': '/srv/b', 'nlm_max_owners': 100, "
+				   "'upstream_nlm_port': 4045}]}");
+	struct gw_conf_errors errs;
+	unsigned changes = 0;
+
+	gw_conf_errors_init(&errs);
+	assert_false(gw_config_reloadable(cur, next, &changes, &errs));
+	char *text = errors_text(&errs);
+	assert_non_null(strstr(text, "routes[0].state_directory: changed from \"/srv/a\" to "
+				     "\"/srv/b\", which needs a restart"));
+	assert_non_null(strstr(text, "routes[0].nlm_max_owners: changed from 4096 to 100, which "
+				     "needs a restart"));
+	assert_non_null(strstr(text, "routes[0].upstream_nlm_port: changed from 0 to 4045, which "
+				     "needs a restart"));
+	free(text);
+	gw_conf_errors_clear(&errs);
+	gw_config_free(cur);
+	gw_config_free(next);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -198,6 +224,7 @@ int main(void)
 		cmocka_unit_test(test_each_key_refuses_bad_values),
 		cmocka_unit_test(test_per_client_shares),
 		cmocka_unit_test(test_state_directory),
+		cmocka_unit_test(test_changes_need_a_restart),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
