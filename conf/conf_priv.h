@@ -141,6 +141,7 @@ enum conf_option_type {
 	CONF_OPT_SOURCE_PORT, /* enum gw_source_port */
 	CONF_OPT_CIDRS,	      /* allowed_clients */
 	CONF_OPT_PATHS,	      /* ulb_rules */
+	CONF_OPT_DIR,	      /* state_directory: an absolute path, or NULL */
 };
 
 /* The keys a route may set, either itself or through "defaults". */

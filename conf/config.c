@@ -109,7 +109,7 @@ static bool is_option(const char *name)
 
 /* ---- members ------------------------------------------------------------- */
 
-enum { KNOWN_MAX = 32 };
+enum { KNOWN_MAX = 64 };
 
 /*
  * The keys of "defaults" (the options and "comment"), or of a route (the
@@ -480,6 +480,21 @@ static void check_side_services(const struct conf_report *rep, const struct conf
 }
 
 /*
+ * One client's share of the NLM relay's owners or locks cannot be more
+ * than the whole (gateway/nlm_state.c refuses such limits, and the route
+ * would not start): a larger share, set or the built-in default under a
+ * lower total, is the total, i.e. no cap per client beyond it. Not an
+ * error, so that each key may be set alone to any value of its range.
+ */
+static void clamp_nlm_shares(struct gw_route *r)
+{
+	if (r->nlm_max_owners_per_client > r->nlm_max_owners)
+		r->nlm_max_owners_per_client = r->nlm_max_owners;
+	if (r->nlm_max_locks_per_client > r->nlm_max_locks)
+		r->nlm_max_locks_per_client = r->nlm_max_locks;
+}
+
+/*
  * A Version Two peer that sends no RFC 8797 private data may send 4096-byte
  * messages (the draft's section 2.3): a receive buffer below that would
  * take such a peer's calls for protocol violations. Reported where the
@@ -536,6 +551,7 @@ static void load_route(const struct conf_report *rep, const struct conf_where *w
 	check_record_size(rep, w, obj, r);
 	check_v2_inline(rep, w, obj, r);
 	check_side_services(rep, w, r);
+	clamp_nlm_shares(r);
 }
 
 static void load_defaults(const struct conf_report *rep, const struct conf_where *top, json_t *root,
@@ -974,6 +990,8 @@ size_t conf_schema_keys(struct conf_key_info *out, size_t max)
 			k.def = "every client";
 		else if (opt->type == CONF_OPT_PATHS)
 			k.def = "the stock rules alone";
+		else if (opt->type == CONF_OPT_DIR)
+			k.def = "$STATE_DIRECTORY, else /var/lib/rpcrdma-gw";
 		else if (opt->type == CONF_OPT_SOURCE_PORT)
 			k.choices = conf_source_port_names(&k.nchoices);
 		schema_put(out, max, &n, &k);

@@ -155,6 +155,32 @@ struct gw_route {
 	 * the route (0: one per client). Reverse routes must leave it 0.
 	 */
 	uint32_t upstream_connections;
+	/*
+	 * NFSv3's side services, further (routes with portmapper_port): the
+	 * server's lockd and statd (0: asked of its portmapper), the limits of the
+	 * NLM relay's lock records (gateway/nlm_state.h), of its calls
+	 * awaiting the server, of the GRANTED callbacks and _MSG calls
+	 * pending, of the client hosts told of a reboot, and the gateway's
+	 * reclaim window after its own restart.
+	 */
+	uint32_t upstream_nlm_port;
+	uint32_t upstream_nsm_port; /* the server's statd (0: asked of its portmapper) */
+	uint32_t nlm_max_clients;
+	uint32_t nlm_max_owners;
+	uint32_t nlm_max_owners_per_client; /* at most nlm_max_owners */
+	uint32_t nlm_max_locks;
+	uint32_t nlm_max_locks_per_client; /* at most nlm_max_locks */
+	uint32_t nlm_max_pending_calls;
+	uint32_t nlm_call_timeout_ms;
+	uint32_t nlm_callback_max_pending;
+	uint32_t nlm_async_max_pending;
+	uint32_t nlm_notify_max_hosts;
+	uint32_t nlm_reclaim_window_ms;
+	/*
+	 * Where the side services keep the route's NSM state and client list
+	 * (an absolute path); NULL: $STATE_DIRECTORY, else /var/lib/rpcrdma-gw.
+	 */
+	char *state_directory;
 };
 
 struct gw_config {

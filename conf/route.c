@@ -28,12 +28,16 @@ enum {
 	 * limit for a message.
 	 */
 	RECORD_DEFAULT = 1 * MIB + 4 * KIB,
+	/* Room for ROUTE.nlm-clients after it in the side services' 512-byte paths. */
+	STATE_DIR_MAX = 255,
 };
 
 static const char restart_buffers[] =
 	"it sizes registered memory and is exchanged when a connection is set up";
 
 static const char restart_sockets[] = "the side services bind their sockets when the route starts";
+
+static const char restart_nlm[] = "the side services size their tables when the route starts";
 
 /*
  * The table is the reference: docs/configuration.md lists the same keys,
@@ -308,6 +312,162 @@ const struct conf_option conf_options[] = {
 		.restart_why =
 			"the route's shared connections and XID map are set up when it starts",
 	},
+	/*
+	 * The NFSv3 side services' limits (issue 13): each sizes a table the
+	 * route's NLM relay, callback, async or notify module allocates when
+	 * it starts (gateway/sideroute.c), hence restart. The defaults are the
+	 * modules' own.
+	 */
+	{
+		.name = "upstream_nlm_port",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(upstream_nlm_port),
+		.min = 0,
+		.max = 65535,
+		.step = 1,
+		.def = 0,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_sockets,
+	},
+	{
+		.name = "upstream_nsm_port",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(upstream_nsm_port),
+		.min = 0,
+		.max = 65535,
+		.step = 1,
+		.def = 0,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_sockets,
+	},
+	{
+		.name = "nlm_max_clients",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(nlm_max_clients),
+		.min = 1,
+		.max = 65536,
+		.step = 1,
+		.def = 1024,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_nlm,
+	},
+	{
+		.name = "nlm_max_owners",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(nlm_max_owners),
+		.min = 1,
+		.max = 65535,
+		.step = 1,
+		.def = 4096,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_nlm,
+	},
+	{
+		.name = "nlm_max_owners_per_client",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(nlm_max_owners_per_client),
+		.min = 1,
+		.max = 65535,
+		.step = 1,
+		.def = 1024,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_nlm,
+	},
+	{
+		.name = "nlm_max_locks",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(nlm_max_locks),
+		.min = 1,
+		.max = 1048576,
+		.step = 1,
+		.def = 16384,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_nlm,
+	},
+	{
+		.name = "nlm_max_locks_per_client",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(nlm_max_locks_per_client),
+		.min = 1,
+		.max = 1048576,
+		.step = 1,
+		.def = 1024,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_nlm,
+	},
+	{
+		.name = "nlm_max_pending_calls",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(nlm_max_pending_calls),
+		.min = 1,
+		.max = 4096,
+		.step = 1,
+		.def = 128,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_nlm,
+	},
+	{
+		.name = "nlm_call_timeout_s",
+		.type = CONF_OPT_SECONDS,
+		.offset = ROUTE_FIELD(nlm_call_timeout_ms),
+		.min = 1000,
+		.max = 300000,
+		.step = 1,
+		.def = 15000,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_nlm,
+	},
+	{
+		.name = "nlm_callback_max_pending",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(nlm_callback_max_pending),
+		.min = 1,
+		.max = 4096,
+		.step = 1,
+		.def = 64,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_nlm,
+	},
+	{
+		.name = "nlm_async_max_pending",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(nlm_async_max_pending),
+		.min = 1,
+		.max = 4096,
+		.step = 1,
+		.def = 64,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_nlm,
+	},
+	{
+		.name = "nlm_notify_max_hosts",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(nlm_notify_max_hosts),
+		.min = 1,
+		.max = 65536,
+		.step = 1,
+		.def = 1024,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_nlm,
+	},
+	{
+		.name = "nlm_reclaim_window_s",
+		.type = CONF_OPT_SECONDS,
+		.offset = ROUTE_FIELD(nlm_reclaim_window_ms),
+		.min = 1000,
+		.max = 3600000,
+		.step = 1,
+		.def = 90000,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_nlm,
+	},
+	{
+		.name = "state_directory",
+		.type = CONF_OPT_DIR,
+		.max = STATE_DIR_MAX,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = "the route's state files are read when it starts",
+	},
 };
 const size_t conf_options_count = CONF_ARRAY_SIZE(conf_options);
 
@@ -365,17 +525,23 @@ bool conf_route_copy_options(struct gw_route *dst, const struct gw_route *src)
 {
 	struct gw_cidr *cidrs = NULL;
 	char **paths = NULL;
+	char *dir = NULL;
 
+	if (src->state_directory && !(dir = strdup(src->state_directory)))
+		return false;
 	if (src->allowed_clients_count) {
 		cidrs = malloc(src->allowed_clients_count * sizeof(*cidrs));
-		if (!cidrs)
+		if (!cidrs) {
+			free(dir);
 			return false;
+		}
 		memcpy(cidrs, src->allowed_clients, src->allowed_clients_count * sizeof(*cidrs));
 	}
 	if (src->ulb_rules_count) {
 		paths = paths_dup(src->ulb_rules, src->ulb_rules_count);
 		if (!paths) {
 			free(cidrs);
+			free(dir);
 			return false;
 		}
 	}
@@ -391,6 +557,8 @@ bool conf_route_copy_options(struct gw_route *dst, const struct gw_route *src)
 	paths_free(dst->ulb_rules, dst->ulb_rules_count);
 	dst->ulb_rules = paths;
 	dst->ulb_rules_count = src->ulb_rules_count;
+	free(dst->state_directory);
+	dst->state_directory = dir;
 	return true;
 }
 
@@ -401,6 +569,7 @@ void conf_route_release(struct gw_route *r)
 	free(r->upstream.text);
 	free(r->allowed_clients);
 	paths_free(r->ulb_rules, r->ulb_rules_count);
+	free(r->state_directory);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -450,6 +619,9 @@ static void option_expect(const struct conf_option *opt, char *buf, size_t len)
 			 "a non-empty array of file names (omit the key for the stock "
 			 "rules)");
 		break;
+	case CONF_OPT_DIR:
+		snprintf(buf, len, "an absolute directory name of at most %u bytes", opt->max);
+		break;
 	}
 }
 
@@ -471,6 +643,9 @@ void conf_option_format(const struct conf_option *opt, const struct gw_route *r,
 		break;
 	case CONF_OPT_PATHS:
 		snprintf(buf, len, "%zu files", r->ulb_rules_count);
+		break;
+	case CONF_OPT_DIR:
+		snprintf(buf, len, "\"%s\"", r->state_directory ? r->state_directory : "");
 		break;
 	}
 }
@@ -500,6 +675,10 @@ bool conf_option_differs(const struct conf_option *opt, const struct gw_route *a
 				return true;
 		}
 		return false;
+	case CONF_OPT_DIR:
+		if (!a->state_directory || !b->state_directory)
+			return a->state_directory != b->state_directory;
+		return strcmp(a->state_directory, b->state_directory) != 0;
 	}
 	return false;
 }
@@ -705,6 +884,29 @@ static void load_paths(const struct conf_report *rep, const struct conf_where *w
 	r->ulb_rules_count = n;
 }
 
+/*
+ * An absolute directory: the gateway runs with / as its working directory,
+ * so a relative one would depend on how it was started.
+ */
+static void load_dir(const struct conf_report *rep, const struct conf_where *w, json_t *v,
+		     const struct conf_option *opt, struct gw_route *r)
+{
+	const char *s = json_is_string(v) ? json_string_value(v) : NULL;
+	size_t n = s ? json_string_length(v) : 0;
+
+	if (!s || s[0] != '/' || n > opt->max || strlen(s) != n) {
+		fail_expected(rep, w, opt, v);
+		return;
+	}
+	char *copy = strdup(s);
+	if (!copy) {
+		conf_fail(rep, w, CONF_AT_VALUE, "out of memory");
+		return;
+	}
+	free(r->state_directory);
+	r->state_directory = copy;
+}
+
 void conf_load_number(const struct conf_report *rep, const struct conf_where *w, json_t *v,
 		      const struct conf_option *opt, void *obj)
 {
@@ -740,6 +942,9 @@ void conf_load_options(const struct conf_report *rep, const struct conf_where *w
 			break;
 		case CONF_OPT_PATHS:
 			load_paths(rep, &ow, v, opt, r, base);
+			break;
+		case CONF_OPT_DIR:
+			load_dir(rep, &ow, v, opt, r);
 			break;
 		}
 	}

@@ -228,16 +228,20 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-/* Connect toward the server's portmapper; the address the kernel picks is mon_name. */
+/*
+ * Connect toward the server's portmapper, or its statd when its port is
+ * configured; the address the kernel picks is mon_name.
+ */
 static bool open_socket(struct nlm_restart *nr)
 {
 	struct sockaddr_storage to = nr->server, local = { 0 };
 	socklen_t ll = sizeof(local);
+	uint16_t port = nr->cfg.statd_port ? nr->cfg.statd_port : nr->cfg.pmap_port;
 
 	if (to.ss_family == AF_INET6)
-		((struct sockaddr_in6 *)&to)->sin6_port = htons(nr->cfg.pmap_port);
+		((struct sockaddr_in6 *)&to)->sin6_port = htons(port);
 	else
-		((struct sockaddr_in *)&to)->sin_port = htons(nr->cfg.pmap_port);
+		((struct sockaddr_in *)&to)->sin_port = htons(port);
 	nr->fd = socket(to.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (nr->fd < 0 || connect(nr->fd, (struct sockaddr *)&to, nr->server_len) != 0 ||
 	    getsockname(nr->fd, (struct sockaddr *)&local, &ll) != 0)
@@ -279,8 +283,11 @@ struct nlm_restart *nlm_restart_start(struct event_base *base, const struct nlm_
 	if (!open_socket(nr))
 		goto fail;
 	nr->xid = (uint32_t)gw_now_us() * 2654435761u;
-	nr->len = pmap_encode_getport(nr->msg, sizeof(nr->msg), nr->xid, NSM_PROG, NSM_VERS,
-				      PMAP_IPPROTO_UDP);
+	/* statd's port known: its SM_NOTIFY at once, no portmapper asked. */
+	nr->have_port = nr->cfg.statd_port != 0;
+	nr->len = nr->have_port ? encode_notify(nr)
+				: pmap_encode_getport(nr->msg, sizeof(nr->msg), nr->xid, NSM_PROG,
+						      NSM_VERS, PMAP_IPPROTO_UDP);
 	nr->read_ev = event_new(base, nr->fd, EV_READ | EV_PERSIST, on_read, nr);
 	nr->timer = event_new(base, -1, EV_PERSIST, on_timer, nr);
 	struct timeval tick = gw_ms_timeval(nr->cfg.retry_ms / 4 ? nr->cfg.retry_ms / 4 : 1);

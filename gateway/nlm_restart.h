@@ -43,6 +43,7 @@ struct nlm_restart_config {
 	struct gw_counters *counters; /* the route's */
 	const char *state_path;	      /* the NSM state file (copied) */
 	uint16_t pmap_port;	      /* the server's portmapper (111) */
+	uint16_t statd_port;	      /* the server's statd; 0: asked of its portmapper */
 	uint32_t retry_ms;	      /* first resend (default 1000), doubling to 8 s */
 	uint32_t timeout_ms;	      /* then give up (default 60000) */
 };

@@ -38,14 +38,21 @@ enum {
 	SIDE_MAX_CONNS = 64,
 	SIDE_IDLE_MS = 60000,
 	SIDE_MAX_OUTPUT = 256 * 1024,
+	/*
+	 * The MOUNT relay's limits; the NLM relay's are the route's
+	 * nlm_max_pending_calls and nlm_call_timeout_s, these when a route not
+	 * made by the loader (a test's) leaves them 0.
+	 */
 	RELAY_MAX_CALLS = 128,
 	RELAY_RETRY_MS = 1000,
 	RELAY_TIMEOUT_MS = 15000,
 	/*
-	 * The gateway's own grace period after its restart: Linux lockd's
-	 * default (nlm_grace_period 90 s), as long as nlm_notify re-sends.
+	 * The gateway's own grace period after its restart when the route
+	 * leaves nlm_reclaim_window_s 0: Linux lockd's default
+	 * (nlm_grace_period 90 s), as long as nlm_notify re-sends.
 	 */
 	NLM_RECLAIM_WINDOW_MS = 90000,
+	NLM_NOTIFY_HOSTS = 1024,   /* nlm_notify's own default, for the same case */
 	NLM_SAVE_PERIOD_MS = 1000, /* the client list written at most this often */
 };
 
@@ -182,7 +189,8 @@ static bool send_own(void *arg, const uint8_t *msg, size_t len)
 }
 
 /*
- * The NLM relay (to the server's lockd, found through its rpcbind) with
+ * The NLM relay (to the server's lockd: upstream_nlm_port, else found
+ * through its rpcbind) with
  * nlm_relay's rewriting of lock owners, and the NSM service beside it.
  * @mount is the MOUNT relay's configuration: the same server and limits.
  */
@@ -194,12 +202,22 @@ static bool start_nlm(struct gw_side *side, struct event_base *base,
 	/* The server's statd monitors the caller name: the gateway's own. */
 	if (gethostname(side->hostname, sizeof(side->hostname) - 1) != 0 || !side->hostname[0])
 		snprintf(side->hostname, sizeof(side->hostname), "rpcrdma-gw");
+	/* 0 (a route not from the loader): the module's default. */
 	struct nlm_relay_config nc = {
 		.route_name = r->name,
 		.caller_name = side->hostname,
 		.counters = side->counters,
 		.base = base,
-		.send_timeout_ms = RELAY_TIMEOUT_MS,
+		/* The release queue re-sends an UNLOCK once the relay has given it up. */
+		.send_timeout_ms = r->nlm_call_timeout_ms ? r->nlm_call_timeout_ms
+							  : RELAY_TIMEOUT_MS,
+		.limits = {
+			.max_clients = r->nlm_max_clients,
+			.max_owners = r->nlm_max_owners,
+			.max_locks = r->nlm_max_locks,
+			.max_locks_per_client = r->nlm_max_locks_per_client,
+			.max_owners_per_client = r->nlm_max_owners_per_client,
+		},
 	};
 	*what = "the NLM relay's state";
 	side->nlm_rw = nlm_relay_new(&nc);
@@ -210,7 +228,11 @@ static bool start_nlm(struct gw_side *side, struct event_base *base,
 	rc.prog = NLM_PROG;
 	rc.vers_lo = 1;
 	rc.vers_hi = 4;
-	rc.server_port = 0;
+	rc.server_port = (uint16_t)r->upstream_nlm_port; /* 0: the server's portmapper */
+	if (r->nlm_max_pending_calls)
+		rc.max_calls = r->nlm_max_pending_calls;
+	if (r->nlm_call_timeout_ms)
+		rc.timeout_ms = r->nlm_call_timeout_ms;
 	rc.hooks =
 		(struct siderelay_hooks){ nlm_relay_call_hook, nlm_relay_reply_hook, side->nlm_rw };
 	*what = "the NLM relay's upstream socket";
@@ -228,15 +250,22 @@ static bool start_nlm(struct gw_side *side, struct event_base *base,
 }
 
 /*
- * The route's file @name in the state directory: systemd's StateDirectory=
- * names it (and makes it writable under ProtectSystem=strict); else the
- * default, made if missing. Its absence is warned by the file's users.
+ * The route's file @name in the state directory: the route's
+ * state_directory, else the one systemd's StateDirectory= names (and makes
+ * writable under ProtectSystem=strict), else the default; the two not from
+ * systemd are made if missing. Its absence is warned by the file's users.
  */
 static void state_path(const struct gw_route *r, const char *name, char *path, size_t len)
 {
-	const char *dir = getenv("STATE_DIRECTORY");
-	size_t dl = dir && dir[0] == '/' ? strcspn(dir, ":") : 0; /* the first of a list */
+	const char *dir = r->state_directory;
+	size_t dl = dir ? strlen(dir) : 0;
 
+	if (!dl) {
+		dir = getenv("STATE_DIRECTORY");
+		dl = dir && dir[0] == '/' ? strcspn(dir, ":") : 0; /* the first of a list */
+	} else if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+		gw_debug("%s: mkdir %s: %s", r->name, dir, strerror(errno));
+	}
 	if (!dl) {
 		dir = NLM_RESTART_STATE_DIR;
 		dl = strlen(dir);
@@ -261,6 +290,7 @@ static void start_nlm_restart(struct gw_side *side, struct event_base *base)
 		.counters = side->counters,
 		.state_path = path,
 		.pmap_port = PMAP_PORT,
+		.statd_port = (uint16_t)r->upstream_nsm_port, /* 0: the server's portmapper */
 	};
 
 	state_path(r, "nsm-state", path, sizeof(path));
@@ -301,19 +331,27 @@ static void on_save_timer(evutil_socket_t fd, short what, void *arg)
 /*
  * The client hosts that held locks through the previous instance (its
  * saved list) are told their server rebooted, with the gateway's new NSM
- * state, and the relay converts their reclaims for NLM_RECLAIM_WINDOW_MS
+ * state, and the relay converts their reclaims for nlm_reclaim_window_s
  * (the server is not in grace). Then the list is kept: saved at most once
  * a second when the set of clients holding locks changed, and at stop.
  */
 static void start_nlm_clients(struct gw_side *side, struct event_base *base)
 {
 	const struct gw_route *r = side->route;
-	struct nlm_host hosts[1024];
+	/* As many as nlm_notify tells (nlm_notify_max_hosts); once, at start. */
+	size_t max = r->nlm_notify_max_hosts ? r->nlm_notify_max_hosts : NLM_NOTIFY_HOSTS;
+	uint64_t window_ms =
+		r->nlm_reclaim_window_ms ? r->nlm_reclaim_window_ms : NLM_RECLAIM_WINDOW_MS;
+	struct nlm_host *hosts = calloc(max, sizeof(*hosts));
 	char err[600];
 	size_t n = 0;
 
 	state_path(r, "nlm-clients", side->clients_path, sizeof(side->clients_path));
-	int rc = nlm_state_load_clients(side->clients_path, hosts, 1024, &n, err, sizeof(err));
+	int rc = -ENOMEM;
+
+	snprintf(err, sizeof(err), "out of memory");
+	if (hosts)
+		rc = nlm_state_load_clients(side->clients_path, hosts, max, &n, err, sizeof(err));
 	if (rc != 0 && rc != -ENOENT)
 		gw_warn("%s: nlm: the saved client list is not usable (%s): clients that held "
 			"locks before the restart are not told",
@@ -321,10 +359,10 @@ static void start_nlm_clients(struct gw_side *side, struct event_base *base)
 	if (n) {
 		int32_t state = side->nlm_rs ? nlm_restart_stats(side->nlm_rs)->state
 					     : (int32_t)(time(NULL) | 1);
-		nlm_relay_set_reclaim_window(side->nlm_rw,
-					     gw_now_us() + NLM_RECLAIM_WINDOW_MS * 1000ull);
+		nlm_relay_set_reclaim_window(side->nlm_rw, gw_now_us() + window_ms * 1000);
 		nlm_notify_gateway_restarted(side->nlm_nt, hosts, n, state);
 	}
+	free(hosts);
 	side->clients_loaded = true;
 	side->save_ev = event_new(base, -1, EV_PERSIST, on_save_timer, side);
 	struct timeval period = gw_ms_timeval(NLM_SAVE_PERIOD_MS);
@@ -347,18 +385,21 @@ static bool start_nlm_callback(struct gw_side *side, struct event_base *base, ch
 		.counters = side->counters,
 		.relay = side->nlm_rw,
 		.pmap_port = (uint16_t)r->portmapper_port,
+		.max_pending = r->nlm_callback_max_pending,
 	};
 	struct nlm_async_config ac = {
 		.route = r,
 		.counters = side->counters,
 		.relay = side->nlm_rw,
 		.pmap_port = (uint16_t)r->portmapper_port,
+		.max_pending = r->nlm_async_max_pending,
 	};
 	struct nlm_notify_config nc = {
 		.route = r,
 		.counters = side->counters,
 		.relay = side->nlm_rw,
 		.pmap_port = (uint16_t)r->portmapper_port,
+		.max_clients = r->nlm_notify_max_hosts,
 	};
 
 	side->nlm_async = nlm_async_new(base, &ac, err, errlen);
@@ -529,9 +570,11 @@ struct gw_side *gw_side_start(struct event_base *base, const struct gw_route *r,
 		r->name, sidesvc_port(side->pmap), sidesvc_port(side->mount),
 		r->upstream_mountd_port ? "the configured port"
 					: "the port the server's rpcbind gives");
-	gw_info("%s: NLM relay on port %u -> lockd at the port the server's rpcbind gives, NSM "
-		"on port %u (caller name %s)",
-		r->name, sidesvc_port(side->nlm), sidesvc_port(side->nsm), side->hostname);
+	gw_info("%s: NLM relay on port %u -> lockd at %s, NSM on port %u (caller name %s)", r->name,
+		sidesvc_port(side->nlm),
+		r->upstream_nlm_port ? "the configured port"
+				     : "the port the server's rpcbind gives",
+		sidesvc_port(side->nsm), side->hostname);
 	return side;
 fail:
 	snprintf(err, errlen, "route %s: cannot start %s on %s: %s%s", r->name, what,

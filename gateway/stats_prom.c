@@ -100,6 +100,8 @@ enum prom_family {
 	FAM_SHARED_QUEUE_TIME,
 	FAM_NLM_ASYNC,
 	FAM_NLM_SERVER_REBOOTS,
+	FAM_NLM_GATEWAY_RESTART,
+	FAM_NLM_GATEWAY_RESTART_STATE,
 	FAM_COUNT
 };
 
@@ -242,6 +244,17 @@ static const struct prom_family_desc {
 				     "The server's SM_NOTIFY and its relay to the clients that "
 				     "held locks, by what: received, repeated, delivered, "
 				     "not_delivered, not_from_server, clients_full." },
+	/* /stats nlm.gateway_restart: this instance's start told to the server and clients. */
+	[FAM_NLM_GATEWAY_RESTART] = { "nlm_gateway_restart_total", "counter", ON_ROUTE,
+				      "The gateway's own restart told to the server's statd and "
+				      "to the clients that held locks, by what: sent (SM_NOTIFY "
+				      "and GETPORT calls to the server, resends included), "
+				      "delivered, not_delivered (1 once settled), clients_told, "
+				      "clients_delivered, reclaims_converted, grace_refused." },
+	[FAM_NLM_GATEWAY_RESTART_STATE] = { "nlm_gateway_restart_state", "gauge", ON_ROUTE,
+					    "This instance's NSM state, by what: nsm_state (the "
+					    "number sent), persisted (1: kept in the state "
+					    "file, 0: taken from the clock)." },
 };
 
 /* The plain counters of struct gw_counters and the family each one feeds. */
@@ -566,6 +579,17 @@ static void prom_nlm(struct prom *p, const struct gw_stats_nlm *n)
 		{ FAM_NLM_SERVER_REBOOTS, "what=\"not_delivered\"", n->sn_not_delivered },
 		{ FAM_NLM_SERVER_REBOOTS, "what=\"not_from_server\"", n->sn_not_from_server },
 		{ FAM_NLM_SERVER_REBOOTS, "what=\"clients_full\"", n->sn_clients_full },
+		{ FAM_NLM_GATEWAY_RESTART, "what=\"sent\"", n->gr_sent },
+		{ FAM_NLM_GATEWAY_RESTART, "what=\"delivered\"", n->gr_delivered },
+		{ FAM_NLM_GATEWAY_RESTART, "what=\"not_delivered\"", n->gr_not_delivered },
+		{ FAM_NLM_GATEWAY_RESTART, "what=\"clients_told\"", n->gr_clients_told },
+		{ FAM_NLM_GATEWAY_RESTART, "what=\"clients_delivered\"", n->gr_clients_delivered },
+		{ FAM_NLM_GATEWAY_RESTART, "what=\"reclaims_converted\"",
+		  n->gr_reclaims_converted },
+		{ FAM_NLM_GATEWAY_RESTART, "what=\"grace_refused\"", n->gr_grace_refused },
+		/* The state is a 32-bit number statd compares for change only. */
+		{ FAM_NLM_GATEWAY_RESTART_STATE, "what=\"nsm_state\"", (uint32_t)n->gr_state },
+		{ FAM_NLM_GATEWAY_RESTART_STATE, "what=\"persisted\"", n->gr_persisted },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(rows); i++)

@@ -109,6 +109,8 @@ static bool expected_summary(const struct conf_key_info *k, char *buf, size_t le
 		snprintf(what, sizeof(what), "Array of networks; default: %s.", k->def);
 	} else if (o && o->type == CONF_OPT_PATHS) {
 		snprintf(what, sizeof(what), "Array of file names; default: %s.", k->def);
+	} else if (o && o->type == CONF_OPT_DIR) {
+		snprintf(what, sizeof(what), "Absolute directory name; default: %s.", k->def);
 	} else if (!k->kind) {
 		return false;
 	} else if (strcmp(k->kind, "enum") == 0) {

@@ -42,6 +42,7 @@ struct t {
 	uint16_t pmap_port, statd_port;
 	bool answers, wrong_xid;
 	int notifies;
+	int getports; /* calls the portmapper received */
 	char mon_name[64];
 	int32_t state;
 };
@@ -68,6 +69,8 @@ static void server_serve(struct t *t)
 	ssize_t r = recvfrom(t->pmap, b, sizeof(b), 0, (struct sockaddr *)&from, &fl);
 	struct rpc_call_hdr h;
 
+	if (r > 0)
+		t->getports++;
 	if (r > 0 && t->answers) {
 		assert_int_equal(rpc_call_decode(b, (size_t)r, &h), RPC_HDR_CALL);
 		assert_int_equal(h.prog, PMAP_PROG);
@@ -140,13 +143,14 @@ static int teardown(void **state)
 	return 0;
 }
 
-static struct nlm_restart *start(struct t *t, uint32_t timeout_ms)
+static struct nlm_restart *start_at(struct t *t, uint32_t timeout_ms, uint16_t statd_port)
 {
 	struct sockaddr_in srv = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000001) };
 	struct nlm_restart_config c = { .route = &t->route,
 					.counters = &t->counters,
 					.state_path = t->path,
 					.pmap_port = t->pmap_port,
+					.statd_port = statd_port,
 					.retry_ms = 50,
 					.timeout_ms = timeout_ms };
 	char err[256];
@@ -155,6 +159,11 @@ static struct nlm_restart *start(struct t *t, uint32_t timeout_ms)
 
 	assert_non_null(nr);
 	return nr;
+}
+
+static struct nlm_restart *start(struct t *t, uint32_t timeout_ms)
+{
+	return start_at(t, timeout_ms, 0);
 }
 
 static int32_t file_state(const char *path)
@@ -214,6 +223,7 @@ static void test_start_notifies_the_server_statd_and_restart_goes_higher(void **
 	struct nlm_restart *nr = start(t, 2000);
 
 	run_for(t, 300000);
+	assert_int_equal(t->getports, 1); /* statd's port asked of the portmapper */
 	assert_int_equal(t->notifies, 1);
 	/* What Linux lockd monitors the gateway by: its upstream-side address. */
 	assert_string_equal(t->mon_name, "127.0.0.1");
@@ -232,6 +242,21 @@ static void test_start_notifies_the_server_statd_and_restart_goes_higher(void **
 	run_for(t, 300000);
 	assert_int_equal(t->notifies, 2);
 	assert_true(t->state > first);
+	assert_int_equal(nlm_restart_stats(nr)->delivered, 1);
+	nlm_restart_stop(nr);
+}
+
+/* The route's upstream_nsm_port: SM_NOTIFY straight to it, the portmapper never asked. */
+static void test_configured_statd_port_skips_the_portmapper(void **state)
+{
+	struct t *t = *state;
+	struct nlm_restart *nr = start_at(t, 2000, t->statd_port);
+
+	run_for(t, 300000);
+	assert_int_equal(t->getports, 0);
+	assert_int_equal(t->notifies, 1);
+	assert_string_equal(t->mon_name, "127.0.0.1");
+	assert_int_equal(t->state, nlm_restart_stats(nr)->state);
 	assert_int_equal(nlm_restart_stats(nr)->delivered, 1);
 	nlm_restart_stop(nr);
 }
@@ -277,6 +302,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_start_notifies_the_server_statd_and_restart_goes_higher, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(test_configured_statd_port_skips_the_portmapper,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_silent_server_given_up_after_timeout, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_reply_with_another_xid_ignored, setup,

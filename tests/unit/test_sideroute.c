@@ -3,7 +3,9 @@
  * A route's side services as the engine starts them (gateway/sideroute.c):
  * what the portmapper advertises for a forward and for a reverse route,
  * and the configurations that are refused (a wildcard listen address, a
- * port already taken).
+ * port already taken); the route's NLM keys reaching the relay (the
+ * server's lockd at upstream_nlm_port, one client's owners capped at
+ * nlm_max_owners_per_client).
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -25,6 +27,7 @@
 #include "common/xdr.h"
 #include "conf/config.h"
 #include "gateway/counters.h"
+#include "gateway/nlm_xdr.h"
 #include "gateway/portmap.h"
 #include "gateway/sideroute.h"
 
@@ -189,6 +192,169 @@ static void test_refused_configurations(void **state)
 	event_base_free(base);
 }
 
+/* A UDP socket on loopback, port chosen by the system; its port in *@port. */
+static int udp_socket(uint16_t *port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000001) };
+	socklen_t l = sizeof(a);
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &l), 0);
+	*port = ntohs(a.sin_port);
+	return fd;
+}
+
+/* Run the loop until @fd has a datagram, into @b (its sender in @from); its length, 0: none in 2 s.
+ */
+static size_t loop_recv(struct event_base *base, int fd, uint8_t *b, size_t cap,
+			struct sockaddr_storage *from, socklen_t *fromlen)
+{
+	uint64_t end = gw_now_us() + 2000000;
+
+	while (gw_now_us() < end) {
+		event_base_loop(base, EVLOOP_NONBLOCK);
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		if (poll(&p, 1, 5) == 1) {
+			*fromlen = sizeof(*from);
+			ssize_t n = recvfrom(fd, b, cap, 0, (struct sockaddr *)from, fromlen);
+			return n > 0 ? (size_t)n : 0;
+		}
+	}
+	return 0;
+}
+
+/* An NLM v4 LOCK by (@svid, "oh") on one file, from the client "client". */
+static size_t nlm_lock_call(uint8_t *b, size_t cap, uint32_t xid, int32_t svid)
+{
+	static const uint8_t fh[32] = { 1, 2, 3 };
+	struct nlm_args a = {
+		.vers = 4,
+		.kind = NLM_ARGS_LOCK,
+		.cookie = { (const uint8_t *)"ck", 2 },
+		.exclusive = true,
+		.lock = { .caller = { (const uint8_t *)"client", 6 },
+			  .fh = { fh, sizeof(fh) },
+			  .oh = { (const uint8_t *)"oh", 2 },
+			  .svid = svid },
+	};
+	size_t h = rpc_encode_call_hdr(b, cap, xid, NLM_PROG, 4, NLMPROC_LOCK), m;
+
+	assert_true(h > 0);
+	assert_int_equal(nlm_encode_args(&a, b + h, cap - h, &m), 0);
+	return h + m;
+}
+
+/* The lockd's answer to the call @call: LCK_GRANTED, with the call's cookie. */
+static size_t granted_reply(const uint8_t *call, size_t len, uint8_t *b, size_t cap)
+{
+	struct rpc_call_hdr h;
+	struct nlm_args a;
+
+	assert_int_equal(rpc_call_decode(call, len, &h), RPC_HDR_CALL);
+	assert_int_equal(h.prog, NLM_PROG);
+	assert_int_equal(nlm_decode_args(h.vers, h.proc, call + h.args_off, len - h.args_off, &a),
+			 0);
+	size_t n = rpc_encode_accept_error(b, cap, h.xid, RPCSTAT_SUCCESS, 0, 0);
+	xdr_put32(b + n, a.cookie.len);
+	memset(b + n + 4, 0, xdr_align(a.cookie.len));
+	memcpy(b + n + 4, a.cookie.p, a.cookie.len);
+	n += 4 + xdr_align(a.cookie.len);
+	xdr_put32(b + n, NLM_GRANTED);
+	return n + 4;
+}
+
+/*
+ * A route with upstream_nlm_port, upstream_nsm_port and
+ * nlm_max_owners_per_client 2: the gateway's SM_NOTIFY goes to that statd
+ * port and the client's LOCKs to that lockd port (no portmapper there to ask),
+ * its state files are in its state_directory,
+ * and with two owners holding locks its third owner is refused by the
+ * gateway (DENIED_NOLOCKS) without reaching the server.
+ */
+static void test_nlm_keys_reach_the_relay(void **state)
+{
+	(void)state;
+	struct event_base *base = event_base_new();
+	struct gw_route r;
+	struct gw_counters c = { 0 };
+	struct gw_stats_nlm st;
+	char err[256] = "";
+	uint8_t b[2048], out[2048];
+	uint16_t lockd_port, client_port, statd_port;
+	int failed;
+
+	route_init(&r, GW_MODE_FORWARD, 0x7f000001);
+	int lockd = udp_socket(&lockd_port);
+	int client = udp_socket(&client_port);
+	int statd = udp_socket(&statd_port);
+	r.upstream_nlm_port = lockd_port;
+	r.upstream_nsm_port = statd_port;
+	/* A state directory of the route's own, made by the gateway. */
+	char top[] = "/tmp/test_sideroute_sd.XXXXXX", dir[64], path[96];
+	assert_non_null(mkdtemp(top));
+	snprintf(dir, sizeof(dir), "%s/state", top);
+	r.state_directory = dir;
+	r.nlm_max_owners_per_client = 2;
+	struct gw_side *side = gw_side_start(base, &r, &c, &failed, err, sizeof(err));
+	assert_non_null(side);
+	/* The gateway's restart told to the statd at the configured port. */
+	struct sockaddr_storage sfrom;
+	socklen_t sfl;
+	size_t sn = loop_recv(base, statd, b, sizeof(b), &sfrom, &sfl);
+	struct rpc_call_hdr sh;
+	assert_int_equal(rpc_call_decode(b, sn, &sh), RPC_HDR_CALL);
+	assert_int_equal(sh.prog, NSM_PROG);
+	assert_int_equal(sh.proc, 6); /* SM_NOTIFY */
+	snprintf(path, sizeof(path), "%s/t.nsm-state", dir);
+	assert_int_equal(access(path, R_OK), 0);
+	int nlm = getport(base, r.portmapper_port, NLM_PROG, 4, PMAP_IPPROTO_UDP);
+	assert_true(nlm > 0);
+	struct sockaddr_in to = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(0x7f000001),
+				  .sin_port = htons((uint16_t)nlm) };
+
+	for (int32_t svid = 1; svid <= 3; svid++) {
+		struct sockaddr_storage from;
+		socklen_t fl;
+		size_t n = nlm_lock_call(b, sizeof(b), 100 + (uint32_t)svid, svid);
+
+		assert_int_equal(sendto(client, b, n, 0, (struct sockaddr *)&to, sizeof(to)),
+				 (ssize_t)n);
+		if (svid <= 2) {
+			/* At the configured port: no portmapper was asked (none is there). */
+			n = loop_recv(base, lockd, b, sizeof(b), &from, &fl);
+			assert_true(n > 0);
+			n = granted_reply(b, n, out, sizeof(out));
+			assert_int_equal(sendto(lockd, out, n, 0, (struct sockaddr *)&from, fl),
+					 (ssize_t)n);
+		}
+		n = loop_recv(base, client, b, sizeof(b), &from, &fl);
+		assert_true(n >= 4);
+		assert_int_equal(xdr_get32(b), 100 + (uint32_t)svid);
+		assert_int_equal(xdr_get32(b + n - 4),
+				 svid <= 2 ? NLM_GRANTED : NLM_DENIED_NOLOCKS);
+	}
+	/* The third never reached the server; two owners are recorded. */
+	struct pollfd p = { .fd = lockd, .events = POLLIN };
+	assert_int_equal(poll(&p, 1, 0), 0);
+	assert_true(gw_side_nlm_stats(side, &st));
+	assert_int_equal(st.owners, 2);
+	assert_int_equal(st.locks, 2);
+	gw_side_stop(side);
+	close(lockd);
+	close(client);
+	close(statd);
+	/* The client list was saved there at stop, beside the NSM state. */
+	assert_int_equal(unlink(path), 0);
+	snprintf(path, sizeof(path), "%s/t.nlm-clients", dir);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(rmdir(dir), 0);
+	assert_int_equal(rmdir(top), 0);
+	event_base_free(base);
+}
+
 int main(void)
 {
 	/* The routes' NSM state files (gateway/nlm_restart.h): not in the host's /var/lib. */
@@ -199,6 +365,7 @@ int main(void)
 		cmocka_unit_test(test_forward_route_advertises_nfs_and_mount),
 		cmocka_unit_test(test_reverse_route_advertises_mount_only),
 		cmocka_unit_test(test_refused_configurations),
+		cmocka_unit_test(test_nlm_keys_reach_the_relay),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	char path[64];

@@ -215,7 +215,9 @@ static void fake_engine_init(struct fake_engine *e)
 					.gr_sent = 3,
 					.gr_delivered = 1,
 					.gr_clients_told = 2,
+					.gr_clients_delivered = 4,
 					.gr_reclaims_converted = 5,
+					.gr_grace_refused = 6,
 					.rel_pending = 31,
 					.rel_in_flight = 16,
 					.rel_queued = 300,
@@ -875,7 +877,7 @@ static void test_stats_json_nlm(void **state)
 	assert_int_equal(jint(root, "routes.0.nlm.gateway_restart.not_delivered"), 0);
 	assert_int_equal(jint(root, "routes.0.nlm.gateway_restart.clients_told"), 2);
 	assert_int_equal(jint(root, "routes.0.nlm.gateway_restart.reclaims_converted"), 5);
-	assert_int_equal(jint(root, "routes.0.nlm.gateway_restart.grace_refused"), 0);
+	assert_int_equal(jint(root, "routes.0.nlm.gateway_restart.grace_refused"), 6);
 	assert_int_equal(jint(root, "routes.0.nlm.release_queue.pending"), 31);
 	assert_int_equal(jint(root, "routes.0.nlm.release_queue.in_flight"), 16);
 	assert_int_equal(jint(root, "routes.0.nlm.release_queue.queued"), 300);
@@ -1437,6 +1439,22 @@ static void test_metrics_nlm(void **state)
 	assert_true(sample(fams, sr, R, "nfs-fwd", "what", "not_from_server", NULL) == 23);
 	assert_true(sample(fams, sr, R, "nfs-fwd", "what", "clients_full", NULL) == 24);
 	assert_int_equal(family_size(fams, "rpcrdma_gw_nlm_server_reboot_notifications"), 6);
+	/* /stats nlm.gateway_restart, the same figures. */
+	const char *gr = "rpcrdma_gw_nlm_gateway_restart_total";
+	check_family(fams, "rpcrdma_gw_nlm_gateway_restart", "counter");
+	assert_true(sample(fams, gr, R, "nfs-fwd", "what", "sent", NULL) == 3);
+	assert_true(sample(fams, gr, R, "nfs-fwd", "what", "delivered", NULL) == 1);
+	assert_true(sample(fams, gr, R, "nfs-fwd", "what", "not_delivered", NULL) == 0);
+	assert_true(sample(fams, gr, R, "nfs-fwd", "what", "clients_told", NULL) == 2);
+	assert_true(sample(fams, gr, R, "nfs-fwd", "what", "clients_delivered", NULL) == 4);
+	assert_true(sample(fams, gr, R, "nfs-fwd", "what", "reclaims_converted", NULL) == 5);
+	assert_true(sample(fams, gr, R, "nfs-fwd", "what", "grace_refused", NULL) == 6);
+	assert_int_equal(family_size(fams, "rpcrdma_gw_nlm_gateway_restart"), 7);
+	const char *gs = "rpcrdma_gw_nlm_gateway_restart_state";
+	check_family(fams, gs, "gauge");
+	assert_true(sample(fams, gs, R, "nfs-fwd", "what", "nsm_state", NULL) == 1001);
+	assert_true(sample(fams, gs, R, "nfs-fwd", "what", "persisted", NULL) == 1);
+	assert_int_equal(family_size(fams, gs), 2);
 	/* Only the route that has an NLM relay. */
 	assert_int_equal(family_size(fams, h), 6);
 	assert_int_equal(family_size(fams, "rpcrdma_gw_nlm_refused"), 6);
