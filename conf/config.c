@@ -492,6 +492,8 @@ static void clamp_nlm_shares(struct gw_route *r)
 		r->nlm_max_owners_per_client = r->nlm_max_owners;
 	if (r->nlm_max_locks_per_client > r->nlm_max_locks)
 		r->nlm_max_locks_per_client = r->nlm_max_locks;
+	if (r->nlm_async_max_pending_per_client > r->nlm_async_max_pending)
+		r->nlm_async_max_pending_per_client = r->nlm_async_max_pending;
 }
 
 /*

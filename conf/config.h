@@ -174,6 +174,7 @@ struct gw_route {
 	uint32_t nlm_call_timeout_ms;
 	uint32_t nlm_callback_max_pending;
 	uint32_t nlm_async_max_pending;
+	uint32_t nlm_async_max_pending_per_client; /* at most nlm_async_max_pending */
 	uint32_t nlm_notify_max_hosts;
 	uint32_t nlm_reclaim_window_ms;
 	/*

@@ -440,6 +440,17 @@ const struct conf_option conf_options[] = {
 		.restart_why = restart_nlm,
 	},
 	{
+		.name = "nlm_async_max_pending_per_client",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(nlm_async_max_pending_per_client),
+		.min = 1,
+		.max = 4096,
+		.step = 1,
+		.def = 16,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_nlm,
+	},
+	{
 		.name = "nlm_notify_max_hosts",
 		.type = CONF_OPT_UINT,
 		.offset = ROUTE_FIELD(nlm_notify_max_hosts),

@@ -393,6 +393,7 @@ static bool start_nlm_callback(struct gw_side *side, struct event_base *base, ch
 		.relay = side->nlm_rw,
 		.pmap_port = (uint16_t)r->portmapper_port,
 		.max_pending = r->nlm_async_max_pending,
+		.max_pending_per_client = r->nlm_async_max_pending_per_client,
 	};
 	struct nlm_notify_config nc = {
 		.route = r,

@@ -44,6 +44,8 @@ static const struct {
 	    "an integer 1..4096", "0", "4097"),
 	KEY("nlm_async_max_pending", nlm_async_max_pending, 64, "12", 12, "an integer 1..4096", "0",
 	    "4097"),
+	KEY("nlm_async_max_pending_per_client", nlm_async_max_pending_per_client, 16, "5", 5,
+	    "an integer 1..4096", "0", "4097"),
 	KEY("nlm_notify_max_hosts", nlm_notify_max_hosts, 1024, "13", 13, "an integer 1..65536",
 	    "0", "65537"),
 	KEY("nlm_reclaim_window_s", nlm_reclaim_window_ms, 90000, "120", 120000,
@@ -139,6 +141,9 @@ static void test_per_client_shares(void **state)
 	cfg = load_ok(ROUTE_HEAD "'nlm_max_owners': 100, 'nlm_max_locks': 200}]}");
 	assert_int_equal(cfg->routes[0].nlm_max_owners_per_client, 100);
 	assert_int_equal(cfg->routes[0].nlm_max_locks_per_client, 200);
+	gw_config_free(cfg);
+	cfg = load_ok(ROUTE_HEAD "'nlm_async_max_pending': 8}]}");
+	assert_int_equal(cfg->routes[0].nlm_async_max_pending_per_client, 8);
 	gw_config_free(cfg);
 	/* Smaller shares are kept. */
 	cfg = load_ok(ROUTE_HEAD "'nlm_max_owners': 100, 'nlm_max_owners_per_client': 99}]}");
