@@ -848,6 +848,7 @@ void fwd_share_channel_free(struct fwd_session *ch)
 		event_free(ch->reconnect_ev);
 	free(ch->bcalls);
 	free(ch->refusals);
+	gw_counters_release(&ch->base.counters);
 	ch->share->live--;
 	free(ch);
 }
