@@ -16,6 +16,7 @@
 # Run it alone on the machine (it shares the VM lock with the end-to-end jobs), on a
 # Release build (ASan's shadow memory would be counted):
 #   flock /tmp/rpcrdma-vm.lock bench/vm-share.sh build-rel
+# FAIRNESS=0 runs the memory part only.
 set -euo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$(realpath "${1:?usage: vm-share.sh BUILD_DIR [OUT_DIR]}")
@@ -25,7 +26,7 @@ job=$(mktemp); env=$(mktemp)
 cat >"$env" <<ENV
 export GW_SRC=$top GW_BIN=$build/gateway/rpcrdma-gw
 export SHARED_CLIENTS="${SHARED_CLIENTS-200 1000}" OWN_CLIENTS="${OWN_CLIENTS-50}"
-export PROBES=${PROBES:-300} FLOOD=${FLOOD:-160}
+export PROBES=${PROBES:-300} FLOOD=${FLOOD:-160} FAIRNESS=${FAIRNESS:-1}
 ENV
 cat >"$job" <<'JOB'
 set -eu
@@ -80,6 +81,7 @@ say "== $(date -u +%F) memory per idle client"
 [[ -n $SHARED_CLIENTS ]] && memory_run 2 $SHARED_CLIENTS
 # shellcheck disable=SC2086
 [[ -n $OWN_CLIENTS ]] && memory_run 0 $OWN_CLIENTS
+if [[ $FAIRNESS == 0 ]]; then exit 0; fi
 
 # A NULL is answered faster than a Python client in the emulated guest sends the next,
 # so with the server's 64 credits the flood's calls would wait in its own socket, not in
