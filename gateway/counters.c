@@ -115,9 +115,12 @@ static void procs_move(struct gw_counters *c, struct gw_proc_count *to, unsigned
 	bool fresh;
 
 	for (unsigned i = 0; i < from_n; i++) {
-		if (from[i].used)
-			*proc_find(to, nslots, from[i].prog, from[i].vers, from[i].proc, &fresh) =
-				from[i];
+		if (!from[i].used)
+			continue;
+		struct gw_proc_count *p =
+			proc_find(to, nslots, from[i].prog, from[i].vers, from[i].proc, &fresh);
+		if (p)
+			*p = from[i];
 	}
 	free(c->procs_big);
 	memset(c->procs_small, 0, sizeof(c->procs_small));
