@@ -57,6 +57,22 @@ mem() { # "RSS_KIB REGISTERED_BYTES" of the gateway now
     reg=$(stats "?sessions=0" | python3 -c 'import json,sys; print(sum(d["registered_bytes"] for d in json.load(sys.stdin)["rdma_devices"]))')
     echo "$rss $reg"
 }
+smaps_top() { # where the gateway's resident memory is: by mapping name, or anonymous by size
+    python3 - /proc/"$gw"/smaps <<'PY'
+import collections, sys
+rss, n, key = collections.Counter(), collections.Counter(), None
+for line in open(sys.argv[1]):
+    f = line.split()
+    if "-" in f[0] and len(f) >= 5:
+        lo, hi = (int(x, 16) for x in f[0].split("-"))
+        key = f[5] if len(f) > 5 else "anonymous, %d KiB each" % ((hi - lo) // 1024)
+    elif f[0] == "Rss:":
+        rss[key] += int(f[1])
+        n[key] += 1
+for k, v in rss.most_common(5):
+    print("  resident %.1f MiB in %d mapping(s): %s" % (v / 1024, n[k], k))
+PY
+}
 memory_run() { # UPSTREAM_CONNECTIONS N...
     local conns=$1 n b a; shift
     for n in "$@"; do
@@ -73,6 +89,7 @@ memory_run() { # UPSTREAM_CONNECTIONS N...
             printf "upstream_connections %d, %d idle clients (%d live sessions): RSS %.1f MiB (%.1f before the first), registered %.1f MiB (%.1f); per client: %.1f KiB in all ((RSS + registered) / clients), %.1f KiB over the empty gateway\n",
                 $1, n, $3, rss / 1024, rss0 / 1024, reg / 1048576, reg0 / 1048576,
                 (rss + reg / 1024) / n, ((rss - rss0) + (reg - reg0) / 1024) / n }' | tee -a /share/share.txt
+        smaps_top | tee -a /share/share.txt
         eval "exec ${idle[1]}>&-"
         wait "$idle_PID" 2>/dev/null || true
         gw_end

@@ -2,7 +2,10 @@
 #include "gateway/counters.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "gateway/rpc_names.h"
 #include "gateway/upxid.h"
@@ -41,6 +44,7 @@ static const char *const event_names[] = {
 	[GW_EV_ERR_INVAL_OPTION_RECEIVED] = "err_inval_option_received",
 	[GW_EV_VERSION_REMEMBERED] = "rpcrdma_version_remembered",
 	[GW_EV_BACKWARD_NO_SESSION] = "backward_no_session",
+	[GW_EV_COUNTERS_NO_MEMORY] = "counters_no_memory",
 };
 
 /* A kind added to the enum without a name here fails the build, not a scrape. */
@@ -74,29 +78,121 @@ uint64_t gw_hist_bucket_le(unsigned i)
 	return i < GW_HIST_BUCKETS - 1 ? (1ull << i) : UINT64_MAX;
 }
 
+/* Where (prog, vers, proc) is looked for first in a table of @nslots. */
+static unsigned proc_hash(uint32_t prog, uint32_t vers, uint32_t proc, unsigned nslots)
+{
+	return ((prog * 2654435761u) ^ (vers * 40503u) ^ (proc * 2246822519u)) % nslots;
+}
+
 /*
- * Open addressing over a small fixed table: a route sees a handful of
- * programs and a few dozen procedures, so probes are short, and nothing is
- * allocated while counting.
+ * Open addressing: a route sees a handful of programs and a few dozen
+ * procedures, a session fewer, so probes are short.
  */
+static struct gw_proc_count *proc_find(struct gw_proc_count *tab, unsigned nslots, uint32_t prog,
+				       uint32_t vers, uint32_t proc, bool *fresh)
+{
+	unsigned h = proc_hash(prog, vers, proc, nslots);
+
+	for (unsigned n = 0; n < nslots; n++) {
+		struct gw_proc_count *p = &tab[(h + n) % nslots];
+		if (!p->used) {
+			*fresh = true;
+			return p;
+		}
+		if (p->prog == prog && p->vers == vers && p->proc == proc) {
+			*fresh = false;
+			return p;
+		}
+	}
+	return NULL;
+}
+
+/* Move @c's slots into a zeroed table of @nslots (> its own): they all fit. */
+static void procs_move(struct gw_counters *c, struct gw_proc_count *to, unsigned nslots)
+{
+	unsigned from_n;
+	struct gw_proc_count *from = gw_counters_procs(c, &from_n);
+	bool fresh;
+
+	for (unsigned i = 0; i < from_n; i++) {
+		if (!from[i].used)
+			continue;
+		struct gw_proc_count *p =
+			proc_find(to, nslots, from[i].prog, from[i].vers, from[i].proc, &fresh);
+		if (p)
+			*p = from[i];
+	}
+	free(c->procs_big);
+	memset(c->procs_small, 0, sizeof(c->procs_small));
+	c->procs_big = to;
+	c->procs_cap = nslots;
+}
+
+/*
+ * Double the table of @c, up to GW_PROC_SLOTS. This is the one allocation
+ * while counting, made the few times a session uses more procedures than
+ * it did; a failure leaves the table as it was, and counts.
+ */
+static void procs_grow(struct gw_counters *c)
+{
+	unsigned nslots;
+	struct gw_proc_count *to;
+
+	gw_counters_procs(c, &nslots);
+	nslots = nslots * 2 < GW_PROC_SLOTS ? nslots * 2 : GW_PROC_SLOTS;
+	to = calloc(nslots, sizeof(*to));
+	if (!to) {
+		c->events[GW_EV_COUNTERS_NO_MEMORY]++;
+		return;
+	}
+	procs_move(c, to, nslots);
+}
+
+int gw_counters_reserve_procs(struct gw_counters *c)
+{
+	struct gw_proc_count *to;
+
+	if (c->procs_big && c->procs_cap == GW_PROC_SLOTS)
+		return 0;
+	if (!(to = calloc(GW_PROC_SLOTS, sizeof(*to))))
+		return -ENOMEM;
+	procs_move(c, to, GW_PROC_SLOTS);
+	return 0;
+}
+
+void gw_counters_release(struct gw_counters *c)
+{
+	free(c->procs_big);
+	c->procs_big = NULL;
+	c->procs_cap = 0;
+	c->procs_used = 0;
+	memset(c->procs_small, 0, sizeof(c->procs_small));
+}
+
 struct gw_proc_count *gw_counters_proc(struct gw_counters *c, uint32_t prog, uint32_t vers,
 				       uint32_t proc)
 {
-	uint32_t h = (prog * 2654435761u) ^ (vers * 40503u) ^ (proc * 2246822519u);
+	unsigned nslots;
+	struct gw_proc_count *tab = gw_counters_procs(c, &nslots);
+	bool fresh;
+	struct gw_proc_count *p = proc_find(tab, nslots, prog, vers, proc, &fresh);
 
-	for (unsigned n = 0; n < GW_PROC_SLOTS; n++) {
-		struct gw_proc_count *p = &c->procs[(h + n) % GW_PROC_SLOTS];
-		if (!p->used) {
-			p->used = true;
-			p->prog = prog;
-			p->vers = vers;
-			p->proc = proc;
-			return p;
-		}
-		if (p->prog == prog && p->vers == vers && p->proc == proc)
-			return p;
+	if (p && !fresh)
+		return p;
+	/* A new procedure: past three quarters full, a table that may grow does. */
+	if (nslots < GW_PROC_SLOTS && (c->procs_used + 1) * 4 > nslots * 3) {
+		procs_grow(c);
+		tab = gw_counters_procs(c, &nslots);
+		p = proc_find(tab, nslots, prog, vers, proc, &fresh);
 	}
-	return NULL;
+	if (!p)
+		return NULL;
+	p->used = true;
+	p->prog = prog;
+	p->vers = vers;
+	p->proc = proc;
+	c->procs_used++;
+	return p;
 }
 
 /*
@@ -166,8 +262,11 @@ void gw_counters_add(struct gw_counters *into, const struct gw_counters *from)
 	hist_add_all(&into->gateway_us, &from->gateway_us);
 	hist_add_all(&into->upstream_us, &from->upstream_us);
 	hist_add_all(&into->queue_us, &from->queue_us);
-	for (unsigned i = 0; i < GW_PROC_SLOTS; i++) {
-		const struct gw_proc_count *p = &from->procs[i];
+	unsigned nslots;
+	const struct gw_proc_count *procs = gw_counters_procs(from, &nslots);
+
+	for (unsigned i = 0; i < nslots; i++) {
+		const struct gw_proc_count *p = &procs[i];
 		if (!p->used)
 			continue;
 		struct gw_proc_count *q = gw_counters_proc(into, p->prog, p->vers, p->proc);

@@ -49,6 +49,7 @@ enum gw_event_kind {
 	GW_EV_ERR_INVAL_OPTION_RECEIVED, /* the server answered RDMA2_ERR_INVAL_OPTION */
 	GW_EV_VERSION_REMEMBERED,	 /* opened in the version the server fell back to */
 	GW_EV_BACKWARD_NO_SESSION,	 /* shared route: a backward call for no client's session */
+	GW_EV_COUNTERS_NO_MEMORY,	 /* a table by procedure could not grow: counted 'other' */
 	GW_EV_KIND_COUNT
 };
 
@@ -72,8 +73,17 @@ void gw_hist_add(struct gw_hist *h, uint64_t us);
 /* Upper bound of bucket @i in microseconds (the last bucket is +Inf). */
 uint64_t gw_hist_bucket_le(unsigned i);
 
-/* Calls and replies by RPC program, version and procedure: a fixed table. */
+/*
+ * Calls and replies by RPC program, version and procedure: an open-addressed
+ * table. A route's is GW_PROC_SLOTS from the start (gw_counters_reserve_procs()),
+ * so that a slot's place never moves (the route's latency by procedure is
+ * kept by it). A session's starts as GW_PROC_SMALL slots inside the block and
+ * grows, doubling, into an allocated table only when it uses more procedures:
+ * a full table is 8 KiB, and a shared route is for thousands of mostly idle
+ * clients, each of which uses a few (issue 17).
+ */
 enum { GW_PROC_SLOTS = 256 }; /* at least every procedure gateway/rpc_names.c knows */
+enum { GW_PROC_SMALL = 8 };
 struct gw_proc_count {
 	uint32_t prog;
 	uint32_t vers;
@@ -105,8 +115,15 @@ struct gw_counters {
 	/* latency: the gateway's own time, and the upstream's */
 	struct gw_hist gateway_us;
 	struct gw_hist upstream_us;
-	/* by procedure; 'other' counts what did not fit the table */
-	struct gw_proc_count procs[GW_PROC_SLOTS];
+	/*
+	 * By procedure; 'other' counts what did not fit the table. Read it
+	 * through gw_counters_procs(): procs_big, of procs_cap slots, once
+	 * allocated, else procs_small.
+	 */
+	struct gw_proc_count *procs_big;
+	uint32_t procs_cap;
+	uint32_t procs_used;
+	struct gw_proc_count procs_small[GW_PROC_SMALL];
 	uint64_t procs_other_calls;
 	uint64_t procs_other_replies;
 	/*
@@ -118,9 +135,31 @@ struct gw_counters {
 };
 
 /*
+ * The table by procedure of @c and its number of slots (those with .used
+ * set are taken). Valid until the next count into @c, which may grow it.
+ */
+static inline struct gw_proc_count *gw_counters_procs(const struct gw_counters *c, unsigned *nslots)
+{
+	if (c->procs_big) {
+		*nslots = c->procs_cap;
+		return c->procs_big;
+	}
+	*nslots = GW_PROC_SMALL;
+	return (struct gw_proc_count *)c->procs_small;
+}
+
+/*
+ * Give @c the whole table now (routes), so that no slot ever moves; 0, or
+ * -ENOMEM. gw_counters_release() frees it, and whatever a count allocated.
+ */
+int gw_counters_reserve_procs(struct gw_counters *c);
+void gw_counters_release(struct gw_counters *c);
+
+/*
  * The slot for (prog, vers, proc), taken on first use; NULL when the table
- * is full. The count functions below give slots only to the procedures
- * gateway/rpc_names.h knows (gw_rpc_procedure_known()); others are 'other'.
+ * is full (and could not grow: counted GW_EV_COUNTERS_NO_MEMORY in @c). The count functions below
+ * give slots only to the procedures gateway/rpc_names.h knows (gw_rpc_procedure_known()); others
+ * are 'other'.
  */
 struct gw_proc_count *gw_counters_proc(struct gw_counters *c, uint32_t prog, uint32_t vers,
 				       uint32_t proc);

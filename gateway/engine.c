@@ -103,6 +103,7 @@ void gw_session_unregister(struct gw_session *s)
 		(unsigned long long)s->id, s->client, (unsigned long long)s->counters.calls);
 	ulb_rules_free(s->rules);
 	s->rules = NULL;
+	gw_counters_release(&s->counters); /* its table by procedure, if it grew one */
 	if (route->eng->draining)
 		engine_check_drained(route->eng);
 }
@@ -340,6 +341,12 @@ struct gw_engine *gw_engine_start(struct event_base *base, const struct gw_confi
 				  (uint32_t)(gw_now_us() * 2654435761u) ^ (uint32_t)i);
 	}
 	for (size_t i = 0; i < eng->nroutes; i++) {
+		/* The route's table by procedure whole now: its latency by slot relies on it. */
+		if (gw_counters_reserve_procs(&eng->routes[i].counters) != 0) {
+			snprintf(err, errlen, "out of memory");
+			gw_engine_stop(eng);
+			return NULL;
+		}
 		if (route_start(eng, &eng->routes[i], err, errlen) != 0) {
 			gw_engine_stop(eng);
 			return NULL;
@@ -523,6 +530,7 @@ void gw_engine_stop(struct gw_engine *eng)
 		gw_reverse_route_free(&eng->routes[i]);
 		ulb_rules_free(eng->routes[i].rules);
 		gw_admission_fini(&eng->routes[i].admission);
+		gw_counters_release(&eng->routes[i].counters);
 	}
 	free(eng->routes);
 	if (eng->drain_timer)

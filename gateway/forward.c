@@ -397,6 +397,8 @@ static bool fwd_sweep(struct gw_session *g, uint64_t now)
 	struct fwd_session *s = fwd_of(g);
 	uint64_t limit = (uint64_t)g->route->cfg->call_timeout_ms * 1000;
 
+	if (s->ch)
+		fwd_share_release_idle_slots(s, now);
 	if (!limit)
 		return false;
 	if (s->ch && fwd_sweep_shared_calls(s, now, limit))

@@ -310,6 +310,7 @@ struct fwd_session *fwd_share_cb_client(struct fwd_session *ch, const uint8_t *m
 					const char **why);
 struct fwd_bcall *fwd_share_bcall_of(struct fwd_session *s, uint32_t xid);
 void fwd_share_bcalls_expire(struct fwd_session *s, uint64_t now, uint64_t limit);
+void fwd_share_release_idle_slots(struct fwd_session *s, uint64_t now);
 
 /* forward.c */
 void fwd_session_close(struct fwd_session *s);

@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 
@@ -867,6 +868,29 @@ void fwd_share_channel_close(struct fwd_session *ch)
 	fwd_maybe_free(ch);
 }
 
+/*
+ * A client idle on a shared route gives back the pages of the call slots it
+ * used (issue 17: one call left a 4 KiB page resident for the life of the
+ * connection, the largest part of an idle client's cost). With nothing busy
+ * every slot it made is on its free list, cleared by fwd_call_put(), and
+ * nothing else points into them: its XID table is empty and the route's map
+ * forgot them (fwd_share_forget()). The pages are of the client's own
+ * private mapping, so they come back as zeros, never as anybody's bytes; the
+ * slots are made again as first used (fwd_call_get()). Once a second from
+ * the sweep, after a second without a call: a client making calls one after
+ * another keeps its page, and pays no system call per call.
+ */
+void fwd_share_release_idle_slots(struct fwd_session *s, uint64_t now)
+{
+	if (s->state != FS_READY || s->busy || !s->slots_made || s->xids.count ||
+	    now - s->base.active_us < 1000000)
+		return;
+	if (madvise(s->calls, (size_t)s->slots_made * sizeof(*s->calls), MADV_DONTNEED) != 0)
+		return; /* kept as they are: still valid */
+	s->slots_made = 0;
+	s->free_list = NULL;
+}
+
 void fwd_share_channel_free(struct fwd_session *ch)
 {
 	if (ch->in_close || ch->state != FS_CLOSING || !ch->rdma_closed || ch->users ||
@@ -880,6 +904,7 @@ void fwd_share_channel_free(struct fwd_session *ch)
 		event_free(ch->reconnect_ev);
 	free(ch->bcalls);
 	free(ch->refusals);
+	gw_counters_release(&ch->base.counters);
 	ch->share->live--;
 	free(ch);
 }

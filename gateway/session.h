@@ -42,10 +42,10 @@ struct gw_route_rt {
 	struct tcp_conn_config tcp_cfg;
 	struct gw_counters counters;
 	/*
-	 * The upstream's latency by procedure, slot for slot with counters.procs
-	 * (whose slots are taken for good): on the route only, as nfsiostat
-	 * shows it per mount. 24 buckets x 256 slots, about 53 KB a route; a
-	 * session's would cost that per client.
+	 * The upstream's latency by procedure, slot for slot with counters'
+	 * table (whole from the route's start, its slots taken for good): on
+	 * the route only, as nfsiostat shows it per mount. 24 buckets x 256 slots, about 53 KB a
+	 * route; a session's would cost that per client.
 	 */
 	struct gw_hist proc_upstream_us[GW_PROC_SLOTS];
 	struct tcp_listener *tcp_listener; /* forward */
@@ -188,12 +188,15 @@ static inline void gw_count_reply(struct gw_session *s, uint32_t prog, uint32_t 
 				  uint64_t gateway_us, uint64_t upstream_us)
 {
 	struct gw_route_rt *rt = s->route;
-	struct gw_proc_count *slot;
+	struct gw_proc_count *slot, *procs;
+	unsigned nslots;
 
 	gw_counters_count_reply(&s->counters, prog, vers, proc);
 	slot = gw_counters_count_reply(&rt->counters, prog, vers, proc);
-	if (slot)
-		gw_hist_add(&rt->proc_upstream_us[slot - rt->counters.procs], upstream_us);
+	procs = gw_counters_procs(&rt->counters, &nslots);
+	/* The route's table is whole from its start (engine.c): its slots never move. */
+	if (slot && nslots == GW_PROC_SLOTS)
+		gw_hist_add(&rt->proc_upstream_us[slot - procs], upstream_us);
 	gw_hist_add(&s->counters.gateway_us, gateway_us);
 	gw_hist_add(&s->route->counters.gateway_us, gateway_us);
 	gw_hist_add(&s->counters.upstream_us, upstream_us);

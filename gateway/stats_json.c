@@ -119,13 +119,14 @@ static json_t *json_procedure(const struct gw_proc_count *pc, const struct gw_hi
 static json_t *json_procedures(const struct gw_counters *c, const struct gw_hist *latency)
 {
 	struct stats_proc_ref sorted[GW_PROC_SLOTS];
-	unsigned n = stats_procs_sorted(c, sorted);
+	unsigned n = stats_procs_sorted(c, sorted), nslots;
+	const struct gw_proc_count *procs = gw_counters_procs(c, &nslots);
 	json_t *a = json_array();
 	bool ok = a != NULL;
 
 	for (unsigned i = 0; i < n; i++)
 		ok &= append(a, json_procedure(sorted[i].pc,
-					       latency ? &latency[sorted[i].pc - c->procs] : NULL));
+					       latency ? &latency[sorted[i].pc - procs] : NULL));
 	return finish(a, ok);
 }
 

@@ -458,7 +458,8 @@ static void prom_procedures(struct prom *p, const char *labels, const struct gw_
 {
 	static const char other[] = "program=\"other\",version=\"\",procedure=\"\"";
 	struct stats_proc_ref sorted[GW_PROC_SLOTS];
-	unsigned n = stats_procs_sorted(c, sorted);
+	unsigned n = stats_procs_sorted(c, sorted), nslots;
+	const struct gw_proc_count *procs = gw_counters_procs(c, &nslots);
 	char extra[128];
 
 	for (unsigned i = 0; i < n; i++) {
@@ -467,7 +468,7 @@ static void prom_procedures(struct prom *p, const char *labels, const struct gw_
 		put_u64(p, SCOPE_ROUTE, FAM_PROC_CALLS, "", labels, extra, pc->calls);
 		put_u64(p, SCOPE_ROUTE, FAM_PROC_REPLIES, "", labels, extra, pc->replies);
 		if (latency)
-			prom_procedure_latency(p, labels, extra, &latency[pc - c->procs]);
+			prom_procedure_latency(p, labels, extra, &latency[pc - procs]);
 	}
 	/* What did not fit the table; shown only once it happens. */
 	if (c->procs_other_calls || c->procs_other_replies) {

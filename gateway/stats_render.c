@@ -51,11 +51,12 @@ static int proc_order(const void *a, const void *b)
 /* The slots in use, in (program, version, procedure) order: the table is hashed. */
 unsigned stats_procs_sorted(const struct gw_counters *c, struct stats_proc_ref out[GW_PROC_SLOTS])
 {
-	unsigned n = 0;
+	unsigned n = 0, nslots;
+	const struct gw_proc_count *procs = gw_counters_procs(c, &nslots);
 
-	for (unsigned i = 0; i < GW_PROC_SLOTS; i++) {
-		if (c->procs[i].used)
-			out[n++].pc = &c->procs[i];
+	for (unsigned i = 0; i < nslots; i++) {
+		if (procs[i].used)
+			out[n++].pc = &procs[i];
 	}
 	qsort(out, n, sizeof(out[0]), proc_order);
 	return n;

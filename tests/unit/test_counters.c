@@ -120,6 +120,23 @@ static struct gw_counters *counters_new(void)
 	return c;
 }
 
+static void counters_free(struct gw_counters *c)
+{
+	gw_counters_release(c);
+	free(c);
+}
+
+/* Slots taken in @c's table by procedure, wherever it is. */
+static unsigned procs_used(const struct gw_counters *c)
+{
+	unsigned nslots, used = 0;
+	const struct gw_proc_count *procs = gw_counters_procs(c, &nslots);
+
+	for (unsigned i = 0; i < nslots; i++)
+		used += procs[i].used;
+	return used;
+}
+
 static void test_proc_slots(void **state)
 {
 	(void)state;
@@ -144,11 +161,8 @@ static void test_proc_slots(void **state)
 	assert_int_equal(c->replies, 1);
 	assert_int_equal(c->procs_other_calls, 1);
 
-	unsigned used = 0;
-	for (unsigned i = 0; i < GW_PROC_SLOTS; i++)
-		used += c->procs[i].used;
-	assert_int_equal(used, 3);
-	free(c);
+	assert_int_equal(procs_used(c), 3);
+	counters_free(c);
 }
 
 /* Every slot taken (by the table's own function, as no peer can): a fill of keys. */
@@ -156,8 +170,7 @@ static void fill_table(struct gw_counters *c, uint32_t prog)
 {
 	for (uint32_t i = 0; i < GW_PROC_SLOTS; i++)
 		assert_non_null(gw_counters_proc(c, prog, 1, i));
-	for (unsigned i = 0; i < GW_PROC_SLOTS; i++)
-		assert_true(c->procs[i].used);
+	assert_int_equal(procs_used(c), GW_PROC_SLOTS);
 }
 
 /* A full table still finds what it holds; newcomers are counted as 'other'. */
@@ -181,7 +194,7 @@ static void test_proc_table_full(void **state)
 		assert_non_null(p);
 		assert_int_equal(p->proc, i);
 	}
-	free(c);
+	counters_free(c);
 }
 
 /* Every procedure the name table knows, counted once; returns how many. */
@@ -201,6 +214,74 @@ static unsigned count_every_known(struct gw_counters *c)
 		}
 	}
 	return n;
+}
+
+/*
+ * A session that used a few procedures keeps them in the block itself:
+ * nothing allocated, and the block no longer carries a whole table (issue 17:
+ * it was 9.2 KB a session, 8 KiB of it the table).
+ */
+static void test_proc_few_allocate_nothing(void **state)
+{
+	(void)state;
+	struct gw_counters *c = counters_new();
+
+	assert_true(sizeof(struct gw_counters) < 2048);
+	gw_counters_count_call(c, 100003, 3, 0); /* NULL, as a client's first call */
+	gw_counters_count_reply(c, 100003, 3, 0);
+	assert_null(c->procs_big);
+	for (uint32_t proc = 1; proc <= 5; proc++)
+		gw_counters_count_call(c, 100003, 3, proc);
+	assert_null(c->procs_big);
+	assert_int_equal(procs_used(c), 6);
+	assert_int_equal(gw_counters_proc(c, 100003, 3, 0)->replies, 1);
+	assert_int_equal(c->events[GW_EV_COUNTERS_NO_MEMORY], 0);
+	counters_free(c);
+}
+
+/*
+ * Past the small table it grows, doubling, and every count survives each
+ * move; a slot once found stays found.
+ */
+static void test_proc_grows_keeping_counts(void **state)
+{
+	(void)state;
+	struct gw_counters *c = counters_new();
+	unsigned n = count_every_known(c);
+	unsigned nslots;
+
+	assert_non_null(c->procs_big);
+	gw_counters_procs(c, &nslots);
+	assert_true(nslots > GW_PROC_SMALL && nslots <= GW_PROC_SLOTS);
+	assert_int_equal(procs_used(c), n);
+	assert_int_equal(count_every_known(c), n); /* again: the same slots, now 2 each */
+	assert_int_equal(procs_used(c), n);
+	assert_int_equal(gw_counters_proc(c, 100003, 3, 6)->calls, 2);
+	assert_int_equal(gw_counters_proc(c, 100000, 2, 0)->calls, 2);
+	assert_int_equal(c->procs_other_calls, 0);
+	gw_counters_release(c);
+	assert_null(c->procs_big);
+	assert_int_equal(procs_used(c), 0);
+	free(c);
+}
+
+/* A route's table is whole from the start: no later count moves a slot. */
+static void test_proc_reserve_whole(void **state)
+{
+	(void)state;
+	struct gw_counters *c = counters_new();
+	unsigned nslots;
+
+	gw_counters_count_call(c, 100003, 3, 6);
+	assert_int_equal(gw_counters_reserve_procs(c), 0);
+	gw_counters_procs(c, &nslots);
+	assert_int_equal(nslots, GW_PROC_SLOTS);
+	struct gw_proc_count *read = gw_counters_proc(c, 100003, 3, 6);
+	assert_int_equal(read->calls, 1); /* carried over */
+	count_every_known(c);
+	assert_ptr_equal(gw_counters_proc(c, 100003, 3, 6), read);
+	assert_int_equal(read->calls, 2);
+	counters_free(c);
 }
 
 /*
@@ -241,8 +322,8 @@ static void test_proc_made_up_numbers(void **state)
 		gw_counters_count_reply(c, prog, vers, proc);
 		other++;
 	}
-	for (unsigned i = 0; i < GW_PROC_SLOTS; i++)
-		assert_false(c->procs[i].used);
+	assert_int_equal(procs_used(c), 0);
+	assert_null(c->procs_big); /* nor did they make the table grow */
 	assert_int_equal(c->procs_other_calls, other);
 	assert_int_equal(c->procs_other_replies, other);
 
@@ -251,17 +332,17 @@ static void test_proc_made_up_numbers(void **state)
 	assert_true(known > 100);
 	assert_true(known <= GW_PROC_SLOTS);
 	assert_int_equal(c->procs_other_calls, other);
-	unsigned used = 0;
-	for (unsigned i = 0; i < GW_PROC_SLOTS; i++) {
-		if (!c->procs[i].used)
+	unsigned used = 0, nslots;
+	const struct gw_proc_count *procs = gw_counters_procs(c, &nslots);
+	for (unsigned i = 0; i < nslots; i++) {
+		if (!procs[i].used)
 			continue;
 		used++;
-		assert_true(gw_rpc_procedure_known(c->procs[i].prog, c->procs[i].vers,
-						   c->procs[i].proc));
-		assert_int_equal(c->procs[i].calls, 1);
+		assert_true(gw_rpc_procedure_known(procs[i].prog, procs[i].vers, procs[i].proc));
+		assert_int_equal(procs[i].calls, 1);
 	}
 	assert_int_equal(used, known);
-	free(c);
+	counters_free(c);
 }
 
 static void fill(struct gw_counters *c, uint64_t k)
@@ -325,8 +406,8 @@ static void test_add_scalars_and_hists(void **state)
 	/* the source is left alone */
 	assert_int_equal(b->calls, 1000);
 	assert_int_equal(b->gateway_us.count, 1);
-	free(a);
-	free(b);
+	counters_free(a);
+	counters_free(b);
 }
 
 static void test_add_procs(void **state)
@@ -347,8 +428,8 @@ static void test_add_procs(void **state)
 	assert_int_equal(a->calls, 3);
 	assert_int_equal(a->replies, 1);
 	assert_int_equal(a->procs_other_calls, 0);
-	free(a);
-	free(b);
+	counters_free(a);
+	counters_free(b);
 }
 
 /* What does not fit the destination's table is kept as 'other', not lost. */
@@ -370,8 +451,8 @@ static void test_add_procs_into_full_table(void **state)
 	assert_null(gw_counters_proc(a, 100005, 3, 1));
 	assert_int_equal(a->procs_other_calls, 1 + 2 + 7);
 	assert_int_equal(a->procs_other_replies, 1 + 8);
-	free(a);
-	free(b);
+	counters_free(a);
+	counters_free(b);
 }
 
 int main(void)
@@ -385,6 +466,9 @@ int main(void)
 		cmocka_unit_test(test_proc_slots),
 		cmocka_unit_test(test_proc_table_full),
 		cmocka_unit_test(test_proc_made_up_numbers),
+		cmocka_unit_test(test_proc_few_allocate_nothing),
+		cmocka_unit_test(test_proc_grows_keeping_counts),
+		cmocka_unit_test(test_proc_reserve_whole),
 		cmocka_unit_test(test_add_scalars_and_hists),
 		cmocka_unit_test(test_add_procs),
 		cmocka_unit_test(test_add_procs_into_full_table),

@@ -228,8 +228,10 @@ static void fake_engine_init(struct fake_engine *e)
 	a->r.nlm = &a->nlm;
 	/* READ answered twice by the upstream, in 100 and 300 us; WRITE never timed */
 	struct gw_proc_count *read = gw_counters_proc(&a->totals, 100003, 3, 6);
-	gw_hist_add(&a->proc_upstream_us[read - a->totals.procs], 100);
-	gw_hist_add(&a->proc_upstream_us[read - a->totals.procs], 300);
+	unsigned nslots;
+	size_t slot = (size_t)(read - gw_counters_procs(&a->totals, &nslots));
+	gw_hist_add(&a->proc_upstream_us[slot], 100);
+	gw_hist_add(&a->proc_upstream_us[slot], 300);
 	a->nsessions = 2;
 
 	struct fake_session *s = &a->sessions[0];
@@ -697,8 +699,9 @@ static void test_stats_json(void **state)
 	/* the upstream's latency by procedure, on the route: READ's two answers, WRITE's none */
 	const struct gw_proc_count *read_slot =
 		gw_counters_proc((struct gw_counters *)t, 100003, 3, 6);
+	unsigned nslots;
 	check_json_hist(json_object_get(json_array_get(procs, 0), "upstream_latency"),
-			&fa->proc_upstream_us[read_slot - t->procs]);
+			&fa->proc_upstream_us[read_slot - gw_counters_procs(t, &nslots)]);
 	assert_int_equal(jint(json_array_get(procs, 0), "upstream_latency.count"), 2);
 	assert_int_equal(jint(json_array_get(procs, 1), "upstream_latency.count"), 0);
 	assert_int_equal(jint(ra, "totals.procedures_other.calls"), 3);
@@ -750,6 +753,13 @@ static void test_stats_json(void **state)
 	}
 	assert_int_equal(jint(sessions, "0.counters.procedures.0.calls"), 600);
 	assert_int_equal(jint(sessions, "0.counters.events.retransmit_absorbed"), 2);
+	/* a session that never counted by procedure has no table of its own: none shown */
+	assert_null(fa->sessions[1].c.procs_big);
+	assert_int_equal(jint(sessions, "1.counters.calls"), 2);
+	assert_int_equal(
+		json_array_size(json_object_get(
+			json_object_get(json_array_get(sessions, 1), "counters"), "procedures")),
+		0);
 
 	/* the second route: escapes survive, no sessions, nothing in use */
 	assert_string_equal(jtext(rb, "name"), weird_name);
