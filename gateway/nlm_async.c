@@ -306,6 +306,21 @@ static bool give_back_late(struct nlm_async *as, uint32_t vers, struct nlm_bytes
 			return false;
 		}
 		upstream_args(vers, NLMPROC_LOCK_MSG, &x->lock, &up);
+		/*
+		 * The owner holds something on that file now (a resend was
+		 * granted and taken since): an UNLOCK would take that away
+		 * on the server and from the records while its client holds
+		 * it. The late lock is recorded instead (or, with no room,
+		 * given back), so the owner's UNLOCK or its client's reboot
+		 * frees it: held a little too long, never lost.
+		 */
+		if (nlm_relay_owner_holds(as->cfg.relay, &up)) {
+			nlm_relay_lock_result(as->cfg.relay, vers, &up, stat);
+			gw_info("%s: nlm async: a late LOCK_RES recorded, not given back: its "
+				"owner holds a lock on that file",
+				as->cfg.route->name);
+			return true;
+		}
 		nlm_relay_give_back(as->cfg.relay, vers, &up);
 		as->stats.late_given_back++;
 		as->cfg.counters->events[GW_EV_UNMATCHED_REPLY]++;

@@ -62,6 +62,7 @@ struct nlm_relay {
 };
 
 static bool release_queue_init(struct nlm_relay *rl);
+static void on_release_timer(evutil_socket_t fd, short what, void *arg);
 
 struct nlm_relay *nlm_relay_new(const struct nlm_relay_config *cfg)
 {
@@ -95,6 +96,16 @@ struct nlm_relay *nlm_relay_new(const struct nlm_relay_config *cfg)
 		nlm_relay_free(rl);
 		errno = e;
 		return NULL;
+	}
+	/* Made now, not when first needed: a relay whose queue could never be re-sent is refused.
+	 */
+	if (cfg->base) {
+		rl->rq.ev = event_new(cfg->base, -1, EV_PERSIST, on_release_timer, rl);
+		if (!rl->rq.ev) {
+			nlm_relay_free(rl);
+			errno = ENOMEM;
+			return NULL;
+		}
 	}
 	return rl;
 }
@@ -797,6 +808,13 @@ bool nlm_relay_lock_result(struct nlm_relay *rl, uint32_t vers, const struct nlm
 	rl->cfg.counters->events[GW_EV_NO_BUFFERS]++;
 	give_back(rl, vers, a);
 	return false;
+}
+
+bool nlm_relay_owner_holds(struct nlm_relay *rl, const struct nlm_args *a)
+{
+	struct nlm_owner_id id;
+
+	return owner_of(&a->lock, &id) && nlm_state_owner_holds(rl->st, &id, a->lock.fh);
 }
 
 void nlm_relay_give_back(struct nlm_relay *rl, uint32_t vers, const struct nlm_args *a)

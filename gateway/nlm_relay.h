@@ -132,6 +132,8 @@ void nlm_relay_unlock_result(struct nlm_relay *rl, const struct nlm_args *a, uin
  * upstream as the relay's own call (which also cancels a blocked request).
  */
 void nlm_relay_give_back(struct nlm_relay *rl, uint32_t vers, const struct nlm_args *a);
+/* Does the upstream owner in @a hold anything recorded on @a's file? */
+bool nlm_relay_owner_holds(struct nlm_relay *rl, const struct nlm_args *a);
 /* A TEST_RES holder as @host may see it (nlm_state_holder_view()). */
 void nlm_relay_holder_view(struct nlm_relay *rl, const struct nlm_host *host, struct nlm_holder *h);
 

@@ -496,6 +496,23 @@ int nlm_state_record_lock(struct nlm_state *st, const struct nlm_owner_id *owner
 	return 0;
 }
 
+bool nlm_state_owner_holds(const struct nlm_state *st, const struct nlm_owner_id *owner,
+			   struct nlm_bytes fh)
+{
+	struct nlm_bytes tok = { owner->oh, NLM_TOKEN_LEN };
+	int32_t slot = owner_slot(st, owner->svid, tok);
+
+	if (slot < 0)
+		return false;
+	const struct nlm_client *c = &st->clients[st->owners[slot].client - 1];
+	for (uint32_t i = c->lock_head; i; i = st->locks[i - 1].next) {
+		const struct nlm_lockrec *r = &st->locks[i - 1];
+		if (r->owner == (uint32_t)slot + 1 && fh_eq(r, fh))
+			return true;
+	}
+	return false;
+}
+
 /* Does [uoff, uoff+ulen) cover the record entirely? A length 0 runs to the end. */
 static bool covers(uint64_t uoff, uint64_t ulen, const struct nlm_lockrec *r)
 {

@@ -150,6 +150,10 @@ int nlm_state_record_lock(struct nlm_state *st, const struct nlm_owner_id *owner
 void nlm_state_unlocked(struct nlm_state *st, const struct nlm_owner_id *owner, struct nlm_bytes fh,
 			uint64_t offset, uint64_t len);
 
+/* Does @owner have a lock (or blocked request) recorded on @fh, any range? */
+bool nlm_state_owner_holds(const struct nlm_state *st, const struct nlm_owner_id *owner,
+			   struct nlm_bytes fh);
+
 /* Locks recorded for @host, and in all. */
 uint32_t nlm_state_client_locks(const struct nlm_state *st, const struct nlm_host *host);
 uint32_t nlm_state_locks(const struct nlm_state *st);

@@ -796,6 +796,38 @@ static void test_late_lock_res_kept_while_a_resend_is_pending(void **state)
 }
 
 /*
+ * The resend was answered and taken before the first LOCK_MSG's late
+ * LOCK_RES came: the owner holds the lock, so the late one must not be
+ * given back (its UNLOCK would free the client's lock on the server).
+ */
+static void test_late_lock_res_kept_when_the_owner_holds_the_file(void **state)
+{
+	struct t *t = *state;
+	uint8_t out[1024], msg[512], r[128], first[NLM_ASYNC_COOKIE_LEN];
+	struct nlm_args up;
+
+	assert_int_equal(client_msg(t, CLIENT, NLMPROC_LOCK_MSG, out, sizeof(out), &up),
+			 SIDERELAY_REWRITTEN);
+	memcpy(first, up.cookie.p, sizeof(first));
+	spin(t, 600000);
+	assert_int_equal(client_msg(t, CLIENT, NLMPROC_LOCK_MSG, out, sizeof(out), &up),
+			 SIDERELAY_REWRITTEN);
+	size_t len =
+		server_res(msg, sizeof(msg), 100, NLMPROC_LOCK_RES, up.cookie, NLM_GRANTED, NULL);
+	server_call(t, cb_port(t), msg, len, r, sizeof(r), 1000000);
+	spin(t, 300000);
+	assert_int_equal(t->client_saw_stat, NLM_GRANTED);
+	assert_int_equal(nlm_state_locks(nlm_relay_state(t->rl)), 1);
+	len = server_res(msg, sizeof(msg), 99, NLMPROC_LOCK_RES,
+			 (struct nlm_bytes){ first, sizeof(first) }, NLM_GRANTED, NULL);
+	server_call(t, cb_port(t), msg, len, r, sizeof(r), 1000000);
+	spin(t, 100000);
+	assert_int_equal(t->own_calls, 0);
+	assert_int_equal(nlm_async_stats(t->as)->late_given_back, 0);
+	assert_int_equal(nlm_state_locks(nlm_relay_state(t->rl)), 1);
+}
+
+/*
  * Default limits (64 pending, 16 per client host). A client whose
  * portmapper never answers sends 64 LOCK_MSGs, all answered by the server:
  * 16 are held (waiting for its portmapper), 48 refused with SYSTEM_ERR as
@@ -866,6 +898,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_late_lock_res_kept_while_a_resend_is_pending,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_late_lock_res_kept_when_the_owner_holds_the_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_one_client_cannot_take_the_table,
 						setup_default_limits, teardown),
 	};
