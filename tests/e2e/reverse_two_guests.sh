@@ -21,7 +21,11 @@
 # vers=3,proto=rdma,port=20049 (MOUNT over TCP, then mountproto=udp), and locks: its
 # fcntl lock through the gateway's NLM relay is refused to a process on the server, and
 # its blocking lock is granted within seconds of that process's release, by the server's
-# GRANTED relayed through the gateway.
+# GRANTED relayed through the gateway. Then the client's reboot: B's process holds the
+# lock again and B runs sm-notify -f; its SM_NOTIFY reaches the gateway's NSM service
+# (found through the gateway's portmapper), the gateway releases B's lock on the server,
+# and a process on the server gets it while B's process still "holds" it (/stats
+# nlm.locks 1 before, 0 after).
 set -u
 source "$GW_SRC/tests/e2e/lib/gw-e2e.sh"
 SHARE=$GW_OUT
@@ -90,6 +94,8 @@ plain_serve() {
                 for _ in $(seq 1 60); do grep -q . "$E2E_WORK/srv-holder.out" && break; sleep 0.5; done
                 grep -q '^held' "$E2E_WORK/srv-holder.out" || r=1 ;;
             release) touch "$stop"; wait "$holder" || r=$? ;;
+            # "locks N": the relay's record of the client's locks (/stats nlm.locks) is N.
+            locks\ *) test "$(gw_jq "s['routes'][0]['nlm']['locks']")" = "${cmd#locks }" || r=1 ;;
             esac
             echo "$r" >"${req%.req}.res"; rm -f "$req"
         done
@@ -120,6 +126,8 @@ JSON
     cb() { gw_jq "${rt}['nlm']['granted_callbacks']['$1']"; }
     check "GRANTED callbacks in /stats: relayed $(cb relayed), granted $(cb granted), not_from_server $(cb not_from_server)" \
         test "$(cb relayed)" -ge 1 -a "$(cb granted)" -ge 1 -a "$(cb not_from_server)" = 0
+    check "the gateway's NSM service took the client's SM_NOTIFY and released its lock" \
+        grep -qE "nlm relay: a client rebooted \(SM_NOTIFY\): 1 of its 1 locks" "$GW_LOG"
     check "no lock left in the relay's record ($(gw_jq "${rt}['nlm']['locks']"))" \
         test "$(gw_jq "${rt}['nlm']['locks']")" = 0
     grep -E "nlm (relay|callback)" "$GW_LOG"
@@ -203,6 +211,25 @@ plain_b() {
     check "the client gets the lock ${waited} s after the release (< 10 s: the GRANTED callback)" \
         test $rw -eq 0 -a $waited -lt 10
     expect_rc "the client gave it back: the process on the server gets it" 0 srv_req try
+    echo "--- NSM: the client notifies a reboot while its process still holds the lock ($(date +%T))"
+    rm -f "$stop"; : >"$E2E_WORK/holder.out"
+    nlm_lock.py hold $m/lockf "$stop" >"$E2E_WORK/holder.out" 2>&1 &
+    holder=$!
+    for _ in $(seq 1 90); do grep -q . "$E2E_WORK/holder.out" && break; sleep 0.5; done
+    check "the client takes the lock again" grep -q '^held' "$E2E_WORK/holder.out"
+    expect_rc "a process on the server is refused it" 1 srv_req try
+    expect_rc "the relay records the client's lock (/stats nlm.locks 1)" 0 srv_req "locks 1"
+    # The client's statd state says it monitored the gateway (192.0.2.1, SM_MON from its
+    # lockd); sm-notify finds the gateway's NSM service through the gateway's portmapper.
+    ls /var/lib/nfs/sm
+    check "sm-notify -f: SM_NOTIFY to the gateway answered" timeout 30 sm-notify -f -d
+    rw=1
+    for _ in $(seq 1 10); do srv_req try && { rw=0; break; }; sleep 1; done
+    check "after the client's SM_NOTIFY a process on the server gets the lock (the client's released on the server)" \
+        test $rw -eq 0
+    expect_rc "the client's SM_NOTIFY forgot its lock, still held by its process (/stats nlm.locks 0)" \
+        0 srv_req "locks 0"
+    touch "$stop"; wait "$holder"
     check "plain: umount after the lock tests" timeout -s KILL 30 umount $m
     touch "$SHARE"/b2-done
 }
