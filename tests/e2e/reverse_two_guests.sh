@@ -16,18 +16,15 @@
 # payload: every one in the second capture must say 2, and, as a check on that reader,
 # every one in the first capture 1, as many as tshark decoded there.
 # Last, the plain reverse mount (plain_a, plain_b below): the server moves into a network
-# namespace on A so that A's address is the gateway's alone, portmapper on port 111
-# included; B, an ordinary client with rpcbind and rpc.statd, mounts with nothing but
-# vers=3,proto=rdma,port=20049 (MOUNT over TCP, then mountproto=udp), and locks: its
-# fcntl lock through the gateway's NLM relay is refused to a process on the server, and
-# its blocking lock is granted within seconds of that process's release, by the server's
-# GRANTED relayed through the gateway. Then the client's reboot: B's process holds the
-# lock again and B runs sm-notify -f; its SM_NOTIFY reaches the gateway's NSM service
-# (found through the gateway's portmapper), the gateway releases B's lock on the server,
-# and a process on the server gets it while B's process still "holds" it (/stats
-# nlm.locks 1 before, 0 after).
+# namespace on A (tests/e2e/lib/reverse_plain.sh) so that A's address is the gateway's
+# alone, portmapper on port 111 included; B, an ordinary client with rpcbind and
+# rpc.statd, finds MOUNT, NLM and NSM through the gateway's portmapper (rpcinfo -p,
+# showmount -e) and mounts with nothing but vers=3,proto=rdma,port=20049 (MOUNT over
+# TCP, then mountproto=udp), locks on. The locks themselves, with a second client host
+# (a third guest), are tests/e2e/reverse_locks.sh.
 set -u
 source "$GW_SRC/tests/e2e/lib/gw-e2e.sh"
+source "$GW_SRC/tests/e2e/lib/reverse_plain.sh"
 SHARE=$GW_OUT
 MB=${E2E_BIG_MB:-8}
 
@@ -37,75 +34,9 @@ wait_for() { # wait_for FILE SECONDS
     return 1
 }
 
-# --- the plain reverse mount: vers=3,proto=rdma with locks, no nolock, no mountport ---
-# Guest A: the NFS server moves into the network namespace "srv" (10.8.0.2, TCP only,
-# its own rpcbind, mountd, statd and lockd), so that A's own address 192.0.2.1 is the
-# gateway's alone: its RDMA listener and its portmapper on port 111 (no host rpcbind
-# there). Toward the server the gateway is 10.8.0.1, where its NLM callback service and
-# that service's portmapper wait for the server's GRANTED. Guest B is an ordinary NFS
-# client: rpcbind and rpc.statd running, `mount -t nfs -o vers=3,proto=rdma,port=20049
-# 192.0.2.1:/export`, MOUNT and NLM found through the gateway's portmapper.
-# It is the TCP server that moves, not an RDMA peer: rdma_rxe in the guests' kernel (6.1)
-# has one set of UDP sockets, in the initial namespace, and looks its routes up there, so
-# an rxe device on a netdev in another namespace reaches nothing (the ENETUNREACH
-# nfsv3_plain met mounting from its namespace c2; read from the rxe source, not tried).
-plain_server() {
-    local pidf=$E2E_WORK/srv.pid
-    # Phase one's server and its host rpcbind leave: port 111 on 192.0.2.1 is the gateway's.
-    rpc.nfsd 0
-    kill "$(pidof rpc.mountd)" "$(pidof rpcbind)" 2>/dev/null
-    sleep 1
-    ip netns add srv
-    ip link add vs0 type veth peer name vs1 netns srv
-    ip addr add 10.8.0.1/24 dev vs0; ip link set vs0 up
-    ip -n srv addr add 10.8.0.2/24 dev vs1; ip -n srv link set vs1 up; ip -n srv link set lo up
-    # Its own /run (rpcbind's socket, statd's state) and its own nfsd instance (the nfsd
-    # file system is the mounting namespace's), whose grace period, lockd's included
-    # (locks_in_grace), is cut to 10 s as gwvm-nfsd does: the default 90 s would hold
-    # the client's first LOCK (DENIED_GRACE_PERIOD, re-sent) past the test's patience.
-    ip netns exec srv unshare -m --propagation private bash -c '
-        mount -t tmpfs srvrun /run && mkdir -p /run/srv-statd/sm /run/srv-statd/sm.bak &&
-        umount /proc/fs/nfsd && mount -t nfsd nfsd /proc/fs/nfsd &&
-        echo 10 >/proc/fs/nfsd/nfsv4gracetime &&
-        rpcbind -w && rpc.statd -P /run/srv-statd &&
-        exportfs -o rw,no_root_squash,insecure,no_subtree_check "*:/export" &&
-        rpc.mountd && rpc.nfsd 8 && rpcinfo -p 127.0.0.1 &&
-        echo $$ >"'"$pidf"'" && exec sleep infinity' &
-    for _ in $(seq 1 60); do [[ -s $pidf ]] && return 0; sleep 1; done
-    return 1
-}
-
-# plain_serve: until B is done, answer its requests for a process on the server:
-# "try" the lock on the exported file, "hold" it, "release" it (lockd's locks are the
-# file's own POSIX locks, whatever namespace the process is in).
-plain_serve() {
-    local req cmd r holder='' stop=$E2E_WORK/srv-holder.stop
-    for _ in $(seq 1 1200); do
-        [[ -e $SHARE/b2-done ]] && return 0
-        for req in "$SHARE"/srvreq-*.req; do
-            [[ -e $req ]] || continue
-            cmd=$(cat "$req"); r=0
-            case $cmd in
-            try) nlm_lock.py try /export/lockf || r=$? ;;
-            hold)
-                rm -f "$stop"; : >"$E2E_WORK/srv-holder.out"
-                nlm_lock.py hold /export/lockf "$stop" >"$E2E_WORK/srv-holder.out" 2>&1 &
-                holder=$!
-                for _ in $(seq 1 60); do grep -q . "$E2E_WORK/srv-holder.out" && break; sleep 0.5; done
-                grep -q '^held' "$E2E_WORK/srv-holder.out" || r=1 ;;
-            release) touch "$stop"; wait "$holder" || r=$? ;;
-            # "locks N": the relay's record of the client's locks (/stats nlm.locks) is N.
-            locks\ *) test "$(gw_jq "s['routes'][0]['nlm']['locks']")" = "${cmd#locks }" || r=1 ;;
-            esac
-            echo "$r" >"${req%.req}.res"; rm -f "$req"
-        done
-        sleep 0.5
-    done
-    return 1
-}
-
+# --- the plain reverse mount: vers=3,proto=rdma with locks on, no nolock, no mountport ---
 plain_a() {
-    if ! plain_server; then
+    if ! rp_server; then
         fail "the NFS server in namespace srv started"; touch "$SHARE"/a2-ready; return
     fi
     cat >"$E2E_WORK/gw-plain.json" <<JSON
@@ -116,43 +47,16 @@ JSON
     gw_start reverse_plain "$E2E_WORK/gw-plain.json" || { touch "$SHARE"/a2-ready; return; }
     grep -E "portmapper|MOUNT|NLM|nlm" "$GW_LOG"
     touch "$SHARE"/a2-ready
-    plain_serve || fail "guest B finished the plain-mount scenario"
-    check "the gateway relayed the server's GRANTED to the client (192.0.2.2)" \
-        grep -q "nlm callback: GRANTED for client 192.0.2.2: relayed, taken" "$GW_LOG"
+    wait_for "$SHARE"/b2-done 900 || fail "guest B finished the plain-mount scenario"
     local rt="s['routes'][0]"
     calls() { gw_jq "sum(p['calls'] for p in ${rt}['totals']['procedures'] if p['program_name'] == '$1')"; }
     check "MOUNT calls relayed ($(calls mount))" test "$(calls mount)" -ge 4
-    check "NLM calls relayed ($(calls nlm))" test "$(calls nlm)" -ge 4
-    cb() { gw_jq "${rt}['nlm']['granted_callbacks']['$1']"; }
-    check "GRANTED callbacks in /stats: relayed $(cb relayed), granted $(cb granted), not_from_server $(cb not_from_server)" \
-        test "$(cb relayed)" -ge 1 -a "$(cb granted)" -ge 1 -a "$(cb not_from_server)" = 0
-    check "the gateway's NSM service took the client's SM_NOTIFY and released its lock" \
-        grep -qE "nlm relay: a client rebooted \(SM_NOTIFY\): 1 of its 1 locks" "$GW_LOG"
-    check "no lock left in the relay's record ($(gw_jq "${rt}['nlm']['locks']"))" \
-        test "$(gw_jq "${rt}['nlm']['locks']")" = 0
     grep -E "nlm (relay|callback)" "$GW_LOG"
     gw_stop
 }
 
-# srv_req CMD: have a process on the server (guest A) do CMD; its exit status.
-srv_req() {
-    local id=$RANDOM$RANDOM
-    echo "$1" >"$SHARE/srvreq-$id.tmp"; mv "$SHARE/srvreq-$id.tmp" "$SHARE/srvreq-$id.req"
-    for _ in $(seq 1 180); do
-        [[ -e $SHARE/srvreq-$id.res ]] && return "$(cat "$SHARE/srvreq-$id.res")"
-        sleep 0.5
-    done
-    echo "the server did not answer $1"; return 3
-}
-
-expect_rc() { # expect_rc WHAT RC COMMAND...: COMMAND exits with RC
-    local what=$1 want=$2 r=0; shift 2
-    "$@" || r=$?
-    if ((r == want)); then ok "$what"; else fail "$what (exit $r, wanted $want)"; fi
-}
-
 plain_b() {
-    local gw=192.0.2.1 m=/mnt/plain opts stop=$E2E_WORK/holder.stop holder waiter rw t0 waited
+    local gw=192.0.2.1 m=/mnt/plain opts
     wait_for "$SHARE"/a2-ready 300 || { fail "guest A's plain-mount gateway is up"; return; }
     echo "--- the plain reverse mount: rpcbind and rpc.statd on the client ($(date +%T))"
     rpcbind -w && rpc.statd || fail "the client's rpcbind and rpc.statd started"
@@ -181,56 +85,6 @@ plain_b() {
         rm -rf $d
         check "plain: umount after -o $opts" umount $m
     done
-    if ! mount -t nfs -o vers=3,proto=rdma,port=20049 $gw:/export $m; then
-        fail "plain: mount for the lock tests"; touch "$SHARE"/b2-done; return
-    fi
-    echo "--- locks through the gateway's NLM relay ($(date +%T))"
-    rm -f "$stop"; : >"$E2E_WORK/holder.out"
-    nlm_lock.py hold $m/lockf "$stop" >"$E2E_WORK/holder.out" 2>&1 &
-    holder=$!
-    for _ in $(seq 1 90); do grep -q . "$E2E_WORK/holder.out" && break; sleep 0.5; done
-    cat "$E2E_WORK/holder.out"; date +%T
-    check "the client takes an exclusive fcntl lock through the gateway (NLM LOCK)" \
-        grep -q '^held' "$E2E_WORK/holder.out"
-    expect_rc "a process on the server is refused it" 1 srv_req try
-    touch "$stop"; wait "$holder"; date +%T
-    expect_rc "released (NLM UNLOCK): the process on the server gets it" 0 srv_req try
-    echo "--- a blocking lock, granted through the server's GRANTED callback ($(date +%T))"
-    expect_rc "a process on the server takes the lock" 0 srv_req hold
-    : >"$E2E_WORK/waiter.out"
-    timeout -s KILL 60 nlm_lock.py wait $m/lockf >"$E2E_WORK/waiter.out" 2>&1 &
-    waiter=$!
-    sleep 3 # the LOCK (block set) reaches the server and is answered BLOCKED
-    check "the client's blocking lock (F_SETLKW) waits" kill -0 $waiter
-    t0=$(date +%s)
-    expect_rc "the process on the server lets it go" 0 srv_req release
-    rw=0; wait $waiter || rw=$?
-    waited=$(($(date +%s) - t0))
-    cat "$E2E_WORK/waiter.out"
-    # Without the callback the client gets it only when its lockd re-sends the LOCK (30 s).
-    check "the client gets the lock ${waited} s after the release (< 10 s: the GRANTED callback)" \
-        test $rw -eq 0 -a $waited -lt 10
-    expect_rc "the client gave it back: the process on the server gets it" 0 srv_req try
-    echo "--- NSM: the client notifies a reboot while its process still holds the lock ($(date +%T))"
-    rm -f "$stop"; : >"$E2E_WORK/holder.out"
-    nlm_lock.py hold $m/lockf "$stop" >"$E2E_WORK/holder.out" 2>&1 &
-    holder=$!
-    for _ in $(seq 1 90); do grep -q . "$E2E_WORK/holder.out" && break; sleep 0.5; done
-    check "the client takes the lock again" grep -q '^held' "$E2E_WORK/holder.out"
-    expect_rc "a process on the server is refused it" 1 srv_req try
-    expect_rc "the relay records the client's lock (/stats nlm.locks 1)" 0 srv_req "locks 1"
-    # The client's statd state says it monitored the gateway (192.0.2.1, SM_MON from its
-    # lockd); sm-notify finds the gateway's NSM service through the gateway's portmapper.
-    ls /var/lib/nfs/sm
-    check "sm-notify -f: SM_NOTIFY to the gateway answered" timeout 30 sm-notify -f -d
-    rw=1
-    for _ in $(seq 1 10); do srv_req try && { rw=0; break; }; sleep 1; done
-    check "after the client's SM_NOTIFY a process on the server gets the lock (the client's released on the server)" \
-        test $rw -eq 0
-    expect_rc "the client's SM_NOTIFY forgot its lock, still held by its process (/stats nlm.locks 0)" \
-        0 srv_req "locks 0"
-    touch "$stop"; wait "$holder"
-    check "plain: umount after the lock tests" timeout -s KILL 30 umount $m
     touch "$SHARE"/b2-done
 }
 
