@@ -763,6 +763,22 @@ static void test_late_lock_res_denied_gives_nothing_back(void **state)
 }
 
 /*
+ * A LOCK_MSG left unanswered past its timeout (its cookie in @first), then
+ * sent again by the client (its upstream arguments in @up, pointing into
+ * @out, the caller's).
+ */
+static void lock_msg_sent_again(struct t *t, uint8_t first[NLM_ASYNC_COOKIE_LEN],
+				struct nlm_args *up, uint8_t out[1024])
+{
+	assert_int_equal(client_msg(t, CLIENT, NLMPROC_LOCK_MSG, out, 1024, up),
+			 SIDERELAY_REWRITTEN);
+	memcpy(first, up->cookie.p, NLM_ASYNC_COOKIE_LEN);
+	spin(t, 600000);
+	assert_int_equal(client_msg(t, CLIENT, NLMPROC_LOCK_MSG, out, 1024, up),
+			 SIDERELAY_REWRITTEN);
+}
+
+/*
  * The client sent its LOCK_MSG again after the first went unanswered: the
  * first's late LOCK_RES is not given back (the UNLOCK could take away the
  * lock the second's result gives the client); the second's result is
@@ -774,12 +790,7 @@ static void test_late_lock_res_kept_while_a_resend_is_pending(void **state)
 	uint8_t out[1024], msg[512], r[128], first[NLM_ASYNC_COOKIE_LEN];
 	struct nlm_args up;
 
-	assert_int_equal(client_msg(t, CLIENT, NLMPROC_LOCK_MSG, out, sizeof(out), &up),
-			 SIDERELAY_REWRITTEN);
-	memcpy(first, up.cookie.p, sizeof(first));
-	spin(t, 600000);
-	assert_int_equal(client_msg(t, CLIENT, NLMPROC_LOCK_MSG, out, sizeof(out), &up),
-			 SIDERELAY_REWRITTEN);
+	lock_msg_sent_again(t, first, &up, out);
 	size_t len = server_res(msg, sizeof(msg), 99, NLMPROC_LOCK_RES,
 				(struct nlm_bytes){ first, sizeof(first) }, NLM_GRANTED, NULL);
 	server_call(t, cb_port(t), msg, len, r, sizeof(r), 1000000);
@@ -806,12 +817,7 @@ static void test_late_lock_res_kept_when_the_owner_holds_the_file(void **state)
 	uint8_t out[1024], msg[512], r[128], first[NLM_ASYNC_COOKIE_LEN];
 	struct nlm_args up;
 
-	assert_int_equal(client_msg(t, CLIENT, NLMPROC_LOCK_MSG, out, sizeof(out), &up),
-			 SIDERELAY_REWRITTEN);
-	memcpy(first, up.cookie.p, sizeof(first));
-	spin(t, 600000);
-	assert_int_equal(client_msg(t, CLIENT, NLMPROC_LOCK_MSG, out, sizeof(out), &up),
-			 SIDERELAY_REWRITTEN);
+	lock_msg_sent_again(t, first, &up, out);
 	size_t len =
 		server_res(msg, sizeof(msg), 100, NLMPROC_LOCK_RES, up.cookie, NLM_GRANTED, NULL);
 	server_call(t, cb_port(t), msg, len, r, sizeof(r), 1000000);
