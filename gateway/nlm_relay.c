@@ -202,15 +202,30 @@ static size_t answer_res_from_client(struct nlm_relay *rl, uint32_t xid, uint8_t
  * true when the call is to be answered NLM_DENIED_GRACE_PERIOD; a reclaim
  * is turned into an ordinary non-blocking LOCK in @a. A _MSG form is never
  * refused (its result would have to be a _RES call of the gateway's): only
- * its reclaim is converted.
+ * its reclaim is converted. A new SHARE is refused as a new LOCK is.
  */
 static bool in_gateway_grace(struct nlm_relay *rl, uint32_t proc, bool msg_form, struct nlm_args *a)
 {
-	if (a->kind != NLM_ARGS_LOCK || !rl->reclaim_until_us ||
-	    rl->cfg.now_us() >= rl->reclaim_until_us) {
+	if (!rl->reclaim_until_us)
+		return false;
+	/* Only its end closes the window: any other call in it leaves it open. */
+	if (rl->cfg.now_us() >= rl->reclaim_until_us) {
 		rl->reclaim_until_us = 0;
 		return false;
 	}
+	if (a->kind == NLM_ARGS_SHARE) {
+		/*
+		 * A share reclaim passes (Linux lockd checks `reclaim` on a
+		 * SHARE only in its own grace); a new SHARE waits behind the
+		 * reclaims as a new LOCK does. An UNSHARE holds nothing new.
+		 */
+		if (a->reclaim || proc != NLMPROC_SHARE)
+			return false;
+		rl->stats.grace_refused++;
+		return true;
+	}
+	if (a->kind != NLM_ARGS_LOCK)
+		return false;
 	if (a->reclaim) {
 		/*
 		 * The server is not in grace (only the gateway restarted) and
@@ -364,6 +379,10 @@ enum siderelay_verdict nlm_relay_call_hook(void *arg, const struct sidesvc_peer 
 		return SIDERELAY_ANSWERED;
 	}
 	if (a.kind == NLM_ARGS_SHARE) {
+		if (in_gateway_grace(rl, h->proc, false, &a)) {
+			*n = answer_share_stat(h->xid, a.cookie, NLM_DENIED_GRACE_PERIOD, out, cap);
+			return SIDERELAY_ANSWERED;
+		}
 		if (share_owner(rl, &host, h, &a, &id, out, cap, n) != 0)
 			return SIDERELAY_ANSWERED;
 		goto encode;

@@ -172,6 +172,43 @@ static uint32_t answered_stat(const uint8_t *out, size_t n)
 	return xdr_get32(out + n - 4);
 }
 
+/* A SHARE (or UNSHARE) of version 4 on @fh by @oh, deny write, access read+write. */
+static size_t share_call(uint8_t *b, size_t cap, uint32_t xid, uint32_t proc, const char *oh,
+			 const uint8_t *fh)
+{
+	struct nlm_args a = {
+		.vers = 4,
+		.kind = NLM_ARGS_SHARE,
+		.cookie = { (const uint8_t *)"ck", 2 },
+		.mode = 2,
+		.access = 3,
+		.lock = { .caller = { (const uint8_t *)"pcnfs", 5 },
+			  .fh = { fh, sizeof(FH) },
+			  .oh = { (const uint8_t *)oh, (uint32_t)strlen(oh) } },
+	};
+	size_t h = put_call_hdr(b, xid, NLM_PROG, 4, proc), m;
+	assert_int_equal(nlm_encode_args(&a, b + h, cap - h, &m), 0);
+	return h + m;
+}
+
+/* nlm_shareres: cookie "ck", @stat, sequence 0. */
+static size_t shareres_bytes(uint8_t *b, uint32_t stat)
+{
+	size_t n = res_bytes(b, stat);
+	xdr_put32(b + n, 0);
+	return n + 4;
+}
+
+/* FREE_ALL of version 4: nlm_notify { "client-a", @state }. */
+static size_t free_all_call(uint8_t *b, uint32_t xid, int32_t state)
+{
+	size_t h = put_call_hdr(b, xid, NLM_PROG, 4, NLMPROC_FREE_ALL);
+	xdr_put32(b + h, 8);
+	memcpy(b + h + 4, "client-a", 8);
+	xdr_put32(b + h + 12, (uint32_t)state);
+	return h + 16;
+}
+
 /*
  * After the gateway's restart, within the window: a reclaim goes upstream
  * as an ordinary non-blocking LOCK (the server is not in grace), a new
@@ -216,6 +253,21 @@ static void test_reclaim_converted_in_the_gateway_grace(void **state)
 	assert_int_equal(nlm_state_owners(nlm_relay_state(rl)), owners);
 	len = lock_call(msg, sizeof(msg), 4, NLMPROC_TEST, 20);
 	assert_int_equal(call(rl, &pb, msg, len, out, &n), SIDERELAY_REWRITTEN);
+	/* The TEST left the window open: a reclaim after it is still converted. */
+	len = lock_flags(msg, sizeof(msg), 41, 11, true, true);
+	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_REWRITTEN);
+	decode_rewritten(out, n, NLMPROC_LOCK, &a);
+	assert_false(a.reclaim);
+	assert_int_equal(nlm_relay_stats(rl)->reclaims_converted, 2);
+	/* A new SHARE waits too (no owner made); a share reclaim passes. */
+	owners = nlm_state_owners(nlm_relay_state(rl));
+	len = share_call(msg, sizeof(msg), 42, NLMPROC_SHARE, "oh-s", FH);
+	assert_int_equal(call(rl, &pb, msg, len, out, &n), SIDERELAY_ANSWERED);
+	assert_int_equal(xdr_get32(out + n - 8), NLM_DENIED_GRACE_PERIOD);
+	assert_int_equal(nlm_state_owners(nlm_relay_state(rl)), owners);
+	xdr_put32(msg + len - 4, 1); /* reclaim */
+	assert_int_equal(call(rl, &pb, msg, len, out, &n), SIDERELAY_REWRITTEN);
+	assert_int_equal(nlm_relay_stats(rl)->grace_refused, 3);
 
 	/* The window over: both as before. */
 	nlm_relay_set_reclaim_window(rl, gw_now_us() - 1);
@@ -225,8 +277,8 @@ static void test_reclaim_converted_in_the_gateway_grace(void **state)
 	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_REWRITTEN);
 	decode_rewritten(out, n, NLMPROC_LOCK, &a);
 	assert_true(a.reclaim);
-	assert_int_equal(nlm_relay_stats(rl)->reclaims_converted, 1);
-	assert_int_equal(nlm_relay_stats(rl)->grace_refused, 2);
+	assert_int_equal(nlm_relay_stats(rl)->reclaims_converted, 2);
+	assert_int_equal(nlm_relay_stats(rl)->grace_refused, 3);
 
 	/* The server's own reboot ends the window: its grace wants real reclaims. */
 	struct nlm_host hs[4];
@@ -312,43 +364,6 @@ static void test_bad_calls_answered(void **state)
 	len = put_call_hdr(msg, 11, NLM_PROG, 4, NLMPROC_NULL);
 	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_PASS);
 	nlm_relay_free(rl);
-}
-
-/* A SHARE (or UNSHARE) of version 4 on @fh by @oh, deny write, access read+write. */
-static size_t share_call(uint8_t *b, size_t cap, uint32_t xid, uint32_t proc, const char *oh,
-			 const uint8_t *fh)
-{
-	struct nlm_args a = {
-		.vers = 4,
-		.kind = NLM_ARGS_SHARE,
-		.cookie = { (const uint8_t *)"ck", 2 },
-		.mode = 2,
-		.access = 3,
-		.lock = { .caller = { (const uint8_t *)"pcnfs", 5 },
-			  .fh = { fh, sizeof(FH) },
-			  .oh = { (const uint8_t *)oh, (uint32_t)strlen(oh) } },
-	};
-	size_t h = put_call_hdr(b, xid, NLM_PROG, 4, proc), m;
-	assert_int_equal(nlm_encode_args(&a, b + h, cap - h, &m), 0);
-	return h + m;
-}
-
-/* nlm_shareres: cookie "ck", @stat, sequence 0. */
-static size_t shareres_bytes(uint8_t *b, uint32_t stat)
-{
-	size_t n = res_bytes(b, stat);
-	xdr_put32(b + n, 0);
-	return n + 4;
-}
-
-/* FREE_ALL of version 4: nlm_notify { "client-a", @state }. */
-static size_t free_all_call(uint8_t *b, uint32_t xid, int32_t state)
-{
-	size_t h = put_call_hdr(b, xid, NLM_PROG, 4, NLMPROC_FREE_ALL);
-	xdr_put32(b + h, 8);
-	memcpy(b + h + 4, "client-a", 8);
-	xdr_put32(b + h + 12, (uint32_t)state);
-	return h + 16;
 }
 
 /*
