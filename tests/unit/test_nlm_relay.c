@@ -370,8 +370,8 @@ static void test_bad_calls_answered(void **state)
  * Two clients' SHAREs with the same owner handle go upstream as two
  * owners, with the gateway's caller name and the mode and access as sent;
  * the shareres passes back unchanged; the granted one is recorded for its
- * client only and an UNSHARE granted (under the same upstream owner)
- * forgets it. An UNSHARE of an owner never seen is answered GRANTED
+ * client only, an UNLOCK does not forget it, and an UNSHARE granted (under
+ * the same upstream owner) forgets it. An UNSHARE of an owner never seen is answered GRANTED
  * without an owner made; a SHARE that does not decode is GARBAGE_ARGS.
  */
 static void test_shares_rewritten_recorded_and_forgotten(void **state)
@@ -410,6 +410,20 @@ static void test_shares_rewritten_recorded_and_forgotten(void **state)
 			 SIDERELAY_PASS);
 	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 1);
 	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &hb), 0);
+
+	/*
+	 * A's lock on the file by the share's own owner (svid 0, the same oh:
+	 * one upstream owner), then its whole-file UNLOCK granted: the share
+	 * stays recorded.
+	 */
+	len = lock_call(msg, sizeof(msg), 5, NLMPROC_LOCK, 0);
+	assert_int_equal(call(rl, &pa, msg, len, upb, &nb), SIDERELAY_REWRITTEN);
+	reply(rl, &pa, upb, nb, NLMPROC_LOCK, res, res_bytes(res, NLM_GRANTED), out, &n);
+	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 2);
+	len = lock_call(msg, sizeof(msg), 6, NLMPROC_UNLOCK, 0);
+	assert_int_equal(call(rl, &pa, msg, len, upb, &nb), SIDERELAY_REWRITTEN);
+	reply(rl, &pa, upb, nb, NLMPROC_UNLOCK, res, res_bytes(res, NLM_GRANTED), out, &n);
+	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 1);
 
 	/* A's UNSHARE goes up under A's upstream owner; granted, the record goes. */
 	uint8_t a_oh[NLM_TOKEN_LEN];
