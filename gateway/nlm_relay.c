@@ -301,10 +301,18 @@ static size_t free_all(struct nlm_relay *rl, const struct sidesvc_peer *peer,
 	}
 	if (!nlm_host_from_sockaddr(&host, (const struct sockaddr *)&peer->addr, peer->addrlen))
 		return answer_rpc_error(rl, h->xid, RPCSTAT_SYSTEM_ERR, 0, 0, out, cap);
-	gw_info("%s: nlm relay: FREE_ALL (name \"%.*s\", state %d): its sender's locks and "
-		"shares released",
-		rl->cfg.route_name, (int)(name.len > 64 ? 64 : name.len), (const char *)name.p,
-		state);
+	/*
+	 * Debug only: a peer repeating FREE_ALL must not fill the log (a
+	 * release is logged). The name is the peer's bytes: shown only when
+	 * printable ASCII, and cut.
+	 */
+	bool printable = true;
+	for (uint32_t i = 0; i < name.len && printable; i++)
+		printable = name.p[i] >= 0x20 && name.p[i] < 0x7f;
+	gw_debug("%s: nlm relay: FREE_ALL (name \"%.*s\", state %d): its sender's locks and "
+		 "shares released",
+		 rl->cfg.route_name, printable ? (int)(name.len > 64 ? 64 : name.len) : 0,
+		 name.len ? (const char *)name.p : "", state);
 	release_client(rl, &host, "FREE_ALL");
 	return rpc_encode_accept_error(out, cap, h->xid, RPCSTAT_SUCCESS, 0, 0);
 }
