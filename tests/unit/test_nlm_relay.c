@@ -941,6 +941,58 @@ static void answer_unlock(struct nlm_relay *rl, size_t k, uint32_t stat)
 		SIDERELAY_PASS);
 }
 
+/* The server answers the UNSHARE sent @k-th with @stat, echoing its cookie. */
+static void answer_unshare(struct nlm_relay *rl, size_t k, uint32_t stat)
+{
+	struct sidesvc_peer none = { .addrlen = 0 };
+	struct rpc_call_hdr h;
+	struct nlm_args u;
+	uint8_t res[64], out[4096];
+	size_t rn, n;
+
+	assert_int_equal(rpc_call_decode(link_msg[k], link_len[k], &h), RPC_HDR_CALL);
+	assert_int_equal(h.proc, NLMPROC_UNSHARE);
+	decode_rewritten(link_msg[k], link_len[k], NLMPROC_UNSHARE, &u);
+	struct nlm_shareres r = { .cookie = u.cookie, .stat = stat };
+	assert_int_equal(nlm_encode_shareres(&r, res, sizeof(res), &rn), 0);
+	assert_int_equal(
+		reply(rl, &none, link_msg[k], link_len[k], NLMPROC_UNSHARE, res, rn, out, &n),
+		SIDERELAY_PASS);
+}
+
+/*
+ * A FREE_ALL's UNSHARE goes through the release queue as an UNLOCK does:
+ * answered DENIED_GRACE_PERIOD (Linux lockd refuses UNSHARE in its grace)
+ * it is sent again after NLM_RELEASE_DELAY_US, still an UNSHARE, and
+ * GRANTED ends it.
+ */
+static void test_release_queue_retries_unshare_in_grace(void **state)
+{
+	(void)state;
+	struct gw_counters c = { 0 };
+	struct nlm_relay *rl = release_relay(&c, 0, 0);
+	struct sidesvc_peer pa = peer_at(0x0a090002, 800);
+	uint8_t msg[512], up[4096], out[4096], res[16];
+	size_t len = share_call(msg, sizeof(msg), 1, NLMPROC_SHARE, "oh-1", FH), nu, n;
+
+	assert_int_equal(call(rl, &pa, msg, len, up, &nu), SIDERELAY_REWRITTEN);
+	reply(rl, &pa, up, nu, NLMPROC_SHARE, res, shareres_bytes(res, NLM_GRANTED), out, &n);
+	len = free_all_call(msg, 2, 1);
+	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_ANSWERED);
+	assert_int_equal(link_n, 1);
+	answer_unshare(rl, 0, NLM_DENIED_GRACE_PERIOD);
+	assert_int_equal(nlm_relay_release_pending(rl), 1);
+	assert_int_equal(nlm_relay_release_in_flight(rl), 0);
+	fake_us += NLM_RELEASE_DELAY_US;
+	nlm_relay_release_tick(rl);
+	assert_int_equal(link_n, 2);
+	answer_unshare(rl, 1, NLM_GRANTED);
+	assert_int_equal(nlm_relay_release_pending(rl), 0);
+	assert_int_equal(nlm_relay_stats(rl)->release_retried, 1);
+	assert_int_equal(nlm_relay_stats(rl)->release_done, 1);
+	nlm_relay_free(rl);
+}
+
 /*
  * 300 (owner, fh) of one client: every one gets its UNLOCK although the
  * link takes only 10 at a time, never more than the window in flight,
@@ -1183,6 +1235,7 @@ int main(void)
 		cmocka_unit_test(test_release_queue_full_counted),
 		cmocka_unit_test(test_shares_rewritten_recorded_and_forgotten),
 		cmocka_unit_test(test_free_all_releases_only_the_senders_locks_and_shares),
+		cmocka_unit_test(test_release_queue_retries_unshare_in_grace),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
