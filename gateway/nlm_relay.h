@@ -161,7 +161,7 @@ void nlm_relay_forget_lock(struct nlm_relay *rl, const struct nlm_owner_id *owne
  * a client's LOCK with `reclaim` set is sent upstream as an ordinary
  * non-blocking LOCK (the server is not in grace and would refuse a
  * reclaim): granted, the client keeps its lock; denied, its kernel marks
- * the lock lost. A synchronous LOCK or NM_LOCK without `reclaim` is
+ * the lock lost. A synchronous LOCK, NM_LOCK or SHARE without `reclaim` is
  * answered NLM_DENIED_GRACE_PERIOD (the client's lockd waits and re-sends
  * it), so that the reclaiming clients get their locks back first. Outside
  * the window reclaims pass unchanged: the server's own reboot needs them.

@@ -5,8 +5,9 @@
  * (caller name, file handle, owner handle, svid, range) inside the
  * arguments of TEST, LOCK, CANCEL, UNLOCK and GRANTED and their _MSG forms,
  * the holder inside a TEST reply (or TEST_RES call), and the status of the
- * other replies. Used by gateway/nlm_relay and nlm_callback (docs/architecture.md,
- * "NLM and NSM relay").
+ * other replies; the share (caller name, file handle, owner handle, mode,
+ * access) of SHARE and UNSHARE and their reply, and FREE_ALL's arguments. Used by gateway/nlm_relay
+ * and nlm_callback (docs/architecture.md, "NLM and NSM relay").
  *
  * Why rewrite at all: Linux lockd tells its peers apart by source address
  * only, so every client behind the gateway is one host to the server; the
