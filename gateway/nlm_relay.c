@@ -202,15 +202,30 @@ static size_t answer_res_from_client(struct nlm_relay *rl, uint32_t xid, uint8_t
  * true when the call is to be answered NLM_DENIED_GRACE_PERIOD; a reclaim
  * is turned into an ordinary non-blocking LOCK in @a. A _MSG form is never
  * refused (its result would have to be a _RES call of the gateway's): only
- * its reclaim is converted.
+ * its reclaim is converted. A new SHARE is refused as a new LOCK is.
  */
 static bool in_gateway_grace(struct nlm_relay *rl, uint32_t proc, bool msg_form, struct nlm_args *a)
 {
-	if (a->kind != NLM_ARGS_LOCK || !rl->reclaim_until_us ||
-	    rl->cfg.now_us() >= rl->reclaim_until_us) {
+	if (!rl->reclaim_until_us)
+		return false;
+	/* Only its end closes the window: any other call in it leaves it open. */
+	if (rl->cfg.now_us() >= rl->reclaim_until_us) {
 		rl->reclaim_until_us = 0;
 		return false;
 	}
+	if (a->kind == NLM_ARGS_SHARE) {
+		/*
+		 * A share reclaim passes (Linux lockd checks `reclaim` on a
+		 * SHARE only in its own grace); a new SHARE waits behind the
+		 * reclaims as a new LOCK does. An UNSHARE holds nothing new.
+		 */
+		if (a->reclaim || proc != NLMPROC_SHARE)
+			return false;
+		rl->stats.grace_refused++;
+		return true;
+	}
+	if (a->kind != NLM_ARGS_LOCK)
+		return false;
 	if (a->reclaim) {
 		/*
 		 * The server is not in grace (only the gateway restarted) and
@@ -231,18 +246,103 @@ static bool in_gateway_grace(struct nlm_relay *rl, uint32_t proc, bool msg_form,
 	return true;
 }
 
-static bool relayed_proc(uint32_t proc)
+static bool relayed_proc(uint32_t vers, uint32_t proc)
 {
 	switch (proc) {
 	case NLMPROC_TEST:
 	case NLMPROC_LOCK:
 	case NLMPROC_CANCEL:
 	case NLMPROC_UNLOCK:
-	case NLMPROC_NM_LOCK:
 		return true;
+	case NLMPROC_NM_LOCK:
+	case NLMPROC_SHARE:
+	case NLMPROC_UNSHARE:
+		return vers != 1; /* v3's additions */
 	default:
 		return false;
 	}
+}
+
+/* A SHARE's or UNSHARE's result with @stat (sequence 0, as Linux lockd's). */
+static size_t answer_share_stat(uint32_t xid, struct nlm_bytes cookie, uint32_t stat, uint8_t *out,
+				size_t cap)
+{
+	struct nlm_shareres r = { .cookie = cookie, .stat = stat };
+	size_t hn = rpc_encode_accept_error(out, cap, xid, RPCSTAT_SUCCESS, 0, 0), m;
+
+	if (!hn || nlm_encode_shareres(&r, out + hn, cap - hn, &m) != 0)
+		return 0;
+	return hn + m;
+}
+
+static size_t release_client(struct nlm_relay *rl, const struct nlm_host *host, const char *why);
+
+/*
+ * A client's FREE_ALL (its reboot, from a client without NSM): never
+ * relayed, since upstream every lock is the gateway's caller name's and it
+ * would free every client's. The sender's locks and shares are released as
+ * at its SM_NOTIFY; the name in the arguments is the client's word, logged
+ * only. Linux lockd frees the host's resources whatever the state and
+ * answers with a void result: so does the gateway (a retransmission finds
+ * nothing left to release).
+ */
+static size_t free_all(struct nlm_relay *rl, const struct sidesvc_peer *peer,
+		       const struct rpc_call_hdr *h, const uint8_t *msg, size_t len, uint8_t *out,
+		       size_t cap)
+{
+	struct nlm_host host;
+	struct nlm_bytes name;
+	int32_t state;
+
+	if (nlm_decode_notify(msg + h->args_off, len - h->args_off, &name, &state) != 0) {
+		gw_debug("%s: nlm relay: FREE_ALL arguments that do not decode: GARBAGE_ARGS",
+			 rl->cfg.route_name);
+		return answer_rpc_error(rl, h->xid, RPCSTAT_GARBAGE_ARGS, 0, 0, out, cap);
+	}
+	if (!nlm_host_from_sockaddr(&host, (const struct sockaddr *)&peer->addr, peer->addrlen))
+		return answer_rpc_error(rl, h->xid, RPCSTAT_SYSTEM_ERR, 0, 0, out, cap);
+	/*
+	 * Debug only: a peer repeating FREE_ALL must not fill the log (a
+	 * release is logged). The name is the peer's bytes: shown only when
+	 * printable ASCII, and cut.
+	 */
+	bool printable = true;
+	for (uint32_t i = 0; i < name.len && printable; i++)
+		printable = name.p[i] >= 0x20 && name.p[i] < 0x7f;
+	gw_debug("%s: nlm relay: FREE_ALL (name \"%.*s\", state %d): its sender's locks and "
+		 "shares released",
+		 rl->cfg.route_name, printable ? (int)(name.len > 64 ? 64 : name.len) : 0,
+		 name.len ? (const char *)name.p : "", state);
+	release_client(rl, &host, "FREE_ALL");
+	return rpc_encode_accept_error(out, cap, h->xid, RPCSTAT_SUCCESS, 0, 0);
+}
+
+/*
+ * A SHARE or UNSHARE: its owner handle becomes the client's upstream owner
+ * as a lock's does (keyed with svid 0: a share has none), so that two
+ * clients' equal handles are two owners to the server. An UNSHARE of an
+ * owner the gateway never saw holds nothing: answered GRANTED, as Linux
+ * lockd answers an UNSHARE that finds nothing, without making an owner.
+ * 0: @a rewritten (its owner handle points into @id); else the answer's
+ * length in *@n.
+ */
+static int share_owner(struct nlm_relay *rl, const struct nlm_host *host,
+		       const struct rpc_call_hdr *h, struct nlm_args *a, struct nlm_owner_id *id,
+		       uint8_t *out, size_t cap, size_t *n)
+{
+	if (h->proc == NLMPROC_UNSHARE &&
+	    nlm_state_find_owner(rl->st, host, 0, a->lock.oh, id) != 0) {
+		*n = answer_share_stat(h->xid, a->cookie, NLM_GRANTED, out, cap);
+		return -ENOENT;
+	}
+	if (nlm_state_owner(rl->st, host, 0, a->lock.oh, id) != 0) {
+		rl->cfg.counters->events[GW_EV_NO_BUFFERS]++;
+		*n = answer_share_stat(h->xid, a->cookie, NLM_DENIED_NOLOCKS, out, cap);
+		return -ENOSPC;
+	}
+	a->lock.oh = (struct nlm_bytes){ id->oh, NLM_TOKEN_LEN };
+	a->lock.caller = (struct nlm_bytes){ (const uint8_t *)rl->cfg.caller_name, rl->name_len };
+	return 0;
 }
 
 enum siderelay_verdict nlm_relay_call_hook(void *arg, const struct sidesvc_peer *peer,
@@ -267,8 +367,12 @@ enum siderelay_verdict nlm_relay_call_hook(void *arg, const struct sidesvc_peer 
 		*n = answer_res_from_client(rl, h->xid, out, cap);
 		return SIDERELAY_ANSWERED;
 	}
+	if (h->proc == NLMPROC_FREE_ALL && h->vers != 1) {
+		*n = free_all(rl, peer, h, msg, len, out, cap);
+		return SIDERELAY_ANSWERED;
+	}
 	bool msg_form = rl->async && nlm_async_is_msg(h->proc);
-	if (!relayed_proc(h->proc) && !msg_form) {
+	if (!relayed_proc(h->vers, h->proc) && !msg_form) {
 		*n = answer_rpc_error(rl, h->xid, RPCSTAT_PROC_UNAVAIL, 0, 0, out, cap);
 		return SIDERELAY_ANSWERED;
 	}
@@ -281,6 +385,15 @@ enum siderelay_verdict nlm_relay_call_hook(void *arg, const struct sidesvc_peer 
 			 rl->cfg.route_name, nlm_args_kind(h->proc) ? "lock" : "other");
 		*n = answer_rpc_error(rl, h->xid, RPCSTAT_GARBAGE_ARGS, 0, 0, out, cap);
 		return SIDERELAY_ANSWERED;
+	}
+	if (a.kind == NLM_ARGS_SHARE) {
+		if (in_gateway_grace(rl, h->proc, false, &a)) {
+			*n = answer_share_stat(h->xid, a.cookie, NLM_DENIED_GRACE_PERIOD, out, cap);
+			return SIDERELAY_ANSWERED;
+		}
+		if (share_owner(rl, &host, h, &a, &id, out, cap, n) != 0)
+			return SIDERELAY_ANSWERED;
+		goto encode;
 	}
 	/*
 	 * An UNLOCK of an owner the gateway does not know holds nothing through
@@ -318,6 +431,7 @@ enum siderelay_verdict nlm_relay_call_hook(void *arg, const struct sidesvc_peer 
 		*n = answer_rpc_error(rl, h->xid, RPCSTAT_SYSTEM_ERR, 0, 0, out, cap);
 		return SIDERELAY_ANSWERED;
 	}
+encode:
 	if (cap < h->args_off ||
 	    nlm_encode_args(&a, out + h->args_off, cap - h->args_off, &m) != 0) {
 		*n = answer_rpc_error(rl, h->xid, RPCSTAT_SYSTEM_ERR, 0, 0, out, cap);
@@ -329,6 +443,12 @@ enum siderelay_verdict nlm_relay_call_hook(void *arg, const struct sidesvc_peer 
 }
 
 /* ---- the reply hook --------------------------------------------------------- */
+
+/* The upstream owner in a share the call hook wrote (its token alone). */
+static bool share_owner_of(const struct nlm_lock *l, struct nlm_owner_id *id)
+{
+	return nlm_state_owner_of_token(l->oh, id);
+}
 
 /* The upstream owner in a lock the call hook wrote. */
 static bool owner_of(const struct nlm_lock *l, struct nlm_owner_id *id)
@@ -387,6 +507,41 @@ static enum siderelay_verdict lock_result(struct nlm_relay *rl, const struct rel
 	/* The stat is the last word: nlm_decode_res() allows nothing after it. */
 	memcpy(out, msg, len);
 	xdr_put32(out + len - 4, NLM_DENIED_NOLOCKS);
+	*n = len;
+	return SIDERELAY_REWRITTEN;
+}
+
+/*
+ * A SHARE's result: a share granted is recorded (the client's reboot
+ * UNSHAREs it); one the state has no room for is given back (an UNSHARE of
+ * the relay's own) and the client told DENIED_NOLOCKS. An UNSHARE granted
+ * forgets the record. The shareres passes back unchanged otherwise: its
+ * cookie is the client's.
+ */
+static enum siderelay_verdict share_result(struct nlm_relay *rl, const struct relay_call *c,
+					   const struct nlm_args *a, const uint8_t *msg, size_t len,
+					   size_t off, uint8_t *out, size_t cap, size_t *n)
+{
+	struct nlm_shareres res;
+	struct nlm_owner_id id;
+
+	if (nlm_decode_shareres(msg + off, len - off, &res) != 0 || res.stat != NLM_GRANTED ||
+	    !share_owner_of(&a->lock, &id))
+		return SIDERELAY_PASS;
+	if (c->proc == NLMPROC_UNSHARE) {
+		nlm_state_unshared(rl->st, &id, a->lock.fh);
+		return SIDERELAY_PASS;
+	}
+	if (nlm_state_record_share(rl->st, &id, c->vers, a->lock.fh) == 0 || len > cap)
+		return SIDERELAY_PASS;
+	rl->cfg.counters->events[GW_EV_NO_BUFFERS]++;
+	size_t m = encode_own_call(rl, c->vers, NLMPROC_UNSHARE, a, rl->own, sizeof(rl->own));
+	if (!m || !rl->cfg.send || !rl->cfg.send(rl->cfg.send_arg, rl->own, m))
+		gw_warn("%s: nlm relay: a share it had no room to record could not be given back",
+			rl->cfg.route_name);
+	/* The stat is the word before the sequence, the last. */
+	memcpy(out, msg, len);
+	xdr_put32(out + len - 8, NLM_DENIED_NOLOCKS);
 	*n = len;
 	return SIDERELAY_REWRITTEN;
 }
@@ -450,6 +605,8 @@ enum siderelay_verdict nlm_relay_reply_hook(void *arg, const struct relay_call *
 		 * releases.
 		 */
 		return SIDERELAY_PASS;
+	case NLM_ARGS_SHARE:
+		return share_result(rl, c, &a, msg, len, off, out, cap, n);
 	case NLM_ARGS_NONE:
 		break;
 	}
@@ -568,7 +725,8 @@ static bool release_send(struct nlm_relay *rl, uint32_t slot, uint64_t now)
 {
 	struct release_entry *e = &rl->rq.e[slot];
 	struct nlm_args a = {
-		.kind = NLM_ARGS_UNLOCK,
+		/* An UNSHARE: mode and access 0, which Linux lockd's unshare ignores. */
+		.kind = e->u.unshare ? NLM_ARGS_SHARE : NLM_ARGS_UNLOCK,
 		.lock = { .caller = { (const uint8_t *)rl->cfg.caller_name, rl->name_len },
 			  .fh = { e->u.fh, e->u.fh_len },
 			  .oh = { e->u.owner.oh, NLM_TOKEN_LEN },
@@ -579,8 +737,8 @@ static bool release_send(struct nlm_relay *rl, uint32_t slot, uint64_t now)
 
 	xdr_put32(cookie, slot);
 	xdr_put32(cookie + 4, seq);
-	size_t n = encode_call_cookie(e->u.vers, NLMPROC_UNLOCK, &a,
-				      (struct nlm_bytes){ cookie, sizeof(cookie) }, rl->own,
+	size_t n = encode_call_cookie(e->u.vers, e->u.unshare ? NLMPROC_UNSHARE : NLMPROC_UNLOCK,
+				      &a, (struct nlm_bytes){ cookie, sizeof(cookie) }, rl->own,
 				      sizeof(rl->own));
 	if (!n || !rl->cfg.send(rl->cfg.send_arg, rl->own, n))
 		return false;
@@ -652,16 +810,22 @@ static bool release_reply(struct nlm_relay *rl, const struct relay_call *c,
 {
 	struct release_queue *q = &rl->rq;
 	struct nlm_res res;
+	struct nlm_shareres sres = { 0 };
 	size_t off;
+	bool unshare = a->kind == NLM_ARGS_SHARE && c->proc == NLMPROC_UNSHARE;
 
-	if (c->svc || a->kind != NLM_ARGS_UNLOCK || a->cookie.len != RELEASE_COOKIE_LEN)
+	if (c->svc || (a->kind != NLM_ARGS_UNLOCK && !unshare) ||
+	    a->cookie.len != RELEASE_COOKIE_LEN)
 		return false;
 	uint32_t slot = xdr_get32(a->cookie.p), seq = xdr_get32(a->cookie.p + 4);
 	if (slot >= q->hi || q->e[slot].state != RELEASE_IN_FLIGHT || q->e[slot].seq != seq)
 		return true; /* a send given up already, its entry sent again or gone */
 	uint64_t now = rl->cfg.now_us();
 	bool answered = rpc_reply_results(msg, len, &off) &&
-			nlm_decode_res(msg + off, len - off, &res) == 0;
+			(unshare ? nlm_decode_shareres(msg + off, len - off, &sres) == 0
+				 : nlm_decode_res(msg + off, len - off, &res) == 0);
+	if (unshare)
+		res.stat = sres.stat;
 	if (!answered || res.stat == NLM_DENIED_GRACE_PERIOD || res.stat == NLM_DENIED_NOLOCKS) {
 		q->e[slot].state = RELEASE_WAITING;
 		q->e[slot].due_us = now + NLM_RELEASE_DELAY_US;
@@ -695,11 +859,12 @@ static bool release_queue_add(struct nlm_relay *rl, const struct nlm_unlock *u, 
 
 /*
  * @host rebooted: a whole-file UNLOCK upstream for each (owner, fh) it
- * held, through the release queue. Its records are gone from the state
+ * held, and an UNSHARE for each (owner, fh) it shared, through the release
+ * queue. Its records are gone from the state
  * already: an UNLOCK the queue has no room for leaves that lock on the
  * server (logged, counted).
  */
-static size_t release_client(struct nlm_relay *rl, const struct nlm_host *host)
+static size_t release_client(struct nlm_relay *rl, const struct nlm_host *host, const char *why)
 {
 	const struct nlm_unlock *u;
 	size_t count = nlm_state_client_rebooted(rl->st, host, &u), full = 0;
@@ -717,9 +882,9 @@ static size_t release_client(struct nlm_relay *rl, const struct nlm_host *host)
 			rl->cfg.route_name, rl->rq.cap, full);
 	}
 	if (count)
-		gw_info("%s: nlm relay: a client rebooted (SM_NOTIFY): %zu of its %zu locks "
+		gw_info("%s: nlm relay: a client rebooted (%s): %zu of its %zu locks and shares "
 			"queued for release upstream",
-			rl->cfg.route_name, count - full, count);
+			rl->cfg.route_name, why, count - full, count);
 	release_pump(rl, now);
 	release_arm(rl, rl->rq.used != 0);
 	return count;
@@ -767,7 +932,7 @@ size_t nlm_relay_nsm_answer(struct nlm_relay *rl, const struct sidesvc_peer *pee
 		if (nlm_host_from_sockaddr(&host, (const struct sockaddr *)&peer->addr,
 					   peer->addrlen)) {
 			if (nlm_state_client_notified(rl->st, &host, state, rl->cfg.now_us()))
-				*unlocks = release_client(rl, &host);
+				*unlocks = release_client(rl, &host, "SM_NOTIFY");
 			else
 				gw_info("%s: nlm relay: a client's SM_NOTIFY repeated its last "
 					"state %d: nothing released",

@@ -19,13 +19,17 @@
  * DENIED_GRACE_PERIOD / DENIED_NOLOCKS, given up after
  * NLM_RELEASE_GIVE_UP_US (logged, counted).
  *
- * Relayed: NULL, TEST, LOCK, CANCEL, UNLOCK, NM_LOCK of versions 1, 3 and
- * 4, and TEST_MSG, LOCK_MSG, CANCEL_MSG and UNLOCK_MSG when the route has
- * the asynchronous table (nlm_relay_set_async()). Refused with
- * PROC_UNAVAIL: GRANTED and GRANTED_MSG (a server's callback, not a
- * client's call: nlm_callback.h relays those), SHARE, UNSHARE
- * and FREE_ALL (FREE_ALL names the host, which upstream is the gateway:
- * every client's locks).
+ * Relayed: NULL, TEST, LOCK, CANCEL, UNLOCK of versions 1, 3 and 4,
+ * NM_LOCK, SHARE and UNSHARE of 3 and 4 (a share's owner handle rewritten
+ * as a lock's, the shares granted recorded per client with its locks and
+ * in the same bounds), and TEST_MSG, LOCK_MSG, CANCEL_MSG and UNLOCK_MSG
+ * when the route has the asynchronous table (nlm_relay_set_async()).
+ * FREE_ALL (3 and 4) is answered, never relayed: it names the host, which
+ * upstream is the gateway (every client's locks); it is taken as its
+ * sender's reboot, as an SM_NOTIFY (the release queue then carries
+ * UNSHAREs as well as UNLOCKs). Refused with PROC_UNAVAIL: GRANTED and
+ * GRANTED_MSG (a server's callback, not a client's call: nlm_callback.h
+ * relays those).
  */
 #ifndef GW_GATEWAY_NLM_RELAY_H
 #define GW_GATEWAY_NLM_RELAY_H
@@ -45,7 +49,7 @@ struct nlm_relay;
 /* How the relay sends a call of its own upstream (siderelay_call_own()). */
 typedef bool (*nlm_relay_send_fn)(void *arg, const uint8_t *msg, size_t len);
 
-/* The release queue (a rebooted client's UNLOCKs). */
+/* The release queue (a rebooted client's UNLOCKs and UNSHAREs). */
 #define NLM_RELEASE_WINDOW     16		      /* UNLOCKs in flight at most */
 #define NLM_RELEASE_TICK_MS    1000		      /* its timer's period */
 #define NLM_RELEASE_DELAY_US   (5ULL * 1000000)	      /* after GRACE_PERIOD, NOLOCKS */
@@ -90,8 +94,9 @@ void nlm_relay_on_nsm(void *arg, struct sidesvc *svc, const struct sidesvc_peer 
 
 /*
  * The NSM answer to @msg from @peer in @out (its length, 0: none), and,
- * for an SM_NOTIFY, the UNLOCKs of @peer's locks queued for upstream
- * (*@unlocks their count; the first window sent at once).
+ * for an SM_NOTIFY, the UNLOCKs of @peer's locks and the UNSHAREs of its
+ * shares queued for upstream (*@unlocks their count; the first window sent
+ * at once).
  * nlm_relay_on_nsm() is this plus sending the answer.
  */
 size_t nlm_relay_nsm_answer(struct nlm_relay *rl, const struct sidesvc_peer *peer,
@@ -156,7 +161,7 @@ void nlm_relay_forget_lock(struct nlm_relay *rl, const struct nlm_owner_id *owne
  * a client's LOCK with `reclaim` set is sent upstream as an ordinary
  * non-blocking LOCK (the server is not in grace and would refuse a
  * reclaim): granted, the client keeps its lock; denied, its kernel marks
- * the lock lost. A synchronous LOCK or NM_LOCK without `reclaim` is
+ * the lock lost. A synchronous LOCK, NM_LOCK or SHARE without `reclaim` is
  * answered NLM_DENIED_GRACE_PERIOD (the client's lockd waits and re-sends
  * it), so that the reclaiming clients get their locks back first. Outside
  * the window reclaims pass unchanged: the server's own reboot needs them.

@@ -39,6 +39,7 @@ struct nlm_lockrec {
 	uint32_t fh_len;
 	uint8_t fh[NLM4_FHSIZE];
 	uint64_t offset, len;
+	bool share; /* a SHARE reservation (no range), not a lock */
 };
 
 /*
@@ -252,6 +253,22 @@ static int32_t owner_slot(const struct nlm_state *st, int32_t svid, struct nlm_b
 	return (int32_t)slot;
 }
 
+bool nlm_state_owner_of_token(struct nlm_bytes oh, struct nlm_owner_id *out)
+{
+	uint32_t slot = 0, gen = 0;
+
+	if (oh.len != NLM_TOKEN_LEN)
+		return false;
+	/* owner_id()'s layout; owner_slot() checks the whole of it when it is used. */
+	for (int i = 0; i < 4; i++) {
+		slot = slot << 8 | oh.p[8 + i];
+		gen = gen << 8 | oh.p[12 + i];
+	}
+	out->svid = (int32_t)((gen & 0xffff) << 16 | (slot & 0xffff));
+	memcpy(out->oh, oh.p, NLM_TOKEN_LEN);
+	return true;
+}
+
 /* Does @oh look like a token of this gateway (a stale one, if not live)? */
 static bool is_our_token(const struct nlm_state *st, struct nlm_bytes oh)
 {
@@ -451,8 +468,9 @@ static bool fh_eq(const struct nlm_lockrec *r, struct nlm_bytes fh)
 	return r->fh_len == fh.len && memcmp(r->fh, fh.p, fh.len) == 0;
 }
 
-int nlm_state_record_lock(struct nlm_state *st, const struct nlm_owner_id *owner, uint32_t vers,
-			  struct nlm_bytes fh, uint64_t offset, uint64_t len)
+/* A lock or (@share) a share of @owner on @fh; a share has no range (0, 0). */
+static int record(struct nlm_state *st, const struct nlm_owner_id *owner, uint32_t vers,
+		  struct nlm_bytes fh, uint64_t offset, uint64_t len, bool share)
 {
 	struct nlm_bytes tok = { owner->oh, NLM_TOKEN_LEN };
 	int32_t slot = owner_slot(st, owner->svid, tok);
@@ -466,8 +484,8 @@ int nlm_state_record_lock(struct nlm_state *st, const struct nlm_owner_id *owner
 	for (uint32_t i = c->lock_head; i; i = st->locks[i - 1].next) {
 		const struct nlm_lockrec *r = &st->locks[i - 1];
 		if (r->owner == (uint32_t)slot + 1 && fh_eq(r, fh) && r->offset == offset &&
-		    r->len == len)
-			return 0; /* a retransmitted LOCK, or GRANTED after BLOCKED */
+		    r->len == len && r->share == share)
+			return 0; /* a retransmitted LOCK or SHARE, or GRANTED after BLOCKED */
 	}
 	if (c->locks >= st->lim.max_locks_per_client) {
 		st->stats.client_locks_full++;
@@ -486,6 +504,7 @@ int nlm_state_record_lock(struct nlm_state *st, const struct nlm_owner_id *owner
 	memcpy(r->fh, fh.p, fh.len);
 	r->offset = offset;
 	r->len = len;
+	r->share = share;
 	r->next = c->lock_head;
 	c->lock_head = i;
 	/* A client's first lock: the saved client list no longer matches. */
@@ -494,6 +513,18 @@ int nlm_state_record_lock(struct nlm_state *st, const struct nlm_owner_id *owner
 	o->locks++;
 	st->nlocks++;
 	return 0;
+}
+
+int nlm_state_record_lock(struct nlm_state *st, const struct nlm_owner_id *owner, uint32_t vers,
+			  struct nlm_bytes fh, uint64_t offset, uint64_t len)
+{
+	return record(st, owner, vers, fh, offset, len, false);
+}
+
+int nlm_state_record_share(struct nlm_state *st, const struct nlm_owner_id *owner, uint32_t vers,
+			   struct nlm_bytes fh)
+{
+	return record(st, owner, vers, fh, 0, 0, true);
 }
 
 bool nlm_state_owner_holds(const struct nlm_state *st, const struct nlm_owner_id *owner,
@@ -507,7 +538,7 @@ bool nlm_state_owner_holds(const struct nlm_state *st, const struct nlm_owner_id
 	const struct nlm_client *c = &st->clients[st->owners[slot].client - 1];
 	for (uint32_t i = c->lock_head; i; i = st->locks[i - 1].next) {
 		const struct nlm_lockrec *r = &st->locks[i - 1];
-		if (r->owner == (uint32_t)slot + 1 && fh_eq(r, fh))
+		if (r->owner == (uint32_t)slot + 1 && fh_eq(r, fh) && !r->share)
 			return true;
 	}
 	return false;
@@ -550,7 +581,26 @@ void nlm_state_unlocked(struct nlm_state *st, const struct nlm_owner_id *owner, 
 	uint32_t *link = &c->lock_head;
 	while (*link) {
 		const struct nlm_lockrec *r = &st->locks[*link - 1];
-		if (r->owner == (uint32_t)slot + 1 && fh_eq(r, fh) && covers(offset, len, r))
+		if (r->owner == (uint32_t)slot + 1 && fh_eq(r, fh) && !r->share &&
+		    covers(offset, len, r))
+			release_record(st, c, link);
+		else
+			link = &st->locks[*link - 1].next;
+	}
+}
+
+void nlm_state_unshared(struct nlm_state *st, const struct nlm_owner_id *owner, struct nlm_bytes fh)
+{
+	struct nlm_bytes tok = { owner->oh, NLM_TOKEN_LEN };
+	int32_t slot = owner_slot(st, owner->svid, tok);
+
+	if (slot < 0)
+		return;
+	struct nlm_client *c = &st->clients[st->owners[slot].client - 1];
+	uint32_t *link = &c->lock_head;
+	while (*link) {
+		const struct nlm_lockrec *r = &st->locks[*link - 1];
+		if (r->owner == (uint32_t)slot + 1 && fh_eq(r, fh) && r->share)
 			release_record(st, c, link);
 		else
 			link = &st->locks[*link - 1].next;
@@ -588,8 +638,8 @@ static bool already_listed(const struct nlm_unlock *u, size_t n, const struct nl
 			   const struct nlm_lockrec *r)
 {
 	for (size_t k = 0; k < n; k++)
-		if (u[k].owner.svid == id->svid && u[k].fh_len == r->fh_len &&
-		    memcmp(u[k].fh, r->fh, r->fh_len) == 0)
+		if (u[k].owner.svid == id->svid && u[k].unshare == r->share &&
+		    u[k].fh_len == r->fh_len && memcmp(u[k].fh, r->fh, r->fh_len) == 0)
 			return true;
 	return false;
 }
@@ -612,6 +662,7 @@ size_t nlm_state_client_rebooted(struct nlm_state *st, const struct nlm_host *ho
 		if (!already_listed(st->unlocks, n, &id, r)) {
 			struct nlm_unlock *u = &st->unlocks[n++];
 			u->vers = r->vers;
+			u->unshare = r->share;
 			u->owner = id;
 			u->fh_len = r->fh_len;
 			memcpy(u->fh, r->fh, r->fh_len);

@@ -92,9 +92,10 @@ struct nlm_client_owner {
 	struct nlm_bytes oh; /* the state's copy, valid until the owner is forgotten */
 };
 
-/* What to send upstream for one lock of a rebooted client. */
+/* What to send upstream for one lock (or share) of a rebooted client. */
 struct nlm_unlock {
 	uint32_t vers;
+	bool unshare; /* an UNSHARE of a share, not a whole-file UNLOCK */
 	struct nlm_owner_id owner;
 	uint32_t fh_len;
 	uint8_t fh[NLM4_FHSIZE];
@@ -124,6 +125,12 @@ int nlm_state_find_owner(struct nlm_state *st, const struct nlm_host *host, int3
 			 struct nlm_bytes oh, struct nlm_owner_id *out);
 
 /*
+ * The upstream owner a token names (its svid is in it too): a SHARE
+ * carries no svid. False for an @oh that is not a token's length.
+ */
+bool nlm_state_owner_of_token(struct nlm_bytes oh, struct nlm_owner_id *out);
+
+/*
  * The client owner behind an upstream svid and owner handle (a GRANTED
  * callback, a TEST holder); false for none of ours (counted as stale when
  * it looks like ours but is not live).
@@ -150,6 +157,17 @@ int nlm_state_record_lock(struct nlm_state *st, const struct nlm_owner_id *owner
 void nlm_state_unlocked(struct nlm_state *st, const struct nlm_owner_id *owner, struct nlm_bytes fh,
 			uint64_t offset, uint64_t len);
 
+/*
+ * A SHARE of @owner on @fh was granted (DOS share reservation, no range):
+ * recorded as a lock is, in the same bounds, so that the client's reboot
+ * UNSHAREs it. An UNSHARE granted forgets it. Locks and shares of one
+ * owner on one file are separate records: an UNLOCK never forgets a share.
+ */
+int nlm_state_record_share(struct nlm_state *st, const struct nlm_owner_id *owner, uint32_t vers,
+			   struct nlm_bytes fh);
+void nlm_state_unshared(struct nlm_state *st, const struct nlm_owner_id *owner,
+			struct nlm_bytes fh);
+
 /* Does @owner have a lock (or blocked request) recorded on @fh, any range? */
 bool nlm_state_owner_holds(const struct nlm_state *st, const struct nlm_owner_id *owner,
 			   struct nlm_bytes fh);
@@ -163,8 +181,8 @@ uint32_t nlm_state_owners(const struct nlm_state *st);
 
 /*
  * @host rebooted: the UNLOCKs to send upstream for its locks, one per
- * (owner, file handle), in *@out (the state's array, valid until the next
- * call); their count is returned. Its owners and records are forgotten.
+ * (owner, file handle), and an UNSHARE per (owner, file handle) shared, in *@out (the state's
+ * array, valid until the next call); their count is returned. Its owners and records are forgotten.
  */
 size_t nlm_state_client_rebooted(struct nlm_state *st, const struct nlm_host *host,
 				 const struct nlm_unlock **out);

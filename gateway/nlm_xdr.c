@@ -25,6 +25,9 @@ enum nlm_args_kind nlm_args_kind(uint32_t proc)
 	case NLMPROC_UNLOCK:
 	case NLMPROC_UNLOCK_MSG:
 		return NLM_ARGS_UNLOCK;
+	case NLMPROC_SHARE:
+	case NLMPROC_UNSHARE:
+		return NLM_ARGS_SHARE;
 	default:
 		return NLM_ARGS_NONE;
 	}
@@ -104,6 +107,20 @@ static bool xdr_lock(XDR *x, uint32_t vers, struct nlm_lock *l)
 	       xdr_range_word(x, vers, &l->len);
 }
 
+/*
+ * nlm_share: caller_name, fh, oh, mode, access. The mode and access words
+ * pass as they came (the server judges them, as it does a lock's range).
+ */
+static bool xdr_share(XDR *x, struct nlm_args *a)
+{
+	struct nlm_lock *l = &a->lock;
+	uint32_t fhmax = a->vers == 4 ? NLM4_FHSIZE : NLM3_FHSIZE;
+
+	return xdr_view(x, &l->caller, NLM_LM_MAXSTRLEN) && xdr_view(x, &l->fh, fhmax) &&
+	       xdr_view(x, &l->oh, NLM_MAXNETOBJ) && xdr_u_int(x, &a->mode) &&
+	       xdr_u_int(x, &a->access);
+}
+
 static bool xdr_nlm_args(XDR *x, void *arg)
 {
 	struct nlm_args *a = arg;
@@ -122,6 +139,8 @@ static bool xdr_nlm_args(XDR *x, void *arg)
 		       xdr_lock(x, a->vers, &a->lock);
 	case NLM_ARGS_UNLOCK:
 		return xdr_lock(x, a->vers, &a->lock);
+	case NLM_ARGS_SHARE:
+		return xdr_share(x, a) && xdr_flag(x, &a->reclaim);
 	case NLM_ARGS_NONE:
 		break;
 	}
@@ -154,6 +173,26 @@ static bool xdr_nlm_res(XDR *x, void *arg)
 	return xdr_view(x, &r->cookie, NLM_MAXNETOBJ) && xdr_u_int(x, &r->stat);
 }
 
+static bool xdr_nlm_shareres(XDR *x, void *arg)
+{
+	struct nlm_shareres *r = arg;
+
+	return xdr_view(x, &r->cookie, NLM_MAXNETOBJ) && xdr_u_int(x, &r->stat) &&
+	       xdr_int32_t(x, &r->sequence);
+}
+
+struct notify_ctx {
+	struct nlm_bytes *name;
+	int32_t *state;
+};
+
+static bool xdr_nlm_notify(XDR *x, void *arg)
+{
+	struct notify_ctx *c = arg;
+
+	return xdr_view(x, c->name, NLM_LM_MAXSTRLEN) && xdr_int32_t(x, c->state);
+}
+
 /* ---- decoding ------------------------------------------------------------------ */
 
 /* Run @fn over @buf; the arguments must end exactly at the buffer's end. */
@@ -177,7 +216,7 @@ int nlm_decode_args(uint32_t vers, uint32_t proc, const uint8_t *buf, size_t len
 	memset(a, 0, sizeof(*a));
 	a->vers = vers;
 	a->kind = nlm_args_kind(proc);
-	if (!vers_ok(vers) || a->kind == NLM_ARGS_NONE)
+	if (!vers_ok(vers) || a->kind == NLM_ARGS_NONE || (a->kind == NLM_ARGS_SHARE && vers == 1))
 		return -EPROTONOSUPPORT;
 	return decode_all(buf, len, xdr_nlm_args, a);
 }
@@ -196,6 +235,21 @@ int nlm_decode_res(const uint8_t *buf, size_t len, struct nlm_res *r)
 {
 	memset(r, 0, sizeof(*r));
 	return decode_all(buf, len, xdr_nlm_res, r);
+}
+
+int nlm_decode_shareres(const uint8_t *buf, size_t len, struct nlm_shareres *r)
+{
+	memset(r, 0, sizeof(*r));
+	return decode_all(buf, len, xdr_nlm_shareres, r);
+}
+
+int nlm_decode_notify(const uint8_t *buf, size_t len, struct nlm_bytes *name, int32_t *state)
+{
+	struct notify_ctx c = { name, state };
+
+	*name = (struct nlm_bytes){ 0 };
+	*state = 0;
+	return decode_all(buf, len, xdr_nlm_notify, &c);
 }
 
 void nlm_put_svid(uint8_t *buf, const struct nlm_lock *l, int32_t svid)
@@ -242,7 +296,7 @@ int nlm_encode_args(const struct nlm_args *a, uint8_t *out, size_t cap, size_t *
 {
 	*n = 0;
 	if (!vers_ok(a->vers) || a->kind == NLM_ARGS_NONE || a->cookie.len > NLM_MAXNETOBJ ||
-	    !lock_fits(a->vers, &a->lock))
+	    !lock_fits(a->vers, &a->lock) || (a->kind == NLM_ARGS_SHARE && a->vers == 1))
 		return -EINVAL;
 	return encode_all(out, cap, n, xdr_nlm_args, (void *)(uintptr_t)a);
 }
@@ -258,6 +312,14 @@ int nlm_encode_testres(uint32_t vers, const struct nlm_testres *r, uint8_t *out,
 				       !range_fits(vers, r->holder.offset, r->holder.len))))
 		return -EINVAL;
 	return encode_all(out, cap, n, xdr_nlm_testres, &c);
+}
+
+int nlm_encode_shareres(const struct nlm_shareres *r, uint8_t *out, size_t cap, size_t *n)
+{
+	*n = 0;
+	if (r->cookie.len > NLM_MAXNETOBJ)
+		return -EINVAL;
+	return encode_all(out, cap, n, xdr_nlm_shareres, (void *)(uintptr_t)r);
 }
 
 int nsm_decode_stat_chge(const uint8_t *buf, size_t len, int32_t *state)

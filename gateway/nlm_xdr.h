@@ -5,8 +5,9 @@
  * (caller name, file handle, owner handle, svid, range) inside the
  * arguments of TEST, LOCK, CANCEL, UNLOCK and GRANTED and their _MSG forms,
  * the holder inside a TEST reply (or TEST_RES call), and the status of the
- * other replies. Used by gateway/nlm_relay and nlm_callback (docs/architecture.md,
- * "NLM and NSM relay").
+ * other replies; the share (caller name, file handle, owner handle, mode,
+ * access) of SHARE and UNSHARE and their reply, and FREE_ALL's arguments. Used by gateway/nlm_relay
+ * and nlm_callback (docs/architecture.md, "NLM and NSM relay").
  *
  * Why rewrite at all: Linux lockd tells its peers apart by source address
  * only, so every client behind the gateway is one host to the server; the
@@ -63,7 +64,10 @@ enum nlm_proc {
 	NLMPROC_CANCEL_RES = 13,
 	NLMPROC_UNLOCK_RES = 14,
 	NLMPROC_GRANTED_RES = 15,
-	NLMPROC_NM_LOCK = 22, /* v3 and v4: lockargs, never blocks */
+	NLMPROC_SHARE = 20,    /* v3 and v4: nlm_shareargs -> nlm_shareres */
+	NLMPROC_UNSHARE = 21,  /* the same */
+	NLMPROC_NM_LOCK = 22,  /* v3 and v4: lockargs, never blocks */
+	NLMPROC_FREE_ALL = 23, /* v3 and v4: nlm_notify, void result */
 };
 
 /* nlm4_stats (v1/v3 use the first five values). */
@@ -97,16 +101,23 @@ enum nlm_args_kind {
 	NLM_ARGS_LOCK,	   /* LOCK, LOCK_MSG, NM_LOCK */
 	NLM_ARGS_CANCEL,   /* CANCEL, CANCEL_MSG */
 	NLM_ARGS_UNLOCK,   /* UNLOCK, UNLOCK_MSG */
+	NLM_ARGS_SHARE,	   /* SHARE, UNSHARE (v3 and v4 only) */
 };
 
 struct nlm_args {
 	uint32_t vers;
 	enum nlm_args_kind kind;
 	struct nlm_bytes cookie;
-	bool block;	/* LOCK, CANCEL */
-	bool exclusive; /* all but UNLOCK */
-	bool reclaim;	/* LOCK */
-	int32_t state;	/* LOCK: the client's NSM state */
+	bool block;	 /* LOCK, CANCEL */
+	bool exclusive;	 /* all but UNLOCK */
+	bool reclaim;	 /* LOCK */
+	int32_t state;	 /* LOCK: the client's NSM state */
+	uint32_t mode;	 /* SHARE: fsh_mode (deny none, read, write, both) */
+	uint32_t access; /* SHARE: fsh_access (none, read, write, both) */
+	/*
+	 * A SHARE's nlm_share is caller_name, fh, oh: those fields of @lock
+	 * (no svid, no range on the wire; left 0). `reclaim` is its too.
+	 */
 	struct nlm_lock lock;
 };
 
@@ -130,13 +141,21 @@ struct nlm_res {
 	uint32_t stat;
 };
 
+/* The reply of SHARE and UNSHARE. */
+struct nlm_shareres {
+	struct nlm_bytes cookie;
+	uint32_t stat;
+	int32_t sequence;
+};
+
 /* The argument shape of @proc, NLM_ARGS_NONE for the others. */
 enum nlm_args_kind nlm_args_kind(uint32_t proc);
 
 /*
  * Decode the arguments of @proc (version @vers) from @buf (the call's
  * argument body, nothing after it). 0; -EPROTONOSUPPORT for a version other
- * than 1, 3, 4 or a procedure without a lock; -EBADMSG for a truncated or
+ * than 1, 3, 4 or a procedure without a lock (SHARE and UNSHARE: other than 3
+ * or 4); -EBADMSG for a truncated or
  * oversized field, a boolean other than 0 or 1, or bytes left over.
  */
 int nlm_decode_args(uint32_t vers, uint32_t proc, const uint8_t *buf, size_t len,
@@ -155,6 +174,17 @@ int nlm_decode_testres(uint32_t vers, const uint8_t *buf, size_t len, struct nlm
 int nlm_encode_testres(uint32_t vers, const struct nlm_testres *r, uint8_t *out, size_t cap,
 		       size_t *n);
 int nlm_decode_res(const uint8_t *buf, size_t len, struct nlm_res *r);
+
+/* SHARE's and UNSHARE's reply body: 0 or -EBADMSG (nothing may follow). */
+int nlm_decode_shareres(const uint8_t *buf, size_t len, struct nlm_shareres *r);
+/* 0 and *@n; -EINVAL for a cookie over its bound, -ENOSPC when @cap is short. */
+int nlm_encode_shareres(const struct nlm_shareres *r, uint8_t *out, size_t cap, size_t *n);
+
+/*
+ * FREE_ALL's nlm_notify (name<LM_MAXSTRLEN>, state; nothing after): @name a
+ * view into @buf. 0 or -EBADMSG.
+ */
+int nlm_decode_notify(const uint8_t *buf, size_t len, struct nlm_bytes *name, int32_t *state);
 
 /* NSM SM_NOTIFY's stat_chge (mon_name<SM_MAXSTRLEN>, state; nothing after) into @state: 0 or
  * -EINVAL. */

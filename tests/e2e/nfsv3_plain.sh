@@ -125,6 +125,7 @@ ip netns add c4
 ip link add vc5 type veth peer name vc6 netns c4
 ip addr add 10.9.2.1/24 dev vc5; ip link set vc5 up
 ip -n c4 addr add 10.9.2.2/24 dev vc6; ip -n c4 link set vc6 up; ip -n c4 link set lo up
+ip -n c4 addr add 10.9.2.3/24 dev vc6 # a second host there for nlm_share.py (DOS shares)
 ip -n c4 route add default via 10.9.2.1
 
 cat >"$E2E_WORK/gw.json" <<JSON
@@ -386,6 +387,11 @@ if mount -t nfs -o vers=3 $gw:/export $m; then
     expect "then c3 gets the lock" 0 try_c3
     n=$(nlm_held locks)
     check "UNLOCK_RES forgot c4's lock (/stats nlm.locks $n)" test "$n" = 0
+    echo "--- DOS shares: SHARE, UNSHARE and FREE_ALL from two hosts in c4 (10.9.2.2, 10.9.2.3)"
+    expect "c4: A's SHARE deny-write granted, B's conflicting SHARE (same oh) denied; A's FREE_ALL frees it: B's granted" \
+        0 ip netns exec c4 timeout -s KILL 30 nlm_share.py $gw lockf 10.9.2.2 10.9.2.3
+    n=$(nlm_held locks)
+    check "A's FREE_ALL and B's UNSHARE left no share recorded (/stats nlm.locks $n)" test "$n" = 0
     echo "--- the server reboots: its SM_NOTIFY relayed to c2, whose lockd reclaims its lock"
     check "c2 takes the lock again" hold_lock
     expect "a process on the server is refused it" 1 try_server

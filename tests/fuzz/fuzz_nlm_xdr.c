@@ -11,7 +11,8 @@
  * Checked: every view a decode gives lies inside the input and within its
  * protocol bound; what decodes re-encodes, and the encoding decodes to the
  * same fields (with the svid rewritten in place on the way); a TEST reply
- * and a result likewise.
+ * and a result likewise; a SHARE/UNSHARE reply round-trips; FREE_ALL's
+ * name stays inside the input.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -57,7 +58,11 @@ static void args(uint32_t vers, uint32_t proc, uint8_t *msg, size_t len)
 	      same(&a.lock.fh, &b.lock.fh) && same(&a.lock.oh, &b.lock.oh));
 	check(a.lock.svid == b.lock.svid && a.lock.offset == b.lock.offset &&
 	      a.lock.len == b.lock.len && a.block == b.block && a.exclusive == b.exclusive &&
-	      a.reclaim == b.reclaim && a.state == b.state);
+	      a.reclaim == b.reclaim && a.state == b.state && a.mode == b.mode &&
+	      a.access == b.access);
+	/* A SHARE has no svid on the wire. */
+	if (a.kind == NLM_ARGS_SHARE)
+		return;
 	nlm_put_svid(out, &b.lock, ~a.lock.svid);
 	check(nlm_decode_args(vers, proc, out, n, &b) == 0 && b.lock.svid == ~a.lock.svid);
 }
@@ -67,6 +72,9 @@ static void replies(uint32_t vers, uint8_t *msg, size_t len)
 	static uint8_t out[4096];
 	struct nlm_testres r, back;
 	struct nlm_res res;
+	struct nlm_shareres sr, sback;
+	struct nlm_bytes name;
+	int32_t state;
 	size_t n;
 
 	if (nlm_decode_testres(vers, msg, len, &r) == 0) {
@@ -79,6 +87,14 @@ static void replies(uint32_t vers, uint8_t *msg, size_t len)
 	}
 	if (nlm_decode_res(msg, len, &res) == 0)
 		check_view(&res.cookie, msg, len, NLM_MAXNETOBJ);
+	if (nlm_decode_shareres(msg, len, &sr) == 0) {
+		check_view(&sr.cookie, msg, len, NLM_MAXNETOBJ);
+		check(nlm_encode_shareres(&sr, out, sizeof(out), &n) == 0 && n == len);
+		check(nlm_decode_shareres(out, n, &sback) == 0 && sback.stat == sr.stat &&
+		      sback.sequence == sr.sequence && same(&sback.cookie, &sr.cookie));
+	}
+	if (nlm_decode_notify(msg, len, &name, &state) == 0)
+		check_view(&name, msg, len, NLM_LM_MAXSTRLEN);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

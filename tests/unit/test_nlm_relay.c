@@ -6,7 +6,8 @@
  * GARBAGE_ARGS, the refused procedures PROC_UNAVAIL; a granted LOCK is
  * recorded for its client and an UNLOCK forgets it; a TEST holder is shown
  * to its own client as its own; a client's SM_NOTIFY becomes an UNLOCK of
- * its lock only, sent upstream, and is answered.
+ * its lock only, sent upstream, and is answered. SHARE and UNSHARE are
+ * rewritten and recorded as locks are; FREE_ALL is the sender's reboot.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -171,6 +172,43 @@ static uint32_t answered_stat(const uint8_t *out, size_t n)
 	return xdr_get32(out + n - 4);
 }
 
+/* A SHARE (or UNSHARE) of version 4 on @fh by @oh, deny write, access read+write. */
+static size_t share_call(uint8_t *b, size_t cap, uint32_t xid, uint32_t proc, const char *oh,
+			 const uint8_t *fh)
+{
+	struct nlm_args a = {
+		.vers = 4,
+		.kind = NLM_ARGS_SHARE,
+		.cookie = { (const uint8_t *)"ck", 2 },
+		.mode = 2,
+		.access = 3,
+		.lock = { .caller = { (const uint8_t *)"pcnfs", 5 },
+			  .fh = { fh, sizeof(FH) },
+			  .oh = { (const uint8_t *)oh, (uint32_t)strlen(oh) } },
+	};
+	size_t h = put_call_hdr(b, xid, NLM_PROG, 4, proc), m;
+	assert_int_equal(nlm_encode_args(&a, b + h, cap - h, &m), 0);
+	return h + m;
+}
+
+/* nlm_shareres: cookie "ck", @stat, sequence 0. */
+static size_t shareres_bytes(uint8_t *b, uint32_t stat)
+{
+	size_t n = res_bytes(b, stat);
+	xdr_put32(b + n, 0);
+	return n + 4;
+}
+
+/* FREE_ALL of version 4: nlm_notify { "client-a", @state }. */
+static size_t free_all_call(uint8_t *b, uint32_t xid, int32_t state)
+{
+	size_t h = put_call_hdr(b, xid, NLM_PROG, 4, NLMPROC_FREE_ALL);
+	xdr_put32(b + h, 8);
+	memcpy(b + h + 4, "client-a", 8);
+	xdr_put32(b + h + 12, (uint32_t)state);
+	return h + 16;
+}
+
 /*
  * After the gateway's restart, within the window: a reclaim goes upstream
  * as an ordinary non-blocking LOCK (the server is not in grace), a new
@@ -215,6 +253,21 @@ static void test_reclaim_converted_in_the_gateway_grace(void **state)
 	assert_int_equal(nlm_state_owners(nlm_relay_state(rl)), owners);
 	len = lock_call(msg, sizeof(msg), 4, NLMPROC_TEST, 20);
 	assert_int_equal(call(rl, &pb, msg, len, out, &n), SIDERELAY_REWRITTEN);
+	/* The TEST left the window open: a reclaim after it is still converted. */
+	len = lock_flags(msg, sizeof(msg), 41, 11, true, true);
+	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_REWRITTEN);
+	decode_rewritten(out, n, NLMPROC_LOCK, &a);
+	assert_false(a.reclaim);
+	assert_int_equal(nlm_relay_stats(rl)->reclaims_converted, 2);
+	/* A new SHARE waits too (no owner made); a share reclaim passes. */
+	owners = nlm_state_owners(nlm_relay_state(rl));
+	len = share_call(msg, sizeof(msg), 42, NLMPROC_SHARE, "oh-s", FH);
+	assert_int_equal(call(rl, &pb, msg, len, out, &n), SIDERELAY_ANSWERED);
+	assert_int_equal(xdr_get32(out + n - 8), NLM_DENIED_GRACE_PERIOD);
+	assert_int_equal(nlm_state_owners(nlm_relay_state(rl)), owners);
+	xdr_put32(msg + len - 4, 1); /* reclaim */
+	assert_int_equal(call(rl, &pb, msg, len, out, &n), SIDERELAY_REWRITTEN);
+	assert_int_equal(nlm_relay_stats(rl)->grace_refused, 3);
 
 	/* The window over: both as before. */
 	nlm_relay_set_reclaim_window(rl, gw_now_us() - 1);
@@ -224,8 +277,8 @@ static void test_reclaim_converted_in_the_gateway_grace(void **state)
 	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_REWRITTEN);
 	decode_rewritten(out, n, NLMPROC_LOCK, &a);
 	assert_true(a.reclaim);
-	assert_int_equal(nlm_relay_stats(rl)->reclaims_converted, 1);
-	assert_int_equal(nlm_relay_stats(rl)->grace_refused, 2);
+	assert_int_equal(nlm_relay_stats(rl)->reclaims_converted, 2);
+	assert_int_equal(nlm_relay_stats(rl)->grace_refused, 3);
 
 	/* The server's own reboot ends the window: its grace wants real reclaims. */
 	struct nlm_host hs[4];
@@ -286,11 +339,19 @@ static void test_bad_calls_answered(void **state)
 	assert_int_equal(xdr_get32(out), 9);
 	assert_int_equal(xdr_get32(out + 20), RPCSTAT_GARBAGE_ARGS);
 	assert_int_equal(c.events[GW_EV_GARBAGE_ARGS], 1);
-	/* FREE_ALL (all of the gateway's locks upstream), LOCK_MSG, SHARE: refused. */
-	const uint32_t refused[] = { 23, NLMPROC_LOCK_MSG, 20, NLMPROC_GRANTED };
-	for (size_t i = 0; i < 4; i++) {
+	/* LOCK_MSG without the async table, GRANTED (a server's): refused. */
+	const uint32_t refused[] = { NLMPROC_LOCK_MSG, NLMPROC_GRANTED };
+	for (size_t i = 0; i < 2; i++) {
 		len = lock_call(msg, sizeof(msg), 10, NLMPROC_LOCK, 1);
 		xdr_put32(msg + 20, refused[i]);
+		assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_ANSWERED);
+		assert_int_equal(xdr_get32(out + 20), RPCSTAT_PROC_UNAVAIL);
+	}
+	/* Version 1 has no SHARE, NM_LOCK or FREE_ALL. */
+	const uint32_t v3_only[] = { NLMPROC_SHARE, NLMPROC_NM_LOCK, NLMPROC_FREE_ALL };
+	for (size_t i = 0; i < 3; i++) {
+		xdr_put32(msg + 16, 1);
+		xdr_put32(msg + 20, v3_only[i]);
 		assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_ANSWERED);
 		assert_int_equal(xdr_get32(out + 20), RPCSTAT_PROC_UNAVAIL);
 	}
@@ -302,6 +363,202 @@ static void test_bad_calls_answered(void **state)
 	/* NULL passes. */
 	len = put_call_hdr(msg, 11, NLM_PROG, 4, NLMPROC_NULL);
 	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_PASS);
+	nlm_relay_free(rl);
+}
+
+/*
+ * Two clients' SHAREs with the same owner handle go upstream as two
+ * owners, with the gateway's caller name and the mode and access as sent;
+ * the shareres passes back unchanged; the granted one is recorded for its
+ * client only, an UNLOCK does not forget it, and an UNSHARE granted (under
+ * the same upstream owner) forgets it. An UNSHARE of an owner never seen is answered GRANTED
+ * without an owner made; a SHARE that does not decode is GARBAGE_ARGS.
+ */
+static void test_shares_rewritten_recorded_and_forgotten(void **state)
+{
+	(void)state;
+	struct gw_counters c = { 0 };
+	struct nlm_relay *rl = relay_new(&c);
+	struct sidesvc_peer pa = peer_at(0x0a090002, 800), pb = peer_at(0x0a090003, 800);
+	struct nlm_host ha, hb;
+	uint8_t msg[512], upa[4096], upb[4096], out[4096], res[16];
+	size_t len = share_call(msg, sizeof(msg), 1, NLMPROC_SHARE, "oh-1", FH), na, nb, n;
+	struct nlm_args a, b;
+
+	nlm_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
+	nlm_host_from_sockaddr(&hb, (struct sockaddr *)&pb.addr, pb.addrlen);
+	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDERELAY_REWRITTEN);
+	assert_int_equal(call(rl, &pb, msg, len, upb, &nb), SIDERELAY_REWRITTEN);
+	decode_rewritten(upa, na, NLMPROC_SHARE, &a);
+	decode_rewritten(upb, nb, NLMPROC_SHARE, &b);
+	assert_int_equal(a.lock.oh.len, NLM_TOKEN_LEN);
+	assert_int_equal(b.lock.oh.len, NLM_TOKEN_LEN);
+	assert_memory_not_equal(a.lock.oh.p, b.lock.oh.p, NLM_TOKEN_LEN);
+	assert_int_equal(a.lock.caller.len, strlen(GW_NAME));
+	assert_memory_equal(a.lock.caller.p, GW_NAME, strlen(GW_NAME));
+	assert_memory_equal(a.lock.fh.p, FH, sizeof(FH));
+	assert_int_equal(a.mode, 2);
+	assert_int_equal(a.access, 3);
+	assert_int_equal(a.cookie.len, 2);
+
+	/* A's granted, B's denied: the shareres passes back; only A's recorded. */
+	assert_int_equal(reply(rl, &pa, upa, na, NLMPROC_SHARE, res,
+			       shareres_bytes(res, NLM_GRANTED), out, &n),
+			 SIDERELAY_PASS);
+	assert_int_equal(reply(rl, &pb, upb, nb, NLMPROC_SHARE, res,
+			       shareres_bytes(res, NLM_DENIED), out, &n),
+			 SIDERELAY_PASS);
+	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 1);
+	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &hb), 0);
+
+	/*
+	 * A's lock on the file by the share's own owner (svid 0, the same oh:
+	 * one upstream owner), then its whole-file UNLOCK granted: the share
+	 * stays recorded.
+	 */
+	len = lock_call(msg, sizeof(msg), 5, NLMPROC_LOCK, 0);
+	assert_int_equal(call(rl, &pa, msg, len, upb, &nb), SIDERELAY_REWRITTEN);
+	reply(rl, &pa, upb, nb, NLMPROC_LOCK, res, res_bytes(res, NLM_GRANTED), out, &n);
+	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 2);
+	len = lock_call(msg, sizeof(msg), 6, NLMPROC_UNLOCK, 0);
+	assert_int_equal(call(rl, &pa, msg, len, upb, &nb), SIDERELAY_REWRITTEN);
+	reply(rl, &pa, upb, nb, NLMPROC_UNLOCK, res, res_bytes(res, NLM_GRANTED), out, &n);
+	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 1);
+
+	/* A's UNSHARE goes up under A's upstream owner; granted, the record goes. */
+	uint8_t a_oh[NLM_TOKEN_LEN];
+	memcpy(a_oh, a.lock.oh.p, NLM_TOKEN_LEN);
+	len = share_call(msg, sizeof(msg), 2, NLMPROC_UNSHARE, "oh-1", FH);
+	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDERELAY_REWRITTEN);
+	decode_rewritten(upa, na, NLMPROC_UNSHARE, &a);
+	assert_memory_equal(a.lock.oh.p, a_oh, NLM_TOKEN_LEN);
+	/* Not granted: kept. */
+	reply(rl, &pa, upa, na, NLMPROC_UNSHARE, res, shareres_bytes(res, NLM_DENIED_GRACE_PERIOD),
+	      out, &n);
+	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 1);
+	assert_int_equal(reply(rl, &pa, upa, na, NLMPROC_UNSHARE, res,
+			       shareres_bytes(res, NLM_GRANTED), out, &n),
+			 SIDERELAY_PASS);
+	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 0);
+
+	/* An UNSHARE of an owner never seen: GRANTED, no owner made. */
+	uint32_t owners = nlm_state_owners(nlm_relay_state(rl));
+	len = share_call(msg, sizeof(msg), 3, NLMPROC_UNSHARE, "oh-9", FH);
+	assert_int_equal(call(rl, &pb, msg, len, out, &n), SIDERELAY_ANSWERED);
+	assert_int_equal(xdr_get32(out + 20), RPCSTAT_SUCCESS);
+	assert_int_equal(xdr_get32(out + n - 8), NLM_GRANTED);
+	assert_int_equal(nlm_state_owners(nlm_relay_state(rl)), owners);
+
+	/* Truncated, and one byte short of its reclaim flag: GARBAGE_ARGS. */
+	len = share_call(msg, sizeof(msg), 4, NLMPROC_SHARE, "oh-1", FH);
+	assert_int_equal(call(rl, &pa, msg, len - 4, out, &n), SIDERELAY_ANSWERED);
+	assert_int_equal(xdr_get32(out + 20), RPCSTAT_GARBAGE_ARGS);
+	xdr_put32(msg + len - 4, 2); /* reclaim: neither TRUE nor FALSE */
+	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_ANSWERED);
+	assert_int_equal(xdr_get32(out + 20), RPCSTAT_GARBAGE_ARGS);
+	assert_int_equal(c.events[GW_EV_GARBAGE_ARGS], 2);
+	nlm_relay_free(rl);
+}
+
+/* Take a lock (svid 77, "oh-1") and a share ("oh-1") for @p, both granted. */
+static void lock_and_share(struct nlm_relay *rl, const struct sidesvc_peer *p)
+{
+	uint8_t msg[512], up[4096], out[4096], res[16];
+	size_t len = lock_call(msg, sizeof(msg), 1, NLMPROC_LOCK, 77), nu, n;
+
+	assert_int_equal(call(rl, p, msg, len, up, &nu), SIDERELAY_REWRITTEN);
+	reply(rl, p, up, nu, NLMPROC_LOCK, res, res_bytes(res, NLM_GRANTED), out, &n);
+	len = share_call(msg, sizeof(msg), 2, NLMPROC_SHARE, "oh-1", FH);
+	assert_int_equal(call(rl, p, msg, len, up, &nu), SIDERELAY_REWRITTEN);
+	reply(rl, p, up, nu, NLMPROC_SHARE, res, shareres_bytes(res, NLM_GRANTED), out, &n);
+}
+
+/*
+ * A client's FREE_ALL is not relayed: it is answered (void result) and
+ * becomes an UNLOCK and an UNSHARE of that client's owners only, through
+ * the release queue, which takes the server's shareres to the UNSHARE as
+ * done. The other client's SM_NOTIFY later UNSHAREs its share too. A
+ * FREE_ALL that does not decode releases nothing.
+ */
+static void test_free_all_releases_only_the_senders_locks_and_shares(void **state)
+{
+	(void)state;
+	struct gw_counters c = { 0 };
+	struct nlm_relay *rl = relay_new(&c);
+	struct sidesvc_peer pa = peer_at(0x0a090002, 800), pb = peer_at(0x0a090003, 800);
+	struct nlm_host ha, hb;
+	uint8_t msg[512], out[4096], res[16];
+	size_t n;
+
+	nlm_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
+	nlm_host_from_sockaddr(&hb, (struct sockaddr *)&pb.addr, pb.addrlen);
+	lock_and_share(rl, &pa);
+	lock_and_share(rl, &pb);
+	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 2);
+	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &hb), 2);
+	assert_int_equal(nsent, 0);
+
+	/* Garbage: nothing released. */
+	size_t len = free_all_call(msg, 8, 1);
+	assert_int_equal(call(rl, &pa, msg, len - 4, out, &n), SIDERELAY_ANSWERED);
+	assert_int_equal(xdr_get32(out + 20), RPCSTAT_GARBAGE_ARGS);
+	assert_int_equal(nsent, 0);
+
+	/* A's, from another port than its lockd's: answered void, never passed upstream. */
+	struct sidesvc_peer pa2 = peer_at(0x0a090002, 1023);
+	assert_int_equal(call(rl, &pa2, msg, len, out, &n), SIDERELAY_ANSWERED);
+	assert_int_equal(n, 24);
+	assert_int_equal(xdr_get32(out), 8);
+	assert_int_equal(xdr_get32(out + 20), RPCSTAT_SUCCESS);
+	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 0);
+	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &hb), 2);
+	assert_int_equal(nsent, 2);
+	bool unlocked = false, unshared = false;
+	for (size_t i = 0; i < nsent; i++) {
+		struct rpc_call_hdr uh;
+		struct nlm_args u;
+		assert_int_equal(rpc_call_decode(sent[i], sent_len[i], &uh), RPC_HDR_CALL);
+		decode_rewritten(sent[i], sent_len[i], uh.proc, &u);
+		assert_memory_equal(u.lock.caller.p, GW_NAME, strlen(GW_NAME));
+		assert_memory_equal(u.lock.fh.p, FH, sizeof(FH));
+		struct nlm_client_owner co;
+		/* A's owner, as the state maps it back (svid from the token for a share). */
+		int32_t svid = u.lock.svid;
+		if (uh.proc == NLMPROC_UNSHARE) {
+			struct nlm_owner_id id;
+			assert_true(nlm_state_owner_of_token(u.lock.oh, &id));
+			svid = id.svid;
+			unshared = true;
+			/* The server's shareres: the queue's entry is done. */
+			uint32_t pending = nlm_relay_release_pending(rl);
+			reply(rl, &pa, sent[i], sent_len[i], NLMPROC_UNSHARE, res,
+			      shareres_bytes(res, NLM_GRANTED), out, &n);
+			assert_int_equal(nlm_relay_release_pending(rl), pending - 1);
+		} else {
+			assert_int_equal(uh.proc, NLMPROC_UNLOCK);
+			unlocked = true;
+		}
+		/* Forgotten now (the client rebooted): no owner of B's either. */
+		assert_false(nlm_relay_client_of(rl, svid, u.lock.oh, &co));
+	}
+	assert_true(unlocked && unshared);
+	assert_int_equal(nlm_relay_stats(rl)->release_done, 1);
+
+	/* B's SM_NOTIFY: its UNLOCK and UNSHARE. */
+	uint8_t notify[128];
+	size_t h = put_call_hdr(notify, 5, NSM_PROG, 1, 6), unlocks;
+	xdr_put32(notify + h, 6);
+	memcpy(notify + h + 4, "host-b\0\0", 8);
+	xdr_put32(notify + h + 12, 3);
+	nsent = 0;
+	nlm_relay_nsm_answer(rl, &pb, notify, h + 16, out, sizeof(out), &unlocks);
+	assert_int_equal(unlocks, 2);
+	assert_int_equal(nsent, 2);
+	struct rpc_call_hdr h0, h1;
+	assert_int_equal(rpc_call_decode(sent[0], sent_len[0], &h0), RPC_HDR_CALL);
+	assert_int_equal(rpc_call_decode(sent[1], sent_len[1], &h1), RPC_HDR_CALL);
+	assert_int_equal(h0.proc + h1.proc, NLMPROC_UNLOCK + NLMPROC_UNSHARE);
+	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &hb), 0);
 	nlm_relay_free(rl);
 }
 
@@ -684,6 +941,58 @@ static void answer_unlock(struct nlm_relay *rl, size_t k, uint32_t stat)
 		SIDERELAY_PASS);
 }
 
+/* The server answers the UNSHARE sent @k-th with @stat, echoing its cookie. */
+static void answer_unshare(struct nlm_relay *rl, size_t k, uint32_t stat)
+{
+	struct sidesvc_peer none = { .addrlen = 0 };
+	struct rpc_call_hdr h;
+	struct nlm_args u;
+	uint8_t res[64], out[4096];
+	size_t rn, n;
+
+	assert_int_equal(rpc_call_decode(link_msg[k], link_len[k], &h), RPC_HDR_CALL);
+	assert_int_equal(h.proc, NLMPROC_UNSHARE);
+	decode_rewritten(link_msg[k], link_len[k], NLMPROC_UNSHARE, &u);
+	struct nlm_shareres r = { .cookie = u.cookie, .stat = stat };
+	assert_int_equal(nlm_encode_shareres(&r, res, sizeof(res), &rn), 0);
+	assert_int_equal(
+		reply(rl, &none, link_msg[k], link_len[k], NLMPROC_UNSHARE, res, rn, out, &n),
+		SIDERELAY_PASS);
+}
+
+/*
+ * A FREE_ALL's UNSHARE goes through the release queue as an UNLOCK does:
+ * answered DENIED_GRACE_PERIOD (Linux lockd refuses UNSHARE in its grace)
+ * it is sent again after NLM_RELEASE_DELAY_US, still an UNSHARE, and
+ * GRANTED ends it.
+ */
+static void test_release_queue_retries_unshare_in_grace(void **state)
+{
+	(void)state;
+	struct gw_counters c = { 0 };
+	struct nlm_relay *rl = release_relay(&c, 0, 0);
+	struct sidesvc_peer pa = peer_at(0x0a090002, 800);
+	uint8_t msg[512], up[4096], out[4096], res[16];
+	size_t len = share_call(msg, sizeof(msg), 1, NLMPROC_SHARE, "oh-1", FH), nu, n;
+
+	assert_int_equal(call(rl, &pa, msg, len, up, &nu), SIDERELAY_REWRITTEN);
+	reply(rl, &pa, up, nu, NLMPROC_SHARE, res, shareres_bytes(res, NLM_GRANTED), out, &n);
+	len = free_all_call(msg, 2, 1);
+	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_ANSWERED);
+	assert_int_equal(link_n, 1);
+	answer_unshare(rl, 0, NLM_DENIED_GRACE_PERIOD);
+	assert_int_equal(nlm_relay_release_pending(rl), 1);
+	assert_int_equal(nlm_relay_release_in_flight(rl), 0);
+	fake_us += NLM_RELEASE_DELAY_US;
+	nlm_relay_release_tick(rl);
+	assert_int_equal(link_n, 2);
+	answer_unshare(rl, 1, NLM_GRANTED);
+	assert_int_equal(nlm_relay_release_pending(rl), 0);
+	assert_int_equal(nlm_relay_stats(rl)->release_retried, 1);
+	assert_int_equal(nlm_relay_stats(rl)->release_done, 1);
+	nlm_relay_free(rl);
+}
+
 /*
  * 300 (owner, fh) of one client: every one gets its UNLOCK although the
  * link takes only 10 at a time, never more than the window in flight,
@@ -924,6 +1233,9 @@ int main(void)
 		cmocka_unit_test(test_release_queue_resends_unanswered),
 		cmocka_unit_test(test_release_queue_gives_up_after_the_bound),
 		cmocka_unit_test(test_release_queue_full_counted),
+		cmocka_unit_test(test_shares_rewritten_recorded_and_forgotten),
+		cmocka_unit_test(test_free_all_releases_only_the_senders_locks_and_shares),
+		cmocka_unit_test(test_release_queue_retries_unshare_in_grace),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,7 +5,8 @@
  * every truncation, every length over its bound, a bad boolean and trailing
  * bytes are refused; a rewritten lock (another owner handle length, another
  * svid) encodes and decodes back; the svid is rewritten in place; TEST
- * replies with a holder round-trip; v3 refuses a range over 32 bits.
+ * replies with a holder round-trip; v3 refuses a range over 32 bits. SHARE,
+ * UNSHARE, their reply and FREE_ALL's arguments likewise.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -72,6 +73,23 @@ static void lockargs(struct buf *b, uint32_t vers, uint32_t caller_len, uint32_t
 	}
 	w32(b, 0);  /* reclaim */
 	w32(b, 17); /* state */
+}
+
+/* nlm_shareargs (v3: nlm_share; v4: nlm4_share), reclaim set. */
+static void shareargs(struct buf *b, uint32_t vers, uint32_t caller_len, uint32_t fh_len,
+		      uint32_t oh_len)
+{
+	static char big[2048];
+
+	memset(big, 's', sizeof(big));
+	b->n = 0;
+	wobj(b, "cook", 4);
+	wobj(b, big, caller_len);
+	wobj(b, vers == 4 ? fh4 : fh3, fh_len);
+	wobj(b, big, oh_len);
+	w32(b, 2); /* mode: deny write */
+	w32(b, 3); /* access: read and write */
+	w32(b, 1); /* reclaim */
 }
 
 static void decodes_v4_lock(void **state)
@@ -178,7 +196,10 @@ static void refuses_unknown(void **state)
 	lockargs(&b, 4, 7, 64, 9);
 	assert_int_equal(nlm_decode_args(2, NLMPROC_LOCK, b.b, b.n, &a), -EPROTONOSUPPORT);
 	assert_int_equal(nlm_decode_args(4, NLMPROC_LOCK_RES, b.b, b.n, &a), -EPROTONOSUPPORT);
-	assert_int_equal(nlm_decode_args(4, 20 /* SHARE */, b.b, b.n, &a), -EPROTONOSUPPORT);
+	/* FREE_ALL has no lock (nlm_decode_notify()); v1 has no SHARE. */
+	assert_int_equal(nlm_decode_args(4, NLMPROC_FREE_ALL, b.b, b.n, &a), -EPROTONOSUPPORT);
+	shareargs(&b, 3, 5, 32, 8);
+	assert_int_equal(nlm_decode_args(1, NLMPROC_SHARE, b.b, b.n, &a), -EPROTONOSUPPORT);
 }
 
 static void decodes_unaligned(void **state)
@@ -320,6 +341,96 @@ static void stat_chge_decoded_and_bounded(void **state)
 	assert_int_equal(nsm_decode_stat_chge(b, 4 + 1028 + 4, &st), -EINVAL);
 }
 
+/*
+ * SHARE and UNSHARE: every field in v4 and v3; each bound (caller 1024, fh
+ * 64 or 32, oh 1024), truncation, trailing bytes and a bad reclaim word
+ * refused; a rewritten owner handle encodes and decodes back. The
+ * shareres round-trips; FREE_ALL's nlm_notify is bounded.
+ */
+static void share_decoded_bounded_and_rewritten(void **state)
+{
+	struct buf b;
+	struct nlm_args a, back;
+	uint8_t out[4096];
+	size_t n;
+
+	(void)state;
+	for (uint32_t vers = 3; vers <= 4; vers++) {
+		uint32_t fhmax = vers == 4 ? NLM4_FHSIZE : NLM3_FHSIZE;
+		shareargs(&b, vers, 5, fhmax, 8);
+		assert_int_equal(nlm_decode_args(vers, NLMPROC_UNSHARE, b.b, b.n, &a), 0);
+		assert_int_equal(a.kind, NLM_ARGS_SHARE);
+		assert_int_equal(a.cookie.len, 4);
+		assert_int_equal(a.lock.caller.len, 5);
+		assert_int_equal(a.lock.fh.len, fhmax);
+		assert_int_equal(a.lock.oh.len, 8);
+		assert_int_equal(a.mode, 2);
+		assert_int_equal(a.access, 3);
+		assert_true(a.reclaim);
+		a.lock.oh = (struct nlm_bytes){ (const uint8_t *)"0123456789abcdef", 16 };
+		assert_int_equal(nlm_encode_args(&a, out, sizeof(out), &n), 0);
+		assert_int_equal(n, b.n + 8);
+		assert_int_equal(nlm_decode_args(vers, NLMPROC_SHARE, out, n, &back), 0);
+		assert_memory_equal(back.lock.oh.p, "0123456789abcdef", 16);
+		assert_int_equal(back.mode, 2);
+		assert_int_equal(back.access, 3);
+
+		shareargs(&b, vers, 5, fhmax + 1, 8);
+		assert_int_equal(nlm_decode_args(vers, NLMPROC_SHARE, b.b, b.n, &a), -EBADMSG);
+		shareargs(&b, vers, NLM_LM_MAXSTRLEN + 1, fhmax, 8);
+		assert_int_equal(nlm_decode_args(vers, NLMPROC_SHARE, b.b, b.n, &a), -EBADMSG);
+		shareargs(&b, vers, 5, fhmax, NLM_MAXNETOBJ + 1);
+		assert_int_equal(nlm_decode_args(vers, NLMPROC_SHARE, b.b, b.n, &a), -EBADMSG);
+		shareargs(&b, vers, 5, fhmax, 8);
+		for (size_t cut = 4; cut <= b.n; cut += 4)
+			assert_int_equal(nlm_decode_args(vers, NLMPROC_SHARE, b.b, b.n - cut, &a),
+					 -EBADMSG);
+		w32(&b, 0);
+		assert_int_equal(nlm_decode_args(vers, NLMPROC_SHARE, b.b, b.n, &a), -EBADMSG);
+		b.n -= 4;
+		b.b[b.n - 1] = 2; /* reclaim 2 */
+		assert_int_equal(nlm_decode_args(vers, NLMPROC_SHARE, b.b, b.n, &a), -EBADMSG);
+	}
+	/* Encoding refuses what v1 cannot carry. */
+	shareargs(&b, 3, 5, 32, 8);
+	assert_int_equal(nlm_decode_args(3, NLMPROC_SHARE, b.b, b.n, &a), 0);
+	a.vers = 1;
+	assert_int_equal(nlm_encode_args(&a, out, sizeof(out), &n), -EINVAL);
+
+	/* shareres: cookie, stat, sequence; nothing after. */
+	struct nlm_shareres r, rb;
+	b.n = 0;
+	wobj(&b, "cook", 4);
+	w32(&b, NLM_DENIED);
+	w32(&b, (uint32_t)-7);
+	assert_int_equal(nlm_decode_shareres(b.b, b.n, &r), 0);
+	assert_int_equal(r.stat, NLM_DENIED);
+	assert_int_equal(r.sequence, -7);
+	assert_int_equal(nlm_encode_shareres(&r, out, sizeof(out), &n), 0);
+	assert_int_equal(n, b.n);
+	assert_memory_equal(out, b.b, n);
+	assert_int_equal(nlm_decode_shareres(b.b, b.n - 4, &rb), -EBADMSG);
+	w32(&b, 0);
+	assert_int_equal(nlm_decode_shareres(b.b, b.n, &rb), -EBADMSG);
+
+	/* nlm_notify: name (up to 1024), state; nothing after. */
+	struct nlm_bytes name;
+	int32_t st;
+	static char big[NLM_LM_MAXSTRLEN + 1];
+	memset(big, 'n', sizeof(big));
+	b.n = 0;
+	wobj(&b, big, NLM_LM_MAXSTRLEN);
+	w32(&b, 9);
+	assert_int_equal(nlm_decode_notify(b.b, b.n, &name, &st), 0);
+	assert_int_equal(name.len, NLM_LM_MAXSTRLEN);
+	assert_int_equal(st, 9);
+	assert_int_equal(nlm_decode_notify(b.b, b.n - 4, &name, &st), -EBADMSG);
+	b.n = 0;
+	wobj(&b, big, NLM_LM_MAXSTRLEN + 1);
+	w32(&b, 9);
+	assert_int_equal(nlm_decode_notify(b.b, b.n, &name, &st), -EBADMSG);
+}
+
 int main(void)
 {
 	for (size_t i = 0; i < sizeof(fh4); i++)
@@ -337,6 +448,7 @@ int main(void)
 		cmocka_unit_test(encode_checks_bounds),
 		cmocka_unit_test(testres_holder_round_trip),
 		cmocka_unit_test(stat_chge_decoded_and_bounded),
+		cmocka_unit_test(share_decoded_bounded_and_rewritten),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
