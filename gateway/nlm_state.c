@@ -569,8 +569,12 @@ static void release_record(struct nlm_state *st, struct nlm_client *c, uint32_t 
 	st->nlocks--;
 }
 
-void nlm_state_unlocked(struct nlm_state *st, const struct nlm_owner_id *owner, struct nlm_bytes fh,
-			uint64_t offset, uint64_t len)
+/*
+ * Forget @owner's records on @fh: its shares (@share), else its locks that
+ * [@offset, @offset+@len) covers. A share has no range: an UNSHARE ends it.
+ */
+static void forget_records(struct nlm_state *st, const struct nlm_owner_id *owner,
+			   struct nlm_bytes fh, bool share, uint64_t offset, uint64_t len)
 {
 	struct nlm_bytes tok = { owner->oh, NLM_TOKEN_LEN };
 	int32_t slot = owner_slot(st, owner->svid, tok);
@@ -581,30 +585,23 @@ void nlm_state_unlocked(struct nlm_state *st, const struct nlm_owner_id *owner, 
 	uint32_t *link = &c->lock_head;
 	while (*link) {
 		const struct nlm_lockrec *r = &st->locks[*link - 1];
-		if (r->owner == (uint32_t)slot + 1 && fh_eq(r, fh) && !r->share &&
-		    covers(offset, len, r))
+		if (r->owner == (uint32_t)slot + 1 && fh_eq(r, fh) && r->share == share &&
+		    (share || covers(offset, len, r)))
 			release_record(st, c, link);
 		else
 			link = &st->locks[*link - 1].next;
 	}
 }
 
+void nlm_state_unlocked(struct nlm_state *st, const struct nlm_owner_id *owner, struct nlm_bytes fh,
+			uint64_t offset, uint64_t len)
+{
+	forget_records(st, owner, fh, false, offset, len);
+}
+
 void nlm_state_unshared(struct nlm_state *st, const struct nlm_owner_id *owner, struct nlm_bytes fh)
 {
-	struct nlm_bytes tok = { owner->oh, NLM_TOKEN_LEN };
-	int32_t slot = owner_slot(st, owner->svid, tok);
-
-	if (slot < 0)
-		return;
-	struct nlm_client *c = &st->clients[st->owners[slot].client - 1];
-	uint32_t *link = &c->lock_head;
-	while (*link) {
-		const struct nlm_lockrec *r = &st->locks[*link - 1];
-		if (r->owner == (uint32_t)slot + 1 && fh_eq(r, fh) && r->share)
-			release_record(st, c, link);
-		else
-			link = &st->locks[*link - 1].next;
-	}
+	forget_records(st, owner, fh, true, 0, 0);
 }
 
 uint32_t nlm_state_client_locks(const struct nlm_state *st, const struct nlm_host *host)
