@@ -694,6 +694,20 @@ static void test_failed_callback_forgets_the_blocked_record(void **state)
 }
 
 /*
+ * A LOCK_MSG from the client, left unanswered past the async table's
+ * timeout (timeout_ms 400: forgotten); its cookie upstream in @cookie, its
+ * upstream arguments in @up, pointing into @out (the caller's).
+ */
+static void lock_msg_timed_out(struct t *t, uint8_t cookie[NLM_ASYNC_COOKIE_LEN],
+			       struct nlm_args *up, uint8_t out[1024])
+{
+	assert_int_equal(client_msg(t, CLIENT, NLMPROC_LOCK_MSG, out, 1024, up),
+			 SIDERELAY_REWRITTEN);
+	memcpy(cookie, up->cookie.p, NLM_ASYNC_COOKIE_LEN);
+	spin(t, 600000);
+}
+
+/*
  * A LOCK_MSG whose LOCK_RES (granted) comes after the gateway forgot it:
  * the server holds a lock nothing records, so it is given back - an
  * UNLOCK of that upstream owner, file and range, with the gateway's name -
@@ -706,10 +720,7 @@ static void test_late_lock_res_given_back(void **state)
 	uint8_t out[1024], msg[512], r[128], cookie[NLM_ASYNC_COOKIE_LEN];
 	struct nlm_args up;
 
-	assert_int_equal(client_msg(t, CLIENT, NLMPROC_LOCK_MSG, out, sizeof(out), &up),
-			 SIDERELAY_REWRITTEN);
-	memcpy(cookie, up.cookie.p, sizeof(cookie));
-	spin(t, 600000); /* timeout_ms 400: forgotten */
+	lock_msg_timed_out(t, cookie, &up, out);
 	assert_int_equal(nlm_async_pending(t->as), 0);
 	assert_int_equal(nlm_async_stats(t->as)->timed_out, 1);
 	assert_int_equal(t->own_calls, 0);
@@ -747,10 +758,7 @@ static void test_late_lock_res_denied_gives_nothing_back(void **state)
 	uint8_t out[1024], msg[512], r[128], cookie[NLM_ASYNC_COOKIE_LEN];
 	struct nlm_args up;
 
-	assert_int_equal(client_msg(t, CLIENT, NLMPROC_LOCK_MSG, out, sizeof(out), &up),
-			 SIDERELAY_REWRITTEN);
-	memcpy(cookie, up.cookie.p, sizeof(cookie));
-	spin(t, 600000);
+	lock_msg_timed_out(t, cookie, &up, out);
 	size_t len =
 		server_res(msg, sizeof(msg), 98, NLMPROC_LOCK_RES,
 			   (struct nlm_bytes){ cookie, sizeof(cookie) }, NLM_DENIED_NOLOCKS, NULL);
@@ -763,17 +771,13 @@ static void test_late_lock_res_denied_gives_nothing_back(void **state)
 }
 
 /*
- * A LOCK_MSG left unanswered past its timeout (its cookie in @first), then
- * sent again by the client (its upstream arguments in @up, pointing into
- * @out, the caller's).
+ * A LOCK_MSG then sent again by the client after the first timed out (its
+ * cookie in @first; the second's upstream arguments in @up).
  */
 static void lock_msg_sent_again(struct t *t, uint8_t first[NLM_ASYNC_COOKIE_LEN],
 				struct nlm_args *up, uint8_t out[1024])
 {
-	assert_int_equal(client_msg(t, CLIENT, NLMPROC_LOCK_MSG, out, 1024, up),
-			 SIDERELAY_REWRITTEN);
-	memcpy(first, up->cookie.p, NLM_ASYNC_COOKIE_LEN);
-	spin(t, 600000);
+	lock_msg_timed_out(t, first, up, out);
 	assert_int_equal(client_msg(t, CLIENT, NLMPROC_LOCK_MSG, out, 1024, up),
 			 SIDERELAY_REWRITTEN);
 }
