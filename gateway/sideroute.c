@@ -439,6 +439,7 @@ bool gw_side_nlm_stats(const struct gw_side *side, struct gw_stats_nlm *out)
 		.client_locks_full = ss->client_locks_full,
 		.oh_too_long = ss->oh_too_long,
 		.stale_owner = ss->stale_owner,
+		.client_owners_full = ss->client_owners_full,
 	};
 	/* Started last: absent only while gw_side_start() fails. */
 	if (side->nlm_cb) {

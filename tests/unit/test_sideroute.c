@@ -342,6 +342,7 @@ static void test_nlm_keys_reach_the_relay(void **state)
 	assert_true(gw_side_nlm_stats(side, &st));
 	assert_int_equal(st.owners, 2);
 	assert_int_equal(st.locks, 2);
+	assert_int_equal(st.client_owners_full, 1);
 	gw_side_stop(side);
 	close(lockd);
 	close(client);

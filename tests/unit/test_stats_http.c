@@ -188,6 +188,7 @@ static void fake_engine_init(struct fake_engine *e)
 					.client_locks_full = 9,
 					.oh_too_long = 10,
 					.stale_owner = 12,
+					.client_owners_full = 71,
 					.cb_relayed = 13,
 					.cb_granted = 14,
 					.cb_stale = 15,
@@ -853,6 +854,7 @@ static void test_stats_json_nlm(void **state)
 	assert_int_equal(jint(root, "routes.0.nlm.refused.client_locks_full"), 9);
 	assert_int_equal(jint(root, "routes.0.nlm.refused.oh_too_long"), 10);
 	assert_int_equal(jint(root, "routes.0.nlm.refused.stale_owner"), 12);
+	assert_int_equal(jint(root, "routes.0.nlm.refused.client_owners_full"), 71);
 	assert_int_equal(jint(root, "routes.0.nlm.granted_callbacks.pending"), 1);
 	assert_int_equal(jint(root, "routes.0.nlm.granted_callbacks.relayed"), 13);
 	assert_int_equal(jint(root, "routes.0.nlm.granted_callbacks.granted"), 14);
@@ -1420,6 +1422,7 @@ static void test_metrics_nlm(void **state)
 	assert_true(sample(fams, r, R, "nfs-fwd", "reason", "client_locks_full", NULL) == 9);
 	assert_true(sample(fams, r, R, "nfs-fwd", "reason", "oh_too_long", NULL) == 10);
 	assert_true(sample(fams, r, R, "nfs-fwd", "reason", "stale_owner", NULL) == 12);
+	assert_true(sample(fams, r, R, "nfs-fwd", "reason", "client_owners_full", NULL) == 71);
 	const char *c = "rpcrdma_gw_nlm_granted_callbacks_total";
 	assert_true(sample(fams, c, R, "nfs-fwd", "outcome", "relayed", NULL) == 13);
 	assert_true(sample(fams, c, R, "nfs-fwd", "outcome", "granted", NULL) == 14);
@@ -1467,7 +1470,7 @@ static void test_metrics_nlm(void **state)
 	assert_int_equal(family_size(fams, gs), 2);
 	/* Only the route that has an NLM relay. */
 	assert_int_equal(family_size(fams, h), 6);
-	assert_int_equal(family_size(fams, "rpcrdma_gw_nlm_refused"), 6);
+	assert_int_equal(family_size(fams, "rpcrdma_gw_nlm_refused"), 7);
 	assert_int_equal(family_size(fams, "rpcrdma_gw_nlm_granted_callbacks"), 6);
 	json_decref(fams);
 }
