@@ -784,8 +784,8 @@ void nlm_relay_release_tick(struct nlm_relay *rl)
 		}
 	}
 	if (gave_up) {
+		/* Not call_timeout: the siderelay counted each of its sends that timed out. */
 		rl->stats.release_given_up += gave_up;
-		rl->cfg.counters->events[GW_EV_CALL_TIMEOUT] += gave_up;
 		gw_warn("%s: nlm relay: %u UNLOCK%s of rebooted clients given up, unanswered for "
 			"%llu s: the server may keep those locks until it restarts",
 			rl->cfg.route_name, gave_up, gave_up == 1 ? "" : "s",
@@ -801,9 +801,12 @@ void nlm_relay_release_tick(struct nlm_relay *rl)
  * sent, not from the reply: the server's answer to that XID is the answer
  * to that call whatever cookie it echoes. GRACE_PERIOD (the server is in
  * grace, it refuses unlocks too) and NOLOCKS (no memory for it now), or an
- * RPC error (its lockd not up yet): asked again after NLM_RELEASE_DELAY_US.
- * Any other result is final: GRANTED, or a lock the server does not have
- * (DENIED, NLM4_STALE_FH...), which asking again would not change.
+ * RPC error the server may not give next time (SYSTEM_ERR, a reply that
+ * does not decode): asked again after NLM_RELEASE_DELAY_US. Any other
+ * result is final: GRANTED, or a lock the server does not have (DENIED,
+ * NLM4_STALE_FH...), which asking again would not change; and an RPC
+ * refusal (GARBAGE_ARGS, PROC_UNAVAIL, an auth error...), given up at once
+ * rather than repeated for NLM_RELEASE_GIVE_UP_US.
  */
 static bool release_reply(struct nlm_relay *rl, const struct relay_call *c,
 			  const struct nlm_args *a, const uint8_t *msg, size_t len)
@@ -826,7 +829,14 @@ static bool release_reply(struct nlm_relay *rl, const struct relay_call *c,
 				 : nlm_decode_res(msg + off, len - off, &res) == 0);
 	if (unshare)
 		res.stat = sres.stat;
-	if (!answered || res.stat == NLM_DENIED_GRACE_PERIOD || res.stat == NLM_DENIED_NOLOCKS) {
+	if (!answered && rpc_reply_refused(msg, len)) {
+		release_remove(rl, slot);
+		rl->stats.release_given_up++;
+		gw_warn("%s: nlm relay: the server refused a rebooted client's %s (RPC error), "
+			"not sent again: the server may keep that lock until it restarts",
+			rl->cfg.route_name, unshare ? "UNSHARE" : "UNLOCK");
+	} else if (!answered || res.stat == NLM_DENIED_GRACE_PERIOD ||
+		   res.stat == NLM_DENIED_NOLOCKS) {
 		q->e[slot].state = RELEASE_WAITING;
 		q->e[slot].due_us = now + NLM_RELEASE_DELAY_US;
 		q->in_flight--;

@@ -127,6 +127,23 @@ bool rpc_reply_results(const uint8_t *msg, size_t len, size_t *results_off)
 	return true;
 }
 
+bool rpc_reply_refused(const uint8_t *msg, size_t len)
+{
+	uint32_t vlen, stat;
+
+	if (len < 12 || xdr_get32(msg + 4) != GW_MSG_REPLY)
+		return false;
+	if (xdr_get32(msg + 8) == GW_MSG_DENIED)
+		return true;
+	if (len < 24 || xdr_get32(msg + 8) != GW_MSG_ACCEPTED)
+		return false;
+	vlen = xdr_get32(msg + 16);
+	if (vlen > RPC_AUTH_MAX || len < 24 + (size_t)xdr_align(vlen))
+		return false;
+	stat = xdr_get32(msg + 20 + xdr_align(vlen));
+	return stat != RPCSTAT_SUCCESS && stat != RPCSTAT_SYSTEM_ERR && stat <= RPCSTAT_SYSTEM_ERR;
+}
+
 /* xid, REPLY, GW_MSG_ACCEPTED, a null verifier, @stat. */
 static bool encode_accepted(XDR *x, uint32_t xid, uint32_t stat)
 {

@@ -159,5 +159,13 @@ bool rpc_msg_is_reply(const uint8_t *msg, size_t len);
  * every reply whose results they read (GETPORT, NLM results).
  */
 bool rpc_reply_results(const uint8_t *msg, size_t len, size_t *results_off);
+/*
+ * A reply that refuses the call for good: MSG_DENIED (RPC version, auth),
+ * or accepted with PROG_UNAVAIL, PROG_MISMATCH, PROC_UNAVAIL or
+ * GARBAGE_ARGS. Sending the same call again gets the same answer. False for
+ * SUCCESS, SYSTEM_ERR (the server's memory, for now) and anything that does
+ * not decode as a reply.
+ */
+bool rpc_reply_refused(const uint8_t *msg, size_t len);
 
 #endif

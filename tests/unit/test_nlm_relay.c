@@ -1108,6 +1108,62 @@ static void test_release_queue_retries_grace_and_nolocks(void **state)
 	nlm_relay_free(rl);
 }
 
+/* The server refuses the UNLOCK sent @k-th with the RPC error @stat (accept_stat). */
+static void answer_unlock_rpc_error(struct nlm_relay *rl, size_t k, uint32_t stat)
+{
+	uint8_t msg[64], out[4096];
+	size_t n, h = rpc_encode_accept_error(msg, sizeof(msg), 7, stat, 0, 0);
+	struct relay_call c = { .used = true,
+				.vers = 4,
+				.proc = NLMPROC_UNLOCK,
+				.msg = link_msg[k],
+				.len = (uint32_t)link_len[k] };
+
+	assert_int_equal(nlm_relay_reply_hook(rl, &c, msg, h, out, sizeof(out), &n),
+			 SIDERELAY_PASS);
+}
+
+/*
+ * An UNLOCK refused with an RPC error that would come again (GARBAGE_ARGS,
+ * PROC_UNAVAIL) is given up at once, not re-sent for ten minutes; one
+ * refused with SYSTEM_ERR (the server short of memory now) is sent again.
+ * Giving up counts no call_timeout: the siderelay counts its own timeouts.
+ */
+static void test_release_queue_gives_up_refused_unlocks(void **state)
+{
+	(void)state;
+	struct gw_counters c = { 0 };
+	struct nlm_relay *rl = release_relay(&c, 0, 0);
+	struct sidesvc_peer pa = peer_at(0x0a090002, 800);
+
+	lock_granted(rl, &pa, 77, 0);
+	lock_granted(rl, &pa, 77, 1);
+	lock_granted(rl, &pa, 77, 2);
+	assert_int_equal(notify_reboot(rl, &pa, 3), 3);
+	assert_int_equal(link_n, 3);
+	uint32_t busy = unlock_file(2);
+	answer_unlock_rpc_error(rl, 0, RPCSTAT_GARBAGE_ARGS);
+	answer_unlock_rpc_error(rl, 1, RPCSTAT_PROC_UNAVAIL);
+	answer_unlock_rpc_error(rl, 2, RPCSTAT_SYSTEM_ERR);
+	assert_int_equal(nlm_relay_release_pending(rl), 1);
+	assert_int_equal(nlm_relay_stats(rl)->release_given_up, 2);
+	assert_int_equal(c.events[GW_EV_CALL_TIMEOUT], 0);
+
+	fake_us += NLM_RELEASE_DELAY_US;
+	nlm_relay_release_tick(rl);
+	assert_int_equal(link_n, 4);
+	assert_int_equal(unlock_file(3), busy);
+	answer_unlock(rl, 3, NLM_GRANTED);
+	assert_int_equal(nlm_relay_release_pending(rl), 0);
+	assert_int_equal(nlm_relay_stats(rl)->release_done, 1);
+	for (int t = 0; t < 60; t++) {
+		fake_us += 1000000;
+		nlm_relay_release_tick(rl);
+	}
+	assert_int_equal(link_n, 4);
+	nlm_relay_free(rl);
+}
+
 /*
  * An UNLOCK with no answer is sent again once the siderelay has given it
  * up (its timeout, 15 s by default, and a tick); a late answer to the
@@ -1168,7 +1224,8 @@ static void test_release_queue_gives_up_after_the_bound(void **state)
 	}
 	assert_int_equal(nlm_relay_release_pending(rl), 0);
 	assert_int_equal(nlm_relay_stats(rl)->release_given_up, 1);
-	assert_int_equal(c.events[GW_EV_CALL_TIMEOUT], 1);
+	/* Its sends' timeouts were the siderelay's to count (a fake link here). */
+	assert_int_equal(c.events[GW_EV_CALL_TIMEOUT], 0);
 	size_t sent_then = link_n;
 	for (int t = 0; t < 120; t++) {
 		fake_us += 1000000;
@@ -1230,6 +1287,7 @@ int main(void)
 		cmocka_unit_test(test_reclaim_converted_in_the_gateway_grace),
 		cmocka_unit_test(test_release_queue_sends_all_through_a_narrow_link),
 		cmocka_unit_test(test_release_queue_retries_grace_and_nolocks),
+		cmocka_unit_test(test_release_queue_gives_up_refused_unlocks),
 		cmocka_unit_test(test_release_queue_resends_unanswered),
 		cmocka_unit_test(test_release_queue_gives_up_after_the_bound),
 		cmocka_unit_test(test_release_queue_full_counted),
