@@ -13,96 +13,12 @@
 # this program serves on a UDP port, advertised by a tiny portmapper of its own on port 111
 # of this host's address (GETPORT of NLM only): what an asynchronous NLM client is. Exit 1
 # for a wrong or missing result, 2 for an error on the way.
-import os, select, socket, struct, sys, time
+import select, socket, struct, sys, time
 
-NLM, MOUNT, NFS, PMAP = 100021, 100005, 100003, 100000
+from nlm_udp import NLM, PMAP, opaque, get_opaque, udp_call, getport, file_handle
+
 GRANTED, DENIED = 0, 1
 gw, op, name = sys.argv[1], sys.argv[2], sys.argv[3]
-xid = int(time.time()) & 0xFFFF
-xid <<= 8
-
-
-def opaque(b):
-    return struct.pack(">I", len(b)) + b + b"\0" * (-len(b) % 4)
-
-
-def auth_unix():
-    body = struct.pack(">I", 0) + opaque(b"c4") + struct.pack(">III", 0, 0, 0)
-    return struct.pack(">I", 1) + opaque(body)
-
-
-def call(prog, vers, proc, args):
-    global xid
-    xid += 1
-    return xid, struct.pack(">IIIIII", xid, 0, 2, prog, vers, proc) + auth_unix() + \
-        struct.pack(">II", 0, 0) + args
-
-
-def results(r, want_xid):
-    """The results of an accepted, successful reply, or None."""
-    x, mtype, stat = struct.unpack(">III", r[:12])
-    if x != want_xid or mtype != 1 or stat != 0:
-        return None
-    vlen = struct.unpack(">I", r[16:20])[0]
-    off = 20 + vlen + (-vlen % 4)
-    if struct.unpack(">I", r[off:off + 4])[0] != 0:
-        return None
-    return r[off + 4:]
-
-
-def get_opaque(b, off):
-    n = struct.unpack(">I", b[off:off + 4])[0]
-    return b[off + 4:off + 4 + n], off + 4 + n + (-n % 4)
-
-
-def udp_call(port, prog, vers, proc, args):
-    x, m = call(prog, vers, proc, args)
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.settimeout(3)
-    for _ in range(3):
-        s.sendto(m, (gw, port))
-        try:
-            r = results(s.recv(65536), x)
-            if r is not None:
-                return r
-        except socket.timeout:
-            pass
-    print("no answer from %s:%d to program %d procedure %d" % (gw, port, prog, proc))
-    sys.exit(2)
-
-
-def getport(prog, vers, prot=17):
-    return struct.unpack(">I", udp_call(111, PMAP, 2, 3, struct.pack(">IIII", prog, vers, prot, 0))[:4])[0]
-
-
-def file_handle():
-    r = udp_call(getport(MOUNT, 3), MOUNT, 3, 1, opaque(b"/export"))
-    if struct.unpack(">I", r[:4])[0] != 0:
-        sys.exit(2)
-    root, _ = get_opaque(r, 4)
-    x, m = call(NFS, 3, 3, opaque(root) + opaque(name.encode()))
-    t = socket.create_connection((gw, 2049), timeout=10)
-    t.sendall(struct.pack(">I", 0x80000000 | len(m)) + m)
-    data = b""
-    while True:
-        mark = b""
-        while len(mark) < 4:
-            mark += t.recv(4 - len(mark))
-        n = struct.unpack(">I", mark)[0]
-        while n & 0x7FFFFFFF:
-            chunk = t.recv(n & 0x7FFFFFFF)
-            if not chunk:
-                sys.exit(2)
-            data += chunk
-            n -= len(chunk)
-        if n & 0x80000000:
-            break
-    r = results(data, x)
-    if r is None or struct.unpack(">I", r[:4])[0] != 0:
-        print("LOOKUP %s failed" % name)
-        sys.exit(2)
-    fh, _ = get_opaque(r, 4)
-    return fh
 
 
 # This host's NLM service and its portmapper.
@@ -153,14 +69,14 @@ def alock(fh, svid, oh):
 
 
 def msg(proc, args):
-    r = udp_call(nport, NLM, 4, proc, args)
+    r = udp_call(gw, nport, NLM, 4, proc, args, timeout=3)
     if r != b"":
         print("procedure %d: the void reply had results %r" % (proc, r))
         sys.exit(1)
 
 
-fh = file_handle()
-nport = getport(NLM, 4)
+fh = file_handle(gw, name)
+nport = getport(gw, NLM, 4)
 print("file handle %s, gateway NLM port %d, this host's NLM port %d" %
       (fh.hex(), nport, nlm.getsockname()[1]))
 if op == "lock":
