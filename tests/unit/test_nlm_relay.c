@@ -1055,6 +1055,23 @@ static void test_release_queue_sends_all_through_a_narrow_link(void **state)
 }
 
 /*
+ * A release relay whose client held locks on files 0, 1 and 2 (owner 77)
+ * and rebooted: its three UNLOCKs are sent, unanswered yet.
+ */
+static struct nlm_relay *three_locks_released(struct gw_counters *c)
+{
+	struct nlm_relay *rl = release_relay(c, 0, 0);
+	struct sidesvc_peer pa = peer_at(0x0a090002, 800);
+
+	lock_granted(rl, &pa, 77, 0);
+	lock_granted(rl, &pa, 77, 1);
+	lock_granted(rl, &pa, 77, 2);
+	assert_int_equal(notify_reboot(rl, &pa, 3), 3);
+	assert_int_equal(link_n, 3);
+	return rl;
+}
+
+/*
  * An UNLOCK answered DENIED_GRACE_PERIOD or DENIED_NOLOCKS is sent again
  * after NLM_RELEASE_DELAY_US, not before; one answered GRANTED or
  * NLM4_STALE_FH is final and never sent again.
@@ -1063,15 +1080,9 @@ static void test_release_queue_retries_grace_and_nolocks(void **state)
 {
 	(void)state;
 	struct gw_counters c = { 0 };
-	struct nlm_relay *rl = release_relay(&c, 0, 0);
-	struct sidesvc_peer pa = peer_at(0x0a090002, 800);
+	struct nlm_relay *rl = three_locks_released(&c);
 	const uint32_t NLM4_STALE_FH = 7; /* RFC 1813 nlm4_stats */
 
-	lock_granted(rl, &pa, 77, 0);
-	lock_granted(rl, &pa, 77, 1);
-	lock_granted(rl, &pa, 77, 2);
-	assert_int_equal(notify_reboot(rl, &pa, 3), 3);
-	assert_int_equal(link_n, 3);
 	uint32_t grace = unlock_file(0), nolocks = unlock_file(1);
 	answer_unlock(rl, 0, NLM_DENIED_GRACE_PERIOD);
 	answer_unlock(rl, 1, NLM_DENIED_NOLOCKS);
@@ -1133,14 +1144,7 @@ static void test_release_queue_gives_up_refused_unlocks(void **state)
 {
 	(void)state;
 	struct gw_counters c = { 0 };
-	struct nlm_relay *rl = release_relay(&c, 0, 0);
-	struct sidesvc_peer pa = peer_at(0x0a090002, 800);
-
-	lock_granted(rl, &pa, 77, 0);
-	lock_granted(rl, &pa, 77, 1);
-	lock_granted(rl, &pa, 77, 2);
-	assert_int_equal(notify_reboot(rl, &pa, 3), 3);
-	assert_int_equal(link_n, 3);
+	struct nlm_relay *rl = three_locks_released(&c);
 	uint32_t busy = unlock_file(2);
 	answer_unlock_rpc_error(rl, 0, RPCSTAT_GARBAGE_ARGS);
 	answer_unlock_rpc_error(rl, 1, RPCSTAT_PROC_UNAVAIL);
