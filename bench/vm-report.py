@@ -12,6 +12,9 @@ Rates are medians over the rounds. CPU figures are ratios of sums over the round
                 guest Soft-RoCE's own work done in the caller's context)
   gw sleeps/RPC how often its main thread blocked (voluntary context switches) per call
   guest us/RPC  the guest's busy CPU time (client, server, Soft-RoCE, gateway) / RPCs
+A second table gives, for the metadata runs, the create loop's length and the GETATTRs
+the server counted: a create loop longer than the client's attribute cache timeout
+(acregmin, 3 s) makes the stat loop revalidate the older files, one GETATTR each.
 """
 import csv
 import os
@@ -95,6 +98,30 @@ def table(clk, runs):
               f"| {fmt(s['gw_sys'], '.0f')} | {fmt(s['gw_sleeps'], '.2f')} | {s['guest']:.0f} |")
 
 
+def _median_of(rows, key):
+    vals = [float(r[key]) for r in rows if r.get(key)]
+    return statistics.median(vals) if vals else None
+
+
+def meta_table(runs):
+    """The metadata runs' phases (runs.tsv of before 2026-11-24 has no such columns)."""
+    keys = [k for k in runs if k[1] == "meta"]
+    if not keys or "create_seconds" not in runs[keys[0]][0]:
+        return
+    print()
+    print("metadata runs, medians: the create loop, and the GETATTRs the server counted "
+          "(NFSv4: operations in any compound, OPEN's and CLOSE's included)")
+    print("| NFS | files | path | s | create loop s | RPCs/run | GETATTRs/run |")
+    print("|---|---|---|---|---|---|---|")
+    for key in sorted(keys, key=lambda k: (k[0], k[2], PATHS.index(k[3]))):
+        vers, _, files, path = key
+        rows = runs[key]
+        print(f"| v{vers} | {files} | {PATH_NAMES[path]} | {_median_of(rows, 'seconds'):.2f} "
+              f"| {fmt(_median_of(rows, 'create_seconds'), '.2f')} "
+              f"| {_median_of(rows, 'nfsd_rpcs'):.0f} "
+              f"| {fmt(_median_of(rows, 'nfsd_getattrs'), '.0f')} |")
+
+
 def plot(out, clk, runs):
     gp = shutil.which("gnuplot")
     if not gp:
@@ -142,6 +169,7 @@ def main():
     if not runs:
         sys.exit("vm-report: no runs in " + os.path.join(out, "runs.tsv"))
     table(clk, runs)
+    meta_table(runs)
     plot(out, clk, runs)
 
 

@@ -5,7 +5,8 @@
 # server) -- for NFSv3 and NFSv4.2:
 #   - O_DIRECT writes and reads, one I/O at a time (dd), at I/O sizes 4 KiB to 1 MiB
 #     (the mount's rsize/wsize are the negotiated maximum, so one I/O is one RPC);
-#   - a metadata run: create, stat and remove META_FILES files.
+#   - a metadata run: create, stat and remove META_FILES files (also timed: the create
+#     loop alone, and the GETATTRs the server counted).
 # For every run it records the wall time, the RPCs the kernel NFS server counted
 # (/proc/net/rpc/nfsd), the CPU time of the nfsd threads and of the gateway process
 # (utime+stime from /proc/PID/stat; the gateway's user and system time apart, and how
@@ -53,16 +54,23 @@ dd if=/dev/urandom of=/tmp/src bs=1M count=$((16 * SCALE)) status=none
 nfsd_pids=$(pgrep -x nfsd | tr '\n' ' ')
 # One awk over /proc (each process costs tens of milliseconds in the emulated guest),
 # then the gateway's counters; the window of a run ends at the /proc/stat read.
-snap() { # nfsd-ticks nfsd-rpcs gw-utime gw-stime guest-busy-ticks gw-sleeps gw-calls gw-tcp-bytes
+snap() { # nfsd-ticks nfsd-rpcs gw-utime gw-stime guest-busy-ticks gw-sleeps nfsd-getattrs
+    #      gw-calls gw-tcp-bytes
     local n
+    # nfsd-getattrs: NFSv3 GETATTR calls plus NFSv4 GETATTR operations (any compound),
+    # the attribute revalidations of a metadata run.
     # shellcheck disable=SC2086 # the pids are words
     awk -v g=/proc/$gw/stat -v gs=/proc/$gw/status '
         FILENAME == "/proc/stat" { if ($1 == "cpu") busy = $2 + $3 + $4 + $7 + $8 + $9; next }
-        FILENAME == "/proc/net/rpc/nfsd" { if ($1 == "rpc") rpcs = $2; next }
+        FILENAME == "/proc/net/rpc/nfsd" {
+            if ($1 == "rpc") rpcs = $2
+            if ($1 == "proc3") ga += $4     # proc3 COUNT null getattr ...
+            if ($1 == "proc4ops") ga += $12 # proc4ops COUNT op0 ... op9 = OP_GETATTR
+            next }
         FILENAME == g { gu = $14; gst = $15; next }
         FILENAME == gs { if ($1 == "voluntary_ctxt_switches:") sl = $2; next }
         { nt += $14 + $15 } # an nfsd thread: comm "(nfsd)" has no spaces
-        END { printf "%d %d %d %d %d %d", nt, rpcs, gu, gst, busy, sl }' \
+        END { printf "%d %d %d %d %d %d %d", nt, rpcs, gu, gst, busy, sl, ga }' \
         $(for n in $nfsd_pids; do echo /proc/$n/stat; done) /proc/net/rpc/nfsd /proc/$gw/stat \
         /proc/$gw/status /proc/stat
     curl -fs http://127.0.0.1:9464/metrics | awk '
@@ -70,24 +78,30 @@ snap() { # nfsd-ticks nfsd-rpcs gw-utime gw-stime guest-busy-ticks gw-sleeps gw-
         index($0, "rpcrdma_gw_tcp_bytes_total{") == 1 { b += $NF }
         END { printf " %.0f %.0f\n", c, b }'
 }
-record() { # VERS PATH WORKLOAD SIZE ROUND SECONDS MIB BEFORE AFTER
+record() { # VERS PATH WORKLOAD SIZE ROUND SECONDS MIB BEFORE AFTER [CREATE_SECONDS]
     local -a b=($8) a=($9); local i d=""
-    for i in 0 1 2 3 4 5 6 7; do d+=$'\t'$((a[i] - b[i])); done
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s%s\n' "$1" "$2" "$3" "$4" "$5" "$6" "$7" "$d" >>/share/runs.tsv
+    for i in 0 1 2 3 4 5 6 7 8; do d+=$'\t'$((a[i] - b[i])); done
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s%s\t%s\n' "$1" "$2" "$3" "$4" "$5" "$6" "$7" "$d" "${10:-}" \
+        >>/share/runs.tsv
 }
 dd_secs() { dd "$@" 2>&1 | awk '/copied/ {for (i = 1; i <= NF; i++) if ($i ~ /^s,?$/) print $(i - 1)}'; }
 mib_for() { case $1 in 4096) echo $((4 * SCALE)) ;; 16384|65536) echo $((8 * SCALE)) ;; *) echo $((16 * SCALE)) ;; esac; }
-meta() { # DIR -> seconds for create, stat, remove of META_FILES files (shell builtins
-    # but one rm, so that the guest's CPU time is the file system's, not process start-up)
-    local i t0=$EPOCHREALTIME
+meta() { # DIR -> "SECONDS CREATE_SECONDS": create, stat, remove of META_FILES files, and
+    # the create loop alone (shell builtins but one rm, so that the guest's CPU time is
+    # the file system's, not process start-up). The create loop's length matters: a file
+    # whose attributes are older than the client's attribute cache timeout (acregmin,
+    # 3 s by default) when it is stat'ed costs a GETATTR (docs/performance.md).
+    local i t0=$EPOCHREALTIME t1
     mkdir "$1"
     for ((i = 0; i < META_FILES; i++)); do : >"$1/f$i"; done
+    t1=$EPOCHREALTIME
     for ((i = 0; i < META_FILES; i++)); do [[ -e $1/f$i ]]; done
     rm -r "$1"
-    echo "$EPOCHREALTIME $t0" | awk '{printf "%.3f", $1 - $2}'
+    echo "$EPOCHREALTIME $t0 $t1" | awk '{printf "%.3f %.3f", $1 - $2, $3 - $2}'
 }
 
-printf 'vers\tpath\tworkload\tsize\tround\tseconds\tmib\tnfsd_ticks\tnfsd_rpcs\tgw_uticks\tgw_sticks\tguest_ticks\tgw_sleeps\tgw_calls\tgw_tcp_bytes\n' >/share/runs.tsv
+printf 'vers\tpath\tworkload\tsize\tround\tseconds\tmib\tnfsd_ticks\tnfsd_rpcs\tgw_uticks\tgw_sticks\tguest_ticks\tgw_sleeps\tnfsd_getattrs\tgw_calls\tgw_tcp_bytes\tcreate_seconds\n' \
+    >/share/runs.tsv
 echo "CLK_TCK $(getconf CLK_TCK)" >/share/clk
 m=/mnt/b; mkdir -p $m
 # NFSv4 opens wait out the server's grace period (10 s after start-up).
@@ -111,7 +125,7 @@ for round in $(seq "$ROUNDS"); do
                 rm -f $m/f
             done
             b=$(snap); s=$(meta $m/meta); a2=$(snap)
-            record $vers $path meta "$META_FILES" $round "$s" 0 "$b" "$a2"
+            record $vers $path meta "$META_FILES" $round "${s% *}" 0 "$b" "$a2" "${s#* }"
             umount $m
             echo "round $round NFSv$vers $path done ($(date +%T))"
         done
