@@ -45,6 +45,7 @@ static const char *const event_names[] = {
 	[GW_EV_VERSION_REMEMBERED] = "rpcrdma_version_remembered",
 	[GW_EV_BACKWARD_NO_SESSION] = "backward_no_session",
 	[GW_EV_COUNTERS_NO_MEMORY] = "counters_no_memory",
+	[GW_EV_BACKCHANNEL_BOUND] = "backchannel_bound",
 };
 
 /* A kind added to the enum without a name here fails the build, not a scrape. */

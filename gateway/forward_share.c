@@ -526,6 +526,8 @@ void fwd_share_learn_sessions(struct fwd_session *s, const struct ulb_call *u, c
 	ulb_parse_reply(u, &s->ulb_sessions, msg, len, 0, &rep);
 	if (!rep.binds_back || !s->ch)
 		return;
+	/* Counted: how often clients came back for their callbacks this way. */
+	gw_count_event(&s->base, GW_EV_BACKCHANNEL_BOUND);
 	TAILQ_FOREACH (g, &s->base.route->sessions, link) {
 		struct fwd_session *o = fwd_of_base(g);
 		if (o == s || !o->ch || !ulb_sessions_unbind_back(&o->ulb_sessions, rep.bound_id))

@@ -8,7 +8,8 @@
  * calls it). A bind of the back channel (both directions, or back only)
  * moves the session's callbacks to the binder; a fore-channel bind, a
  * failed bind, a reply naming another session or a reply that does not
- * parse moves nothing.
+ * parse moves nothing. Each bind that moves them is counted
+ * (backchannel_bound) for the binder and its route.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -134,14 +135,28 @@ static void b_binds_x(struct fixture *f, uint32_t call_dir, uint32_t status, con
 	relay(f, f->b, &call, &rep, rep.len);
 }
 
+/* The binds client @s was counted for (GW_EV_BACKCHANNEL_BOUND), checked against the route's total.
+ */
+static uint64_t bound(struct fixture *f, struct fwd_session *s)
+{
+	uint64_t all = f->a->base.counters.events[GW_EV_BACKCHANNEL_BOUND] +
+		       f->b->base.counters.events[GW_EV_BACKCHANNEL_BOUND];
+
+	assert_int_equal(f->route->counters.events[GW_EV_BACKCHANNEL_BOUND], all);
+	return s->base.counters.events[GW_EV_BACKCHANNEL_BOUND];
+}
+
 /* B binds X's back channel (BOTH, then BACK alone): X's callbacks go to B, and only to B. */
 static void test_bind_both_moves_callbacks(void **state)
 {
 	struct fixture *f = *state;
 
 	a_creates_x(f);
+	assert_int_equal(bound(f, f->a), 0); /* a CREATE_SESSION is not a bind */
 	b_binds_x(f, MSG_CDFC4_BACK_OR_BOTH, 0, sid_x, MSG_CDFS4_BOTH, false);
 	assert_ptr_equal(callback_to(f, sid_x), f->b);
+	assert_int_equal(bound(f, f->b), 1);
+	assert_int_equal(bound(f, f->a), 0);
 	/* A keeps what it knew of X's fore channel: its replies stay bounded */
 	assert_int_equal(ulb_sessions_maxresp(&f->a->ulb_sessions, sid_x), MSG_MAXRESP);
 	/* B knows no limit of X (BIND_CONN_TO_SESSION carries none) */
@@ -163,6 +178,8 @@ static void test_bind_back_moves_callbacks(void **state)
 	msg_bcts_reply(&rep, 30, 0, sid_x, MSG_CDFS4_BOTH, false);
 	relay(f, f->a, &call, &rep, rep.len);
 	assert_ptr_equal(callback_to(f, sid_x), f->a);
+	assert_int_equal(bound(f, f->b), 1);
+	assert_int_equal(bound(f, f->a), 1);
 }
 
 /* The bind found after another operation of the COMPOUND. */
@@ -188,6 +205,7 @@ static void test_bind_fore_keeps_callbacks(void **state)
 	/* a direction no channel_dir_from_server4 has */
 	b_binds_x(f, MSG_CDFC4_BACK_OR_BOTH, 0, sid_x, 7, false);
 	assert_ptr_equal(callback_to(f, sid_x), f->a);
+	assert_int_equal(bound(f, f->b), 0);
 }
 
 /* A bind the server refused, or that names another session than the call did, moves nothing. */
@@ -201,6 +219,7 @@ static void test_bind_refused_keeps_callbacks(void **state)
 	b_binds_x(f, MSG_CDFC4_BACK_OR_BOTH, 0, sid_y, MSG_CDFS4_BOTH, false);
 	assert_ptr_equal(callback_to(f, sid_x), f->a);
 	assert_null(callback_to(f, sid_y));
+	assert_int_equal(bound(f, f->b), 0);
 }
 
 /* Every cut of the bind's reply teaches nothing, and the ones inside it are counted. */
@@ -218,6 +237,7 @@ static void test_bind_truncated_teaches_nothing(void **state)
 		assert_ptr_equal(callback_to(f, sid_x), f->a);
 		assert_false(ulb_sessions_has(&f->b->ulb_sessions, sid_x));
 		assert_int_equal(ulb_counters.garbage_replies, garbage + 1);
+		assert_int_equal(bound(f, f->b), 0);
 	}
 	/* the whole reply does */
 	relay(f, f->b, &call, &rep, rep.len);
