@@ -165,6 +165,11 @@ struct tcp_conn_stats {
 	uint64_t writes;
 	/* Times a flush found the socket full and the write event was added. */
 	uint64_t write_waits;
+	/*
+	 * Turns that ended with records still buffered (more than a turn's
+	 * budget came in at once) and went on in a later loop pass.
+	 */
+	uint64_t yields;
 };
 
 /*
