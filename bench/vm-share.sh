@@ -131,9 +131,9 @@ for s in json.load(sys.stdin)["routes"][0]["sessions"]:
     l = s["counters"]["latency"]
     mean = lambda h: h["sum_us"] / h["count"] if h["count"] else 0  # noqa: E731
     n = l["gateway"]["count"]
-    print("  %-5s %s: %d replies, mean us: gateway %.0f, upstream %.0f, fair queue %.0f (%d calls)" % (
+    print("  %-5s %s: %d replies, mean us: gateway %.0f, upstream %.0f, fair queue %.0f (%d calls); read turns yielded %d" % (
         "probe" if n == probes else "flood", s["client"], n, mean(l["gateway"]), mean(l["upstream"]),
-        mean(l["queue"]), l["queue"]["count"]))
+        mean(l["queue"]), l["queue"]["count"], s.get("read_yields", 0)))
 ' "$PROBES" | tee -a /share/share.txt
     eval "exec ${pr[1]}>&-"
     wait "$pr_PID" 2>/dev/null || true
@@ -164,7 +164,7 @@ fair_run() { # LABEL UPSTREAM_CONNECTIONS ROUTE_KEYS
 import json, sys
 r = json.load(sys.stdin)["routes"][0]
 for c in r.get("shared_upstream", {}).get("channels", []):
-    print("channel: %d in flight, %d queued, grant %d;" % (c["calls_in_flight"], c["calls_queued"], c["credits_granted"]), end=" ")
+    print("channel: %d in flight, %d queued, grant %d, completion passes yielded %d;" % (c["calls_in_flight"], c["calls_queued"], c["credits_granted"], c.get("cq_yields", 0)), end=" ")
 print("%d live sessions" % r["live_sessions"])')"
         sleep 1
     done

@@ -202,6 +202,8 @@ struct gw_stats_channel {
 	uint64_t calls_resent;
 	/* Calls the server left unanswered for call_timeout, dropped alone (not a reset). */
 	uint64_t calls_orphaned;
+	/* Completion passes cut short by the budget, to go on in a later loop pass. */
+	uint64_t cq_yields;
 };
 
 enum { GW_STATS_MAX_CHANNELS = 64 };
@@ -280,6 +282,7 @@ struct gw_stats_session {
 	uint32_t inline_send; /* inline thresholds in effect on the RDMA side */
 	uint32_t inline_recv;
 	uint32_t rpcrdma_version; /* RPC-over-RDMA version spoken; 0 until the first call */
+	uint64_t read_yields;	  /* the client's turns cut short by the record budget */
 };
 
 /* An RDMA device's registered buffer pool, shared by every connection on it. */

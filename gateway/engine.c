@@ -577,6 +577,8 @@ void gw_engine_snapshot(void *arg, struct gw_stats_visitor *v)
 			s->ops->credits(s, &ss.credits, &ss.inline_send, &ss.inline_recv);
 			if (s->ops->rpcrdma_version)
 				ss.rpcrdma_version = s->ops->rpcrdma_version(s);
+			if (s->ops->read_yields)
+				ss.read_yields = s->ops->read_yields(s);
 			v->session(v, &ss);
 		}
 	}

@@ -445,6 +445,13 @@ static uint32_t fwd_rpcrdma_version(const struct gw_session *g)
 	return s->state == FS_CONNECTING || !s->version_settled ? 0 : s->version;
 }
 
+static uint64_t fwd_read_yields(const struct gw_session *g)
+{
+	const struct fwd_session *s = (const struct fwd_session *)g;
+
+	return s->tcp ? tcp_conn_stats(s->tcp)->yields : 0;
+}
+
 static const struct gw_session_ops fwd_session_ops = {
 	.state = fwd_state_name,
 	.credits = fwd_credits,
@@ -453,6 +460,7 @@ static const struct gw_session_ops fwd_session_ops = {
 	.idle = fwd_idle,
 	.sweep = fwd_sweep,
 	.rpcrdma_version = fwd_rpcrdma_version,
+	.read_yields = fwd_read_yields,
 };
 
 struct rconn_params fwd_rdma_params(const struct gw_route *r, struct rpcrdma_privdata *pd)

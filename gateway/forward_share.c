@@ -1017,6 +1017,12 @@ bool gw_forward_route_stats(const struct gw_route_rt *route, struct gw_stats_sha
 		o->calls_queued = ch->fq.queued;
 		o->clients = ch->users;
 		o->stalls = ch->fq.stalls;
+		if (ch->rdma) {
+			struct rconn_stats rs;
+
+			rconn_get_stats(ch->rdma, &rs);
+			o->cq_yields = rs.cq_yields;
+		}
 	}
 	gw_stats_shared_xids(out, &sh->map);
 	return true;

@@ -118,6 +118,11 @@ struct gw_session_ops {
 	 * none is settled yet (the stats endpoint shows it).
 	 */
 	uint32_t (*rpcrdma_version)(const struct gw_session *s);
+	/*
+	 * Optional: turns the client's TCP connection ended with records still
+	 * buffered, to go on in a later loop pass (tcp_conn_stats.yields).
+	 */
+	uint64_t (*read_yields)(const struct gw_session *s);
 };
 
 struct gw_session {

@@ -201,6 +201,7 @@ static json_t *json_session(const struct gw_stats_session *s)
 	ok &= put(o, "inline_send", json_integer(s->inline_send));
 	ok &= put(o, "inline_recv", json_integer(s->inline_recv));
 	ok &= put(o, "rpcrdma_version", json_integer(s->rpcrdma_version));
+	ok &= put(o, "read_yields", ju64(s->read_yields));
 	ok &= put(o, "credits", json_credits(&s->credits));
 	ok &= put(o, "counters", json_counters(s->counters, false, NULL));
 	return finish(o, ok);
@@ -226,6 +227,7 @@ static json_t *json_shared(const struct gw_stats_shared *sh)
 		cok &= put(co, "reconnect_failures", ju64(c->reconnect_failures));
 		cok &= put(co, "calls_resent", ju64(c->calls_resent));
 		cok &= put(co, "calls_orphaned", ju64(c->calls_orphaned));
+		cok &= put(co, "cq_yields", ju64(c->cq_yields));
 		ok &= append(chans, finish(co, cok));
 	}
 	ok &= put(map, "entries", json_integer(sh->xid_entries));

@@ -145,6 +145,8 @@ static void rconn_release_resources(struct rconn *c)
 			c->recvs[i].buf = NULL;
 		}
 	}
+	if (c->cq_more)
+		evtimer_del(c->cq_more);
 	if (c->cq) {
 		ibv_destroy_cq(c->cq);
 		c->cq = NULL;
@@ -194,6 +196,8 @@ void rconn_destroy(struct rconn *c)
 	}
 	if (c->teardown)
 		event_free(c->teardown);
+	if (c->cq_more)
+		event_free(c->cq_more);
 	free(c->recvs);
 	free(c->mws);
 	free(c);
@@ -330,7 +334,12 @@ static struct rconn *rconn_alloc(struct rdma_ctx *ctx, const struct rconn_params
 	c->ops = ops;
 	c->owner = owner;
 	c->teardown = event_new(rdma_ctx_base(ctx), -1, 0, rconn_teardown_cb, c);
-	if (!c->teardown) {
+	c->cq_more = evtimer_new(rdma_ctx_base(ctx), rconn_cq_more, c);
+	if (!c->teardown || !c->cq_more) {
+		if (c->teardown)
+			event_free(c->teardown);
+		if (c->cq_more)
+			event_free(c->cq_more);
 		free(c);
 		return NULL;
 	}

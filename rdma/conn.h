@@ -144,6 +144,8 @@ struct rconn_stats {
 	uint64_t remote_invalidates;
 	uint64_t recv_buffer_shortages;
 	uint64_t protocol_violations;
+	/* Completion passes that spent their budget and went on in a later loop pass. */
+	uint64_t cq_yields;
 	uint32_t sq_used;
 	uint32_t mw_in_use;
 };

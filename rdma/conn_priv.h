@@ -82,6 +82,7 @@ struct rconn {
 
 	struct event *timer;	/* connect timeout */
 	struct event *teardown; /* deferred teardown */
+	struct event *cq_more;	/* the next completion pass, while the CQ is not armed */
 	struct rconn_stats stats;
 };
 
@@ -100,6 +101,7 @@ void rconn_recv_refill(struct rconn *c);
 void rconn_pool_wake(struct rdma_pool_waiter *w);
 int rconn_poll(struct rconn *c);
 void rconn_cq_event(struct rdma_cq_handler *h);
+void rconn_cq_more(evutil_socket_t fd, short what, void *arg);
 
 /* conn.c */
 void rconn_fail(struct rconn *c, enum rconn_close_reason reason);

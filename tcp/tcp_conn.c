@@ -30,6 +30,17 @@
 
 /* Reads per readiness event before other connections get their turn. */
 #define TCP_CONN_READS_PER_EVENT 16
+/*
+ * Records delivered per turn before other connections get theirs. One
+ * read can bring hundreds of small pipelined calls, and each is admitted,
+ * marshalled and posted inside the delivery: unbounded, a flooding client's
+ * turn holds every other client's ready socket for as long as that takes.
+ * 16 small calls cost a few tens of microseconds of the gateway's time (a
+ * fraction of one RPC's round trip), yet are enough for one turn to keep a
+ * server's credits busy and to let the replies of a batch leave in one
+ * write; a client with more buffered yields (tcp_conn_yield()).
+ */
+#define TCP_CONN_RECORDS_PER_TURN 16
 /* iovecs per sendmsg(); libevent's own writev uses at most 128. */
 #define TCP_CONN_IOV 64
 /* Bytes thrown away per read while waiting for the peer's FIN. */
@@ -58,6 +69,8 @@ struct tcp_conn {
 	bool write_armed;
 	/* flush_ev is active: output is written later in this loop pass */
 	bool flush_scheduled;
+	/* yield_ev is added: records still buffered wait for the next loop pass */
+	bool yielded;
 	bool congested;
 	/* Entry points in progress; tcp_conn_free() waits for them. */
 	unsigned int depth;
@@ -73,6 +86,8 @@ struct tcp_conn {
 	struct event *write_ev;
 	/* No descriptor: made active to flush once per loop pass (tcp_conn_schedule_flush()). */
 	struct event *flush_ev;
+	/* A zero timeout: the next turn of a connection that yielded (tcp_conn_yield()). */
+	struct event *yield_ev;
 	struct event *close_timer;
 	/* The record deadline: added while a record is under way (see tcp_conn_watch_record()). */
 	struct event *record_timer;
@@ -119,6 +134,7 @@ static void tcp_conn_destroy(struct tcp_conn *c)
 	event_free(c->read_ev);
 	event_free(c->write_ev);
 	event_free(c->flush_ev);
+	event_free(c->yield_ev);
 	event_free(c->close_timer);
 	event_free(c->record_timer);
 	evbuffer_free(c->out);
@@ -160,6 +176,15 @@ static void tcp_conn_record_disarm(struct tcp_conn *c)
 	}
 }
 
+/* A yielded turn is given up when reading stops: pause, a dry source, close. */
+static void tcp_conn_cancel_yield(struct tcp_conn *c)
+{
+	if (c->yielded) {
+		evtimer_del(c->yield_ev);
+		c->yielded = false;
+	}
+}
+
 /* Give back the receive buffer; the parser restarts between records. */
 static void tcp_conn_drop_rx(struct tcp_conn *c)
 {
@@ -185,6 +210,7 @@ static void tcp_conn_teardown(struct tcp_conn *c, bool reset)
 	event_del(c->write_ev);
 	event_del(c->flush_ev);
 	event_del(c->close_timer);
+	tcp_conn_cancel_yield(c);
 	tcp_conn_record_disarm(c);
 	c->reading = false;
 	c->write_armed = false;
@@ -229,6 +255,7 @@ static void tcp_conn_update_read(struct tcp_conn *c)
 	c->reading = want;
 	if (!want) {
 		event_del(c->read_ev);
+		tcp_conn_cancel_yield(c);
 		return;
 	}
 	event_add(c->read_ev, NULL);
@@ -400,7 +427,7 @@ static void tcp_conn_on_record_timer(evutil_socket_t fd, short what, void *arg)
 	c->record_armed = false;
 	if (c->state != TCP_CONN_OPEN)
 		return;
-	if (c->paused != 0) {
+	if (c->paused != 0 || c->yielded) {
 		/* We stopped reading, not the peer: the record gets another period. */
 		tcp_conn_record_arm(c);
 		return;
@@ -412,15 +439,45 @@ static void tcp_conn_on_record_timer(evutil_socket_t fd, short what, void *arg)
 	tcp_conn_unhold(c);
 }
 
+/*
+ * The turn's budget of records is spent with bytes still buffered: run
+ * again in a later pass of the loop, after the other connections' ready
+ * events. Not by the read event: it is level-triggered on the socket, and
+ * the socket may be empty while the records wait here. Not by
+ * event_active() either: an event made active from a callback runs in the
+ * same pass, before the loop looks at the sockets again, so a client whose
+ * call arrived meanwhile would still wait for the whole backlog. A timer
+ * of zero makes the loop poll the sockets (without blocking) first, and
+ * runs after the I/O events that poll found.
+ */
+static void tcp_conn_yield(struct tcp_conn *c)
+{
+	static const struct timeval now = { 0, 0 };
+
+	if (c->yielded)
+		return;
+	c->yielded = true;
+	c->stats.yields++;
+	evtimer_add(c->yield_ev, &now);
+}
+
 static void tcp_conn_parse_and_read(struct tcp_conn *c)
 {
-	unsigned int reads = 0;
+	unsigned int reads = 0, records = 0;
 	bool drained = false;
 	struct rm_span sp;
 
 	while (c->state == TCP_CONN_OPEN && c->paused == 0) {
+		if (records == TCP_CONN_RECORDS_PER_TURN) {
+			if (rm_pending(&c->rm) > 0)
+				tcp_conn_yield(c);
+			else
+				tcp_conn_release_idle_rx(c);
+			return;
+		}
 		switch (rm_next(&c->rm, &sp)) {
 		case RM_RECORD:
+			records++;
 			tcp_conn_deliver(c, &sp);
 			break;
 		case RM_NEED_BUFFER:
@@ -498,6 +555,18 @@ static void tcp_conn_on_read(evutil_socket_t fd, short what, void *arg)
 		tcp_conn_linger_read(c);
 	gw_clock_pass_end();
 	tcp_conn_unhold(c);
+}
+
+/* The next turn of a connection that yielded with records buffered. */
+static void tcp_conn_on_yield(evutil_socket_t fd, short what, void *arg)
+{
+	struct tcp_conn *c = arg;
+
+	c->yielded = false;
+	/* A pause or close cancels the turn; this is a last guard. */
+	if (c->state != TCP_CONN_OPEN || c->paused != 0)
+		return;
+	tcp_conn_on_read(fd, what, arg);
 }
 
 void tcp_conn_pause_read(struct tcp_conn *c)
@@ -837,17 +906,20 @@ struct tcp_conn *tcp_conn_new(struct event_base *base, evutil_socket_t fd,
 	c->read_ev = event_new(base, fd, EV_READ | EV_PERSIST, tcp_conn_on_read, c);
 	c->write_ev = event_new(base, fd, EV_WRITE | EV_PERSIST, tcp_conn_on_write, c);
 	c->flush_ev = event_new(base, -1, 0, tcp_conn_on_flush, c);
+	c->yield_ev = evtimer_new(base, tcp_conn_on_yield, c);
 	c->close_timer = evtimer_new(base, tcp_conn_on_close_timer, c);
 	c->record_timer = evtimer_new(base, tcp_conn_on_record_timer, c);
 	c->out = evbuffer_new();
-	if (!c->read_ev || !c->write_ev || !c->flush_ev || !c->close_timer || !c->record_timer ||
-	    !c->out) {
+	if (!c->read_ev || !c->write_ev || !c->flush_ev || !c->yield_ev || !c->close_timer ||
+	    !c->record_timer || !c->out) {
 		if (c->read_ev)
 			event_free(c->read_ev);
 		if (c->write_ev)
 			event_free(c->write_ev);
 		if (c->flush_ev)
 			event_free(c->flush_ev);
+		if (c->yield_ev)
+			event_free(c->yield_ev);
 		if (c->close_timer)
 			event_free(c->close_timer);
 		if (c->record_timer)

@@ -9,6 +9,11 @@
  * owner holds that reference until it is done with the record, so a buffer
  * that holds several pipelined records lives until the last is released.
  * The connection holds a buffer only while part of a record is in it.
+ * A turn (one read event) delivers a bounded number of records; with more
+ * already buffered the connection yields and goes on in a later pass of
+ * the loop, after the other connections' ready sockets, so that a client
+ * pipelining hundreds of calls in one read cannot hold the others'
+ * (counted in tcp_conn_stats.yields).
  *
  * Output: an evbuffer. A record is a mark plus pieces, each copied (small
  * things: headers, inline replies) or added by reference to a gw_buf (bulk
@@ -165,6 +170,11 @@ struct tcp_conn_stats {
 	uint64_t writes;
 	/* Times a flush found the socket full and the write event was added. */
 	uint64_t write_waits;
+	/*
+	 * Turns that ended with records still buffered (more than a turn's
+	 * budget came in at once) and went on in a later loop pass.
+	 */
+	uint64_t yields;
 };
 
 /*

@@ -16,6 +16,15 @@
  *    the same way, its pieces copied (the caller's list may be gone); one
  *    with more pieces than a waiting Write holds goes at once, behind what
  *    waits.
+ *
+ * And its completion passes, against a CQ whose poll hands out queued
+ * completions and whose arming is counted:
+ *  - a pass takes at most a budget of completions, leaves the CQ unarmed
+ *    and comes back in a later loop pass, until the CQ is found empty;
+ *    only then is it armed, and polled once more;
+ *  - a completion that comes between the last poll and the arming is taken
+ *    by the poll after it;
+ *  - once the CQ is empty and armed, nothing more runs (no spinning).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,6 +33,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <event2/event.h>
 #include <rdma/rdma_cma.h>
 
 #include "rdma/conn_priv.h"
@@ -297,6 +307,143 @@ static void test_long_write_goes_behind_what_waits(void **state)
 	assert_int_equal(fx.c.sq_posted, 2);
 }
 
+/* ---- completion passes ---- */
+
+enum { CQ_WRS = 200 };
+
+static struct {
+	struct ibv_cq cq;
+	struct rconn_wr wrs[CQ_WRS];
+	unsigned queued; /* completions in the CQ, handed out in order */
+	unsigned next;	 /* the next one to hand out */
+	unsigned done;	 /* completions delivered to their WR, in order */
+	bool in_order;
+	unsigned arms;
+	unsigned arrive_on_arm; /* completions that come as the CQ is armed */
+	unsigned polls_after_empty;
+} cqs;
+
+static int fake_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	int got = 0;
+
+	(void)cq;
+	while (got < n && cqs.next < cqs.queued) {
+		memset(&wc[got], 0, sizeof(wc[got]));
+		wc[got].wr_id = (uintptr_t)&cqs.wrs[cqs.next++];
+		wc[got].status = IBV_WC_SUCCESS;
+		wc[got].opcode = IBV_WC_SEND;
+		got++;
+	}
+	if (got == 0)
+		cqs.polls_after_empty++;
+	return got;
+}
+
+static int fake_req_notify_cq(struct ibv_cq *cq, int solicited_only)
+{
+	(void)cq;
+	(void)solicited_only;
+	cqs.arms++;
+	cqs.queued += cqs.arrive_on_arm;
+	cqs.arrive_on_arm = 0;
+	return 0;
+}
+
+static void done_count(struct rconn_wr *wr, enum ibv_wc_status status)
+{
+	if (wr != &cqs.wrs[cqs.done] || status != IBV_WC_SUCCESS)
+		cqs.in_order = false;
+	cqs.done++;
+}
+
+static struct event_base *cq_setup(void)
+{
+	struct event_base *base = event_base_new();
+
+	assert_non_null(base);
+	memset(&cqs, 0, sizeof(cqs));
+	cqs.in_order = true;
+	fx.ctx.ops.poll_cq = fake_poll_cq;
+	fx.ctx.ops.req_notify_cq = fake_req_notify_cq;
+	cqs.cq.context = &fx.ctx;
+	fx.c.cq = &cqs.cq;
+	fx.c.cq_more = evtimer_new(base, rconn_cq_more, &fx.c);
+	assert_non_null(fx.c.cq_more);
+	for (unsigned i = 0; i < CQ_WRS; i++)
+		cqs.wrs[i].done = done_count;
+	return base;
+}
+
+static void cq_teardown(struct event_base *base)
+{
+	event_free(fx.c.cq_more);
+	fx.c.cq_more = NULL;
+	fx.c.cq = NULL;
+	event_base_free(base);
+}
+
+/* A flood of completions is taken in bounded passes, one per turn of the loop. */
+static void test_cq_pass_is_bounded(void **state)
+{
+	(void)state;
+	struct event_base *base = cq_setup();
+	unsigned passes = 1;
+
+	cqs.queued = 100;
+	rconn_cq_event(&fx.c.cq_handler);
+	assert_int_equal(cqs.done, 32);
+	assert_int_equal(cqs.arms, 0); /* it may hold more: not armed */
+	assert_int_equal(fx.c.stats.cq_yields, 1);
+	assert_true(evtimer_pending(fx.c.cq_more, NULL));
+	while (cqs.done < 100 && passes < 10) {
+		assert_int_equal(event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK), 0);
+		passes++;
+		assert_true(cqs.done <= 32u * passes);
+	}
+	assert_int_equal(cqs.done, 100);
+	assert_true(cqs.in_order);
+	/* the pass that found it empty armed it, polled again, and stopped */
+	assert_int_equal(cqs.arms, 1);
+	assert_false(evtimer_pending(fx.c.cq_more, NULL));
+	assert_int_equal(fx.c.stats.cq_yields, 3);
+	/* nothing left to run: an empty, armed CQ waits for its event */
+	unsigned polls = cqs.polls_after_empty;
+	assert_int_equal(event_base_loop(base, EVLOOP_NONBLOCK), 1); /* no events */
+	assert_int_equal(cqs.polls_after_empty, polls);
+	cq_teardown(base);
+}
+
+/* A completion between the last empty poll and the arming is not left behind. */
+static void test_cq_completion_during_arming(void **state)
+{
+	(void)state;
+	struct event_base *base = cq_setup();
+
+	cqs.queued = 5;
+	cqs.arrive_on_arm = 3;
+	rconn_cq_event(&fx.c.cq_handler);
+	assert_int_equal(cqs.done, 8);
+	assert_true(cqs.in_order);
+	assert_int_equal(cqs.arms, 1);
+	assert_int_equal(fx.c.stats.cq_yields, 0);
+	assert_false(evtimer_pending(fx.c.cq_more, NULL));
+
+	/* the same when the poll after the arming finds a full budget: come back */
+	cqs.arrive_on_arm = 40;
+	rconn_cq_event(&fx.c.cq_handler);
+	assert_int_equal(cqs.done, 8 + 32);
+	assert_int_equal(cqs.arms, 2);
+	assert_int_equal(fx.c.stats.cq_yields, 1);
+	assert_true(evtimer_pending(fx.c.cq_more, NULL));
+	assert_int_equal(event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK), 0);
+	assert_int_equal(cqs.done, 48);
+	assert_true(cqs.in_order);
+	assert_int_equal(cqs.arms, 3);
+	assert_false(evtimer_pending(fx.c.cq_more, NULL));
+	cq_teardown(base);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -307,6 +454,8 @@ int main(void)
 		cmocka_unit_test_setup(test_waiting_bind_counts_in_the_queue, setup),
 		cmocka_unit_test_setup(test_write_waits_for_the_send, setup),
 		cmocka_unit_test_setup(test_long_write_goes_behind_what_waits, setup),
+		cmocka_unit_test_setup(test_cq_pass_is_bounded, setup),
+		cmocka_unit_test_setup(test_cq_completion_during_arming, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

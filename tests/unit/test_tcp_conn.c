@@ -1321,6 +1321,223 @@ static void test_record_deadline_pipelined(void **state)
 	h_free(h);
 }
 
+/* ---- turns: one connection's backlog does not hold the others ------------ */
+
+/*
+ * Two connections on one loop, A and B: each record is logged in the order
+ * it is delivered. A's records carry pattern(r) for r = 0, 1, ...; B's
+ * pattern(TURN_B + r), so that a record crossing over shows.
+ */
+enum { TURN_A_RECS = 100, TURN_B = 1000, TURN_LOG = 256, TURN_REC_LEN = 40 };
+
+struct turn_side {
+	struct turns *t;
+	struct tcp_conn *c;
+	evutil_socket_t peer;
+	unsigned int n;
+	unsigned int base_r;
+	unsigned int pause_at;
+};
+
+struct turns {
+	struct event_base *base;
+	struct tsrc src;
+	struct turn_side a, b;
+	unsigned int nlog;
+	char log[TURN_LOG];
+	bool bad;
+};
+
+static void turn_record(struct tcp_conn *c, struct gw_buf *buf, uint32_t off, uint32_t len,
+			void *arg)
+{
+	struct turn_side *side = arg;
+	struct turns *t = side->t;
+	unsigned int r = side->base_r + side->n++;
+
+	if (len != TURN_REC_LEN || (uint64_t)off + len > buf->size)
+		t->bad = true;
+	for (uint32_t i = 0; i < len && !t->bad; i++)
+		if (buf->base[off + i] != pattern(r, i))
+			t->bad = true;
+	gw_buf_put(buf);
+	if (t->nlog < TURN_LOG)
+		t->log[t->nlog++] = side == &t->a ? 'A' : 'B';
+	if (side->pause_at != 0 && side->n == side->pause_at)
+		tcp_conn_pause_read(c);
+}
+
+static void turn_closed(struct tcp_conn *c, const struct tcp_close_info *why, void *arg)
+{
+	struct turn_side *side = arg;
+
+	(void)why;
+	side->t->bad = true;
+	tcp_conn_free(c);
+	side->c = NULL;
+}
+
+static const struct tcp_conn_ops turn_ops = {
+	.record = turn_record,
+	.closed = turn_closed,
+};
+
+static void turn_side_start(struct turns *t, struct turn_side *side, unsigned int base_r)
+{
+	struct tcp_conn_config cfg;
+	int fds[2];
+
+	tcp_conn_config_default(&cfg);
+	/* One read takes A's whole backlog: the budget, not the read, must end its turn. */
+	cfg.recv_size = 16384;
+	cfg.readahead = 16384;
+	make_pair(fds, false);
+	side->t = t;
+	side->base_r = base_r;
+	side->peer = fds[1];
+	side->c = tcp_conn_new(t->base, fds[0], &cfg, &t->src.src, &turn_ops, side);
+	assert_non_null(side->c);
+}
+
+static struct turns *turns_new(void)
+{
+	struct turns *t = calloc(1, sizeof(*t));
+
+	assert_non_null(t);
+	t->base = event_base_new();
+	assert_non_null(t->base);
+	t->src.src.alloc = tsrc_alloc;
+	turn_side_start(t, &t->a, 0);
+	turn_side_start(t, &t->b, TURN_B);
+	return t;
+}
+
+static void turns_write(struct turn_side *side, unsigned int first, unsigned int n)
+{
+	struct stream s = { 0 };
+
+	for (unsigned int r = first; r < first + n; r++)
+		stream_record(&s, side->base_r + r, TURN_REC_LEN, 0);
+	assert_int_equal(send(side->peer, s.data, s.len, MSG_NOSIGNAL), (ssize_t)s.len);
+	free(s.data);
+}
+
+static void turns_run(struct turns *t, bool (*done)(const struct turns *), unsigned int ms)
+{
+	uint64_t deadline = now_ms() + ms;
+
+	while (!done(t) && now_ms() < deadline)
+		event_base_loop(t->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+}
+
+static bool turns_all_in(const struct turns *t)
+{
+	return t->a.n == TURN_A_RECS && t->b.n == 1;
+}
+
+static bool turns_never(const struct turns *t)
+{
+	(void)t;
+	return false;
+}
+
+static void turns_free(struct turns *t)
+{
+	tcp_conn_free(t->a.c);
+	tcp_conn_free(t->b.c);
+	/* every buffer the connections took went back */
+	assert_int_equal(t->src.outstanding, 0);
+	close(t->a.peer);
+	close(t->b.peer);
+	event_base_free(t->base);
+	free(t);
+}
+
+/*
+ * A's 100 pipelined calls arrive in one read; B's single call arrives
+ * while A's are still being delivered. B's is delivered before A's last,
+ * and all of A's arrive, in order, with none lost or crossed.
+ */
+static void test_backlog_yields_turn(void **state)
+{
+	(void)state;
+	struct turns *t = turns_new();
+
+	turns_write(&t->a, 0, TURN_A_RECS);
+	/* A's first turn: only A is readable. */
+	event_base_loop(t->base, EVLOOP_ONCE);
+	assert_true(t->a.n > 0);
+	assert_true(t->a.n < TURN_A_RECS);
+	assert_int_equal(tcp_conn_stats(t->a.c)->bytes_in, TURN_A_RECS * (TURN_REC_LEN + 4));
+	turns_write(&t->b, 0, 1);
+	turns_run(t, turns_all_in, WAIT_MS);
+	assert_false(t->bad);
+	assert_int_equal(t->a.n, TURN_A_RECS);
+	assert_int_equal(t->b.n, 1);
+	assert_int_equal(t->nlog, TURN_A_RECS + 1);
+	/* B's record came before A's last: A's backlog did not hold it */
+	assert_int_equal(t->log[t->nlog - 1], 'A');
+	assert_true(tcp_conn_stats(t->a.c)->yields >= TURN_A_RECS / 16 - 1);
+	assert_int_equal(tcp_conn_stats(t->b.c)->yields, 0);
+	turns_free(t);
+}
+
+/*
+ * A yielded with records buffered, then the owner paused it (from outside
+ * A's callbacks, as another client's call or a credit shortage would): the
+ * yield does not resume it. Resumed, A delivers the rest with no new bytes.
+ * Paused from inside its own turn, it yields nothing.
+ */
+static void test_yield_respects_pause(void **state)
+{
+	(void)state;
+	struct turns *t = turns_new();
+	unsigned int before;
+
+	turns_write(&t->a, 0, TURN_A_RECS);
+	event_base_loop(t->base, EVLOOP_ONCE);
+	before = t->a.n;
+	assert_true(before > 0 && before < TURN_A_RECS);
+	assert_int_equal(tcp_conn_stats(t->a.c)->yields, 1);
+	tcp_conn_pause_read(t->a.c);
+	turns_run(t, turns_never, 200);
+	assert_int_equal(t->a.n, before);
+	tcp_conn_resume_read(t->a.c);
+	turns_run(t, turns_all_in, WAIT_MS);
+	assert_int_equal(t->a.n, TURN_A_RECS);
+
+	/* B pauses itself in its own turn with records left: no yield runs it on */
+	t->b.pause_at = 5;
+	turns_write(&t->b, 0, 50);
+	turns_run(t, turns_never, 200);
+	assert_int_equal(t->b.n, 5);
+	assert_int_equal(tcp_conn_stats(t->b.c)->yields, 0);
+	tcp_conn_resume_read(t->b.c);
+	turns_run(t, turns_never, 200);
+	assert_int_equal(t->b.n, 50);
+	assert_false(t->bad);
+	turns_free(t);
+}
+
+/* A connection freed while its next turn is due: the turn never runs. */
+static void test_free_while_yielded(void **state)
+{
+	(void)state;
+	struct turns *t = turns_new();
+
+	turns_write(&t->a, 0, TURN_A_RECS);
+	event_base_loop(t->base, EVLOOP_ONCE);
+	assert_true(t->a.n > 0 && t->a.n < TURN_A_RECS);
+	unsigned int before = t->a.n;
+	tcp_conn_free(t->a.c);
+	t->a.c = NULL;
+	/* ASan would see a turn run on freed memory */
+	turns_run(t, turns_never, 100);
+	assert_int_equal(t->a.n, before);
+	assert_false(t->bad);
+	turns_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1348,6 +1565,9 @@ int main(void)
 		cmocka_unit_test(test_record_deadline_trickle),
 		cmocka_unit_test(test_record_deadline_slow_records),
 		cmocka_unit_test(test_record_deadline_pipelined),
+		cmocka_unit_test(test_backlog_yields_turn),
+		cmocka_unit_test(test_yield_respects_pause),
+		cmocka_unit_test(test_free_while_yielded),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
