@@ -507,90 +507,6 @@ struct fwd_session *fwd_share_reply_owner(struct fwd_call *c)
 
 /* ---- backward calls (RFC 8167) ---- */
 
-/* A live client of @s's route, other than @s, holds session @id's back channel. */
-static bool share_back_held(const struct fwd_session *s, const uint8_t id[ULB_SESSIONID_SIZE])
-{
-	struct gw_session *g;
-
-	TAILQ_FOREACH (g, &s->base.route->sessions, link) {
-		const struct fwd_session *o = fwd_of_base(g);
-		if (o != s && o->ch && o->state == FS_READY && o->tcp &&
-		    ulb_sessions_has_back(&o->ulb_sessions, id))
-			return true;
-	}
-	return false;
-}
-
-/* @s bound session @id's back channel: every other client of the route loses it. */
-static void share_take_back_channel(struct fwd_session *s, const uint8_t id[ULB_SESSIONID_SIZE])
-{
-	struct gw_session *g;
-
-	/* Counted: how often clients came back for their callbacks this way. */
-	gw_count_event(&s->base, GW_EV_BACKCHANNEL_BOUND);
-	TAILQ_FOREACH (g, &s->base.route->sessions, link) {
-		struct fwd_session *o = fwd_of_base(g);
-		if (o == s || !o->ch || !ulb_sessions_unbind_back(&o->ulb_sessions, id))
-			continue;
-		if (o->state == FS_READY && o->tcp)
-			gw_warn("forward %s: BIND_CONN_TO_SESSION takes a session's back channel "
-				"from live client %s: its callbacks go to the binder now",
-				s->base.client, o->base.client);
-	}
-}
-
-/*
- * Client @s goes: the back channels it holds are kept for its reconnection
- * (bc_orphans.h). Called before its session tables go with it.
- */
-void fwd_share_keep_back_channels(struct fwd_session *s)
-{
-	struct fwd_share *sh = s->base.route->fwd_share;
-	struct upxid_key k;
-
-	if (!sh || !upxid_key_from_sockaddr(&k, (const struct sockaddr *)&s->peer, 0))
-		return;
-	for (int i = 0; i < ULB_SESSIONS_MAX; i++) {
-		const struct ulb_session *e = &s->ulb_sessions.s[i];
-		if (e->age && e->back)
-			bc_orphans_add(&sh->gone_holders, e->id, &k, e->maxresp, now_us());
-	}
-}
-
-/*
- * The server answered NFS4_OK to @s's COMPOUND whose SEQUENCE names session
- * @id: if the back channel of @id was kept from a client gone from @s's own
- * address and port (a Linux client's connection made again; it will not
- * bind it, bc_orphans.h says why) and no live client holds it, it is @s's.
- * Only a client that has the session gets this far, as the server would
- * take a BIND_CONN_TO_SESSION from it. Cheap when nothing is kept: most
- * calls stop at the count.
- */
-static void share_adopt_back_channel(struct fwd_session *s, const uint8_t id[ULB_SESSIONID_SIZE],
-				     const struct ulb_reply *rep)
-{
-	struct fwd_share *sh = s->base.route->fwd_share;
-	struct upxid_key k;
-	uint32_t maxresp;
-
-	if (!sh || !bc_orphans_count(&sh->gone_holders) ||
-	    (rep->status != ULB_REPLY_OK && rep->status != ULB_REPLY_STOPPED) ||
-	    rep->nfs4_status != 0 || ulb_sessions_has_back(&s->ulb_sessions, id) ||
-	    !upxid_key_from_sockaddr(&k, (const struct sockaddr *)&s->peer, 0) ||
-	    !bc_orphans_take(&sh->gone_holders, id, &k, now_us(), &maxresp))
-		return;
-	if (share_back_held(s, id))
-		return; /* bound by another client since: that bind stands */
-	if (maxresp && !ulb_sessions_maxresp(&s->ulb_sessions, id))
-		ulb_sessions_add(&s->ulb_sessions, id, maxresp);
-	else
-		ulb_sessions_bind_back(&s->ulb_sessions, id);
-	gw_count_event(&s->base, GW_EV_BACKCHANNEL_ADOPTED);
-	gw_info("forward %s: connected again from the same address and port: the back channel "
-		"of its session is its own again",
-		s->base.client);
-}
-
 /*
  * Learn from the reply @msg (@len bytes) to @s's NFSv4 call @u what its
  * sessions are (ulb_parse_reply: CREATE_SESSION, DESTROY_SESSION, and
@@ -599,23 +515,28 @@ static void share_adopt_back_channel(struct fwd_session *s, const uint8_t id[ULB
  * back channel (a Linux client does after its connection was made again, or
  * to trunk) takes it from whichever client held it: the server accepted the
  * bind, so its callbacks for that session are this client's from now on.
- * And a client that goes on with its session from a new connection, from
- * the address and port of the one it lost, gets its back channel again at
- * its first successful SEQUENCE (share_adopt_back_channel).
  * A reply that does not parse teaches nothing (counted by ulb_counters).
  */
 void fwd_share_learn_sessions(struct fwd_session *s, const struct ulb_call *u, const uint8_t *msg,
 			      uint32_t len)
 {
 	struct ulb_reply rep;
+	struct gw_session *g;
 
 	ulb_parse_reply(u, &s->ulb_sessions, msg, len, 0, &rep);
-	if (!s->ch)
+	if (!rep.binds_back || !s->ch)
 		return;
-	if (rep.binds_back)
-		share_take_back_channel(s, rep.bound_id);
-	else if (u->has_sequence)
-		share_adopt_back_channel(s, u->sessionid, &rep);
+	/* Counted: how often clients came back for their callbacks this way. */
+	gw_count_event(&s->base, GW_EV_BACKCHANNEL_BOUND);
+	TAILQ_FOREACH (g, &s->base.route->sessions, link) {
+		struct fwd_session *o = fwd_of_base(g);
+		if (o == s || !o->ch || !ulb_sessions_unbind_back(&o->ulb_sessions, rep.bound_id))
+			continue;
+		if (o->state == FS_READY && o->tcp)
+			gw_warn("forward %s: BIND_CONN_TO_SESSION takes a session's back channel "
+				"from live client %s: its callbacks go to the binder now",
+				s->base.client, o->base.client);
+	}
 }
 
 /*
@@ -898,7 +819,6 @@ void fwd_share_client_close(struct fwd_session *s)
 	if (s->fq_detached)
 		return;
 	s->fq_detached = true;
-	fwd_share_keep_back_channels(s);
 	fwd_share_bcalls_expire(s, 0, 0);
 	fairq_client_detach(&s->ch->fq, &s->fq_client, share_drop_queued, NULL);
 	fwd_share_pump(s->ch);
@@ -1056,7 +976,6 @@ void gw_forward_route_free(struct gw_route_rt *route)
 	if (!sh || sh->live > 0)
 		return; /* a channel still refers to it: left to the process's end */
 	upxid_destroy(&sh->map);
-	bc_orphans_fini(&sh->gone_holders);
 	free(sh->by_entry);
 	free(sh);
 	route->fwd_share = NULL;

@@ -10,10 +10,6 @@
  * failed bind, a reply naming another session or a reply that does not
  * parse moves nothing. Each bind that moves them is counted
  * (backchannel_bound) for the binder and its route.
- * A client that goes leaves its back channels kept (bc_orphans.h); a new
- * client from its address and port gets one back at its first SEQUENCE on
- * that session the server answers NFS4_OK, and no other client does
- * (backchannel_adopted).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,9 +17,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
 
 #include <cmocka.h>
 
@@ -55,14 +48,6 @@ static struct fwd_session *client(struct fixture *f, uint64_t id, const char *na
 	s->ch = f->ch;
 	s->tcp = (struct tcp_conn *)&f->tcp_stand_in;
 	TAILQ_INSERT_TAIL(&f->route->sessions, &s->base, link);
-	/* "a.b.c.d:port": its address, the key of what it leaves behind */
-	char addr[32];
-	unsigned port = 0;
-	assert_int_equal(sscanf(name, "%31[^:]:%u", addr, &port), 2);
-	struct sockaddr_in *sin = (struct sockaddr_in *)&s->peer;
-	sin->sin_family = AF_INET;
-	sin->sin_port = htons((uint16_t)port);
-	assert_int_equal(inet_pton(AF_INET, addr, &sin->sin_addr), 1);
 	return s;
 }
 
@@ -75,8 +60,7 @@ static int setup(void **state)
 	f->rules = msg_rules_load();
 	f->route = calloc(1, sizeof(*f->route));
 	f->ch = calloc(1, sizeof(*f->ch));
-	f->route->fwd_share = calloc(1, sizeof(struct fwd_share));
-	if (!f->rules || !f->route || !f->ch || !f->route->fwd_share)
+	if (!f->rules || !f->route || !f->ch)
 		return -1;
 	TAILQ_INIT(&f->route->sessions);
 	f->ch->is_channel = true;
@@ -95,8 +79,6 @@ static int teardown(void **state)
 	free(f->a);
 	free(f->b);
 	free(f->ch);
-	bc_orphans_fini(&f->route->fwd_share->gone_holders);
-	free(f->route->fwd_share);
 	free(f->route);
 	ulb_rules_free(f->rules);
 	free(f);
@@ -276,101 +258,6 @@ static void test_bind_after_client_gone(void **state)
 	assert_ptr_equal(callback_to(f, sid_x), f->b);
 }
 
-/* @s goes on with session @sid: SEQUENCE answered @status. */
-static void sequence(struct fixture *f, struct fwd_session *s, const uint8_t *sid, uint32_t status)
-{
-	struct msg call, rep;
-
-	msg_sequence_call(&call, 50, sid);
-	msg_sequence_reply(&rep, 50, status, sid);
-	relay(f, s, &call, &rep, rep.len);
-}
-
-/* A goes (its TCP connection reset): what it held is kept, nobody holds it now. */
-static void a_goes(struct fixture *f)
-{
-	fwd_share_keep_back_channels(f->a);
-	f->a->state = FS_CLOSING;
-	f->a->tcp = NULL;
-	assert_null(callback_to(f, sid_x));
-}
-
-static uint64_t adopted(struct fwd_session *s)
-{
-	return s->base.counters.events[GW_EV_BACKCHANNEL_ADOPTED];
-}
-
-/*
- * A's connection is made again from the same address and port (a new client
- * of the gateway, as after a reset) and goes on with session X: at its first
- * SEQUENCE the server answers NFS4_OK, X's callbacks are its, with X's reply
- * limit; once only.
- */
-static void test_reconnect_adopts_back_channel(void **state)
-{
-	struct fixture *f = *state;
-
-	a_creates_x(f);
-	a_goes(f);
-	struct fwd_session *a2 = client(f, 3, "192.0.2.1:700");
-	sequence(f, a2, sid_y, 0); /* another session: nothing */
-	assert_null(callback_to(f, sid_x));
-	sequence(f, a2, sid_x, 0);
-	assert_ptr_equal(callback_to(f, sid_x), a2);
-	assert_int_equal(ulb_sessions_maxresp(&a2->ulb_sessions, sid_x), MSG_MAXRESP);
-	assert_int_equal(adopted(a2), 1);
-	assert_int_equal(f->route->counters.events[GW_EV_BACKCHANNEL_ADOPTED], 1);
-	assert_int_equal(bc_orphans_count(&f->route->fwd_share->gone_holders), 0);
-	sequence(f, a2, sid_x, 0);
-	assert_int_equal(adopted(a2), 1);
-	TAILQ_REMOVE(&f->route->sessions, &a2->base, link);
-	free(a2);
-}
-
-/*
- * Not another peer's: B (another address), a connection of A's address from
- * another port (nconnect), one whose SEQUENCE the server refused, or a
- * client that does not name the session get nothing; the kept entry waits
- * for A's own port.
- */
-static void test_other_peers_do_not_adopt(void **state)
-{
-	struct fixture *f = *state;
-
-	a_creates_x(f);
-	a_goes(f);
-	struct fwd_session *a_other_port = client(f, 3, "192.0.2.1:701");
-	struct fwd_session *a2 = client(f, 4, "192.0.2.1:700");
-	sequence(f, f->b, sid_x, 0);
-	sequence(f, a_other_port, sid_x, 0);
-	sequence(f, a2, sid_x, MSG_NFS4ERR_BADSESSION);
-	assert_null(callback_to(f, sid_x));
-	assert_int_equal(adopted(f->b) + adopted(a_other_port) + adopted(a2), 0);
-	assert_int_equal(bc_orphans_count(&f->route->fwd_share->gone_holders), 1);
-	sequence(f, a2, sid_x, 0);
-	assert_ptr_equal(callback_to(f, sid_x), a2);
-	TAILQ_REMOVE(&f->route->sessions, &a_other_port->base, link);
-	TAILQ_REMOVE(&f->route->sessions, &a2->base, link);
-	free(a_other_port);
-	free(a2);
-}
-
-/* B bound X since A went: that bind stands, A's reconnection takes nothing from B. */
-static void test_adoption_leaves_a_bind_alone(void **state)
-{
-	struct fixture *f = *state;
-
-	a_creates_x(f);
-	a_goes(f);
-	b_binds_x(f, MSG_CDFC4_BACK_OR_BOTH, 0, sid_x, MSG_CDFS4_BOTH, false);
-	struct fwd_session *a2 = client(f, 3, "192.0.2.1:700");
-	sequence(f, a2, sid_x, 0);
-	assert_ptr_equal(callback_to(f, sid_x), f->b);
-	assert_int_equal(adopted(a2), 0);
-	TAILQ_REMOVE(&f->route->sessions, &a2->base, link);
-	free(a2);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -382,10 +269,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bind_truncated_teaches_nothing, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_bind_after_client_gone, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_reconnect_adopts_back_channel, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_other_peers_do_not_adopt, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_adoption_leaves_a_bind_alone, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
