@@ -102,6 +102,8 @@ enum prom_family {
 	FAM_NLM_SERVER_REBOOTS,
 	FAM_NLM_GATEWAY_RESTART,
 	FAM_NLM_GATEWAY_RESTART_STATE,
+	FAM_SHARED_CQ_YIELDS,
+	FAM_READ_YIELDS,
 	FAM_COUNT
 };
 
@@ -255,6 +257,12 @@ static const struct prom_family_desc {
 					    "This instance's NSM state, by what: nsm_state (the "
 					    "number sent), persisted (1: kept in the state "
 					    "file, 0: taken from the clock)." },
+	[FAM_SHARED_CQ_YIELDS] = { "shared_channel_cq_yields_total", "counter", ON_ROUTE,
+				   "Completion passes of a shared upstream connection cut short "
+				   "by the budget (32), to go on in a later loop pass." },
+	[FAM_READ_YIELDS] = { "read_yields_total", "counter", ON_SESSION,
+			      "The client's turns of the event loop cut short by the record "
+			      "budget (16 records), its other records read in a later pass." },
 };
 
 /* The plain counters of struct gw_counters and the family each one feeds. */
@@ -529,6 +537,8 @@ static void prom_shared(struct prom *p, const struct gw_stats_shared *sh)
 			c->calls_resent);
 		put_u64(p, SCOPE_ROUTE, FAM_SHARED_ORPHANED, "", p->route_labels, chan,
 			c->calls_orphaned);
+		put_u64(p, SCOPE_ROUTE, FAM_SHARED_CQ_YIELDS, "", p->route_labels, chan,
+			c->cq_yields);
 	}
 	put_u64(p, SCOPE_ROUTE, FAM_XID_MAP_ENTRIES, "", p->route_labels, "state=\"in_flight\"",
 		sh->xid_in_flight);
@@ -670,6 +680,7 @@ static void prom_session(struct gw_stats_visitor *v, const struct gw_stats_sessi
 	put_u64(p, SCOPE_SESSION, FAM_INLINE_THRESHOLD, "", labels, "direction=\"receive\"",
 		s->inline_recv);
 	put_u64(p, SCOPE_SESSION, FAM_RPCRDMA_VERSION, "", labels, NULL, s->rpcrdma_version);
+	put_u64(p, SCOPE_SESSION, FAM_READ_YIELDS, "", labels, NULL, s->read_yields);
 	prom_histogram(p, SCOPE_SESSION, FAM_GATEWAY_LATENCY, labels, &s->counters->gateway_us);
 	prom_histogram(p, SCOPE_SESSION, FAM_UPSTREAM_LATENCY, labels, &s->counters->upstream_us);
 	/* Only a shared route's clients queue in a fair queue: no empty series for the others. */

@@ -172,7 +172,8 @@ static void fake_engine_init(struct fake_engine *e)
 							   .reconnects = 2,
 							   .reconnect_failures = 1,
 							   .calls_resent = 9,
-							   .calls_orphaned = 6 };
+							   .calls_orphaned = 6,
+							   .cq_yields = 14 };
 	a->r.shared = &a->shared;
 	/* Its calls waited in the fair queue 50 us and 3 ms; session 11's was the 3 ms one. */
 	gw_hist_add(&a->totals.queue_us, 50);
@@ -254,7 +255,8 @@ static void fake_engine_init(struct fake_engine *e)
 					  .credits = { 128, 3, 0, 8, 1 },
 					  .inline_send = 4096,
 					  .inline_recv = 4096,
-					  .rpcrdma_version = 2 };
+					  .rpcrdma_version = 2,
+					  .read_yields = 23 };
 
 	s = &a->sessions[1];
 	s->c.calls = 2;
@@ -728,6 +730,7 @@ static void test_stats_json(void **state)
 		assert_int_equal(jint(s, "inline_send"), fs->s.inline_send);
 		assert_int_equal(jint(s, "inline_recv"), fs->s.inline_recv);
 		assert_int_equal(jint(s, "rpcrdma_version"), fs->s.rpcrdma_version);
+		assert_int_equal(jint(s, "read_yields"), fs->s.read_yields);
 		assert_int_equal(jint(s, "credits.granted"), fs->s.credits.granted);
 		assert_int_equal(jint(s, "credits.in_use"), fs->s.credits.in_use);
 		assert_int_equal(jint(s, "credits.queued"), fs->s.credits.queued);
@@ -810,6 +813,7 @@ static void test_stats_json_shared(void **state)
 	assert_int_equal(jint(root, "routes.0.shared_upstream.channels.1.calls_resent"), 9);
 	assert_int_equal(jint(root, "routes.0.shared_upstream.channels.0.calls_resent"), 0);
 	assert_int_equal(jint(root, "routes.0.shared_upstream.channels.1.calls_orphaned"), 6);
+	assert_int_equal(jint(root, "routes.0.shared_upstream.channels.1.cq_yields"), 14);
 	assert_int_equal(jint(root, "routes.0.shared_upstream.xid_map.entries"), 61440);
 	assert_int_equal(jint(root, "routes.0.shared_upstream.xid_map.in_flight"), 3);
 	assert_int_equal(jint(root, "routes.0.shared_upstream.xid_map.answered"), 250);
@@ -1359,6 +1363,9 @@ static void test_metrics_shared(void **state)
 	check_family(fams, "rpcrdma_gw_shared_channel_calls_orphaned", "counter");
 	assert_true(sample(fams, "rpcrdma_gw_shared_channel_calls_orphaned_total", R, "nfs-fwd",
 			   "channel", "1", NULL) == 6);
+	check_family(fams, "rpcrdma_gw_shared_channel_cq_yields", "counter");
+	assert_true(sample(fams, "rpcrdma_gw_shared_channel_cq_yields_total", R, "nfs-fwd",
+			   "channel", "1", NULL) == 14);
 	assert_true(sample(fams, "rpcrdma_gw_shared_channel_reconnects_total", R, "nfs-fwd",
 			   "channel", "1", NULL) == 2);
 	assert_true(sample(fams, "rpcrdma_gw_shared_channel_reconnect_failures_total", R, "nfs-fwd",
@@ -1517,6 +1524,8 @@ static void test_metrics_sessions(void **state)
 				   "session", id, "direction", "receive", NULL) == s->inline_recv);
 		assert_true(sample(fams, "rpcrdma_gw_session_rpcrdma_version", R, "nfs-fwd",
 				   "session", id, NULL) == s->rpcrdma_version);
+		assert_true(sample(fams, "rpcrdma_gw_session_read_yields_total", R, "nfs-fwd",
+				   "session", id, NULL) == s->read_yields);
 	}
 	/* a session shows only the events that happened to it */
 	assert_true(sample(fams, "rpcrdma_gw_session_events_total", R, "nfs-fwd", "session", "11",
