@@ -14,55 +14,8 @@
 #include "common/xdr.h"
 #include "gateway/counters.h"
 #include "gateway/nlm_async.h"
+#include "gateway/nlm_relay_priv.h"
 #include "gateway/portmap.h"
-
-enum {
-	OWN_CALL_MAX = 512,	/* an UNLOCK: header, name, fh 64, token 16 */
-	RELEASE_COOKIE_LEN = 8, /* the queue slot, the send's sequence number */
-	DEFAULT_SEND_TIMEOUT_MS = 15000,
-};
-
-enum release_state { RELEASE_FREE, RELEASE_WAITING, RELEASE_IN_FLIGHT };
-
-/* One UNLOCK of a rebooted client's (owner, fh), until the server answers it. */
-struct release_entry {
-	struct nlm_unlock u;
-	uint64_t first_us; /* queued: the give-up bound runs from here */
-	uint64_t due_us;   /* waiting: sent from then; in flight: sent again from then */
-	uint32_t seq;	   /* the cookie's sequence number of the UNLOCK last sent */
-	uint32_t attempts;
-	uint8_t state; /* enum release_state */
-};
-
-/*
- * The release queue: a fixed array (max_locks entries: each came from a
- * lock record) with a stack of free slots. Sending scans the used slots
- * up to @hi: a client's reboot is rare and the scan bounded, while an
- * ordered structure would cost on every reply for nothing.
- */
-struct release_queue {
-	struct release_entry *e;
-	uint32_t *free; /* free slots, the next on top */
-	uint32_t cap, nfree, used, hi, in_flight;
-	struct event *ev; /* the tick, armed while the queue is not empty */
-	bool armed;
-};
-
-struct nlm_relay {
-	struct nlm_relay_config cfg;
-	struct nlm_state *st;
-	struct nlm_async *async; /* NULL: the _MSG forms refused */
-	uint32_t name_len;
-	uint32_t cookie;	   /* of the relay's own calls */
-	uint64_t reclaim_until_us; /* the gateway's own grace period; 0: none */
-	uint64_t resend_us;	   /* an UNLOCK in flight this long is sent again */
-	struct release_queue rq;
-	struct nlm_relay_stats stats;
-	uint8_t own[OWN_CALL_MAX + NLM_LM_MAXSTRLEN];
-};
-
-static bool release_queue_init(struct nlm_relay *rl);
-static void on_release_timer(evutil_socket_t fd, short what, void *arg);
 
 struct nlm_relay *nlm_relay_new(const struct nlm_relay_config *cfg)
 {
@@ -91,7 +44,7 @@ struct nlm_relay *nlm_relay_new(const struct nlm_relay_config *cfg)
 		 NLM_RELEASE_TICK_MS) *
 		1000;
 	rl->st = nlm_state_new(&cfg->limits, (uint64_t)(uintptr_t)rl ^ 0x9e3779b97f4a7c15ull);
-	if (!rl->st || !release_queue_init(rl)) {
+	if (!rl->st || !nlm_release_init(rl)) {
 		int e = errno;
 		nlm_relay_free(rl);
 		errno = e;
@@ -100,7 +53,7 @@ struct nlm_relay *nlm_relay_new(const struct nlm_relay_config *cfg)
 	/* Made now, not when first needed: a relay whose queue could never be re-sent is refused.
 	 */
 	if (cfg->base) {
-		rl->rq.ev = event_new(cfg->base, -1, EV_PERSIST, on_release_timer, rl);
+		rl->rq.ev = event_new(cfg->base, -1, EV_PERSIST, nlm_release_on_timer, rl);
 		if (!rl->rq.ev) {
 			nlm_relay_free(rl);
 			errno = ENOMEM;
@@ -275,8 +228,6 @@ static size_t answer_share_stat(uint32_t xid, struct nlm_bytes cookie, uint32_t 
 	return hn + m;
 }
 
-static size_t release_client(struct nlm_relay *rl, const struct nlm_host *host, const char *why);
-
 /*
  * A client's FREE_ALL (its reboot, from a client without NSM): never
  * relayed, since upstream every lock is the gateway's caller name's and it
@@ -313,7 +264,7 @@ static size_t free_all(struct nlm_relay *rl, const struct sidesvc_peer *peer,
 		 "shares released",
 		 rl->cfg.route_name, printable ? (int)(name.len > 64 ? 64 : name.len) : 0,
 		 name.len ? (const char *)name.p : "", state);
-	release_client(rl, &host, "FREE_ALL");
+	nlm_release_client(rl, &host, "FREE_ALL");
 	return rpc_encode_accept_error(out, cap, h->xid, RPCSTAT_SUCCESS, 0, 0);
 }
 
@@ -462,8 +413,6 @@ static bool owner_of(const struct nlm_lock *l, struct nlm_owner_id *id)
 
 static size_t encode_own_call(struct nlm_relay *rl, uint32_t vers, uint32_t proc,
 			      const struct nlm_args *a, uint8_t *out, size_t cap);
-static bool release_reply(struct nlm_relay *rl, const struct relay_call *c,
-			  const struct nlm_args *a, const uint8_t *msg, size_t len);
 
 /*
  * A lock granted (or blocked) that the state cannot record - no room, or
@@ -583,7 +532,7 @@ enum siderelay_verdict nlm_relay_reply_hook(void *arg, const struct relay_call *
 	    nlm_decode_args(c->vers, c->proc, c->msg + ch.args_off, c->len - ch.args_off, &a) != 0)
 		return SIDERELAY_PASS;
 	/* Before the results are looked at: an RPC error is an answer to it too. */
-	if (release_reply(rl, c, &a, msg, len) || !rpc_reply_results(msg, len, &off))
+	if (nlm_release_reply(rl, c, &a, msg, len) || !rpc_reply_results(msg, len, &off))
 		return SIDERELAY_PASS;
 	switch (a.kind) {
 	case NLM_ARGS_TEST:
@@ -621,8 +570,8 @@ enum siderelay_verdict nlm_relay_reply_hook(void *arg, const struct relay_call *
  * written directly; the arguments by nlm_encode_args(). The XID is the
  * siderelay's to set. @cookie is the call's (the server's nlm_res echoes it).
  */
-static size_t encode_call_cookie(uint32_t vers, uint32_t proc, const struct nlm_args *a,
-				 struct nlm_bytes cookie, uint8_t *out, size_t cap)
+size_t nlm_relay_encode_call(uint32_t vers, uint32_t proc, const struct nlm_args *a,
+			     struct nlm_bytes cookie, uint8_t *out, size_t cap)
 {
 	size_t h = rpc_encode_call_hdr(out, cap, 0, NLM_PROG, vers, proc);
 	struct nlm_args u = *a;
@@ -644,261 +593,11 @@ static size_t encode_own_call(struct nlm_relay *rl, uint32_t vers, uint32_t proc
 	uint8_t cookie[4];
 
 	xdr_put32(cookie, ++rl->cookie);
-	return encode_call_cookie(vers, proc, a, (struct nlm_bytes){ cookie, sizeof(cookie) }, out,
-				  cap);
+	return nlm_relay_encode_call(vers, proc, a, (struct nlm_bytes){ cookie, sizeof(cookie) },
+				     out, cap);
 }
 
-/* ---- the release queue: a rebooted client's UNLOCKs ------------------------- */
-
-static bool release_queue_init(struct nlm_relay *rl)
-{
-	struct release_queue *q = &rl->rq;
-
-	q->cap = nlm_state_limits(rl->st)->max_locks;
-	q->e = calloc(q->cap, sizeof(*q->e));
-	q->free = calloc(q->cap, sizeof(*q->free));
-	if (!q->e || !q->free) {
-		errno = ENOMEM;
-		return false;
-	}
-	for (uint32_t i = 0; i < q->cap; i++)
-		q->free[i] = q->cap - 1 - i; /* slot 0 on top */
-	q->nfree = q->cap;
-	return true;
-}
-
-uint32_t nlm_relay_release_pending(const struct nlm_relay *rl)
-{
-	return rl->rq.used;
-}
-
-uint32_t nlm_relay_release_in_flight(const struct nlm_relay *rl)
-{
-	return rl->rq.in_flight;
-}
-
-static void on_release_timer(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	nlm_relay_release_tick(arg);
-}
-
-/* The tick runs while there is something queued (no event base: the owner ticks). */
-static void release_arm(struct nlm_relay *rl, bool on)
-{
-	struct release_queue *q = &rl->rq;
-
-	if (!rl->cfg.base || q->armed == on)
-		return;
-	if (!q->ev)
-		q->ev = event_new(rl->cfg.base, -1, EV_PERSIST, on_release_timer, rl);
-	struct timeval period = gw_ms_timeval(NLM_RELEASE_TICK_MS);
-	if (!q->ev || (on ? event_add(q->ev, &period) : event_del(q->ev)) != 0) {
-		gw_warn("%s: nlm relay: no timer for the release queue: an unanswered UNLOCK "
-			"of a rebooted client is not sent again",
-			rl->cfg.route_name);
-		return;
-	}
-	q->armed = on;
-}
-
-static void release_remove(struct nlm_relay *rl, uint32_t slot)
-{
-	struct release_queue *q = &rl->rq;
-
-	if (q->e[slot].state == RELEASE_IN_FLIGHT)
-		q->in_flight--;
-	q->e[slot].state = RELEASE_FREE;
-	q->free[q->nfree++] = slot;
-	if (--q->used == 0)
-		q->hi = 0;
-}
-
-/*
- * Send the entry's UNLOCK with a fresh cookie: its slot and a sequence
- * number, so that the reply finds it in O(1) and a reply to a send given
- * up is not taken for the last one's. False when @send has no room (the
- * siderelay's table is full): the entry waits for the next turn.
- */
-static bool release_send(struct nlm_relay *rl, uint32_t slot, uint64_t now)
-{
-	struct release_entry *e = &rl->rq.e[slot];
-	struct nlm_args a = {
-		/* An UNSHARE: mode and access 0, which Linux lockd's unshare ignores. */
-		.kind = e->u.unshare ? NLM_ARGS_SHARE : NLM_ARGS_UNLOCK,
-		.lock = { .caller = { (const uint8_t *)rl->cfg.caller_name, rl->name_len },
-			  .fh = { e->u.fh, e->u.fh_len },
-			  .oh = { e->u.owner.oh, NLM_TOKEN_LEN },
-			  .svid = e->u.owner.svid },
-	};
-	uint8_t cookie[RELEASE_COOKIE_LEN];
-	uint32_t seq = ++rl->cookie;
-
-	xdr_put32(cookie, slot);
-	xdr_put32(cookie + 4, seq);
-	size_t n = encode_call_cookie(e->u.vers, e->u.unshare ? NLMPROC_UNSHARE : NLMPROC_UNLOCK,
-				      &a, (struct nlm_bytes){ cookie, sizeof(cookie) }, rl->own,
-				      sizeof(rl->own));
-	if (!n || !rl->cfg.send(rl->cfg.send_arg, rl->own, n))
-		return false;
-	e->seq = seq;
-	e->state = RELEASE_IN_FLIGHT;
-	e->due_us = now + rl->resend_us;
-	if (e->attempts++)
-		rl->stats.release_retried++;
-	rl->rq.in_flight++;
-	return true;
-}
-
-/* Send the waiting entries that are due while the window has room. */
-static void release_pump(struct nlm_relay *rl, uint64_t now)
-{
-	struct release_queue *q = &rl->rq;
-
-	if (!rl->cfg.send)
-		return;
-	for (uint32_t i = 0; i < q->hi && q->in_flight < NLM_RELEASE_WINDOW; i++) {
-		if (q->e[i].state == RELEASE_WAITING && q->e[i].due_us <= now &&
-		    !release_send(rl, i, now))
-			return;
-	}
-}
-
-void nlm_relay_release_tick(struct nlm_relay *rl)
-{
-	struct release_queue *q = &rl->rq;
-	uint64_t now = rl->cfg.now_us();
-	uint32_t gave_up = 0;
-
-	for (uint32_t i = 0; i < q->hi; i++) {
-		struct release_entry *e = &q->e[i];
-		if (e->state == RELEASE_IN_FLIGHT && now >= e->due_us) {
-			/* The siderelay gave its send up unanswered: the server is away. */
-			e->state = RELEASE_WAITING;
-			q->in_flight--;
-		}
-		if (e->state == RELEASE_WAITING && now - e->first_us >= NLM_RELEASE_GIVE_UP_US) {
-			release_remove(rl, i);
-			gave_up++;
-		}
-	}
-	if (gave_up) {
-		/* Not call_timeout: the siderelay counted each of its sends that timed out. */
-		rl->stats.release_given_up += gave_up;
-		gw_warn("%s: nlm relay: %u UNLOCK%s of rebooted clients given up, unanswered for "
-			"%llu s: the server may keep those locks until it restarts",
-			rl->cfg.route_name, gave_up, gave_up == 1 ? "" : "s",
-			(unsigned long long)(NLM_RELEASE_GIVE_UP_US / 1000000));
-	}
-	release_pump(rl, now);
-	release_arm(rl, q->used != 0);
-}
-
-/*
- * The server's answer to one of the queue's UNLOCKs: true when @c was one
- * (nothing more to do with its reply). The cookie is read from the call as
- * sent, not from the reply: the server's answer to that XID is the answer
- * to that call whatever cookie it echoes. GRACE_PERIOD (the server is in
- * grace, it refuses unlocks too) and NOLOCKS (no memory for it now), or an
- * RPC error the server may not give next time (SYSTEM_ERR, a reply that
- * does not decode): asked again after NLM_RELEASE_DELAY_US. Any other
- * result is final: GRANTED, or a lock the server does not have (DENIED,
- * NLM4_STALE_FH...), which asking again would not change; and an RPC
- * refusal (GARBAGE_ARGS, PROC_UNAVAIL, an auth error...), given up at once
- * rather than repeated for NLM_RELEASE_GIVE_UP_US.
- */
-static bool release_reply(struct nlm_relay *rl, const struct relay_call *c,
-			  const struct nlm_args *a, const uint8_t *msg, size_t len)
-{
-	struct release_queue *q = &rl->rq;
-	struct nlm_res res;
-	struct nlm_shareres sres = { 0 };
-	size_t off;
-	bool unshare = a->kind == NLM_ARGS_SHARE && c->proc == NLMPROC_UNSHARE;
-
-	if (c->svc || (a->kind != NLM_ARGS_UNLOCK && !unshare) ||
-	    a->cookie.len != RELEASE_COOKIE_LEN)
-		return false;
-	uint32_t slot = xdr_get32(a->cookie.p), seq = xdr_get32(a->cookie.p + 4);
-	if (slot >= q->hi || q->e[slot].state != RELEASE_IN_FLIGHT || q->e[slot].seq != seq)
-		return true; /* a send given up already, its entry sent again or gone */
-	uint64_t now = rl->cfg.now_us();
-	bool answered = rpc_reply_results(msg, len, &off) &&
-			(unshare ? nlm_decode_shareres(msg + off, len - off, &sres) == 0
-				 : nlm_decode_res(msg + off, len - off, &res) == 0);
-	if (unshare)
-		res.stat = sres.stat;
-	if (!answered && rpc_reply_refused(msg, len)) {
-		release_remove(rl, slot);
-		rl->stats.release_given_up++;
-		gw_warn("%s: nlm relay: the server refused a rebooted client's %s (RPC error), "
-			"not sent again: the server may keep that lock until it restarts",
-			rl->cfg.route_name, unshare ? "UNSHARE" : "UNLOCK");
-	} else if (!answered || res.stat == NLM_DENIED_GRACE_PERIOD ||
-		   res.stat == NLM_DENIED_NOLOCKS) {
-		q->e[slot].state = RELEASE_WAITING;
-		q->e[slot].due_us = now + NLM_RELEASE_DELAY_US;
-		q->in_flight--;
-	} else {
-		release_remove(rl, slot);
-		rl->stats.release_done++;
-	}
-	release_pump(rl, now);
-	release_arm(rl, q->used != 0);
-	return true;
-}
-
-/* Queue the UNLOCK of @u; false when the queue is full. */
-static bool release_queue_add(struct nlm_relay *rl, const struct nlm_unlock *u, uint64_t now)
-{
-	struct release_queue *q = &rl->rq;
-
-	if (!q->nfree)
-		return false;
-	uint32_t slot = q->free[--q->nfree];
-	q->e[slot] = (struct release_entry){
-		.u = *u, .first_us = now, .due_us = now, .state = RELEASE_WAITING
-	};
-	q->used++;
-	if (slot >= q->hi)
-		q->hi = slot + 1;
-	rl->stats.release_queued++;
-	return true;
-}
-
-/*
- * @host rebooted: a whole-file UNLOCK upstream for each (owner, fh) it
- * held, and an UNSHARE for each (owner, fh) it shared, through the release
- * queue. Its records are gone from the state
- * already: an UNLOCK the queue has no room for leaves that lock on the
- * server (logged, counted).
- */
-static size_t release_client(struct nlm_relay *rl, const struct nlm_host *host, const char *why)
-{
-	const struct nlm_unlock *u;
-	size_t count = nlm_state_client_rebooted(rl->st, host, &u), full = 0;
-	uint64_t now = rl->cfg.now_us();
-
-	for (size_t i = 0; i < count; i++) {
-		if (!release_queue_add(rl, &u[i], now))
-			full++;
-	}
-	if (full) {
-		rl->stats.release_full += full;
-		rl->cfg.counters->events[GW_EV_NO_BUFFERS] += full;
-		gw_warn("%s: nlm relay: the release queue is full (%u): %zu locks of a rebooted "
-			"client are not released upstream",
-			rl->cfg.route_name, rl->rq.cap, full);
-	}
-	if (count)
-		gw_info("%s: nlm relay: a client rebooted (%s): %zu of its %zu locks and shares "
-			"queued for release upstream",
-			rl->cfg.route_name, why, count - full, count);
-	release_pump(rl, now);
-	release_arm(rl, rl->rq.used != 0);
-	return count;
-}
+/* ---- the NSM service --------------------------------------------------------- */
 
 size_t nlm_relay_nsm_answer(struct nlm_relay *rl, const struct sidesvc_peer *peer,
 			    const uint8_t *msg, size_t len, uint8_t *out, size_t cap,
@@ -942,7 +641,7 @@ size_t nlm_relay_nsm_answer(struct nlm_relay *rl, const struct sidesvc_peer *pee
 		if (nlm_host_from_sockaddr(&host, (const struct sockaddr *)&peer->addr,
 					   peer->addrlen)) {
 			if (nlm_state_client_notified(rl->st, &host, state, rl->cfg.now_us()))
-				*unlocks = release_client(rl, &host, "SM_NOTIFY");
+				*unlocks = nlm_release_client(rl, &host, "SM_NOTIFY");
 			else
 				gw_info("%s: nlm relay: a client's SM_NOTIFY repeated its last "
 					"state %d: nothing released",
@@ -1017,13 +716,7 @@ size_t nlm_relay_server_rebooted(struct nlm_relay *rl, struct nlm_host *hosts, s
 	/* The server is in grace now: the clients' reclaims must reach it as reclaims. */
 	rl->reclaim_until_us = 0;
 	/* It has lost every lock: the UNLOCKs still queued are moot. */
-	uint32_t moot = rl->rq.used;
-	for (uint32_t i = 0; i < rl->rq.hi; i++) {
-		if (rl->rq.e[i].state != RELEASE_FREE)
-			release_remove(rl, i);
-	}
-	rl->stats.release_done += moot;
-	release_arm(rl, false);
+	nlm_release_drop_all(rl);
 
 	gw_info("%s: nlm relay: the server rebooted (its SM_NOTIFY): the lock records of %zu "
 		"client host%s forgotten",
