@@ -46,6 +46,7 @@ static const char *const event_names[] = {
 	[GW_EV_BACKWARD_NO_SESSION] = "backward_no_session",
 	[GW_EV_COUNTERS_NO_MEMORY] = "counters_no_memory",
 	[GW_EV_BACKCHANNEL_BOUND] = "backchannel_bound",
+	[GW_EV_BACKCHANNEL_ADOPTED] = "backchannel_adopted",
 };
 
 /* A kind added to the enum without a name here fails the build, not a scrape. */

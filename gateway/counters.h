@@ -50,7 +50,9 @@ enum gw_event_kind {
 	GW_EV_VERSION_REMEMBERED,	 /* opened in the version the server fell back to */
 	GW_EV_BACKWARD_NO_SESSION,	 /* shared route: a backward call for no client's session */
 	GW_EV_COUNTERS_NO_MEMORY,	 /* a table by procedure could not grow: counted 'other' */
-	GW_EV_BACKCHANNEL_BOUND, /* shared route: BIND_CONN_TO_SESSION gave it a back channel */
+	GW_EV_BACKCHANNEL_BOUND,   /* shared route: BIND_CONN_TO_SESSION gave it a back channel */
+	GW_EV_BACKCHANNEL_ADOPTED, /* shared route: its gone connection's back channel
+				      (bc_orphans.h) */
 	GW_EV_KIND_COUNT
 };
 

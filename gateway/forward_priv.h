@@ -27,6 +27,7 @@
 #include <sys/queue.h>
 #include <sys/socket.h>
 
+#include "gateway/bc_orphans.h"
 #include "gateway/fairq.h"
 #include "gateway/session.h"
 #include "gateway/upxid.h"
@@ -257,6 +258,8 @@ struct fwd_share {
 	uint64_t reconnect_failures[64]; /* given up on: the clients were closed */
 	uint64_t resent[64];		 /* calls in flight sent again on the new connection */
 	uint64_t orphaned[64];		 /* calls left unanswered for call_timeout, given up */
+	/* Back channels of clients gone, for their reconnection (bc_orphans.h). */
+	struct bc_orphans gone_holders;
 };
 _Static_assert(64 <= UPXID_MAX_CHANNELS, "a route's channels are upxid channels");
 
@@ -300,6 +303,7 @@ struct fwd_call *fwd_share_call_by_xid(struct fwd_session *ch, uint32_t wire_xid
 struct fwd_session *fwd_share_reply_owner(struct fwd_call *c);
 void fwd_share_requeue(struct fwd_call *c);
 void fwd_share_client_close(struct fwd_session *s);
+void fwd_share_keep_back_channels(struct fwd_session *s);
 void fwd_share_channel_ready(struct fwd_session *ch);
 void fwd_share_channel_close(struct fwd_session *ch);
 bool fwd_share_channel_lost(struct fwd_session *ch, enum rconn_close_reason reason);

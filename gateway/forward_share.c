@@ -32,6 +32,9 @@
  * call_timeout is given up alone (fwd_share_orphan()); only when orphans
  * would hold the channel's last credit is the channel reset, which closes
  * its clients.
+ *
+ * Backward calls (whose client a server's callback is for) are in
+ * gateway/forward_share_cb.c.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -505,132 +508,6 @@ struct fwd_session *fwd_share_reply_owner(struct fwd_call *c)
 	return NULL;
 }
 
-/* ---- backward calls (RFC 8167) ---- */
-
-/*
- * Learn from the reply @msg (@len bytes) to @s's NFSv4 call @u what its
- * sessions are (ulb_parse_reply: CREATE_SESSION, DESTROY_SESSION, and
- * BIND_CONN_TO_SESSION for the back channel). On a shared route the server
- * sees one connection for many clients, so a client that binds a session's
- * back channel (a Linux client does after its connection was made again, or
- * to trunk) takes it from whichever client held it: the server accepted the
- * bind, so its callbacks for that session are this client's from now on.
- * A reply that does not parse teaches nothing (counted by ulb_counters).
- */
-void fwd_share_learn_sessions(struct fwd_session *s, const struct ulb_call *u, const uint8_t *msg,
-			      uint32_t len)
-{
-	struct ulb_reply rep;
-	struct gw_session *g;
-
-	ulb_parse_reply(u, &s->ulb_sessions, msg, len, 0, &rep);
-	if (!rep.binds_back || !s->ch)
-		return;
-	/* Counted: how often clients came back for their callbacks this way. */
-	gw_count_event(&s->base, GW_EV_BACKCHANNEL_BOUND);
-	TAILQ_FOREACH (g, &s->base.route->sessions, link) {
-		struct fwd_session *o = fwd_of_base(g);
-		if (o == s || !o->ch || !ulb_sessions_unbind_back(&o->ulb_sessions, rep.bound_id))
-			continue;
-		if (o->state == FS_READY && o->tcp)
-			gw_warn("forward %s: BIND_CONN_TO_SESSION takes a session's back channel "
-				"from live client %s: its callbacks go to the binder now",
-				s->base.client, o->base.client);
-	}
-}
-
-/*
- * The client a backward call on channel @ch is for: the one live client of
- * the route that holds the back channel of the session its CB_SEQUENCE
- * names. A client's table (ulb_sessions, ULB_SESSIONS_MAX entries) learns a
- * session from the CREATE_SESSION reply relayed to it, or its back channel
- * from a BIND_CONN_TO_SESSION reply (fwd_share_learn_sessions), and forgets
- * it on DESTROY_SESSION; it goes with the client. Ids are the server's, so
- * two live clients holding one is a server's fault or a stale entry: the
- * call goes to neither, rather than maybe to the wrong one. NULL with @why:
- * refused.
- */
-struct fwd_session *fwd_share_cb_client(struct fwd_session *ch, const uint8_t *msg, uint32_t len,
-					const char **why)
-{
-	uint8_t id[ULB_SESSIONID_SIZE];
-	struct fwd_session *to = NULL;
-	struct gw_session *g;
-
-	if (!ulb_cb_sessionid(msg, len, id)) {
-		*why = "not a CB_COMPOUND that opens with CB_SEQUENCE";
-		return NULL;
-	}
-	TAILQ_FOREACH (g, &ch->base.route->sessions, link) {
-		struct fwd_session *s = fwd_of_base(g);
-		if (!s->ch || s->state != FS_READY || !s->tcp ||
-		    !ulb_sessions_has_back(&s->ulb_sessions, id))
-			continue;
-		if (to) {
-			*why = "a session more than one client holds";
-			return NULL;
-		}
-		to = s;
-	}
-	if (!to)
-		*why = "a session no client holds";
-	return to;
-}
-
-/*
- * The backward call client @s was given under @xid, on whichever channel
- * carried it: its reply goes back there. Only that client's own slots
- * match, so a client cannot answer another's callback.
- */
-struct fwd_bcall *fwd_share_bcall_of(struct fwd_session *s, uint32_t xid)
-{
-	const struct fwd_share *sh = s->ch->share;
-
-	for (uint16_t i = 0; i < sh->nchan; i++) {
-		struct fwd_session *ch = sh->chan[i];
-		for (uint32_t k = 0; ch && k < ch->nbcalls; k++) {
-			struct fwd_bcall *b = &ch->bcalls[k];
-			if (b->busy && !b->send_pending && b->client == s->base.id && b->xid == xid)
-				return b;
-		}
-	}
-	return NULL;
-}
-
-/*
- * Backward calls given to client @s and not answered: all of them (@limit
- * 0: the client goes) or those older than @limit at @now (call_timeout,
- * from the client's sweep: channels have none). Each is answered
- * SYSTEM_ERR, so that the server's callback fails at once and the slot,
- * which every client on the channel shares, comes back.
- */
-void fwd_share_bcalls_expire(struct fwd_session *s, uint64_t now, uint64_t limit)
-{
-	const struct fwd_share *sh = s->ch->share;
-
-	for (uint16_t i = 0; i < sh->nchan; i++) {
-		struct fwd_session *ch = sh->chan[i];
-		for (uint32_t k = 0; ch && k < ch->nbcalls; k++) {
-			struct fwd_bcall *b = &ch->bcalls[k];
-			if (!b->busy || b->send_pending || b->client != s->base.id ||
-			    (limit && now - b->t_in < limit))
-				continue;
-			if (limit) {
-				gw_warn("forward %s: backward call xid %#x unanswered by the "
-					"client "
-					"for %llu s: answered SYSTEM_ERR",
-					s->base.client, b->xid,
-					(unsigned long long)(limit / 1000000));
-				gw_count_event(&s->base, GW_EV_CALL_TIMEOUT);
-			} else {
-				gw_count_event(&ch->base, GW_EV_BACKWARD_UNDELIVERABLE);
-			}
-			fwd_backward_refuse(ch, b->xid);
-			fwd_bcall_release(b);
-		}
-	}
-}
-
 /* ---- a lost channel made again ---- */
 
 /*
@@ -819,6 +696,7 @@ void fwd_share_client_close(struct fwd_session *s)
 	if (s->fq_detached)
 		return;
 	s->fq_detached = true;
+	fwd_share_keep_back_channels(s);
 	fwd_share_bcalls_expire(s, 0, 0);
 	fairq_client_detach(&s->ch->fq, &s->fq_client, share_drop_queued, NULL);
 	fwd_share_pump(s->ch);
@@ -976,6 +854,7 @@ void gw_forward_route_free(struct gw_route_rt *route)
 	if (!sh || sh->live > 0)
 		return; /* a channel still refers to it: left to the process's end */
 	upxid_destroy(&sh->map);
+	bc_orphans_fini(&sh->gone_holders);
 	free(sh->by_entry);
 	free(sh);
 	route->fwd_share = NULL;

@@ -26,6 +26,7 @@ enum {
 	MSG_OP_BIND_CONN_TO_SESSION = 41,
 	MSG_OP_CREATE_SESSION = 43,
 	MSG_OP_PUTROOTFH = 24,
+	MSG_OP_SEQUENCE = 53,
 	MSG_NFS4ERR_BADSESSION = 10052,
 	/* channel_dir_from_client4 / channel_dir_from_server4 (RFC 8881 section 18.34) */
 	MSG_CDFC4_FORE = 1,
@@ -163,6 +164,41 @@ static inline void msg_bcts_reply(struct msg *m, uint32_t xid, uint32_t status,
 	msg_sid(m, sid);
 	msg_u32(m, dir);
 	msg_u32(m, 1);
+}
+
+/* A COMPOUND of SEQUENCE on @sid (slot 0) and PUTROOTFH, as a client goes on with its session. */
+static inline void msg_sequence_call(struct msg *m, uint32_t xid,
+				     const uint8_t sid[ULB_SESSIONID_SIZE])
+{
+	msg_call_hdr(m, xid, MSG_NFS_PROG, 4, 1);
+	msg_u32(m, 1); /* minorversion */
+	msg_u32(m, 2);
+	msg_u32(m, MSG_OP_SEQUENCE);
+	msg_sid(m, sid);
+	msg_u32(m, 7); /* sequenceid, slotid, highest_slotid, cachethis */
+	msg_u32(m, 0);
+	msg_u32(m, 0);
+	msg_u32(m, 0);
+	msg_u32(m, MSG_OP_PUTROOTFH);
+}
+
+/* Its reply: @status for SEQUENCE (and the COMPOUND); PUTROOTFH's NFS4_OK after an OK. */
+static inline void msg_sequence_reply(struct msg *m, uint32_t xid, uint32_t status,
+				      const uint8_t sid[ULB_SESSIONID_SIZE])
+{
+	msg_reply_hdr(m, xid, status, status ? 1 : 2);
+	msg_u32(m, MSG_OP_SEQUENCE);
+	msg_u32(m, status);
+	if (status != 0)
+		return;
+	msg_sid(m, sid);
+	msg_u32(m, 7); /* sequenceid, slotid, highest_slotid, target_highest_slotid, status_flags */
+	msg_u32(m, 0);
+	msg_u32(m, 63);
+	msg_u32(m, 63);
+	msg_u32(m, 0);
+	msg_u32(m, MSG_OP_PUTROOTFH);
+	msg_u32(m, 0);
 }
 
 /* A CB_COMPOUND of CB_SEQUENCE naming @sid, as the server calls back. */

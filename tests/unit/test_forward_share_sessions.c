@@ -10,6 +10,10 @@
  * failed bind, a reply naming another session or a reply that does not
  * parse moves nothing. Each bind that moves them is counted
  * (backchannel_bound) for the binder and its route.
+ * A client that goes leaves its back channels kept (bc_orphans.h); a
+ * callback that then finds no holder goes to the one connection made since
+ * from the gone client's address whose SEQUENCE on that session the server
+ * answered NFS4_OK, and to none when there are several (backchannel_adopted).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,8 +22,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <cmocka.h>
 
+#include "common/clock.h"
 #include "gateway/forward_priv.h"
 #include "tests/unit/nfs4_session_msgs.h"
 
@@ -48,6 +56,14 @@ static struct fwd_session *client(struct fixture *f, uint64_t id, const char *na
 	s->ch = f->ch;
 	s->tcp = (struct tcp_conn *)&f->tcp_stand_in;
 	TAILQ_INSERT_TAIL(&f->route->sessions, &s->base, link);
+	/* "a.b.c.d:port": its address, the key of what it leaves behind */
+	char addr[32];
+	unsigned port = 0;
+	assert_int_equal(sscanf(name, "%31[^:]:%u", addr, &port), 2);
+	struct sockaddr_in *sin = (struct sockaddr_in *)&s->peer;
+	sin->sin_family = AF_INET;
+	sin->sin_port = htons((uint16_t)port);
+	assert_int_equal(inet_pton(AF_INET, addr, &sin->sin_addr), 1);
 	return s;
 }
 
@@ -60,7 +76,8 @@ static int setup(void **state)
 	f->rules = msg_rules_load();
 	f->route = calloc(1, sizeof(*f->route));
 	f->ch = calloc(1, sizeof(*f->ch));
-	if (!f->rules || !f->route || !f->ch)
+	f->route->fwd_share = calloc(1, sizeof(struct fwd_share));
+	if (!f->rules || !f->route || !f->ch || !f->route->fwd_share)
 		return -1;
 	TAILQ_INIT(&f->route->sessions);
 	f->ch->is_channel = true;
@@ -76,9 +93,15 @@ static int teardown(void **state)
 {
 	struct fixture *f = *state;
 
-	free(f->a);
-	free(f->b);
+	struct gw_session *g;
+
+	while ((g = TAILQ_FIRST(&f->route->sessions)) != NULL) {
+		TAILQ_REMOVE(&f->route->sessions, g, link);
+		free((char *)g - offsetof(struct fwd_session, base));
+	}
 	free(f->ch);
+	bc_orphans_fini(&f->route->fwd_share->gone_holders);
+	free(f->route->fwd_share);
 	free(f->route);
 	ulb_rules_free(f->rules);
 	free(f);
@@ -258,6 +281,120 @@ static void test_bind_after_client_gone(void **state)
 	assert_ptr_equal(callback_to(f, sid_x), f->b);
 }
 
+/* @s goes on with session @sid: SEQUENCE answered @status. */
+static void sequence(struct fixture *f, struct fwd_session *s, const uint8_t *sid, uint32_t status)
+{
+	struct msg call, rep;
+
+	msg_sequence_call(&call, 50, sid);
+	msg_sequence_reply(&rep, 50, status, sid);
+	relay(f, s, &call, &rep, rep.len);
+}
+
+/* A goes (its TCP connection reset): what it held is kept, nobody holds it now. */
+static void a_goes(struct fixture *f)
+{
+	fwd_share_keep_back_channels(f->a);
+	f->a->state = FS_CLOSING;
+	f->a->tcp = NULL;
+}
+
+/* A connection made after A went, from @name. */
+static struct fwd_session *reconnected(struct fixture *f, uint64_t id, const char *name)
+{
+	struct fwd_session *s = client(f, id, name);
+
+	s->base.started_us = gw_now_us() + 1000000;
+	return s;
+}
+
+static uint64_t adopted(struct fixture *f)
+{
+	return f->route->counters.events[GW_EV_BACKCHANNEL_ADOPTED];
+}
+
+/*
+ * A's connection is made again from a new port (as a Linux NFSv4.1 client
+ * does) and goes on with session X: once the server has answered its
+ * SEQUENCE, the next callback for X, which finds no holder, is its own,
+ * with X's reply limit; then it holds X as a CREATE_SESSION would have made it.
+ */
+static void test_reconnected_connection_takes_callbacks(void **state)
+{
+	struct fixture *f = *state;
+
+	a_creates_x(f);
+	a_goes(f);
+	assert_null(callback_to(f, sid_x));
+	struct fwd_session *a2 = reconnected(f, 3, "192.0.2.1:705");
+	sequence(f, a2, sid_y, 0); /* another session: nothing */
+	assert_null(callback_to(f, sid_x));
+	sequence(f, a2, sid_x, 0);
+	assert_ptr_equal(callback_to(f, sid_x), a2);
+	assert_int_equal(ulb_sessions_maxresp(&a2->ulb_sessions, sid_x), MSG_MAXRESP);
+	assert_int_equal(a2->base.counters.events[GW_EV_BACKCHANNEL_ADOPTED], 1);
+	assert_int_equal(adopted(f), 1);
+	assert_int_equal(bc_orphans_count(&f->route->fwd_share->gone_holders), 0);
+	assert_ptr_equal(callback_to(f, sid_x), a2);
+	assert_int_equal(adopted(f), 1);
+}
+
+/*
+ * Two connections from A's address both go on with X (an nconnect client
+ * whose connections all came back): which one takes callbacks nothing says,
+ * so neither gets them; the entry stays for the TTL.
+ */
+static void test_two_reconnected_connections_take_nothing(void **state)
+{
+	struct fixture *f = *state;
+
+	a_creates_x(f);
+	a_goes(f);
+	struct fwd_session *a2 = reconnected(f, 3, "192.0.2.1:705");
+	struct fwd_session *a3 = reconnected(f, 4, "192.0.2.1:706");
+	sequence(f, a2, sid_x, 0);
+	sequence(f, a3, sid_x, 0);
+	assert_null(callback_to(f, sid_x));
+	assert_int_equal(adopted(f), 0);
+	assert_int_equal(bc_orphans_count(&f->route->fwd_share->gone_holders), 1);
+}
+
+/*
+ * Not candidates: B (another address), a connection of A's address made
+ * before A went (the other transport of an nconnect client, which Linux
+ * never takes callbacks on), and one whose SEQUENCE the server refused.
+ */
+static void test_other_connections_are_not_candidates(void **state)
+{
+	struct fixture *f = *state;
+
+	struct fwd_session *a_before = client(f, 3, "192.0.2.1:701");
+	a_creates_x(f);
+	a_goes(f);
+	struct fwd_session *a2 = reconnected(f, 4, "192.0.2.1:705");
+	sequence(f, f->b, sid_x, 0);
+	sequence(f, a_before, sid_x, 0);
+	sequence(f, a2, sid_x, MSG_NFS4ERR_BADSESSION);
+	assert_null(callback_to(f, sid_x));
+	assert_int_equal(adopted(f), 0);
+	sequence(f, a2, sid_x, 0);
+	assert_ptr_equal(callback_to(f, sid_x), a2);
+}
+
+/* B bound X since A went: that bind stands, A's reconnection takes nothing from B. */
+static void test_adoption_leaves_a_bind_alone(void **state)
+{
+	struct fixture *f = *state;
+
+	a_creates_x(f);
+	a_goes(f);
+	b_binds_x(f, MSG_CDFC4_BACK_OR_BOTH, 0, sid_x, MSG_CDFS4_BOTH, false);
+	struct fwd_session *a2 = reconnected(f, 3, "192.0.2.1:705");
+	sequence(f, a2, sid_x, 0);
+	assert_ptr_equal(callback_to(f, sid_x), f->b);
+	assert_int_equal(adopted(f), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -269,6 +406,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bind_truncated_teaches_nothing, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_bind_after_client_gone, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reconnected_connection_takes_callbacks, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_two_reconnected_connections_take_nothing,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_other_connections_are_not_candidates, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_adoption_leaves_a_bind_alone, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/unit/test_bc_orphans.c - back channels kept for a gone client's
+ * reconnection (gateway/bc_orphans.h): found by session, with the gone
+ * client's address and time; claimed once; gone after the TTL; bounded,
+ * the oldest replaced; nothing allocated until the first entry.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "gateway/bc_orphans.h"
+
+static void sid(uint8_t id[ULB_SESSIONID_SIZE], uint32_t n)
+{
+	memset(id, 0x5e, ULB_SESSIONID_SIZE);
+	memcpy(id, &n, sizeof(n));
+}
+
+static void addr_of(uint8_t a[16], uint8_t last)
+{
+	memset(a, 0, 16);
+	a[10] = a[11] = 0xff; /* ::ffff:192.0.2.last */
+	a[12] = 192;
+	a[14] = 2;
+	a[15] = last;
+}
+
+static void test_found_and_claimed_once(void **state)
+{
+	(void)state;
+	struct bc_orphans o;
+	uint8_t x[ULB_SESSIONID_SIZE], y[ULB_SESSIONID_SIZE], a[16];
+
+	sid(x, 1);
+	sid(y, 2);
+	addr_of(a, 1);
+	bc_orphans_init(&o, 0);
+	assert_null(o.e);
+	assert_null(bc_orphans_find(&o, x, 0));
+	bc_orphans_add(&o, x, a, 4096, 1000);
+	assert_non_null(o.e);
+	assert_int_equal(bc_orphans_count(&o), 1);
+	assert_null(bc_orphans_find(&o, y, 2000));
+	const struct bc_orphan *e = bc_orphans_find(&o, x, 2000);
+	assert_non_null(e);
+	assert_memory_equal(e->addr, a, 16);
+	assert_int_equal(e->maxresp, 4096);
+	assert_int_equal(e->gone_us, 1000);
+	bc_orphans_claim(&o, x);
+	assert_null(bc_orphans_find(&o, x, 3000));
+	bc_orphans_claim(&o, x); /* nothing left to claim: not counted twice */
+	assert_int_equal(o.st.kept, 1);
+	assert_int_equal(o.st.adopted, 1);
+	bc_orphans_fini(&o);
+	assert_null(o.e);
+}
+
+static void test_gone_after_the_ttl(void **state)
+{
+	(void)state;
+	struct bc_orphans o;
+	uint8_t x[ULB_SESSIONID_SIZE], a[16];
+
+	sid(x, 1);
+	addr_of(a, 1);
+	bc_orphans_init(&o, 0);
+	bc_orphans_add(&o, x, a, 0, 5);
+	assert_null(bc_orphans_find(&o, x, 5 + BC_ORPHANS_TTL_US));
+	assert_int_equal(bc_orphans_count(&o), 0);
+	assert_int_equal(o.st.expired, 1);
+	bc_orphans_add(&o, x, a, 0, 10);
+	assert_non_null(bc_orphans_find(&o, x, 9 + BC_ORPHANS_TTL_US));
+	bc_orphans_fini(&o);
+}
+
+/* At the bound the oldest goes; a session kept again replaces its own entry, not another. */
+static void test_bounded_oldest_replaced(void **state)
+{
+	(void)state;
+	struct bc_orphans o;
+	uint8_t id[ULB_SESSIONID_SIZE], a[16], b[16];
+
+	addr_of(a, 1);
+	addr_of(b, 2);
+	bc_orphans_init(&o, 4);
+	for (uint32_t i = 0; i < 4; i++) {
+		sid(id, i);
+		bc_orphans_add(&o, id, a, i, 100 + i);
+	}
+	sid(id, 2);
+	bc_orphans_add(&o, id, b, 2, 200); /* session 2 again, its holder now at b */
+	assert_int_equal(bc_orphans_count(&o), 4);
+	assert_int_equal(o.st.replaced, 0);
+	assert_memory_equal(bc_orphans_find(&o, id, 201)->addr, b, 16);
+	sid(id, 9);
+	bc_orphans_add(&o, id, a, 9, 300);
+	assert_int_equal(bc_orphans_count(&o), 4);
+	assert_int_equal(o.st.replaced, 1);
+	sid(id, 0); /* the oldest, gone */
+	assert_null(bc_orphans_find(&o, id, 301));
+	for (uint32_t i = 1; i < 4; i++) {
+		sid(id, i);
+		assert_int_equal(bc_orphans_find(&o, id, 302)->maxresp, i);
+	}
+	sid(id, 9);
+	assert_non_null(bc_orphans_find(&o, id, 303));
+	bc_orphans_fini(&o);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_found_and_claimed_once),
+		cmocka_unit_test(test_gone_after_the_ttl),
+		cmocka_unit_test(test_bounded_oldest_replaced),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
