@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 /*
  * XIDs from one client are often sequential; a multiplicative hash spreads
@@ -68,8 +69,8 @@ static bool xidmap_grow(struct xidmap *m)
 	struct xidmap_entry *t = malloc(size * sizeof(*t));
 	if (!t)
 		return false;
-	for (uint32_t i = 0; i < size; i++)
-		t[i].slot = XIDMAP_NONE;
+	/* Every byte 0xff: each entry's slot is XIDMAP_NONE (UINT32_MAX), empty. */
+	memset(t, 0xff, size * sizeof(*t));
 	for (uint32_t i = 0; m->table && i <= m->mask; i++)
 		if (m->table[i].slot != XIDMAP_NONE)
 			xidmap_place(t, size - 1, m->table[i].xid, m->table[i].slot);
