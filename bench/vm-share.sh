@@ -69,7 +69,7 @@ for line in open(sys.argv[1]):
     elif f[0] == "Rss:":
         rss[key] += int(f[1])
         n[key] += 1
-for k, v in rss.most_common(5):
+for k, v in rss.most_common(8):
     print("  resident %.1f MiB in %d mapping(s): %s" % (v / 1024, n[k], k))
 PY
 }
@@ -78,6 +78,10 @@ memory_run() { # UPSTREAM_CONNECTIONS N...
     for n in "$@"; do
         gw_run "$conns"
         b=$(mem)
+        if [[ $n == "$1" ]]; then # the empty gateway's fixed part, once a run
+            echo "the empty gateway, before the first client:" | tee -a /share/share.txt
+            smaps_top | tee -a /share/share.txt
+        fi
         coproc idle { python3 "$clients" idle 192.0.2.2 3049 "$n"; }
         read -r line <&"${idle[0]}"
         sleep 1
