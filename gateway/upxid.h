@@ -17,16 +17,18 @@
  * same wire XID, so that the server's duplicate request cache recognises it.
  *
  * Bounds. Every entry comes from a pool allocated at init, the hash tables
- * too (a bucket per UPXID_ENTRIES_PER_BUCKET entries, set up whole at init,
- * so they are a fixed cost of the route): nothing is allocated per call. The pool is sized for
- * every slot of every client the route admits, and most are never used: its entries are made as
- * they are first needed (made), so that its untouched pages stay out of the gateway's resident
- * memory. An entry is in flight from the call's admission until its reply (or upxid_cancel());
- * in-flight entries are never taken back, and when all are in flight a new call is refused
- * (UPXID_FULL: the caller stops reading that client). An answered entry is kept for the TTL, so
- * that a retransmission of a call whose reply the client lost still reaches the server's cache, and
- * is then recycled; under pressure the oldest answered entry is recycled early (counted as an
- * eviction).
+ * too (a bucket per UPXID_ENTRIES_PER_BUCKET entries, set up whole at
+ * init: a fixed cost of the route): nothing is allocated per call. The pool
+ * is sized for every slot of every client the route admits, and most are
+ * never used: its entries are made as they are first needed (made), so that
+ * its untouched pages stay out of the gateway's resident memory. An entry is
+ * in flight from the call's admission until its reply (or upxid_cancel());
+ * in-flight entries are never taken back, and when all are in flight a new
+ * call is refused (UPXID_FULL: the caller stops reading that client). An
+ * answered entry is kept for the TTL, so that a retransmission of a call
+ * whose reply the client lost still reaches the server's cache, and is then
+ * recycled; under pressure the oldest answered entry is recycled early
+ * (counted as an eviction).
  *
  * Wire XIDs. Each channel has a counter, starting from a value drawn from
  * the caller's seed; a new call takes the next value that no live entry of
