@@ -69,7 +69,7 @@ for line in open(sys.argv[1]):
     elif f[0] == "Rss:":
         rss[key] += int(f[1])
         n[key] += 1
-for k, v in rss.most_common(5):
+for k, v in rss.most_common(8):
     print("  resident %.1f MiB in %d mapping(s): %s" % (v / 1024, n[k], k))
 PY
 }
@@ -78,18 +78,27 @@ memory_run() { # UPSTREAM_CONNECTIONS N...
     for n in "$@"; do
         gw_run "$conns"
         b=$(mem)
+        if [[ $n == "$1" ]]; then # the empty gateway's fixed part, once a run
+            echo "the empty gateway, before the first client:" | tee -a /share/share.txt
+            smaps_top | tee -a /share/share.txt
+        fi
         coproc idle { python3 "$clients" idle 192.0.2.2 3049 "$n"; }
         read -r line <&"${idle[0]}"
-        sleep 1
-        a=$(mem)
-        local live
-        live=$(stats "?sessions=0" | python3 -c 'import json,sys; print(json.load(sys.stdin)["routes"][0]["live_sessions"])')
-        echo "$conns $n $live $b $a" | awk '{
-            rss0 = $4; reg0 = $5; rss = $6; reg = $7; n = $2
-            printf "upstream_connections %d, %d idle clients (%d live sessions): RSS %.1f MiB (%.1f before the first), registered %.1f MiB (%.1f); per client: %.1f KiB in all ((RSS + registered) / clients), %.1f KiB over the empty gateway\n",
-                $1, n, $3, rss / 1024, rss0 / 1024, reg / 1048576, reg0 / 1048576,
-                (rss + reg / 1024) / n, ((rss - rss0) + (reg - reg0) / 1024) / n }' | tee -a /share/share.txt
-        smaps_top | tee -a /share/share.txt
+        # Read 1 s and 3 s after the last client came up: a client idle for a second
+        # gives its call slots' pages back at the next once-a-second sweep, so the
+        # first reading still holds some of the latest clients' pages.
+        local live idle_s=0 w
+        for w in 1 2; do
+            sleep "$w"; idle_s=$((idle_s + w))
+            a=$(mem)
+            live=$(stats "?sessions=0" | python3 -c 'import json,sys; print(json.load(sys.stdin)["routes"][0]["live_sessions"])')
+            echo "$conns $n $live $b $a $idle_s" | awk '{
+                rss0 = $4; reg0 = $5; rss = $6; reg = $7; n = $2
+                printf "upstream_connections %d, %d idle clients (%d live sessions), %d s after the last came up: RSS %.1f MiB (%.1f before the first), registered %.1f MiB (%.1f); per client: %.1f KiB in all ((RSS + registered) / clients), %.1f KiB over the empty gateway\n",
+                    $1, n, $3, $8, rss / 1024, rss0 / 1024, reg / 1048576, reg0 / 1048576,
+                    (rss + reg / 1024) / n, ((rss - rss0) + (reg - reg0) / 1024) / n }' | tee -a /share/share.txt
+            smaps_top | tee -a /share/share.txt
+        done
         eval "exec ${idle[1]}>&-"
         wait "$idle_PID" 2>/dev/null || true
         gw_end

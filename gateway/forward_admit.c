@@ -164,9 +164,17 @@ static void fwd_call_admit(struct fwd_session *s, struct gw_buf *buf, uint32_t o
 		fwd_share_admit(s, c);
 		return;
 	}
-	if (!xidmap_insert(&s->xids, c->xid, c->index)) {
-		/* The client sent this XID again while the first is in flight. */
-		gw_count_event(&s->base, GW_EV_RETRANSMIT_ABSORBED);
+	enum xidmap_put_result put = xidmap_put(&s->xids, c->xid, c->index);
+	if (put != XIDMAP_ADDED) {
+		if (put == XIDMAP_DUPLICATE) {
+			/* The client sent this XID again while the first is in flight. */
+			gw_count_event(&s->base, GW_EV_RETRANSMIT_ABSORBED);
+		} else {
+			/* The XID table could not grow (out of memory): refused as unservable now.
+			 */
+			gw_count_event(&s->base, GW_EV_NO_BUFFERS);
+			fwd_reply_error(s, c->xid, RPC_ACC_SYSTEM_ERR);
+		}
 		c->state = FC_DONE;
 		fwd_call_put(c);
 		return;

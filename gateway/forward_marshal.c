@@ -441,9 +441,19 @@ void fwd_call_retry(struct fwd_call *c, enum ibv_wc_status status)
 	 * with the same one while the retry is out is taken for a retransmit
 	 * (one chance in four billion per retry).
 	 */
-	do
+	enum xidmap_put_result put;
+	do {
 		c->wire_xid = s->next_retry_xid++;
-	while (c->wire_xid == c->xid || !xidmap_insert(&s->xids, c->wire_xid, c->index));
+		put = c->wire_xid == c->xid ? XIDMAP_DUPLICATE
+					    : xidmap_put(&s->xids, c->wire_xid, c->index);
+	} while (put == XIDMAP_DUPLICATE);
+	if (put == XIDMAP_NO_ROOM) {
+		/* The XID table could not grow (out of memory): the retry cannot go out. */
+		gw_count_event(&s->base, GW_EV_NO_BUFFERS);
+		fwd_reply_error(s, c->xid, RPC_ACC_SYSTEM_ERR);
+		fwd_call_put(c); /* FC_DONE already, its windows fenced */
+		return;
+	}
 	xdr_put32(c->rec->base + c->rec_off, c->wire_xid);
 	c->state = FC_QUEUED;
 	TAILQ_INSERT_HEAD(&s->queue, c, qlink);

@@ -99,6 +99,33 @@ static uint32_t share_map_size(const struct gw_route *r)
 	return n > UPXID_MAX_ENTRIES ? UPXID_MAX_ENTRIES : (uint32_t)n;
 }
 
+/*
+ * A shared channel's queues, sized for what it carries. A connection of its
+ * own gives each credit room for the largest call (FWD_MAX_EXPOSE windows:
+ * a bind and an invalidation each, then the Send); on a channel that is
+ * credits x 38 send-queue entries, which rxe maps into the gateway whole
+ * (2 MiB a channel at the defaults) and which many small calls never
+ * fill. Here the channel keeps SHARE_EXPOSE_PER_CREDIT windows a credit
+ * (an NFS READ or WRITE needs 1 or 2), plus one largest call's, so that
+ * any call can always go; the send queue keeps the same rule as a
+ * connection of its own (two entries a window, two a credit, 16 spare), so
+ * an invalidation never finds it full. A call that finds no window waits
+ * in the channel's queue (fwd_marshal()'s -EAGAIN), as for the send queue.
+ */
+enum { SHARE_EXPOSE_PER_CREDIT = 4 };
+
+static struct rconn_params share_rdma_params(const struct gw_route *r, struct rpcrdma_privdata *pd)
+{
+	struct rconn_params p = fwd_rdma_params(r, pd);
+	uint32_t nmw = r->credits * SHARE_EXPOSE_PER_CREDIT + FWD_MAX_EXPOSE;
+
+	if (nmw < p.nmw) {
+		p.nmw = nmw;
+		p.send_depth = 2 * nmw + 2 * r->credits + 16;
+	}
+	return p;
+}
+
 static struct fwd_share *share_get(struct gw_route_rt *route)
 {
 	const struct gw_route *r = route->cfg;
@@ -175,7 +202,7 @@ static struct fwd_session *channel_open(struct fwd_share *sh, uint16_t idx)
 		free(ch);
 		return NULL;
 	}
-	struct rconn_params params = fwd_rdma_params(r, &ch->own_pd);
+	struct rconn_params params = share_rdma_params(r, &ch->own_pd);
 	ch->rdma = rconn_connect(gw_engine_rdma(route->eng),
 				 (const struct sockaddr *)&r->upstream.addr, NULL, &params,
 				 &fwd_rdma_ops, ch);
@@ -592,7 +619,7 @@ static void share_reconnect(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	ch->reconnect_tries++;
 	ch->reconnect_same_port = ch->local.ss_family != 0 && !ch->reconnect_any_port;
-	struct rconn_params params = fwd_rdma_params(r, &ch->own_pd);
+	struct rconn_params params = share_rdma_params(r, &ch->own_pd);
 	ch->rdma_closed = false;
 	ch->rdma = rconn_connect(
 		gw_engine_rdma(ch->base.route->eng), (const struct sockaddr *)&r->upstream.addr,

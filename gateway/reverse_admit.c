@@ -227,10 +227,19 @@ static void rev_call_ready(struct rev_session *s, struct rev_call *c)
 		rev_answer(s, c, RA_RPC_ERROR);
 		return;
 	}
-	if (!xidmap_insert(&s->xids, c->xid, c->index)) {
+	enum xidmap_put_result put = xidmap_put(&s->xids, c->xid, c->index);
+	if (put == XIDMAP_DUPLICATE) {
 		/* The same XID while the first is in flight: the first's reply answers both. */
 		gw_count_event(&s->base, GW_EV_RETRANSMIT_ABSORBED);
 		rev_call_drop(c);
+		return;
+	}
+	if (put == XIDMAP_NO_ROOM) {
+		/* The XID table could not grow (out of memory): SYSTEM_ERR, as when no upstream. */
+		gw_count_event(&s->base, GW_EV_NO_BUFFERS);
+		rev_put_buf(&c->msg);
+		c->rpc_stat = RPC_ACC_SYSTEM_ERR;
+		rev_answer(s, c, RA_RPC_ERROR);
 		return;
 	}
 	c->in_xidmap = true;

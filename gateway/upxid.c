@@ -57,7 +57,14 @@ int upxid_init(struct upxid *m, const struct upxid_params *p)
 	memset(m, 0, sizeof(*m));
 	if (max > UPXID_MAX_ENTRIES || p->channels == 0 || p->channels > UPXID_MAX_CHANNELS)
 		return -EINVAL;
-	while (buckets < max)
+	/*
+	 * A bucket per UPXID_ENTRIES_PER_BUCKET entries: the tables are set
+	 * up (touched) whole at init, sized for every slot of every admissible
+	 * client (2 MiB at a route's defaults with max_sessions 1,100, a bucket
+	 * an entry), while the map holds a few calls a client most of the time.
+	 * Chains average 4 entries only with every slot of every client busy.
+	 */
+	while ((uint64_t)buckets * UPXID_ENTRIES_PER_BUCKET < max)
 		buckets *= 2;
 	m->e = calloc(max, sizeof(*m->e));
 	m->key_head = malloc(buckets * sizeof(*m->key_head));

@@ -17,16 +17,18 @@
  * same wire XID, so that the server's duplicate request cache recognises it.
  *
  * Bounds. Every entry comes from a pool allocated at init, the hash tables
- * too: nothing is allocated per call. The pool is sized for every slot of
- * every client the route admits, and most are never used: its entries are
- * made as they are first needed (made), so that its untouched pages stay
- * out of the gateway's resident memory. An entry is in flight from the call's
- * admission until its reply (or upxid_cancel()); in-flight entries are never
- * taken back, and when all are in flight a new call is refused (UPXID_FULL:
- * the caller stops reading that client). An answered entry is kept for the
- * TTL, so that a retransmission of a call whose reply the client lost still
- * reaches the server's cache, and is then recycled; under pressure the
- * oldest answered entry is recycled early (counted as an eviction).
+ * too (a bucket per UPXID_ENTRIES_PER_BUCKET entries, set up whole at
+ * init: a fixed cost of the route): nothing is allocated per call. The pool
+ * is sized for every slot of every client the route admits, and most are
+ * never used: its entries are made as they are first needed (made), so that
+ * its untouched pages stay out of the gateway's resident memory. An entry is
+ * in flight from the call's admission until its reply (or upxid_cancel());
+ * in-flight entries are never taken back, and when all are in flight a new
+ * call is refused (UPXID_FULL: the caller stops reading that client). An
+ * answered entry is kept for the TTL, so that a retransmission of a call
+ * whose reply the client lost still reaches the server's cache, and is then
+ * recycled; under pressure the oldest answered entry is recycled early
+ * (counted as an eviction).
  *
  * Wire XIDs. Each channel has a counter, starting from a value drawn from
  * the caller's seed; a new call takes the next value that no live entry of
@@ -51,6 +53,8 @@
 
 /* 16,384 entries (about 1.2 MiB) and 120 s: knfsd keeps its cache entries 120 s. */
 enum { UPXID_DEFAULT_MAX = 16384, UPXID_MAX_ENTRIES = 1u << 22, UPXID_MAX_CHANNELS = 256 };
+/* The hash tables' buckets: one per 4 entries, at least 16 (upxid_init()). */
+enum { UPXID_ENTRIES_PER_BUCKET = 4 };
 #define UPXID_DEFAULT_TTL_US (120ull * 1000 * 1000)
 
 /* A client's call as the gateway sees it: peer address, peer port, its XID. */

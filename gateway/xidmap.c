@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 /*
  * XIDs from one client are often sequential; a multiplicative hash spreads
@@ -15,18 +16,13 @@ static uint32_t xid_hash(uint32_t xid)
 
 int xidmap_init(struct xidmap *m, uint32_t entries)
 {
-	uint32_t size = 16;
+	uint32_t size = XIDMAP_START_SIZE;
 
+	if (entries > (1u << 30))
+		return -EINVAL; /* 2 * entries would not fit the table's index */
 	while (size < 2 * entries)
 		size *= 2;
-	m->table = malloc(size * sizeof(*m->table));
-	if (!m->table)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < size; i++)
-		m->table[i].slot = XIDMAP_NONE;
-	m->mask = size - 1;
-	m->count = 0;
-	m->capacity = size / 2;
+	*m = (struct xidmap){ .max_size = size };
 	return 0;
 }
 
@@ -34,10 +30,15 @@ void xidmap_destroy(struct xidmap *m)
 {
 	free(m->table);
 	m->table = NULL;
+	m->mask = 0;
+	m->count = 0;
+	m->capacity = 0;
 }
 
 uint32_t xidmap_find(const struct xidmap *m, uint32_t xid)
 {
+	if (!m->table)
+		return XIDMAP_NONE;
 	for (uint32_t i = xid_hash(xid) & m->mask;; i = (i + 1) & m->mask) {
 		const struct xidmap_entry *e = &m->table[i];
 		if (e->slot == XIDMAP_NONE)
@@ -47,25 +48,61 @@ uint32_t xidmap_find(const struct xidmap *m, uint32_t xid)
 	}
 }
 
+/* Put an XID known to be absent into a table with room for it. */
+static void xidmap_place(struct xidmap_entry *table, uint32_t mask, uint32_t xid, uint32_t slot)
+{
+	uint32_t i = xid_hash(xid) & mask;
+
+	while (table[i].slot != XIDMAP_NONE)
+		i = (i + 1) & mask;
+	table[i].xid = xid;
+	table[i].slot = slot;
+}
+
+/* The next table (the first, or twice the size), every entry moved over; false: none. */
+static bool xidmap_grow(struct xidmap *m)
+{
+	uint32_t size = m->table ? 2 * (m->mask + 1) : XIDMAP_START_SIZE;
+
+	if (size > m->max_size)
+		return false;
+	struct xidmap_entry *t = malloc(size * sizeof(*t));
+	if (!t)
+		return false;
+	/* Every byte 0xff: each entry's slot is XIDMAP_NONE (UINT32_MAX), empty. */
+	memset(t, 0xff, size * sizeof(*t));
+	for (uint32_t i = 0; m->table && i <= m->mask; i++)
+		if (m->table[i].slot != XIDMAP_NONE)
+			xidmap_place(t, size - 1, m->table[i].xid, m->table[i].slot);
+	free(m->table);
+	m->table = t;
+	m->mask = size - 1;
+	m->capacity = size / 2;
+	return true;
+}
+
+enum xidmap_put_result xidmap_put(struct xidmap *m, uint32_t xid, uint32_t slot)
+{
+	if (slot == XIDMAP_NONE)
+		return XIDMAP_NO_ROOM; /* not a slot: never stored, it marks the empty */
+	if (xidmap_find(m, xid) != XIDMAP_NONE)
+		return XIDMAP_DUPLICATE;
+	if (m->count >= m->capacity && !xidmap_grow(m))
+		return XIDMAP_NO_ROOM;
+	xidmap_place(m->table, m->mask, xid, slot);
+	m->count++;
+	return XIDMAP_ADDED;
+}
+
 bool xidmap_insert(struct xidmap *m, uint32_t xid, uint32_t slot)
 {
-	if (m->count >= m->capacity || slot == XIDMAP_NONE)
-		return false;
-	for (uint32_t i = xid_hash(xid) & m->mask;; i = (i + 1) & m->mask) {
-		struct xidmap_entry *e = &m->table[i];
-		if (e->slot == XIDMAP_NONE) {
-			e->xid = xid;
-			e->slot = slot;
-			m->count++;
-			return true;
-		}
-		if (e->xid == xid)
-			return false;
-	}
+	return xidmap_put(m, xid, slot) == XIDMAP_ADDED;
 }
 
 bool xidmap_remove(struct xidmap *m, uint32_t xid)
 {
+	if (!m->table)
+		return false;
 	uint32_t i = xid_hash(xid) & m->mask;
 
 	for (;; i = (i + 1) & m->mask) {

@@ -474,6 +474,40 @@ static void test_churn_matches_reference(void **state)
 	upxid_destroy(&m);
 }
 
+/*
+ * The hash tables are set up whole at init, so they are a fixed cost of a
+ * shared route: a bucket per UPXID_ENTRIES_PER_BUCKET entries (a quarter of
+ * a bucket-per-entry table's 2 MiB at 140,800 entries, max_sessions 1,100
+ * at the defaults), never fewer than 16; and a map that full of calls still
+ * finds each of them by key and by wire XID.
+ */
+static void test_tables_sized_a_bucket_per_four_entries(void **state)
+{
+	(void)state;
+	struct upxid m;
+	uint32_t idx;
+
+	map_init(&m, 140800, 2);
+	assert_int_equal(m.mask + 1, 65536);
+	for (uint32_t i = 0; i < 140800; i++)
+		assert_int_equal(upxid_map(&m, &(struct upxid_key){ .xid = i }, (uint16_t)(i & 1),
+					   i, 0, &idx),
+				 UPXID_NEW);
+	assert_int_equal(upxid_map(&m, &(struct upxid_key){ .xid = 140800 }, 0, 1, 0, &idx),
+			 UPXID_FULL);
+	for (uint32_t i = 0; i < 140800; i += 7) {
+		assert_int_equal(upxid_map(&m, &(struct upxid_key){ .xid = i }, 0, i, 0, &idx),
+				 UPXID_IN_FLIGHT);
+		const struct upxid_entry *e = upxid_get(&m, idx);
+		assert_int_equal(e->key.xid, i);
+		assert_int_equal(upxid_lookup_reply(&m, e->chan, e->wire_xid), idx);
+	}
+	upxid_destroy(&m);
+	map_init(&m, 16, 1);
+	assert_int_equal(m.mask + 1, 16);
+	upxid_destroy(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -491,6 +525,7 @@ int main(void)
 		cmocka_unit_test(test_same_wire_xid_on_two_channels),
 		cmocka_unit_test(test_rewire),
 		cmocka_unit_test(test_churn_matches_reference),
+		cmocka_unit_test(test_tables_sized_a_bucket_per_four_entries),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

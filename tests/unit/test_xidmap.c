@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -73,12 +74,71 @@ static void test_churn_matches_reference(void **state)
 	xidmap_destroy(&m);
 }
 
+/*
+ * The table is made on the first insert, small, and doubles as it fills,
+ * up to the bound set at init and no further; every mapping survives each
+ * growth and removals still work after it.
+ */
+static void test_grows_from_small_start_to_bound(void **state)
+{
+	(void)state;
+	enum { ENTRIES = 100 }; /* bound: a table of 256, 128 XIDs */
+	struct xidmap m;
+	assert_int_equal(xidmap_init(&m, ENTRIES), 0);
+	assert_null(m.table); /* nothing held before the first call */
+	assert_int_equal(xidmap_find(&m, 1), XIDMAP_NONE);
+	assert_false(xidmap_remove(&m, 1));
+
+	uint32_t n = 0;
+	uint32_t sizes_seen = 0, last_size = 0;
+	for (;; n++) {
+		enum xidmap_put_result r = xidmap_put(&m, 0xabc00000u + n * 7, n);
+		if (r != XIDMAP_ADDED) {
+			assert_int_equal(r, XIDMAP_NO_ROOM);
+			break;
+		}
+		if (n == 0)
+			assert_int_equal(m.mask + 1, XIDMAP_START_SIZE);
+		if (m.mask + 1 != last_size) {
+			last_size = m.mask + 1;
+			sizes_seen++;
+		}
+		/* Every mapping made so far is still found, whatever growth happened. */
+		for (uint32_t i = 0; i <= n; i++)
+			assert_int_equal(xidmap_find(&m, 0xabc00000u + i * 7), i);
+	}
+	assert_int_equal(n, 128);	   /* half of 256: the bound, not the start's 8 */
+	assert_int_equal(m.mask + 1, 256); /* never past the bound */
+	assert_int_equal(sizes_seen, 5);   /* 16, 32, 64, 128, 256 */
+	assert_int_equal(xidmap_put(&m, 0xabc00000u, 9), XIDMAP_DUPLICATE);
+	assert_int_equal(xidmap_find(&m, 0xabc00000u), 0);
+	/* A removal makes room again, without growing. */
+	assert_true(xidmap_remove(&m, 0xabc00000u + 5 * 7));
+	assert_int_equal(xidmap_put(&m, 0xdead, 500), XIDMAP_ADDED);
+	assert_int_equal(xidmap_put(&m, 0xbeef, 501), XIDMAP_NO_ROOM);
+	assert_int_equal(m.mask + 1, 256);
+	for (uint32_t i = 0; i < 128; i++)
+		assert_int_equal(xidmap_find(&m, 0xabc00000u + i * 7), i == 5 ? XIDMAP_NONE : i);
+	assert_int_equal(xidmap_find(&m, 0xdead), 500);
+	xidmap_destroy(&m);
+}
+
+/* A bound too large for the table's index is refused, not looped on. */
+static void test_init_refuses_huge_bound(void **state)
+{
+	(void)state;
+	struct xidmap m;
+	assert_int_equal(xidmap_init(&m, UINT32_MAX), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_insert_find_remove),
 		cmocka_unit_test(test_capacity_is_enforced),
 		cmocka_unit_test(test_churn_matches_reference),
+		cmocka_unit_test(test_grows_from_small_start_to_bound),
+		cmocka_unit_test(test_init_refuses_huge_bound),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
