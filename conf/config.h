@@ -156,6 +156,11 @@ struct gw_route {
 	 */
 	uint32_t upstream_connections;
 	/*
+	 * With upstream_connections > 0: the calls one client may have in
+	 * flight on its shared connection (0: half of credits).
+	 */
+	uint32_t shared_client_max_in_flight;
+	/*
 	 * NFSv3's side services, further (routes with portmapper_port): the
 	 * server's lockd and statd (0: asked of its portmapper), the limits of the
 	 * NLM relay's lock records (gateway/nlm_state.h), of its calls

@@ -313,6 +313,24 @@ const struct conf_option conf_options[] = {
 			"the route's shared connections and XID map are set up when it starts",
 	},
 	/*
+	 * On a shared route, the calls one client may have in flight on its
+	 * connection (0: half of credits, the default). Lower keeps a client
+	 * with a deep queue from filling the server's queue ahead of the
+	 * others' calls, at the cost of that client's throughput when alone.
+	 * Restart: a client's cap is set when it joins its connection.
+	 */
+	{
+		.name = "shared_client_max_in_flight",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(shared_client_max_in_flight),
+		.min = 0,
+		.max = 1024,
+		.step = 1,
+		.def = 0,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = "a client's cap on a shared connection is set when it joins it",
+	},
+	/*
 	 * The NFSv3 side services' limits (issue 13): each sizes a table the
 	 * route's NLM relay, callback, async or notify module allocates when
 	 * it starts (gateway/sideroute.c), hence restart. The defaults are the

@@ -22,6 +22,13 @@ void fairq_set_grant(struct fairq *q, uint32_t grant)
 	q->grant = grant_of(grant);
 }
 
+uint32_t fairq_share_cap(uint32_t credits, uint32_t configured)
+{
+	if (configured)
+		return credits && configured > credits ? credits : configured;
+	return credits > 1 ? credits / 2 : 1;
+}
+
 void fairq_client_init(struct fairq_client *c, uint32_t cap)
 {
 	memset(c, 0, sizeof(*c));

@@ -66,6 +66,14 @@ void fairq_init(struct fairq *q, uint32_t quantum, uint32_t grant);
 /* The server's new grant: a smaller one stops picks until completions bring in_flight below it. */
 void fairq_set_grant(struct fairq *q, uint32_t grant);
 
+/*
+ * The cap of each client on a shared connection of @credits: @configured
+ * (route key shared_client_max_in_flight) if set, at most @credits; else
+ * half of @credits, at least 1, so that one client never holds the whole
+ * grant.
+ */
+uint32_t fairq_share_cap(uint32_t credits, uint32_t configured);
+
 /* A client with at most @cap calls in flight (0: no cap of its own). */
 void fairq_client_init(struct fairq_client *c, uint32_t cap);
 

@@ -150,8 +150,8 @@ static struct fwd_share *share_get(struct gw_route_rt *route)
 	}
 	sh->route = route;
 	sh->nchan = (uint16_t)r->upstream_connections;
-	/* Half the grant a client would have alone: one client never holds all of it. */
-	sh->cap = r->credits > 1 ? r->credits / 2 : 1;
+	/* Half the grant a client would have alone unless configured: one never holds it all. */
+	sh->cap = fairq_share_cap(r->credits, r->shared_client_max_in_flight);
 	route->fwd_share = sh;
 	gw_info("%s: %u shared upstream connections, XID map of %u entries", r->name, sh->nchan,
 		p.max_entries);

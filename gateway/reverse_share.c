@@ -203,8 +203,8 @@ static struct rev_share *share_get(struct gw_route_rt *route)
 		free(sh);
 		return NULL;
 	}
-	/* Half of what a client would have alone, twice that per channel (no server credits). */
-	sh->cap = r->credits > 1 ? r->credits / 2 : 1;
+	/* Half of what a client would have alone unless configured (no server credits here). */
+	sh->cap = fairq_share_cap(r->credits, r->shared_client_max_in_flight);
 	for (uint16_t i = 0; i < sh->nchan; i++) {
 		struct rev_chan *ch = &sh->chan[i];
 		ch->sh = sh;

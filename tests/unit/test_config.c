@@ -48,8 +48,9 @@ static void assert_builtin_options(const struct gw_route *r)
 	assert_null(r->allowed_clients);
 	assert_int_equal(r->ulb_rules_count, 0);
 	assert_null(r->ulb_rules);
-	assert_int_equal(r->max_rpcrdma_version, 1);  /* Version One only until asked */
-	assert_int_equal(r->upstream_connections, 0); /* one RDMA connection per client */
+	assert_int_equal(r->max_rpcrdma_version, 1);	     /* Version One only until asked */
+	assert_int_equal(r->upstream_connections, 0);	     /* one RDMA connection per client */
+	assert_int_equal(r->shared_client_max_in_flight, 0); /* half of credits */
 }
 
 /* The form of the issue, which must always be accepted, byte for byte. */

@@ -350,6 +350,7 @@ static void test_integer_ranges(void **state)
 		{ "max_session_memory", "2097152..1073741824", "2097151", "1073741825" },
 		{ "max_rpcrdma_version", "1..2", "0", "3" },
 		{ "upstream_connections", "0..64", "-1", "65" },
+		{ "shared_client_max_in_flight", "0..1024", "-1", "1025" },
 	};
 
 	(void)state;
@@ -761,8 +762,9 @@ static void test_shared_upstream_both_modes(void **state)
 	const struct gw_config *cfg =
 		load_ok("{'routes': [{'name': 'a', 'mode': 'forward', "
 			"'listen': 'tcp://192.0.2.9', 'upstream': 'rdma://192.0.2.1', "
-			"'upstream_connections': 64}]}");
+			"'upstream_connections': 64, 'shared_client_max_in_flight': 4}]}");
 	assert_int_equal(cfg->routes[0].upstream_connections, 64);
+	assert_int_equal(cfg->routes[0].shared_client_max_in_flight, 4);
 	gw_config_free(cfg);
 }
 

@@ -101,6 +101,24 @@ static void test_round_robin_and_quantum(void **state)
 		assert_int_equal(call_of(fairq_pick(&q, 0))->client, want4[i]);
 }
 
+/*
+ * The cap of a client on a shared connection: half the credits by default
+ * (at least 1), or the route's shared_client_max_in_flight, at most the
+ * credits.
+ */
+static void test_share_cap(void **state)
+{
+	(void)state;
+	assert_int_equal(fairq_share_cap(64, 0), 32);
+	assert_int_equal(fairq_share_cap(4, 0), 2);
+	assert_int_equal(fairq_share_cap(1, 0), 1);
+	assert_int_equal(fairq_share_cap(0, 0), 1);
+	assert_int_equal(fairq_share_cap(64, 4), 4);
+	assert_int_equal(fairq_share_cap(64, 1), 1);
+	assert_int_equal(fairq_share_cap(4, 8), 4);
+	assert_int_equal(fairq_share_cap(64, 1024), 64);
+}
+
 /* A client at its cap waits for its own replies while the others use the credits. */
 static void test_per_client_cap(void **state)
 {
@@ -324,6 +342,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_deep_queue_does_not_starve),
 		cmocka_unit_test(test_round_robin_and_quantum),
+		cmocka_unit_test(test_share_cap),
 		cmocka_unit_test(test_per_client_cap),
 		cmocka_unit_test(test_detach_drops_only_its_calls),
 		cmocka_unit_test(test_grant_changes),
