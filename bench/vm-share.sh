@@ -117,9 +117,10 @@ fi
 # Fairness: the probe (a Python client, NULL calls one at a time) alone, then beside a
 # flood of FLOOD outstanding NULL calls from bench/share_flood (C: a read and a write per
 # batch of replies, so that the flood loads the gateway rather than the guest's vCPUs, as
-# the Python flood of the first runs did). Three routes: one shared connection of 4
+# the Python flood of the first runs did). Four routes: one shared connection of 4
 # credits (2 in flight per client at most: the flood's calls wait in the gateway's fair
-# queue), one of the server's usual 64, and the control, a connection per client
+# queue), one of the server's usual 64 (32 per client), the same with
+# shared_client_max_in_flight 4, and the control, a connection per client
 # (upstream_connections 0, 4 credits each): no sharing, so what the probe loses there is
 # the machine's, not the shared connection's.
 # The probe's line, then, while its connection is still open (its session's counters
@@ -187,6 +188,8 @@ print("%d live sessions" % r["live_sessions"])')"
 if [[ $FAIRNESS == 1 ]]; then
     fair_run "one shared connection of 4 credits" 1 '"credits": 4,'
     fair_run "one shared connection of 64 credits" 1 '"credits": 64,'
+    fair_run "one shared connection of 64 credits, 4 in flight per client" 1 \
+        '"credits": 64, "shared_client_max_in_flight": 4,'
     fair_run "control: a connection per client, 4 credits each" 0 '"credits": 4,'
 fi
 JOB
