@@ -72,6 +72,8 @@ void bc_orphans_add(struct bc_orphans *o, const uint8_t id[ULB_SESSIONID_SIZE],
 		}
 	}
 	expire(o, now);
+	if (!o->n)
+		o->since_us = now;
 	/* A session has one holder: a newer one replaces what was kept of it. */
 	int i = find(o, id);
 	if (i < 0 && o->n == bound(o)) {

@@ -63,6 +63,10 @@ struct bc_orphans_stats {
 struct bc_orphans {
 	struct bc_orphan *e; /* NULL until the first entry */
 	uint32_t n, max;
+	/* Every entry's gone_us is at or after this (set when the first entry
+	 * comes into an empty table): a connection older than it is no
+	 * candidate for any, which spares the lookup on most calls. */
+	uint64_t since_us;
 	struct bc_orphans_stats st;
 };
 

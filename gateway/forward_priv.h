@@ -235,6 +235,7 @@ struct fwd_session {
 	bool reconnect_any_port;       /* the old port could not be had: any from now on */
 	uint64_t lost_at_us;	       /* when the loss was noticed: the deadline's start */
 	struct event *reconnect_ev;    /* the back-off timer */
+	struct event *pump_ev;	       /* a pump deferred to after the current callback */
 	struct sockaddr_storage local; /* where its last connection came from (same port again) */
 	uint32_t orphans; /* channel: calls given up unanswered on this connection (credits held) */
 };

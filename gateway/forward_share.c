@@ -441,6 +441,29 @@ void fwd_share_set_grant(struct fwd_session *ch)
  * be held by orphans) or the call's Send has not even completed: the
  * caller resets the channel, as before.
  */
+static void share_pump_deferred(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	fwd_share_pump(arg);
+}
+
+/*
+ * Pump @ch once the current callback is done: for memory windows or send
+ * queue room given back where pumping there and then is not safe (the
+ * engine's sweep is walking its sessions, and a pump's error path may free
+ * one). Without it a queue head that waits for windows would wait for the
+ * next admission or reply, which a quiet route may never bring.
+ */
+static void share_pump_later(struct fwd_session *ch)
+{
+	if (!ch->pump_ev)
+		ch->pump_ev = event_new(gw_engine_base(ch->base.route->eng), -1, 0,
+					share_pump_deferred, ch);
+	if (ch->pump_ev)
+		event_active(ch->pump_ev, 0, 0);
+}
+
 bool fwd_share_orphan(struct fwd_call *c)
 {
 	struct fwd_session *s = c->s;
@@ -460,6 +483,7 @@ bool fwd_share_orphan(struct fwd_call *c)
 	c->state = FC_DONE;
 	fwd_call_unexpose(s, c); /* fwd_call_put() waits for the fence */
 	fwd_call_put(c);
+	share_pump_later(ch); /* its windows are free: a call waiting for them may go */
 	return true;
 }
 
@@ -809,6 +833,8 @@ void fwd_share_channel_free(struct fwd_session *ch)
 		rconn_destroy(ch->rdma);
 	if (ch->reconnect_ev)
 		event_free(ch->reconnect_ev);
+	if (ch->pump_ev)
+		event_free(ch->pump_ev);
 	free(ch->bcalls);
 	free(ch->refusals);
 	gw_counters_release(&ch->base.counters);
@@ -850,6 +876,11 @@ bool gw_forward_route_stats(const struct gw_route_rt *route, struct gw_stats_sha
 		}
 	}
 	gw_stats_shared_xids(out, &sh->map);
+	out->bc_kept_now = bc_orphans_count(&sh->gone_holders);
+	out->bc_kept = sh->gone_holders.st.kept;
+	out->bc_adopted = sh->gone_holders.st.adopted;
+	out->bc_expired = sh->gone_holders.st.expired;
+	out->bc_replaced = sh->gone_holders.st.replaced;
 	return true;
 }
 

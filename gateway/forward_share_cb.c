@@ -68,6 +68,7 @@ static void share_note_candidate(struct fwd_session *s, const uint8_t id[ULB_SES
 	uint8_t addr[16];
 
 	if (!sh || !bc_orphans_count(&sh->gone_holders) ||
+	    s->base.started_us < sh->gone_holders.since_us ||
 	    (rep->status != ULB_REPLY_OK && rep->status != ULB_REPLY_STOPPED) ||
 	    rep->nfs4_status != 0 || ulb_sessions_has(&s->ulb_sessions, id) ||
 	    !share_peer_addr(s, addr))
@@ -77,6 +78,21 @@ static void share_note_candidate(struct fwd_session *s, const uint8_t id[ULB_SES
 		return;
 	ulb_sessions_add(&s->ulb_sessions, id, o->maxresp);
 	ulb_sessions_unbind_back(&s->ulb_sessions, id);
+}
+
+/*
+ * @s was noted a candidate for @o's session: it has the session in its
+ * table, from the gone holder's address, connected after it went. Checked
+ * again here, since another entry without the back channel may be there
+ * for other reasons (the session's creator, whose back channel a client
+ * since gone took with BIND_CONN_TO_SESSION).
+ */
+static bool share_is_candidate(const struct fwd_session *s, const struct bc_orphan *o)
+{
+	uint8_t addr[16];
+
+	return ulb_sessions_has(&s->ulb_sessions, o->id) && share_peer_addr(s, addr) &&
+	       memcmp(addr, o->addr, sizeof(addr)) == 0 && s->base.started_us >= o->gone_us;
 }
 
 /*
@@ -92,16 +108,16 @@ static struct fwd_session *share_adopt_back_channel(struct fwd_session *ch,
 						    const char **why)
 {
 	struct fwd_share *sh = ch->base.route->fwd_share;
+	const struct bc_orphan *o;
 	struct fwd_session *to = NULL;
 	struct gw_session *g;
 	unsigned n = 0;
 
-	if (!sh || !bc_orphans_find(&sh->gone_holders, id, gw_now_pass_us()))
+	if (!sh || !(o = bc_orphans_find(&sh->gone_holders, id, gw_now_pass_us())))
 		return NULL;
 	TAILQ_FOREACH (g, &ch->base.route->sessions, link) {
 		struct fwd_session *s = fwd_of(g);
-		if (s->ch && s->state == FS_READY && s->tcp &&
-		    ulb_sessions_has(&s->ulb_sessions, id)) {
+		if (s->ch && s->state == FS_READY && s->tcp && share_is_candidate(s, o)) {
 			to = s;
 			n++;
 		}

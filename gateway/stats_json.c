@@ -242,6 +242,14 @@ static json_t *json_shared(const struct gw_stats_shared *sh)
 	ok &= put(map, "stray", ju64(sh->xid_stray));
 	ok &= put(o, "channels", chans);
 	ok &= put(o, "xid_map", map);
+	json_t *bc = json_object();
+	bool bok = true;
+	bok &= put(bc, "now", json_integer(sh->bc_kept_now));
+	bok &= put(bc, "kept", ju64(sh->bc_kept));
+	bok &= put(bc, "adopted", ju64(sh->bc_adopted));
+	bok &= put(bc, "expired", ju64(sh->bc_expired));
+	bok &= put(bc, "replaced", ju64(sh->bc_replaced));
+	ok &= put(o, "back_channels_kept", finish(bc, bok));
 	return finish(o, ok);
 }
 

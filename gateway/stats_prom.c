@@ -104,6 +104,8 @@ enum prom_family {
 	FAM_NLM_GATEWAY_RESTART_STATE,
 	FAM_SHARED_CQ_YIELDS,
 	FAM_READ_YIELDS,
+	FAM_SHARED_BC_KEPT,
+	FAM_SHARED_BC_EVENTS,
 	FAM_COUNT
 };
 
@@ -263,6 +265,13 @@ static const struct prom_family_desc {
 	[FAM_READ_YIELDS] = { "read_yields_total", "counter", ON_SESSION,
 			      "The client's turns of the event loop cut short by the record "
 			      "budget (16 records), its other records read in a later pass." },
+	[FAM_SHARED_BC_KEPT] = { "shared_back_channels_kept", "gauge", ON_ROUTE,
+				 "NFSv4.1 back channels of clients gone from a shared route, kept "
+				 "for their reconnection (5 minutes)." },
+	[FAM_SHARED_BC_EVENTS] = { "shared_back_channels_total", "counter", ON_ROUTE,
+				   "Back channels of gone clients, by what: kept, adopted (by the "
+				   "client's new connection), expired, replaced (the table "
+				   "full)." },
 };
 
 /* The plain counters of struct gw_counters and the family each one feeds. */
@@ -540,6 +549,15 @@ static void prom_shared(struct prom *p, const struct gw_stats_shared *sh)
 		put_u64(p, SCOPE_ROUTE, FAM_SHARED_CQ_YIELDS, "", p->route_labels, chan,
 			c->cq_yields);
 	}
+	put_u64(p, SCOPE_ROUTE, FAM_SHARED_BC_KEPT, "", p->route_labels, NULL, sh->bc_kept_now);
+	put_u64(p, SCOPE_ROUTE, FAM_SHARED_BC_EVENTS, "", p->route_labels, "what=\"kept\"",
+		sh->bc_kept);
+	put_u64(p, SCOPE_ROUTE, FAM_SHARED_BC_EVENTS, "", p->route_labels, "what=\"adopted\"",
+		sh->bc_adopted);
+	put_u64(p, SCOPE_ROUTE, FAM_SHARED_BC_EVENTS, "", p->route_labels, "what=\"expired\"",
+		sh->bc_expired);
+	put_u64(p, SCOPE_ROUTE, FAM_SHARED_BC_EVENTS, "", p->route_labels, "what=\"replaced\"",
+		sh->bc_replaced);
 	put_u64(p, SCOPE_ROUTE, FAM_XID_MAP_ENTRIES, "", p->route_labels, "state=\"in_flight\"",
 		sh->xid_in_flight);
 	put_u64(p, SCOPE_ROUTE, FAM_XID_MAP_ENTRIES, "", p->route_labels, "state=\"answered\"",

@@ -8,9 +8,9 @@
 
 /*
  * Both tables are chained through entry indices (key_next, wire_next), with
- * as many buckets as entries rounded up to a power of two: a load factor of
- * at most one, no allocation after init, and O(1) removal of an entry whose
- * chain is short. The existing gateway/xidmap is an open-addressing table
+ * a bucket per UPXID_ENTRIES_PER_BUCKET entries rounded up to a power of
+ * two: a load factor of at most four, no allocation after init, and O(1)
+ * removal of an entry whose chain is short. The existing gateway/xidmap is an open-addressing table
  * of 32-bit keys; these keys are 24 bytes and each entry sits in two tables
  * at once, which index chains do without a second copy of the key.
  */
@@ -62,7 +62,9 @@ int upxid_init(struct upxid *m, const struct upxid_params *p)
 	 * up (touched) whole at init, sized for every slot of every admissible
 	 * client (2 MiB at a route's defaults with max_sessions 1,100, a bucket
 	 * an entry), while the map holds a few calls a client most of the time.
-	 * Chains average 4 entries only with every slot of every client busy.
+	 * Chains average up to 4 entries when the map is full, which a busy
+	 * route's answered entries (kept for the TTL) can keep it: a cost in
+	 * time only.
 	 */
 	while ((uint64_t)buckets * UPXID_ENTRIES_PER_BUCKET < max)
 		buckets *= 2;

@@ -44,6 +44,10 @@ static void test_found_and_claimed_once(void **state)
 	assert_null(bc_orphans_find(&o, x, 0));
 	bc_orphans_add(&o, x, a, 4096, 1000);
 	assert_non_null(o.e);
+	assert_int_equal(o.since_us, 1000);
+	bc_orphans_add(&o, y, a, 0, 1500); /* a later one: the bound stays */
+	assert_int_equal(o.since_us, 1000);
+	bc_orphans_claim(&o, y);
 	assert_int_equal(bc_orphans_count(&o), 1);
 	assert_null(bc_orphans_find(&o, y, 2000));
 	const struct bc_orphan *e = bc_orphans_find(&o, x, 2000);
@@ -54,8 +58,10 @@ static void test_found_and_claimed_once(void **state)
 	bc_orphans_claim(&o, x);
 	assert_null(bc_orphans_find(&o, x, 3000));
 	bc_orphans_claim(&o, x); /* nothing left to claim: not counted twice */
-	assert_int_equal(o.st.kept, 1);
-	assert_int_equal(o.st.adopted, 1);
+	assert_int_equal(o.st.kept, 2);
+	assert_int_equal(o.st.adopted, 2);
+	bc_orphans_add(&o, x, a, 0, 4000); /* into an empty table: a new bound */
+	assert_int_equal(o.since_us, 4000);
 	bc_orphans_fini(&o);
 	assert_null(o.e);
 }

@@ -381,6 +381,29 @@ static void test_other_connections_are_not_candidates(void **state)
 	assert_ptr_equal(callback_to(f, sid_x), a2);
 }
 
+/*
+ * A created X, B (another address) bound its back channel and went: A,
+ * which still has X in its table without the back channel, is not a
+ * candidate (another address, connected before B went), so the callback
+ * is refused rather than given to it; B's own reconnection gets it.
+ */
+static void test_creator_is_not_a_candidate(void **state)
+{
+	struct fixture *f = *state;
+
+	a_creates_x(f);
+	b_binds_x(f, MSG_CDFC4_BACK_OR_BOTH, 0, sid_x, MSG_CDFS4_BOTH, false);
+	fwd_share_keep_back_channels(f->b);
+	f->b->state = FS_CLOSING;
+	f->b->tcp = NULL;
+	assert_true(ulb_sessions_has(&f->a->ulb_sessions, sid_x));
+	assert_null(callback_to(f, sid_x));
+	assert_int_equal(adopted(f), 0);
+	struct fwd_session *b2 = reconnected(f, 3, "192.0.2.2:705");
+	sequence(f, b2, sid_x, 0);
+	assert_ptr_equal(callback_to(f, sid_x), b2);
+}
+
 /* B bound X since A went: that bind stands, A's reconnection takes nothing from B. */
 static void test_adoption_leaves_a_bind_alone(void **state)
 {
@@ -413,6 +436,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_other_connections_are_not_candidates, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_adoption_leaves_a_bind_alone, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_creator_is_not_a_candidate, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -174,6 +174,11 @@ static void fake_engine_init(struct fake_engine *e)
 							   .calls_resent = 9,
 							   .calls_orphaned = 6,
 							   .cq_yields = 14 };
+	a->shared.bc_kept_now = 2;
+	a->shared.bc_kept = 31;
+	a->shared.bc_adopted = 32;
+	a->shared.bc_expired = 33;
+	a->shared.bc_replaced = 34;
 	a->r.shared = &a->shared;
 	/* Its calls waited in the fair queue 50 us and 3 ms; session 11's was the 3 ms one. */
 	gw_hist_add(&a->totals.queue_us, 50);
@@ -814,6 +819,11 @@ static void test_stats_json_shared(void **state)
 	assert_int_equal(jint(root, "routes.0.shared_upstream.channels.0.calls_resent"), 0);
 	assert_int_equal(jint(root, "routes.0.shared_upstream.channels.1.calls_orphaned"), 6);
 	assert_int_equal(jint(root, "routes.0.shared_upstream.channels.1.cq_yields"), 14);
+	assert_int_equal(jint(root, "routes.0.shared_upstream.back_channels_kept.now"), 2);
+	assert_int_equal(jint(root, "routes.0.shared_upstream.back_channels_kept.kept"), 31);
+	assert_int_equal(jint(root, "routes.0.shared_upstream.back_channels_kept.adopted"), 32);
+	assert_int_equal(jint(root, "routes.0.shared_upstream.back_channels_kept.expired"), 33);
+	assert_int_equal(jint(root, "routes.0.shared_upstream.back_channels_kept.replaced"), 34);
 	assert_int_equal(jint(root, "routes.0.shared_upstream.xid_map.entries"), 61440);
 	assert_int_equal(jint(root, "routes.0.shared_upstream.xid_map.in_flight"), 3);
 	assert_int_equal(jint(root, "routes.0.shared_upstream.xid_map.answered"), 250);
@@ -1363,6 +1373,13 @@ static void test_metrics_shared(void **state)
 	check_family(fams, "rpcrdma_gw_shared_channel_calls_orphaned", "counter");
 	assert_true(sample(fams, "rpcrdma_gw_shared_channel_calls_orphaned_total", R, "nfs-fwd",
 			   "channel", "1", NULL) == 6);
+	check_family(fams, "rpcrdma_gw_shared_back_channels_kept", "gauge");
+	assert_true(sample(fams, "rpcrdma_gw_shared_back_channels_kept", R, "nfs-fwd", NULL) == 2);
+	check_family(fams, "rpcrdma_gw_shared_back_channels", "counter");
+	assert_true(sample(fams, "rpcrdma_gw_shared_back_channels_total", R, "nfs-fwd", "what",
+			   "adopted", NULL) == 32);
+	assert_true(sample(fams, "rpcrdma_gw_shared_back_channels_total", R, "nfs-fwd", "what",
+			   "replaced", NULL) == 34);
 	check_family(fams, "rpcrdma_gw_shared_channel_cq_yields", "counter");
 	assert_true(sample(fams, "rpcrdma_gw_shared_channel_cq_yields_total", R, "nfs-fwd",
 			   "channel", "1", NULL) == 14);
