@@ -85,13 +85,25 @@ enum xidmap_put_result xidmap_put(struct xidmap *m, uint32_t xid, uint32_t slot)
 {
 	if (slot == XIDMAP_NONE)
 		return XIDMAP_NO_ROOM; /* not a slot: never stored, it marks the empty */
-	if (xidmap_find(m, xid) != XIDMAP_NONE)
-		return XIDMAP_DUPLICATE;
-	if (m->count >= m->capacity && !xidmap_grow(m))
-		return XIDMAP_NO_ROOM;
-	xidmap_place(m->table, m->mask, xid, slot);
-	m->count++;
-	return XIDMAP_ADDED;
+	if (m->count >= m->capacity) {
+		/* A duplicate is told as one even at the bound; a growth may move it. */
+		if (xidmap_find(m, xid) != XIDMAP_NONE)
+			return XIDMAP_DUPLICATE;
+		if (!xidmap_grow(m))
+			return XIDMAP_NO_ROOM;
+	}
+	/* One probe: the XID's own entry (a duplicate) or the first empty one. */
+	for (uint32_t i = xid_hash(xid) & m->mask;; i = (i + 1) & m->mask) {
+		struct xidmap_entry *e = &m->table[i];
+		if (e->slot == XIDMAP_NONE) {
+			e->xid = xid;
+			e->slot = slot;
+			m->count++;
+			return XIDMAP_ADDED;
+		}
+		if (e->xid == xid)
+			return XIDMAP_DUPLICATE;
+	}
 }
 
 bool xidmap_insert(struct xidmap *m, uint32_t xid, uint32_t slot)
