@@ -109,7 +109,11 @@ bool rpc_msg_is_reply(const uint8_t *msg, size_t len)
 	return len >= 12 && msg[4] == 0 && msg[5] == 0 && msg[6] == 0 && msg[7] == GW_MSG_REPLY;
 }
 
-bool rpc_reply_results(const uint8_t *msg, size_t len, size_t *results_off)
+/*
+ * An accepted reply: its accept_stat, and where what follows it (the
+ * results) starts. False when @msg is not one (or is cut short).
+ */
+static bool reply_accepted(const uint8_t *msg, size_t len, uint32_t *stat, size_t *after)
 {
 	uint32_t vlen;
 	size_t off;
@@ -121,27 +125,31 @@ bool rpc_reply_results(const uint8_t *msg, size_t len, size_t *results_off)
 	if (vlen > RPC_AUTH_MAX || len < 24 + (size_t)xdr_align(vlen))
 		return false;
 	off = 20 + xdr_align(vlen);
-	if (xdr_get32(msg + off) != RPCSTAT_SUCCESS)
+	*stat = xdr_get32(msg + off);
+	*after = off + 4;
+	return true;
+}
+
+bool rpc_reply_results(const uint8_t *msg, size_t len, size_t *results_off)
+{
+	uint32_t stat;
+	size_t off;
+
+	if (!reply_accepted(msg, len, &stat, &off) || stat != RPCSTAT_SUCCESS)
 		return false;
-	*results_off = off + 4;
+	*results_off = off;
 	return true;
 }
 
 bool rpc_reply_refused(const uint8_t *msg, size_t len)
 {
-	uint32_t vlen, stat;
+	uint32_t stat;
+	size_t off;
 
-	if (len < 12 || xdr_get32(msg + 4) != GW_MSG_REPLY)
-		return false;
-	if (xdr_get32(msg + 8) == GW_MSG_DENIED)
+	if (len >= 12 && xdr_get32(msg + 4) == GW_MSG_REPLY && xdr_get32(msg + 8) == GW_MSG_DENIED)
 		return true;
-	if (len < 24 || xdr_get32(msg + 8) != GW_MSG_ACCEPTED)
-		return false;
-	vlen = xdr_get32(msg + 16);
-	if (vlen > RPC_AUTH_MAX || len < 24 + (size_t)xdr_align(vlen))
-		return false;
-	stat = xdr_get32(msg + 20 + xdr_align(vlen));
-	return stat != RPCSTAT_SUCCESS && stat != RPCSTAT_SYSTEM_ERR && stat <= RPCSTAT_SYSTEM_ERR;
+	return reply_accepted(msg, len, &stat, &off) && stat != RPCSTAT_SUCCESS &&
+	       stat < RPCSTAT_SYSTEM_ERR;
 }
 
 /* xid, REPLY, GW_MSG_ACCEPTED, a null verifier, @stat. */

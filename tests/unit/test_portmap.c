@@ -265,6 +265,42 @@ static void test_reply_results(void **state)
 	assert_false(rpc_reply_results(m, 36, &off));
 }
 
+/*
+ * A refusal that would come again: MSG_DENIED, or accepted with
+ * PROG_UNAVAIL .. GARBAGE_ARGS; not SUCCESS, SYSTEM_ERR, a stat past it, a
+ * call, or anything cut short or with a verifier longer than allowed.
+ */
+static void test_reply_refused(void **state)
+{
+	uint8_t m[64];
+	const uint32_t w[] = { 5, 1, 0, 6, 8, 0xaa, 0xbb, RPCSTAT_GARBAGE_ARGS };
+
+	(void)state;
+	for (size_t i = 0; i < 8; i++)
+		xdr_put32(m + 4 * i, w[i]);
+	assert_true(rpc_reply_refused(m, 32));
+	for (size_t n = 0; n < 32; n++)
+		assert_false(rpc_reply_refused(m, n));
+	for (uint32_t st = RPCSTAT_PROG_UNAVAIL; st <= RPCSTAT_GARBAGE_ARGS; st++) {
+		xdr_put32(m + 28, st);
+		assert_true(rpc_reply_refused(m, 32));
+	}
+	xdr_put32(m + 28, RPCSTAT_SUCCESS);
+	assert_false(rpc_reply_refused(m, 32));
+	xdr_put32(m + 28, RPCSTAT_SYSTEM_ERR);
+	assert_false(rpc_reply_refused(m, 32));
+	xdr_put32(m + 28, 99);
+	assert_false(rpc_reply_refused(m, 32));
+	xdr_put32(m + 28, RPCSTAT_GARBAGE_ARGS);
+	xdr_put32(m + 16, RPC_AUTH_MAX + 4); /* a verifier longer than allowed */
+	assert_false(rpc_reply_refused(m, 32));
+	xdr_put32(m + 8, 1); /* denied: refused whatever follows */
+	assert_true(rpc_reply_refused(m, 12));
+	assert_false(rpc_reply_refused(m, 11));
+	xdr_put32(m + 4, 0); /* a call */
+	assert_false(rpc_reply_refused(m, 32));
+}
+
 /* ---- libtirpc's client against the responder on loopback --------------- */
 
 struct server {
@@ -454,6 +490,7 @@ int main(void)
 		cmocka_unit_test(test_dump_too_large),
 		cmocka_unit_test(test_uaddr_and_getport_codec),
 		cmocka_unit_test(test_reply_results),
+		cmocka_unit_test(test_reply_refused),
 		cmocka_unit_test(test_libtirpc_pmap2),
 		cmocka_unit_test(test_libtirpc_rpcb34),
 	};
