@@ -5,8 +5,12 @@
  * no window waits in the channel's queue (fwd_marshal()'s -EAGAIN), neither
  * failed nor sent, and goes, in its turn and with its bytes as the client
  * sent them, once a window comes back:
- * from a reply (fwd_recv(): the fence gives the call's windows back and
- * the channel is pumped there and then).
+ *  - from a reply (fwd_recv(): the fence gives the call's windows back and
+ *    the channel is pumped there and then);
+ *  - from a call the server left unanswered and that was given up
+ *    (fwd_share_orphan(), from the engine's sweep): the pump is deferred to
+ *    an event of the loop (share_pump_later()), and the call goes once the
+ *    loop runs.
  *
  * The channel's RDMA connection is a real struct rconn (rdma/conn_io.c)
  * on a fake provider whose post_send records what it is given, as in
@@ -373,6 +377,14 @@ static void reply(struct fixture *f, uint32_t wire_xid)
 	fwd_recv(&f->c, f->ch, b, (uint32_t)h + (uint32_t)sizeof(rpc), 0);
 }
 
+/* The Send of @c completed. */
+static void send_completes(struct fixture *f, struct fwd_call *c)
+{
+	assert_true(c->send_pending);
+	rconn_wr_untrack(&f->c, &c->send_wr);
+	c->send_wr.done(&c->send_wr, IBV_WC_SUCCESS);
+}
+
 /* ---- tests ---- */
 
 /*
@@ -418,10 +430,53 @@ static void test_calls_wait_for_windows_and_go_in_order(void **state)
 	assert_int_equal(f->route->counters.events[GW_EV_UNMATCHED_REPLY], 0);
 }
 
+/*
+ * Client A's calls hold every window; B's call waits for one. A goes
+ * (its connection reset) and its calls, which the server never answers,
+ * are given up one by one by the sweep (fwd_share_orphan()): their windows
+ * come back, and the channel is pumped once the loop runs - not from
+ * inside the sweep - so B's call goes then, intact.
+ */
+static void test_orphan_pumps_the_channel_later(void **state)
+{
+	struct fixture *f = *state;
+	struct fwd_call *a[NMW];
+
+	for (uint32_t i = 0; i < NMW; i++) {
+		a[i] = call(f, f->a, i, 0xa000 + i);
+		send_completes(f, a[i]);
+	}
+	struct fwd_call *b = call(f, f->b, 0, 0xb000);
+	assert_int_equal(f->nsent, NMW);
+	assert_int_equal(b->state, FC_QUEUED);
+
+	/* A goes: its calls on the wire stay, holding their windows. */
+	f->a->state = FS_CLOSING;
+	fwd_share_client_close(f->a);
+	assert_int_equal(b->state, FC_QUEUED);
+	assert_int_equal(f->nsent, NMW);
+
+	f->a->in_close = true; /* as fwd_sweep_shared_calls() does */
+	assert_true(fwd_share_orphan(a[0]));
+	f->a->in_close = false;
+	assert_int_equal(rconn_mw_space(&f->c), 1);
+	assert_int_equal(b->state, FC_QUEUED); /* not from inside the sweep */
+	assert_int_equal(f->nsent, NMW);
+
+	assert_true(event_base_loop(f->base, EVLOOP_NONBLOCK) >= 0);
+	assert_int_equal(f->nsent, NMW + 1);
+	assert_int_equal(b->state, FC_SENT);
+	assert_sent_as(f, NMW, b);
+	assert_int_equal(f->sh.orphaned[0], 1);
+	assert_int_equal(f->ch->orphans, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_calls_wait_for_windows_and_go_in_order, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_orphan_pumps_the_channel_later, setup,
 						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
