@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -180,6 +181,48 @@ static void worker_call(struct gw_worker *w, enum worker_cmd cmd)
 	pthread_mutex_unlock(&w->lock);
 }
 
+/*
+ * Park @w for a snapshot, waiting at most @timeout_ms for it to take the
+ * command: a worker stuck in a long call (a device's teardown can hold a
+ * thread for seconds) must not hold the stats endpoint and worker 0's
+ * whole loop with it. False when it did not come: the command is taken
+ * back, and the snapshot goes without that worker. A worker that has taken
+ * the command is about to park: it is waited for.
+ */
+static bool worker_park_within(struct gw_worker *w, unsigned timeout_ms)
+{
+	static const uint8_t one = 1;
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += timeout_ms / 1000;
+	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&w->lock);
+	w->cmd = WCMD_PARK;
+	w->cmd_done = false;
+	pthread_mutex_unlock(&w->lock);
+	while (write(w->pipe[1], &one, 1) < 0 && errno == EINTR)
+		;
+	pthread_mutex_lock(&w->lock);
+	while (!w->cmd_done) {
+		if (w->cmd == WCMD_PARK &&
+		    pthread_cond_timedwait(&w->cond, &w->lock, &until) == ETIMEDOUT &&
+		    w->cmd == WCMD_PARK && !w->cmd_done) {
+			w->cmd = WCMD_NONE;
+			pthread_mutex_unlock(&w->lock);
+			return false;
+		}
+		if (w->cmd != WCMD_PARK && !w->cmd_done)
+			pthread_cond_wait(&w->cond, &w->lock);
+	}
+	pthread_mutex_unlock(&w->lock);
+	return true;
+}
+
 static void worker_release(struct gw_worker *w)
 {
 	pthread_mutex_lock(&w->lock);
@@ -267,23 +310,34 @@ size_t gw_workers_sessions(const struct gw_workers *ws)
 	return atomic_load_explicit(&ws->shared.process_live, memory_order_relaxed);
 }
 
+/* How long a snapshot waits for a worker to park before it goes without it. */
+enum { WORKER_PARK_TIMEOUT_MS = 2000 };
+
 void gw_workers_snapshot(void *arg, struct gw_stats_visitor *v)
 {
 	struct gw_workers *ws = arg;
 	struct gw_engine *engs[GW_WORKERS_MAX];
+	bool parked[GW_WORKERS_MAX] = { false };
 	size_t n = 0;
 
 	for (unsigned k = 1; k < ws->n; k++) {
-		if (worker_running(&ws->w[k]))
-			worker_call(&ws->w[k], WCMD_PARK);
+		if (!worker_running(&ws->w[k]))
+			continue;
+		parked[k] = worker_park_within(&ws->w[k], WORKER_PARK_TIMEOUT_MS);
+		if (!parked[k])
+			gw_warn("stats: worker %u did not answer within %u ms; its sessions and "
+				"counters are left out of this answer",
+				k, (unsigned)WORKER_PARK_TIMEOUT_MS);
 	}
-	for (unsigned k = 0; k < ws->n; k++) {
-		if (ws->engs[k])
+	if (ws->engs[0])
+		engs[n++] = ws->engs[0];
+	for (unsigned k = 1; k < ws->n; k++) {
+		if (parked[k])
 			engs[n++] = ws->engs[k];
 	}
 	gw_engines_snapshot(engs, n, v);
 	for (unsigned k = 1; k < ws->n; k++) {
-		if (worker_running(&ws->w[k]))
+		if (parked[k])
 			worker_release(&ws->w[k]);
 	}
 }
