@@ -213,6 +213,13 @@ struct fwd_session {
 
 	uint64_t mem_held; /* pool bytes held by calls, against max_session_memory */
 	bool mem_paused;   /* reading paused for max_session_memory */
+	/*
+	 * Client of a shared channel: set aside in its channel's scheduler
+	 * until max_session_memory has room for its next call, which needs
+	 * mem_wait_need more bytes (fwd_share_mem_freed()).
+	 */
+	bool mem_wait;
+	uint64_t mem_wait_need;
 
 	uint32_t next_retry_xid; /* XIDs of retried calls (fwd_call_retry()) */
 
@@ -304,6 +311,8 @@ struct fwd_call *fwd_share_call_by_xid(struct fwd_session *ch, uint32_t wire_xid
 struct fwd_session *fwd_share_reply_owner(struct fwd_call *c);
 void fwd_share_requeue(struct fwd_call *c);
 void fwd_share_client_close(struct fwd_session *s);
+void fwd_share_client_pause_update(struct fwd_session *s);
+void fwd_share_mem_freed(struct fwd_session *s);
 void fwd_share_keep_back_channels(struct fwd_session *s);
 void fwd_share_channel_ready(struct fwd_session *ch);
 void fwd_share_channel_close(struct fwd_session *ch);

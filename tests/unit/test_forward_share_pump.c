@@ -12,12 +12,17 @@
  *    an event of the loop (share_pump_later()), and the call goes once the
  *    loop runs.
  *
+ * And when a client reaches its own max_session_memory (fwd_marshal()'s
+ * -EDQUOT), that client alone waits: the other clients' calls go on, and
+ * its call goes once its own memory comes down.
+ *
  * The channel's RDMA connection is a real struct rconn (rdma/conn_io.c)
  * on a fake provider whose post_send records what it is given, as in
  * test_conn_io.c; its completions never come unless the test says so.
  * The device's pool is a plain-memory pool and the engine's event base
  * the test's own: this executable links with -Wl,--wrap for
- * rdma_dev_pool, rdma_dev_wait_for_buffers and gw_engine_base
+ * rdma_dev_pool, rdma_dev_wait_for_buffers, gw_engine_base and
+ * tcp_conn_send_ref, which takes the replies delivered to the clients
  * (tests/unit/test_forward_share_pump.wrap). The calls are long ones
  * (larger than the inline threshold): each goes in a Position-Zero Read
  * chunk, one window, so that windows, not credits, are what runs out.
@@ -83,6 +88,11 @@ struct fixture {
 	struct sent sent[MAX_SENDS];
 	unsigned nsent;
 	unsigned local_invs;
+	/* Replies delivered to the clients: their XIDs. */
+	uint32_t delivered[MAX_SENDS];
+	unsigned ndelivered;
+	/* The test sets max_session_memory low: a session may wait for buffers for it. */
+	bool mem_limited;
 };
 
 static struct fixture *fx;
@@ -92,6 +102,7 @@ static struct fixture *fx;
 struct rdma_pool *__wrap_rdma_dev_pool(const struct rdma_dev *dev);
 void __wrap_rdma_dev_wait_for_buffers(struct rdma_dev *dev, struct rdma_pool_waiter *w);
 struct event_base *__wrap_gw_engine_base(const struct gw_engine *eng);
+int __wrap_tcp_conn_send_ref(struct tcp_conn *c, struct gw_buf *buf, uint32_t off, uint32_t len);
 
 struct rdma_pool *__wrap_rdma_dev_pool(const struct rdma_dev *dev)
 {
@@ -103,13 +114,23 @@ void __wrap_rdma_dev_wait_for_buffers(struct rdma_dev *dev, struct rdma_pool_wai
 {
 	(void)dev;
 	(void)w;
-	fail_msg("the pool ran dry: the test sizes it for every call");
+	if (!fx->mem_limited)
+		fail_msg("the pool ran dry: the test sizes it for every call");
 }
 
 struct event_base *__wrap_gw_engine_base(const struct gw_engine *eng)
 {
 	(void)eng;
 	return fx->base;
+}
+
+int __wrap_tcp_conn_send_ref(struct tcp_conn *c, struct gw_buf *buf, uint32_t off, uint32_t len)
+{
+	(void)c;
+	assert_true(len >= 4);
+	assert_true(fx->ndelivered < MAX_SENDS);
+	fx->delivered[fx->ndelivered++] = xdr_get32(buf->base + off);
+	return 0;
 }
 
 /*
@@ -471,12 +492,156 @@ static void test_orphan_pumps_the_channel_later(void **state)
 	assert_int_equal(f->ch->orphans, 1);
 }
 
+/* The fence of answered call @c (its windows' local invalidation) completed. */
+static void fence_completes(struct fixture *f, struct fwd_call *c)
+{
+	assert_true(c->fence_pending);
+	rconn_wr_untrack(&f->c, &c->fence_wr);
+	c->fence_wr.done(&c->fence_wr, IBV_WC_SUCCESS);
+}
+
+/*
+ * max_session_memory for MEM_CALLS calls of a client marshalled (record
+ * and transport header buffer each) and one more record queued: the next
+ * call's header buffer is one too many while a call is in flight.
+ */
+enum { MEM_CALLS = 1 };
+static const uint64_t mem_limit = MEM_CALLS * (REC_LEN + FWD_HDR_MAX) + REC_LEN + FWD_HDR_MAX / 2;
+
+/*
+ * Client A, a bulk writer, is at its own memory limit: a call in flight
+ * and the next one queued. Client B's calls go while A's waits - A is set
+ * aside, not put back at the head of the ring where every pump would stop
+ * at it. When A's call is answered and its memory freed, A's next call
+ * goes: the pump for it is deferred to the loop (it runs from
+ * fwd_call_put()), and nothing else would pump the channel then.
+ */
+static void test_client_at_memory_limit_waits_alone(void **state)
+{
+	struct fixture *f = *state;
+
+	f->cfg.max_session_memory = mem_limit;
+	f->mem_limited = true;
+	struct fwd_call *a0 = call(f, f->a, 0, 0xa000);
+	struct fwd_call *a1 = call(f, f->a, 1, 0xa001);
+	assert_int_equal(a0->state, FC_SENT);
+	assert_int_equal(a1->state, FC_QUEUED);
+	assert_int_equal(f->nsent, 1);
+	assert_true(f->a->base.counters.events[GW_EV_SESSION_MEMORY_LIMIT] > 0);
+
+	/* B, one call after another (the same limit holds for it), is served. */
+	for (uint32_t i = 0; i < 3; i++) {
+		struct fwd_call *b = call(f, f->b, i, 0xb000 + i);
+		assert_int_equal(b->state, FC_SENT);
+		assert_int_equal(f->nsent, 2 + i);
+		assert_sent_as(f, 1 + i, b);
+		assert_int_equal(a1->state, FC_QUEUED);
+		assert_int_equal(f->a->queued, 1);
+		assert_int_equal(f->ch->fq.queued, 1);
+		send_completes(f, b);
+		reply(f, b->wire_xid);
+		fence_completes(f, b);
+		assert_true(event_base_loop(f->base, EVLOOP_NONBLOCK) >= 0);
+		assert_int_equal(a1->state, FC_QUEUED); /* A still waits for its memory */
+	}
+
+	/* A's call is answered; its memory is freed once its fence completes. */
+	send_completes(f, a0);
+	reply(f, a0->wire_xid);
+	assert_int_equal(a1->state, FC_QUEUED);
+	fence_completes(f, a0);
+	assert_int_equal(f->a->mem_held, REC_LEN);
+	assert_false(f->a->mem_wait);
+	assert_true(event_base_loop(f->base, EVLOOP_NONBLOCK) >= 0);
+	assert_int_equal(a1->state, FC_SENT);
+	assert_int_equal(f->nsent, 5);
+	assert_sent_as(f, 4, a1);
+	assert_int_equal(f->ch->fq.queued, 0);
+	assert_int_equal(f->ndelivered, 4);
+	assert_int_equal(f->delivered[3], 0xa000);
+}
+
+/*
+ * A client set aside for its memory whose calls in flight all end
+ * without freeing enough (a reply still held) is resumed all the same:
+ * with nothing in flight the limit does not hold, and it must not be
+ * left paused for ever.
+ */
+static void test_client_with_nothing_in_flight_is_resumed(void **state)
+{
+	struct fixture *f = *state;
+
+	/* Room for one call marshalled and nothing else. */
+	f->cfg.max_session_memory = REC_LEN + FWD_HDR_MAX;
+	f->mem_limited = true;
+	struct fwd_call *a0 = call(f, f->a, 0, 0xa000);
+	struct fwd_call *a1 = call(f, f->a, 1, 0xa001);
+	struct fwd_call *a2 = call(f, f->a, 2, 0xa002);
+	assert_int_equal(a0->state, FC_SENT);
+	assert_int_equal(f->nsent, 1);
+	assert_true(f->a->mem_wait);
+
+	send_completes(f, a0);
+	reply(f, a0->wire_xid);
+	fence_completes(f, a0);
+	/* two records queued: past the limit, but nothing is in flight */
+	assert_true(f->a->mem_held + FWD_HDR_MAX > f->cfg.max_session_memory);
+	assert_false(f->a->mem_wait);
+	assert_true(event_base_loop(f->base, EVLOOP_NONBLOCK) >= 0);
+	assert_int_equal(a1->state, FC_SENT);
+	assert_int_equal(a2->state, FC_QUEUED);
+	assert_true(f->a->mem_wait);
+}
+
+/*
+ * A client that goes while set aside for its memory leaves the scheduler
+ * clean: its queued call is dropped, nothing of it stays in the ring, and
+ * the other client's calls go on.
+ */
+static void test_client_closing_while_waiting_for_memory(void **state)
+{
+	struct fixture *f = *state;
+
+	f->cfg.max_session_memory = mem_limit;
+	f->mem_limited = true;
+	struct fwd_call *a0 = call(f, f->a, 0, 0xa000);
+	struct fwd_call *a1 = call(f, f->a, 1, 0xa001);
+	assert_int_equal(a1->state, FC_QUEUED);
+	assert_true(f->a->mem_wait);
+
+	f->a->state = FS_CLOSING;
+	fwd_share_client_close(f->a);
+	assert_false(f->a->mem_wait);
+	assert_int_equal(f->a->queued, 0);
+	assert_int_equal(f->ch->fq.queued, 0);
+	assert_true(TAILQ_EMPTY(&f->ch->fq.ring));
+	assert_int_equal(a1->state, FC_FREE);
+
+	/* A's call in flight ends unanswered; B goes on. */
+	struct fwd_call *b0 = call(f, f->b, 0, 0xb000);
+	assert_int_equal(b0->state, FC_SENT);
+	send_completes(f, a0);
+	f->a->in_close = true;
+	assert_true(fwd_share_orphan(a0));
+	f->a->in_close = false;
+	assert_true(event_base_loop(f->base, EVLOOP_NONBLOCK) >= 0);
+	assert_true(TAILQ_EMPTY(&f->ch->fq.ring));
+	assert_int_equal(f->ch->fq.queued, 0);
+	assert_int_equal(f->ch->fq.orphans, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_calls_wait_for_windows_and_go_in_order, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_orphan_pumps_the_channel_later, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_client_at_memory_limit_waits_alone, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_client_with_nothing_in_flight_is_resumed,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_client_closing_while_waiting_for_memory, setup,
 						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
