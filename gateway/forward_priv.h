@@ -320,6 +320,8 @@ bool fwd_share_channel_lost(struct fwd_session *ch, enum rconn_close_reason reas
 void fwd_share_channel_free(struct fwd_session *ch);
 void fwd_share_learn_sessions(struct fwd_session *s, const struct ulb_call *u, const uint8_t *msg,
 			      uint32_t len);
+void fwd_share_sessions_learned(struct fwd_session *s, const struct ulb_call *u,
+				const struct ulb_reply *rep);
 struct fwd_session *fwd_share_cb_client(struct fwd_session *ch, const uint8_t *msg, uint32_t len,
 					const char **why);
 struct fwd_bcall *fwd_share_bcall_of(struct fwd_session *s, uint32_t xid);

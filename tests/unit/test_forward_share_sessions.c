@@ -14,6 +14,9 @@
  * callback that then finds no holder goes to the one connection made since
  * from the gone client's address whose SEQUENCE on that session the server
  * answered NFS4_OK, and to none when there are several (backchannel_adopted).
+ * A candidate from a reply whose data came in Write chunks is made in
+ * forward_complete.c's spliced path, which this harness, with no RDMA
+ * connection, cannot reach: test_forward_share_pump.c tests it.
  */
 #include <setjmp.h>
 #include <stdarg.h>
