@@ -936,6 +936,7 @@ bool gw_forward_route_stats(const struct gw_route_rt *route, struct gw_stats_sha
 	out->bc_adopted = sh->gone_holders.st.adopted;
 	out->bc_expired = sh->gone_holders.st.expired;
 	out->bc_replaced = sh->gone_holders.st.replaced;
+	out->bc_dropped = sh->gone_holders.st.dropped;
 	return true;
 }
 

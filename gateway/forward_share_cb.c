@@ -145,21 +145,30 @@ static struct fwd_session *share_adopt_back_channel(struct fwd_session *ch,
  * does after its connection was made again, or to trunk) takes it from
  * whichever client held it: the server accepted the bind, so its callbacks
  * for that session are this client's from now on. And a SEQUENCE the server
- * answered NFS4_OK may make @s a candidate for a gone client's back channel.
+ * answered NFS4_OK may make @s a candidate for a gone client's back channel;
+ * what a gone client left of a session destroyed, or whose back channel a
+ * live client bound, is dropped (bc_orphans_drop()): nobody is to adopt it.
  * Whatever way the reply came (inline, or its data in Write chunks:
  * forward_complete.c), so that a client that only READs is a candidate too.
  */
 void fwd_share_sessions_learned(struct fwd_session *s, const struct ulb_call *u,
 				const struct ulb_reply *rep)
 {
+	struct fwd_share *sh = s->base.route->fwd_share;
 	struct gw_session *g;
 
 	if (!s->ch)
 		return;
+	/* A session destroyed is not to be adopted: what a gone client left of it goes. */
+	if (rep->destroys && sh)
+		bc_orphans_drop(&sh->gone_holders, rep->destroyed_id);
 	if (!rep->binds_back && u->has_sequence)
 		share_note_candidate(s, u->sessionid, rep);
 	if (!rep->binds_back)
 		return;
+	/* Nor is a back channel a live client bound: it is that client's now. */
+	if (sh)
+		bc_orphans_drop(&sh->gone_holders, rep->bound_id);
 	/* Counted: how often clients came back for their callbacks this way. */
 	gw_count_event(&s->base, GW_EV_BACKCHANNEL_BOUND);
 	TAILQ_FOREACH (g, &s->base.route->sessions, link) {
