@@ -61,6 +61,33 @@ static uint32_t oldest(const struct bc_orphans *o)
 	return k;
 }
 
+/*
+ * Where a new entry of address @addr goes: over that address's oldest when
+ * it has its share already, so that one address cannot push the others'
+ * entries out; else over the table's oldest when the table is full; else
+ * a new one.
+ */
+static uint32_t room_for(struct bc_orphans *o, const uint8_t addr[16])
+{
+	uint32_t n = 0, k = 0;
+
+	for (uint32_t i = 0; i < o->n; i++) {
+		if (memcmp(o->e[i].addr, addr, sizeof(o->e[i].addr)) != 0)
+			continue;
+		if (n++ == 0 || o->e[i].gone_us < o->e[k].gone_us)
+			k = i;
+	}
+	if (n >= BC_ORPHANS_PER_ADDR_MAX) {
+		o->st.replaced++;
+		return k;
+	}
+	if (o->n == bound(o)) {
+		o->st.replaced++;
+		return oldest(o);
+	}
+	return o->n++;
+}
+
 void bc_orphans_add(struct bc_orphans *o, const uint8_t id[ULB_SESSIONID_SIZE],
 		    const uint8_t addr[16], uint32_t maxresp, uint64_t now)
 {
@@ -76,12 +103,8 @@ void bc_orphans_add(struct bc_orphans *o, const uint8_t id[ULB_SESSIONID_SIZE],
 		o->since_us = now;
 	/* A session has one holder: a newer one replaces what was kept of it. */
 	int i = find(o, id);
-	if (i < 0 && o->n == bound(o)) {
-		i = (int)oldest(o);
-		o->st.replaced++;
-	}
 	if (i < 0)
-		i = (int)o->n++;
+		i = (int)room_for(o, addr);
 	struct bc_orphan *e = &o->e[i];
 	memcpy(e->id, id, ULB_SESSIONID_SIZE);
 	memcpy(e->addr, addr, sizeof(e->addr));
@@ -108,4 +131,14 @@ void bc_orphans_claim(struct bc_orphans *o, const uint8_t id[ULB_SESSIONID_SIZE]
 		return;
 	drop(o, (uint32_t)i);
 	o->st.adopted++;
+}
+
+void bc_orphans_drop(struct bc_orphans *o, const uint8_t id[ULB_SESSIONID_SIZE])
+{
+	int i = find(o, id);
+
+	if (i < 0)
+		return;
+	drop(o, (uint32_t)i);
+	o->st.dropped++;
 }

@@ -26,10 +26,16 @@
  * keeps the entries.
  *
  * Bounds: at most @max entries (default BC_ORPHANS_DEFAULT_MAX), allocated
- * at the first entry, not before; when full the oldest is replaced
- * (counted). Lookups scan the entries in use, which are few: each lives
- * until its session is claimed, destroyed or the TTL ends. Time is passed
- * in (microseconds). Single-threaded, as the event loop is.
+ * at the first entry, not before, and at most BC_ORPHANS_PER_ADDR_MAX of
+ * one address: an address at its share replaces its own oldest, so that
+ * one address (a client resetting its connections in a loop, or a hostile
+ * one) cannot push the other clients' entries out; a table full of many
+ * addresses' entries replaces its oldest. Both counted (replaced).
+ * Lookups scan the entries in use, which are few: each lives until its
+ * session is claimed (bc_orphans_claim(), adopted), moot
+ * (bc_orphans_drop(): the server answered a DESTROY_SESSION of it, or a
+ * live client bound its back channel), or the TTL ends. Time is passed in
+ * (microseconds). Single-threaded, as the event loop is.
  */
 #ifndef GW_GATEWAY_BC_ORPHANS_H
 #define GW_GATEWAY_BC_ORPHANS_H
@@ -43,6 +49,11 @@
  * dropped a client that did not come back. */
 #define BC_ORPHANS_TTL_US      (300ull * 1000000)
 #define BC_ORPHANS_DEFAULT_MAX 1024u
+/*
+ * One address's share: twice the sessions one connection's table holds
+ * (ULB_SESSIONS_MAX), room for a client that went twice before coming back.
+ */
+#define BC_ORPHANS_PER_ADDR_MAX (2u * ULB_SESSIONS_MAX)
 
 struct bc_orphan {
 	uint8_t id[ULB_SESSIONID_SIZE];
@@ -55,7 +66,8 @@ struct bc_orphans_stats {
 	uint64_t kept;	    /* back channels kept when their client went */
 	uint64_t adopted;   /* given to the client's new connection */
 	uint64_t expired;   /* not claimed within the TTL */
-	uint64_t replaced;  /* the oldest, replaced when full */
+	uint64_t replaced;  /* the oldest (the table's, or its address's), replaced when full */
+	uint64_t dropped;   /* moot: the session destroyed, or its back channel bound */
 	uint64_t no_memory; /* the table could not be allocated */
 };
 
@@ -82,8 +94,16 @@ void bc_orphans_add(struct bc_orphans *o, const uint8_t id[ULB_SESSIONID_SIZE],
 const struct bc_orphan *bc_orphans_find(struct bc_orphans *o, const uint8_t id[ULB_SESSIONID_SIZE],
 					uint64_t now);
 
-/* Session @id's entry is claimed (counted adopted) or moot: it goes. */
+/* Session @id's entry is claimed by a candidate: it goes (counted adopted). */
 void bc_orphans_claim(struct bc_orphans *o, const uint8_t id[ULB_SESSIONID_SIZE]);
+
+/*
+ * Session @id's entry is moot (counted dropped): the server destroyed the
+ * session, or a live client bound its back channel. Kept, it would make a
+ * later connection from the gone client's address a candidate for a
+ * session that is not to be adopted.
+ */
+void bc_orphans_drop(struct bc_orphans *o, const uint8_t id[ULB_SESSIONID_SIZE]);
 
 /* Entries held now (expired ones included until the next add or find). */
 static inline uint32_t bc_orphans_count(const struct bc_orphans *o)

@@ -224,7 +224,7 @@ struct gw_stats_shared {
 	uint64_t xid_stray;
 	/* Back channels of gone clients (gateway/bc_orphans.h), forward routes. */
 	uint32_t bc_kept_now;
-	uint64_t bc_kept, bc_adopted, bc_expired, bc_replaced;
+	uint64_t bc_kept, bc_adopted, bc_expired, bc_replaced, bc_dropped;
 };
 
 struct upxid;

@@ -66,8 +66,8 @@ static void fwd_tcp_pressure(struct tcp_conn *tc, bool congested, void *arg)
 	 * come. On a shared connection only this client's calls stop.
 	 */
 	s->out_congested = congested;
-	if (s->ch && !s->fq_detached)
-		fairq_client_pause(&s->ch->fq, &s->fq_client, congested);
+	if (s->ch)
+		fwd_share_client_pause_update(s);
 	if (!congested)
 		fwd_pump(s);
 }

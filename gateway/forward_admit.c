@@ -79,6 +79,8 @@ void fwd_call_put(struct fwd_call *c)
 	if (s->ch && c->upx != UPXID_NONE)
 		fwd_share_forget(c);
 	s->mem_held -= c->mem;
+	if (s->ch)
+		fwd_share_mem_freed(s);
 	uint32_t index = c->index;
 	memset(c, 0, sizeof(*c));
 	c->s = s;

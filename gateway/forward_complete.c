@@ -109,6 +109,13 @@ static int fwd_deliver_spliced(struct fwd_session *s, struct fwd_call *c, struct
 		}
 		return -EPROTO;
 	}
+	/*
+	 * What the inline path learns (fwd_share_learn_sessions()): a
+	 * reconnected client that only READs large files must become a
+	 * candidate for its gone connection's back channel all the same.
+	 */
+	if (c->ulb.prog == 100003 && c->ulb.vers == 4)
+		fwd_share_sessions_learned(s, &c->ulb, &rep);
 	for (uint32_t k = 0; k < rep.n_items && k < c->nwrites; k++) {
 		const struct ulb_reply_item *it = &rep.items[k];
 		if (!it->moved)

@@ -144,9 +144,12 @@ static void fwd_seg_from(struct rpcrdma_seg *seg, const struct rconn_exposure *e
 }
 
 /*
- * Marshal and post one call. Returns 0 when sent, -EAGAIN when it must wait
- * (buffers, windows or send-queue room), or another -errno when the call
- * cannot be sent at all.
+ * Marshal and post one call. Returns 0 when sent; -EDQUOT when the session's
+ * own max_session_memory has no room for it until its calls in flight
+ * complete; -EAGAIN when it must wait for what the connection lacks
+ * (buffers, windows or send-queue room); or another -errno when the call
+ * cannot be sent at all. The two waits differ on a shared channel: one
+ * client's limit must not hold up the others (fwd_share_pump()).
  */
 int fwd_marshal(struct fwd_session *s, struct fwd_call *c)
 {
@@ -164,8 +167,11 @@ int fwd_marshal(struct fwd_session *s, struct fwd_call *c)
 		need += u->result_max[k];
 	if (s->in_flight > 0 && s->mem_held + need > s->base.route->cfg->max_session_memory) {
 		gw_count_event(&s->base, GW_EV_SESSION_MEMORY_LIMIT);
-		rdma_dev_wait_for_buffers(s->dev, &s->pool_waiter);
-		return -EAGAIN;
+		s->mem_wait_need = need;
+		/* A shared channel's client is resumed by fwd_share_mem_freed() instead. */
+		if (!s->ch)
+			rdma_dev_wait_for_buffers(s->dev, &s->pool_waiter);
+		return -EDQUOT;
 	}
 
 	/* Everything that can fail for want of resources, before anything is posted. */
@@ -395,6 +401,8 @@ void fwd_call_unmarshal(struct fwd_call *c)
 	c->nexp = 0;
 	s->mem_held -= c->mem - c->rec_len;
 	c->mem = c->rec_len;
+	if (s->ch)
+		fwd_share_mem_freed(s);
 	c->reply_len = c->reply_chunk_len = c->reply_proc = c->reply_hdr_len = 0;
 	memset(c->wlen, 0, sizeof(c->wlen));
 }
@@ -476,7 +484,7 @@ void fwd_pump(struct fwd_session *s)
 			break;
 		struct fwd_call *c = TAILQ_FIRST(&s->queue);
 		int err = fwd_marshal(s, c);
-		if (err == -EAGAIN)
+		if (err == -EAGAIN || err == -EDQUOT)
 			break;
 		TAILQ_REMOVE(&s->queue, c, qlink);
 		s->queued--;

@@ -213,6 +213,13 @@ struct fwd_session {
 
 	uint64_t mem_held; /* pool bytes held by calls, against max_session_memory */
 	bool mem_paused;   /* reading paused for max_session_memory */
+	/*
+	 * Client of a shared channel: set aside in its channel's scheduler
+	 * until max_session_memory has room for its next call, which needs
+	 * mem_wait_need more bytes (fwd_share_mem_freed()).
+	 */
+	bool mem_wait;
+	uint64_t mem_wait_need;
 
 	uint32_t next_retry_xid; /* XIDs of retried calls (fwd_call_retry()) */
 
@@ -304,6 +311,8 @@ struct fwd_call *fwd_share_call_by_xid(struct fwd_session *ch, uint32_t wire_xid
 struct fwd_session *fwd_share_reply_owner(struct fwd_call *c);
 void fwd_share_requeue(struct fwd_call *c);
 void fwd_share_client_close(struct fwd_session *s);
+void fwd_share_client_pause_update(struct fwd_session *s);
+void fwd_share_mem_freed(struct fwd_session *s);
 void fwd_share_keep_back_channels(struct fwd_session *s);
 void fwd_share_channel_ready(struct fwd_session *ch);
 void fwd_share_channel_close(struct fwd_session *ch);
@@ -311,6 +320,8 @@ bool fwd_share_channel_lost(struct fwd_session *ch, enum rconn_close_reason reas
 void fwd_share_channel_free(struct fwd_session *ch);
 void fwd_share_learn_sessions(struct fwd_session *s, const struct ulb_call *u, const uint8_t *msg,
 			      uint32_t len);
+void fwd_share_sessions_learned(struct fwd_session *s, const struct ulb_call *u,
+				const struct ulb_reply *rep);
 struct fwd_session *fwd_share_cb_client(struct fwd_session *ch, const uint8_t *msg, uint32_t len,
 					const char **why);
 struct fwd_bcall *fwd_share_bcall_of(struct fwd_session *s, uint32_t xid);

@@ -364,6 +364,33 @@ static void share_count_queue_time(struct fwd_session *s, const struct fwd_call 
 	gw_hist_add(&s->base.route->counters.queue_us, waited);
 }
 
+/*
+ * Whether client @s is set aside in its channel's scheduler: while its
+ * replies are not being read (out_congested), or while its own
+ * max_session_memory has no room for its next call (mem_wait). Both are
+ * one pause in the scheduler, which must end only when neither holds.
+ */
+void fwd_share_client_pause_update(struct fwd_session *s)
+{
+	if (!s->fq_detached)
+		fairq_client_pause(&s->ch->fq, &s->fq_client, s->out_congested || s->mem_wait);
+}
+
+/*
+ * Client @s's next call would take it past max_session_memory: only its
+ * own calls completing make room, so it waits out of the ring while the
+ * others' calls go on (fwd_share_mem_freed() resumes it). Not a stop of
+ * the pump as for what the channel lacks: put back at the head of the
+ * ring, the client would be every pump's first pick, and one bulk writer
+ * would hold every other client on its channel to a call per completion
+ * of its own.
+ */
+static void share_wait_for_memory(struct fwd_session *s)
+{
+	s->mem_wait = true;
+	fwd_share_client_pause_update(s);
+}
+
 /* Send what the channel's grant allows, client by client (fairq). */
 void fwd_share_pump(struct fwd_session *ch)
 {
@@ -376,6 +403,13 @@ void fwd_share_pump(struct fwd_session *ch)
 		struct fwd_session *s = c->s;
 		s->queued--;
 		int err = fwd_marshal(s, c);
+		if (err == -EDQUOT) {
+			/* s's own memory limit: s waits, the other clients go on. */
+			fairq_unpick(&ch->fq, it);
+			s->queued++;
+			share_wait_for_memory(s);
+			continue;
+		}
 		if (err == -EAGAIN) {
 			/* Waits for buffers (s's pool waiter pumps again) or for room. */
 			fairq_unpick(&ch->fq, it);
@@ -462,6 +496,26 @@ static void share_pump_later(struct fwd_session *ch)
 					share_pump_deferred, ch);
 	if (ch->pump_ev)
 		event_active(ch->pump_ev, 0, 0);
+}
+
+/*
+ * Memory of client @s came back (a call of its freed or unmarshalled): if
+ * it was set aside for its memory limit and its next call fits now - or
+ * it has no call in flight, when the limit does not apply (fwd_marshal()),
+ * so that a client whose calls all completed is never left paused - it
+ * rejoins the ring. The pump is deferred: this runs from fwd_call_put(),
+ * which the sweep and the pump's own error paths call.
+ */
+void fwd_share_mem_freed(struct fwd_session *s)
+{
+	if (!s->mem_wait || s->fq_detached)
+		return;
+	if (s->in_flight > 0 &&
+	    s->mem_held + s->mem_wait_need > s->base.route->cfg->max_session_memory)
+		return;
+	s->mem_wait = false;
+	fwd_share_client_pause_update(s);
+	share_pump_later(s->ch);
 }
 
 bool fwd_share_orphan(struct fwd_call *c)
@@ -747,6 +801,7 @@ void fwd_share_client_close(struct fwd_session *s)
 	if (s->fq_detached)
 		return;
 	s->fq_detached = true;
+	s->mem_wait = false; /* its queued calls go now: nothing is left to resume */
 	fwd_share_keep_back_channels(s);
 	fwd_share_bcalls_expire(s, 0, 0);
 	fairq_client_detach(&s->ch->fq, &s->fq_client, share_drop_queued, NULL);
@@ -881,6 +936,7 @@ bool gw_forward_route_stats(const struct gw_route_rt *route, struct gw_stats_sha
 	out->bc_adopted = sh->gone_holders.st.adopted;
 	out->bc_expired = sh->gone_holders.st.expired;
 	out->bc_replaced = sh->gone_holders.st.replaced;
+	out->bc_dropped = sh->gone_holders.st.dropped;
 	return true;
 }
 

@@ -137,37 +137,63 @@ static struct fwd_session *share_adopt_back_channel(struct fwd_session *ch,
 }
 
 /*
- * Learn from the reply @msg (@len bytes) to @s's NFSv4 call @u what its
- * sessions are (ulb_parse_reply: CREATE_SESSION, DESTROY_SESSION, and
- * BIND_CONN_TO_SESSION for the back channel). On a shared route the server
- * sees one connection for many clients, so a client that binds a session's
- * back channel (a Linux client does after its connection was made again, or
- * to trunk) takes it from whichever client held it: the server accepted the
- * bind, so its callbacks for that session are this client's from now on.
- * A reply that does not parse teaches nothing (counted by ulb_counters).
+ * What the reply to @s's NFSv4 call @u taught @s's session table, walked
+ * into @rep by ulb_parse_reply() (CREATE_SESSION, DESTROY_SESSION, and
+ * BIND_CONN_TO_SESSION for the back channel), as it bears on the route's
+ * other clients. On a shared route the server sees one connection for many
+ * clients, so a client that binds a session's back channel (a Linux client
+ * does after its connection was made again, or to trunk) takes it from
+ * whichever client held it: the server accepted the bind, so its callbacks
+ * for that session are this client's from now on. And a SEQUENCE the server
+ * answered NFS4_OK may make @s a candidate for a gone client's back channel;
+ * what a gone client left of a session destroyed, or whose back channel a
+ * live client bound, is dropped (bc_orphans_drop()): nobody is to adopt it.
+ * Whatever way the reply came (inline, or its data in Write chunks:
+ * forward_complete.c), so that a client that only READs is a candidate too.
  */
-void fwd_share_learn_sessions(struct fwd_session *s, const struct ulb_call *u, const uint8_t *msg,
-			      uint32_t len)
+void fwd_share_sessions_learned(struct fwd_session *s, const struct ulb_call *u,
+				const struct ulb_reply *rep)
 {
-	struct ulb_reply rep;
+	struct fwd_share *sh = s->base.route->fwd_share;
 	struct gw_session *g;
 
-	ulb_parse_reply(u, &s->ulb_sessions, msg, len, 0, &rep);
-	if (s->ch && !rep.binds_back && u->has_sequence)
-		share_note_candidate(s, u->sessionid, &rep);
-	if (!rep.binds_back || !s->ch)
+	if (!s->ch)
 		return;
+	/* A session destroyed is not to be adopted: what a gone client left of it goes. */
+	if (rep->destroys && sh)
+		bc_orphans_drop(&sh->gone_holders, rep->destroyed_id);
+	if (!rep->binds_back && u->has_sequence)
+		share_note_candidate(s, u->sessionid, rep);
+	if (!rep->binds_back)
+		return;
+	/* Nor is a back channel a live client bound: it is that client's now. */
+	if (sh)
+		bc_orphans_drop(&sh->gone_holders, rep->bound_id);
 	/* Counted: how often clients came back for their callbacks this way. */
 	gw_count_event(&s->base, GW_EV_BACKCHANNEL_BOUND);
 	TAILQ_FOREACH (g, &s->base.route->sessions, link) {
 		struct fwd_session *o = fwd_of(g);
-		if (o == s || !o->ch || !ulb_sessions_unbind_back(&o->ulb_sessions, rep.bound_id))
+		if (o == s || !o->ch || !ulb_sessions_unbind_back(&o->ulb_sessions, rep->bound_id))
 			continue;
 		if (o->state == FS_READY && o->tcp)
 			gw_warn("forward %s: BIND_CONN_TO_SESSION takes a session's back channel "
 				"from live client %s: its callbacks go to the binder now",
 				s->base.client, o->base.client);
 	}
+}
+
+/*
+ * Learn from the inline reply @msg (@len bytes) to @s's NFSv4 call @u what
+ * its sessions are (fwd_share_sessions_learned()). A reply that does not
+ * parse teaches nothing (counted by ulb_counters).
+ */
+void fwd_share_learn_sessions(struct fwd_session *s, const struct ulb_call *u, const uint8_t *msg,
+			      uint32_t len)
+{
+	struct ulb_reply rep;
+
+	ulb_parse_reply(u, &s->ulb_sessions, msg, len, 0, &rep);
+	fwd_share_sessions_learned(s, u, &rep);
 }
 
 /*

@@ -250,6 +250,7 @@ static json_t *json_shared(const struct gw_stats_shared *sh)
 	bok &= put(bc, "adopted", ju64(sh->bc_adopted));
 	bok &= put(bc, "expired", ju64(sh->bc_expired));
 	bok &= put(bc, "replaced", ju64(sh->bc_replaced));
+	bok &= put(bc, "dropped", ju64(sh->bc_dropped));
 	ok &= put(o, "back_channels_kept", finish(bc, bok));
 	return finish(o, ok);
 }

@@ -558,6 +558,8 @@ static void prom_shared(struct prom *p, const struct gw_stats_shared *sh)
 		sh->bc_expired);
 	put_u64(p, SCOPE_ROUTE, FAM_SHARED_BC_EVENTS, "", p->route_labels, "what=\"replaced\"",
 		sh->bc_replaced);
+	put_u64(p, SCOPE_ROUTE, FAM_SHARED_BC_EVENTS, "", p->route_labels, "what=\"dropped\"",
+		sh->bc_dropped);
 	put_u64(p, SCOPE_ROUTE, FAM_XID_MAP_ENTRIES, "", p->route_labels, "state=\"in_flight\"",
 		sh->xid_in_flight);
 	put_u64(p, SCOPE_ROUTE, FAM_XID_MAP_ENTRIES, "", p->route_labels, "state=\"answered\"",

@@ -59,10 +59,15 @@ static void xidmap_place(struct xidmap_entry *table, uint32_t mask, uint32_t xid
 	table[i].slot = slot;
 }
 
-/* The next table (the first, or twice the size), every entry moved over; false: none. */
+/*
+ * The next table (the first, or twice the size), every entry moved over;
+ * false: none. The size is reckoned in 64 bits: twice a table of 2^31
+ * entries (a bound of 2^30) would wrap to 0 in 32, pass the bound and
+ * make a table of nothing, into which the entries would then be moved.
+ */
 static bool xidmap_grow(struct xidmap *m)
 {
-	uint32_t size = m->table ? 2 * (m->mask + 1) : XIDMAP_START_SIZE;
+	uint64_t size = m->table ? 2 * ((uint64_t)m->mask + 1) : XIDMAP_START_SIZE;
 
 	if (size > m->max_size)
 		return false;
@@ -73,11 +78,11 @@ static bool xidmap_grow(struct xidmap *m)
 	memset(t, 0xff, size * sizeof(*t));
 	for (uint32_t i = 0; m->table && i <= m->mask; i++)
 		if (m->table[i].slot != XIDMAP_NONE)
-			xidmap_place(t, size - 1, m->table[i].xid, m->table[i].slot);
+			xidmap_place(t, (uint32_t)(size - 1), m->table[i].xid, m->table[i].slot);
 	free(m->table);
 	m->table = t;
-	m->mask = size - 1;
-	m->capacity = size / 2;
+	m->mask = (uint32_t)(size - 1);
+	m->capacity = (uint32_t)(size / 2);
 	return true;
 }
 

@@ -309,6 +309,13 @@ struct ulb_reply {
 	 */
 	bool binds_back;
 	uint8_t bound_id[ULB_SESSIONID_SIZE];
+	/*
+	 * A successful DESTROY_SESSION ended session @destroyed_id (already
+	 * gone from the table): on a shared route, what was kept of it for a
+	 * gone client goes too.
+	 */
+	bool destroys;
+	uint8_t destroyed_id[ULB_SESSIONID_SIZE];
 	/* Eligible result items in reply order. Items beyond ULB_MAX_ITEMS are
 	 * counted in n_seen but not reported; they cannot have been moved. */
 	uint8_t n_items;

@@ -273,8 +273,11 @@ static void track_session(const struct ulb_walk *w, uint32_t op, uint32_t start,
 		ulb_sessions_add(sessions, res, xdr_get32(res + CS_MAXRESP_OFF));
 	else if (op == OP_BIND_CONN_TO_SESSION)
 		track_bind(res, w->pos - start - 4, call, sessions, reply);
-	else if (op == OP_DESTROY_SESSION && call->destroys_session)
+	else if (op == OP_DESTROY_SESSION && call->destroys_session) {
 		ulb_sessions_remove(sessions, call->destroy_id);
+		reply->destroys = true;
+		memcpy(reply->destroyed_id, call->destroy_id, ULB_SESSIONID_SIZE);
+	}
 }
 
 void ulb_nfs4_parse_reply(const struct ulb_version *v, const struct ulb_call *call,

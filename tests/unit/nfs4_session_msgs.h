@@ -2,7 +2,8 @@
 /*
  * tests/unit/nfs4_session_msgs.h - hand-made NFSv4.1 messages for the
  * shared routes' session tests (test_forward_share_sessions.c,
- * test_reverse_share.c): CREATE_SESSION and BIND_CONN_TO_SESSION calls and
+ * test_reverse_share.c): CREATE_SESSION, BIND_CONN_TO_SESSION and
+ * DESTROY_SESSION calls and
  * their replies, as the gateway relays them, and a CB_COMPOUND opening with
  * CB_SEQUENCE, as the server sends it. Each message is built into an
  * exact-size heap copy (ASan sees any read beyond it) and parsed with the
@@ -25,6 +26,7 @@ enum {
 	MSG_CB_PROG = 0x40000000,
 	MSG_OP_BIND_CONN_TO_SESSION = 41,
 	MSG_OP_CREATE_SESSION = 43,
+	MSG_OP_DESTROY_SESSION = 44,
 	MSG_OP_PUTROOTFH = 24,
 	MSG_OP_SEQUENCE = 53,
 	MSG_NFS4ERR_BADSESSION = 10052,
@@ -164,6 +166,25 @@ static inline void msg_bcts_reply(struct msg *m, uint32_t xid, uint32_t status,
 	msg_sid(m, sid);
 	msg_u32(m, dir);
 	msg_u32(m, 1);
+}
+
+/* DESTROY_SESSION of @sid alone in its COMPOUND. */
+static inline void msg_destroy_session_call(struct msg *m, uint32_t xid,
+					    const uint8_t sid[ULB_SESSIONID_SIZE])
+{
+	msg_call_hdr(m, xid, MSG_NFS_PROG, 4, 1);
+	msg_u32(m, 1); /* minorversion */
+	msg_u32(m, 1);
+	msg_u32(m, MSG_OP_DESTROY_SESSION);
+	msg_sid(m, sid);
+}
+
+/* Its reply: @status. */
+static inline void msg_destroy_session_reply(struct msg *m, uint32_t xid, uint32_t status)
+{
+	msg_reply_hdr(m, xid, status, 1);
+	msg_u32(m, MSG_OP_DESTROY_SESSION);
+	msg_u32(m, status);
 }
 
 /* A COMPOUND of SEQUENCE on @sid (slot 0) and PUTROOTFH, as a client goes on with its session. */

@@ -12,12 +12,23 @@
  *    an event of the loop (share_pump_later()), and the call goes once the
  *    loop runs.
  *
+ * A reconnected client's NFSv4.1 READ whose data comes in a Write chunk
+ * (fwd_deliver_spliced()) makes it a candidate for its gone connection's
+ * back channel, as an inline reply does (fwd_share_learn_sessions()).
+ *
+ * And when a client reaches its own max_session_memory (fwd_marshal()'s
+ * -EDQUOT), that client alone waits: the other clients' calls go on, and
+ * its call goes once its own memory comes down.
+ *
  * The channel's RDMA connection is a real struct rconn (rdma/conn_io.c)
  * on a fake provider whose post_send records what it is given, as in
  * test_conn_io.c; its completions never come unless the test says so.
  * The device's pool is a plain-memory pool and the engine's event base
  * the test's own: this executable links with -Wl,--wrap for
- * rdma_dev_pool, rdma_dev_wait_for_buffers and gw_engine_base
+ * rdma_dev_pool, rdma_dev_wait_for_buffers, rdma_pool_alloc (whose buffers
+ * get a stand-in registration), gw_engine_base and
+ * tcp_conn_send_ref and tcp_conn_send_record, which take the replies
+ * delivered to the clients
  * (tests/unit/test_forward_share_pump.wrap). The calls are long ones
  * (larger than the inline threshold): each goes in a Position-Zero Read
  * chunk, one window, so that windows, not credits, are what runs out.
@@ -37,10 +48,12 @@
 #include <event2/event.h>
 #include <rdma/rdma_cma.h>
 
+#include "common/clock.h"
 #include "common/xdr.h"
 #include "gateway/forward_priv.h"
 #include "rdma/conn_priv.h"
 #include "rdma/pool.h"
+#include "tests/unit/nfs4_session_msgs.h"
 
 enum {
 	NMW = 3,	  /* the channel's memory windows */
@@ -83,6 +96,11 @@ struct fixture {
 	struct sent sent[MAX_SENDS];
 	unsigned nsent;
 	unsigned local_invs;
+	/* Replies delivered to the clients: their XIDs. */
+	uint32_t delivered[MAX_SENDS];
+	unsigned ndelivered;
+	/* The test sets max_session_memory low: a session may wait for buffers for it. */
+	bool mem_limited;
 };
 
 static struct fixture *fx;
@@ -92,6 +110,10 @@ static struct fixture *fx;
 struct rdma_pool *__wrap_rdma_dev_pool(const struct rdma_dev *dev);
 void __wrap_rdma_dev_wait_for_buffers(struct rdma_dev *dev, struct rdma_pool_waiter *w);
 struct event_base *__wrap_gw_engine_base(const struct gw_engine *eng);
+struct gw_buf *__real_rdma_pool_alloc(struct rdma_pool *pool, size_t size);
+struct gw_buf *__wrap_rdma_pool_alloc(struct rdma_pool *pool, size_t size);
+int __wrap_tcp_conn_send_ref(struct tcp_conn *c, struct gw_buf *buf, uint32_t off, uint32_t len);
+int __wrap_tcp_conn_send_record(struct tcp_conn *c, const struct tcp_piece *pieces, unsigned n);
 
 struct rdma_pool *__wrap_rdma_dev_pool(const struct rdma_dev *dev)
 {
@@ -103,7 +125,8 @@ void __wrap_rdma_dev_wait_for_buffers(struct rdma_dev *dev, struct rdma_pool_wai
 {
 	(void)dev;
 	(void)w;
-	fail_msg("the pool ran dry: the test sizes it for every call");
+	if (!fx->mem_limited)
+		fail_msg("the pool ran dry: the test sizes it for every call");
 }
 
 struct event_base *__wrap_gw_engine_base(const struct gw_engine *eng)
@@ -112,11 +135,41 @@ struct event_base *__wrap_gw_engine_base(const struct gw_engine *eng)
 	return fx->base;
 }
 
+/* The plain-memory pool has no registration: its buffers stand for registered ones. */
+struct gw_buf *__wrap_rdma_pool_alloc(struct rdma_pool *pool, size_t size)
+{
+	struct gw_buf *b = __real_rdma_pool_alloc(pool, size);
+
+	if (b && !b->mr)
+		b->mr = &fx->mr;
+	return b;
+}
+
+int __wrap_tcp_conn_send_ref(struct tcp_conn *c, struct gw_buf *buf, uint32_t off, uint32_t len)
+{
+	(void)c;
+	assert_true(len >= 4);
+	assert_true(fx->ndelivered < MAX_SENDS);
+	fx->delivered[fx->ndelivered++] = xdr_get32(buf->base + off);
+	return 0;
+}
+
+int __wrap_tcp_conn_send_record(struct tcp_conn *c, const struct tcp_piece *pieces, unsigned n)
+{
+	(void)c;
+	assert_true(n > 0 && pieces[0].len >= 4);
+	assert_true(fx->ndelivered < MAX_SENDS);
+	const uint8_t *p = pieces[0].buf ? pieces[0].buf->base + pieces[0].off : pieces[0].data;
+	fx->delivered[fx->ndelivered++] = xdr_get32(p);
+	return 0;
+}
+
 /*
  * The provider: a bind waits for the Send that advertises it and goes in
  * the same post (rdma/conn_io.c), so a Send's window is the last bind
  * before it in the chain; its bytes are read here, as the server's RDMA
- * Read would read them.
+ * Read would read them. A Send with no window of a call record (an inline
+ * call, its window a Write chunk's) is recorded with a length of 0.
  */
 static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
@@ -130,14 +183,19 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 		} else if (wr->opcode == IBV_WR_LOCAL_INV) {
 			fx->local_invs++;
 		} else if (wr->opcode == IBV_WR_SEND) {
-			if (!bound || bound->length > REC_LEN || fx->nsent == MAX_SENDS) {
-				fail_msg("a Send without the window of a call record");
+			if (fx->nsent == MAX_SENDS) {
+				fail_msg("more Sends than the test expects");
 				return EINVAL;
 			}
 			struct sent *s = &fx->sent[fx->nsent++];
 			s->wire_xid = xdr_get32((const uint8_t *)(uintptr_t)wr->sg_list[0].addr);
-			s->len = (uint32_t)bound->length;
-			memcpy(s->bytes, (const void *)(uintptr_t)bound->addr, bound->length);
+			s->len = 0;
+			if (bound && bound->mw_access_flags & IBV_ACCESS_REMOTE_READ &&
+			    bound->length <= REC_LEN) {
+				s->len = (uint32_t)bound->length;
+				memcpy(s->bytes, (const void *)(uintptr_t)bound->addr,
+				       bound->length);
+			}
 			bound = NULL;
 		}
 	}
@@ -471,12 +529,279 @@ static void test_orphan_pumps_the_channel_later(void **state)
 	assert_int_equal(f->ch->orphans, 1);
 }
 
+/* The fence of answered call @c (its windows' local invalidation) completed. */
+static void fence_completes(struct fixture *f, struct fwd_call *c)
+{
+	assert_true(c->fence_pending);
+	rconn_wr_untrack(&f->c, &c->fence_wr);
+	c->fence_wr.done(&c->fence_wr, IBV_WC_SUCCESS);
+}
+
+/*
+ * max_session_memory for MEM_CALLS calls of a client marshalled (record
+ * and transport header buffer each) and one more record queued: the next
+ * call's header buffer is one too many while a call is in flight.
+ */
+enum { MEM_CALLS = 1 };
+static const uint64_t mem_limit = MEM_CALLS * (REC_LEN + FWD_HDR_MAX) + REC_LEN + FWD_HDR_MAX / 2;
+
+/*
+ * Client A, a bulk writer, is at its own memory limit: a call in flight
+ * and the next one queued. Client B's calls go while A's waits - A is set
+ * aside, not put back at the head of the ring where every pump would stop
+ * at it. When A's call is answered and its memory freed, A's next call
+ * goes: the pump for it is deferred to the loop (it runs from
+ * fwd_call_put()), and nothing else would pump the channel then.
+ */
+static void test_client_at_memory_limit_waits_alone(void **state)
+{
+	struct fixture *f = *state;
+
+	f->cfg.max_session_memory = mem_limit;
+	f->mem_limited = true;
+	struct fwd_call *a0 = call(f, f->a, 0, 0xa000);
+	struct fwd_call *a1 = call(f, f->a, 1, 0xa001);
+	assert_int_equal(a0->state, FC_SENT);
+	assert_int_equal(a1->state, FC_QUEUED);
+	assert_int_equal(f->nsent, 1);
+	assert_true(f->a->base.counters.events[GW_EV_SESSION_MEMORY_LIMIT] > 0);
+
+	/* B, one call after another (the same limit holds for it), is served. */
+	for (uint32_t i = 0; i < 3; i++) {
+		struct fwd_call *b = call(f, f->b, i, 0xb000 + i);
+		assert_int_equal(b->state, FC_SENT);
+		assert_int_equal(f->nsent, 2 + i);
+		assert_sent_as(f, 1 + i, b);
+		assert_int_equal(a1->state, FC_QUEUED);
+		assert_int_equal(f->a->queued, 1);
+		assert_int_equal(f->ch->fq.queued, 1);
+		send_completes(f, b);
+		reply(f, b->wire_xid);
+		fence_completes(f, b);
+		assert_true(event_base_loop(f->base, EVLOOP_NONBLOCK) >= 0);
+		assert_int_equal(a1->state, FC_QUEUED); /* A still waits for its memory */
+	}
+
+	/* A's call is answered; its memory is freed once its fence completes. */
+	send_completes(f, a0);
+	reply(f, a0->wire_xid);
+	assert_int_equal(a1->state, FC_QUEUED);
+	fence_completes(f, a0);
+	assert_int_equal(f->a->mem_held, REC_LEN);
+	assert_false(f->a->mem_wait);
+	assert_true(event_base_loop(f->base, EVLOOP_NONBLOCK) >= 0);
+	assert_int_equal(a1->state, FC_SENT);
+	assert_int_equal(f->nsent, 5);
+	assert_sent_as(f, 4, a1);
+	assert_int_equal(f->ch->fq.queued, 0);
+	assert_int_equal(f->ndelivered, 4);
+	assert_int_equal(f->delivered[3], 0xa000);
+}
+
+/*
+ * A client set aside for its memory whose calls in flight all end
+ * without freeing enough (a reply still held) is resumed all the same:
+ * with nothing in flight the limit does not hold, and it must not be
+ * left paused for ever.
+ */
+static void test_client_with_nothing_in_flight_is_resumed(void **state)
+{
+	struct fixture *f = *state;
+
+	/* Room for one call marshalled and nothing else. */
+	f->cfg.max_session_memory = REC_LEN + FWD_HDR_MAX;
+	f->mem_limited = true;
+	struct fwd_call *a0 = call(f, f->a, 0, 0xa000);
+	struct fwd_call *a1 = call(f, f->a, 1, 0xa001);
+	struct fwd_call *a2 = call(f, f->a, 2, 0xa002);
+	assert_int_equal(a0->state, FC_SENT);
+	assert_int_equal(f->nsent, 1);
+	assert_true(f->a->mem_wait);
+
+	send_completes(f, a0);
+	reply(f, a0->wire_xid);
+	fence_completes(f, a0);
+	/* two records queued: past the limit, but nothing is in flight */
+	assert_true(f->a->mem_held + FWD_HDR_MAX > f->cfg.max_session_memory);
+	assert_false(f->a->mem_wait);
+	assert_true(event_base_loop(f->base, EVLOOP_NONBLOCK) >= 0);
+	assert_int_equal(a1->state, FC_SENT);
+	assert_int_equal(a2->state, FC_QUEUED);
+	assert_true(f->a->mem_wait);
+}
+
+/*
+ * A client that goes while set aside for its memory leaves the scheduler
+ * clean: its queued call is dropped, nothing of it stays in the ring, and
+ * the other client's calls go on.
+ */
+static void test_client_closing_while_waiting_for_memory(void **state)
+{
+	struct fixture *f = *state;
+
+	f->cfg.max_session_memory = mem_limit;
+	f->mem_limited = true;
+	struct fwd_call *a0 = call(f, f->a, 0, 0xa000);
+	struct fwd_call *a1 = call(f, f->a, 1, 0xa001);
+	assert_int_equal(a1->state, FC_QUEUED);
+	assert_true(f->a->mem_wait);
+
+	f->a->state = FS_CLOSING;
+	fwd_share_client_close(f->a);
+	assert_false(f->a->mem_wait);
+	assert_int_equal(f->a->queued, 0);
+	assert_int_equal(f->ch->fq.queued, 0);
+	assert_true(TAILQ_EMPTY(&f->ch->fq.ring));
+	assert_int_equal(a1->state, FC_FREE);
+
+	/* A's call in flight ends unanswered; B goes on. */
+	struct fwd_call *b0 = call(f, f->b, 0, 0xb000);
+	assert_int_equal(b0->state, FC_SENT);
+	send_completes(f, a0);
+	f->a->in_close = true;
+	assert_true(fwd_share_orphan(a0));
+	f->a->in_close = false;
+	assert_true(event_base_loop(f->base, EVLOOP_NONBLOCK) >= 0);
+	assert_true(TAILQ_EMPTY(&f->ch->fq.ring));
+	assert_int_equal(f->ch->fq.queued, 0);
+	assert_int_equal(f->ch->fq.orphans, 0);
+}
+
+/* ---- a READ whose data comes in a Write chunk ---- */
+
+enum { OP_PUTFH = 22, OP_READ = 25, READ_COUNT = 1500, READ_GOT = 1200 };
+
+static const uint8_t sid_x[ULB_SESSIONID_SIZE] = { 0x5e, 1, 2,	3,  4,	5,  6,	7,
+						   8,	 9, 10, 11, 12, 13, 14, 15 };
+
+/* Client @s sends an NFSv4.1 SEQUENCE (on @sid), PUTFH, READ of READ_COUNT bytes, XID @xid. */
+static struct fwd_call *read_call(struct fixture *f, struct ulb_rules *rules, struct fwd_session *s,
+				  uint32_t slot, uint32_t xid, const uint8_t *sid)
+{
+	struct msg m;
+	struct fwd_call *c = &s->calls[slot];
+
+	msg_sequence_call(&m, xid, sid);
+	m.len -= 4;		  /* PUTROOTFH out, PUTFH and READ in */
+	xdr_put32(m.buf + 52, 3); /* numops */
+	msg_u32(&m, OP_PUTFH);
+	msg_u32(&m, 8);
+	msg_u32(&m, 0xf11e);
+	msg_u32(&m, 0xf11e);
+	msg_u32(&m, OP_READ);
+	for (int i = 0; i < 4; i++)
+		msg_u32(&m, 0); /* stateid4 */
+	msg_u32(&m, 0);		/* offset */
+	msg_u32(&m, 0);
+	msg_u32(&m, READ_COUNT);
+
+	assert_int_equal(slot, s->slots_made);
+	*c = (struct fwd_call){ .s = s, .index = slot, .upx = UPXID_NONE, .xid = xid };
+	s->slots_made++;
+	s->busy++;
+	c->rec = test_buf(f, m.len);
+	memcpy(c->rec->base, m.buf, m.len);
+	c->rec_len = m.len;
+	c->mem = m.len;
+	s->mem_held += m.len;
+	assert_int_equal(ulb_parse_call(rules, &s->ulb_sessions, c->rec->base, m.len, &c->ulb),
+			 ULB_OK);
+	fwd_share_admit(s, c);
+	return c;
+}
+
+/*
+ * The server answers READ call @c: READ_GOT bytes RDMA Written into its
+ * Write chunk, and the reduced reply inline (SEQUENCE NFS4_OK, PUTFH, READ
+ * with its data's length word and no data); then the call's fence completes.
+ */
+static void read_reply(struct fixture *f, struct fwd_call *c, const uint8_t *sid)
+{
+	struct msg m;
+
+	assert_int_equal(c->nwrites, 1);
+	memset(c->wbuf[0]->base, 0xda, READ_GOT); /* the server's RDMA Write */
+	msg_sequence_reply(&m, c->wire_xid, 0, sid);
+	xdr_put32(m.buf + 36, 3); /* results: SEQUENCE, PUTFH, READ */
+	m.len -= 8;		  /* PUTROOTFH out */
+	msg_u32(&m, OP_PUTFH);
+	msg_u32(&m, 0);
+	msg_u32(&m, OP_READ);
+	msg_u32(&m, 0);
+	msg_u32(&m, 1); /* eof */
+	msg_u32(&m, READ_GOT);
+
+	struct gw_buf *b = test_buf(f, 1024);
+	const uint32_t used = READ_GOT;
+	struct rpcrdma_reply_desc d = { .version = RPCRDMA_V1,
+					.xid = c->wire_xid,
+					.credits = CREDITS,
+					.proc = RPCRDMA_MSG,
+					.nwrites = 1,
+					.writes = c->wdesc,
+					.write_used = &used };
+	ssize_t h = rpcrdma_encode_reply(b->base, b->size, &d);
+	assert_true(h > 0 && (size_t)h + m.len <= b->size);
+	memcpy(b->base + h, m.buf, m.len);
+	send_completes(f, c);
+	fwd_recv(&f->c, f->ch, b, (uint32_t)h + m.len, 0);
+	fence_completes(f, c);
+}
+
+/*
+ * Client A's connection went holding session X's back channel; A connected
+ * again from a new port (client B here: A's address) and only READs large
+ * files, so every reply of its comes with a Write chunk. Once the server
+ * has answered its SEQUENCE on X NFS4_OK, the next callback for X is its.
+ */
+static void test_spliced_reply_makes_a_candidate(void **state)
+{
+	struct fixture *f = *state;
+	struct ulb_rules *rules = msg_rules_load();
+	char tcp_stand_in;
+	struct upxid_key k;
+
+	assert_non_null(rules);
+	f->b->peer = f->a->peer;
+	((struct sockaddr_in *)&f->b->peer)->sin_port = htons(705);
+	assert_true(upxid_key_from_sockaddr(&k, (const struct sockaddr *)&f->a->peer, 0));
+	bc_orphans_add(&f->sh.gone_holders, sid_x, k.addr, MSG_MAXRESP, gw_now_pass_us());
+	f->b->base.started_us = gw_now_us() + 1000000;
+	f->b->tcp = (struct tcp_conn *)&tcp_stand_in;
+
+	struct fwd_call *c = read_call(f, rules, f->b, 0, 0xb000, sid_x);
+	assert_int_equal(c->state, FC_SENT);
+	read_reply(f, c, sid_x);
+	assert_int_equal(f->ndelivered, 1);
+	assert_int_equal(f->delivered[0], 0xb000);
+	assert_int_equal(f->b->base.counters.bytes_write_chunk, READ_GOT); /* spliced */
+	assert_int_equal(c->state, FC_FREE);
+	assert_true(ulb_sessions_has(&f->b->ulb_sessions, sid_x));
+
+	struct msg cb;
+	const char *why = NULL;
+	msg_cb_sequence(&cb, 0xcb, sid_x);
+	assert_ptr_equal(fwd_share_cb_client(f->ch, cb.buf, cb.len, &why), f->b);
+	assert_int_equal(f->b->base.counters.events[GW_EV_BACKCHANNEL_ADOPTED], 1);
+	assert_int_equal(bc_orphans_count(&f->sh.gone_holders), 0);
+	f->b->tcp = NULL;
+	ulb_rules_free(rules);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_calls_wait_for_windows_and_go_in_order, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_orphan_pumps_the_channel_later, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_client_at_memory_limit_waits_alone, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_client_with_nothing_in_flight_is_resumed,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_client_closing_while_waiting_for_memory, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_spliced_reply_makes_a_candidate, setup,
 						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

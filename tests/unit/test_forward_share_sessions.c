@@ -14,6 +14,11 @@
  * callback that then finds no holder goes to the one connection made since
  * from the gone client's address whose SEQUENCE on that session the server
  * answered NFS4_OK, and to none when there are several (backchannel_adopted).
+ * What is kept goes when the server answers a DESTROY_SESSION of the
+ * session or a live client binds its back channel.
+ * A candidate from a reply whose data came in Write chunks is made in
+ * forward_complete.c's spliced path, which this harness, with no RDMA
+ * connection, cannot reach: test_forward_share_pump.c tests it.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -404,17 +409,62 @@ static void test_creator_is_not_a_candidate(void **state)
 	assert_ptr_equal(callback_to(f, sid_x), b2);
 }
 
-/* B bound X since A went: that bind stands, A's reconnection takes nothing from B. */
+/*
+ * B bound X since A went: that bind stands, A's reconnection takes nothing
+ * from B; what A left of X went with the bind (dropped, not adopted).
+ */
 static void test_adoption_leaves_a_bind_alone(void **state)
 {
 	struct fixture *f = *state;
+	struct bc_orphans *kept = &f->route->fwd_share->gone_holders;
 
 	a_creates_x(f);
 	a_goes(f);
+	assert_int_equal(bc_orphans_count(kept), 1);
 	b_binds_x(f, MSG_CDFC4_BACK_OR_BOTH, 0, sid_x, MSG_CDFS4_BOTH, false);
+	assert_int_equal(bc_orphans_count(kept), 0);
+	assert_int_equal(kept->st.dropped, 1);
+	assert_int_equal(kept->st.adopted, 0);
 	struct fwd_session *a2 = reconnected(f, 3, "192.0.2.1:705");
 	sequence(f, a2, sid_x, 0);
 	assert_ptr_equal(callback_to(f, sid_x), f->b);
+	assert_int_equal(adopted(f), 0);
+}
+
+/* @s destroys session @sid: DESTROY_SESSION answered @status. */
+static void destroy(struct fixture *f, struct fwd_session *s, const uint8_t *sid, uint32_t status)
+{
+	struct msg call, rep;
+
+	msg_destroy_session_call(&call, 60, sid);
+	msg_destroy_session_reply(&rep, 60, status);
+	relay(f, s, &call, &rep, rep.len);
+}
+
+/*
+ * A's reconnection destroys X (as a Linux client does to reset its
+ * session): what A left of X goes (dropped, not adopted), so no later
+ * connection from A's address is a candidate for it. A destroy the server
+ * refused leaves it.
+ */
+static void test_destroyed_session_is_not_kept(void **state)
+{
+	struct fixture *f = *state;
+	struct bc_orphans *kept = &f->route->fwd_share->gone_holders;
+
+	a_creates_x(f);
+	a_goes(f);
+	struct fwd_session *a2 = reconnected(f, 3, "192.0.2.1:705");
+	destroy(f, a2, sid_x, MSG_NFS4ERR_BADSESSION);
+	assert_int_equal(bc_orphans_count(kept), 1);
+	destroy(f, a2, sid_x, 0);
+	assert_int_equal(bc_orphans_count(kept), 0);
+	assert_int_equal(kept->st.dropped, 1);
+	assert_int_equal(kept->st.adopted, 0);
+	struct fwd_session *a3 = reconnected(f, 4, "192.0.2.1:706");
+	sequence(f, a3, sid_x, 0);
+	assert_false(ulb_sessions_has(&a3->ulb_sessions, sid_x));
+	assert_null(callback_to(f, sid_x));
 	assert_int_equal(adopted(f), 0);
 }
 
@@ -436,6 +486,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_other_connections_are_not_candidates, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_adoption_leaves_a_bind_alone, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_destroyed_session_is_not_kept, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_creator_is_not_a_candidate, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -179,6 +179,7 @@ static void fake_engine_init(struct fake_engine *e)
 	a->shared.bc_adopted = 32;
 	a->shared.bc_expired = 33;
 	a->shared.bc_replaced = 34;
+	a->shared.bc_dropped = 35;
 	a->r.shared = &a->shared;
 	/* Its calls waited in the fair queue 50 us and 3 ms; session 11's was the 3 ms one. */
 	gw_hist_add(&a->totals.queue_us, 50);
@@ -824,6 +825,7 @@ static void test_stats_json_shared(void **state)
 	assert_int_equal(jint(root, "routes.0.shared_upstream.back_channels_kept.adopted"), 32);
 	assert_int_equal(jint(root, "routes.0.shared_upstream.back_channels_kept.expired"), 33);
 	assert_int_equal(jint(root, "routes.0.shared_upstream.back_channels_kept.replaced"), 34);
+	assert_int_equal(jint(root, "routes.0.shared_upstream.back_channels_kept.dropped"), 35);
 	assert_int_equal(jint(root, "routes.0.shared_upstream.xid_map.entries"), 61440);
 	assert_int_equal(jint(root, "routes.0.shared_upstream.xid_map.in_flight"), 3);
 	assert_int_equal(jint(root, "routes.0.shared_upstream.xid_map.answered"), 250);

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <cmocka.h>
 
 #include "gateway/xidmap.h"
@@ -20,9 +21,14 @@ void *__wrap_malloc(size_t size);
 
 static unsigned malloc_fail_in;
 static unsigned malloc_failed; /* allocations failed on purpose */
+static unsigned malloc_empty;  /* asked for 0 bytes: refused */
 
 void *__wrap_malloc(size_t size)
 {
+	if (size == 0) {
+		malloc_empty++;
+		return NULL;
+	}
 	if (malloc_fail_in > 0 && --malloc_fail_in == 0) {
 		malloc_failed++;
 		return NULL;
@@ -227,6 +233,43 @@ static void test_init_refuses_huge_bound(void **state)
 	assert_int_equal(xidmap_init(&m, UINT32_MAX), -EINVAL);
 }
 
+/*
+ * A table of 2^31 entries (the largest a bound of 2^30 allows), full to its
+ * capacity: an insert finds it at its bound, NO_ROOM, and asks for no table.
+ * Twice its size wrapped to 0 in 32 bits, passed the bound, and a table of
+ * nothing was asked for, into which every entry would have been moved. The
+ * table is a mapping of 16 GiB reserved but never touched, but for the one
+ * page of the new XID's first probe, which is made empty so that the search
+ * for a duplicate ends there.
+ */
+static void test_largest_table_does_not_wrap(void **state)
+{
+	(void)state;
+	const uint64_t size = 1ull << 31;
+	const size_t bytes = size * sizeof(struct xidmap_entry);
+	struct xidmap m;
+
+	assert_int_equal(xidmap_init(&m, 1u << 30), 0);
+	assert_int_equal(m.max_size, size);
+	void *t = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (t == MAP_FAILED)
+		skip(); /* no room for the address range here */
+	m.table = t;
+	m.mask = (uint32_t)(size - 1);
+	m.capacity = (uint32_t)(size / 2);
+	m.count = m.capacity;
+	const uint32_t xid = 0x1234567;
+	m.table[(xid * 2654435761u) & m.mask].slot = XIDMAP_NONE; /* xidmap.c's xid_hash() */
+
+	unsigned empty = malloc_empty;
+	assert_int_equal(xidmap_put(&m, xid, 1), XIDMAP_NO_ROOM);
+	assert_int_equal(malloc_empty, empty);
+	assert_ptr_equal(m.table, t);
+	assert_int_equal(m.mask, size - 1);
+	munmap(t, bytes);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -235,6 +278,7 @@ int main(void)
 		cmocka_unit_test(test_churn_matches_reference),
 		cmocka_unit_test(test_grows_from_small_start_to_bound),
 		cmocka_unit_test(test_init_refuses_huge_bound),
+		cmocka_unit_test(test_largest_table_does_not_wrap),
 		cmocka_unit_test(test_growth_out_of_memory),
 		cmocka_unit_test(test_first_table_out_of_memory),
 	};
