@@ -618,3 +618,8 @@ const struct nlm_async_stats *nlm_async_stats(const struct nlm_async *as)
 {
 	return &as->stats;
 }
+
+void nlm_async_set_route(struct nlm_async *as, const struct gw_route *route)
+{
+	as->cfg.route = route;
+}

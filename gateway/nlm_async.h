@@ -80,6 +80,12 @@ struct nlm_async_stats {
 /* NULL with a message in @err. 0 in a limit of @cfg: its default. */
 struct nlm_async *nlm_async_new(struct event_base *base, const struct nlm_async_config *cfg,
 				char *err, size_t errlen);
+
+/*
+ * After a configuration reload: the route's new settings (the old ones are
+ * freed once every worker has taken the new configuration).
+ */
+void nlm_async_set_route(struct nlm_async *as, const struct gw_route *route);
 void nlm_async_free(struct nlm_async *as);
 
 /* TEST_MSG .. UNLOCK_MSG: the client calls the relay rewrites and remembers. */

@@ -746,3 +746,10 @@ const struct nlm_callback_stats *nlm_callback_stats(const struct nlm_callback *c
 {
 	return &cb->stats;
 }
+
+void nlm_callback_set_route(struct nlm_callback *cb, const struct gw_route *route)
+{
+	cb->cfg.route = route;
+	cb->route = *route;
+	cb->route.allowed_clients_count = 0; /* as nlm_callback_start() has it */
+}

@@ -79,6 +79,12 @@ struct nlm_callback *nlm_callback_start(struct event_base *base,
 					const struct nlm_callback_config *cfg,
 					const struct sockaddr *server, socklen_t server_len,
 					char *err, size_t errlen);
+
+/*
+ * After a configuration reload: the route's new settings (the old ones are
+ * freed once every worker has taken the new configuration).
+ */
+void nlm_callback_set_route(struct nlm_callback *cb, const struct gw_route *route);
 void nlm_callback_stop(struct nlm_callback *cb);
 
 /* Whether the server can find the service (a portmapper or a registration). */

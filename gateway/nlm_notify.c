@@ -436,3 +436,8 @@ const struct nlm_notify_stats *nlm_notify_stats(const struct nlm_notify *nt)
 {
 	return &nt->stats;
 }
+
+void nlm_notify_set_route(struct nlm_notify *nt, const struct gw_route *route)
+{
+	nt->cfg.route = route;
+}

@@ -64,6 +64,12 @@ struct nlm_notify_stats {
 struct nlm_notify *nlm_notify_start(struct event_base *base, const struct nlm_notify_config *cfg,
 				    const struct sockaddr *server, socklen_t server_len, char *err,
 				    size_t errlen);
+
+/*
+ * After a configuration reload: the route's new settings (the old ones are
+ * freed once every worker has taken the new configuration).
+ */
+void nlm_notify_set_route(struct nlm_notify *nt, const struct gw_route *route);
 void nlm_notify_stop(struct nlm_notify *nt);
 
 /* Whether @msg is a call to NSM (program 100024): this module's to answer. */

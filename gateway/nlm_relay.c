@@ -729,3 +729,8 @@ void nlm_relay_forget_lock(struct nlm_relay *rl, const struct nlm_owner_id *owne
 {
 	nlm_state_unlocked(rl->st, owner, fh, offset, len);
 }
+
+void nlm_relay_set_route_name(struct nlm_relay *rl, const char *route_name)
+{
+	rl->cfg.route_name = route_name;
+}

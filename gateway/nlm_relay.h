@@ -75,6 +75,12 @@ struct nlm_relay_config {
 
 /* NULL with errno (EINVAL: a limit or the name out of range; ENOMEM). */
 struct nlm_relay *nlm_relay_new(const struct nlm_relay_config *cfg);
+
+/*
+ * After a configuration reload: the route's new settings (the old ones are
+ * freed once every worker has taken the new configuration).
+ */
+void nlm_relay_set_route_name(struct nlm_relay *rl, const char *route_name);
 void nlm_relay_free(struct nlm_relay *rl);
 
 /* Where the own calls go, once the upstream relay exists. */

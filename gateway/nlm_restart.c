@@ -326,3 +326,8 @@ const struct nlm_restart_stats *nlm_restart_stats(const struct nlm_restart *nr)
 {
 	return &nr->stats;
 }
+
+void nlm_restart_set_route(struct nlm_restart *nr, const struct gw_route *route)
+{
+	nr->cfg.route = route;
+}

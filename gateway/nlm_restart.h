@@ -69,6 +69,12 @@ int nlm_restart_next_state(const char *path, int64_t now_s, int32_t *state, char
 struct nlm_restart *nlm_restart_start(struct event_base *base, const struct nlm_restart_config *cfg,
 				      const struct sockaddr *server, socklen_t server_len,
 				      char *err, size_t errlen);
+
+/*
+ * After a configuration reload: the route's new settings (the old ones are
+ * freed once every worker has taken the new configuration).
+ */
+void nlm_restart_set_route(struct nlm_restart *nr, const struct gw_route *route);
 void nlm_restart_stop(struct nlm_restart *nr);
 const struct nlm_restart_stats *nlm_restart_stats(const struct nlm_restart *nr);
 

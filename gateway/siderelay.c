@@ -509,3 +509,8 @@ void siderelay_stop(struct siderelay *r)
 	relay_table_destroy(&r->table);
 	free(r);
 }
+
+void siderelay_set_route(struct siderelay *r, const struct gw_route *route)
+{
+	r->cfg.route = route;
+}

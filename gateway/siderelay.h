@@ -141,6 +141,12 @@ struct siderelay;
 /* NULL with errno when the upstream socket cannot be made. */
 struct siderelay *siderelay_start(struct event_base *base, const struct siderelay_config *cfg);
 
+/*
+ * After a configuration reload: the route's new settings (the old ones are
+ * freed once every worker has taken the new configuration).
+ */
+void siderelay_set_route(struct siderelay *r, const struct gw_route *route);
+
 /* A sidesvc_msg_fn: @arg is the relay. */
 void siderelay_on_call(void *arg, struct sidesvc *svc, const struct sidesvc_peer *peer,
 		       const uint8_t *msg, size_t len);

@@ -616,3 +616,31 @@ void gw_side_stop(struct gw_side *side)
 	nlm_relay_free(side->nlm_rw);
 	free(side);
 }
+
+void gw_side_set_route(struct gw_side *side, const struct gw_route *route)
+{
+	struct sidesvc *svcs[] = { side ? side->pmap : NULL, side ? side->mount : NULL,
+				   side ? side->nlm : NULL, side ? side->nsm : NULL };
+
+	if (!side)
+		return;
+	side->route = route;
+	for (size_t i = 0; i < sizeof(svcs) / sizeof(svcs[0]); i++) {
+		if (svcs[i])
+			sidesvc_set_route(svcs[i], route);
+	}
+	if (side->mount_relay)
+		siderelay_set_route(side->mount_relay, route);
+	if (side->nlm_relay)
+		siderelay_set_route(side->nlm_relay, route);
+	if (side->nlm_rw)
+		nlm_relay_set_route_name(side->nlm_rw, route->name);
+	if (side->nlm_cb)
+		nlm_callback_set_route(side->nlm_cb, route);
+	if (side->nlm_async)
+		nlm_async_set_route(side->nlm_async, route);
+	if (side->nlm_nt)
+		nlm_notify_set_route(side->nlm_nt, route);
+	if (side->nlm_rs)
+		nlm_restart_set_route(side->nlm_rs, route);
+}

@@ -38,6 +38,14 @@ struct gw_side *gw_side_start(struct event_base *base, const struct gw_route *ro
 
 void gw_side_stop(struct gw_side *side);
 
+/*
+ * After a configuration reload, on the side's own thread: every service
+ * and relay of @side takes @route, the same route in the new configuration
+ * (its allowed_clients and limits that may change live; the old
+ * configuration is freed after this). NULL @side: nothing.
+ */
+void gw_side_set_route(struct gw_side *side, const struct gw_route *route);
+
 /* The NLM relay's figures in @out; false when @side is NULL (no side services). */
 bool gw_side_nlm_stats(const struct gw_side *side, struct gw_stats_nlm *out);
 

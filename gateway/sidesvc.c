@@ -370,3 +370,8 @@ void sidesvc_stop(struct sidesvc *svc)
 	free(svc->dgram);
 	free(svc);
 }
+
+void sidesvc_set_route(struct sidesvc *svc, const struct gw_route *route)
+{
+	svc->cfg.route = route;
+}

@@ -63,6 +63,12 @@ struct sidesvc_config {
 struct sidesvc *sidesvc_start(struct event_base *base, const struct sockaddr *addr,
 			      socklen_t addrlen, const struct sidesvc_config *cfg);
 
+/*
+ * After a configuration reload: the route's new settings (the old ones are
+ * freed once every worker has taken the new configuration).
+ */
+void sidesvc_set_route(struct sidesvc *svc, const struct gw_route *route);
+
 /* The port both sockets are bound to. */
 uint16_t sidesvc_port(const struct sidesvc *svc);
 

@@ -142,6 +142,46 @@ static void test_forward_route_advertises_nfs_and_mount(void **state)
 	event_base_free(base);
 }
 
+/*
+ * A reload gives the side services the route of the new configuration
+ * (gw_side_set_route()), and the old one is freed: its allowed_clients no
+ * longer apply (10.0.0.0/8 only, so this loopback client is refused), and
+ * nothing reads the old route any more (poisoned and freed here; ASan
+ * would name a read of it).
+ */
+static void test_reload_gives_the_side_its_new_route(void **state)
+{
+	(void)state;
+	struct event_base *base = event_base_new();
+	struct gw_route *old = malloc(sizeof(*old));
+	struct gw_route next;
+	struct gw_cidr ten = { .family = AF_INET, .prefix_len = 8 };
+	struct gw_counters c = { 0 };
+	char err[256] = "";
+	int failed;
+
+	assert_non_null(old);
+	route_init(old, GW_MODE_FORWARD, 0x7f000001);
+	struct gw_side *side = gw_side_start(base, old, &c, &failed, err, sizeof(err));
+	assert_non_null(side);
+	assert_int_equal(getport(base, old->portmapper_port, 100003, 3, PMAP_IPPROTO_TCP), 2049);
+
+	next = *old;
+	ten.addr.v4.s_addr = htonl(0x0a000000);
+	next.allowed_clients = &ten;
+	next.allowed_clients_count = 1;
+	gw_side_set_route(side, &next);
+	memset(old, 0xa5, sizeof(*old));
+	free(old);
+	assert_int_equal(getport(base, next.portmapper_port, 100003, 3, PMAP_IPPROTO_TCP), -1);
+
+	/* Allowed again by the next reload. */
+	next.allowed_clients_count = 0;
+	assert_int_equal(getport(base, next.portmapper_port, 100003, 3, PMAP_IPPROTO_TCP), 2049);
+	gw_side_stop(side);
+	event_base_free(base);
+}
+
 /* RPC-over-RDMA has no portmapper protocol: a reverse route offers MOUNT only. */
 static void test_reverse_route_advertises_mount_only(void **state)
 {
@@ -364,6 +404,7 @@ int main(void)
 	setenv("STATE_DIRECTORY", dir, 1);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_forward_route_advertises_nfs_and_mount),
+		cmocka_unit_test(test_reload_gives_the_side_its_new_route),
 		cmocka_unit_test(test_reverse_route_advertises_mount_only),
 		cmocka_unit_test(test_refused_configurations),
 		cmocka_unit_test(test_nlm_keys_reach_the_relay),
