@@ -201,10 +201,44 @@ static int tcp_steer_attach(evutil_socket_t fd, int family, unsigned count)
  * A listening socket; *step names what failed (for the log) when it
  * returns -1 with errno set.
  */
+/*
+ * Whether @addr is free for a listener of our own, tried with a socket
+ * without SO_REUSEPORT. A SO_REUSEPORT group admits any socket of the same
+ * user that sets the option: another instance of the gateway started on
+ * the same address would join the group (and replace its steering program)
+ * and take part of the clients, where a plain listener would have failed to
+ * bind. Port 0 has nothing to check. 0, or -1 with errno (EADDRINUSE).
+ */
+static int tcp_addr_free(const struct sockaddr *addr, socklen_t len)
+{
+	int one = 1, err = 0;
+	uint16_t port = addr->sa_family == AF_INET6 ? ((const struct sockaddr_in6 *)addr)->sin6_port
+						    : ((const struct sockaddr_in *)addr)->sin_port;
+
+	if (port == 0)
+		return 0;
+	int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    (addr->sa_family == AF_INET6 &&
+	     setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0) ||
+	    bind(fd, addr, len) < 0)
+		err = errno;
+	close(fd);
+	errno = err;
+	return err ? -1 : 0;
+}
+
 static evutil_socket_t tcp_listen_socket(const struct sockaddr *addr, socklen_t len, int backlog,
 					 unsigned index, unsigned count, const char **step)
 {
 	int one = 1, err;
+
+	*step = "bind (the address is taken: another process listens there)";
+	if (count > 1 && index == 0 && tcp_addr_free(addr, len) < 0)
+		return -1;
+
 	evutil_socket_t fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
 	*step = "socket";

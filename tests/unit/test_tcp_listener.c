@@ -704,6 +704,29 @@ static void test_steered_count_1(void **state)
 	lh_free(h);
 }
 
+/*
+ * A second group on an address that has one (another instance of the
+ * gateway) is refused at its first listener, as a plain listener would be,
+ * rather than joining the running group and taking part of its clients.
+ */
+static void test_steered_group_refuses_a_second(void **state)
+{
+	(void)state;
+	struct lh *h = lh_new();
+	struct steer_group g;
+	struct sockaddr_storage bound;
+	socklen_t bl = sizeof(struct sockaddr_in);
+
+	steer_group_listen(&g, h, AF_INET, 2, &bound);
+	errno = 0;
+	struct tcp_listener *other = tcp_listener_new_steered(h->base, (struct sockaddr *)&bound,
+							      bl, 16, &lops, h, 0, 2);
+	assert_null(other);
+	assert_int_equal(errno, EADDRINUSE);
+	steer_group_free(&g);
+	lh_free(h);
+}
+
 /* Groups of 0 or more than 64, or an index outside the group, are refused. */
 static void test_steered_bad_group(void **state)
 {
@@ -743,6 +766,7 @@ int main(void)
 		cmocka_unit_test(test_steered_ipv6),
 		cmocka_unit_test(test_steer_index_formula),
 		cmocka_unit_test(test_steered_count_1),
+		cmocka_unit_test(test_steered_group_refuses_a_second),
 		cmocka_unit_test(test_steered_bad_group),
 	};
 
