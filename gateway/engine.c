@@ -171,7 +171,7 @@ static bool engine_admit(const struct sockaddr *peer, socklen_t len, void *arg)
 	struct gw_route_rt *route = arg;
 	struct gw_engine *eng = route->eng;
 
-	if (route->draining)
+	if (route->draining || (eng->shared && atomic_load(&eng->shared->draining)))
 		return false;
 	if (!gw_route_client_allowed(route->cfg, peer)) {
 		gw_admission_refuse_unlisted(&route->admission, route->cfg->name, peer,
@@ -585,6 +585,8 @@ void gw_engine_reload_commit(struct gw_engine *eng, const struct gw_config *next
 		rt->cfg = nr;
 		route_tcp_config(rt);
 		route_limits(rt);
+		/* Its side relays refer to the route too (only worker 0 has them). */
+		gw_side_set_route(rt->side, nr);
 		/* Live sessions keep the set they started with (their calls refer to it). */
 		ulb_rules_free(rt->rules);
 		rt->rules = rl->rules[i];

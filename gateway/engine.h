@@ -35,6 +35,7 @@ struct gw_engine *gw_engine_start(struct event_base *base, const struct gw_confi
  * (gateway/workers.c); @route_live has one counter per route of the config.
  */
 struct gw_engine_shared {
+	atomic_bool draining; /* set before any worker drains: none admits any more */
 	_Atomic size_t process_live;
 	_Atomic uint32_t *route_live;
 	size_t nroutes;

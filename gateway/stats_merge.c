@@ -80,6 +80,7 @@ static void acc_add_shared(struct gw_stats_shared *into, const struct gw_stats_s
 	into->bc_adopted += from->bc_adopted;
 	into->bc_expired += from->bc_expired;
 	into->bc_replaced += from->bc_replaced;
+	into->bc_dropped += from->bc_dropped;
 }
 
 void gw_stats_route_acc_add(struct gw_stats_route_acc *acc, const struct gw_stats_route *r)

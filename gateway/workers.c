@@ -28,6 +28,8 @@ struct gw_worker {
 	struct gw_engine *eng;
 	bool thread_started;
 	pthread_t thread;
+	/* Its loop ended without being told to (an epoll failure): nothing it owns is touched. */
+	atomic_bool exited;
 	/* The caller writes a byte here when a command waits (workers 1..N-1). */
 	int pipe[2];
 	struct event *cmd_ev;
@@ -42,6 +44,7 @@ struct gw_worker {
 	enum worker_cmd cmd;
 	bool cmd_done;
 	unsigned release_gen; /* a parked worker goes on when this moves */
+	bool stopping;	      /* STOP was taken: the loop's end is expected */
 	const struct gw_config *next;
 	struct gw_engine_reload *rl;
 	unsigned drain_ms;
@@ -145,6 +148,9 @@ static void worker_on_cmd(evutil_socket_t fd, short what, void *arg)
 		gw_engine_drain(w->eng, w->drain_ms, worker_drained, w);
 		break;
 	case WCMD_STOP:
+		pthread_mutex_lock(&w->lock);
+		w->stopping = true;
+		pthread_mutex_unlock(&w->lock);
 		event_base_loopbreak(w->base);
 		break;
 	}
@@ -156,6 +162,24 @@ static void *worker_main(void *arg)
 	struct gw_worker *w = arg;
 
 	event_base_dispatch(w->base);
+	pthread_mutex_lock(&w->lock);
+	bool told = w->stopping;
+	if (!told) {
+		/*
+		 * The loop ended on its own (it has a persistent event, so only
+		 * a failure of the backend ends it): say so, and leave the
+		 * engine to gw_workers_stop(), on the main thread once this one
+		 * is joined. Commands to it are answered at once from now on.
+		 */
+		atomic_store(&w->exited, true);
+		pthread_cond_broadcast(&w->cond);
+	}
+	pthread_mutex_unlock(&w->lock);
+	if (!told) {
+		gw_err("worker %u: its event loop ended; its %zu sessions are no longer served",
+		       w->index, gw_engine_sessions(w->eng));
+		return NULL;
+	}
 	/* Stopped: close the engine here, on the thread whose loop it runs on. */
 	gw_engine_stop(w->eng);
 	w->eng = NULL;
@@ -176,7 +200,7 @@ static void worker_call(struct gw_worker *w, enum worker_cmd cmd)
 	while (write(w->pipe[1], &one, 1) < 0 && errno == EINTR)
 		;
 	pthread_mutex_lock(&w->lock);
-	while (!w->cmd_done)
+	while (!w->cmd_done && !atomic_load(&w->exited))
 		pthread_cond_wait(&w->cond, &w->lock);
 	pthread_mutex_unlock(&w->lock);
 }
@@ -194,7 +218,7 @@ static bool worker_park_within(struct gw_worker *w, unsigned timeout_ms)
 	static const uint8_t one = 1;
 	struct timespec until;
 
-	clock_gettime(CLOCK_REALTIME, &until);
+	clock_gettime(CLOCK_MONOTONIC, &until);
 	until.tv_sec += timeout_ms / 1000;
 	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
 	if (until.tv_nsec >= 1000000000L) {
@@ -209,6 +233,10 @@ static bool worker_park_within(struct gw_worker *w, unsigned timeout_ms)
 		;
 	pthread_mutex_lock(&w->lock);
 	while (!w->cmd_done) {
+		if (atomic_load(&w->exited)) {
+			pthread_mutex_unlock(&w->lock);
+			return false;
+		}
 		if (w->cmd == WCMD_PARK &&
 		    pthread_cond_timedwait(&w->cond, &w->lock, &until) == ETIMEDOUT &&
 		    w->cmd == WCMD_PARK && !w->cmd_done) {
@@ -233,7 +261,8 @@ static void worker_release(struct gw_worker *w)
 
 static bool worker_running(const struct gw_worker *w)
 {
-	return w->index > 0 && w->thread_started && w->ws->engs[w->index];
+	return w->index > 0 && w->thread_started && w->ws->engs[w->index] &&
+	       !atomic_load(&w->exited);
 }
 
 static void on_worker_drained(evutil_socket_t fd, short what, void *arg)
@@ -260,8 +289,14 @@ void gw_workers_drain(struct gw_workers *ws, unsigned timeout_ms, void (*done)(v
 	ws->drain_done = done;
 	ws->drain_arg = arg;
 	ws->drains_pending = ws->n;
-	gw_engine_drain(ws->engs[0], timeout_ms, worker_drained, &ws->w[0]);
-	for (unsigned k = 1; k < ws->n; k++) {
+	/*
+	 * No worker admits from now on, before any listener closes: a closed
+	 * listener renumbers its SO_REUSEPORT group, and until every worker has
+	 * its DRAIN a client could land on another worker than its own. The
+	 * last worker first, so that the closes move no listener in a group.
+	 */
+	atomic_store(&ws->shared.draining, true);
+	for (unsigned k = ws->n; k-- > 1;) {
 		struct gw_worker *w = &ws->w[k];
 		if (!worker_running(w)) {
 			ws->drains_pending--;
@@ -270,6 +305,7 @@ void gw_workers_drain(struct gw_workers *ws, unsigned timeout_ms, void (*done)(v
 		w->drain_ms = timeout_ms;
 		worker_call(w, WCMD_DRAIN);
 	}
+	gw_engine_drain(ws->engs[0], timeout_ms, worker_drained, &ws->w[0]);
 }
 
 int gw_workers_reload(struct gw_workers *ws, const struct gw_config *next, char *err, size_t errlen)
@@ -278,7 +314,7 @@ int gw_workers_reload(struct gw_workers *ws, const struct gw_config *next, char 
 
 	/* Every worker's rule sets read before any worker changes. */
 	for (unsigned k = 0; k < ws->n; k++) {
-		if (!ws->engs[k])
+		if (!ws->engs[k] || (k > 0 && !worker_running(&ws->w[k])))
 			continue;
 		rl[k] = gw_engine_reload_prepare(ws->engs[k], next, err, errlen);
 		if (!rl[k]) {
@@ -364,13 +400,13 @@ void gw_workers_stop(struct gw_workers *ws)
 		return;
 	for (unsigned k = ws->n; k-- > 1;) {
 		struct gw_worker *w = &ws->w[k];
+		ws->engs[k] = NULL; /* the stats endpoint no longer reads it */
 		if (w->thread_started) {
-			ws->engs[k] = NULL; /* the stats endpoint no longer reads it */
-			worker_call(w, WCMD_STOP);
+			worker_call(w, WCMD_STOP); /* returns at once if its loop has ended */
 			pthread_join(w->thread, NULL);
-		} else if (w->eng) {
-			gw_engine_stop(w->eng); /* made here, never ran elsewhere */
 		}
+		if (w->eng)
+			gw_engine_stop(w->eng); /* never ran elsewhere, or its loop ended */
 		w->eng = NULL;
 		worker_free(w);
 	}
@@ -390,6 +426,15 @@ void gw_workers_stop(struct gw_workers *ws)
 	free(ws);
 }
 
+static bool has_forward_route(const struct gw_config *cfg)
+{
+	for (size_t i = 0; i < cfg->routes_count; i++) {
+		if (cfg->routes[i].mode == GW_MODE_FORWARD)
+			return true;
+	}
+	return false;
+}
+
 static unsigned online_cpus(void)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -404,9 +449,18 @@ static int worker_init(struct gw_workers *ws, unsigned k, struct event_base *bas
 	w->ws = ws;
 	w->index = k;
 	w->pipe[0] = w->pipe[1] = -1;
+	pthread_condattr_t ca;
 	if (pthread_mutex_init(&w->lock, NULL) != 0)
 		return -ENOMEM;
-	if (pthread_cond_init(&w->cond, NULL) != 0) {
+	/* The park's time limit on the monotonic clock: a clock step must not stretch it. */
+	if (pthread_condattr_init(&ca) != 0) {
+		pthread_mutex_destroy(&w->lock);
+		return -ENOMEM;
+	}
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	int rc = pthread_cond_init(&w->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	if (rc != 0) {
 		pthread_mutex_destroy(&w->lock);
 		return -ENOMEM;
 	}
@@ -453,6 +507,10 @@ struct gw_workers *gw_workers_start(struct event_base *base, const struct gw_con
 {
 	unsigned n = gw_workers_resolve(cfg->workers, online_cpus(),
 					cfg->workers ? 0 : rdma_comp_vectors_max());
+
+	/* Only forward routes spread over workers: without one, more would sit idle. */
+	if (cfg->workers == GW_WORKERS_AUTO && !has_forward_route(cfg))
+		n = 1;
 	struct gw_workers *ws = calloc(1, sizeof(*ws));
 
 	if (!ws) {
