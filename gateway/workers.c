@@ -23,16 +23,12 @@ enum worker_cmd { WCMD_NONE, WCMD_PARK, WCMD_RELOAD, WCMD_DRAIN, WCMD_STOP };
 
 struct gw_worker {
 	struct gw_workers *ws;
-	unsigned index;
 	struct event_base *base; /* its own; worker 0's is the caller's */
 	struct gw_engine *eng;
-	bool thread_started;
 	pthread_t thread;
-	/* Its loop ended without being told to (an epoll failure): nothing it owns is touched. */
-	atomic_bool exited;
-	/* The caller writes a byte here when a command waits (workers 1..N-1). */
-	int pipe[2];
 	struct event *cmd_ev;
+	const struct gw_config *next;
+	struct gw_engine_reload *rl;
 	/*
 	 * The command, under @lock: the caller sets it and waits for
 	 * @cmd_done; the worker carries it out on its own thread. One command
@@ -40,14 +36,18 @@ struct gw_worker {
 	 */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	bool sync_ready;
+	unsigned index;
 	enum worker_cmd cmd;
-	bool cmd_done;
 	unsigned release_gen; /* a parked worker goes on when this moves */
-	bool stopping;	      /* STOP was taken: the loop's end is expected */
-	const struct gw_config *next;
-	struct gw_engine_reload *rl;
 	unsigned drain_ms;
+	/* The caller writes a byte here when a command waits (workers 1..N-1). */
+	int pipe[2];
+	bool thread_started;
+	/* Its loop ended without being told to (an epoll failure): nothing it owns is touched. */
+	atomic_bool exited;
+	bool sync_ready;
+	bool cmd_done;
+	bool stopping; /* STOP was taken: the loop's end is expected */
 };
 
 struct gw_workers {
@@ -520,7 +520,7 @@ struct gw_workers *gw_workers_start(struct event_base *base, const struct gw_con
 	ws->base = base;
 	ws->done_pipe[0] = ws->done_pipe[1] = -1;
 	ws->w = calloc(n, sizeof(*ws->w));
-	ws->engs = calloc(n, sizeof(*ws->engs));
+	ws->engs = calloc(n, sizeof(struct gw_engine *));
 	ws->shared.route_live =
 		calloc(cfg->routes_count ? cfg->routes_count : 1, sizeof(*ws->shared.route_live));
 	ws->shared.nroutes = cfg->routes_count;
