@@ -160,7 +160,11 @@ static void worker_on_cmd(evutil_socket_t fd, short what, void *arg)
 static void *worker_main(void *arg)
 {
 	struct gw_worker *w = arg;
+	char name[16];
 
+	/* "gw-worker-N" in top -H and /proc/PID/task/TID/comm. */
+	snprintf(name, sizeof(name), "gw-worker-%u", w->index);
+	pthread_setname_np(pthread_self(), name);
 	event_base_dispatch(w->base);
 	pthread_mutex_lock(&w->lock);
 	bool told = w->stopping;

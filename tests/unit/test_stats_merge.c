@@ -132,7 +132,7 @@ static void test_totals_and_latency_by_procedure(void **state)
 	(void)state;
 	static struct worker_route a, b;
 	struct gw_stats_route_acc acc;
-	struct proc_key p, q;
+	struct proc_key p = { 0 }, q = { 0 };
 
 	colliding_procs(&p, &q);
 	worker_route_init(&a, 3);
