@@ -178,6 +178,7 @@ try:
         detail = "; ".join("worker %s: %d sessions, %d replies so far, from %s" % (
             k, ws[k][0], ws[k][1], " ".join(sorted(ws[k][2]))) for k in sorted(ws))
     else:
+        by_worker = "n/a (%d live)" % len(sessions)
         detail = "%d live sessions, %s" % (len(sessions), "no \"worker\" field" if sessions else "none listed")
 except (OSError, ValueError, AttributeError, TypeError) as e:
     detail = "no /stats sample (%s)" % e
@@ -188,8 +189,9 @@ print("  gateway threads: %d, %d with no CPU over the run; by thread (comm/tid, 
     len(threads), idle_threads, split))
 print("  sessions at two thirds of the run: %s" % detail)
 cell_threads = " ".join("%.2f" % d for d, _, _ in busy_threads) or "n/a"
-row = "| %s%s | %s x %s | %d | %d | %s | %s | %s%% of %d vCPUs | %d: %s | %s |" % (
-    w, " (%s)" % note if note else "", sys.argv[6], sys.argv[7], replies, rate, fmt(gw_s, ".2f"),
+vcpu = "" if gw_s is None or wall <= 0 else " (%.0f%% of a vCPU)" % (100 * gw_s / wall)
+row = "| %s%s | %s x %s | %d | %d | %s%s | %s | %s%% of %d vCPUs | %d: %s | %s |" % (
+    w, " (%s)" % note if note else "", sys.argv[6], sys.argv[7], replies, rate, fmt(gw_s, ".2f"), vcpu,
     fmt(us_rpc, ".0f"), fmt(busy, ".0f"), ncpu, len(threads), cell_threads, by_worker)
 open("/tmp/rows.md", "a").write(row + "\n")
 PY
