@@ -6,8 +6,8 @@
 #include <syslog.h>
 #include <time.h>
 
-enum gw_log_level gw_log_max_level = GW_LOG_INFO;
-static bool log_to_syslog;
+_Atomic(enum gw_log_level) gw_log_max_level = GW_LOG_INFO;
+static atomic_bool log_to_syslog;
 
 static const char *const level_names[] = {
 	[GW_LOG_ERR] = "error",
@@ -18,7 +18,7 @@ static const char *const level_names[] = {
 
 void gw_log_set_level(enum gw_log_level level)
 {
-	gw_log_max_level = level;
+	atomic_store_explicit(&gw_log_max_level, level, memory_order_relaxed);
 }
 
 void gw_log_use_syslog(bool on)

@@ -4,13 +4,16 @@
  *
  * Messages go to stderr (with a timestamp) or to syslog. The level and
  * destination are configuration, set once at start-up and on SIGHUP; they
- * are the only state here. Callers test gw_log_enabled() before building
+ * are the only state here. SIGHUP sets them on the main thread while the
+ * other workers' threads read them: relaxed atomics, as a setting read
+ * a moment late does no harm. Callers test gw_log_enabled() before building
  * expensive arguments on the data path; the macros do it for them.
  */
 #ifndef GW_COMMON_LOG_H
 #define GW_COMMON_LOG_H
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 enum gw_log_level {
@@ -21,7 +24,7 @@ enum gw_log_level {
 };
 
 /* Configuration: the most verbose level that is printed. */
-extern enum gw_log_level gw_log_max_level;
+extern _Atomic(enum gw_log_level) gw_log_max_level;
 
 void gw_log_set_level(enum gw_log_level level);
 /* Send messages to syslog (ident "rpcrdma-gw") instead of stderr. */
@@ -35,7 +38,7 @@ void gw_vlog(enum gw_log_level level, const char *fmt, va_list ap)
 
 static inline bool gw_log_enabled(enum gw_log_level level)
 {
-	return level <= gw_log_max_level;
+	return level <= atomic_load_explicit(&gw_log_max_level, memory_order_relaxed);
 }
 
 #define gw_err(...)  gw_log(GW_LOG_ERR, __VA_ARGS__)

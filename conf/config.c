@@ -23,7 +23,8 @@
 enum { CONF_FILE_MAX = 4 * 1024 * 1024 };
 
 static const char *const top_keys[] = {
-	"routes", "defaults", "logging", "stats", "drain_timeout_s", "max_sessions", "comment",
+	"routes",	   "defaults",	   "logging", "stats",
+	"drain_timeout_s", "max_sessions", "workers", "comment",
 };
 static const char *const logging_keys[] = { "level", "destination", "comment" };
 static const char *const stats_keys[] = { "enabled", "listen", "max_connections", "comment" };
@@ -75,6 +76,25 @@ static const struct conf_option process_max_sessions = {
 	.reload = CONF_RELOAD_LIVE,
 	.change = GW_CHANGE_LIMITS,
 };
+
+/*
+ * Worker threads, each with its own event loop, RDMA resources and
+ * sessions. 0 is "auto": the engine takes one per online CPU, capped at
+ * GW_WORKERS_MAX and at the RDMA device's completion vectors.
+ */
+static const struct conf_option workers = {
+	.name = "workers",
+	.type = CONF_OPT_UINT,
+	.offset = offsetof(struct gw_config, workers),
+	.min = 0,
+	.max = GW_WORKERS_MAX,
+	.step = 1,
+	.def = GW_WORKERS_AUTO,
+	.reload = CONF_RELOAD_RESTART, /* conf/reload.c: compare_workers() */
+};
+/* conf_load_number() stores a uint32_t. */
+_Static_assert(sizeof(((struct gw_config *)0)->workers) == sizeof(uint32_t),
+	       "workers is loaded as a uint32_t");
 
 /* HTTP connections to the stats endpoint at once. */
 static const struct conf_option stats_max_connections = {
@@ -154,8 +174,11 @@ static const char *misplaced_hint(enum object_kind kind, const char *name)
 	return NULL;
 }
 
-/* Objects with at most this many keys list them when one is unknown. */
-enum { SHORT_KEY_LIST = 7 };
+/*
+ * Objects with at most this many keys list them when one is unknown: the
+ * top level (eight) does; routes and "defaults" point to the docs.
+ */
+enum { SHORT_KEY_LIST = 8 };
 
 static void fail_unknown_listing(const struct conf_report *rep, const struct conf_where *kw,
 				 const char *const *known, size_t n)
@@ -717,6 +740,11 @@ static void load_document(const struct conf_report *rep, json_t *root, const cha
 		conf_where_member(&w, &top, process_max_sessions.name);
 		conf_load_number(rep, &w, v, &process_max_sessions, cfg);
 	}
+	cfg->workers = workers.def;
+	if ((v = json_object_get(root, workers.name))) {
+		conf_where_member(&w, &top, workers.name);
+		conf_load_number(rep, &w, v, &workers, cfg);
+	}
 	load_defaults(rep, &top, root, base, &defaults);
 	load_routes(rep, &top, root, &defaults, base, cfg);
 	conf_route_release(&defaults);
@@ -923,6 +951,8 @@ static void schema_describe(struct conf_key_info *k, const char *scope, const ch
 		k->opt = &drain_timeout;
 	} else if (!scope[0] && strcmp(name, process_max_sessions.name) == 0) {
 		k->opt = &process_max_sessions;
+	} else if (!scope[0] && strcmp(name, workers.name) == 0) {
+		k->opt = &workers;
 	} else if (strcmp(scope, "logging") == 0 && strcmp(name, "level") == 0) {
 		k->kind = "enum";
 		k->choices = log_level_names;

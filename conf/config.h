@@ -189,6 +189,13 @@ struct gw_route {
 	char *state_directory;
 };
 
+/*
+ * "workers": GW_WORKERS_AUTO (the default) lets the engine pick one per
+ * online CPU at start; a configured count is at most GW_WORKERS_MAX,
+ * which also caps the automatic one.
+ */
+enum { GW_WORKERS_AUTO = 0, GW_WORKERS_MAX = 64 };
+
 struct gw_config {
 	char *path; /* the file, as given to gw_config_load() */
 
@@ -206,6 +213,15 @@ struct gw_config {
 
 	uint32_t drain_timeout_ms; /* on SIGTERM, before open sessions are closed */
 	uint32_t max_sessions;	   /* sessions over all routes at once */
+
+	/*
+	 * The number of worker threads, each with its own event loop, RDMA
+	 * resources and sessions. GW_WORKERS_AUTO (0) means one per online
+	 * CPU, capped at GW_WORKERS_MAX and, where an RDMA device is
+	 * present, at its completion vectors; the engine resolves it at
+	 * start. A change needs a restart.
+	 */
+	unsigned workers;
 };
 
 /*

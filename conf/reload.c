@@ -5,11 +5,12 @@
  * Live: whatever is looked at per connection or per call (client
  * networks, limits, timeouts, the source port of new upstream
  * connections, rule files) and logging. Restart: whatever exists before
- * the first connection (listeners, the routes themselves, the stats
- * endpoint) or sizes registered memory and is agreed with the peer when
- * a connection is set up (inline sizes, credits, record size): changing
- * those under running sessions would need every session dropped, which
- * is exactly what a reload promises not to do.
+ * the first connection (the worker threads, listeners, the routes
+ * themselves, the stats endpoint) or sizes registered memory and is
+ * agreed with the peer when a connection is set up (inline sizes,
+ * credits, record size): changing those under running sessions would
+ * need every session dropped, which is exactly what a reload promises
+ * not to do.
  */
 #include "conf/conf_priv.h"
 
@@ -173,6 +174,26 @@ static void compare_stats(struct reload *rl)
 	fail_restart(rl, &w, a, b, NULL);
 }
 
+/*
+ * The worker threads, and what each one owns (its event loop, listeners,
+ * RDMA resources, sessions), exist from the start: another count would
+ * mean moving every session. Where the new file no longer sets the key,
+ * the message is at the top.
+ */
+static void compare_workers(struct reload *rl)
+{
+	char a[16], b[16];
+	struct conf_where w;
+
+	if (rl->cur->workers == rl->next->workers)
+		return;
+	conf_where_member(&w, &rl->top, "workers");
+	snprintf(a, sizeof(a), "%u", rl->cur->workers);
+	snprintf(b, sizeof(b), "%u", rl->next->workers);
+	fail_restart(rl, &w, a, b,
+		     "each worker thread's event loop, listeners and sessions are set up at start");
+}
+
 bool gw_config_reloadable(const struct gw_config *cur, const struct gw_config *next,
 			  unsigned *changes, struct gw_conf_errors *errs)
 {
@@ -192,6 +213,7 @@ bool gw_config_reloadable(const struct gw_config *cur, const struct gw_config *n
 	if (cur->max_sessions != next->max_sessions ||
 	    cur->stats_max_connections != next->stats_max_connections)
 		rl.changes |= GW_CHANGE_LIMITS;
+	compare_workers(&rl);
 	compare_stats(&rl);
 	compare_routes(&rl);
 	conf_errors_sort(errs);

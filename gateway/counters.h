@@ -286,6 +286,7 @@ struct gw_stats_session {
 	uint32_t inline_recv;
 	uint32_t rpcrdma_version; /* RPC-over-RDMA version spoken; 0 until the first call */
 	uint64_t read_yields;	  /* the client's turns cut short by the record budget */
+	uint32_t worker;	  /* the worker thread that serves it (gateway/workers.h) */
 };
 
 /* An RDMA device's registered buffer pool, shared by every connection on it. */

@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "gateway/session.h"
 #include "gateway/sideroute.h"
+#include "gateway/stats_merge.h"
 #include "rdma/conn.h"
 #include "rdma/device.h"
 #include "rdma/pool.h"
@@ -27,8 +28,13 @@ struct gw_engine {
 	struct rdma_ctx *rdma;
 	struct gw_route_rt *routes;
 	size_t nroutes;
-	uint64_t next_session_id;
-	size_t live_sessions; /* over all routes, for the top-level max_sessions */
+	/* This engine is worker @worker of @nworkers (gateway/workers.h); 0 of 1 alone. */
+	unsigned worker;
+	unsigned nworkers;
+	/* Sessions of every worker, for the limits that hold over all of them; NULL alone. */
+	struct gw_engine_shared *shared;
+	uint64_t next_session_id; /* ids step by nworkers from worker: unique in the process */
+	size_t live_sessions;	  /* over all routes, for the top-level max_sessions */
 	bool draining;
 	struct event *sweep_timer; /* idle timeouts, once a second */
 	struct event *drain_timer;
@@ -66,12 +72,53 @@ void gw_format_addr(const struct sockaddr *sa, char *out, size_t outlen)
 	}
 }
 
+/*
+ * The sessions of every worker, kept beside each worker's own: the route's
+ * and the process's max_sessions hold over all workers. Relaxed atomics:
+ * they are limits checked at admission, not a lock on anything, and two
+ * workers admitting at the same instant may each see the other's session
+ * not yet counted (the limit is then passed by at most workers - 1).
+ */
+static void engine_shared_count(struct gw_route_rt *route, int delta)
+{
+	struct gw_engine_shared *sh = route->eng->shared;
+	size_t i = (size_t)(route - route->eng->routes);
+
+	if (!sh || i >= sh->nroutes)
+		return;
+	if (delta > 0) {
+		atomic_fetch_add_explicit(&sh->route_live[i], 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&sh->process_live, 1, memory_order_relaxed);
+	} else {
+		atomic_fetch_sub_explicit(&sh->route_live[i], 1, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&sh->process_live, 1, memory_order_relaxed);
+	}
+}
+
+static uint32_t engine_route_live(const struct gw_route_rt *route)
+{
+	const struct gw_engine_shared *sh = route->eng->shared;
+	size_t i = (size_t)(route - route->eng->routes);
+
+	if (!sh || i >= sh->nroutes)
+		return route->live_sessions;
+	return atomic_load_explicit(&sh->route_live[i], memory_order_relaxed);
+}
+
+static size_t engine_process_live(const struct gw_engine *eng)
+{
+	if (!eng->shared)
+		return eng->live_sessions;
+	return atomic_load_explicit(&eng->shared->process_live, memory_order_relaxed);
+}
+
 void gw_session_register(struct gw_route_rt *route, struct gw_session *s,
 			 const struct gw_session_ops *ops, const struct sockaddr *client)
 {
 	s->route = route;
 	s->ops = ops;
-	s->id = ++route->eng->next_session_id;
+	route->eng->next_session_id += route->eng->nworkers;
+	s->id = route->eng->next_session_id;
 	s->started_us = gw_now_us();
 	s->active_us = s->started_us;
 	gw_format_addr(client, s->client, sizeof(s->client));
@@ -83,6 +130,7 @@ void gw_session_register(struct gw_route_rt *route, struct gw_session *s,
 	TAILQ_INSERT_TAIL(&route->sessions, s, link);
 	route->live_sessions++;
 	route->eng->live_sessions++;
+	engine_shared_count(route, 1);
 	GW_COUNT(s, sessions_opened, 1);
 	gw_info("%s: session %llu from %s", route->cfg->name, (unsigned long long)s->id, s->client);
 }
@@ -98,6 +146,7 @@ void gw_session_unregister(struct gw_session *s)
 	TAILQ_REMOVE(&route->sessions, s, link);
 	route->live_sessions--;
 	route->eng->live_sessions--;
+	engine_shared_count(route, -1);
 	gw_admission_leave(&route->admission, &s->admitted);
 	gw_info("%s: session %llu from %s ended (%llu calls)", route->cfg->name,
 		(unsigned long long)s->id, s->client, (unsigned long long)s->counters.calls);
@@ -131,9 +180,9 @@ static bool engine_admit(const struct sockaddr *peer, socklen_t len, void *arg)
 	}
 	struct gw_admission_limits lim = {
 		.route = route->cfg->name,
-		.route_live = route->live_sessions,
+		.route_live = engine_route_live(route),
 		.route_max = route->cfg->max_sessions,
-		.process_live = eng->live_sessions,
+		.process_live = engine_process_live(eng),
 		.process_max = eng->cfg->max_sessions,
 		.client_max = route->cfg->max_sessions_per_client,
 	};
@@ -235,15 +284,21 @@ static int route_start(struct gw_engine *eng, struct gw_route_rt *rt, char *err,
 	route_limits(rt);
 
 	if (r->mode == GW_MODE_FORWARD) {
-		rt->tcp_listener =
-			tcp_listener_new(eng->base, (const struct sockaddr *)&r->listen.addr,
-					 r->listen.addrlen, 0, &engine_tcp_listener_ops, rt);
+		/*
+		 * Every worker listens on the route's address; the kernel gives
+		 * all connections of one client address to the same worker
+		 * (tcp_listener_new_steered()), where that client's state is.
+		 */
+		rt->tcp_listener = tcp_listener_new_steered(
+			eng->base, (const struct sockaddr *)&r->listen.addr, r->listen.addrlen, 0,
+			&engine_tcp_listener_ops, rt, eng->worker, eng->nworkers);
 		if (!rt->tcp_listener) {
 			snprintf(err, errlen, "route %s: cannot listen on %s: %s", r->name,
 				 r->listen.text, strerror(errno));
 			return -errno;
 		}
-	} else {
+	} else if (eng->worker == 0) {
+		/* An RDMA CM port has one listener: reverse routes run on worker 0. */
 		struct rconn_params defaults;
 		gw_reverse_listen_params(r, &defaults);
 		rt->rdma_listener =
@@ -256,13 +311,21 @@ static int route_start(struct gw_engine *eng, struct gw_route_rt *rt, char *err,
 			return -e;
 		}
 	}
-	int side_failed;
-	rt->side = gw_side_start(eng->base, r, &rt->counters, &side_failed, err, errlen);
-	if (side_failed)
-		return -EADDRNOTAVAIL;
-	gw_info("%s: %s route listening on %s, upstream %s (%zu ULB bindings)", r->name,
-		r->mode == GW_MODE_FORWARD ? "forward" : "reverse", r->listen.text,
-		r->upstream.text, ulb_rules_count(rt->rules));
+	/* The NFSv3 side relays (portmapper, MOUNT, NLM) keep one state: worker 0's. */
+	if (eng->worker == 0) {
+		int side_failed;
+		rt->side = gw_side_start(eng->base, r, &rt->counters, &side_failed, err, errlen);
+		if (side_failed)
+			return -EADDRNOTAVAIL;
+	}
+	if (eng->worker == 0 || r->mode == GW_MODE_FORWARD) {
+		char who[32] = "";
+		if (eng->nworkers > 1)
+			snprintf(who, sizeof(who), " (worker %u)", eng->worker);
+		gw_info("%s: %s route listening on %s%s, upstream %s (%zu ULB bindings)", r->name,
+			r->mode == GW_MODE_FORWARD ? "forward" : "reverse", r->listen.text, who,
+			r->upstream.text, ulb_rules_count(rt->rules));
+	}
 	return 0;
 }
 
@@ -307,6 +370,13 @@ static void engine_pool_config(const struct gw_config *cfg, struct rdma_pool_con
 struct gw_engine *gw_engine_start(struct event_base *base, const struct gw_config *cfg, char *err,
 				  size_t errlen)
 {
+	return gw_engine_start_worker(base, cfg, 0, 1, NULL, err, errlen);
+}
+
+struct gw_engine *gw_engine_start_worker(struct event_base *base, const struct gw_config *cfg,
+					 unsigned worker, unsigned nworkers,
+					 struct gw_engine_shared *shared, char *err, size_t errlen)
+{
 	struct gw_engine *eng = calloc(1, sizeof(*eng));
 	struct rdma_pool_config pc;
 
@@ -316,6 +386,10 @@ struct gw_engine *gw_engine_start(struct event_base *base, const struct gw_confi
 	}
 	eng->base = base;
 	eng->cfg = cfg;
+	eng->worker = worker;
+	eng->nworkers = nworkers ? nworkers : 1;
+	eng->shared = shared;
+	eng->next_session_id = worker;
 	engine_pool_config(cfg, &pc);
 	eng->rdma = rdma_ctx_create(base, &pc);
 	if (!eng->rdma) {
@@ -325,6 +399,7 @@ struct gw_engine *gw_engine_start(struct event_base *base, const struct gw_confi
 		free(eng);
 		return NULL;
 	}
+	rdma_ctx_set_comp_vector(eng->rdma, worker);
 	eng->routes = calloc(cfg->routes_count, sizeof(*eng->routes));
 	if (!eng->routes) {
 		snprintf(err, errlen, "out of memory");
@@ -455,32 +530,54 @@ void gw_engine_drain(struct gw_engine *eng, unsigned timeout_ms, void (*done)(vo
 		evtimer_add(eng->drain_timer, &tv);
 }
 
-int gw_engine_reload(struct gw_engine *eng, const struct gw_config *next, char *err, size_t errlen)
+/* Rule sets read for a reload, one per route, before anything changes. */
+struct gw_engine_reload {
+	size_t nroutes;
+	struct ulb_rules *rules[];
+};
+
+struct gw_engine_reload *gw_engine_reload_prepare(const struct gw_engine *eng,
+						  const struct gw_config *next, char *err,
+						  size_t errlen)
 {
 	/*
 	 * The rule files are read again (an operator may have edited one), all
 	 * of them before anything changes: a broken file leaves the running
 	 * configuration whole.
 	 */
-	struct ulb_rules **rules =
-		calloc(eng->nroutes ? eng->nroutes : 1, sizeof(struct ulb_rules *));
-	if (!rules) {
+	struct gw_engine_reload *rl =
+		calloc(1, sizeof(*rl) + eng->nroutes * sizeof(struct ulb_rules *));
+	if (!rl) {
 		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
+		return NULL;
 	}
+	rl->nroutes = eng->nroutes;
 	for (size_t i = 0; i < eng->nroutes; i++) {
 		const struct gw_route *nr = gw_config_route(next, eng->routes[i].cfg->name);
 		if (!nr)
 			continue; /* gw_config_reloadable() refused such a change */
-		rules[i] = route_load_rules(nr, err, errlen);
-		if (!rules[i]) {
-			while (i-- > 0)
-				ulb_rules_free(rules[i]);
-			free(rules);
-			return -EINVAL;
+		rl->rules[i] = route_load_rules(nr, err, errlen);
+		if (!rl->rules[i]) {
+			gw_engine_reload_abort(rl);
+			return NULL;
 		}
 	}
-	for (size_t i = 0; i < eng->nroutes; i++) {
+	return rl;
+}
+
+void gw_engine_reload_abort(struct gw_engine_reload *rl)
+{
+	if (!rl)
+		return;
+	for (size_t i = 0; i < rl->nroutes; i++)
+		ulb_rules_free(rl->rules[i]);
+	free(rl);
+}
+
+void gw_engine_reload_commit(struct gw_engine *eng, const struct gw_config *next,
+			     struct gw_engine_reload *rl)
+{
+	for (size_t i = 0; i < eng->nroutes && i < rl->nroutes; i++) {
 		struct gw_route_rt *rt = &eng->routes[i];
 		const struct gw_route *nr = gw_config_route(next, rt->cfg->name);
 		if (!nr)
@@ -490,12 +587,23 @@ int gw_engine_reload(struct gw_engine *eng, const struct gw_config *next, char *
 		route_limits(rt);
 		/* Live sessions keep the set they started with (their calls refer to it). */
 		ulb_rules_free(rt->rules);
-		rt->rules = rules[i];
-		gw_info("%s: %zu ULB bindings for new sessions", nr->name,
-			ulb_rules_count(rt->rules));
+		rt->rules = rl->rules[i];
+		rl->rules[i] = NULL;
+		if (eng->worker == 0)
+			gw_info("%s: %zu ULB bindings for new sessions", nr->name,
+				ulb_rules_count(rt->rules));
 	}
-	free(rules);
+	gw_engine_reload_abort(rl); /* frees what no route took */
 	eng->cfg = next;
+}
+
+int gw_engine_reload(struct gw_engine *eng, const struct gw_config *next, char *err, size_t errlen)
+{
+	struct gw_engine_reload *rl = gw_engine_reload_prepare(eng, next, err, errlen);
+
+	if (!rl)
+		return -EINVAL;
+	gw_engine_reload_commit(eng, next, rl);
 	return 0;
 }
 
@@ -541,60 +649,135 @@ void gw_engine_stop(struct gw_engine *eng)
 	free(eng);
 }
 
+/* One route of one engine as the stats endpoint sees it; @shared and @nlm are its storage. */
+static void route_view(struct gw_route_rt *rt, struct gw_stats_route *r,
+		       struct gw_stats_shared *shared, struct gw_stats_nlm *nlm)
+{
+	*r = (struct gw_stats_route){
+		.name = rt->cfg->name,
+		.mode = rt->cfg->mode == GW_MODE_FORWARD ? "forward" : "reverse",
+		.listen = rt->cfg->listen.text,
+		.upstream = rt->cfg->upstream.text,
+		.totals = &rt->counters,
+		.proc_upstream_us = rt->proc_upstream_us,
+		.live_sessions = rt->live_sessions,
+	};
+	if (gw_forward_route_stats(rt, shared) || gw_reverse_route_stats(rt, shared))
+		r->shared = shared;
+	if (gw_side_nlm_stats(rt->side, nlm))
+		r->nlm = nlm;
+}
+
+static void route_visit_sessions(struct gw_route_rt *rt, struct gw_stats_visitor *v, uint64_t now)
+{
+	struct gw_session *s;
+
+	TAILQ_FOREACH (s, &rt->sessions, link) {
+		struct gw_stats_session ss = {
+			.id = s->id,
+			.client = s->client,
+			.upstream = s->upstream,
+			.state = s->ops->state(s),
+			.age_ms = (now - s->started_us) / 1000,
+			.counters = &s->counters,
+			.worker = rt->eng->worker,
+		};
+		s->ops->credits(s, &ss.credits, &ss.inline_send, &ss.inline_recv);
+		if (s->ops->rpcrdma_version)
+			ss.rpcrdma_version = s->ops->rpcrdma_version(s);
+		if (s->ops->read_yields)
+			ss.read_yields = s->ops->read_yields(s);
+		v->session(v, &ss);
+	}
+}
+
+static void device_view(const struct rdma_dev *dev, struct gw_stats_device *d)
+{
+	struct rdma_pool_stats ps;
+
+	rdma_pool_get_stats(rdma_dev_pool(dev), &ps);
+	*d = (struct gw_stats_device){
+		.name = rdma_dev_name(dev),
+		.bytes_registered = ps.bytes_registered,
+		.alloc_failures = ps.failures,
+	};
+	for (unsigned k = 0; k < RDMA_POOL_MAX_CLASSES; k++) {
+		d->buffers_in_use += ps.in_use[k];
+		d->buffers_total += ps.total[k];
+	}
+}
+
+/* Route @i over every engine: merged when there are several (gateway/stats_merge.h). */
+static void routes_visit(struct gw_engine *const *engs, size_t n, size_t i,
+			 struct gw_stats_visitor *v)
+{
+	struct gw_stats_shared shared;
+	struct gw_stats_nlm nlm;
+	struct gw_stats_route r;
+
+	if (n == 1) {
+		route_view(&engs[0]->routes[i], &r, &shared, &nlm);
+		v->route(v, &r);
+		return;
+	}
+	struct gw_stats_route_acc acc;
+	if (gw_stats_route_acc_init(&acc) != 0) {
+		gw_warn("stats: out of memory merging route %s; showing worker 0's figures",
+			engs[0]->routes[i].cfg->name);
+		route_view(&engs[0]->routes[i], &r, &shared, &nlm);
+		v->route(v, &r);
+		return;
+	}
+	for (size_t k = 0; k < n; k++) {
+		if (i >= engs[k]->nroutes)
+			continue;
+		route_view(&engs[k]->routes[i], &r, &shared, &nlm);
+		gw_stats_route_acc_add(&acc, &r);
+	}
+	v->route(v, &acc.route);
+	gw_stats_route_acc_fini(&acc);
+}
+
+void gw_engines_snapshot(struct gw_engine *const *engs, size_t n, struct gw_stats_visitor *v)
+{
+	uint64_t now = gw_now_us();
+
+	if (n == 0)
+		return;
+	for (size_t i = 0; i < engs[0]->nroutes; i++) {
+		routes_visit(engs, n, i, v);
+		for (size_t k = 0; k < n; k++) {
+			if (i < engs[k]->nroutes)
+				route_visit_sessions(&engs[k]->routes[i], v, now);
+		}
+	}
+	/*
+	 * A device's pool: each worker registers its own, and opens a device
+	 * at its first connection on it: one line per device name, summed.
+	 */
+	struct gw_stats_device devs[GW_STATS_MAX_DEVICES];
+	size_t ndevs = 0;
+	for (size_t k = 0; k < n; k++) {
+		for (const struct rdma_dev *dev = rdma_ctx_next_device(engs[k]->rdma, NULL); dev;
+		     dev = rdma_ctx_next_device(engs[k]->rdma, dev)) {
+			struct gw_stats_device d;
+			size_t j = 0;
+			device_view(dev, &d);
+			while (j < ndevs && strcmp(devs[j].name, d.name) != 0)
+				j++;
+			if (j < ndevs)
+				gw_stats_device_add(&devs[j], &d);
+			else if (ndevs < GW_STATS_MAX_DEVICES)
+				devs[ndevs++] = d;
+		}
+	}
+	for (size_t j = 0; j < ndevs; j++)
+		v->device(v, &devs[j]);
+}
+
 void gw_engine_snapshot(void *arg, struct gw_stats_visitor *v)
 {
 	struct gw_engine *eng = arg;
-	uint64_t now = gw_now_us();
 
-	for (size_t i = 0; i < eng->nroutes; i++) {
-		struct gw_route_rt *rt = &eng->routes[i];
-		struct gw_stats_route r = {
-			.name = rt->cfg->name,
-			.mode = rt->cfg->mode == GW_MODE_FORWARD ? "forward" : "reverse",
-			.listen = rt->cfg->listen.text,
-			.upstream = rt->cfg->upstream.text,
-			.totals = &rt->counters,
-			.proc_upstream_us = rt->proc_upstream_us,
-			.live_sessions = rt->live_sessions,
-		};
-		struct gw_stats_shared shared;
-		if (gw_forward_route_stats(rt, &shared) || gw_reverse_route_stats(rt, &shared))
-			r.shared = &shared;
-		struct gw_stats_nlm nlm;
-		if (gw_side_nlm_stats(rt->side, &nlm))
-			r.nlm = &nlm;
-		v->route(v, &r);
-		struct gw_session *s;
-		TAILQ_FOREACH (s, &rt->sessions, link) {
-			struct gw_stats_session ss = {
-				.id = s->id,
-				.client = s->client,
-				.upstream = s->upstream,
-				.state = s->ops->state(s),
-				.age_ms = (now - s->started_us) / 1000,
-				.counters = &s->counters,
-			};
-			s->ops->credits(s, &ss.credits, &ss.inline_send, &ss.inline_recv);
-			if (s->ops->rpcrdma_version)
-				ss.rpcrdma_version = s->ops->rpcrdma_version(s);
-			if (s->ops->read_yields)
-				ss.read_yields = s->ops->read_yields(s);
-			v->session(v, &ss);
-		}
-	}
-	for (const struct rdma_dev *dev = rdma_ctx_next_device(eng->rdma, NULL); dev;
-	     dev = rdma_ctx_next_device(eng->rdma, dev)) {
-		struct rdma_pool_stats ps;
-		rdma_pool_get_stats(rdma_dev_pool(dev), &ps);
-		struct gw_stats_device d = {
-			.name = rdma_dev_name(dev),
-			.bytes_registered = ps.bytes_registered,
-			.alloc_failures = ps.failures,
-		};
-		for (unsigned k = 0; k < RDMA_POOL_MAX_CLASSES; k++) {
-			d.buffers_in_use += ps.in_use[k];
-			d.buffers_total += ps.total[k];
-		}
-		v->device(v, &d);
-	}
+	gw_engines_snapshot(&eng, 1, v);
 }

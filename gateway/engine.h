@@ -10,8 +10,10 @@
 #ifndef GW_GATEWAY_ENGINE_H
 #define GW_GATEWAY_ENGINE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "conf/config.h"
 #include "gateway/counters.h"
@@ -26,6 +28,30 @@ struct gw_engine;
  */
 struct gw_engine *gw_engine_start(struct event_base *base, const struct gw_config *cfg, char *err,
 				  size_t errlen);
+
+/*
+ * What the engines of several workers share: the sessions over all of
+ * them, for the route's and the process's max_sessions. The caller owns it
+ * (gateway/workers.c); @route_live has one counter per route of the config.
+ */
+struct gw_engine_shared {
+	_Atomic size_t process_live;
+	_Atomic uint32_t *route_live;
+	size_t nroutes;
+};
+
+/*
+ * gw_engine_start() for worker @worker of @nworkers, each on its own
+ * thread and event_base: every worker listens on each forward route's
+ * address (a SO_REUSEPORT group steered by the client's address, so that
+ * a client's connections all come to one worker), and worker 0 alone
+ * runs the reverse routes' RDMA listeners and the NFSv3 side relays.
+ * Workers must be started in order 0, 1, ... (the kernel numbers the
+ * listeners of a group in the order they are opened).
+ */
+struct gw_engine *gw_engine_start_worker(struct event_base *base, const struct gw_config *cfg,
+					 unsigned worker, unsigned nworkers,
+					 struct gw_engine_shared *shared, char *err, size_t errlen);
 
 /*
  * Stop accepting, let every session finish its calls in flight, and call
@@ -46,6 +72,20 @@ void gw_engine_drain(struct gw_engine *eng, unsigned timeout_ms, void (*done)(vo
 int gw_engine_reload(struct gw_engine *eng, const struct gw_config *next, char *err, size_t errlen);
 
 /*
+ * gw_engine_reload() in two steps, so that several workers change together
+ * or not at all: prepare reads every rule file (on any thread; NULL with
+ * the reason in @err when one does not load), commit applies it on the
+ * engine's own thread and cannot fail, abort lets an unused one go.
+ */
+struct gw_engine_reload;
+struct gw_engine_reload *gw_engine_reload_prepare(const struct gw_engine *eng,
+						  const struct gw_config *next, char *err,
+						  size_t errlen);
+void gw_engine_reload_commit(struct gw_engine *eng, const struct gw_config *next,
+			     struct gw_engine_reload *rl);
+void gw_engine_reload_abort(struct gw_engine_reload *rl);
+
+/*
  * Load every route's Upper-Layer Binding rules of @cfg and let them go:
  * what --check does for rule files. -errno with "route NAME: ulb_rules:
  * FILE:LINE:COL: reason" in @err for the first that does not load.
@@ -57,6 +97,14 @@ void gw_engine_stop(struct gw_engine *eng);
 
 /* For the stats endpoint: visit routes and their live sessions. */
 void gw_engine_snapshot(void *eng, struct gw_stats_visitor *v);
+
+/*
+ * The same over the engines of several workers, each route once with its
+ * figures merged (gateway/stats_merge.h), then every worker's sessions of
+ * it. The caller makes sure no engine runs meanwhile (gateway/workers.c
+ * parks the other workers' threads).
+ */
+void gw_engines_snapshot(struct gw_engine *const *engs, size_t n, struct gw_stats_visitor *v);
 
 /* Live sessions over all routes. */
 size_t gw_engine_sessions(const struct gw_engine *eng);

@@ -30,12 +30,13 @@
 #include "gateway/probe.h"
 #include "gateway/sd_notify.h"
 #include "gateway/stats_http.h"
+#include "gateway/workers.h"
 
 struct gw_main {
 	const char *config_path;
 	const struct gw_config *cfg;
 	struct event_base *base;
-	struct gw_engine *eng;
+	struct gw_workers *ws;
 	struct gw_stats_http *stats;
 	struct event *sig_term;
 	struct event *sig_int;
@@ -89,10 +90,10 @@ static void on_stop_signal(evutil_socket_t sig, short what, void *arg)
 		return;
 	}
 	m->stopping = true;
-	gw_sd_notifyf("STOPPING=1\nSTATUS=draining %zu sessions", gw_engine_sessions(m->eng));
+	gw_sd_notifyf("STOPPING=1\nSTATUS=draining %zu sessions", gw_workers_sessions(m->ws));
 	gw_info("%s: draining (%zu sessions, up to %u ms)", sig == SIGINT ? "SIGINT" : "SIGTERM",
-		gw_engine_sessions(m->eng), m->cfg->drain_timeout_ms);
-	gw_engine_drain(m->eng, m->cfg->drain_timeout_ms, on_drained, m);
+		gw_workers_sessions(m->ws), m->cfg->drain_timeout_ms);
+	gw_workers_drain(m->ws, m->cfg->drain_timeout_ms, on_drained, m);
 }
 
 static void on_reload_signal(evutil_socket_t sig, short what, void *arg)
@@ -123,7 +124,7 @@ static void on_reload_signal(evutil_socket_t sig, short what, void *arg)
 	}
 	gw_conf_errors_clear(&errs);
 	char err[768];
-	if (gw_engine_reload(m->eng, next, err, sizeof(err)) != 0) {
+	if (gw_workers_reload(m->ws, next, err, sizeof(err)) != 0) {
 		gw_sd_notify("READY=1\nSTATUS=reload refused: a rule file does not load");
 		gw_err("SIGHUP: %s; keeping the running configuration", err);
 		gw_config_free(next);
@@ -140,7 +141,7 @@ static void on_reload_signal(evutil_socket_t sig, short what, void *arg)
 
 static int run_gateway(struct gw_main *m)
 {
-	char err[512];
+	char err[768];
 
 	apply_logging(m->cfg);
 	signal(SIGPIPE, SIG_IGN);
@@ -149,8 +150,8 @@ static int run_gateway(struct gw_main *m)
 		gw_err("cannot create the event loop");
 		return 1;
 	}
-	m->eng = gw_engine_start(m->base, m->cfg, err, sizeof(err));
-	if (!m->eng) {
+	m->ws = gw_workers_start(m->base, m->cfg, err, sizeof(err));
+	if (!m->ws) {
 		gw_err("%s", err);
 		event_base_free(m->base);
 		return 1;
@@ -158,10 +159,10 @@ static int run_gateway(struct gw_main *m)
 	if (m->cfg->stats_enabled) {
 		m->stats =
 			gw_stats_http_start(m->base, (const struct sockaddr *)&m->cfg->stats_addr,
-					    m->cfg->stats_addrlen, gw_engine_snapshot, m->eng);
+					    m->cfg->stats_addrlen, gw_workers_snapshot, m->ws);
 		if (!m->stats) {
 			gw_err("cannot serve statistics on %s", m->cfg->stats_text);
-			gw_engine_stop(m->eng);
+			gw_workers_stop(m->ws);
 			event_base_free(m->base);
 			return 1;
 		}
@@ -184,7 +185,7 @@ static int run_gateway(struct gw_main *m)
 	event_free(m->sig_int);
 	event_free(m->sig_hup);
 	gw_stats_http_stop(m->stats);
-	gw_engine_stop(m->eng);
+	gw_workers_stop(m->ws);
 	event_base_free(m->base);
 	return 0;
 }

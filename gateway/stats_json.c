@@ -202,6 +202,7 @@ static json_t *json_session(const struct gw_stats_session *s)
 	ok &= put(o, "inline_recv", json_integer(s->inline_recv));
 	ok &= put(o, "rpcrdma_version", json_integer(s->rpcrdma_version));
 	ok &= put(o, "read_yields", ju64(s->read_yields));
+	ok &= put(o, "worker", ju64(s->worker));
 	ok &= put(o, "credits", json_credits(&s->credits));
 	ok &= put(o, "counters", json_counters(s->counters, false, NULL));
 	return finish(o, ok);

@@ -53,7 +53,8 @@ static int rconn_setup_queues(struct rconn *c)
 	}
 
 	int cqe = (int)(c->params.send_depth + c->params.recv_count + 16);
-	c->cq = ibv_create_cq(c->id->verbs, cqe, &c->cq_handler, rdma_dev_comp_channel(c->dev), 0);
+	c->cq = ibv_create_cq(c->id->verbs, cqe, &c->cq_handler, rdma_dev_comp_channel(c->dev),
+			      rdma_dev_comp_vector(c->dev));
 	if (!c->cq)
 		return -errno;
 	if (ibv_req_notify_cq(c->cq, 0) != 0)

@@ -29,6 +29,7 @@ struct rdma_ctx {
 	struct event *cm_ev;
 	struct rdma_dev *devices;
 	struct rdma_pool_config pool_cfg;
+	unsigned comp_vector;
 };
 
 static int set_nonblocking(int fd)
@@ -323,4 +324,36 @@ void rdma_dev_cancel_wait(struct rdma_dev *dev, struct rdma_pool_waiter *w)
 		unlink_waiter(&dev->waking, w);
 	w->queued = false;
 	w->next = NULL;
+}
+
+unsigned rdma_comp_vectors_max(void)
+{
+	int n = 0;
+	struct ibv_device **list = ibv_get_device_list(&n);
+	unsigned most = 0;
+
+	if (!list)
+		return 0;
+	for (int i = 0; i < n; i++) {
+		struct ibv_context *verbs = ibv_open_device(list[i]);
+		if (!verbs)
+			continue;
+		if (verbs->num_comp_vectors > 0 && (unsigned)verbs->num_comp_vectors > most)
+			most = (unsigned)verbs->num_comp_vectors;
+		ibv_close_device(verbs);
+	}
+	ibv_free_device_list(list);
+	return most;
+}
+
+void rdma_ctx_set_comp_vector(struct rdma_ctx *ctx, unsigned vector)
+{
+	ctx->comp_vector = vector;
+}
+
+int rdma_dev_comp_vector(const struct rdma_dev *dev)
+{
+	int n = dev->verbs->num_comp_vectors;
+
+	return n > 0 ? (int)(dev->ctx->comp_vector % (unsigned)n) : 0;
 }

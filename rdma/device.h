@@ -44,12 +44,24 @@ struct rdma_dev_caps {
 	bool mw_type2; /* per-RPC exposure needs type 2 memory windows */
 };
 
+/*
+ * The most completion vectors any RDMA device of the host has (each device
+ * opened and closed again); 0 when there is no device.
+ */
+unsigned rdma_comp_vectors_max(void);
+
 /* @pool_cfg is copied; every device gets a pool with this layout. */
 struct rdma_ctx *rdma_ctx_create(struct event_base *base, const struct rdma_pool_config *pool_cfg);
 /* All connections must be gone. */
 void rdma_ctx_destroy(struct rdma_ctx *ctx);
 
 struct event_base *rdma_ctx_base(const struct rdma_ctx *ctx);
+/*
+ * The completion vector this context's CQs ask for (modulo each device's
+ * count): a worker thread's own, so that workers' completion interrupts
+ * go to different vectors (and CPUs). 0 by default.
+ */
+void rdma_ctx_set_comp_vector(struct rdma_ctx *ctx, unsigned vector);
 struct rdma_event_channel *rdma_ctx_cm_channel(const struct rdma_ctx *ctx);
 
 /* The device behind @verbs, opened on first use; NULL on failure (logged). */
@@ -60,6 +72,8 @@ const struct rdma_dev *rdma_ctx_next_device(const struct rdma_ctx *ctx,
 
 struct ibv_pd *rdma_dev_pd(const struct rdma_dev *dev);
 struct ibv_comp_channel *rdma_dev_comp_channel(const struct rdma_dev *dev);
+/* The completion vector for a CQ of @dev (rdma_ctx_set_comp_vector()). */
+int rdma_dev_comp_vector(const struct rdma_dev *dev);
 struct rdma_pool *rdma_dev_pool(const struct rdma_dev *dev);
 const struct rdma_dev_caps *rdma_dev_caps(const struct rdma_dev *dev);
 const char *rdma_dev_name(const struct rdma_dev *dev);

@@ -6,6 +6,7 @@
 #include "tcp/listener.h"
 
 #include <errno.h>
+#include <linux/filter.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -23,6 +24,14 @@
 #define TCP_ACCEPT_RETRY_MS 100
 /* Reserved ports tried when the chosen one is in use towards the server. */
 #define TCP_RESVPORT_TRIES 8
+/*
+ * Steering by source address: an odd multiplier (2^32 / golden ratio) so
+ * that neighbouring addresses land far apart, and the high bits of the
+ * product, which depend on every bit of the address (the low ones do not).
+ */
+#define TCP_STEER_MUL	0x9e3779b1u
+#define TCP_STEER_SHIFT 16
+#define TCP_STEER_MAX	64
 
 struct tcp_listener {
 	struct evconnlistener *lev;
@@ -108,19 +117,122 @@ static void tcp_listener_on_retry(evutil_socket_t fd, short what, void *arg)
 	evconnlistener_enable(l->lev);
 }
 
-static evutil_socket_t tcp_listen_socket(const struct sockaddr *addr, socklen_t len, int backlog)
+/*
+ * The steering function, in C; tcp_steer_prog() is the same in classic BPF,
+ * where ALU operations are 32-bit and a word load is in host order. Each
+ * address word is folded in as h = (h ^ word) * MUL.
+ */
+static uint32_t tcp_steer_fold(uint32_t h, uint32_t word)
+{
+	return (h ^ word) * TCP_STEER_MUL;
+}
+
+static uint32_t tcp_steer_word(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+unsigned tcp_listener_steer_index(const struct sockaddr *peer, unsigned count)
+{
+	uint32_t h = 0;
+
+	if (count <= 1)
+		return 0;
+	if (peer->sa_family == AF_INET) {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)peer;
+
+		h = tcp_steer_fold(h, ntohl(sin->sin_addr.s_addr));
+	} else if (peer->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)peer;
+
+		for (unsigned i = 0; i < 16; i += 4)
+			h = tcp_steer_fold(h, tcp_steer_word(&sin6->sin6_addr.s6_addr[i]));
+	} else {
+		return 0;
+	}
+	return (h >> TCP_STEER_SHIFT) % count;
+}
+
+/*
+ * The group's program runs on the SYN with the packet data advanced past
+ * the TCP header, so the source address is reached relative to the network
+ * header (SKF_NET_OFF): offset 12 in IPv4, 8..24 in IPv6. The listener's
+ * own family says which: an IPv6 listener is IPV6_V6ONLY and never sees an
+ * IPv4 SYN. The value returned is the socket's position in the group.
+ */
+static unsigned tcp_steer_prog(int family, unsigned count, struct sock_filter *prog)
+{
+	unsigned n = 0;
+	int first = family == AF_INET ? 12 : 8, words = family == AF_INET ? 1 : 4;
+
+	/* A = 0, then per word: X = A; A = word; A ^= X; A *= MUL */
+	prog[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_IMM, 0);
+	for (int w = 0; w < words; w++) {
+		prog[n++] = (struct sock_filter)BPF_STMT(BPF_MISC | BPF_TAX, 0);
+		prog[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+							 (uint32_t)(SKF_NET_OFF + first + 4 * w));
+		prog[n++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_XOR | BPF_X, 0);
+		prog[n++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_MUL | BPF_K, TCP_STEER_MUL);
+	}
+	prog[n++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_RSH | BPF_K, TCP_STEER_SHIFT);
+	prog[n++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_MOD | BPF_K, count);
+	prog[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_A, 0);
+	return n;
+}
+
+/*
+ * One program serves the whole group, so it goes on the first socket only.
+ * While the group is still being built, the program may name a socket that
+ * has not joined yet (index >= the number in the group): the kernel then
+ * falls back to its 4-tuple hash for that connection. That only lasts
+ * until the last worker's listener has joined.
+ */
+static int tcp_steer_attach(evutil_socket_t fd, int family, unsigned count)
+{
+	/* the start, four instructions per IPv6 address word, the end */
+	struct sock_filter insns[1 + 4 * 4 + 3];
+	struct sock_fprog fprog = { .filter = insns };
+
+	fprog.len = (unsigned short)tcp_steer_prog(family, count, insns);
+	return setsockopt(fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &fprog, sizeof(fprog));
+}
+
+/*
+ * A listening socket; *step names what failed (for the log) when it
+ * returns -1 with errno set.
+ */
+static evutil_socket_t tcp_listen_socket(const struct sockaddr *addr, socklen_t len, int backlog,
+					 unsigned index, unsigned count, const char **step)
 {
 	int one = 1, err;
 	evutil_socket_t fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
+	*step = "socket";
 	if (fd < 0)
 		return -1;
+	*step = "SO_REUSEADDR";
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0)
 		goto fail;
+	*step = "SO_REUSEPORT";
+	if (count > 1 && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0)
+		goto fail;
+	*step = "IPV6_V6ONLY";
 	if (addr->sa_family == AF_INET6 &&
 	    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0)
 		goto fail;
-	if (bind(fd, addr, len) < 0 || listen(fd, backlog > 0 ? backlog : SOMAXCONN) < 0)
+	*step = "bind";
+	if (bind(fd, addr, len) < 0)
+		goto fail;
+	/* A TCP socket joins its SO_REUSEPORT group here, at listen(). */
+	*step = "listen";
+	if (listen(fd, backlog > 0 ? backlog : SOMAXCONN) < 0)
+		goto fail;
+	/*
+	 * Falling back to the kernel's 4-tuple hash would scatter a client's
+	 * connections over the workers: no program, no listener.
+	 */
+	*step = "SO_ATTACH_REUSEPORT_CBPF (steering clients by address)";
+	if (count > 1 && index == 0 && tcp_steer_attach(fd, addr->sa_family, count) < 0)
 		goto fail;
 	return fd;
 fail:
@@ -130,14 +242,23 @@ fail:
 	return -1;
 }
 
-struct tcp_listener *tcp_listener_new(struct event_base *base, const struct sockaddr *addr,
-				      socklen_t len, int backlog,
-				      const struct tcp_listener_ops *ops, void *arg)
+struct tcp_listener *tcp_listener_new_steered(struct event_base *base, const struct sockaddr *addr,
+					      socklen_t len, int backlog,
+					      const struct tcp_listener_ops *ops, void *arg,
+					      unsigned index, unsigned count)
 {
 	struct tcp_listener *l;
 	evutil_socket_t fd;
+	const char *step;
 	char name[NI_MAXHOST + NI_MAXSERV + 4];
 
+	if (count < 1 || count > TCP_STEER_MAX || index >= count ||
+	    (count > 1 && addr->sa_family != AF_INET && addr->sa_family != AF_INET6)) {
+		gw_err("tcp: cannot listen on %s as %u of %u: bad listener group",
+		       tcp_addr_str(addr, len, name, sizeof(name)), index, count);
+		errno = EINVAL;
+		return NULL;
+	}
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return NULL;
@@ -146,12 +267,17 @@ struct tcp_listener *tcp_listener_new(struct event_base *base, const struct sock
 	l->retry = evtimer_new(base, tcp_listener_on_retry, l);
 	if (!l->retry)
 		goto nomem;
-	fd = tcp_listen_socket(addr, len, backlog);
+	fd = tcp_listen_socket(addr, len, backlog, index, count, &step);
 	if (fd < 0) {
 		int err = errno;
 
-		gw_err("tcp: cannot listen on %s: %s", tcp_addr_str(addr, len, name, sizeof(name)),
-		       strerror(err));
+		if (count > 1)
+			gw_err("tcp: cannot listen on %s as listener %u of %u: %s: %s",
+			       tcp_addr_str(addr, len, name, sizeof(name)), index, count, step,
+			       strerror(err));
+		else
+			gw_err("tcp: cannot listen on %s: %s: %s",
+			       tcp_addr_str(addr, len, name, sizeof(name)), step, strerror(err));
 		event_free(l->retry);
 		free(l);
 		errno = err;
@@ -172,6 +298,13 @@ nomem:
 	free(l);
 	errno = ENOMEM;
 	return NULL;
+}
+
+struct tcp_listener *tcp_listener_new(struct event_base *base, const struct sockaddr *addr,
+				      socklen_t len, int backlog,
+				      const struct tcp_listener_ops *ops, void *arg)
+{
+	return tcp_listener_new_steered(base, addr, len, backlog, ops, arg, 0, 1);
 }
 
 void tcp_listener_free(struct tcp_listener *l)

@@ -11,6 +11,12 @@
  * close. Running out of descriptors pauses accepting for a moment instead
  * of spinning on a listening socket that stays readable.
  *
+ * Worker threads each listen on the same address in one SO_REUSEPORT
+ * group; a classic BPF program on the group steers each connection by the
+ * client's source address alone (not the kernel's 4-tuple hash), since a
+ * client's state lives in one worker and must be found again when it
+ * reconnects from another port.
+ *
  * An outbound connection is a non-blocking connect() with a time limit and
  * optionally a reserved source port (< 1024): NFS servers may insist on
  * one (the "secure" export option), and the kernel's NFS client uses one.
@@ -55,6 +61,51 @@ struct tcp_listener_stats {
 struct tcp_listener *tcp_listener_new(struct event_base *base, const struct sockaddr *addr,
 				      socklen_t len, int backlog,
 				      const struct tcp_listener_ops *ops, void *arg);
+
+/*
+ * One of @count (1..64) listeners on the same address, for worker @index
+ * (0..count-1): with count > 1 the socket is bound with SO_REUSEPORT and
+ * the group carries a classic BPF program (SO_ATTACH_REUSEPORT_CBPF) that
+ * gives each new connection to the listener numbered
+ * tcp_listener_steer_index(source address, count), so that every
+ * connection from one client address, whatever its source port, reaches
+ * the same worker. count == 1 is tcp_listener_new().
+ *
+ * The kernel numbers a group's sockets in the order they join it (at
+ * listen(), which this does), so the caller creates them in index order
+ * 0, 1, ... count-1, the same address and count for all, index 0 first
+ * (with port 0 it picks the port; the others use that port), before any is
+ * closed. Closing a member renumbers the group (the kernel moves its last
+ * socket into the gap): to change the group, free all and build it again.
+ * Until the last one has joined, a client steered to a missing index is
+ * placed by the kernel's 4-tuple hash instead. The program goes on the
+ * index-0 socket; if it cannot be attached, that listener is not made
+ * (NULL, errno from setsockopt, a gw_err line) rather than silently
+ * falling back to 4-tuple hashing. Any other SO_REUSEPORT socket of the
+ * same user on the same address would join the group too.
+ *
+ * NULL with errno EINVAL when count is 0 or > 64, index >= count, or
+ * count > 1 on an address that is neither IPv4 nor IPv6.
+ */
+struct tcp_listener *tcp_listener_new_steered(struct event_base *base, const struct sockaddr *addr,
+					      socklen_t len, int backlog,
+					      const struct tcp_listener_ops *ops, void *arg,
+					      unsigned index, unsigned count);
+
+/*
+ * The listener index the group's program picks for a client at @peer
+ * (IPv4 or IPv6; the port is ignored), so that tests and /stats can tell
+ * a client's worker. With 32-bit unsigned arithmetic and the address
+ * taken as big-endian 32-bit words w[] (one for IPv4, four for IPv6):
+ *
+ *	h = 0; for each w: h = (h ^ w) * 0x9e3779b1;
+ *	index = (h >> 16) % count
+ *
+ * An IPv4-mapped IPv6 address counts as IPv6 (an IPv6 listener is
+ * IPV6_V6ONLY, so an IPv4 client never reaches one). 0 when count <= 1 or
+ * for another family.
+ */
+unsigned tcp_listener_steer_index(const struct sockaddr *peer, unsigned count);
 
 /* Stop listening and close the socket. Accepted connections are not affected. */
 void tcp_listener_free(struct tcp_listener *l);

@@ -331,7 +331,7 @@ enum ulb_reply_status ulb_parse_reply(const struct ulb_call *call, struct ulb_se
 				      struct ulb_reply *reply);
 
 /* ------------------------------------------------------------------ */
-/* Counters (owned by the event loop, read by the stats endpoint)     */
+/* Counters: each worker thread's own (the parser's diagnostics)      */
 
 struct ulb_counters {
 	uint64_t calls;
@@ -344,6 +344,6 @@ struct ulb_counters {
 	uint64_t unknown_programs; /* calls to a program/version/procedure without rules */
 };
 
-extern struct ulb_counters ulb_counters;
+extern _Thread_local struct ulb_counters ulb_counters;
 
 #endif

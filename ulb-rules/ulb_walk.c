@@ -17,7 +17,7 @@
 #include "ulb-rules/rpc_msg.h"
 #include "ulb-rules/ulb_impl.h"
 
-struct ulb_counters ulb_counters;
+_Thread_local struct ulb_counters ulb_counters;
 
 static inline bool walk_has(const struct ulb_walk *w, uint32_t n)
 {

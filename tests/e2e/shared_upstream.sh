@@ -26,9 +26,12 @@ NS=3 MB=${E2E_SHARE_MB:-8}
 # The server's RDMA connections on its NFS port, as the server's RDMA stack lists them.
 server_conns() { rdma res show cm_id | grep -v LISTEN | grep -c 'src-addr 192.0.2.1:20049'; }
 
+# One worker: this job counts the server's connections of one set of channels (each worker
+# keeps its own: the job `workers` covers that).
 gw_config() {
     cat >"$E2E_WORK/gw.json" <<JSON
-{ "routes": [ { "name": "nfs", "mode": "forward", "upstream_connections": $1,
+{ "workers": 1,
+  "routes": [ { "name": "nfs", "mode": "forward", "upstream_connections": $1,
                 "listen": "tcp://0.0.0.0:2049", "upstream": "rdma://192.0.2.1:20049" } ],
   "stats": { "listen": "127.0.0.1:9464" } }
 JSON

@@ -102,6 +102,7 @@ static void test_minimal_form(void **state)
 	assert_int_equal(cfg->log_destination, GW_LOG_TO_STDERR);
 	assert_int_equal(cfg->drain_timeout_ms, 30000);
 	assert_int_equal(cfg->max_sessions, 4096);
+	assert_int_equal(cfg->workers, 0);
 	assert_int_equal(cfg->stats_max_connections, 32);
 	gw_config_free(cfg);
 }
@@ -119,8 +120,31 @@ static void test_global_defaults(void **state)
 	assert_int_equal(cfg->log_destination, GW_LOG_TO_STDERR);
 	assert_int_equal(cfg->drain_timeout_ms, 30000);
 	assert_int_equal(cfg->max_sessions, 4096);
+	assert_int_equal(cfg->workers, 0);
 	assert_int_equal(cfg->stats_max_connections, 32);
 	gw_config_free(cfg);
+}
+
+/* "workers": 0 ("auto", the default) up to 64, as written. */
+static void test_workers(void **state)
+{
+	static const unsigned values[] = { 0, 1, 7, 64 };
+	const struct gw_config *cfg;
+	char text[256];
+
+	(void)state;
+	assert_int_equal(GW_WORKERS_AUTO, 0);
+	assert_int_equal(GW_WORKERS_MAX, 64);
+	cfg = load_ok("{'routes': [" ROUTE_FWD "]}");
+	assert_int_equal(cfg->workers, GW_WORKERS_AUTO);
+	gw_config_free(cfg);
+	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+		snprintf(text, sizeof(text), "{'workers': %u, 'routes': [" ROUTE_FWD "]}",
+			 values[i]);
+		cfg = load_ok(text);
+		assert_int_equal(cfg->workers, values[i]);
+		gw_config_free(cfg);
+	}
 }
 
 static char *data_path(const char *name)
@@ -177,6 +201,7 @@ static void test_every_key(void **state)
 	assert_int_equal(cfg->stats_addrlen, sizeof(struct sockaddr_in6));
 	assert_int_equal(cfg->drain_timeout_ms, 12500);
 	assert_int_equal(cfg->max_sessions, 1000);
+	assert_int_equal(cfg->workers, 6);
 	assert_int_equal(cfg->stats_max_connections, 4);
 	assert_int_equal(cfg->routes_count, 2);
 
@@ -634,6 +659,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_minimal_form),
 		cmocka_unit_test(test_global_defaults),
+		cmocka_unit_test(test_workers),
 		cmocka_unit_test(test_every_key),
 		cmocka_unit_test(test_defaults_inherited_and_overridden),
 		cmocka_unit_test(test_default_ports),

@@ -212,28 +212,28 @@ static void test_unknown_keys(void **state)
 		"gw.json:2:28: defaults.stats: unknown key here; it is a top-level key\n"
 		"gw.json:4:46: routes[0].logging: unknown key here; it is a top-level key\n");
 	/* Nothing close: small objects list their keys, large ones point to the docs. */
-	expect_errors(
-		"{'zzz': 1, 'logging': {'lvl': 'info'}, 'stats': {'port': 1},\n"
-		" 'routes': [{'name': 'a', 'mode': 'forward', 'listen': 'tcp://0.0.0.0',\n"
-		"             'upstream': 'rdma://192.0.2.1', 'weight': 3}]}",
-		"gw.json:1:2: zzz: unknown key; expected \"routes\", \"defaults\", "
-		"\"logging\", \"stats\", \"drain_timeout_s\", \"max_sessions\" or \"comment\"\n"
-		"gw.json:1:24: logging.lvl: unknown key; expected \"level\", \"destination\" "
-		"or \"comment\"\n"
-		"gw.json:1:50: stats.port: unknown key; expected \"enabled\", \"listen\", "
-		"\"max_connections\" or \"comment\"\n"
-		"gw.json:3:46: routes[0].weight: unknown key; the keys are listed in "
-		"docs/configuration.md\n");
+	expect_errors("{'zzz': 1, 'logging': {'lvl': 'info'}, 'stats': {'port': 1},\n"
+		      " 'routes': [{'name': 'a', 'mode': 'forward', 'listen': 'tcp://0.0.0.0',\n"
+		      "             'upstream': 'rdma://192.0.2.1', 'weight': 3}]}",
+		      "gw.json:1:2: zzz: unknown key; expected \"routes\", \"defaults\", "
+		      "\"logging\", \"stats\", \"drain_timeout_s\", \"max_sessions\", \"workers\" "
+		      "or \"comment\"\n"
+		      "gw.json:1:24: logging.lvl: unknown key; expected \"level\", \"destination\" "
+		      "or \"comment\"\n"
+		      "gw.json:1:50: stats.port: unknown key; expected \"enabled\", \"listen\", "
+		      "\"max_connections\" or \"comment\"\n"
+		      "gw.json:3:46: routes[0].weight: unknown key; the keys are listed in "
+		      "docs/configuration.md\n");
 }
 
 /* A key from the file is shown on one line, whatever it holds. */
 static void test_unknown_key_with_control_characters(void **state)
 {
 	(void)state;
-	expect_errors(
-		"{'routes': [" ROUTE_FWD "], 'a\\nb\\u0001': 1}",
-		"gw.json:1:120: a?b?: unknown key; expected \"routes\", \"defaults\", "
-		"\"logging\", \"stats\", \"drain_timeout_s\", \"max_sessions\" or \"comment\"\n");
+	expect_errors("{'routes': [" ROUTE_FWD "], 'a\\nb\\u0001': 1}",
+		      "gw.json:1:120: a?b?: unknown key; expected \"routes\", \"defaults\", "
+		      "\"logging\", \"stats\", \"drain_timeout_s\", \"max_sessions\", \"workers\" "
+		      "or \"comment\"\n");
 }
 
 /* Keys with the characters JSON Pointers escape are still found in the text. */
@@ -392,6 +392,22 @@ static void test_drain_timeout(void **state)
 	expect_errors("{'drain_timeout_s': false, 'routes': [" ROUTE_FWD "]}",
 		      "gw.json:1:21: drain_timeout_s: expected a number of seconds 0..3600, got "
 		      "false\n");
+}
+
+/* "workers": an integer 0..64, reported where the value is. */
+static void test_workers(void **state)
+{
+	(void)state;
+	expect_errors("{'workers': 65, 'routes': [" ROUTE_FWD "]}",
+		      "gw.json:1:13: workers: expected an integer 0..64, got 65\n");
+	expect_errors("{'workers': -1, 'routes': [" ROUTE_FWD "]}",
+		      "gw.json:1:13: workers: expected an integer 0..64, got -1\n");
+	expect_errors("{'workers': '2', 'routes': [" ROUTE_FWD "]}",
+		      "gw.json:1:13: workers: expected an integer 0..64, got \"2\"\n");
+	expect_errors("{'routes': [" ROUTE_FWD "],\n 'workers': 2.5}",
+		      "gw.json:2:13: workers: expected an integer 0..64, got 2.5\n");
+	expect_errors("{'workers': null, 'routes': [" ROUTE_FWD "]}",
+		      "gw.json:1:13: workers: expected an integer 0..64, got null\n");
 }
 
 /* The process-wide session cap and the stats endpoint's connection cap. */
@@ -885,7 +901,7 @@ static void test_error_cap_keeps_the_first_in_the_file(void **state)
 			snprintf(line, sizeof(line),
 				 "gw.json:%d:2: zz%02d: unknown key; expected \"routes\", "
 				 "\"defaults\", \"logging\", \"stats\", \"drain_timeout_s\", "
-				 "\"max_sessions\" or \"comment\"\n",
+				 "\"max_sessions\", \"workers\" or \"comment\"\n",
 				 i + 2, i);
 			strcat(want, line);
 		}
@@ -945,6 +961,7 @@ int main(void)
 		cmocka_unit_test(test_integer_ranges),
 		cmocka_unit_test(test_seconds_ranges),
 		cmocka_unit_test(test_drain_timeout),
+		cmocka_unit_test(test_workers),
 		cmocka_unit_test(test_process_limits),
 		cmocka_unit_test(test_source_port),
 		cmocka_unit_test(test_list_options),

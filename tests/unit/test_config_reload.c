@@ -289,6 +289,43 @@ static void test_stats_endpoint(void **state)
 }
 
 /*
+ * The worker threads are set up at start: any other count, including
+ * going to or from 0 ("auto"), needs a restart; the same count does not.
+ */
+static void test_workers(void **state)
+{
+	static const char why[] =
+		"which needs a restart (each worker thread's event loop, listeners and sessions "
+		"are set up at start)";
+	char *want;
+
+	(void)state;
+	expect_live("{'workers': 4, 'routes': [" ROUTE_A("") "]}",
+		    "{'routes': [" ROUTE_A("") "],\n 'workers': 4}", 0);
+	expect_live("{'routes': [" ROUTE_A("") "]}", "{'workers': 0, 'routes': [" ROUTE_A("") "]}",
+		    0);
+	assert_true(asprintf(&want, "gw.json:3:13: workers: changed from 4 to 8, %s\n", why) > 0);
+	expect_restart("{'workers': 4, 'routes': [" ROUTE_A("") "]}",
+		       "{'routes': [" ROUTE_A("") "],\n 'workers': 8}", 0, want);
+	free(want);
+	assert_true(asprintf(&want, "gw.json:1:13: workers: changed from 0 to 2, %s\n", why) > 0);
+	expect_restart("{'routes': [" ROUTE_A("") "]}",
+		       "{'workers': 2, 'routes': [" ROUTE_A("") "]}", 0, want);
+	free(want);
+	/* Back to the default: at the top, since the new file has no "workers". */
+	assert_true(asprintf(&want, "gw.json:1:1: workers: changed from 2 to 0, %s\n", why) > 0);
+	expect_restart("{'workers': 2, 'routes': [" ROUTE_A("") "]}",
+		       "{'routes': [" ROUTE_A("") "]}", 0, want);
+	free(want);
+	/* With a live change beside it: refused as a whole, the live bits still told. */
+	assert_true(asprintf(&want, "gw.json:1:13: workers: changed from 1 to 3, %s\n", why) > 0);
+	expect_restart("{'workers': 1, 'routes': [" ROUTE_A("") "]}",
+		       "{'workers': 3, 'max_sessions': 8, 'routes': [" ROUTE_A("") "]}",
+		       GW_CHANGE_LIMITS, want);
+	free(want);
+}
+
+/*
  * The same name resolving elsewhere on reload (DNS changed) is a change
  * of upstream. DNS cannot be changed from a test: the resolved address of
  * the new configuration is changed by hand instead.
@@ -356,6 +393,7 @@ int main(void)
 		cmocka_unit_test(test_mode_and_addresses),
 		cmocka_unit_test(test_options_that_need_a_restart),
 		cmocka_unit_test(test_stats_endpoint),
+		cmocka_unit_test(test_workers),
 		cmocka_unit_test(test_name_resolves_elsewhere),
 		cmocka_unit_test(test_live_and_restart_together),
 	};

@@ -242,17 +242,18 @@ static void test_every_key_listed(void **state)
 {
 	struct conf_key_info keys[MAX_KEYS];
 	size_t n = conf_schema_keys(keys, MAX_KEYS);
-	bool credits = false, level = false, max_conn = false, name = false;
+	bool credits = false, level = false, max_conn = false, name = false, workers = false;
 
-	/* 7 top-level, 2 logging, 3 stats, 4 route keys, the route options. */
-	assert_int_equal(n, 7 + 2 + 3 + 4 + conf_options_count);
+	/* 8 top-level, 2 logging, 3 stats, 4 route keys, the route options. */
+	assert_int_equal(n, 8 + 2 + 3 + 4 + conf_options_count);
 	for (size_t i = 0; i < n; i++) {
 		credits |= strcmp(keys[i].key, "routes[].credits") == 0;
 		level |= strcmp(keys[i].key, "logging.level") == 0;
 		max_conn |= strcmp(keys[i].key, "stats.max_connections") == 0;
 		name |= strcmp(keys[i].key, "routes[].name") == 0;
+		workers |= strcmp(keys[i].key, "workers") == 0;
 	}
-	assert_true(credits && level && max_conn && name);
+	assert_true(credits && level && max_conn && name && workers);
 }
 
 /* The comparison sees a wrong default, a wrong reload, a missing and an extra key. */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Tests of tcp/listener.c: listeners on IPv4 and IPv6 loopback with the
- * admission hook, and outbound connects (success, refusal, time limit,
+ * admission hook, groups of SO_REUSEPORT listeners steered by the client's
+ * source address, and outbound connects (success, refusal, time limit,
  * cancellation, reserved source port) on a real event loop.
  */
 #include <setjmp.h>
@@ -461,6 +462,270 @@ static void test_connect_reserved_port(void **state)
 	}
 }
 
+/* ---- a steered SO_REUSEPORT group ---------------------------------------- */
+
+#define STEER_MAX      3
+#define STEER_ADDRS    20
+#define STEER_PER_ADDR 4
+
+struct steer_group;
+
+/* One worker's listener: its index, and what it was given. */
+struct steer_side {
+	struct steer_group *g;
+	unsigned int index;
+	unsigned int accepted;
+};
+
+struct steer_group {
+	struct lh *h;
+	unsigned int count;
+	unsigned int accepted;
+	unsigned int misplaced;
+	struct tcp_listener *l[STEER_MAX];
+	struct steer_side side[STEER_MAX];
+};
+
+static void on_steered(evutil_socket_t fd, const struct sockaddr *peer, socklen_t len, void *arg)
+{
+	struct steer_side *s = arg;
+
+	(void)len;
+	s->accepted++;
+	s->g->accepted++;
+	if (tcp_listener_steer_index(peer, s->g->count) != s->index)
+		s->g->misplaced++;
+	close(fd);
+}
+
+static const struct tcp_listener_ops steer_ops = {
+	.accepted = on_steered,
+};
+
+/*
+ * count listeners on the loopback address of family, in index order: the
+ * first on port 0, the rest on the port it got. Returns that address.
+ */
+static void steer_group_listen(struct steer_group *g, struct lh *h, int family, unsigned int count,
+			       struct sockaddr_storage *bound)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = loopback(&ss, family, 0), bl;
+
+	memset(g, 0, sizeof(*g));
+	g->h = h;
+	g->count = count;
+	for (unsigned int i = 0; i < count; i++) {
+		g->side[i] = (struct steer_side){ .g = g, .index = i };
+		g->l[i] = tcp_listener_new_steered(h->base, (struct sockaddr *)&ss, len, 128,
+						   &steer_ops, &g->side[i], i, count);
+		assert_non_null(g->l[i]);
+		if (i == 0) {
+			assert_int_equal(tcp_listener_local_addr(g->l[0], bound, &bl), 0);
+			loopback(&ss, family, port_of(bound));
+		}
+	}
+}
+
+static void steer_group_free(struct steer_group *g)
+{
+	for (unsigned int i = 0; i < g->count; i++)
+		tcp_listener_free(g->l[i]);
+}
+
+/* A client from src (port 0: any), connected once the listener has taken it. */
+static int steer_connect(struct steer_group *g, const struct sockaddr_storage *src,
+			 const struct sockaddr_storage *to)
+{
+	socklen_t len =
+		to->ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+	unsigned int before = g->accepted;
+	int fd = socket(to->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (const struct sockaddr *)src, len), 0);
+	assert_int_equal(connect(fd, (const struct sockaddr *)to, len), 0);
+	run_until(g->h, g->accepted == before + 1, WAIT_MS);
+	assert_int_equal(g->accepted, before + 1);
+	return fd;
+}
+
+/*
+ * Clients from 127.0.0.1 .. 127.0.0.20 (all of 127/8 is local on Linux),
+ * several connections each from different source ports: every one lands
+ * on the listener tcp_listener_steer_index() names, and every listener
+ * gets some, so that no single socket takes them all by luck.
+ */
+static void check_steered_ipv4(unsigned int count)
+{
+	struct lh *h = lh_new();
+	struct steer_group g;
+	struct sockaddr_storage bound;
+	int fds[STEER_ADDRS * STEER_PER_ADDR];
+	unsigned int n = 0, expect[STEER_MAX] = { 0 };
+
+	steer_group_listen(&g, h, AF_INET, count, &bound);
+	for (unsigned int a = 1; a <= STEER_ADDRS; a++) {
+		struct sockaddr_storage src;
+		struct sockaddr_in *sin = (struct sockaddr_in *)&src;
+		uint16_t first_port = 0;
+
+		loopback(&src, AF_INET, 0);
+		sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK - 1 + a);
+		expect[tcp_listener_steer_index((struct sockaddr *)&src, count)] += STEER_PER_ADDR;
+		for (unsigned int k = 0; k < STEER_PER_ADDR; k++) {
+			fds[n] = steer_connect(&g, &src, &bound);
+			/* the same address from another port each time */
+			if (k == 0)
+				first_port = local_port(fds[n]);
+			else
+				assert_int_not_equal(local_port(fds[n]), first_port);
+			n++;
+		}
+	}
+	assert_int_equal(g.accepted, n);
+	assert_int_equal(g.misplaced, 0);
+	for (unsigned int i = 0; i < count; i++) {
+		assert_int_equal(g.side[i].accepted, expect[i]);
+		assert_true(g.side[i].accepted > 0);
+		assert_int_equal(tcp_listener_stats(g.l[i])->accepted, expect[i]);
+	}
+	for (unsigned int i = 0; i < n; i++)
+		close(fds[i]);
+	steer_group_free(&g);
+	lh_free(h);
+}
+
+static void test_steered_group_of_2(void **state)
+{
+	(void)state;
+	check_steered_ipv4(2);
+}
+
+static void test_steered_group_of_3(void **state)
+{
+	(void)state;
+	check_steered_ipv4(3);
+}
+
+static bool have_ipv6_loopback(void)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = loopback(&ss, AF_INET6, 0);
+	int fd = socket(AF_INET6, SOCK_STREAM, 0);
+	bool ok = fd >= 0 && bind(fd, (struct sockaddr *)&ss, len) == 0;
+
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+/* ::1 is the only IPv6 source here: all its connections go to one place. */
+static void test_steered_ipv6(void **state)
+{
+	(void)state;
+	if (!have_ipv6_loopback())
+		skip();
+	for (unsigned int count = 2; count <= STEER_MAX; count++) {
+		struct lh *h = lh_new();
+		struct steer_group g;
+		struct sockaddr_storage bound, src;
+		int fds[8];
+
+		steer_group_listen(&g, h, AF_INET6, count, &bound);
+		loopback(&src, AF_INET6, 0);
+		unsigned int want = tcp_listener_steer_index((struct sockaddr *)&src, count);
+		for (unsigned int k = 0; k < 8; k++)
+			fds[k] = steer_connect(&g, &src, &bound);
+		assert_int_equal(g.misplaced, 0);
+		assert_int_equal(g.side[want].accepted, 8);
+		for (unsigned int k = 0; k < 8; k++)
+			close(fds[k]);
+		steer_group_free(&g);
+		lh_free(h);
+	}
+}
+
+/* The C function matches the documented formula, port ignored. */
+static void test_steer_index_formula(void **state)
+{
+	(void)state;
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(7) };
+	struct sockaddr_in6 sin6 = { .sin6_family = AF_INET6 };
+	uint32_t h;
+
+	sin.sin_addr.s_addr = htonl(0x0a000005);
+	h = (0u ^ 0x0a000005u) * 0x9e3779b1u;
+	for (unsigned int count = 1; count <= 64; count++)
+		assert_int_equal(tcp_listener_steer_index((struct sockaddr *)&sin, count),
+				 count == 1 ? 0 : (h >> 16) % count);
+	sin.sin_port = htons(2049);
+	assert_int_equal(tcp_listener_steer_index((struct sockaddr *)&sin, 64), (h >> 16) % 64);
+
+	/* fe80::1:2 as words 0xfe800000 0 0x1 0x2 */
+	sin6.sin6_addr.s6_addr[0] = 0xfe;
+	sin6.sin6_addr.s6_addr[1] = 0x80;
+	sin6.sin6_addr.s6_addr[11] = 1;
+	sin6.sin6_addr.s6_addr[15] = 2;
+	h = (0u ^ 0xfe800000u) * 0x9e3779b1u;
+	h = (h ^ 0u) * 0x9e3779b1u;
+	h = (h ^ 1u) * 0x9e3779b1u;
+	h = (h ^ 2u) * 0x9e3779b1u;
+	assert_int_equal(tcp_listener_steer_index((struct sockaddr *)&sin6, 5), (h >> 16) % 5);
+}
+
+/* count 1 is a plain listener: no SO_REUSEPORT, so a second one is refused. */
+static void test_steered_count_1(void **state)
+{
+	(void)state;
+	struct lh *h = lh_new();
+	struct sockaddr_storage ss, bound;
+	socklen_t len = loopback(&ss, AF_INET, 0), bl;
+	struct tcp_listener *l =
+		tcp_listener_new_steered(h->base, (struct sockaddr *)&ss, len, 16, &lops, h, 0, 1);
+	int one = 0;
+	socklen_t ol = sizeof(one);
+
+	assert_non_null(l);
+	assert_int_equal(tcp_listener_local_addr(l, &bound, &bl), 0);
+	int c = client_to(&bound);
+	run_until(h, h->accepted == 1, WAIT_MS);
+	assert_int_equal(h->accepted, 1);
+	assert_int_equal(h->admit_calls, 1);
+	close(c);
+	/* the accepted socket's listener was not a reuseport one */
+	assert_int_equal(getsockopt(h->accepted_fd, SOL_SOCKET, SO_REUSEPORT, &one, &ol), 0);
+	assert_int_equal(one, 0);
+	struct tcp_listener *again = tcp_listener_new_steered(h->base, (struct sockaddr *)&bound,
+							      bl, 16, &lops, h, 0, 1);
+	assert_null(again);
+	assert_int_equal(errno, EADDRINUSE);
+	tcp_listener_free(l);
+	lh_free(h);
+}
+
+/* Groups of 0 or more than 64, or an index outside the group, are refused. */
+static void test_steered_bad_group(void **state)
+{
+	(void)state;
+	struct lh *h = lh_new();
+	struct sockaddr_storage ss;
+	socklen_t len = loopback(&ss, AF_INET, 0);
+	const unsigned int bad[][2] = { { 0, 0 }, { 1, 1 }, { 2, 2 }, { 0, 65 } };
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		errno = 0;
+		assert_null(tcp_listener_new_steered(h->base, (struct sockaddr *)&ss, len, 16,
+						     &lops, h, bad[i][0], bad[i][1]));
+		assert_int_equal(errno, EINVAL);
+	}
+	struct tcp_listener *l = tcp_listener_new_steered(h->base, (struct sockaddr *)&ss, len, 16,
+							  &lops, h, 63, 64);
+	assert_non_null(l);
+	tcp_listener_free(l);
+	lh_free(h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -473,6 +738,12 @@ int main(void)
 		cmocka_unit_test(test_connect_timeout),
 		cmocka_unit_test(test_connect_cancel),
 		cmocka_unit_test(test_connect_reserved_port),
+		cmocka_unit_test(test_steered_group_of_2),
+		cmocka_unit_test(test_steered_group_of_3),
+		cmocka_unit_test(test_steered_ipv6),
+		cmocka_unit_test(test_steer_index_formula),
+		cmocka_unit_test(test_steered_count_1),
+		cmocka_unit_test(test_steered_bad_group),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,9 +5,30 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "gateway/xidmap.h"
+
+/*
+ * Allocation faults (tests/unit/test_xidmap.wrap: this executable links
+ * with -Wl,--wrap=malloc, so xidmap.c's malloc() comes here): with
+ * malloc_fail_in at n > 0, the n-th allocation from then on fails, once.
+ */
+void *__real_malloc(size_t size);
+void *__wrap_malloc(size_t size);
+
+static unsigned malloc_fail_in;
+static unsigned malloc_failed; /* allocations failed on purpose */
+
+void *__wrap_malloc(size_t size)
+{
+	if (malloc_fail_in > 0 && --malloc_fail_in == 0) {
+		malloc_failed++;
+		return NULL;
+	}
+	return __real_malloc(size);
+}
 
 static void test_insert_find_remove(void **state)
 {
@@ -123,6 +144,81 @@ static void test_grows_from_small_start_to_bound(void **state)
 	xidmap_destroy(&m);
 }
 
+/*
+ * The table of XIDMAP_START_SIZE is full (half of it: 8 XIDs) and cannot
+ * grow for want of memory: the put is refused (XIDMAP_NO_ROOM, which the
+ * forward path answers SYSTEM_ERR) and the table is left as it was, every
+ * mapping still found. Once memory can be had the next put grows it.
+ */
+static void test_growth_out_of_memory(void **state)
+{
+	(void)state;
+	enum { FULL = XIDMAP_START_SIZE / 2 };
+	struct xidmap_entry before[XIDMAP_START_SIZE];
+	struct xidmap m;
+
+	assert_int_equal(xidmap_init(&m, 100), 0);
+	for (uint32_t i = 0; i < FULL; i++)
+		assert_int_equal(xidmap_put(&m, 0x5000 + i * 3, i), XIDMAP_ADDED);
+	assert_int_equal(m.mask + 1, XIDMAP_START_SIZE);
+	assert_int_equal(m.count, m.capacity);
+	const struct xidmap_entry *table = m.table;
+	memcpy(before, m.table, sizeof(before));
+
+	malloc_fail_in = 1;
+	malloc_failed = 0;
+	assert_int_equal(xidmap_put(&m, 0x6000, FULL), XIDMAP_NO_ROOM);
+	assert_int_equal(malloc_failed, 1); /* refused for the growth, not for the bound */
+	malloc_fail_in = 0;
+	assert_ptr_equal(m.table, table);
+	assert_int_equal(m.mask + 1, XIDMAP_START_SIZE);
+	assert_int_equal(m.count, FULL);
+	assert_int_equal(m.capacity, FULL);
+	assert_memory_equal(m.table, before, sizeof(before));
+	for (uint32_t i = 0; i < FULL; i++)
+		assert_int_equal(xidmap_find(&m, 0x5000 + i * 3), i);
+	assert_int_equal(xidmap_find(&m, 0x6000), XIDMAP_NONE);
+	/* A duplicate is still told as one: no growth is tried for it. */
+	malloc_fail_in = 1;
+	assert_int_equal(xidmap_put(&m, 0x5000, 77), XIDMAP_DUPLICATE);
+	assert_int_equal(malloc_failed, 1);
+	malloc_fail_in = 0;
+
+	/* Memory again: the same put grows the table and every mapping moves over. */
+	assert_int_equal(xidmap_put(&m, 0x6000, FULL), XIDMAP_ADDED);
+	assert_int_equal(m.mask + 1, 2 * XIDMAP_START_SIZE);
+	assert_int_equal(m.count, FULL + 1);
+	for (uint32_t i = 0; i < FULL; i++)
+		assert_int_equal(xidmap_find(&m, 0x5000 + i * 3), i);
+	assert_int_equal(xidmap_find(&m, 0x6000), FULL);
+	xidmap_destroy(&m);
+}
+
+/* The first table cannot be made: refused, nothing held, and the next put makes it. */
+static void test_first_table_out_of_memory(void **state)
+{
+	(void)state;
+	struct xidmap m;
+
+	assert_int_equal(xidmap_init(&m, 8), 0);
+	malloc_fail_in = 1;
+	malloc_failed = 0;
+	assert_int_equal(xidmap_put(&m, 42, 0), XIDMAP_NO_ROOM);
+	assert_int_equal(malloc_failed, 1);
+	malloc_fail_in = 0;
+	assert_null(m.table);
+	assert_int_equal(m.mask, 0);
+	assert_int_equal(m.count, 0);
+	assert_int_equal(m.capacity, 0);
+	assert_int_equal(xidmap_find(&m, 42), XIDMAP_NONE);
+	assert_false(xidmap_remove(&m, 42));
+
+	assert_int_equal(xidmap_put(&m, 42, 0), XIDMAP_ADDED);
+	assert_int_equal(m.mask + 1, XIDMAP_START_SIZE);
+	assert_int_equal(xidmap_find(&m, 42), 0);
+	xidmap_destroy(&m);
+}
+
 /* A bound too large for the table's index is refused, not looped on. */
 static void test_init_refuses_huge_bound(void **state)
 {
@@ -139,6 +235,8 @@ int main(void)
 		cmocka_unit_test(test_churn_matches_reference),
 		cmocka_unit_test(test_grows_from_small_start_to_bound),
 		cmocka_unit_test(test_init_refuses_huge_bound),
+		cmocka_unit_test(test_growth_out_of_memory),
+		cmocka_unit_test(test_first_table_out_of_memory),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,483 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/unit/test_forward_share_pump.c - a shared forward channel's pump
+ * (gateway/forward_share.c) when memory windows run out: a call that finds
+ * no window waits in the channel's queue (fwd_marshal()'s -EAGAIN), neither
+ * failed nor sent, and goes, in its turn and with its bytes as the client
+ * sent them, once a window comes back:
+ *  - from a reply (fwd_recv(): the fence gives the call's windows back and
+ *    the channel is pumped there and then);
+ *  - from a call the server left unanswered and that was given up
+ *    (fwd_share_orphan(), from the engine's sweep): the pump is deferred to
+ *    an event of the loop (share_pump_later()), and the call goes once the
+ *    loop runs.
+ *
+ * The channel's RDMA connection is a real struct rconn (rdma/conn_io.c)
+ * on a fake provider whose post_send records what it is given, as in
+ * test_conn_io.c; its completions never come unless the test says so.
+ * The device's pool is a plain-memory pool and the engine's event base
+ * the test's own: this executable links with -Wl,--wrap for
+ * rdma_dev_pool, rdma_dev_wait_for_buffers and gw_engine_base
+ * (tests/unit/test_forward_share_pump.wrap). The calls are long ones
+ * (larger than the inline threshold): each goes in a Position-Zero Read
+ * chunk, one window, so that windows, not credits, are what runs out.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <cmocka.h>
+#include <event2/event.h>
+#include <rdma/rdma_cma.h>
+
+#include "common/xdr.h"
+#include "gateway/forward_priv.h"
+#include "rdma/conn_priv.h"
+#include "rdma/pool.h"
+
+enum {
+	NMW = 3,	  /* the channel's memory windows */
+	CREDITS = 16,	  /* the grant: never what runs out here */
+	THRESHOLD = 1024, /* inline threshold, both ways */
+	REC_LEN = 2000,	  /* a call record: longer than the threshold */
+	NCALLS = 8,	  /* call slots per client */
+	MAX_SENDS = 32,
+	MAX_RECS = 32,
+};
+
+/* A Send the provider was given, with the bytes of the window bound with it. */
+struct sent {
+	uint32_t wire_xid; /* the transport header's */
+	uint32_t len;	   /* the window's */
+	uint8_t bytes[REC_LEN];
+};
+
+struct fixture {
+	struct event_base *base;
+	struct rdma_pool *pool;
+	struct gw_route cfg;
+	struct gw_route_rt *route;
+	struct fwd_share sh;
+	struct fwd_session *ch;
+	struct fwd_session *a, *b;
+	/* The channel's connection on the fake provider. */
+	struct ibv_context ctx;
+	struct ibv_qp qp;
+	struct rdma_cm_id id;
+	struct ibv_mw ibmw[NMW];
+	struct rconn_mw mws[NMW];
+	struct rconn c;
+	int mr;	  /* stands for the registration: only its address is used */
+	char dev; /* stands for the device: only "has one" is looked at */
+	/* Records and replies made by the test, freed at teardown. */
+	struct gw_buf *bufs[2 * MAX_RECS];
+	unsigned nbufs;
+	/* What went out. */
+	struct sent sent[MAX_SENDS];
+	unsigned nsent;
+	unsigned local_invs;
+};
+
+static struct fixture *fx;
+
+/* ---- the stand-ins (tests/unit/test_forward_share_pump.wrap) ---- */
+
+struct rdma_pool *__wrap_rdma_dev_pool(const struct rdma_dev *dev);
+void __wrap_rdma_dev_wait_for_buffers(struct rdma_dev *dev, struct rdma_pool_waiter *w);
+struct event_base *__wrap_gw_engine_base(const struct gw_engine *eng);
+
+struct rdma_pool *__wrap_rdma_dev_pool(const struct rdma_dev *dev)
+{
+	(void)dev;
+	return fx->pool;
+}
+
+void __wrap_rdma_dev_wait_for_buffers(struct rdma_dev *dev, struct rdma_pool_waiter *w)
+{
+	(void)dev;
+	(void)w;
+	fail_msg("the pool ran dry: the test sizes it for every call");
+}
+
+struct event_base *__wrap_gw_engine_base(const struct gw_engine *eng)
+{
+	(void)eng;
+	return fx->base;
+}
+
+/*
+ * The provider: a bind waits for the Send that advertises it and goes in
+ * the same post (rdma/conn_io.c), so a Send's window is the last bind
+ * before it in the chain; its bytes are read here, as the server's RDMA
+ * Read would read them.
+ */
+static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	const struct ibv_mw_bind_info *bound = NULL;
+
+	(void)qp;
+	*bad = NULL;
+	for (; wr; wr = wr->next) {
+		if (wr->opcode == IBV_WR_BIND_MW) {
+			bound = &wr->bind_mw.bind_info;
+		} else if (wr->opcode == IBV_WR_LOCAL_INV) {
+			fx->local_invs++;
+		} else if (wr->opcode == IBV_WR_SEND) {
+			if (!bound || bound->length > REC_LEN || fx->nsent == MAX_SENDS) {
+				fail_msg("a Send without the window of a call record");
+				return EINVAL;
+			}
+			struct sent *s = &fx->sent[fx->nsent++];
+			s->wire_xid = xdr_get32((const uint8_t *)(uintptr_t)wr->sg_list[0].addr);
+			s->len = (uint32_t)bound->length;
+			memcpy(s->bytes, (const void *)(uintptr_t)bound->addr, bound->length);
+			bound = NULL;
+		}
+	}
+	return 0;
+}
+
+static void buf_free(struct gw_buf *buf)
+{
+	(void)buf; /* the fixture frees every buffer it made */
+}
+
+static struct gw_buf *test_buf(struct fixture *f, uint32_t size)
+{
+	struct gw_buf *b = calloc(1, sizeof(*b));
+
+	assert_non_null(b);
+	b->base = calloc(1, size);
+	assert_non_null(b->base);
+	b->size = size;
+	b->refs = 1;
+	b->lkey = 7;
+	b->mr = &f->mr;
+	b->free_fn = buf_free;
+	assert_true(f->nbufs < sizeof(f->bufs) / sizeof(f->bufs[0]));
+	f->bufs[f->nbufs++] = b;
+	return b;
+}
+
+/* ---- the route, its channel and its clients ---- */
+
+static void channel_connection(struct fixture *f)
+{
+	f->ctx.ops.post_send = fake_post_send;
+	f->qp.context = &f->ctx;
+	f->id.qp = &f->qp;
+	f->c.state = RCONN_CONNECTED;
+	f->c.id = &f->id;
+	f->c.params.send_depth = 256;
+	f->c.params.max_send_sge = 4;
+	f->c.params.nmw = NMW;
+	f->c.mws = f->mws;
+	for (int i = NMW - 1; i >= 0; i--) {
+		f->ibmw[i].rkey = 0x1000u * (unsigned)(i + 1);
+		f->mws[i] = (struct rconn_mw){ .mw = &f->ibmw[i], .rkey = f->ibmw[i].rkey };
+		f->mws[i].next_free = f->c.mw_free;
+		f->c.mw_free = &f->mws[i];
+	}
+}
+
+static struct fwd_session *client(struct fixture *f, uint64_t id, const char *addr, uint16_t port)
+{
+	struct fwd_session *s = calloc(1, sizeof(*s));
+
+	assert_non_null(s);
+	s->base.id = id;
+	s->base.route = f->route;
+	snprintf(s->base.client, sizeof(s->base.client), "%s:%u", addr, port);
+	s->state = FS_READY;
+	s->fd = -1;
+	s->ch = f->ch;
+	s->dev = (struct rdma_dev *)&f->dev;
+	TAILQ_INIT(&s->queue);
+	s->calls = calloc(NCALLS, sizeof(*s->calls));
+	assert_non_null(s->calls);
+	s->ncalls = NCALLS;
+	struct sockaddr_in *sin = (struct sockaddr_in *)&s->peer;
+	sin->sin_family = AF_INET;
+	sin->sin_port = htons(port);
+	assert_int_equal(inet_pton(AF_INET, addr, &sin->sin_addr), 1);
+	fairq_client_init(&s->fq_client, f->sh.cap);
+	f->ch->users++;
+	TAILQ_INSERT_TAIL(&f->route->sessions, &s->base, link);
+	return s;
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -1;
+	fx = f;
+	f->base = event_base_new();
+	struct rdma_pool_config pc = {
+		.nclasses = 1, .classes = { { .buf_size = 4096, .per_slab = 16, .max_bufs = 64 } }
+	};
+	f->pool = rdma_pool_create(NULL, &pc);
+	f->route = calloc(1, sizeof(*f->route));
+	f->ch = calloc(1, sizeof(*f->ch));
+	if (!f->base || !f->pool || !f->route || !f->ch)
+		return -1;
+	f->cfg = (struct gw_route){ .name = "share",
+				    .credits = CREDITS,
+				    .queue_limit = NCALLS,
+				    .max_read_segments = 4,
+				    .max_write_chunks = 4,
+				    .max_session_memory = 64u << 20 };
+	f->route->cfg = &f->cfg;
+	rpcrdma_limits_default(&f->route->limits);
+	TAILQ_INIT(&f->route->sessions);
+
+	struct upxid_params up = { .max_entries = 256, .channels = 1, .seed = 1 };
+	if (upxid_init(&f->sh.map, &up) != 0)
+		return -1;
+	f->sh.by_entry = calloc(up.max_entries, sizeof(struct fwd_call *));
+	if (!f->sh.by_entry)
+		return -1;
+	f->sh.route = f->route;
+	f->sh.nchan = 1;
+	f->sh.cap = CREDITS; /* each client may use the whole grant */
+	f->route->fwd_share = &f->sh;
+
+	channel_connection(f);
+	struct fwd_session *ch = f->ch;
+	ch->is_channel = true;
+	ch->share = &f->sh;
+	ch->base.route = f->route;
+	snprintf(ch->base.client, sizeof(ch->base.client), "share shared connection 0");
+	ch->fd = -1;
+	ch->state = FS_READY;
+	TAILQ_INIT(&ch->queue);
+	ch->rdma = &f->c;
+	ch->dev = (struct rdma_dev *)&f->dev;
+	ch->version = RPCRDMA_V1;
+	ch->version_settled = true;
+	ch->thr = (struct rpcrdma_thresholds){ .send = THRESHOLD, .recv = THRESHOLD };
+	ch->granted = CREDITS;
+	ch->window = CREDITS;
+	fairq_init(&ch->fq, 1, 1);
+	fwd_share_set_grant(ch);
+	f->sh.chan[0] = ch;
+
+	f->a = client(f, 1, "192.0.2.1", 700);
+	f->b = client(f, 2, "192.0.2.2", 701);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	struct fwd_session *clients[] = { f->a, f->b };
+
+	for (size_t k = 0; k < sizeof(clients) / sizeof(clients[0]); k++) {
+		struct fwd_session *s = clients[k];
+		/* Header buffers of calls whose Send never completed here. */
+		for (uint32_t i = 0; i < s->slots_made; i++) {
+			if (s->calls[i].hdr)
+				gw_buf_put(s->calls[i].hdr);
+		}
+		gw_counters_release(&s->base.counters);
+		free(s->calls);
+		free(s);
+	}
+	if (f->ch->pump_ev)
+		event_free(f->ch->pump_ev);
+	gw_counters_release(&f->ch->base.counters);
+	free(f->ch);
+	for (unsigned i = 0; i < f->nbufs; i++) {
+		free(f->bufs[i]->base);
+		free(f->bufs[i]);
+	}
+	upxid_destroy(&f->sh.map);
+	bc_orphans_fini(&f->sh.gone_holders);
+	free(f->sh.by_entry);
+	gw_counters_release(&f->route->counters);
+	free(f->route);
+	rdma_pool_destroy(f->pool);
+	event_base_free(f->base);
+	free(f);
+	fx = NULL;
+	return 0;
+}
+
+/* ---- calls and replies ---- */
+
+/* Byte @i of the record of client call @xid: its XID, then a pattern of its own. */
+static uint8_t rec_byte(uint32_t xid, uint32_t i)
+{
+	return (uint8_t)(xid * 31u + i * 7u + (i >> 8));
+}
+
+/* Client @s sends a call of REC_LEN bytes, XID @xid, in slot @slot: admitted on the channel. */
+static struct fwd_call *call(struct fixture *f, struct fwd_session *s, uint32_t slot, uint32_t xid)
+{
+	struct fwd_call *c = &s->calls[slot];
+
+	assert_true(slot < NCALLS);
+	assert_int_equal(slot, s->slots_made); /* slots in order, as fwd_call_get() makes them */
+	*c = (struct fwd_call){ .s = s, .index = slot, .upx = UPXID_NONE, .xid = xid };
+	s->slots_made++;
+	s->busy++;
+	c->rec = test_buf(f, REC_LEN);
+	c->rec_len = REC_LEN;
+	xdr_put32(c->rec->base, xid);
+	for (uint32_t i = 4; i < REC_LEN; i++)
+		c->rec->base[i] = rec_byte(xid, i);
+	c->mem = REC_LEN;
+	s->mem_held += REC_LEN;
+	c->ulb.status = ULB_OK;
+	c->ulb.prog = 100003;
+	c->ulb.vers = 3;
+	c->ulb.proc = 7; /* WRITE: not read-only, its reply exact and small */
+	c->ulb.reply_exact = true;
+	c->ulb.reply_max = 200;
+	fwd_share_admit(s, c);
+	return c;
+}
+
+/* Send @n went out as call @c: its wire XID, and the record's bytes, the XID aside, intact. */
+static void assert_sent_as(const struct fixture *f, unsigned n, const struct fwd_call *c)
+{
+	assert_true(n < f->nsent);
+	const struct sent *s = &f->sent[n];
+	assert_int_equal(s->wire_xid, c->wire_xid);
+	assert_int_equal(s->len, REC_LEN);
+	assert_int_equal(xdr_get32(s->bytes), c->wire_xid); /* the call's XID is the wire's */
+	for (uint32_t i = 4; i < REC_LEN; i++) {
+		if (s->bytes[i] != rec_byte(c->xid, i))
+			fail_msg("call %#x: byte %u is %#x, sent %#x", c->xid, i, s->bytes[i],
+				 rec_byte(c->xid, i));
+	}
+}
+
+/* The server answers the call in flight under @wire_xid, inline, with a grant of CREDITS. */
+static void reply(struct fixture *f, uint32_t wire_xid)
+{
+	struct gw_buf *b = test_buf(f, 256);
+	ssize_t h = rpcrdma_encode_msg_inline(b->base, b->size, RPCRDMA_V1, wire_xid, CREDITS);
+
+	assert_true(h > 0);
+	uint8_t *p = b->base + h;
+	const uint32_t rpc[] = { wire_xid, 1 /* REPLY */, 0 /* MSG_ACCEPTED */, 0, 0,
+				 0 /* SUCCESS */ };
+	for (size_t i = 0; i < sizeof(rpc) / sizeof(rpc[0]); i++)
+		xdr_put32(p + 4 * i, rpc[i]);
+	fwd_recv(&f->c, f->ch, b, (uint32_t)h + (uint32_t)sizeof(rpc), 0);
+}
+
+/* The Send of @c completed. */
+static void send_completes(struct fixture *f, struct fwd_call *c)
+{
+	assert_true(c->send_pending);
+	rconn_wr_untrack(&f->c, &c->send_wr);
+	c->send_wr.done(&c->send_wr, IBV_WC_SUCCESS);
+}
+
+/* ---- tests ---- */
+
+/*
+ * Six calls, three windows: three go, three wait in the channel's queue,
+ * queued and neither failed nor sent. Each reply gives one window back,
+ * and the next waiting call goes at once, in the order they came, with
+ * its bytes as the client sent them.
+ */
+static void test_calls_wait_for_windows_and_go_in_order(void **state)
+{
+	struct fixture *f = *state;
+	struct fwd_call *c[6];
+
+	for (uint32_t i = 0; i < 6; i++)
+		c[i] = call(f, f->a, i, 0xa000 + i);
+	assert_int_equal(f->nsent, NMW);
+	assert_int_equal(rconn_mw_space(&f->c), 0);
+	for (uint32_t i = 0; i < NMW; i++) {
+		assert_int_equal(c[i]->state, FC_SENT);
+		assert_sent_as(f, i, c[i]);
+	}
+	for (uint32_t i = NMW; i < 6; i++)
+		assert_int_equal(c[i]->state, FC_QUEUED);
+	assert_int_equal(f->ch->fq.queued, 3);
+	assert_int_equal(f->a->queued, 3);
+	assert_int_equal(f->ch->in_flight, NMW);
+	/* waiting is not failing: no call was ended, no error counted */
+	assert_int_equal(f->a->busy, 6);
+
+	for (uint32_t i = 0; i < 3; i++) {
+		reply(f, c[i]->wire_xid);
+		assert_int_equal(c[i]->state, FC_FENCING);
+		assert_int_equal(f->local_invs, i + 1);
+		/* the window came back and went to the next waiting call, at once */
+		assert_int_equal(f->nsent, NMW + i + 1);
+		assert_int_equal(c[NMW + i]->state, FC_SENT);
+		assert_sent_as(f, NMW + i, c[NMW + i]);
+		for (uint32_t j = NMW + i + 1; j < 6; j++)
+			assert_int_equal(c[j]->state, FC_QUEUED);
+	}
+	assert_int_equal(f->ch->fq.queued, 0);
+	assert_int_equal(f->ch->in_flight, NMW);
+	assert_int_equal(f->route->counters.events[GW_EV_UNMATCHED_REPLY], 0);
+}
+
+/*
+ * Client A's calls hold every window; B's call waits for one. A goes
+ * (its connection reset) and its calls, which the server never answers,
+ * are given up one by one by the sweep (fwd_share_orphan()): their windows
+ * come back, and the channel is pumped once the loop runs - not from
+ * inside the sweep - so B's call goes then, intact.
+ */
+static void test_orphan_pumps_the_channel_later(void **state)
+{
+	struct fixture *f = *state;
+	struct fwd_call *a[NMW];
+
+	for (uint32_t i = 0; i < NMW; i++) {
+		a[i] = call(f, f->a, i, 0xa000 + i);
+		send_completes(f, a[i]);
+	}
+	struct fwd_call *b = call(f, f->b, 0, 0xb000);
+	assert_int_equal(f->nsent, NMW);
+	assert_int_equal(b->state, FC_QUEUED);
+
+	/* A goes: its calls on the wire stay, holding their windows. */
+	f->a->state = FS_CLOSING;
+	fwd_share_client_close(f->a);
+	assert_int_equal(b->state, FC_QUEUED);
+	assert_int_equal(f->nsent, NMW);
+
+	f->a->in_close = true; /* as fwd_sweep_shared_calls() does */
+	assert_true(fwd_share_orphan(a[0]));
+	f->a->in_close = false;
+	assert_int_equal(rconn_mw_space(&f->c), 1);
+	assert_int_equal(b->state, FC_QUEUED); /* not from inside the sweep */
+	assert_int_equal(f->nsent, NMW);
+
+	assert_true(event_base_loop(f->base, EVLOOP_NONBLOCK) >= 0);
+	assert_int_equal(f->nsent, NMW + 1);
+	assert_int_equal(b->state, FC_SENT);
+	assert_sent_as(f, NMW, b);
+	assert_int_equal(f->sh.orphaned[0], 1);
+	assert_int_equal(f->ch->orphans, 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_calls_wait_for_windows_and_go_in_order, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_orphan_pumps_the_channel_later, setup,
+						teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
