@@ -60,12 +60,37 @@ ulimit -n 8192
 say() { echo "$*" | tee -a /share/workers.txt; }
 clients=$((NS * CONNS))
 
-# The client namespaces, made once for every worker count.
+# The namespaces' subnets 10.7.K: the first K (from 1) whose client address 10.7.K.2 the
+# listeners' steering gives to a worker that has fewer than its share of namespaces, for
+# every count of WORKER_COUNTS at once (tcp_listener_steer_index(), computed here as
+# tests/e2e/workers.sh does); where no K up to 250 fits, the next unused ones.
+# shellcheck disable=SC2086 # a list of numbers
+mapfile -t net < <(python3 - "$NS" $WORKER_COUNTS <<'PY'
+import ipaddress, sys
+ns, counts = int(sys.argv[1]), [int(c) for c in sys.argv[2:] if int(c) > 1]
+def steer(k, n):
+    a = int(ipaddress.IPv4Address("10.7.%d.2" % k))
+    return ((((0 ^ a) * 0x9E3779B1) & 0xFFFFFFFF) >> 16) % n
+load = {n: [0] * n for n in counts}
+chosen = []
+for k in range(1, 251):
+    if len(chosen) == ns:
+        break
+    if all(load[n][steer(k, n)] < -(-ns // n) for n in counts):
+        chosen.append(k)
+        for n in counts:
+            load[n][steer(k, n)] += 1
+chosen += [k for k in range(1, 251) if k not in chosen][:ns - len(chosen)]
+print("\n".join(str(k) for k in chosen))
+PY
+)
+# The client namespaces, made once for every worker count: c$i at 10.7.${net[i-1]}.2.
 for i in $(seq 1 "$NS"); do
+    k=${net[$((i - 1))]}
     ip netns add "c$i"
     ip link add "vh$i" type veth peer name "vn$i" netns "c$i"
-    ip addr add "10.7.$i.1/24" dev "vh$i"; ip link set "vh$i" up
-    ip -n "c$i" addr add "10.7.$i.2/24" dev "vn$i"; ip -n "c$i" link set "vn$i" up
+    ip addr add "10.7.$k.1/24" dev "vh$i"; ip link set "vh$i" up
+    ip -n "c$i" addr add "10.7.$k.2/24" dev "vn$i"; ip -n "c$i" link set "vn$i" up
     ip -n "c$i" link set lo up
 done
 
@@ -229,7 +254,7 @@ flood_run() { # WORKERS
         for k in $(seq 1 "$CONNS"); do
             ip netns exec "c$i" bash -c "exec 3<>/tmp/go; touch /tmp/ready-$i-$k
                 read -r -t 120 _ <&3 || exit 1; exec 3<&-
-                exec \"$GW_FLOOD\" 10.7.$i.1 3049 $WINDOW $DURATION" >"/tmp/flood-$w-$i-$k.out" 2>&1 &
+                exec \"$GW_FLOOD\" 10.7.${net[$((i - 1))]}.1 3049 $WINDOW $DURATION" >"/tmp/flood-$w-$i-$k.out" 2>&1 &
             pids+=($!)
         done
     done
