@@ -4,9 +4,10 @@
 # NFS server over RDMA only behind a forward route (upstream_connections 0 by default:
 # one RDMA connection per client).
 #   - clients: NS network namespaces, each with its own veth pair and address
-#     (10.7.I.2, the guest's side 10.7.I.1), so that the kernel's SO_REUSEPORT hash of
-#     the source address can spread them over the workers (all connections from one
-#     address go to one worker); in each, CONNS bench/share_flood clients keep WINDOW
+#     (10.7.K.2, the guest's side 10.7.K.1), so that the listeners' steering (a hash of
+#     the source address, SO_REUSEPORT with a BPF program: all connections from one
+#     address go to one worker) can spread them over the workers; the K are picked so
+#     that it spreads them evenly; in each, CONNS bench/share_flood clients keep WINDOW
 #     NULL calls outstanding for DURATION seconds, all started together;
 #   - for each worker count: the sum of the floods' calls per second; the gateway's CPU
 #     time over the run (utime+stime, /proc/PID/stat) and per thread
@@ -28,9 +29,7 @@
 # equal share, and the sessions split over both workers, say that the load was spread),
 # the RPC/s of the two rows, and the gateway's µs per RPC (a rise with 2 workers is the
 # cost of the threads sharing two vCPUs with the rest, or contention between them).
-# Compare rows of one run, not with hardware. The kernel's choice of worker is a hash
-# of the source address: with the default 4 addresses over 2 workers, all land on one
-# worker one run in eight (the sessions column shows it); NS=8 makes that rarer.
+# Compare rows of one run, not with hardware.
 #
 # Environment: WORKER_COUNTS ("1 2"), NS (4), CONNS (4 per namespace), WINDOW (8),
 # DURATION (15 s, at least 1: share_flood's SECONDS; not named SECONDS, which is bash's
