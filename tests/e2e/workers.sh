@@ -54,6 +54,9 @@ cat >"$E2E_WORK/gw.json" <<JSON
 JSON
 gw_start workers "$E2E_WORK/gw.json" || e2e_finish
 check "the gateway runs 2 workers" grep -q "2 workers" "$GW_LOG"
+names=$(cat /proc/"$GW_PID"/task/*/comm | sort | tr '\n' ' ')
+check "its threads: the main one (worker 0) and one named gw-worker-1 ($names)" \
+    test "$(grep -o 'gw-worker-[0-9]*' <<<"$names" | tr '\n' ' ')" = "gw-worker-1 "
 
 src=$(e2e_source "$MB")
 sum=$(sha256sum <"$src" | cut -d' ' -f1)
