@@ -26,6 +26,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include "common/version.h"
+#include "conf/config.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -344,6 +345,8 @@ static json_t *report_session(const json_t *prev, const json_t *cur, double dt)
 
 	json_object_set(s, "id", json_object_get(cur, "id"));
 	json_object_set(s, "client", json_object_get(cur, "client"));
+	if (json_object_get(cur, "worker"))
+		json_object_set(s, "worker", json_object_get(cur, "worker"));
 	json_object_set(s, "state", json_object_get(cur, "state"));
 	json_object_set_new(s, "age_s", json_real((double)int_at(cur, "age_ms") / 1000.0));
 	/* A session that started in the interval: all its counts are new. */
@@ -522,10 +525,44 @@ static int busiest_first(const void *a, const void *b)
 	return x < y ? 1 : x > y ? -1 : 0;
 }
 
+/* The highest worker a session of @sessions is on: 0 with one worker (or an older gateway). */
+static long long top_worker(const json_t *sessions)
+{
+	long long top = 0;
+	size_t i;
+	json_t *s;
+
+	json_array_foreach(sessions, i, s)
+	{
+		if ((long long)int_at(s, "worker") > top)
+			top = (long long)int_at(s, "worker");
+	}
+	return top;
+}
+
+/* " (worker 0: 8, 1: 8)": the route's sessions by worker, when there are several. */
+static void print_workers(FILE *out, const json_t *sessions)
+{
+	long long top = top_worker(sessions);
+	size_t i;
+	json_t *s;
+
+	if (top <= 0 || top >= GW_WORKERS_MAX)
+		return;
+	fputs(" (worker", out);
+	for (long long w = 0; w <= top; w++) {
+		long long n = 0;
+		json_array_foreach(sessions, i, s) n += (long long)int_at(s, "worker") == w;
+		fprintf(out, "%s %lld: %lld", w ? "," : "", w, n);
+	}
+	fputc(')', out);
+}
+
 static void print_sessions(FILE *out, const json_t *sessions, size_t max_sessions)
 {
 	size_t n = json_array_size(sessions), i;
 	json_t **sorted = n ? calloc(n, sizeof(json_t *)) : NULL;
+	bool workers = top_worker(sessions) > 0;
 	json_t *s;
 
 	if (!sorted)
@@ -534,8 +571,13 @@ static void print_sessions(FILE *out, const json_t *sessions, size_t max_session
 	qsort(sorted, n, sizeof(json_t *), busiest_first);
 	for (i = 0; i < n && i < max_sessions; i++) {
 		char label[64];
-		snprintf(label, sizeof(label), "%s",
-			 str_or(json_string_value(json_object_get(sorted[i], "client")), "?"));
+		const char *client =
+			str_or(json_string_value(json_object_get(sorted[i], "client")), "?");
+		if (workers)
+			snprintf(label, sizeof(label), "%s w%lld", client,
+				 (long long)int_at(sorted[i], "worker"));
+		else
+			snprintf(label, sizeof(label), "%s", client);
 		print_line(out, label, sorted[i]);
 		print_events(out, "      ", sorted[i]);
 	}
@@ -552,12 +594,14 @@ void gw_stat_print(FILE *out, const json_t *report, size_t max_sessions)
 
 	json_array_foreach(routes, i, r)
 	{
-		fprintf(out, "route %s: %s %s -> %s, %lld sessions\n",
+		fprintf(out, "route %s: %s %s -> %s, %lld sessions",
 			str_or(json_string_value(json_object_get(r, "name")), "?"),
 			str_or(json_string_value(json_object_get(r, "mode")), "?"),
 			str_or(json_string_value(json_object_get(r, "listen")), "?"),
 			str_or(json_string_value(json_object_get(r, "upstream")), "?"),
 			(long long)int_at(r, "live_sessions"));
+		print_workers(out, json_object_get(r, "sessions"));
+		fputc('\n', out);
 		print_header(out);
 		print_line(out, "(route)", r);
 		print_events(out, "      ", r);

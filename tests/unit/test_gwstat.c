@@ -288,6 +288,64 @@ static void test_text_view(void **state)
 	json_decref(b);
 }
 
+/* Mark session @k of the first route of @snap as served by worker @w. */
+static void set_worker(json_t *snap, size_t k, int w)
+{
+	json_t *sessions =
+		json_object_get(json_array_get(json_object_get(snap, "routes"), 0), "sessions");
+	json_object_set_new(json_array_get(sessions, k), "worker", json_integer(w));
+}
+
+/*
+ * With several workers the view says which serves each session, and the
+ * route's sessions by worker; with one (or a gateway from before workers)
+ * neither appears.
+ */
+static void test_text_view_workers(void **state)
+{
+	(void)state;
+	json_t *a = load("stats-1.json"), *b = load("stats-2.json");
+	const json_t *sb =
+		json_object_get(json_array_get(json_object_get(b, "routes"), 0), "sessions");
+	size_t n = json_array_size(sb);
+	char err[128], *text = NULL, want[128];
+	size_t len = 0;
+
+	assert_true(n >= 2);
+	for (size_t k = 0; k < n; k++) {
+		set_worker(a, k, k == 0 ? 0 : 1);
+		set_worker(b, k, k == 0 ? 0 : 1);
+	}
+	json_t *rep = gw_stat_report(a, b, 1.0, err, sizeof(err));
+	FILE *out = open_memstream(&text, &len);
+	gw_stat_print(out, rep, 100);
+	fclose(out);
+	snprintf(want, sizeof(want), "sessions (worker 0: 1, 1: %zu)", n - 1);
+	assert_non_null(strstr(text, want));
+	const json_t *s1 = json_array_get(sb, 1);
+	snprintf(want, sizeof(want), "%s w1", json_string_value(json_object_get(s1, "client")));
+	assert_non_null(strstr(text, want));
+	free(text);
+	json_decref(rep);
+
+	/* All on worker 0: the plain view. */
+	for (size_t k = 0; k < n; k++) {
+		set_worker(a, k, 0);
+		set_worker(b, k, 0);
+	}
+	rep = gw_stat_report(a, b, 1.0, err, sizeof(err));
+	text = NULL;
+	out = open_memstream(&text, &len);
+	gw_stat_print(out, rep, 100);
+	fclose(out);
+	assert_null(strstr(text, "(worker"));
+	assert_null(strstr(text, " w0"));
+	free(text);
+	json_decref(rep);
+	json_decref(a);
+	json_decref(b);
+}
+
 /* ---- the fetch, from the real endpoint ---------------------------------------------- */
 
 struct fake {
@@ -390,6 +448,7 @@ int main(void)
 		cmocka_unit_test(test_counter_reset_and_new_session),
 		cmocka_unit_test(test_process_and_restart),
 		cmocka_unit_test(test_text_view),
+		cmocka_unit_test(test_text_view_workers),
 		cmocka_unit_test(test_fetch_from_endpoint),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
