@@ -249,7 +249,7 @@ static bool turns(unsigned k, unsigned n)
 {
 	unsigned from = atomic_load(&fakes[k].ticks);
 
-	for (int i = 0; i < 5000; i++) {
+	for (int i = 0; i < 10000; i++) {
 		if (atomic_load(&fakes[k].ticks) >= from + n)
 			return true;
 		usleep(1000);
@@ -335,7 +335,7 @@ static void test_drain_reaches_every_worker(void **state)
 	int done = 0;
 
 	gw_workers_drain(ws, 1000, on_all_drained, &done);
-	for (int i = 0; i < 2000 && !done; i++) {
+	for (int i = 0; i < 10000 && !done; i++) {
 		event_base_loop(base, EVLOOP_NONBLOCK);
 		usleep(1000);
 	}
@@ -416,7 +416,7 @@ static void test_loop_that_ends_alone(void **state)
 	assert_int_equal(fakes[1].commits, 0);
 	assert_int_equal(atomic_load(&prepared_live), 0);
 	gw_workers_drain(ws, 1000, on_all_drained, &done);
-	for (int i = 0; i < 2000 && !done; i++) {
+	for (int i = 0; i < 10000 && !done; i++) {
 		event_base_loop(base, EVLOOP_NONBLOCK);
 		usleep(1000);
 	}
