@@ -44,8 +44,9 @@ struct fake_engine {
 	unsigned worker;
 	struct event *tick;
 	atomic_uint ticks;
-	atomic_uint stall_ms;	/* the next tick sleeps this long (a stuck worker) */
-	atomic_bool break_loop; /* the next tick ends the loop (a failing backend) */
+	atomic_uint stall_ms;	    /* the next tick sleeps this long (a stuck worker) */
+	atomic_bool break_loop;	    /* the next tick ends the loop (a failing backend) */
+	atomic_uint sessions_asked; /* asked by a worker whose loop ended, for its log line */
 	struct event *drained;
 	void (*drain_done)(void *arg);
 	void *drain_arg;
@@ -153,7 +154,9 @@ void __wrap_gw_engine_drain(struct gw_engine *eng, unsigned timeout_ms, void (*d
 size_t __wrap_gw_engine_sessions(const struct gw_engine *eng);
 size_t __wrap_gw_engine_sessions(const struct gw_engine *eng)
 {
-	(void)eng;
+	struct fake_engine *f = (struct fake_engine *)eng;
+
+	atomic_fetch_add(&f->sessions_asked, 1);
 	return 0;
 }
 
@@ -407,7 +410,10 @@ static void test_loop_that_ends_alone(void **state)
 
 	assert_true(turns(1, 2));
 	atomic_store(&fakes[1].break_loop, true);
-	usleep(100000); /* its thread has seen its loop end */
+	/* Its thread has seen its loop end once it asks for its sessions, to log them. */
+	for (int i = 0; i < 10000 && atomic_load(&fakes[1].sessions_asked) == 0; i++)
+		usleep(1000);
+	assert_int_not_equal(atomic_load(&fakes[1].sessions_asked), 0);
 	/* Nothing waits for it: no park, no commit, no drain of it. */
 	gw_workers_snapshot(ws, &no_visitor);
 	assert_int_equal(snap_n, 1);
