@@ -236,7 +236,7 @@ struct gw_proc_count *gw_counters_count_reply(struct gw_counters *c, uint32_t pr
 	return p;
 }
 
-static void hist_add_all(struct gw_hist *into, const struct gw_hist *from)
+void gw_hist_merge(struct gw_hist *into, const struct gw_hist *from)
 {
 	for (unsigned i = 0; i < GW_HIST_BUCKETS; i++)
 		into->buckets[i] += from->buckets[i];
@@ -261,9 +261,9 @@ void gw_counters_add(struct gw_counters *into, const struct gw_counters *from)
 	into->sessions_closed += from->sessions_closed;
 	for (unsigned i = 0; i < GW_EV_KIND_COUNT; i++)
 		into->events[i] += from->events[i];
-	hist_add_all(&into->gateway_us, &from->gateway_us);
-	hist_add_all(&into->upstream_us, &from->upstream_us);
-	hist_add_all(&into->queue_us, &from->queue_us);
+	gw_hist_merge(&into->gateway_us, &from->gateway_us);
+	gw_hist_merge(&into->upstream_us, &from->upstream_us);
+	gw_hist_merge(&into->queue_us, &from->queue_us);
 	unsigned nslots;
 	const struct gw_proc_count *procs = gw_counters_procs(from, &nslots);
 

@@ -73,6 +73,8 @@ struct gw_hist {
 };
 
 void gw_hist_add(struct gw_hist *h, uint64_t us);
+/* Add every sample of @from into @into. */
+void gw_hist_merge(struct gw_hist *into, const struct gw_hist *from);
 /* Upper bound of bucket @i in microseconds (the last bucket is +Inf). */
 uint64_t gw_hist_bucket_le(unsigned i);
 

@@ -27,14 +27,6 @@ void gw_stats_route_acc_fini(struct gw_stats_route_acc *acc)
 	acc->proc_upstream_us = NULL;
 }
 
-static void hist_sum(struct gw_hist *into, const struct gw_hist *from)
-{
-	for (unsigned i = 0; i < GW_HIST_BUCKETS; i++)
-		into->buckets[i] += from->buckets[i];
-	into->count += from->count;
-	into->sum_us += from->sum_us;
-}
-
 /*
  * The latency by procedure follows the slots of each worker's own table:
  * find each used slot's procedure in the merged table. gw_counters_add()
@@ -57,7 +49,7 @@ static void acc_add_proc_latency(struct gw_stats_route_acc *acc, const struct gw
 			continue; /* counted in 'other' by gw_counters_add() */
 		size_t slot = (size_t)(q - merged);
 		if (slot < mslots && slot < GW_PROC_SLOTS)
-			hist_sum(&acc->proc_upstream_us[slot], &r->proc_upstream_us[i]);
+			gw_hist_merge(&acc->proc_upstream_us[slot], &r->proc_upstream_us[i]);
 	}
 }
 

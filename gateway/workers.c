@@ -192,7 +192,8 @@ static void *worker_main(void *arg)
 
 /* ---- on the caller's thread ---- */
 
-static void worker_call(struct gw_worker *w, enum worker_cmd cmd)
+/* Set @cmd for @w and wake its loop. */
+static void worker_post(struct gw_worker *w, enum worker_cmd cmd)
 {
 	static const uint8_t one = 1;
 
@@ -203,6 +204,11 @@ static void worker_call(struct gw_worker *w, enum worker_cmd cmd)
 	/* A full pipe already holds a wake-up: the worker will look at the command. */
 	while (write(w->pipe[1], &one, 1) < 0 && errno == EINTR)
 		;
+}
+
+static void worker_call(struct gw_worker *w, enum worker_cmd cmd)
+{
+	worker_post(w, cmd);
 	pthread_mutex_lock(&w->lock);
 	while (!w->cmd_done && !atomic_load(&w->exited))
 		pthread_cond_wait(&w->cond, &w->lock);
@@ -219,7 +225,6 @@ static void worker_call(struct gw_worker *w, enum worker_cmd cmd)
  */
 static bool worker_park_within(struct gw_worker *w, unsigned timeout_ms)
 {
-	static const uint8_t one = 1;
 	struct timespec until;
 
 	clock_gettime(CLOCK_MONOTONIC, &until);
@@ -229,12 +234,7 @@ static bool worker_park_within(struct gw_worker *w, unsigned timeout_ms)
 		until.tv_sec++;
 		until.tv_nsec -= 1000000000L;
 	}
-	pthread_mutex_lock(&w->lock);
-	w->cmd = WCMD_PARK;
-	w->cmd_done = false;
-	pthread_mutex_unlock(&w->lock);
-	while (write(w->pipe[1], &one, 1) < 0 && errno == EINTR)
-		;
+	worker_post(w, WCMD_PARK);
 	pthread_mutex_lock(&w->lock);
 	while (!w->cmd_done) {
 		if (atomic_load(&w->exited)) {
