@@ -47,6 +47,7 @@ static const char *const event_names[] = {
 	[GW_EV_COUNTERS_NO_MEMORY] = "counters_no_memory",
 	[GW_EV_BACKCHANNEL_BOUND] = "backchannel_bound",
 	[GW_EV_BACKCHANNEL_ADOPTED] = "backchannel_adopted",
+	[GW_EV_HANDOFF_REFUSED] = "handoff_refused",
 };
 
 /* A kind added to the enum without a name here fails the build, not a scrape. */

@@ -53,6 +53,7 @@ enum gw_event_kind {
 	GW_EV_BACKCHANNEL_BOUND,   /* shared route: BIND_CONN_TO_SESSION gave it a back channel */
 	GW_EV_BACKCHANNEL_ADOPTED, /* shared route: its gone connection's back channel
 				      (bc_orphans.h) */
+	GW_EV_HANDOFF_REFUSED,	   /* reverse: its worker could not take the connection */
 	GW_EV_KIND_COUNT
 };
 

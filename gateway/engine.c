@@ -13,6 +13,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "gateway/handoff.h"
 #include "gateway/session.h"
 #include "gateway/sideroute.h"
 #include "gateway/stats_merge.h"
@@ -36,7 +37,8 @@ struct gw_engine {
 	uint64_t next_session_id; /* ids step by nworkers from worker: unique in the process */
 	size_t live_sessions;	  /* over all routes, for the top-level max_sessions */
 	bool draining;
-	struct event *sweep_timer; /* idle timeouts, once a second */
+	struct gw_handoff *handoff; /* attached: reverse connections from worker 0 */
+	struct event *sweep_timer;  /* idle timeouts, once a second */
 	struct event *drain_timer;
 	void (*drain_done)(void *arg);
 	void *drain_arg;
@@ -210,9 +212,67 @@ static bool engine_rdma_accept(struct rlistener *l, void *owner, const struct so
 	return gw_reverse_accept(owner, peer, pdata, pdata_len, req, params, ops, conn_owner);
 }
 
+/*
+ * Worker 0's RDMA listener keeps a connection request when the client's
+ * address names worker 0 (the TCP listeners' hash), and hands it to the
+ * worker it names otherwise. A request that cannot be handed over (that
+ * worker's queue full, or the worker gone) is refused: accepted here it
+ * would split the client's connections over two workers (its sessions
+ * per address, and in a shared route the upstream connection that a
+ * retransmission must go out on again). The client connects again.
+ */
+static bool engine_rdma_steer(struct rlistener *l, void *owner, const struct sockaddr *peer,
+			      struct rconn_request *r)
+{
+	struct gw_route_rt *route = owner;
+	struct gw_engine *eng = route->eng;
+
+	(void)l;
+	if (eng->nworkers < 2 || !eng->shared || !eng->shared->handoffs)
+		return false;
+	unsigned w = tcp_listener_steer_index(peer, eng->nworkers);
+	if (w == eng->worker)
+		return false;
+	int err = gw_handoff_post(eng->shared->handoffs[w], (size_t)(route - eng->routes), r);
+	if (err) {
+		/* In a connection storm most are not logged: once a second, with a tally. */
+		uint64_t now = gw_now_us();
+		route->counters.events[GW_EV_HANDOFF_REFUSED]++;
+		route->handoff_unlogged++;
+		if (route->handoff_logged_us == 0 || now - route->handoff_logged_us >= 1000000) {
+			char who[80];
+			gw_format_addr(peer, who, sizeof(who));
+			gw_warn("%s: refused client %s: cannot hand its connection to worker %u: "
+				"%s "
+				"(%llu refused since the last such message)",
+				route->cfg->name, who, w,
+				err == -EBUSY ? "too many connection requests waiting"
+					      : strerror(-err),
+				(unsigned long long)route->handoff_unlogged - 1);
+			route->handoff_logged_us = now;
+			route->handoff_unlogged = 0;
+		}
+		rconn_request_reject(r);
+	}
+	return true;
+}
+
 static const struct rlistener_ops engine_rdma_listener_ops = {
 	.accept = engine_rdma_accept,
+	.steer = engine_rdma_steer,
 };
+
+/* On a worker other than 0: a request worker 0 handed over (engine_rdma_steer()). */
+static void engine_handoff_deliver(void *arg, size_t route, struct rconn_request *r)
+{
+	struct gw_engine *eng = arg;
+
+	if (route >= eng->nroutes || !eng->routes[route].rdma_listener) {
+		rconn_request_reject(r); /* the route stopped listening (a drain) meanwhile */
+		return;
+	}
+	rlistener_accept_request(eng->routes[route].rdma_listener, r);
+}
 
 /* ---- routes ---- */
 
@@ -297,13 +357,19 @@ static int route_start(struct gw_engine *eng, struct gw_route_rt *rt, char *err,
 				 r->listen.text, strerror(errno));
 			return -errno;
 		}
-	} else if (eng->worker == 0) {
-		/* An RDMA CM port has one listener: reverse routes run on worker 0. */
+	} else {
+		/*
+		 * An RDMA CM port has one listener: worker 0's. It hands each
+		 * connection request to the worker the client's address names,
+		 * whose listener listens on nothing and takes those
+		 * (engine_rdma_steer()).
+		 */
 		struct rconn_params defaults;
 		gw_reverse_listen_params(r, &defaults);
-		rt->rdma_listener =
-			rlistener_create(eng->rdma, (const struct sockaddr *)&r->listen.addr, 0,
-					 &defaults, &engine_rdma_listener_ops, rt);
+		rt->rdma_listener = rlistener_create(
+			eng->rdma,
+			eng->worker == 0 ? (const struct sockaddr *)&r->listen.addr : NULL, 0,
+			&defaults, &engine_rdma_listener_ops, rt);
 		if (!rt->rdma_listener) {
 			int e = errno ? errno : EADDRNOTAVAIL;
 			snprintf(err, errlen, "route %s: cannot listen on %s: %s", r->name,
@@ -365,6 +431,22 @@ static void engine_pool_config(const struct gw_config *cfg, struct rdma_pool_con
 			record_max = tcp_conn_rx_buffer_size(&tc);
 	}
 	rdma_pool_default_config(pc, inline_max, record_max, 1024);
+}
+
+/* A worker other than 0 with a reverse route takes the connections worker 0 hands it. */
+static int engine_attach_handoff(struct gw_engine *eng)
+{
+	bool reverse = false;
+
+	for (size_t i = 0; i < eng->nroutes; i++)
+		reverse |= eng->routes[i].cfg->mode == GW_MODE_REVERSE;
+	if (!reverse || eng->worker == 0 || !eng->shared || !eng->shared->handoffs)
+		return 0;
+	struct gw_handoff *h = eng->shared->handoffs[eng->worker];
+	int err = gw_handoff_attach(h, eng->base, eng->rdma, engine_handoff_deliver, eng);
+	if (err == 0)
+		eng->handoff = h;
+	return err;
 }
 
 struct gw_engine *gw_engine_start(struct event_base *base, const struct gw_config *cfg, char *err,
@@ -431,6 +513,11 @@ struct gw_engine *gw_engine_start_worker(struct event_base *base, const struct g
 	struct timeval second = { 1, 0 };
 	if (!eng->sweep_timer || event_add(eng->sweep_timer, &second) != 0) {
 		snprintf(err, errlen, "cannot start the idle-timeout timer");
+		gw_engine_stop(eng);
+		return NULL;
+	}
+	if (engine_attach_handoff(eng) != 0) {
+		snprintf(err, errlen, "cannot take connections handed over by worker 0");
 		gw_engine_stop(eng);
 		return NULL;
 	}
@@ -613,6 +700,9 @@ void gw_engine_stop(struct gw_engine *eng)
 {
 	if (!eng)
 		return;
+	/* Requests handed over but not taken yet are on this engine's CM channel: refused now. */
+	if (eng->handoff)
+		gw_handoff_detach(eng->handoff);
 	for (size_t i = 0; i < eng->nroutes; i++) {
 		struct gw_route_rt *rt = &eng->routes[i];
 		route_stop_listening(rt);

@@ -34,19 +34,28 @@ struct gw_engine *gw_engine_start(struct event_base *base, const struct gw_confi
  * them, for the route's and the process's max_sessions. The caller owns it
  * (gateway/workers.c); @route_live has one counter per route of the config.
  */
+struct gw_handoff;
 struct gw_engine_shared {
 	atomic_bool draining; /* set before any worker drains: none admits any more */
 	_Atomic size_t process_live;
 	_Atomic uint32_t *route_live;
 	size_t nroutes;
+	/*
+	 * One per worker (gateway/handoff.h): reverse routes' connection
+	 * requests, from worker 0's RDMA listener to the worker that serves
+	 * the client. NULL: worker 0 keeps them all.
+	 */
+	struct gw_handoff **handoffs;
 };
 
 /*
  * gw_engine_start() for worker @worker of @nworkers, each on its own
  * thread and event_base: every worker listens on each forward route's
  * address (a SO_REUSEPORT group steered by the client's address, so that
- * a client's connections all come to one worker), and worker 0 alone
- * runs the reverse routes' RDMA listeners and the NFSv3 side relays.
+ * a client's connections all come to one worker), worker 0 alone runs
+ * the reverse routes' RDMA listeners (handing each connection to the
+ * worker the client's address names, by the same hash) and the NFSv3
+ * side relays.
  * Workers must be started in order 0, 1, ... (the kernel numbers the
  * listeners of a group in the order they are opened).
  */

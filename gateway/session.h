@@ -49,7 +49,9 @@ struct gw_route_rt {
 	 */
 	struct gw_hist proc_upstream_us[GW_PROC_SLOTS];
 	struct tcp_listener *tcp_listener; /* forward */
-	struct rlistener *rdma_listener;   /* reverse */
+	struct rlistener *rdma_listener; /* reverse; on workers but 0, takes handed-over requests */
+	uint64_t handoff_logged_us;	 /* reverse, worker 0: last "cannot hand" warning */
+	uint64_t handoff_unlogged;	 /* refusals since */
 	struct gw_session_list sessions;
 	uint32_t live_sessions;
 	/* Sessions per client address, and the refusals' log rate. */

@@ -17,6 +17,7 @@
 
 #include "common/log.h"
 #include "gateway/engine.h"
+#include "gateway/handoff.h"
 #include "rdma/device.h"
 
 enum worker_cmd { WCMD_NONE, WCMD_PARK, WCMD_RELOAD, WCMD_DRAIN, WCMD_STOP };
@@ -424,19 +425,14 @@ void gw_workers_stop(struct gw_workers *ws)
 		if (ws->done_pipe[i] >= 0)
 			close(ws->done_pipe[i]);
 	}
+	/* After every engine: each detached from its handoff when it stopped. */
+	for (unsigned k = 0; ws->shared.handoffs && k < ws->n; k++)
+		gw_handoff_free(ws->shared.handoffs[k]);
+	free(ws->shared.handoffs);
 	free(ws->shared.route_live);
 	free(ws->engs);
 	free(ws->w);
 	free(ws);
-}
-
-static bool has_forward_route(const struct gw_config *cfg)
-{
-	for (size_t i = 0; i < cfg->routes_count; i++) {
-		if (cfg->routes[i].mode == GW_MODE_FORWARD)
-			return true;
-	}
-	return false;
 }
 
 static unsigned online_cpus(void)
@@ -506,15 +502,25 @@ static int workers_spawn(struct gw_workers *ws)
 	return -err;
 }
 
+/* One handoff per worker: reverse routes' connections from worker 0's listener. */
+static int workers_make_handoffs(struct gw_workers *ws)
+{
+	ws->shared.handoffs = calloc(ws->n, sizeof(struct gw_handoff *));
+	if (!ws->shared.handoffs)
+		return -ENOMEM;
+	for (unsigned k = 0; k < ws->n; k++) {
+		ws->shared.handoffs[k] = gw_handoff_new();
+		if (!ws->shared.handoffs[k])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 struct gw_workers *gw_workers_start(struct event_base *base, const struct gw_config *cfg, char *err,
 				    size_t errlen)
 {
 	unsigned n = gw_workers_resolve(cfg->workers, online_cpus(),
 					cfg->workers ? 0 : rdma_comp_vectors_max());
-
-	/* Only forward routes spread over workers: without one, more would sit idle. */
-	if (cfg->workers == GW_WORKERS_AUTO && !has_forward_route(cfg))
-		n = 1;
 	struct gw_workers *ws = calloc(1, sizeof(*ws));
 
 	if (!ws) {
@@ -539,6 +545,11 @@ struct gw_workers *gw_workers_start(struct event_base *base, const struct gw_con
 	ws->n = n;
 	for (unsigned k = 0; k < n; k++)
 		ws->w[k].pipe[0] = ws->w[k].pipe[1] = -1;
+	if (n > 1 && workers_make_handoffs(ws) != 0) {
+		snprintf(err, errlen, "cannot set up the workers' hand-over of RDMA connections");
+		gw_workers_stop(ws);
+		return NULL;
+	}
 	if (pipe2(ws->done_pipe, O_NONBLOCK | O_CLOEXEC) != 0 ||
 	    !(ws->done_ev = event_new(base, ws->done_pipe[0], EV_READ | EV_PERSIST,
 				      on_worker_drained, ws)) ||

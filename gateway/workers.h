@@ -15,7 +15,10 @@
  * (tcp_listener_new_steered()), so that all of a client's connections, and
  * the state kept per client (its sessions, its NFSv4.1 back channel found
  * again after a reconnect, its sessions per address), live in one worker.
- * Reverse routes' RDMA listeners and the NFSv3 side relays run on worker 0.
+ * A reverse route's RDMA listener (an RDMA CM port has one) runs on
+ * worker 0, which hands each connection to the worker its client's
+ * address hashes to by the same rule (gateway/handoff.h). The NFSv3 side
+ * relays run on worker 0.
  *
  * The caller's thread talks to the others through a command pipe each:
  * drain, reload, stop, and "park" for the stats endpoint, which reads

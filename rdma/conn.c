@@ -449,18 +449,64 @@ void rconn_get_stats(const struct rconn *c, struct rconn_stats *out)
 
 /* ---- listening ---- */
 
-static void rlistener_connect_request(struct rlistener *l, struct rdma_cm_event *ev)
-{
-	struct rdma_cm_id *id = ev->id;
-	struct rdma_conn_param req = ev->param.conn;
-	uint8_t pdata[256];
-	uint8_t plen = req.private_data_len;
+struct rconn_request {
+	struct rdma_cm_id *id;
+	struct rdma_conn_param param; /* its private data pointer cleared: see pdata */
+	uint8_t pdata[256];	      /* the CM's limit for a REQ's private data */
+	uint8_t plen;
+};
 
-	if (req.private_data && plen)
-		memcpy(pdata, req.private_data, plen);
-	else
-		plen = 0;
+const struct sockaddr *rconn_request_peer(const struct rconn_request *r)
+{
+	return rdma_get_peer_addr(r->id);
+}
+
+int rconn_request_migrate(struct rconn_request *r, struct rdma_ctx *to)
+{
+	if (rdma_migrate_id(r->id, rdma_ctx_cm_channel(to)) != 0)
+		return errno ? -errno : -EIO;
+	return 0;
+}
+
+void rconn_request_reject(struct rconn_request *r)
+{
+	rdma_reject(r->id, NULL, 0);
+	rdma_destroy_id(r->id);
+	free(r);
+}
+
+/*
+ * The event is acknowledged before the owner is asked (or the request
+ * handed to another thread): the CM keeps the request's private data only
+ * until then, so it is copied first.
+ */
+static struct rconn_request *rconn_request_take(struct rdma_cm_event *ev)
+{
+	struct rconn_request *r = calloc(1, sizeof(*r));
+	struct rdma_cm_id *id = ev->id;
+
+	if (r) {
+		r->id = id;
+		r->param = ev->param.conn;
+		if (r->param.private_data && r->param.private_data_len) {
+			r->plen = r->param.private_data_len;
+			memcpy(r->pdata, r->param.private_data, r->plen);
+		}
+		r->param.private_data = NULL;
+		r->param.private_data_len = 0;
+	}
 	rdma_ack_cm_event(ev);
+	if (!r) {
+		rdma_reject(id, NULL, 0);
+		rdma_destroy_id(id);
+	}
+	return r;
+}
+
+void rlistener_accept_request(struct rlistener *l, struct rconn_request *r)
+{
+	struct rdma_cm_id *id = r->id;
+	struct rdma_conn_param req = r->param;
 
 	/*
 	 * The connection exists before the owner is asked, so that an owner
@@ -468,20 +514,19 @@ static void rlistener_connect_request(struct rlistener *l, struct rdma_cm_event 
 	 */
 	struct rconn *c = rconn_alloc(l->ctx, &l->defaults, NULL, NULL);
 	if (!c) {
-		rdma_reject(id, NULL, 0);
-		rdma_destroy_id(id);
+		rconn_request_reject(r);
 		return;
 	}
 	struct rconn_params params = l->defaults;
 	const struct rconn_ops *ops = NULL;
 	void *owner = NULL;
-	if (!l->ops->accept(l, l->owner, rdma_get_peer_addr(id), pdata, plen, &req, &params, &ops,
-			    &owner)) {
-		rdma_reject(id, NULL, 0);
-		rdma_destroy_id(id);
+	if (!l->ops->accept(l, l->owner, rdma_get_peer_addr(id), r->pdata, r->plen, &req, &params,
+			    &ops, &owner)) {
+		rconn_request_reject(r);
 		rconn_destroy(c);
 		return;
 	}
+	free(r);
 	c->params = params;
 	rconn_set_owner(c, ops, owner);
 	c->id = id;
@@ -520,6 +565,17 @@ static void rlistener_connect_request(struct rlistener *l, struct rdma_cm_event 
 	}
 }
 
+static void rlistener_connect_request(struct rlistener *l, struct rdma_cm_event *ev)
+{
+	struct rconn_request *r = rconn_request_take(ev);
+
+	if (!r)
+		return;
+	if (l->ops->steer && l->ops->steer(l, l->owner, rconn_request_peer(r), r))
+		return;
+	rlistener_accept_request(l, r);
+}
+
 static void rlistener_cm_event(struct rdma_cm_handler *h, struct rdma_cm_event *ev)
 {
 	struct rlistener *l = (struct rlistener *)h;
@@ -545,6 +601,8 @@ struct rlistener *rlistener_create(struct rdma_ctx *ctx, const struct sockaddr *
 	l->defaults = *defaults;
 	l->ops = ops;
 	l->owner = owner;
+	if (!addr)
+		return l; /* takes handed-over requests only */
 	if (rdma_create_id(rdma_ctx_cm_channel(ctx), &l->id, &l->cm_handler, RDMA_PS_TCP) != 0) {
 		gw_err("rdma: rdma_create_id: %s", strerror(errno));
 		free(l);
@@ -564,6 +622,7 @@ void rlistener_destroy(struct rlistener *l)
 {
 	if (!l)
 		return;
-	rdma_destroy_id(l->id);
+	if (l->id)
+		rdma_destroy_id(l->id);
 	free(l);
 }

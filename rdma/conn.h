@@ -164,18 +164,50 @@ struct rconn *rconn_connect(struct rdma_ctx *ctx, const struct sockaddr *dst,
  * outstanding at the client (the client's responder resources), and
  * req->responder_resources the client's Reads at this side.
  */
+struct rconn_request;
 struct rlistener_ops {
 	bool (*accept)(struct rlistener *l, void *owner, const struct sockaddr *peer,
 		       const uint8_t *pdata, uint8_t pdata_len, const struct rdma_conn_param *req,
 		       struct rconn_params *params, const struct rconn_ops **ops,
 		       void **conn_owner);
-	/* The new connection is established (after ops->established). */
+	/*
+	 * Optional, asked first: return true to take @r elsewhere (another
+	 * thread's rdma_ctx, rconn_request_migrate()), which then owns it and
+	 * must accept or reject it; false to accept it here as usual.
+	 */
+	bool (*steer)(struct rlistener *l, void *owner, const struct sockaddr *peer,
+		      struct rconn_request *r);
 };
 
+/*
+ * Listen on @addr. With @addr NULL the listener listens on nothing: it
+ * accepts only the requests handed to it by rlistener_accept_request(),
+ * taken from a listener on another rdma_ctx (an RDMA CM port has one
+ * listener, and the threads that serve its connections are several).
+ */
 struct rlistener *rlistener_create(struct rdma_ctx *ctx, const struct sockaddr *addr, int backlog,
 				   const struct rconn_params *defaults,
 				   const struct rlistener_ops *ops, void *owner);
 void rlistener_destroy(struct rlistener *l);
+
+/*
+ * A connection request a steer() took: its cm_id, the client's private
+ * data and connection parameters, copied when the listener saw it.
+ */
+const struct sockaddr *rconn_request_peer(const struct rconn_request *r);
+/*
+ * Move the request's CM events to @to's event channel (rdma_migrate_id()),
+ * so that its connection is served on @to's thread. Any thread may call it
+ * while @to exists; 0 or -errno (the request is unchanged then).
+ */
+int rconn_request_migrate(struct rconn_request *r, struct rdma_ctx *to);
+/*
+ * Accept @r on @l (its rdma_ctx must be the one @r was migrated to), as a
+ * request @l itself received: its accept op decides. @l owns @r from here.
+ */
+void rlistener_accept_request(struct rlistener *l, struct rconn_request *r);
+/* Refuse @r and let it go. */
+void rconn_request_reject(struct rconn_request *r);
 
 void rconn_close(struct rconn *c);
 void rconn_destroy(struct rconn *c);

@@ -13,7 +13,11 @@
 #    connections for it;
 #  - SIGHUP reloads with both workers, and the mounts keep working;
 #  - once the clients are gone nothing is held on either worker, and SIGTERM drains
-#    both and exits 0.
+#    both and exits 0;
+#  - then a reverse route with two workers: kernel NFS/RDMA mounts through two gateway
+#    addresses whose connections the steering gives to workers 0 and 1; worker 0's RDMA
+#    listener hands worker 1's over, every copy reads back intact, and each client's
+#    connections are all on its worker.
 set -u
 source "$GW_SRC/tests/e2e/lib/gw-e2e.sh"
 gwvm-net
@@ -170,4 +174,76 @@ done
 check "once the clients are gone, no session is left on either worker ($live)" test "$live" = 0
 gw_stop
 check "the gateway's log names no error" test -z "$(grep ' error: ' "$GW_LOG")"
+
+# ---- Reverse mode with two workers ----
+# A reverse route's RDMA listener is worker 0's (an RDMA CM port has one listener); it
+# hands each connection request to the worker the client's address hashes to
+# (gateway/handoff.h), where it is accepted with that worker's RDMA resources. The kernel
+# NFS client mounts through two addresses of the gateway on this guest, each the only
+# address of its own subnet on veth1 (rxe1): a connection to it comes from it, so the
+# two mounts' connections come from addresses that the steering gives to workers 0
+# and 1. NFSv3 (nconnect=2) through both, NFSv4.1 (its back channel on a handed-over
+# connection) through worker 1's.
+declare -A raddr_of
+for k in $(seq 1 60); do
+    w=$(steer 10.9.$k.1 2)
+    [[ -z ${raddr_of[$w]:-} ]] && raddr_of[$w]=10.9.$k.1
+    [[ -n ${raddr_of[0]:-} && -n ${raddr_of[1]:-} ]] && break
+done
+for w in 0 1; do ip addr add "${raddr_of[$w]}/24" dev veth1; done
+# The upstream for the reverse route: nfsd on TCP too, now that the forward route's
+# listener on port 2049 is gone.
+echo "tcp 2049" >/proc/fs/nfsd/portlist
+check "nfsd listens on TCP 2049 for the reverse route" grep -q "^tcp 2049" /proc/fs/nfsd/portlist
+cat >"$E2E_WORK/gw-rev.json" <<JSON
+{ "workers": 2,
+  "routes": [
+    { "name": "rev", "mode": "reverse", "listen": "rdma://0.0.0.0:20051",
+      "upstream": "tcp://192.0.2.1:2049" } ],
+  "logging": { "level": "info" },
+  "stats": { "listen": "127.0.0.1:9464" } }
+JSON
+gw_start workers-reverse "$E2E_WORK/gw-rev.json" || e2e_finish
+check "the reverse-only gateway runs 2 workers" grep -q "2 workers" "$GW_LOG"
+rev_ok=()
+for w in 0 1; do
+    a=${raddr_of[$w]}
+    mkdir -p /mnt/r$w-3 /mnt/r$w-41
+    mount -t nfs -o vers=3,proto=rdma,port=20051,nolock,nconnect=2 "$a:/export" /mnt/r$w-3 ||
+        fail "NFSv3 mount through $a"
+done
+mount -t nfs -o vers=4.1,proto=rdma,port=20051 "${raddr_of[1]}:/" /mnt/r1-41 ||
+    fail "NFSv4.1 mount through ${raddr_of[1]}"
+rpids=()
+for m in /mnt/r0-3 /mnt/r1-3 /mnt/r1-41; do
+    (
+        f=$m/rev-$(basename "$m")
+        dd if="$src" of="$f" bs=1M oflag=direct status=none || exit 1
+        got=$(dd if="$f" bs=1M iflag=direct status=none | sha256sum | cut -d' ' -f1)
+        [[ $got == "$sum" ]] || { echo "$f: checksum $got"; exit 1; }
+    ) >"$GW_OUT/rev-$(basename "$m").log" 2>&1 &
+    rpids+=($!)
+done
+for i in 0 1 2; do
+    rc=0; wait "${rpids[$i]}" || rc=$?
+    check "reverse copy $i (NFSv3 via ${raddr_of[0]}, NFSv3 and NFSv4.1 via ${raddr_of[1]}) read back intact" \
+        test "$rc" -eq 0
+done
+placed=$(gw_jq "sorted(set((x['client'].rsplit(':', 1)[0], x['worker']) for r in s['routes'] for x in r.get('sessions', [])))")
+echo "reverse sessions (client, worker): $placed"
+for w in 0 1; do
+    a=${raddr_of[$w]}
+    n=$(gw_jq "len([x for x in s['routes'][0].get('sessions', []) if x['client'].startswith('$a:')])")
+    wrong=$(gw_jq "len([x for x in s['routes'][0].get('sessions', []) if x['client'].startswith('$a:') and x['worker'] != $w])")
+    want=2 how="kept by worker 0's listener"
+    ((w == 1)) && want=3 how="handed over by worker 0's listener"
+    check "RDMA client $a: its $n connections all on worker $w ($wrong elsewhere; $how)" \
+        test "$n" -ge "$want" -a "$wrong" -eq 0
+done
+rdma res show cm_id | grep -v LISTEN | grep 20051 || true
+check "no connection request was refused" test -z "$(grep 'cannot hand its connection' "$GW_LOG")"
+umount /mnt/r0-3 /mnt/r1-3 /mnt/r1-41
+gw_check_quiet
+gw_stop
+check "the reverse gateway's log names no error" test -z "$(grep ' error: ' "$GW_LOG")"
 e2e_finish

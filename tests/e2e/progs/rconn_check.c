@@ -290,7 +290,7 @@ int main(int argc, char **argv)
 	struct rconn_params lp, cp;
 	conn_params(&lp, 0);
 	conn_params(&cp, 4);
-	static const struct rlistener_ops lops = { accept_cb };
+	static const struct rlistener_ops lops = { .accept = accept_cb };
 	struct rlistener *l = rlistener_create(ctx, (struct sockaddr *)&sa, 8, &lp, &lops, NULL);
 	CHECK(l != NULL, "listener created");
 	memcpy(cp.private_data, "CLTDATA!", 8);
