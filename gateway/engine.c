@@ -233,6 +233,21 @@ static bool engine_rdma_steer(struct rlistener *l, void *owner, const struct soc
 	unsigned w = tcp_listener_steer_index(peer, eng->nworkers);
 	if (w == eng->worker)
 		return false;
+	/*
+	 * What can be refused from here is refused before the hand-over (an
+	 * unlisted address's flood must not fill another worker's queue); the
+	 * session limits are the serving worker's to check.
+	 */
+	if (route->draining || atomic_load(&eng->shared->draining)) {
+		rconn_request_reject(r);
+		return true;
+	}
+	if (!gw_route_client_allowed(route->cfg, peer)) {
+		gw_admission_refuse_unlisted(&route->admission, route->cfg->name, peer,
+					     &route->counters, gw_now_us());
+		rconn_request_reject(r);
+		return true;
+	}
 	int err = gw_handoff_post(eng->shared->handoffs[w], (size_t)(route - eng->routes), r);
 	if (err) {
 		/* In a connection storm most are not logged: once a second, with a tally. */

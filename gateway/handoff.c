@@ -58,12 +58,13 @@ void gw_handoff_free(struct gw_handoff *h)
 {
 	if (!h)
 		return;
-	/* A worker that never detached (its start failed half-way) leaves its queue here. */
-	while (h->count) {
-		rconn_request_reject(h->q[h->head].r);
-		h->head = (h->head + 1) % GW_HANDOFF_MAX_QUEUED;
-		h->count--;
-	}
+	/*
+	 * Every worker detaches before its rdma_ctx goes, which empties the
+	 * queue. Were anything left, its requests' CM channel would be gone:
+	 * they could not even be refused, so they are left (and said so).
+	 */
+	if (h->count)
+		gw_err("handoff: %u connection requests left behind", h->count);
 	if (h->ev)
 		event_free(h->ev);
 	close(h->efd);
@@ -71,26 +72,39 @@ void gw_handoff_free(struct gw_handoff *h)
 	free(h);
 }
 
-/* Take what is queued (under the lock), then deliver it (without). */
+/* Under h->lock: the oldest queued request, or false. */
+static bool handoff_pop(struct gw_handoff *h, struct handoff_item *out)
+{
+	if (h->count == 0)
+		return false;
+	*out = h->q[h->head];
+	h->head = (h->head + 1) % GW_HANDOFF_MAX_QUEUED;
+	h->count--;
+	return true;
+}
+
+/*
+ * Deliver what is queued, one at a time: the lock is not held while a
+ * request is accepted (that sets up a queue pair), so worker 0 is never
+ * kept waiting by it. Requests posted meanwhile are taken in this turn too.
+ */
 static void handoff_readable(evutil_socket_t fd, short what, void *arg)
 {
 	struct gw_handoff *h = arg;
-	struct handoff_item batch[GW_HANDOFF_MAX_QUEUED];
-	unsigned n = 0;
+	struct handoff_item it;
 	uint64_t v;
 
 	(void)what;
 	if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		gw_warn("handoff: reading the wake-up: %s", strerror(errno));
-	pthread_mutex_lock(&h->lock);
-	while (h->count) {
-		batch[n++] = h->q[h->head];
-		h->head = (h->head + 1) % GW_HANDOFF_MAX_QUEUED;
-		h->count--;
+	for (;;) {
+		pthread_mutex_lock(&h->lock);
+		bool more = h->attached && handoff_pop(h, &it);
+		pthread_mutex_unlock(&h->lock);
+		if (!more)
+			break;
+		h->deliver(h->arg, it.route, it.r);
 	}
-	pthread_mutex_unlock(&h->lock);
-	for (unsigned i = 0; i < n; i++)
-		h->deliver(h->arg, batch[i].route, batch[i].r);
 }
 
 int gw_handoff_attach(struct gw_handoff *h, struct event_base *base, struct rdma_ctx *ctx,
@@ -117,27 +131,30 @@ int gw_handoff_attach(struct gw_handoff *h, struct event_base *base, struct rdma
 
 void gw_handoff_detach(struct gw_handoff *h)
 {
-	struct handoff_item batch[GW_HANDOFF_MAX_QUEUED];
-	unsigned n = 0;
+	struct handoff_item it;
 
 	if (!h)
 		return;
 	pthread_mutex_lock(&h->lock);
 	h->attached = false;
 	h->ctx = NULL;
-	while (h->count) {
-		batch[n++] = h->q[h->head];
-		h->head = (h->head + 1) % GW_HANDOFF_MAX_QUEUED;
-		h->count--;
-	}
 	if (h->ev) {
 		event_free(h->ev);
 		h->ev = NULL;
 	}
 	pthread_mutex_unlock(&h->lock);
-	/* Migrated to this worker's channel, which goes next: refused here. */
-	for (unsigned i = 0; i < n; i++)
-		rconn_request_reject(batch[i].r);
+	/*
+	 * Migrated to this worker's channel, which goes next: refused here.
+	 * Nothing is posted any more (not attached), so the queue only shrinks.
+	 */
+	for (;;) {
+		pthread_mutex_lock(&h->lock);
+		bool more = handoff_pop(h, &it);
+		pthread_mutex_unlock(&h->lock);
+		if (!more)
+			break;
+		rconn_request_reject(it.r);
+	}
 }
 
 int gw_handoff_post(struct gw_handoff *h, size_t route, struct rconn_request *r)
@@ -156,7 +173,7 @@ int gw_handoff_post(struct gw_handoff *h, size_t route, struct rconn_request *r)
 		unsigned tail = (h->head + h->count) % GW_HANDOFF_MAX_QUEUED;
 		h->q[tail] = (struct handoff_item){ .route = route, .r = r };
 		h->count++;
-		h->stats.received++;
+		h->stats.posted++;
 	} else {
 		h->stats.refused++;
 	}

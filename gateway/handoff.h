@@ -30,13 +30,18 @@ struct rconn_request;
 struct rdma_ctx;
 struct gw_handoff;
 
-/* Requests a worker may have waiting for its loop; more are refused. */
-enum { GW_HANDOFF_MAX_QUEUED = 128 };
+/*
+ * Requests a worker may have waiting for its loop; more are refused. As
+ * many as the RDMA CM's listen backlog (rdma_listen() with 0 gives the
+ * kernel's default, 1024), so that a reconnect storm of one worker's
+ * clients is held as long as it would be with one worker.
+ */
+enum { GW_HANDOFF_MAX_QUEUED = 1024 };
 
 /* Counters of one handoff, read by any thread. */
 struct gw_handoff_stats {
-	uint64_t received; /* taken by the attached worker */
-	uint64_t refused;  /* queue full, or no worker attached */
+	uint64_t posted;  /* queued for the attached worker */
+	uint64_t refused; /* queue full, no worker attached, or not moved */
 };
 
 struct gw_handoff *gw_handoff_new(void);

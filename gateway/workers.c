@@ -183,6 +183,14 @@ static void *worker_main(void *arg)
 	if (!told) {
 		gw_err("worker %u: its event loop ended; its %zu sessions are no longer served",
 		       w->index, gw_engine_sessions(w->eng));
+		/*
+		 * Nobody reads its RDMA CM channel any more: worker 0 must stop
+		 * handing it connections (they are refused from now on, and the
+		 * clients waiting in its queue are refused now, not left to time
+		 * out).
+		 */
+		if (w->ws->shared.handoffs)
+			gw_handoff_detach(w->ws->shared.handoffs[w->index]);
 		return NULL;
 	}
 	/* Stopped: close the engine here, on the thread whose loop it runs on. */
