@@ -378,6 +378,7 @@ static enum tcp_read_result tcp_conn_read_into(struct tcp_conn *c, const struct 
 
 	do {
 		n = read(c->fd, c->rx->base + sp->off, sp->len);
+		c->stats.reads++;
 	} while (n < 0 && errno == EINTR);
 	if (n > 0) {
 		rm_filled(&c->rm, (uint32_t)n);

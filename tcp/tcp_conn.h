@@ -154,6 +154,8 @@ struct tcp_conn_ops {
 struct tcp_conn_stats {
 	uint64_t records_in;
 	uint64_t bytes_in;
+	/* read(2) calls on the socket for records (those that found nothing too). */
+	uint64_t reads;
 	uint64_t records_out;
 	uint64_t bytes_out;
 	/* Buffers taken from the source. */
