@@ -36,6 +36,9 @@
  *   bench_tcp_side [SECONDS [SHAPE]]   seconds per shape (default 2); only
  *                                      the shapes whose name holds SHAPE
  *
+ * Per RPC it also prints the read() calls on the gateway's socket and the
+ * bytes the record parser moved (tcp_conn_stats.reads and rx_moved).
+ *
  * Build with -DCMAKE_BUILD_TYPE=Release. It prints figures; it never passes
  * or fails on speed.
  */
