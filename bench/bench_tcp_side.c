@@ -36,6 +36,9 @@
  *   bench_tcp_side [SECONDS [SHAPE]]   seconds per shape (default 2); only
  *                                      the shapes whose name holds SHAPE
  *
+ * Per RPC it also prints the read() calls on the gateway's socket and the
+ * bytes the record parser moved (tcp_conn_stats.reads and rx_moved).
+ *
  * Build with -DCMAKE_BUILD_TYPE=Release. It prints figures; it never passes
  * or fails on speed.
  */
@@ -180,6 +183,8 @@ struct result {
 	double stime;
 	uint64_t reads_bytes;
 	uint64_t writes;
+	uint64_t reads;
+	uint64_t moved;
 	uint64_t bytes_out;
 	double peer_cpu;
 	uint64_t peer_replies;
@@ -442,6 +447,8 @@ static void run_shape(const struct shape *sh, double seconds, struct result *res
 	res->stime = r.s1.stime - r.s0.stime;
 	res->reads_bytes = r.s1.st.bytes_in - r.s0.st.bytes_in;
 	res->writes = r.s1.st.writes - r.s0.st.writes;
+	res->reads = r.s1.st.reads - r.s0.st.reads;
+	res->moved = r.s1.st.rx_moved - r.s0.st.rx_moved;
 	res->bytes_out = r.s1.st.bytes_out - r.s0.st.bytes_out;
 	res->peer_cpu = r.peer_cpu;
 	res->peer_replies = r.peer_replies;
@@ -476,8 +483,8 @@ int main(int argc, char **argv)
 	printf("gateway thread CPU (CLOCK_THREAD_CPUTIME_ID) on loopback TCP, tcp_conn, "
 	       "%.1f s per shape\n\n",
 	       seconds);
-	printf("%-28s %9s %8s %7s %9s %9s %8s %8s %9s\n", "shape", "RPCs", "us/RPC", "sys%",
-	       "ns/byte", "GB/s/core", "writes", "busy%", "peer us");
+	printf("%-28s %9s %8s %7s %9s %9s %8s %8s %8s %8s %9s\n", "shape", "RPCs", "us/RPC", "sys%",
+	       "ns/byte", "GB/s/core", "reads", "moved B", "writes", "busy%", "peer us");
 	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
 		const struct shape *sh = &shapes[i];
 		struct result res;
@@ -503,13 +510,16 @@ int main(int argc, char **argv)
 			printf("%9.3f %9.2f ", ns_b, gbs);
 		else
 			printf("%9s %9s ", "-", "-");
-		printf("%8.2f %8.0f %9.2f\n", (double)res.writes / (double)res.records,
-		       100.0 * res.cpu / res.wall,
+		printf("%8.3f %8.1f %8.2f %8.0f %9.2f\n", (double)res.reads / (double)res.records,
+		       (double)res.moved / (double)res.records,
+		       (double)res.writes / (double)res.records, 100.0 * res.cpu / res.wall,
 		       res.peer_replies ? res.peer_cpu * 1e6 / (double)res.peer_replies : 0.0);
 	}
 	printf("\nus/RPC: gateway thread CPU per call+reply; sys%%: its system share "
 	       "(getrusage, tick-sampled);\n"
 	       "ns/byte, GB/s/core: per byte of the bulk direction (1 MiB records);\n"
+	       "reads: read() calls per RPC; moved B: bytes the record parser moved per RPC "
+	       "(rx_moved);\n"
 	       "writes: sendmsg() calls per RPC; busy%%: gateway thread CPU / wall time;\n"
 	       "peer us: the client thread's CPU per RPC (on loopback it runs the gateway "
 	       "socket's receive\nprocessing inside its sends, and the gateway runs the "

@@ -46,8 +46,21 @@ void rm_init(struct rm_parser *p, uint32_t max_record, uint32_t readahead)
 	if (max_record > RM_MAX_RECORD)
 		max_record = RM_MAX_RECORD;
 	p->max_record = max_record;
+	/* Keeps the sums of offsets and the doubling within 32 bits. */
+	if (readahead > RM_MAX_RECORD)
+		readahead = RM_MAX_RECORD;
 	p->readahead = readahead;
+	p->readahead_max = readahead;
+	p->ra = readahead;
 	p->rec_need = RM_MARK_SIZE;
+}
+
+void rm_set_readahead_max(struct rm_parser *p, uint32_t max)
+{
+	if (max > RM_MAX_RECORD)
+		max = RM_MAX_RECORD;
+	p->readahead_max = max > p->readahead ? max : p->readahead;
+	p->ra = p->readahead;
 }
 
 static inline uint32_t rm_min(uint32_t a, uint32_t b)
@@ -107,7 +120,7 @@ static void rm_close_gap(struct rm_parser *p)
  */
 static enum rm_status rm_want_input(struct rm_parser *p, struct rm_span *span)
 {
-	uint32_t room, want;
+	uint32_t room, want, ra;
 
 	rm_close_gap(p);
 	room = p->size - p->fill;
@@ -124,10 +137,35 @@ static enum rm_status rm_want_input(struct rm_parser *p, struct rm_span *span)
 		assert(rm_at_first_mark(p));
 		return rm_ask_buffer(p, span);
 	}
-	want += rm_min(p->readahead, room - want);
+	/*
+	 * An empty buffer is most often the small one taken while the next
+	 * record's size is unknown: if that record does not fit, all that
+	 * was read of it moves, so read no more than the configured amount.
+	 */
+	ra = p->fill == 0 ? p->readahead : p->ra;
+	want += rm_min(ra, room - want);
 	span->off = p->fill;
 	span->len = want;
+	p->asked = want;
 	return RM_NEED_INPUT;
+}
+
+/*
+ * After a read: a full one while a small record was being read means more
+ * small records are most likely queued, so the next read takes more; a
+ * short one means the socket was drained. Reads inside a large record do
+ * not count: the read-ahead cannot take such records whole, it would only
+ * move more of the next one's head.
+ */
+static void rm_adapt_readahead(struct rm_parser *p, uint32_t n)
+{
+	if (n < p->asked) {
+		p->ra = p->ra / 2 > p->readahead ? p->ra / 2 : p->readahead;
+		return;
+	}
+	if (p->rec_need > p->readahead_max)
+		return;
+	p->ra = p->ra > p->readahead_max / 2 ? p->readahead_max : p->ra * 2;
 }
 
 /*
@@ -142,6 +180,9 @@ static void rm_check_fit(struct rm_parser *p)
 		p->rec_need = RM_MARK_SIZE + p->frag_left;
 	else
 		p->rec_need = RM_BUF_SLACK + p->max_record;
+	/* Large records from here on: read no more of the next one's head than configured. */
+	if (p->rec_need > p->readahead_max)
+		p->ra = p->readahead;
 	if ((uint64_t)p->start + rm_required(p) > p->size)
 		p->need_buffer = true;
 }
@@ -233,6 +274,7 @@ void rm_filled(struct rm_parser *p, uint32_t n)
 {
 	assert(n <= p->size - p->fill);
 	p->fill += n;
+	rm_adapt_readahead(p, n);
 }
 
 bool rm_set_buffer(struct rm_parser *p, uint8_t *base, uint32_t size)

@@ -23,9 +23,24 @@
  *	rm_next() == RM_ERROR        rm_error() says why; the stream is lost
  *
  * Reads never go further than the end of the current fragment plus a
- * configured read-ahead, so a buffer switch moves at most one mark plus
- * the read-ahead (rm_move_bound()), never a record's bulk. The read-ahead
- * is what lets one read(2) pick up many small pipelined records.
+ * read-ahead, so a buffer switch moves at most one mark plus the
+ * read-ahead (rm_move_bound()), never a record's bulk. The read-ahead is
+ * what lets one read(2) pick up many small pipelined records.
+ *
+ * The read-ahead adapts (rm_set_readahead_max()): it starts at the
+ * configured size, doubles after each read that came back full while the
+ * record being read was small (one the largest read-ahead could take
+ * whole: the socket holds more, most likely more small records), halves
+ * after a short read (the socket was drained), and falls back to the
+ * configured size at once when a record's mark announces a large record.
+ * So a run of small pipelined records is taken many to a read, while a
+ * stream of large records keeps the configured read-ahead: the head of
+ * the next large record that a read brings in, and that moves when the
+ * record does not fit the buffer, stays as small as before. Only the
+ * first large record after a run of small ones can have up to the
+ * largest read-ahead of its head moved. The first read into an empty
+ * buffer always uses the configured size, since it learns the size of a
+ * record that may not fit there.
  *
  * A record's payload sits right behind its first mark. Continuation marks
  * of a multi-fragment record are squeezed out by moving the bytes behind
@@ -97,7 +112,13 @@ struct rm_span {
  */
 struct rm_parser {
 	uint32_t max_record;
+	/* The configured read-ahead, and the most it grows to. */
 	uint32_t readahead;
+	uint32_t readahead_max;
+	/* The read-ahead of the next read (readahead..readahead_max). */
+	uint32_t ra;
+	/* What the last RM_NEED_INPUT asked for: a read that brought it all was full. */
+	uint32_t asked;
 	uint8_t *base;
 	uint32_t size;
 	/* The current (incomplete) record's first mark. */
@@ -126,6 +147,19 @@ struct rm_parser {
  * buffer switch moves. The parser starts without a buffer.
  */
 void rm_init(struct rm_parser *p, uint32_t max_record, uint32_t readahead);
+
+/*
+ * Let the read-ahead grow up to max while small records keep coming (see
+ * the top of this file); max below the configured read-ahead keeps it
+ * fixed, as after rm_init(). Call between rm_init() and the first read.
+ */
+void rm_set_readahead_max(struct rm_parser *p, uint32_t max);
+
+/* The read-ahead the next read uses (for tests and counters). */
+static inline uint32_t rm_readahead(const struct rm_parser *p)
+{
+	return p->ra;
+}
 
 /* The next step; see the top of this file. After RM_ERROR, always RM_ERROR. */
 enum rm_status rm_next(struct rm_parser *p, struct rm_span *span);
@@ -171,13 +205,15 @@ static inline uint64_t rm_moved(const struct rm_parser *p)
 }
 
 /*
- * The most a buffer switch moves: a record mark plus the read-ahead. What
- * a multi-fragment record moves to squeeze out its continuation marks is
- * not included (each payload byte moves at most once for that).
+ * The most a buffer switch moves: a record mark plus the largest
+ * read-ahead (the configured one, unless rm_set_readahead_max() let it
+ * grow). What a multi-fragment record moves to squeeze out its
+ * continuation marks is not included (each payload byte moves at most
+ * once for that).
  */
 static inline uint32_t rm_move_bound(const struct rm_parser *p)
 {
-	return RM_MARK_SIZE + p->readahead;
+	return RM_MARK_SIZE + p->readahead_max;
 }
 
 /* A short, stable name for logs and counters ("fragment-too-large", ...). */

@@ -120,6 +120,7 @@ void tcp_conn_config_default(struct tcp_conn_config *cfg)
 	cfg->max_record = (1u << 20) + 4096;
 	cfg->recv_size = 4096;
 	cfg->readahead = 1024;
+	cfg->readahead_max = 64u << 10;
 	cfg->out_high = 4u << 20;
 	cfg->out_low = 1u << 20;
 	cfg->out_max = 64u << 20;
@@ -185,6 +186,12 @@ static void tcp_conn_cancel_yield(struct tcp_conn *c)
 	}
 }
 
+static void tcp_conn_init_parser(struct tcp_conn *c)
+{
+	rm_init(&c->rm, c->cfg.max_record, c->cfg.readahead);
+	rm_set_readahead_max(&c->rm, c->cfg.readahead_max);
+}
+
 /* Give back the receive buffer; the parser restarts between records. */
 static void tcp_conn_drop_rx(struct tcp_conn *c)
 {
@@ -193,7 +200,7 @@ static void tcp_conn_drop_rx(struct tcp_conn *c)
 		gw_buf_put(c->rx);
 		c->rx = NULL;
 	}
-	rm_init(&c->rm, c->cfg.max_record, c->cfg.readahead);
+	tcp_conn_init_parser(c);
 }
 
 /*
@@ -378,6 +385,7 @@ static enum tcp_read_result tcp_conn_read_into(struct tcp_conn *c, const struct 
 
 	do {
 		n = read(c->fd, c->rx->base + sp->off, sp->len);
+		c->stats.reads++;
 	} while (n < 0 && errno == EINTR);
 	if (n > 0) {
 		rm_filled(&c->rm, (uint32_t)n);
@@ -930,7 +938,7 @@ struct tcp_conn *tcp_conn_new(struct event_base *base, evutil_socket_t fd,
 		errno = ENOMEM;
 		return NULL;
 	}
-	rm_init(&c->rm, c->cfg.max_record, c->cfg.readahead);
+	tcp_conn_init_parser(c);
 	c->state = TCP_CONN_OPEN;
 	tcp_conn_update_read(c);
 	return c;

@@ -74,6 +74,12 @@ struct tcp_conn_config {
 	uint32_t recv_size;
 	/* Bytes read beyond the current fragment (rm_init()). */
 	uint32_t readahead;
+	/*
+	 * The most the read-ahead grows to while small records keep coming
+	 * (rm_set_readahead_max()); at most this plus a mark moves when a
+	 * buffer is switched. Below readahead: a fixed read-ahead.
+	 */
+	uint32_t readahead_max;
 	/* Queued output at which output_pressure(true) is called; 0: never. */
 	size_t out_high;
 	/* Queued output at which output_pressure(false) follows. */
@@ -91,8 +97,9 @@ struct tcp_conn_config {
 	unsigned int record_timeout_ms;
 };
 
-/* Defaults: 1 MiB + 4 KiB records, 4 KiB receive buffers, 1 KiB read-ahead,
- * 4/1 MiB watermarks, 64 MiB output limit, 5 s to close, 30 s per record. */
+/* Defaults: 1 MiB + 4 KiB records, 4 KiB receive buffers, 1 KiB read-ahead
+ * growing to 64 KiB, 4/1 MiB watermarks, 64 MiB output limit, 5 s to close,
+ * 30 s per record. */
 void tcp_conn_config_default(struct tcp_conn_config *cfg);
 
 /* The largest buffer a connection asks of its source. */
@@ -154,6 +161,8 @@ struct tcp_conn_ops {
 struct tcp_conn_stats {
 	uint64_t records_in;
 	uint64_t bytes_in;
+	/* read(2) calls on the socket for records (those that found nothing too). */
+	uint64_t reads;
 	uint64_t records_out;
 	uint64_t bytes_out;
 	/* Buffers taken from the source. */

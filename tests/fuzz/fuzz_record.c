@@ -115,6 +115,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	enum rm_error err = RM_OK;
 
 	rm_init(&p, max, readahead);
+	/* Some runs with a read-ahead that grows (up to 64 times the configured one). */
+	if (data[5] & 0x40)
+		rm_set_readahead_max(&p, readahead * (1 + (data[5] & 0x3f)));
 	for (;;) {
 		struct rm_span sp;
 		enum rm_status st = rm_next(&p, &sp);

@@ -77,6 +77,7 @@ struct driver {
 	/* policy */
 	size_t chunk;	  /* most bytes one read returns */
 	uint32_t bufsize; /* size of a fresh buffer, at least what is asked */
+	uint32_t bigsize; /* if set: the size of a buffer for what bufsize cannot take */
 	/* the current buffer */
 	uint8_t *buf;
 	uint32_t size;
@@ -87,6 +88,9 @@ struct driver {
 	bool rec_ok[MAX_RECS];
 	unsigned int reads;
 	unsigned int switches;
+	/* the first switches: bytes moved, and records delivered before */
+	uint32_t switch_pending[64];
+	unsigned int switch_nrec[64];
 	uint32_t max_switch_pending;
 	uint64_t switch_moved;
 	enum rm_error err;
@@ -105,12 +109,19 @@ static void driver_init(struct driver *d, uint32_t max_record, uint32_t readahea
 static void driver_switch(struct driver *d, uint32_t need)
 {
 	uint32_t size = need > d->bufsize ? need : d->bufsize;
+
+	if (need > d->bufsize && d->bigsize >= need)
+		size = d->bigsize;
 	uint8_t *nb = malloc(size);
 	uint32_t pending = rm_pending(&d->p);
 
 	assert_non_null(nb);
 	assert_true(pending <= need);
 	assert_true(rm_set_buffer(&d->p, nb, size));
+	if (d->switches < 64) {
+		d->switch_pending[d->switches] = pending;
+		d->switch_nrec[d->switches] = d->nrec;
+	}
 	d->switches++;
 	d->switch_moved += pending;
 	if (pending > d->max_switch_pending)
@@ -595,6 +606,123 @@ static void test_move_bound_any_chunking(void **state)
 	free(s.data);
 }
 
+/*
+ * Pipelined small records, all queued at once: the read-ahead grows while
+ * reads come back full, so they are taken many to a read rather than a
+ * read-ahead's worth (5 here) at a time; nothing moves in a buffer they
+ * fit in.
+ */
+static void test_readahead_grows_for_pipelined(void **state)
+{
+	(void)state;
+	struct stream s = { 0 };
+	struct driver d;
+	size_t lens[256];
+	const unsigned int n = 256;
+
+	for (unsigned int r = 0; r < n; r++) {
+		lens[r] = 200;
+		stream_record(&s, r, lens[r], 0);
+	}
+	driver_init(&d, 1u << 20, 1024, SIZE_MAX, 1u << 20);
+	rm_set_readahead_max(&d.p, 65536);
+	assert_int_equal(rm_move_bound(&d.p), 4 + 65536);
+	driver_run(&d, &s, lens);
+	assert_records_ok(&d, n);
+	assert_true(d.eof_clean);
+	/* 52 KB: 1 KiB, then 2, 4, 8, 16, 32 KiB and the rest (a fixed 1 KiB: 43 reads) */
+	assert_true(d.reads <= 8);
+	assert_int_equal(rm_moved(&d.p), 0);
+	/* the last read (at 32 KiB) was short: the socket ran dry, and the read-ahead halved */
+	assert_int_equal(rm_readahead(&d.p), 16384);
+	driver_done(&d);
+
+	/* Without a maximum the read-ahead stays as configured. */
+	driver_init(&d, 1u << 20, 1024, SIZE_MAX, 1u << 20);
+	driver_run(&d, &s, NULL);
+	/* each read: the rest of a record and 1 KiB */
+	assert_true(d.reads >= 40);
+	assert_int_equal(rm_readahead(&d.p), 1024);
+	driver_done(&d);
+	free(s.data);
+}
+
+/* Reads that come back short (the socket holds little at a time) do not grow it. */
+static void test_readahead_short_reads_keep_it(void **state)
+{
+	(void)state;
+	struct stream s = { 0 };
+	struct driver d;
+
+	for (unsigned int r = 0; r < 100; r++)
+		stream_record(&s, r, 100, 0);
+	driver_init(&d, 1u << 20, 1024, 300, 1u << 20);
+	rm_set_readahead_max(&d.p, 65536);
+	driver_run(&d, &s, NULL);
+	assert_records_ok(&d, 100);
+	assert_int_equal(rm_readahead(&d.p), 1024);
+	driver_done(&d);
+	free(s.data);
+}
+
+/*
+ * A grown read-ahead does not turn into moved bulk: large records each
+ * need a buffer of their own, and the head of one that a read brings in
+ * moves with its mark. After a run of small records the first large one
+ * can have at most the grown read-ahead moved; its mark sets the
+ * read-ahead back, so every later large record moves no more than with a
+ * fixed read-ahead (mark + 1 KiB), however much the socket holds; and
+ * reads inside a large record do not grow it again.
+ */
+static void test_readahead_large_records_move_little(void **state)
+{
+	(void)state;
+	struct stream s = { 0 };
+	struct driver d;
+	size_t lens[96];
+	unsigned int n = 0, first_large = 0;
+	const uint32_t ra = 1024, ra_max = 65536;
+
+	/* 4 KiB WRITEs, say: each too large for a small buffer */
+	for (; n < 64; n++) {
+		lens[n] = 5000;
+		stream_record(&s, n, lens[n], 0);
+	}
+	first_large = n;
+	for (; n < 80; n++) {
+		lens[n] = 100000 + n;
+		stream_record(&s, n, lens[n], 0);
+	}
+	for (; n < 88; n++) {
+		lens[n] = n % 2 ? 150 : 300000;
+		stream_record(&s, n, lens[n], 0);
+	}
+	/* multi-fragment ones: full reads inside a record do not grow it either */
+	for (; n < 96; n++) {
+		lens[n] = 100000;
+		stream_record(&s, n, lens[n], 5000);
+	}
+	/* the pool's two classes: records that fit share a large buffer */
+	driver_init(&d, 1u << 20, ra, SIZE_MAX, 4096);
+	d.bigsize = (1u << 20) + (256u << 10);
+	rm_set_readahead_max(&d.p, ra_max);
+	driver_run(&d, &s, lens);
+	assert_records_ok(&d, n);
+	assert_true(d.eof_clean);
+	assert_true(d.switches >= 5 && d.switches < 64);
+	for (unsigned int i = 0; i < d.switches; i++) {
+		/* the small records' buffers: a record's worth at most */
+		if (d.switch_nrec[i] < first_large)
+			assert_true(d.switch_pending[i] <= 5004);
+		else if (d.switch_nrec[i] == first_large)
+			assert_true(d.switch_pending[i] <= 4 + ra_max);
+		else
+			assert_true(d.switch_pending[i] <= 4 + ra);
+	}
+	driver_done(&d);
+	free(s.data);
+}
+
 /* Sliding the pending bytes to the start of the same buffer. */
 static void test_rebase_same_buffer(void **state)
 {
@@ -759,6 +887,9 @@ int main(void)
 		cmocka_unit_test(test_no_readahead),
 		cmocka_unit_test(test_switch_moves_little),
 		cmocka_unit_test(test_move_bound_any_chunking),
+		cmocka_unit_test(test_readahead_grows_for_pipelined),
+		cmocka_unit_test(test_readahead_short_reads_keep_it),
+		cmocka_unit_test(test_readahead_large_records_move_little),
 		cmocka_unit_test(test_rebase_same_buffer),
 		cmocka_unit_test(test_random_against_reference),
 	};

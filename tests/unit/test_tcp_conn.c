@@ -46,6 +46,8 @@ struct tsrc {
 	unsigned int frees;
 	unsigned int failed;
 	size_t largest;
+	/* If set, the pool's two classes: requests above small get a buffer of big bytes. */
+	size_t small, big;
 };
 
 static void tsrc_free(struct gw_buf *b)
@@ -68,6 +70,8 @@ static struct gw_buf *tsrc_alloc(struct gw_buf_source *src, size_t min_size)
 		s->failed++;
 		return NULL;
 	}
+	if (s->big != 0 && min_size > s->small && min_size <= s->big)
+		min_size = s->big;
 	b = calloc(1, sizeof(*b));
 	assert_non_null(b);
 	b->base = malloc(min_size);
@@ -491,7 +495,10 @@ static void check_many_sizes(bool tcp, bool multi)
 	assert_true(h->src.largest <= tcp_conn_rx_buffer_size(&h->cfg));
 	/* bulk is read in place: only marks and read-ahead move between buffers */
 	if (!multi)
-		assert_true(st->rx_moved <= st->rx_switches * (4 + h->cfg.readahead));
+		assert_true(st->rx_moved <=
+			    st->rx_switches * (4 + (h->cfg.readahead_max > h->cfg.readahead
+							    ? h->cfg.readahead_max
+							    : h->cfg.readahead)));
 	/* idle: the connection holds no buffer */
 	assert_int_equal(h->src.outstanding, 0);
 	h_free(h);
@@ -544,6 +551,96 @@ static void test_pipelined_share_buffer(void **state)
 	gw_buf_put(h->held[4]);
 	h->held[4] = NULL;
 	assert_int_equal(h->src.frees, 1);
+	h_free(h);
+	free(s.data);
+}
+
+/* The gateway's settings and its pool's two buffer classes. */
+static struct harness *h_new_gateway_like(bool tcp)
+{
+	struct harness *h = h_new(tcp);
+
+	tcp_conn_config_default(&h->cfg);
+	h->src.small = h->cfg.recv_size;
+	h->src.big = tcp_conn_rx_buffer_size(&h->cfg);
+	return h;
+}
+
+/*
+ * Pipelined 4 KiB WRITE-like calls, all in the socket at once: the
+ * read-ahead grows while reads come back full, so they are taken several
+ * to a read (one read each with a fixed 1 KiB read-ahead); what moves is
+ * only the first record's mark and 1 KiB, from the small buffer to a
+ * large one that then takes them all.
+ */
+static void test_pipelined_few_reads(void **state)
+{
+	(void)state;
+	struct harness *h = h_new_gateway_like(false);
+	struct stream s = { 0 };
+	const unsigned int n = 24;
+
+	for (unsigned int r = 0; r < n; r++)
+		stream_record(&s, r, 4300, 0);
+	h_start(h);
+	h_write_now(h, &s);
+	run_until(h, h->nrec == n, WAIT_MS);
+	assert_int_equal(h->nrec, n);
+	assert_false(h->bad_content);
+
+	const struct tcp_conn_stats *st = tcp_conn_stats(h->c);
+	assert_int_equal(st->bytes_in, s.len);
+	assert_true(st->reads <= n / 2);
+	assert_true(st->rx_moved <= 4 + h->cfg.readahead);
+	/* idle: the buffer went back */
+	assert_int_equal(h->src.outstanding, 0);
+
+	/*
+	 * The next batch starts in a small buffer again, with the read-ahead
+	 * still grown: its first read stays at 1 KiB all the same, since all
+	 * of it moves when the record does not fit there.
+	 */
+	s.len = 0;
+	for (unsigned int r = n; r < 2 * n; r++)
+		stream_record(&s, r, 4300, 0);
+	h_write_now(h, &s);
+	run_until(h, h->nrec == 2 * n, WAIT_MS);
+	assert_int_equal(h->nrec, 2 * n);
+	assert_false(h->bad_content);
+	assert_true(st->reads <= n);
+	assert_true(st->rx_moved <= 2 * (4 + h->cfg.readahead));
+	h_free(h);
+	free(s.data);
+}
+
+/*
+ * Large records after a run of small ones: the first can have up to the
+ * grown read-ahead of its head moved, every later one no more than its
+ * mark and the configured read-ahead (large records set it back).
+ */
+static void test_large_records_move_little(void **state)
+{
+	(void)state;
+	struct harness *h = h_new_gateway_like(false);
+	struct stream s = { 0 };
+	unsigned int n = 0;
+
+	for (; n < 40; n++)
+		stream_record(&s, n, 200, 0);
+	for (; n < 46; n++)
+		stream_record(&s, n, 700000, 0);
+	h->feed_max_chunk = 1u << 20;
+	h_start(h);
+	h_feed(h, &s);
+	run_until(h, h->nrec == n || h->closed, WAIT_MS * 2);
+	assert_int_equal(h->nrec, n);
+	assert_false(h->bad_content);
+
+	const struct tcp_conn_stats *st = tcp_conn_stats(h->c);
+	assert_int_equal(st->bytes_in, s.len);
+	assert_true(st->rx_switches >= 6);
+	assert_true(st->rx_moved <=
+		    (4 + h->cfg.readahead_max) + (st->rx_switches - 1) * (4 + h->cfg.readahead));
 	h_free(h);
 	free(s.data);
 }
@@ -1545,6 +1642,8 @@ int main(void)
 		cmocka_unit_test(test_many_sizes_socketpair),
 		cmocka_unit_test(test_multi_fragment_records),
 		cmocka_unit_test(test_pipelined_share_buffer),
+		cmocka_unit_test(test_pipelined_few_reads),
+		cmocka_unit_test(test_large_records_move_little),
 		cmocka_unit_test(test_idle_buffer_released),
 		cmocka_unit_test(test_bad_record_closes),
 		cmocka_unit_test(test_eof_between_records),
