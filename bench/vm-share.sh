@@ -124,7 +124,8 @@ fi
 # (upstream_connections 0, 4 credits each): no sharing, so what the probe loses there is
 # the machine's, not the shared connection's.
 # The probe's line, then, while its connection is still open (its session's counters
-# leave /stats with it), each session's time by /stats: in the gateway (from the call's
+# leave /stats with it), each session's time by /stats: in its TCP socket before the
+# gateway read it (the kernel's receive time; since 2026-11-25), in the gateway (from the call's
 # arrival to its send on RDMA, and from the reply to its write to the client; the fair
 # queue's wait included, also shown alone) and at the upstream (RDMA send to reply).
 # What the probe measured beyond gateway + upstream was spent outside the gateway's
@@ -141,8 +142,9 @@ for s in json.load(sys.stdin)["routes"][0]["sessions"]:
     l = s["counters"]["latency"]
     mean = lambda h: h["sum_us"] / h["count"] if h["count"] else 0  # noqa: E731
     n = l["gateway"]["count"]
-    print("  %-5s %s: %d replies, mean us: gateway %.0f, upstream %.0f, fair queue %.0f (%d calls); read turns yielded %d" % (
-        "probe" if n == probes else "flood", s["client"], n, mean(l["gateway"]), mean(l["upstream"]),
+    sock = l.get("socket", {"count": 0, "sum_us": 0})
+    print("  %-5s %s: %d replies, mean us: in its socket %.0f, gateway %.0f, upstream %.0f, fair queue %.0f (%d calls); read turns yielded %d" % (
+        "probe" if n == probes else "flood", s["client"], n, mean(sock), mean(l["gateway"]), mean(l["upstream"]),
         mean(l["queue"]), l["queue"]["count"], s.get("read_yields", 0)))
 ' "$PROBES" | tee -a /share/share.txt
     eval "exec ${pr[1]}>&-"

@@ -265,6 +265,7 @@ void gw_counters_add(struct gw_counters *into, const struct gw_counters *from)
 	gw_hist_merge(&into->gateway_us, &from->gateway_us);
 	gw_hist_merge(&into->upstream_us, &from->upstream_us);
 	gw_hist_merge(&into->queue_us, &from->queue_us);
+	gw_hist_merge(&into->socket_us, &from->socket_us);
 	unsigned nslots;
 	const struct gw_proc_count *procs = gw_counters_procs(from, &nslots);
 

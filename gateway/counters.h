@@ -138,6 +138,13 @@ struct gw_counters {
 	 * elsewhere). A client's own, and the route's over all its clients.
 	 */
 	struct gw_hist queue_us;
+	/*
+	 * Forward routes: how long a client's call waited in the gateway's TCP
+	 * socket before the worker's event loop read it (the kernel's receive
+	 * time, tcp_conn_rx_wait_us()): the wait for a busy loop, which the
+	 * gateway's own clock, started when a call is read, cannot see.
+	 */
+	struct gw_hist socket_us;
 };
 
 /*

@@ -196,6 +196,11 @@ void fwd_record(struct tcp_conn *tc, struct gw_buf *buf, uint32_t off, uint32_t 
 	uint32_t xid, type;
 
 	GW_COUNT(&s->base, tcp_bytes_in, len + 4);
+	uint64_t waited = tcp_conn_rx_wait_us(tc);
+	if (waited != TCP_CONN_RX_WAIT_UNKNOWN) {
+		gw_hist_add(&s->base.counters.socket_us, waited);
+		gw_hist_add(&s->base.route->counters.socket_us, waited);
+	}
 	if (s->state != FS_READY || s->draining) {
 		gw_buf_put(buf);
 		return;

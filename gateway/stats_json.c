@@ -169,6 +169,7 @@ static json_t *json_counters(const struct gw_counters *c, bool every_event_kind,
 	ok &= put(latency, "gateway", json_histogram(&c->gateway_us));
 	ok &= put(latency, "upstream", json_histogram(&c->upstream_us));
 	ok &= put(latency, "queue", json_histogram(&c->queue_us));
+	ok &= put(latency, "socket", json_histogram(&c->socket_us));
 	ok &= put(o, "latency", latency);
 	ok &= put(o, "procedures", json_procedures(c, proc_latency));
 	ok &= put(other, "calls", ju64(c->procs_other_calls));

@@ -106,6 +106,7 @@ enum prom_family {
 	FAM_READ_YIELDS,
 	FAM_SHARED_BC_KEPT,
 	FAM_SHARED_BC_EVENTS,
+	FAM_SOCKET_WAIT,
 	FAM_COUNT
 };
 
@@ -272,6 +273,11 @@ static const struct prom_family_desc {
 				   "Back channels of gone clients, by what: kept, adopted (by the "
 				   "client's new connection), expired, replaced (the table "
 				   "full)." },
+	/* A worker's loop that cannot keep up shows here first. */
+	[FAM_SOCKET_WAIT] = { "socket_wait_seconds", "histogram", ON_ROUTE | ON_SESSION,
+			      "Forward routes: time a client's call waited in the gateway's "
+			      "TCP socket before its worker's event loop read it (from the "
+			      "kernel's receive time)." },
 };
 
 /* The plain counters of struct gw_counters and the family each one feeds. */
@@ -658,6 +664,9 @@ static void prom_route(struct gw_stats_visitor *v, const struct gw_stats_route *
 		prom_histogram(p, SCOPE_ROUTE, FAM_SHARED_QUEUE_TIME, p->route_labels,
 			       &r->totals->queue_us);
 	}
+	if (r->totals->socket_us.count)
+		prom_histogram(p, SCOPE_ROUTE, FAM_SOCKET_WAIT, p->route_labels,
+			       &r->totals->socket_us);
 	if (r->nlm)
 		prom_nlm(p, r->nlm);
 }
@@ -707,6 +716,8 @@ static void prom_session(struct gw_stats_visitor *v, const struct gw_stats_sessi
 	if (s->counters->queue_us.count)
 		prom_histogram(p, SCOPE_SESSION, FAM_SHARED_QUEUE_TIME, labels,
 			       &s->counters->queue_us);
+	if (s->counters->socket_us.count)
+		prom_histogram(p, SCOPE_SESSION, FAM_SOCKET_WAIT, labels, &s->counters->socket_us);
 out:
 	free(labels);
 	free(info_labels);

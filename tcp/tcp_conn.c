@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -96,6 +97,7 @@ struct tcp_conn {
 	uint64_t record_armed_at;
 	struct evbuffer *out;
 	struct tcp_conn_stats stats;
+	uint64_t rx_wait_us; /* of the last read (rx_timestamps) */
 };
 
 static const char *const tcp_close_reason_names[TCP_CLOSE_REASON_COUNT] = {
@@ -374,17 +376,71 @@ enum tcp_read_result {
 	TCP_READ_NONE,
 };
 
+/* A wait longer than this is a clock step, not a wait. */
+#define TCP_CONN_RX_WAIT_SANE_US (60ull * 1000 * 1000)
+
 /*
- * One read(2) straight into the receive buffer, at the place and for the
- * length the parser asked for (a single-iovec readv: the window is always
- * contiguous).
+ * The read's receive time (SCM_TIMESTAMPNS: CLOCK_REALTIME, of the newest
+ * segment it took) against the clock now.
  */
+static void tcp_conn_note_rx_wait(struct tcp_conn *c, struct msghdr *mh)
+{
+	struct timespec now;
+
+	c->rx_wait_us = TCP_CONN_RX_WAIT_UNKNOWN;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_TIMESTAMPNS ||
+		    cm->cmsg_len < CMSG_LEN(sizeof(struct timespec)))
+			continue;
+		struct timespec ts;
+		memcpy(&ts, CMSG_DATA(cm), sizeof(ts));
+		if (clock_gettime(CLOCK_REALTIME, &now) != 0)
+			return;
+		int64_t us = ((int64_t)now.tv_sec - ts.tv_sec) * 1000000 +
+			     ((int64_t)now.tv_nsec - ts.tv_nsec) / 1000;
+		if (us < 0)
+			us = 0; /* the same microsecond, or a step back: no wait to speak of */
+		if ((uint64_t)us <= TCP_CONN_RX_WAIT_SANE_US)
+			c->rx_wait_us = (uint64_t)us;
+		return;
+	}
+}
+
+/*
+ * One read straight into the receive buffer, at the place and for the
+ * length the parser asked for (the window is always contiguous): read(2),
+ * or with rx_timestamps recvmsg(2), whose control message carries the
+ * receive time.
+ */
+static ssize_t tcp_conn_read_once(struct tcp_conn *c, const struct rm_span *sp)
+{
+	if (!c->cfg.rx_timestamps)
+		return read(c->fd, c->rx->base + sp->off, sp->len);
+
+	union {
+		char buf[CMSG_SPACE(sizeof(struct timespec))];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = { .iov_base = c->rx->base + sp->off, .iov_len = sp->len };
+	struct msghdr mh = {
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = ctl.buf,
+		.msg_controllen = sizeof(ctl.buf),
+	};
+	ssize_t n = recvmsg(c->fd, &mh, 0);
+
+	if (n > 0)
+		tcp_conn_note_rx_wait(c, &mh);
+	return n;
+}
+
 static enum tcp_read_result tcp_conn_read_into(struct tcp_conn *c, const struct rm_span *sp)
 {
 	ssize_t n;
 
 	do {
-		n = read(c->fd, c->rx->base + sp->off, sp->len);
+		n = tcp_conn_read_once(c, sp);
 		c->stats.reads++;
 	} while (n < 0 && errno == EINTR);
 	if (n > 0) {
@@ -900,12 +956,17 @@ struct tcp_conn *tcp_conn_new(struct event_base *base, evutil_socket_t fd,
 		return NULL;
 	/* Fails harmlessly on non-TCP sockets (socketpairs in tests). */
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* Without it the reads carry no time, and the waits are unknown: nothing else changes. */
+	if (cfg->rx_timestamps &&
+	    setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) != 0)
+		gw_debug("tcp: SO_TIMESTAMPNS: %s", strerror(errno));
 
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
 	c->fd = fd;
 	c->cfg = *cfg;
+	c->rx_wait_us = TCP_CONN_RX_WAIT_UNKNOWN;
 	if (c->cfg.out_low > c->cfg.out_high)
 		c->cfg.out_low = c->cfg.out_high;
 	c->src = src;
@@ -967,6 +1028,11 @@ bool tcp_conn_read_paused(const struct tcp_conn *c)
 evutil_socket_t tcp_conn_fd(const struct tcp_conn *c)
 {
 	return c->fd;
+}
+
+uint64_t tcp_conn_rx_wait_us(const struct tcp_conn *c)
+{
+	return c->rx_wait_us;
 }
 
 const struct tcp_conn_stats *tcp_conn_stats(const struct tcp_conn *c)

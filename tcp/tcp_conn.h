@@ -95,6 +95,14 @@ struct tcp_conn_config {
 	 * is not counted: that is idle, which the owner governs.
 	 */
 	unsigned int record_timeout_ms;
+	/*
+	 * Ask the kernel for the receive time of what each read takes
+	 * (SO_TIMESTAMPNS), so that tcp_conn_rx_wait_us() can tell how long a
+	 * record waited in the socket for the owner's event loop to come to
+	 * it: the one wait the owner's own clock, read once a record is in,
+	 * cannot see.
+	 */
+	bool rx_timestamps;
 };
 
 /* Defaults: 1 MiB + 4 KiB records, 4 KiB receive buffers, 1 KiB read-ahead
@@ -265,5 +273,14 @@ bool tcp_conn_read_paused(const struct tcp_conn *c);
 evutil_socket_t tcp_conn_fd(const struct tcp_conn *c);
 
 const struct tcp_conn_stats *tcp_conn_stats(const struct tcp_conn *c);
+
+/*
+ * In the record callback (with rx_timestamps): how long the newest bytes
+ * of the read that completed this record had been in the socket when that
+ * read took them, in microseconds. TCP_CONN_RX_WAIT_UNKNOWN without
+ * rx_timestamps, when the kernel gave no time, or when the clock stepped.
+ */
+#define TCP_CONN_RX_WAIT_UNKNOWN UINT64_MAX
+uint64_t tcp_conn_rx_wait_us(const struct tcp_conn *c);
 
 #endif

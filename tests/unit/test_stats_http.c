@@ -184,6 +184,9 @@ static void fake_engine_init(struct fake_engine *e)
 	/* Its calls waited in the fair queue 50 us and 3 ms; session 11's was the 3 ms one. */
 	gw_hist_add(&a->totals.queue_us, 50);
 	gw_hist_add(&a->totals.queue_us, 3000);
+	/* Its calls waited in their sockets 7 us and 900 us; session 11's was the 900. */
+	gw_hist_add(&a->totals.socket_us, 7);
+	gw_hist_add(&a->totals.socket_us, 900);
 	/* An NLM relay holding two clients' locks; every figure differs. */
 	a->nlm = (struct gw_stats_nlm){ .clients = 2,
 					.owners = 3,
@@ -251,6 +254,7 @@ static void fake_engine_init(struct fake_engine *e)
 	s->c.events[GW_EV_RETRANSMIT_ABSORBED] = 2;
 	gw_hist_add(&s->c.gateway_us, 40);
 	gw_hist_add(&s->c.queue_us, 3000);
+	gw_hist_add(&s->c.socket_us, 900);
 	gw_counters_proc(&s->c, 100003, 3, 6)->calls = 600;
 	s->s = (struct gw_stats_session){ .id = 11,
 					  .client = "10.0.0.1:801",
@@ -847,6 +851,8 @@ static void test_stats_json_queue_time(void **state)
 
 	assert_int_equal(jint(root, "routes.0.totals.latency.queue.count"), 2);
 	assert_int_equal(jint(root, "routes.0.totals.latency.queue.sum_us"), 3050);
+	assert_int_equal(jint(root, "routes.0.totals.latency.socket.count"), 2);
+	assert_int_equal(jint(root, "routes.0.totals.latency.socket.sum_us"), 907);
 	assert_int_equal(jint(root, "routes.0.totals.latency.queue.buckets.0.le_us"), 64);
 	assert_int_equal(jint(root, "routes.0.totals.latency.queue.buckets.1.le_us"), 4096);
 	assert_int_equal(jint(root, "routes.0.sessions.0.counters.latency.queue.count"), 1);
@@ -1406,6 +1412,11 @@ static void test_metrics_shared(void **state)
 	check_route_histogram(fams, "rpcrdma_gw_shared_queue_seconds", "nfs-fwd",
 			      &f->engine.routes[0].totals.queue_us);
 	assert_int_equal(family_size(fams, "rpcrdma_gw_shared_queue_seconds"), GW_HIST_BUCKETS + 2);
+	/* The calls' wait in their sockets: the route's, and no series where none was seen. */
+	check_family(fams, "rpcrdma_gw_socket_wait_seconds", "histogram");
+	check_route_histogram(fams, "rpcrdma_gw_socket_wait_seconds", "nfs-fwd",
+			      &f->engine.routes[0].totals.socket_us);
+	assert_int_equal(family_size(fams, "rpcrdma_gw_socket_wait_seconds"), GW_HIST_BUCKETS + 2);
 	json_decref(fams);
 }
 
@@ -1425,6 +1436,12 @@ static void test_metrics_session_queue_time(void **state)
 	assert_true(sample(fams, "rpcrdma_gw_session_shared_queue_seconds_bucket", R, "nfs-fwd",
 			   "session", "11", "le", "0.004096", NULL) == 1);
 	assert_int_equal(family_size(fams, q), GW_HIST_BUCKETS + 2);
+	/* Its wait in the socket, 900 us. */
+	const char *w = "rpcrdma_gw_session_socket_wait_seconds_bucket";
+	assert_true(sample(fams, w, R, "nfs-fwd", "session", "11", "le", "0.000512", NULL) == 0);
+	assert_true(sample(fams, w, R, "nfs-fwd", "session", "11", "le", "0.001024", NULL) == 1);
+	assert_int_equal(family_size(fams, "rpcrdma_gw_session_socket_wait_seconds"),
+			 GW_HIST_BUCKETS + 2);
 	json_decref(fams);
 }
 

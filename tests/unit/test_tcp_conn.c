@@ -157,6 +157,7 @@ struct harness {
 	/* records in */
 	unsigned int nrec;
 	uint32_t lens[MAX_RECS];
+	uint64_t rx_wait_us[MAX_RECS]; /* tcp_conn_rx_wait_us() in the callback */
 	struct gw_buf *held[MAX_RECS];
 	bool hold;
 	bool bad_content;
@@ -197,6 +198,7 @@ static void on_record(struct tcp_conn *c, struct gw_buf *buf, uint32_t off, uint
 		return;
 	}
 	h->lens[r] = len;
+	h->rx_wait_us[r] = tcp_conn_rx_wait_us(c);
 	if ((uint64_t)off + len > buf->size)
 		h->bad_content = true;
 	for (uint32_t i = 0; i < len && !h->bad_content; i++)
@@ -611,6 +613,45 @@ static void test_pipelined_few_reads(void **state)
 	assert_true(st->rx_moved <= 2 * (4 + h->cfg.readahead));
 	h_free(h);
 	free(s.data);
+}
+
+/*
+ * With rx_timestamps a record says how long it waited in the socket: a
+ * call written 30 ms before the loop runs waited at least that; one read
+ * at once, little. Without, the wait is unknown.
+ */
+static void test_rx_wait(void **state)
+{
+	(void)state;
+	for (int on = 0; on <= 1; on++) {
+		struct harness *h = h_new(true);
+		struct stream s = { 0 };
+		struct timespec pause = { 0, 30 * 1000 * 1000 };
+
+		h->cfg.rx_timestamps = on;
+		h_start(h);
+		stream_record(&s, 0, 200, 0);
+		h_write_now(h, &s);
+		nanosleep(&pause, NULL); /* the loop is not running: the call waits */
+		run_until(h, h->nrec == 1, WAIT_MS);
+		assert_int_equal(h->nrec, 1);
+		s.len = 0;
+		stream_record(&s, 1, 200, 0);
+		h_feed(h, &s); /* written from the loop, read in the same turns */
+		run_until(h, h->nrec == 2, WAIT_MS);
+		assert_int_equal(h->nrec, 2);
+		assert_false(h->bad_content);
+		if (!on) {
+			assert_true(h->rx_wait_us[0] == TCP_CONN_RX_WAIT_UNKNOWN);
+			assert_true(h->rx_wait_us[1] == TCP_CONN_RX_WAIT_UNKNOWN);
+		} else {
+			assert_true(h->rx_wait_us[0] >= 29000);
+			assert_true(h->rx_wait_us[0] < 10u * 1000 * 1000);
+			assert_true(h->rx_wait_us[1] < 10u * 1000 * 1000); /* known */
+		}
+		h_free(h);
+		free(s.data);
+	}
 }
 
 /*
@@ -1644,6 +1685,7 @@ int main(void)
 		cmocka_unit_test(test_pipelined_share_buffer),
 		cmocka_unit_test(test_pipelined_few_reads),
 		cmocka_unit_test(test_large_records_move_little),
+		cmocka_unit_test(test_rx_wait),
 		cmocka_unit_test(test_idle_buffer_released),
 		cmocka_unit_test(test_bad_record_closes),
 		cmocka_unit_test(test_eof_between_records),
