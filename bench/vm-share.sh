@@ -193,6 +193,11 @@ if [[ $FAIRNESS == 1 ]]; then
     fair_run "one shared connection of 64 credits, 4 in flight per client" 1 \
         '"credits": 64, "shared_client_max_in_flight": 4,'
     fair_run "control: a connection per client, 4 credits each" 0 '"credits": 4,'
+    # The turn budget (route key turn_budget, default 16 records / 32 completions): how
+    # long the flood's connections hold the loop while the probe's call and reply wait.
+    fair_run "one shared connection of 4 credits, turn_budget 4" 1 '"credits": 4, "turn_budget": 4,'
+    fair_run "one shared connection of 64 credits, 4 in flight per client, turn_budget 4" 1 \
+        '"credits": 64, "shared_client_max_in_flight": 4, "turn_budget": 4,'
 fi
 JOB
 GWVM_SHARE=$out GWVM_ENV=$env GWVM_TIMEOUT=${GWVM_TIMEOUT:-900} "$top/tests/vm/gwvm" run "$job"

@@ -161,6 +161,12 @@ struct gw_route {
 	 */
 	uint32_t shared_client_max_in_flight;
 	/*
+	 * Records a client's TCP connection delivers per turn of the event
+	 * loop; the route's RDMA connections take twice as many completions
+	 * per pass (tcp_conn records_per_turn, rconn cq_budget).
+	 */
+	uint32_t turn_budget;
+	/*
 	 * NFSv3's side services, further (routes with portmapper_port): the
 	 * server's lockd and statd (0: asked of its portmapper), the limits of the
 	 * NLM relay's lock records (gateway/nlm_state.h), of its calls

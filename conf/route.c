@@ -319,6 +319,24 @@ const struct conf_option conf_options[] = {
 	 * others' calls, at the cost of that client's throughput when alone.
 	 * Restart: a client's cap is set when it joins its connection.
 	 */
+	/*
+	 * Records a client's TCP connection delivers in one turn of its
+	 * worker's event loop, and twice that the completions an RDMA
+	 * connection of the route takes in one pass: how long one busy
+	 * connection holds the loop while other clients' calls wait in their
+	 * sockets. Restart: a connection's budget is set when it opens.
+	 */
+	{
+		.name = "turn_budget",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(turn_budget),
+		.min = 1,
+		.max = 256,
+		.step = 1,
+		.def = 16,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = "a connection's turn budget is set when it opens",
+	},
 	{
 		.name = "shared_client_max_in_flight",
 		.type = CONF_OPT_UINT,

@@ -298,6 +298,7 @@ static void route_tcp_config(struct gw_route_rt *rt)
 	tcp_conn_config_default(&rt->tcp_cfg);
 	rt->tcp_cfg.max_record = r->max_record_size;
 	rt->tcp_cfg.record_timeout_ms = r->record_timeout_ms;
+	rt->tcp_cfg.records_per_turn = r->turn_budget;
 	/* The clients' calls' wait in the socket (counters.h, socket_us). */
 	rt->tcp_cfg.rx_timestamps = r->mode == GW_MODE_FORWARD;
 	/*

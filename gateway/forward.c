@@ -479,6 +479,7 @@ struct rconn_params fwd_rdma_params(const struct gw_route *r, struct rpcrdma_pri
 		.initiator_depth = 0,
 		.connect_timeout_ms = r->connect_timeout_ms,
 		.reserved_port = r->source_port == GW_SOURCE_PORT_RESERVED,
+		.cq_budget = 2 * r->turn_budget,
 	};
 
 	/*

@@ -440,6 +440,7 @@ void gw_reverse_listen_params(const struct gw_route *r, struct rconn_params *p)
 	p->responder_resources = 0;		 /* the client does not read from us */
 	p->initiator_depth = REV_MAX_READ_DEPTH; /* bounded by the client's at accept */
 	p->connect_timeout_ms = r->connect_timeout_ms;
+	p->cq_budget = 2 * r->turn_budget;
 	rpcrdma_privdata_encode(p->private_data, &pd);
 	p->private_data_len = RPCRDMA_PD_SIZE;
 }

@@ -64,7 +64,7 @@
 struct rconn;
 struct rlistener;
 
-enum { RCONN_PRIVDATA_MAX = 56 };
+enum { RCONN_PRIVDATA_MAX = 56, RCONN_CQ_BUDGET_DEFAULT = 32 };
 
 struct rconn_params {
 	uint32_t recv_count;	     /* receives kept posted */
@@ -82,6 +82,11 @@ struct rconn_params {
 	 * When false, such a Send is a protocol violation.
 	 */
 	bool remote_invalidation;
+	/*
+	 * Completions one pass over the CQ takes before the connection yields
+	 * to the loop's other events (0: RCONN_CQ_BUDGET_DEFAULT).
+	 */
+	uint32_t cq_budget;
 	uint8_t private_data[RCONN_PRIVDATA_MAX];
 	uint8_t private_data_len;
 };

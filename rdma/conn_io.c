@@ -587,28 +587,29 @@ static void rconn_cq_yield(struct rconn *c)
  * reply and post the next queued call, whose completion comes in turn:
  * polling until the CQ is empty could run for as long as the flood lasts,
  * while other clients' calls wait in their sockets. So a pass takes at
- * most RCONN_CQ_BUDGET completions; one that takes them all leaves the CQ
+ * most params.cq_budget completions; one that takes them all leaves the CQ
  * unarmed (it may hold more, and no event would come for those) and comes
  * back through cq_more. Only a pass that finds the CQ empty re-arms it,
  * then polls again: a completion between that poll and the arming raises
  * no event, and would otherwise wait for the next one.
  *
- * The budget: 32 completions are two polls of 16, a few tens of
- * microseconds of work; enough that a connection at its credit limit
- * refills its pipeline in one pass.
+ * The budget (params.cq_budget): by default 32 completions, two polls of
+ * 16, a few tens of microseconds of work on hardware; enough that a
+ * connection at its credit limit refills its pipeline in one pass. A
+ * route's turn_budget sets it lower where other clients' latency matters
+ * more than one connection's throughput.
  */
-enum { RCONN_CQ_BUDGET = 32 };
-
 static void rconn_cq_pass(struct rconn *c)
 {
+	int budget = c->params.cq_budget ? (int)c->params.cq_budget : RCONN_CQ_BUDGET_DEFAULT;
+
 	if (evtimer_pending(c->cq_more, NULL))
 		evtimer_del(c->cq_more);
-	if (rconn_poll_upto(c, RCONN_CQ_BUDGET) == RCONN_CQ_BUDGET) {
+	if (rconn_poll_upto(c, budget) == budget) {
 		rconn_cq_yield(c);
 		return;
 	}
-	if (c->cq && ibv_req_notify_cq(c->cq, 0) == 0 &&
-	    rconn_poll_upto(c, RCONN_CQ_BUDGET) == RCONN_CQ_BUDGET)
+	if (c->cq && ibv_req_notify_cq(c->cq, 0) == 0 && rconn_poll_upto(c, budget) == budget)
 		rconn_cq_yield(c);
 }
 

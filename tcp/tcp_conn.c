@@ -41,7 +41,6 @@
  * server's credits busy and to let the replies of a batch leave in one
  * write; a client with more buffered yields (tcp_conn_yield()).
  */
-#define TCP_CONN_RECORDS_PER_TURN 16
 /* iovecs per sendmsg(); libevent's own writev uses at most 128. */
 #define TCP_CONN_IOV 64
 /* Bytes thrown away per read while waiting for the peer's FIN. */
@@ -532,7 +531,7 @@ static void tcp_conn_parse_and_read(struct tcp_conn *c)
 	struct rm_span sp;
 
 	while (c->state == TCP_CONN_OPEN && c->paused == 0) {
-		if (records == TCP_CONN_RECORDS_PER_TURN) {
+		if (records == c->cfg.records_per_turn) {
 			if (rm_pending(&c->rm) > 0)
 				tcp_conn_yield(c);
 			else
@@ -967,6 +966,8 @@ struct tcp_conn *tcp_conn_new(struct event_base *base, evutil_socket_t fd,
 	c->fd = fd;
 	c->cfg = *cfg;
 	c->rx_wait_us = TCP_CONN_RX_WAIT_UNKNOWN;
+	if (c->cfg.records_per_turn == 0)
+		c->cfg.records_per_turn = TCP_CONN_RECORDS_PER_TURN_DEFAULT;
 	if (c->cfg.out_low > c->cfg.out_high)
 		c->cfg.out_low = c->cfg.out_high;
 	c->src = src;

@@ -103,7 +103,16 @@ struct tcp_conn_config {
 	 * cannot see.
 	 */
 	bool rx_timestamps;
+	/*
+	 * Records one turn of the event loop delivers before the connection
+	 * yields to the others (0: TCP_CONN_RECORDS_PER_TURN_DEFAULT). Fewer:
+	 * a client with a deep pipeline holds the loop for less time, so the
+	 * other clients' calls wait less; more loop passes per call.
+	 */
+	unsigned int records_per_turn;
 };
+
+enum { TCP_CONN_RECORDS_PER_TURN_DEFAULT = 16 };
 
 /* Defaults: 1 MiB + 4 KiB records, 4 KiB receive buffers, 1 KiB read-ahead
  * growing to 64 KiB, 4/1 MiB watermarks, 64 MiB output limit, 5 s to close,

@@ -351,6 +351,7 @@ static void test_integer_ranges(void **state)
 		{ "max_rpcrdma_version", "1..2", "0", "3" },
 		{ "upstream_connections", "0..64", "-1", "65" },
 		{ "shared_client_max_in_flight", "0..1024", "-1", "1025" },
+		{ "turn_budget", "1..256", "0", "257" },
 	};
 
 	(void)state;

@@ -414,6 +414,26 @@ static void test_cq_pass_is_bounded(void **state)
 	cq_teardown(base);
 }
 
+/* A route's turn_budget: a pass takes params.cq_budget completions, no more. */
+static void test_cq_pass_budget_from_params(void **state)
+{
+	(void)state;
+	struct event_base *base = cq_setup();
+
+	fx.c.params.cq_budget = 8;
+	cqs.queued = 20;
+	rconn_cq_event(&fx.c.cq_handler);
+	assert_int_equal(cqs.done, 8);
+	assert_int_equal(fx.c.stats.cq_yields, 1);
+	assert_int_equal(event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK), 0);
+	assert_int_equal(cqs.done, 16);
+	assert_int_equal(event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK), 0);
+	assert_int_equal(cqs.done, 20);
+	assert_true(cqs.in_order);
+	fx.c.params.cq_budget = 0;
+	cq_teardown(base);
+}
+
 /* A completion between the last empty poll and the arming is not left behind. */
 static void test_cq_completion_during_arming(void **state)
 {
@@ -455,6 +475,7 @@ int main(void)
 		cmocka_unit_test_setup(test_write_waits_for_the_send, setup),
 		cmocka_unit_test_setup(test_long_write_goes_behind_what_waits, setup),
 		cmocka_unit_test_setup(test_cq_pass_is_bounded, setup),
+		cmocka_unit_test_setup(test_cq_pass_budget_from_params, setup),
 		cmocka_unit_test_setup(test_cq_completion_during_arming, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

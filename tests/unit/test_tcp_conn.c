@@ -1620,6 +1620,36 @@ static void test_backlog_yields_turn(void **state)
 	turns_free(t);
 }
 
+/* records_per_turn (a route's turn_budget): a turn delivers that many, no more. */
+static void test_turn_budget(void **state)
+{
+	(void)state;
+	const unsigned int budgets[] = { 0, 4 }; /* 0: the default, 16 */
+
+	for (size_t b = 0; b < 2; b++) {
+		struct harness *h = h_new(false);
+		struct stream s = { 0 };
+		unsigned int want = budgets[b] ? budgets[b] : TCP_CONN_RECORDS_PER_TURN_DEFAULT;
+
+		h->cfg.records_per_turn = budgets[b];
+		h->cfg.recv_size =
+			65536; /* all 40 records fit one buffer: the budget alone stops */
+		h->cfg.readahead = 65536;
+		h_start(h);
+		for (unsigned int r = 0; r < 40; r++)
+			stream_record(&s, r, 40, 0);
+		h_write_now(h, &s);
+		event_base_loop(h->base, EVLOOP_ONCE);
+		assert_int_equal(h->nrec, want);
+		run_until(h, h->nrec == 40, WAIT_MS);
+		assert_int_equal(h->nrec, 40);
+		assert_false(h->bad_content);
+		assert_true(tcp_conn_stats(h->c)->yields >= 40 / want - 1);
+		h_free(h);
+		free(s.data);
+	}
+}
+
 /*
  * A yielded with records buffered, then the owner paused it (from outside
  * A's callbacks, as another client's call or a credit shortage would): the
@@ -1707,6 +1737,7 @@ int main(void)
 		cmocka_unit_test(test_record_deadline_slow_records),
 		cmocka_unit_test(test_record_deadline_pipelined),
 		cmocka_unit_test(test_backlog_yields_turn),
+		cmocka_unit_test(test_turn_budget),
 		cmocka_unit_test(test_yield_respects_pause),
 		cmocka_unit_test(test_free_while_yielded),
 	};
