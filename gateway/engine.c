@@ -375,6 +375,10 @@ static int route_start(struct gw_engine *eng, struct gw_route_rt *rt, char *err,
 				 r->listen.text, strerror(errno));
 			return -errno;
 		}
+		/* Calls' socket wait (counters.h, socket_us): see tcp_listener_rx_timestamps(). */
+		if (tcp_listener_rx_timestamps(rt->tcp_listener) != 0)
+			gw_warn("%s: no receive timestamps on %s (%s): socket wait not measured",
+				r->name, r->listen.text, strerror(errno));
 	} else {
 		/*
 		 * An RDMA CM port has one listener: worker 0's. It hands each

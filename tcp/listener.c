@@ -350,6 +350,14 @@ void tcp_listener_free(struct tcp_listener *l)
 	free(l);
 }
 
+int tcp_listener_rx_timestamps(struct tcp_listener *l)
+{
+	int one = 1;
+
+	return setsockopt(evconnlistener_get_fd(l->lev), SOL_SOCKET, SO_TIMESTAMPNS, &one,
+			  sizeof(one));
+}
+
 int tcp_listener_local_addr(const struct tcp_listener *l, struct sockaddr_storage *ss,
 			    socklen_t *len)
 {

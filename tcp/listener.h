@@ -110,6 +110,15 @@ unsigned tcp_listener_steer_index(const struct sockaddr *peer, unsigned count);
 /* Stop listening and close the socket. Accepted connections are not affected. */
 void tcp_listener_free(struct tcp_listener *l);
 
+/*
+ * Receive timestamps (SO_TIMESTAMPNS) on the listening socket: accepted
+ * connections inherit them, and the kernel keeps them turned on for as
+ * long as the listener lives. Set only per connection, they would go off
+ * whenever the last connection closes, and the next client's first calls
+ * would carry no receive time (tcp_conn rx_timestamps). 0, or -1 with errno.
+ */
+int tcp_listener_rx_timestamps(struct tcp_listener *l);
+
 /* The address the listener is bound to; 0, or -1 with errno. */
 int tcp_listener_local_addr(const struct tcp_listener *l, struct sockaddr_storage *ss,
 			    socklen_t *len);

@@ -219,6 +219,31 @@ static void check_accept(int family)
 	lh_free(h);
 }
 
+/* Receive timestamps set on the listener are the accepted connections' own. */
+static void test_rx_timestamps_inherited(void **state)
+{
+	(void)state;
+	for (int on = 0; on <= 1; on++) {
+		struct lh *h = lh_new();
+		struct sockaddr_storage bound;
+		struct tcp_listener *l = listen_on(h, AF_INET, &bound);
+		int v = -1;
+		socklen_t vl = sizeof(v);
+
+		if (on)
+			assert_int_equal(tcp_listener_rx_timestamps(l), 0);
+		int c = client_to(&bound);
+		run_until(h, h->accepted == 1, WAIT_MS);
+		assert_int_equal(h->accepted, 1);
+		assert_int_equal(getsockopt(h->accepted_fd, SOL_SOCKET, SO_TIMESTAMPNS, &v, &vl),
+				 0);
+		assert_int_equal(v != 0, on);
+		close(c);
+		tcp_listener_free(l);
+		lh_free(h);
+	}
+}
+
 static void test_accept_ipv4(void **state)
 {
 	(void)state;
@@ -752,6 +777,7 @@ static void test_steered_bad_group(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rx_timestamps_inherited),
 		cmocka_unit_test(test_accept_ipv4),
 		cmocka_unit_test(test_accept_ipv6),
 		cmocka_unit_test(test_v4_and_v6_on_one_port),
