@@ -196,11 +196,6 @@ void fwd_record(struct tcp_conn *tc, struct gw_buf *buf, uint32_t off, uint32_t 
 	uint32_t xid, type;
 
 	GW_COUNT(&s->base, tcp_bytes_in, len + 4);
-	uint64_t waited = tcp_conn_rx_wait_us(tc);
-	if (waited != TCP_CONN_RX_WAIT_UNKNOWN) {
-		gw_hist_add(&s->base.counters.socket_us, waited);
-		gw_hist_add(&s->base.route->counters.socket_us, waited);
-	}
 	if (s->state != FS_READY || s->draining) {
 		gw_buf_put(buf);
 		return;
@@ -214,6 +209,11 @@ void fwd_record(struct tcp_conn *tc, struct gw_buf *buf, uint32_t off, uint32_t 
 		/* The msg_type tells a backward reply from a call, never the XID. */
 		fwd_backward_reply(s, buf, off, len, xid);
 		return;
+	}
+	uint64_t waited = tcp_conn_rx_wait_us(tc);
+	if (waited != TCP_CONN_RX_WAIT_UNKNOWN) {
+		gw_hist_add(&s->base.counters.socket_us, waited);
+		gw_hist_add(&s->base.route->counters.socket_us, waited);
 	}
 	fwd_call_admit(s, buf, off, len);
 	if (s->state != FS_READY)

@@ -375,8 +375,9 @@ enum tcp_read_result {
 	TCP_READ_NONE,
 };
 
-/* A wait longer than this is a clock step, not a wait. */
-#define TCP_CONN_RX_WAIT_SANE_US (60ull * 1000 * 1000)
+/* A wait longer than this, or a receive time this far ahead, is a clock step. */
+#define TCP_CONN_RX_WAIT_SANE_NS (60ll * 1000 * 1000 * 1000)
+#define TCP_CONN_RX_WAIT_SKEW_NS (1000ll * 1000)
 
 /*
  * The read's receive time (SCM_TIMESTAMPNS: CLOCK_REALTIME, of the newest
@@ -395,12 +396,12 @@ static void tcp_conn_note_rx_wait(struct tcp_conn *c, struct msghdr *mh)
 		memcpy(&ts, CMSG_DATA(cm), sizeof(ts));
 		if (clock_gettime(CLOCK_REALTIME, &now) != 0)
 			return;
-		int64_t us = ((int64_t)now.tv_sec - ts.tv_sec) * 1000000 +
-			     ((int64_t)now.tv_nsec - ts.tv_nsec) / 1000;
-		if (us < 0)
-			us = 0; /* the same microsecond, or a step back: no wait to speak of */
-		if ((uint64_t)us <= TCP_CONN_RX_WAIT_SANE_US)
-			c->rx_wait_us = (uint64_t)us;
+		int64_t ns = ((int64_t)now.tv_sec - ts.tv_sec) * 1000000000 +
+			     ((int64_t)now.tv_nsec - ts.tv_nsec);
+		/* Slightly negative: the two clocks' reading, not a wait. Far off: a step. */
+		if (ns < -TCP_CONN_RX_WAIT_SKEW_NS || ns > TCP_CONN_RX_WAIT_SANE_NS)
+			return;
+		c->rx_wait_us = ns > 0 ? (uint64_t)ns / 1000 : 0;
 		return;
 	}
 }
