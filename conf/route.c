@@ -313,13 +313,6 @@ const struct conf_option conf_options[] = {
 			"the route's shared connections and XID map are set up when it starts",
 	},
 	/*
-	 * On a shared route, the calls one client may have in flight on its
-	 * connection (0: half of credits, the default). Lower keeps a client
-	 * with a deep queue from filling the server's queue ahead of the
-	 * others' calls, at the cost of that client's throughput when alone.
-	 * Restart: a client's cap is set when it joins its connection.
-	 */
-	/*
 	 * Records a client's TCP connection delivers in one turn of its
 	 * worker's event loop, and twice that the completions an RDMA
 	 * connection of the route takes in one pass: how long one busy
@@ -337,6 +330,13 @@ const struct conf_option conf_options[] = {
 		.reload = CONF_RELOAD_RESTART,
 		.restart_why = "a connection's turn budget is set when it opens",
 	},
+	/*
+	 * On a shared route, the calls one client may have in flight on its
+	 * connection (0: half of credits, the default). Lower keeps a client
+	 * with a deep queue from filling the server's queue ahead of the
+	 * others' calls, at the cost of that client's throughput when alone.
+	 * Restart: a client's cap is set when it joins its connection.
+	 */
 	{
 		.name = "shared_client_max_in_flight",
 		.type = CONF_OPT_UINT,

@@ -36,6 +36,12 @@ print((h >> 16) % n)
 PY
 }
 
+# sessions_on ADDR WORKER: "N WRONG", the live sessions of client address ADDR over all
+# routes, and how many of them are not on WORKER.
+sessions_on() {
+    gw_jq "(lambda xs: '%d %d' % (len(xs), len([x for x in xs if x['worker'] != $2])))([x for r in s['routes'] for x in r.get('sessions', []) if x['client'].startswith('$1:')])"
+}
+
 # Two client subnets whose addresses go to workers 0 and 1.
 declare -A net_of
 for k in $(seq 1 40); do
@@ -120,8 +126,7 @@ placed=$(gw_jq "sorted(set((x['client'].rsplit(':', 1)[0], x['worker']) for r in
 echo "sessions (client, worker): $placed"
 for w in 0 1; do
     k=${net_of[$w]}
-    n=$(gw_jq "len([x for r in s['routes'] for x in r.get('sessions', []) if x['client'].startswith('10.8.$k.2:')])")
-    wrong=$(gw_jq "len([x for r in s['routes'] for x in r.get('sessions', []) if x['client'].startswith('10.8.$k.2:') and x['worker'] != $w])")
+    read -r n wrong < <(sessions_on "10.8.$k.2" "$w")
     check "client 10.8.$k.2: its $n connections (NFSv3 x2, NFSv4.1) all on worker $w ($wrong elsewhere)" \
         test "$n" -ge 3 -a "$wrong" -eq 0
 done
@@ -233,8 +238,7 @@ placed=$(gw_jq "sorted(set((x['client'].rsplit(':', 1)[0], x['worker']) for r in
 echo "reverse sessions (client, worker): $placed"
 for w in 0 1; do
     a=${raddr_of[$w]}
-    n=$(gw_jq "len([x for x in s['routes'][0].get('sessions', []) if x['client'].startswith('$a:')])")
-    wrong=$(gw_jq "len([x for x in s['routes'][0].get('sessions', []) if x['client'].startswith('$a:') and x['worker'] != $w])")
+    read -r n wrong < <(sessions_on "$a" "$w")
     want=2 how="kept by worker 0's listener"
     ((w == 1)) && want=3 how="handed over by worker 0's listener"
     check "RDMA client $a: its $n connections all on worker $w ($wrong elsewhere; $how)" \
