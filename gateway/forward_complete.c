@@ -157,6 +157,21 @@ static int fwd_deliver_spliced(struct fwd_session *s, struct fwd_call *c, struct
 	return 0;
 }
 
+/*
+ * A reply just queued for @s, of call @c: replies wait for the end of the
+ * loop pass so that those of one batch of completions leave in one
+ * sendmsg(), but when @s holds no other call (none queued, on the wire or
+ * being fenced; @c's own slot is freed after this) nothing can join it in
+ * this pass, and the wait would only put the rest of the pass - other
+ * clients' completions and turns - into this client's latency: a client
+ * with one call at a time beside a pipelining one on the same worker.
+ */
+static void fwd_reply_flush(struct fwd_session *s, const struct fwd_call *c)
+{
+	if (s->busy <= (c->s == s ? 1u : 0u))
+		tcp_conn_flush_now(s->tcp);
+}
+
 static void fwd_deliver(struct fwd_session *s, struct fwd_call *c)
 {
 	const struct ulb_call *u = &c->ulb;
@@ -236,6 +251,7 @@ static void fwd_deliver(struct fwd_session *s, struct fwd_call *c)
 		fwd_session_close(s);
 		return;
 	}
+	fwd_reply_flush(s, c);
 	uint64_t now = gw_now_pass_us();
 	gw_count_reply(&s->base, u->prog, u->vers, u->proc,
 		       (c->t_sent - c->t_in) + (now - c->t_reply), c->t_reply - c->t_sent);

@@ -97,6 +97,8 @@ struct tcp_conn {
 	struct evbuffer *out;
 	struct tcp_conn_stats stats;
 	uint64_t rx_wait_us; /* of the last read (rx_timestamps) */
+	/* A write error tcp_conn_flush_now() met, reported by the scheduled flush. */
+	int deferred_err;
 };
 
 static const char *const tcp_close_reason_names[TCP_CLOSE_REASON_COUNT] = {
@@ -715,9 +717,10 @@ static void tcp_conn_check_relief(struct tcp_conn *c)
 
 /*
  * Write what the socket takes, with sendmsg() over the evbuffer's chains:
- * pieces added by reference leave from the gw_buf they live in.
+ * pieces added by reference leave from the gw_buf they live in. 0 when
+ * all is written or the socket is full, else the errno of the failure.
  */
-static void tcp_conn_flush(struct tcp_conn *c)
+static int tcp_conn_write_out(struct tcp_conn *c)
 {
 	while (evbuffer_get_length(c->out) > 0) {
 		struct evbuffer_iovec ev[TCP_CONN_IOV];
@@ -742,8 +745,7 @@ static void tcp_conn_flush(struct tcp_conn *c)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				break;
-			tcp_conn_fail(c, TCP_CLOSE_ERROR, errno, RM_OK);
-			return;
+			return errno;
 		}
 		/* Drained chains added by reference put their gw_buf here. */
 		evbuffer_drain(c->out, (size_t)n);
@@ -751,9 +753,36 @@ static void tcp_conn_flush(struct tcp_conn *c)
 		if ((size_t)n < total)
 			break;
 	}
+	return 0;
+}
+
+static void tcp_conn_flush(struct tcp_conn *c)
+{
+	int err = c->deferred_err ? c->deferred_err : tcp_conn_write_out(c);
+
+	if (err) {
+		tcp_conn_fail(c, TCP_CLOSE_ERROR, err, RM_OK);
+		return;
+	}
 	/* Whatever is left did not fit: wait for the socket (or stop waiting). */
 	tcp_conn_update_write(c);
 	tcp_conn_check_relief(c);
+}
+
+void tcp_conn_flush_now(struct tcp_conn *c)
+{
+	/* With write_ev added the socket is full: its room will write the rest. */
+	if (c->state != TCP_CONN_OPEN || c->write_armed || c->deferred_err ||
+	    evbuffer_get_length(c->out) == 0)
+		return;
+	/*
+	 * No callback may run inside the owner's call: the state changes a
+	 * flush makes (write event, relief, a failure) are left to the flush
+	 * that queueing the output scheduled, which finds little or nothing
+	 * left to write and costs no system call then.
+	 */
+	c->deferred_err = tcp_conn_write_out(c);
+	tcp_conn_schedule_flush(c);
 }
 
 static void tcp_conn_half_close(struct tcp_conn *c)

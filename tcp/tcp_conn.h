@@ -21,8 +21,8 @@
  * reference is put once the bytes are written or dropped). Output is
  * written with MSG_NOSIGNAL: no SIGPIPE handling is needed. Records queued
  * in one pass of the event loop are written together later in that pass,
- * never inside the send call; the socket's write event is added only while
- * the socket is full.
+ * never inside the send call (unless the owner asks, tcp_conn_flush_now());
+ * the socket's write event is added only while the socket is full.
  *
  * Back-pressure, both ways:
  *  - the owner pauses and resumes reading (e.g. while calls cannot be sent
@@ -262,6 +262,18 @@ int tcp_conn_send_copy(struct tcp_conn *c, const void *data, size_t len);
 
 /* A record of buf->base[off, off + len), sent by reference. */
 int tcp_conn_send_ref(struct tcp_conn *c, struct gw_buf *buf, uint32_t off, uint32_t len);
+
+/*
+ * Write the queued output now instead of later in this loop pass. For an
+ * owner that knows no further record for this peer can be queued in this
+ * pass (a client with no other call outstanding): its record would
+ * otherwise wait for the rest of the pass (other clients' completions and
+ * turns) with nothing to be coalesced with. What the socket does not take,
+ * and a write error, are left to the flush the send scheduled: no callback
+ * runs inside this call. Costs no extra system call: the scheduled flush
+ * then finds nothing to write.
+ */
+void tcp_conn_flush_now(struct tcp_conn *c);
 
 /* Bytes queued for output and not yet written. */
 size_t tcp_conn_output_queued(const struct tcp_conn *c);

@@ -16,6 +16,10 @@
  * (fwd_deliver_spliced()) makes it a candidate for its gone connection's
  * back channel, as an inline reply does (fwd_share_learn_sessions()).
  *
+ * A reply is written to its client at once (tcp_conn_flush_now()) when the
+ * client holds no other call, and left to the loop pass's flush, where
+ * replies of one batch leave together, while it does (fwd_reply_flush()).
+ *
  * And when a client reaches its own max_session_memory (fwd_marshal()'s
  * -EDQUOT), that client alone waits: the other clients' calls go on, and
  * its call goes once its own memory comes down.
@@ -28,7 +32,7 @@
  * rdma_dev_pool, rdma_dev_wait_for_buffers, rdma_pool_alloc (whose buffers
  * get a stand-in registration), gw_engine_base and
  * tcp_conn_send_ref and tcp_conn_send_record, which take the replies
- * delivered to the clients
+ * delivered to the clients, and tcp_conn_flush_now
  * (tests/unit/test_forward_share_pump.wrap). The calls are long ones
  * (larger than the inline threshold): each goes in a Position-Zero Read
  * chunk, one window, so that windows, not credits, are what runs out.
@@ -99,6 +103,10 @@ struct fixture {
 	/* Replies delivered to the clients: their XIDs. */
 	uint32_t delivered[MAX_SENDS];
 	unsigned ndelivered;
+	/* tcp_conn_flush_now() calls: the connection, and the replies delivered by then. */
+	struct tcp_conn *flushed[MAX_SENDS];
+	unsigned flushed_after[MAX_SENDS];
+	unsigned nflushed;
 	/* The test sets max_session_memory low: a session may wait for buffers for it. */
 	bool mem_limited;
 };
@@ -114,6 +122,7 @@ struct gw_buf *__real_rdma_pool_alloc(struct rdma_pool *pool, size_t size);
 struct gw_buf *__wrap_rdma_pool_alloc(struct rdma_pool *pool, size_t size);
 int __wrap_tcp_conn_send_ref(struct tcp_conn *c, struct gw_buf *buf, uint32_t off, uint32_t len);
 int __wrap_tcp_conn_send_record(struct tcp_conn *c, const struct tcp_piece *pieces, unsigned n);
+void __wrap_tcp_conn_flush_now(struct tcp_conn *c);
 
 struct rdma_pool *__wrap_rdma_dev_pool(const struct rdma_dev *dev)
 {
@@ -162,6 +171,13 @@ int __wrap_tcp_conn_send_record(struct tcp_conn *c, const struct tcp_piece *piec
 	const uint8_t *p = pieces[0].buf ? pieces[0].buf->base + pieces[0].off : pieces[0].data;
 	fx->delivered[fx->ndelivered++] = xdr_get32(p);
 	return 0;
+}
+
+void __wrap_tcp_conn_flush_now(struct tcp_conn *c)
+{
+	assert_true(fx->nflushed < MAX_SENDS);
+	fx->flushed[fx->nflushed] = c;
+	fx->flushed_after[fx->nflushed++] = fx->ndelivered;
 }
 
 /*
@@ -667,6 +683,56 @@ static void test_client_closing_while_waiting_for_memory(void **state)
 	assert_int_equal(f->ch->fq.orphans, 0);
 }
 
+/* ---- when a reply is written ---- */
+
+/*
+ * Client A has two calls on the wire, client B one. A's first reply waits
+ * for the loop pass's flush (its second may come in the same pass and
+ * leave in the same sendmsg()); its second, after which A holds no call,
+ * is written at once, and so is B's only one. Without fwd_reply_flush()
+ * no reply is written before the pass's end.
+ */
+static void test_reply_written_at_once_when_nothing_else_is_held(void **state)
+{
+	struct fixture *f = *state;
+	char tcp_a, tcp_b;
+
+	f->a->tcp = (struct tcp_conn *)&tcp_a;
+	f->b->tcp = (struct tcp_conn *)&tcp_b;
+	struct fwd_call *a0 = call(f, f->a, 0, 0xa000);
+	struct fwd_call *a1 = call(f, f->a, 1, 0xa001);
+	struct fwd_call *b0 = call(f, f->b, 0, 0xb000);
+	assert_int_equal(f->nsent, 3);
+	send_completes(f, a0);
+	send_completes(f, a1);
+	send_completes(f, b0);
+
+	reply(f, a0->wire_xid);
+	fence_completes(f, a0);
+	assert_int_equal(f->ndelivered, 1);
+	assert_int_equal(f->nflushed, 0); /* A still has a call on the wire */
+
+	reply(f, b0->wire_xid);
+	fence_completes(f, b0);
+	assert_int_equal(f->ndelivered, 2);
+	assert_int_equal(f->nflushed, 1);
+	assert_ptr_equal(f->flushed[0], &tcp_b);
+	assert_int_equal(f->flushed_after[0], 2);
+
+	reply(f, a1->wire_xid);
+	assert_int_equal(f->nflushed, 1); /* answered, still being fenced: not yet delivered */
+	fence_completes(f, a1);
+	assert_int_equal(f->ndelivered, 3);
+	assert_int_equal(f->delivered[2], 0xa001);
+	assert_int_equal(f->nflushed, 2);
+	assert_ptr_equal(f->flushed[1], &tcp_a);
+	assert_int_equal(f->flushed_after[1], 3);
+	assert_int_equal(f->a->busy, 0);
+	assert_int_equal(f->b->busy, 0);
+	f->a->tcp = NULL;
+	f->b->tcp = NULL;
+}
+
 /* ---- a READ whose data comes in a Write chunk ---- */
 
 enum { OP_PUTFH = 22, OP_READ = 25, READ_COUNT = 1500, READ_GOT = 1200 };
@@ -803,6 +869,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_spliced_reply_makes_a_candidate, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_reply_written_at_once_when_nothing_else_is_held, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

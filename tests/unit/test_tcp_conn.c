@@ -1040,6 +1040,103 @@ static void test_flush_once_per_pass(void **state)
 }
 
 /*
+ * tcp_conn_flush_now(): the records queued so far leave inside the call,
+ * in one sendmsg(), before the loop runs again; the flush the sends
+ * scheduled then finds nothing to write (no second system call), and no
+ * write event is added.
+ */
+static void test_flush_now(void **state)
+{
+	(void)state;
+	struct harness *h = h_new(false);
+	uint8_t rec[100];
+	uint8_t got[3 * 104];
+	int base_events;
+
+	h_start(h);
+	base_events = added_events(h);
+	for (unsigned int r = 0; r < 3; r++) {
+		fill_pattern(rec, r, sizeof(rec));
+		assert_int_equal(tcp_conn_send_copy(h->c, rec, sizeof(rec)), 0);
+	}
+	/* without it, nothing is on the socket until the loop's flush */
+	assert_int_equal(recv(h->peer, got, sizeof(got), MSG_DONTWAIT), -1);
+	assert_true(errno == EAGAIN || errno == EWOULDBLOCK);
+	tcp_conn_flush_now(h->c);
+	assert_int_equal(tcp_conn_stats(h->c)->writes, 1);
+	assert_int_equal(tcp_conn_output_queued(h->c), 0);
+	assert_int_equal(recv(h->peer, got, sizeof(got), MSG_DONTWAIT), (ssize_t)sizeof(got));
+	for (unsigned int r = 0; r < 3; r++) {
+		fill_pattern(rec, r, sizeof(rec));
+		assert_memory_equal(got + r * 104 + 4, rec, sizeof(rec));
+	}
+	/* nothing left to flush, and nothing queued: no-ops */
+	tcp_conn_flush_now(h->c);
+	event_base_loop(h->base, EVLOOP_NONBLOCK);
+	assert_int_equal(tcp_conn_stats(h->c)->writes, 1);
+	assert_int_equal(tcp_conn_stats(h->c)->write_waits, 0);
+	assert_int_equal(added_events(h), base_events);
+	assert_false(h->closed);
+	h_free(h);
+}
+
+/*
+ * A write error inside tcp_conn_flush_now() runs no callback there: the
+ * owner hears of it from the loop, as it would have without the call.
+ */
+static void test_flush_now_error_from_loop(void **state)
+{
+	(void)state;
+	struct harness *h = h_new(false);
+
+	h_start(h);
+	tcp_conn_pause_read(h->c);
+	close(h->peer);
+	h->peer = open("/dev/null", O_RDONLY);
+	assert_int_equal(tcp_conn_send_copy(h->c, "abcd", 4), 0);
+	tcp_conn_flush_now(h->c);
+	assert_false(h->closed);
+	assert_non_null(h->c);
+	run_until(h, h->closed, WAIT_MS);
+	assert_true(h->closed);
+	assert_int_equal(h->why.reason, TCP_CLOSE_ERROR);
+	assert_int_equal(h->why.err, EPIPE);
+	h_free(h);
+}
+
+/*
+ * A socket that is full: tcp_conn_flush_now() does not try it again while
+ * the write event waits for room, and everything still arrives in order.
+ */
+static void test_flush_now_full_socket(void **state)
+{
+	(void)state;
+	struct harness *h = h_new(true);
+	static uint8_t big[256 << 10];
+
+	h_start(h);
+	shrink_sndbuf(h);
+	fill_pattern(big, 0, sizeof(big));
+	assert_int_equal(tcp_conn_send_copy(h->c, big, sizeof(big)), 0);
+	tcp_conn_flush_now(h->c);
+	assert_int_equal(tcp_conn_stats(h->c)->writes, 1);
+	assert_true(tcp_conn_output_queued(h->c) > 0);
+	event_base_loop(h->base, EVLOOP_NONBLOCK);
+	assert_true(tcp_conn_write_waiting(h->c));
+	uint64_t writes = tcp_conn_stats(h->c)->writes;
+	fill_pattern(big, 1, 1000);
+	assert_int_equal(tcp_conn_send_copy(h->c, big, 1000), 0);
+	tcp_conn_flush_now(h->c);
+	assert_int_equal(tcp_conn_stats(h->c)->writes, writes);
+	h_sink(h, true);
+	run_until(h, h->sunk.len == sizeof(big) + 4 + 1004, WAIT_MS);
+	assert_int_equal(h->sunk.len, sizeof(big) + 4 + 1004);
+	assert_false(tcp_conn_write_waiting(h->c));
+	assert_false(h->closed);
+	h_free(h);
+}
+
+/*
  * A peer that does not read: the flush that meets a full socket adds the
  * write event, further records wait for it without trying the socket, and
  * once the peer drains, everything arrives in order and the write event is
@@ -1739,6 +1836,9 @@ int main(void)
 		cmocka_unit_test(test_watermarks),
 		cmocka_unit_test(test_output_limit),
 		cmocka_unit_test(test_flush_once_per_pass),
+		cmocka_unit_test(test_flush_now),
+		cmocka_unit_test(test_flush_now_error_from_loop),
+		cmocka_unit_test(test_flush_now_full_socket),
 		cmocka_unit_test(test_write_waits_for_full_socket),
 		cmocka_unit_test(test_send_by_reference),
 		cmocka_unit_test(test_piece_outside_buffer),
