@@ -141,8 +141,16 @@ static enum rm_status rm_want_input(struct rm_parser *p, struct rm_span *span)
 	 * An empty buffer is most often the small one taken while the next
 	 * record's size is unknown: if that record does not fit, all that
 	 * was read of it moves, so read no more than the configured amount.
+	 * The read that begins a record asks for a record like the last one
+	 * (the size hint) and the configured read-ahead beyond it, so that
+	 * such a record alone in the socket comes back in a short read, which
+	 * ends the turn without another read(2) that would find nothing. At
+	 * most readahead_max in all: a switch still moves no more than
+	 * rm_move_bound().
 	 */
 	ra = p->fill == 0 ? p->readahead : p->ra;
+	if (rm_at_first_mark(p) && p->hint != 0 && p->hint - RM_MARK_SIZE + p->readahead > ra)
+		ra = p->hint - RM_MARK_SIZE + p->readahead;
 	want += rm_min(ra, room - want);
 	span->off = p->fill;
 	span->len = want;
@@ -234,6 +242,9 @@ static enum rm_status rm_end_record(struct rm_parser *p, struct rm_span *span)
 {
 	span->off = p->start + RM_MARK_SIZE;
 	span->len = p->dst - span->off;
+	/* Larger records get a buffer of their own at their mark: no hint. */
+	uint32_t total = p->dst - p->start;
+	p->hint = total + p->readahead <= p->readahead_max ? total : 0;
 	/* The next record starts behind this one's last byte as read. */
 	p->start = p->pos;
 	p->dst = p->pos;

@@ -39,8 +39,20 @@
  * record does not fit the buffer, stays as small as before. Only the
  * first large record after a run of small ones can have up to the
  * largest read-ahead of its head moved. The first read into an empty
- * buffer always uses the configured size, since it learns the size of a
- * record that may not fit there.
+ * buffer uses the configured size, since it learns the size of a record
+ * that may not fit there, unless the size hint below says more.
+ *
+ * The size hint: a client with one call at a time sends records one by
+ * one, so reads never come back full and the read-ahead stays small; a
+ * record larger than it (a 4 KiB WRITE: 1 KiB read, then the rest) took
+ * two reads, the first into a small buffer whose bytes then moved. So the
+ * parser remembers the last record's size (mark and payload) when it and
+ * the configured read-ahead fit in the largest read-ahead: the read that
+ * begins the next record asks for that much and the configured read-ahead
+ * beyond it, and rm_size_hint() tells the owner how large a fresh buffer to
+ * take for it. A record like the last one then comes in one short read,
+ * into a buffer it fits. A wrong guess costs at most a larger buffer, and
+ * a switch moves no more than rm_move_bound().
  *
  * A record's payload sits right behind its first mark. Continuation marks
  * of a multi-fragment record are squeezed out by moving the bytes behind
@@ -133,6 +145,8 @@ struct rm_parser {
 	uint32_t frag_left;
 	/* Bytes from start the current record needs in one buffer. */
 	uint32_t rec_need;
+	/* The last record's mark and payload, if readahead_max takes it and readahead; else 0. */
+	uint32_t hint;
 	bool in_body;
 	bool last;
 	bool need_buffer;
@@ -159,6 +173,17 @@ void rm_set_readahead_max(struct rm_parser *p, uint32_t max);
 static inline uint32_t rm_readahead(const struct rm_parser *p)
 {
 	return p->ra;
+}
+
+/*
+ * The bytes a fresh buffer should have for the next record, by the size of
+ * the last one (the size hint, at the top of this file); 0 when there is
+ * no hint. The owner takes a buffer of at least this and of what
+ * RM_NEED_BUFFER asks.
+ */
+static inline uint32_t rm_size_hint(const struct rm_parser *p)
+{
+	return p->hint;
 }
 
 /* The next step; see the top of this file. After RM_ERROR, always RM_ERROR. */

@@ -300,14 +300,17 @@ static void tcp_conn_starve(struct tcp_conn *c)
 static bool tcp_conn_switch_rx(struct tcp_conn *c, uint32_t need)
 {
 	struct gw_buf *old = c->rx, *nb;
+	/* Room for a record like the last one too: it then comes in one read. */
+	uint32_t want = need > rm_size_hint(&c->rm) ? need : rm_size_hint(&c->rm);
 
 	c->stats.rx_switches++;
 	/* Nobody else holds the buffer: slide the pending bytes to its start. */
-	if (old && old->refs == 1 && rm_set_buffer(&c->rm, old->base, old->size)) {
+	if (old && old->refs == 1 && old->size >= want &&
+	    rm_set_buffer(&c->rm, old->base, old->size)) {
 		c->stats.rx_moved = rm_moved(&c->rm);
 		return true;
 	}
-	nb = gw_buf_alloc(c->src, need > c->cfg.recv_size ? need : c->cfg.recv_size);
+	nb = gw_buf_alloc(c->src, want > c->cfg.recv_size ? want : c->cfg.recv_size);
 	if (!nb) {
 		tcp_conn_starve(c);
 		return false;

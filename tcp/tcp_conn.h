@@ -68,8 +68,9 @@ struct tcp_conn_config {
 	uint32_t max_record;
 	/*
 	 * Buffer size asked of the source while the next record's size is
-	 * unknown; larger records get a buffer of their own size (see
-	 * tcp_conn_rx_buffer_size()).
+	 * unknown (or the last record's size, when larger and at most
+	 * readahead_max: rm_size_hint()); larger records get a buffer of
+	 * their own size (see tcp_conn_rx_buffer_size()).
 	 */
 	uint32_t recv_size;
 	/* Bytes read beyond the current fragment (rm_init()). */

@@ -647,6 +647,70 @@ static void test_readahead_grows_for_pipelined(void **state)
 	free(s.data);
 }
 
+/*
+ * The size hint: after a record that the largest read-ahead takes with the
+ * configured one beyond it, rm_size_hint() is its mark and payload, and
+ * the read that begins the next record asks for that and the configured
+ * read-ahead, even in an empty buffer; after a larger record, or with a
+ * fixed read-ahead, there is none. The move bound holds with it, however
+ * the input is cut and whatever the buffers' size.
+ */
+static void test_size_hint(void **state)
+{
+	(void)state;
+	struct stream s = { 0 };
+	struct driver d;
+	struct rm_span sp;
+
+	stream_record(&s, 0, 4300, 0);
+	stream_record(&s, 1, 70000, 0);
+	stream_record(&s, 2, 64000, 0);
+	stream_record(&s, 3, 100, 0);
+	size_t lens[] = { 4300, 70000, 64000, 100 };
+	driver_init(&d, 1u << 20, 1024, SIZE_MAX, 1u << 20);
+	rm_set_readahead_max(&d.p, 65536);
+	assert_int_equal(rm_size_hint(&d.p), 0);
+	struct stream one = { .data = s.data, .len = 4 + 4300 };
+	driver_run(&d, &one, lens);
+	assert_int_equal(d.nrec, 1);
+	assert_int_equal(rm_size_hint(&d.p), 4304);
+	/* the buffer let go of, as an owner does between records */
+	assert_true(rm_set_buffer(&d.p, NULL, 0));
+	assert_int_equal(rm_next(&d.p, &sp), RM_NEED_BUFFER);
+	driver_switch(&d, 4304);
+	assert_int_equal(rm_next(&d.p, &sp), RM_NEED_INPUT);
+	assert_int_equal(sp.len, 4304 + 1024);
+	driver_done(&d);
+
+	/* one large record (70 KB + 1 KiB is past 64 KiB): no hint after it */
+	driver_init(&d, 1u << 20, 1024, SIZE_MAX, 1u << 20);
+	rm_set_readahead_max(&d.p, 65536);
+	driver_run(&d, &s, lens);
+	assert_records_ok(&d, 4);
+	assert_int_equal(rm_size_hint(&d.p), 104);
+	assert_true(d.max_switch_pending <= rm_move_bound(&d.p));
+	driver_done(&d);
+
+	/* a fixed read-ahead: none */
+	driver_init(&d, 1u << 20, 1024, SIZE_MAX, 1u << 20);
+	driver_run(&d, &one, lens);
+	assert_int_equal(rm_size_hint(&d.p), 0);
+	driver_done(&d);
+
+	/* the bound, cut every way, small buffers */
+	const size_t chunks[] = { 1, 7, 1000, 5000, SIZE_MAX };
+	for (unsigned int c = 0; c < sizeof(chunks) / sizeof(chunks[0]); c++) {
+		driver_init(&d, 1u << 20, 1024, chunks[c], 4096);
+		rm_set_readahead_max(&d.p, 65536);
+		driver_run(&d, &s, lens);
+		assert_records_ok(&d, 4);
+		assert_true(d.eof_clean);
+		assert_true(d.max_switch_pending <= rm_move_bound(&d.p));
+		driver_done(&d);
+	}
+	free(s.data);
+}
+
 /* Reads that come back short (the socket holds little at a time) do not grow it. */
 static void test_readahead_short_reads_keep_it(void **state)
 {
@@ -889,6 +953,7 @@ int main(void)
 		cmocka_unit_test(test_move_bound_any_chunking),
 		cmocka_unit_test(test_readahead_grows_for_pipelined),
 		cmocka_unit_test(test_readahead_short_reads_keep_it),
+		cmocka_unit_test(test_size_hint),
 		cmocka_unit_test(test_readahead_large_records_move_little),
 		cmocka_unit_test(test_rebase_same_buffer),
 		cmocka_unit_test(test_random_against_reference),

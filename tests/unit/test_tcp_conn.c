@@ -598,10 +598,10 @@ static void test_pipelined_few_reads(void **state)
 	assert_int_equal(h->src.outstanding, 0);
 
 	/*
-	 * The next batch starts in a small buffer again, with the read-ahead
-	 * still grown: its first read stays at 1 KiB all the same, since all
-	 * of it moves when the record does not fit there.
+	 * The next batch starts in a fresh buffer, taken large enough for a
+	 * record like the last one (the size hint): nothing moves at all.
 	 */
+	uint64_t moved = st->rx_moved;
 	s.len = 0;
 	for (unsigned int r = n; r < 2 * n; r++)
 		stream_record(&s, r, 4300, 0);
@@ -610,7 +610,52 @@ static void test_pipelined_few_reads(void **state)
 	assert_int_equal(h->nrec, 2 * n);
 	assert_false(h->bad_content);
 	assert_true(st->reads <= n);
-	assert_true(st->rx_moved <= 2 * (4 + h->cfg.readahead));
+	assert_int_equal(st->rx_moved, moved);
+	h_free(h);
+	free(s.data);
+}
+
+/*
+ * A client with one call at a time: each 4 KiB WRITE-like record is alone
+ * in the socket, and the buffer goes back between records. The first
+ * takes two reads (1 KiB into a small buffer, whose bytes move to a large
+ * one, then the rest); every later one a single read into a fresh buffer
+ * taken for a record like the last (rm_size_hint()), with nothing moved;
+ * the read comes back short, so no read follows that would find nothing.
+ * A small record in between is read in one read as well, and the record
+ * after it, large again, pays the two reads once more.
+ */
+static void test_one_at_a_time_one_read(void **state)
+{
+	(void)state;
+	struct harness *h = h_new_gateway_like(false);
+	struct stream s = { 0 };
+	const unsigned int n = 12;
+	const struct tcp_conn_stats *st;
+
+	h_start(h);
+	st = tcp_conn_stats(h->c);
+	for (unsigned int r = 0; r < n; r++) {
+		uint64_t reads = st->reads, moved = st->rx_moved;
+		s.len = 0;
+		stream_record(&s, r, r == 6 ? 100 : 4300, 0);
+		h_write_now(h, &s);
+		run_until(h, h->nrec == r + 1, WAIT_MS);
+		assert_int_equal(h->nrec, r + 1);
+		assert_false(h->bad_content);
+		/* idle between records: the buffer went back */
+		assert_int_equal(h->src.outstanding, 0);
+		if (r == 0 || r == 7) {
+			/* what the first read took moved: the mark (or the small record's
+			 * size, the hint then) and the configured read-ahead */
+			assert_int_equal(st->reads - reads, 2);
+			assert_int_equal(st->rx_moved - moved,
+					 (r == 0 ? 4 : 104) + h->cfg.readahead);
+		} else {
+			assert_int_equal(st->reads - reads, 1);
+			assert_int_equal(st->rx_moved - moved, 0);
+		}
+	}
 	h_free(h);
 	free(s.data);
 }
@@ -1824,6 +1869,7 @@ int main(void)
 		cmocka_unit_test(test_multi_fragment_records),
 		cmocka_unit_test(test_pipelined_share_buffer),
 		cmocka_unit_test(test_pipelined_few_reads),
+		cmocka_unit_test(test_one_at_a_time_one_read),
 		cmocka_unit_test(test_large_records_move_little),
 		cmocka_unit_test(test_rx_wait),
 		cmocka_unit_test(test_idle_buffer_released),
