@@ -38,3 +38,24 @@ uint64_t gw_now_pass_us(void)
 	}
 	return gw_pass.now_us;
 }
+
+static _Thread_local struct {
+	bool valid;
+	uint64_t at_us; /* the monotonic reading the offset was taken at */
+	int64_t offset_ns;
+} gw_wall;
+
+int64_t gw_realtime_ns(uint64_t mono_us)
+{
+	if (!gw_wall.valid || mono_us >= gw_wall.at_us + 1000000u) {
+		struct timespec rt, mt;
+
+		clock_gettime(CLOCK_REALTIME, &rt);
+		clock_gettime(CLOCK_MONOTONIC, &mt);
+		gw_wall.offset_ns = ((int64_t)rt.tv_sec - mt.tv_sec) * 1000000000 +
+				    ((int64_t)rt.tv_nsec - mt.tv_nsec);
+		gw_wall.at_us = mono_us;
+		gw_wall.valid = true;
+	}
+	return (int64_t)mono_us * 1000 + gw_wall.offset_ns;
+}

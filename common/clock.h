@@ -38,6 +38,18 @@ void gw_clock_pass_begin(void);
 void gw_clock_pass_end(void);
 uint64_t gw_now_pass_us(void);
 
+/*
+ * CLOCK_REALTIME in nanoseconds at the monotonic reading @mono_us (a
+ * gw_now_us() or gw_now_pass_us() value), for comparing with the kernel's
+ * receive timestamps (SO_TIMESTAMPNS, which are wall-clock time). The
+ * offset between the two clocks is read again once @mono_us is a second
+ * past its last reading, so that a pass's reading turns into wall-clock
+ * time without a system call of its own (in a guest without a vDSO clock,
+ * clock_gettime() is one); a step of the wall clock shows within a second.
+ * Per thread, like the pass.
+ */
+int64_t gw_realtime_ns(uint64_t mono_us);
+
 /* @ms milliseconds as a struct timeval, for libevent timers. */
 static inline struct timeval gw_ms_timeval(uint64_t ms)
 {

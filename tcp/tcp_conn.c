@@ -386,12 +386,13 @@ enum tcp_read_result {
 
 /*
  * The read's receive time (SCM_TIMESTAMPNS: CLOCK_REALTIME, of the newest
- * segment it took) against the clock now.
+ * segment it took) against the clock now. The first read of a turn comes
+ * before anything else in the callback, so the pass's clock reading
+ * (common/clock.h), which the owner's timestamps of the records share, is
+ * now; later reads of the turn read the clock again.
  */
-static void tcp_conn_note_rx_wait(struct tcp_conn *c, struct msghdr *mh)
+static void tcp_conn_note_rx_wait(struct tcp_conn *c, struct msghdr *mh, bool first_of_turn)
 {
-	struct timespec now;
-
 	c->rx_wait_us = TCP_CONN_RX_WAIT_UNKNOWN;
 	for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
 		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_TIMESTAMPNS ||
@@ -399,10 +400,8 @@ static void tcp_conn_note_rx_wait(struct tcp_conn *c, struct msghdr *mh)
 			continue;
 		struct timespec ts;
 		memcpy(&ts, CMSG_DATA(cm), sizeof(ts));
-		if (clock_gettime(CLOCK_REALTIME, &now) != 0)
-			return;
-		int64_t ns = ((int64_t)now.tv_sec - ts.tv_sec) * 1000000000 +
-			     ((int64_t)now.tv_nsec - ts.tv_nsec);
+		int64_t now = gw_realtime_ns(first_of_turn ? gw_now_pass_us() : gw_now_us());
+		int64_t ns = now - ((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
 		/* Slightly negative: the two clocks' reading, not a wait. Far off: a step. */
 		if (ns < -TCP_CONN_RX_WAIT_SKEW_NS || ns > TCP_CONN_RX_WAIT_SANE_NS)
 			return;
@@ -417,7 +416,7 @@ static void tcp_conn_note_rx_wait(struct tcp_conn *c, struct msghdr *mh)
  * or with rx_timestamps recvmsg(2), whose control message carries the
  * receive time.
  */
-static ssize_t tcp_conn_read_once(struct tcp_conn *c, const struct rm_span *sp)
+static ssize_t tcp_conn_read_once(struct tcp_conn *c, const struct rm_span *sp, bool first_of_turn)
 {
 	if (!c->cfg.rx_timestamps)
 		return read(c->fd, c->rx->base + sp->off, sp->len);
@@ -436,16 +435,17 @@ static ssize_t tcp_conn_read_once(struct tcp_conn *c, const struct rm_span *sp)
 	ssize_t n = recvmsg(c->fd, &mh, 0);
 
 	if (n > 0)
-		tcp_conn_note_rx_wait(c, &mh);
+		tcp_conn_note_rx_wait(c, &mh, first_of_turn);
 	return n;
 }
 
-static enum tcp_read_result tcp_conn_read_into(struct tcp_conn *c, const struct rm_span *sp)
+static enum tcp_read_result tcp_conn_read_into(struct tcp_conn *c, const struct rm_span *sp,
+					       bool first_of_turn)
 {
 	ssize_t n;
 
 	do {
-		n = tcp_conn_read_once(c, sp);
+		n = tcp_conn_read_once(c, sp, first_of_turn);
 		c->stats.reads++;
 	} while (n < 0 && errno == EINTR);
 	if (n > 0) {
@@ -564,7 +564,7 @@ static void tcp_conn_parse_and_read(struct tcp_conn *c)
 			/* Level-triggered: the event fires again if more is there. */
 			if (reads++ == TCP_CONN_READS_PER_EVENT)
 				return;
-			switch (tcp_conn_read_into(c, &sp)) {
+			switch (tcp_conn_read_into(c, &sp, reads == 1)) {
 			case TCP_READ_FULL:
 				break;
 			case TCP_READ_SHORT:
