@@ -19,7 +19,9 @@
 # figures compare the paths on the same machine, not with hardware.
 #
 # After the rounds, unless PROFILE=0: the gateway's system calls per RPC (strace -c) for
-# 4 KiB I/O, in OUT_DIR/strace-4k.txt.
+# 4 KiB I/O, in OUT_DIR/strace-4k.txt, and where the guest's CPU goes for the same I/O
+# (perf samples, bench/vm-cpu-split.py: the gateway's and nfsd's CPU per RPC with the
+# emulated NIC's share apart), in OUT_DIR/cpu-split-4k.txt.
 # Environment: ROUNDS (2), META_FILES (600), SIZES ("4096 16384 65536 262144 1048576"),
 # PROFILE (1), SCALE (1: each I/O size moves 4, 8, 8, 16 and 16 MiB per run, times SCALE).
 # The defaults take about 10 minutes in the guest on a 2-core host.
@@ -29,7 +31,7 @@ set -euo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$(realpath "${1:?usage: vm-throughput.sh BUILD_DIR [OUT_DIR]}")
 out=${2:-$build/bench-out}
-mkdir -p "$out"; out=$(realpath "$out"); rm -f "$out"/runs.tsv "$out"/strace-*.txt
+mkdir -p "$out"; out=$(realpath "$out"); rm -f "$out"/runs.tsv "$out"/strace-*.txt "$out"/cpu-split-*.txt
 job=$(mktemp); env=$(mktemp)
 cat >"$env" <<ENV
 export GW_SRC=$top GW_BIN=$build/gateway/rpcrdma-gw
@@ -147,6 +149,19 @@ if [[ ${PROFILE:-1} == 1 ]]; then
     strace -c -f -o /share/strace-4k.txt $(for t in /proc/$gw/task/*; do echo -p "${t##*/}"; done) 2>/dev/null & st=$!
     sleep 2; io 4096 512; sleep 1; kill -INT $st; wait $st || true
     echo "gateway RPC calls during the trace: $(($(calls) - c0))" >>/share/strace-4k.txt
+    # Where the guest's CPU goes, by process and, for the gateway and nfsd, by code:
+    # system-wide cpu-clock samples with kernel call chains (bench/vm-cpu-split.py says
+    # how they are split; the emulated NIC's share apart).
+    if perf version >/dev/null 2>&1; then
+        c0=$(calls)
+        # perf samples every CPU for as long as the I/O runs (its workload).
+        perf record -q -a -g -F 1000 -e cpu-clock -o /tmp/perf.data -- sh -c "
+            dd if=/tmp/src of=$m/f bs=4096 count=1024 oflag=direct status=none
+            dd if=$m/f of=/dev/null bs=4096 count=1024 iflag=direct status=none" 2>/dev/null || true
+        perf script -i /tmp/perf.data -F comm,tid,cpu,time,ip,sym,dso 2>/dev/null >/tmp/perf.txt || true
+        python3 "$GW_SRC/bench/vm-cpu-split.py" /tmp/perf.txt "$(($(calls) - c0))" 1000 \
+            >/share/cpu-split-4k.txt 2>&1 || true
+    fi
     rm -f $m/f; umount $m
 fi
 kill $gw; wait $gw || true
