@@ -62,7 +62,18 @@ def flood(host, port, idle_src, idle_n, trickle_src, trickle_n, seconds):
     sel = selectors.DefaultSelector()
     opened = {}   # socket -> (kind, time connected)
     closed = {}   # socket -> age at close
+    reset = []    # kinds of the connections reset before connect() returned
     t0 = time.time()
+
+    def connect_or_reset(src, kind):
+        """A connection, or None when the gateway accepted and reset it before
+        connect() returned to us (the reset won the race on a busy guest): one
+        closed at once, like any refused connection."""
+        try:
+            return connect_from(src, host, port)
+        except ConnectionResetError:
+            reset.append(kind)
+            return None
 
     def watch(s, kind):
         opened[s] = (kind, time.time())
@@ -74,14 +85,18 @@ def flood(host, port, idle_src, idle_n, trickle_src, trickle_n, seconds):
         s.close()
 
     for _ in range(trickle_n):
-        s = connect_from(trickle_src, host, port)
+        s = connect_or_reset(trickle_src, "trickle")
+        if s is None:
+            continue
         try:
             s.send(struct.pack(">I", 0x80000000 | 1000000))
         except OSError:
             pass
         watch(s, "trickle")
     for _ in range(idle_n):
-        watch(connect_from(idle_src, host, port), "idle")
+        s = connect_or_reset(idle_src, "idle")
+        if s is not None:
+            watch(s, "idle")
     print("flood: %d tricklers and %d idle connections made in %.1f s" %
           (trickle_n, idle_n, time.time() - t0), flush=True)
 
@@ -100,7 +115,8 @@ def flood(host, port, idle_src, idle_n, trickle_src, trickle_n, seconds):
                         close(s)
 
     def of(kind):
-        return [closed.get(s) for s, (k, _) in opened.items() if k == kind]
+        return [closed.get(s) for s, (k, _) in opened.items() if k == kind] + \
+            [0.0] * reset.count(kind)
 
     idle, trickle = of("idle"), of("trickle")
     refused = [a for a in idle if a is not None and a <= REFUSED_S]
