@@ -47,7 +47,7 @@ def group_of(comm):
         return "nfsd"
     if comm.startswith("swapper"):
         return "idle"
-    if comm in ("dd",):
+    if comm == "dd":
         return "client (dd and the NFS client in its context)"
     if comm.startswith("kworker") or comm.startswith("ksoftirqd") or comm.startswith("rpciod"):
         return "kernel threads (kworker, ksoftirqd, rpciod)"
@@ -77,8 +77,7 @@ def classify(frames):
     kern = [s for s, d in frames if is_kernel(d)]
     if any(s.startswith("rxe_") for s in kern):
         return "Soft-RoCE (emulated NIC)"
-    if any(s.startswith("ib_uverbs") or s.startswith("ib_") or s.startswith("uverbs")
-           for s in kern):
+    if any(s.startswith("ib_") or s.startswith("uverbs") for s in kern):
         return "verbs system calls"
     if any(s.startswith(p) for s in kern for p in ("tcp_", "sock_", "inet_", "__sys_sendmsg",
                                                     "__sys_recvmsg", "sk_", "skb_")):

@@ -153,13 +153,12 @@ if [[ ${PROFILE:-1} == 1 ]]; then
     # system-wide cpu-clock samples with kernel call chains (bench/vm-cpu-split.py says
     # how they are split; the emulated NIC's share apart).
     if perf version >/dev/null 2>&1; then
-        c0=$(calls)
-        # perf samples every CPU for as long as the I/O runs (its workload).
-        perf record -q -a -g -F 1000 -e cpu-clock -o /tmp/perf.data -- sh -c "
-            dd if=/tmp/src of=$m/f bs=4096 count=1024 oflag=direct status=none
-            dd if=$m/f of=/dev/null bs=4096 count=1024 iflag=direct status=none" 2>/dev/null || true
+        c0=$(calls) hz=1000
+        # perf samples every CPU for as long as the I/O (io, in a shell of its own) runs.
+        perf record -q -a -g -F $hz -e cpu-clock -o /tmp/perf.data -- \
+            bash -c "m=$m; $(declare -f io); io 4096 1024" 2>/dev/null || true
         perf script -i /tmp/perf.data -F comm,tid,cpu,time,ip,sym,dso 2>/dev/null >/tmp/perf.txt || true
-        python3 "$GW_SRC/bench/vm-cpu-split.py" /tmp/perf.txt "$(($(calls) - c0))" 1000 \
+        python3 "$GW_SRC/bench/vm-cpu-split.py" /tmp/perf.txt "$(($(calls) - c0))" $hz \
             >/share/cpu-split-4k.txt 2>&1 || true
     fi
     rm -f $m/f; umount $m
