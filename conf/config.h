@@ -167,6 +167,11 @@ struct gw_route {
 	 */
 	uint32_t turn_budget;
 	/*
+	 * Forward: the same while the worker's loop serves more than one
+	 * client (common/turns.h); above turn_budget counts as turn_budget.
+	 */
+	uint32_t turn_budget_contended;
+	/*
 	 * NFSv3's side services, further (routes with portmapper_port): the
 	 * server's lockd and statd (0: asked of its portmapper), the limits of the
 	 * NLM relay's lock records (gateway/nlm_state.h), of its calls

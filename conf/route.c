@@ -331,6 +331,24 @@ const struct conf_option conf_options[] = {
 		.restart_why = "a connection's turn budget is set when it opens",
 	},
 	/*
+	 * Forward routes: the turn budget while the worker's loop is serving
+	 * more than one client (two client connections delivered calls within
+	 * the last 20 ms). A client with the loop to itself keeps its full
+	 * turn_budget, which makes nobody wait. Above turn_budget it is
+	 * turn_budget. Restart, as turn_budget.
+	 */
+	{
+		.name = "turn_budget_contended",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(turn_budget_contended),
+		.min = 1,
+		.max = 256,
+		.step = 1,
+		.def = 4,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = "a connection's turn budget is set when it opens",
+	},
+	/*
 	 * On a shared route, the calls one client may have in flight on its
 	 * connection (0: half of credits, the default). Lower keeps a client
 	 * with a deep queue from filling the server's queue ahead of the

@@ -299,6 +299,9 @@ static void route_tcp_config(struct gw_route_rt *rt)
 	rt->tcp_cfg.max_record = r->max_record_size;
 	rt->tcp_cfg.record_timeout_ms = r->record_timeout_ms;
 	rt->tcp_cfg.records_per_turn = r->turn_budget;
+	/* A forward route's TCP connections are its clients (common/turns.h). */
+	if (r->mode == GW_MODE_FORWARD)
+		rt->tcp_cfg.records_per_turn_contended = r->turn_budget_contended;
 	/* The clients' calls' wait in the socket (counters.h, socket_us). */
 	rt->tcp_cfg.rx_timestamps = r->mode == GW_MODE_FORWARD;
 	/*

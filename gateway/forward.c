@@ -480,6 +480,7 @@ struct rconn_params fwd_rdma_params(const struct gw_route *r, struct rpcrdma_pri
 		.connect_timeout_ms = r->connect_timeout_ms,
 		.reserved_port = r->source_port == GW_SOURCE_PORT_RESERVED,
 		.cq_budget = 2 * r->turn_budget,
+		.cq_budget_contended = 2 * r->turn_budget_contended,
 	};
 
 	/*

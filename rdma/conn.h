@@ -87,6 +87,12 @@ struct rconn_params {
 	 * to the loop's other events (0: RCONN_CQ_BUDGET_DEFAULT).
 	 */
 	uint32_t cq_budget;
+	/*
+	 * The budget while the worker's loop serves more than one client
+	 * (common/turns.h); 0: cq_budget always. The connection itself never
+	 * counts as a client there: its completions are every client's.
+	 */
+	uint32_t cq_budget_contended;
 	uint8_t private_data[RCONN_PRIVDATA_MAX];
 	uint8_t private_data_len;
 };

@@ -14,6 +14,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/turns.h"
 #include "rdma/conn_priv.h"
 
 /* ---- outstanding work requests ---- */
@@ -597,11 +598,14 @@ static void rconn_cq_yield(struct rconn *c)
  * 16, a few tens of microseconds of work on hardware; enough that a
  * connection at its credit limit refills its pipeline in one pass. A
  * route's turn_budget sets it lower where other clients' latency matters
- * more than one connection's throughput.
+ * more than one connection's throughput, and its turn_budget_contended
+ * (params.cq_budget_contended) while the loop serves more than one client.
  */
 static void rconn_cq_pass(struct rconn *c)
 {
-	int budget = c->params.cq_budget ? (int)c->params.cq_budget : RCONN_CQ_BUDGET_DEFAULT;
+	int budget = (int)gw_turns_budget(c->params.cq_budget ? c->params.cq_budget
+							      : RCONN_CQ_BUDGET_DEFAULT,
+					  c->params.cq_budget_contended);
 
 	if (evtimer_pending(c->cq_more, NULL))
 		evtimer_del(c->cq_more);

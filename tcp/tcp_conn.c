@@ -28,6 +28,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/turns.h"
 
 /* Reads per readiness event before other connections get their turn. */
 #define TCP_CONN_READS_PER_EVENT 16
@@ -530,14 +531,31 @@ static void tcp_conn_yield(struct tcp_conn *c)
 	evtimer_add(c->yield_ev, &now);
 }
 
+/*
+ * A client connection's turn that delivered records tells the loop it is
+ * being served (common/turns.h); the next turns of every client connection
+ * on the loop are then cut to their contended budget while others are.
+ */
+static unsigned int tcp_conn_turn_budget(const struct tcp_conn *c)
+{
+	return gw_turns_budget(c->cfg.records_per_turn, c->cfg.records_per_turn_contended);
+}
+
+static void tcp_conn_turn_taken(const struct tcp_conn *c, unsigned int records)
+{
+	if (records > 0 && c->cfg.records_per_turn_contended != 0)
+		gw_turn_taken(c, gw_now_pass_us());
+}
+
 static void tcp_conn_parse_and_read(struct tcp_conn *c)
 {
 	unsigned int reads = 0, records = 0;
+	unsigned int budget = tcp_conn_turn_budget(c);
 	bool drained = false;
 	struct rm_span sp;
 
 	while (c->state == TCP_CONN_OPEN && c->paused == 0) {
-		if (records == c->cfg.records_per_turn) {
+		if (records == budget) {
 			if (rm_pending(&c->rm) > 0)
 				tcp_conn_yield(c);
 			else
@@ -583,7 +601,10 @@ static void tcp_conn_parse_and_read(struct tcp_conn *c)
 
 static void tcp_conn_read_records(struct tcp_conn *c)
 {
+	uint64_t before = c->stats.records_in;
+
 	tcp_conn_parse_and_read(c);
+	tcp_conn_turn_taken(c, (unsigned int)(c->stats.records_in - before));
 	tcp_conn_watch_record(c);
 }
 

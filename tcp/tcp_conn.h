@@ -111,6 +111,14 @@ struct tcp_conn_config {
 	 * other clients' calls wait less; more loop passes per call.
 	 */
 	unsigned int records_per_turn;
+	/*
+	 * The budget while the worker's loop is serving other clients too
+	 * (common/turns.h), and whether this connection's turns count as a
+	 * client's there: 0, the default, takes no part (records_per_turn
+	 * always, its turns not reported), as a connection to an upstream
+	 * server should. Above records_per_turn: records_per_turn.
+	 */
+	unsigned int records_per_turn_contended;
 };
 
 enum { TCP_CONN_RECORDS_PER_TURN_DEFAULT = 16 };

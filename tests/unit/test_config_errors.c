@@ -352,6 +352,7 @@ static void test_integer_ranges(void **state)
 		{ "upstream_connections", "0..64", "-1", "65" },
 		{ "shared_client_max_in_flight", "0..1024", "-1", "1025" },
 		{ "turn_budget", "1..256", "0", "257" },
+		{ "turn_budget_contended", "1..256", "0", "257" },
 	};
 
 	(void)state;

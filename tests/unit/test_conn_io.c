@@ -36,6 +36,8 @@
 #include <event2/event.h>
 #include <rdma/rdma_cma.h>
 
+#include "common/clock.h"
+#include "common/turns.h"
 #include "rdma/conn_priv.h"
 
 enum { MAX_POSTS = 8, MAX_CHAIN = 16, NMW = 12 };
@@ -434,6 +436,37 @@ static void test_cq_pass_budget_from_params(void **state)
 	cq_teardown(base);
 }
 
+/*
+ * A forward route's turn_budget_contended: while the loop serves more than
+ * one client (common/turns.h), a pass takes params.cq_budget_contended;
+ * otherwise params.cq_budget. The connection's own passes never count as a
+ * client's turn.
+ */
+static void test_cq_pass_budget_contended(void **state)
+{
+	static int client_a, client_b;
+	(void)state;
+	struct event_base *base = cq_setup();
+
+	gw_turns_reset();
+	fx.c.params.cq_budget = 8;
+	fx.c.params.cq_budget_contended = 2;
+	cqs.queued = 20;
+	rconn_cq_event(&fx.c.cq_handler);
+	assert_int_equal(cqs.done, 8); /* no client has taken a turn */
+	gw_turn_taken(&client_a, gw_now_us());
+	gw_turn_taken(&client_b, gw_now_us());
+	assert_int_equal(event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK), 0);
+	assert_int_equal(cqs.done, 10);
+	gw_turns_reset();
+	assert_int_equal(event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK), 0);
+	assert_int_equal(cqs.done, 18);
+	assert_true(cqs.in_order);
+	fx.c.params.cq_budget = 0;
+	fx.c.params.cq_budget_contended = 0;
+	cq_teardown(base);
+}
+
 /* A completion between the last empty poll and the arming is not left behind. */
 static void test_cq_completion_during_arming(void **state)
 {
@@ -476,6 +509,7 @@ int main(void)
 		cmocka_unit_test_setup(test_long_write_goes_behind_what_waits, setup),
 		cmocka_unit_test_setup(test_cq_pass_is_bounded, setup),
 		cmocka_unit_test_setup(test_cq_pass_budget_from_params, setup),
+		cmocka_unit_test_setup(test_cq_pass_budget_contended, setup),
 		cmocka_unit_test_setup(test_cq_completion_during_arming, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -19,7 +19,7 @@
 #include "rdma/conn.h"
 #include "rdma/privdata.h"
 
-static void route_with_budget(struct gw_route *r, uint32_t budget)
+static void route_with_budgets(struct gw_route *r, uint32_t budget, uint32_t contended)
 {
 	memset(r, 0, sizeof(*r));
 	r->credits = 64;
@@ -31,6 +31,12 @@ static void route_with_budget(struct gw_route *r, uint32_t budget)
 	r->max_read_segments = 8;
 	r->connect_timeout_ms = 5000;
 	r->turn_budget = budget;
+	r->turn_budget_contended = contended;
+}
+
+static void route_with_budget(struct gw_route *r, uint32_t budget)
+{
+	route_with_budgets(r, budget, 4);
 }
 
 static void test_forward_connections_take_the_budget(void **state)
@@ -45,6 +51,7 @@ static void test_forward_connections_take_the_budget(void **state)
 		memset(&pd, 0, sizeof(pd));
 		struct rconn_params p = fwd_rdma_params(&r, &pd);
 		assert_int_equal(p.cq_budget, 2 * budgets[i]);
+		assert_int_equal(p.cq_budget_contended, 2 * 4);
 	}
 }
 
@@ -61,6 +68,8 @@ static void test_reverse_connections_take_the_budget(void **state)
 	route_with_budget(&r, 16);
 	gw_reverse_listen_params(&r, &p);
 	assert_int_equal(p.cq_budget, 32);
+	/* its connections are the clients, and no TCP turn reports: no contended budget */
+	assert_int_equal(p.cq_budget_contended, 0);
 }
 
 int main(void)

@@ -30,6 +30,7 @@
 
 #include <event2/event.h>
 
+#include "common/turns.h"
 #include "common/xdr.h"
 #include "tcp/tcp_conn.h"
 
@@ -1675,12 +1676,14 @@ static const struct tcp_conn_ops turn_ops = {
 	.closed = turn_closed,
 };
 
-static void turn_side_start(struct turns *t, struct turn_side *side, unsigned int base_r)
+static void turn_side_start(struct turns *t, struct turn_side *side, unsigned int base_r,
+			    unsigned int contended)
 {
 	struct tcp_conn_config cfg;
 	int fds[2];
 
 	tcp_conn_config_default(&cfg);
+	cfg.records_per_turn_contended = contended;
 	/* One read takes A's whole backlog: the budget, not the read, must end its turn. */
 	cfg.recv_size = 16384;
 	cfg.readahead = 16384;
@@ -1692,7 +1695,8 @@ static void turn_side_start(struct turns *t, struct turn_side *side, unsigned in
 	assert_non_null(side->c);
 }
 
-static struct turns *turns_new(void)
+/* Two connections whose contended budget is @contended (0: none). */
+static struct turns *turns_new_contended(unsigned int contended)
 {
 	struct turns *t = calloc(1, sizeof(*t));
 
@@ -1700,9 +1704,14 @@ static struct turns *turns_new(void)
 	t->base = event_base_new();
 	assert_non_null(t->base);
 	t->src.src.alloc = tsrc_alloc;
-	turn_side_start(t, &t->a, 0);
-	turn_side_start(t, &t->b, TURN_B);
+	turn_side_start(t, &t->a, 0, contended);
+	turn_side_start(t, &t->b, TURN_B, contended);
 	return t;
+}
+
+static struct turns *turns_new(void)
+{
+	return turns_new_contended(0);
 }
 
 static void turns_write(struct turn_side *side, unsigned int first, unsigned int n)
@@ -1806,6 +1815,44 @@ static void test_turn_budget(void **state)
 }
 
 /*
+ * records_per_turn_contended (a forward route's turn_budget_contended): A's
+ * backlog is delivered 16 records a turn while A has the loop to itself;
+ * once B delivered a call, A's next turn in the same pass delivers 4, and
+ * A's turns are full again once the loop saw no other client for the
+ * window (common/turns.h). Without a contended budget A keeps taking 16.
+ */
+static void test_turn_budget_contended(void **state)
+{
+	const unsigned int contended[] = { 4, 0 };
+
+	(void)state;
+	for (size_t i = 0; i < 2; i++) {
+		unsigned int want = contended[i] ? contended[i] : 16;
+		struct turns *t;
+
+		gw_turns_reset();
+		t = turns_new_contended(contended[i]);
+		turns_write(&t->a, 0, TURN_A_RECS);
+		event_base_loop(t->base, EVLOOP_ONCE);
+		assert_int_equal(t->a.n, 16);
+		/* A's yield timer and B's record are due in the same pass: B's first */
+		turns_write(&t->b, 0, 1);
+		event_base_loop(t->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+		assert_int_equal(t->b.n, 1);
+		assert_int_equal(t->a.n, 16 + want);
+		assert_int_equal(t->log[16], 'B');
+		/* B quiet for longer than the window: A's turns are whole again */
+		usleep(2 * GW_TURNS_WINDOW_US);
+		event_base_loop(t->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+		assert_int_equal(t->a.n, 16 + want + 16);
+		turns_run(t, turns_all_in, WAIT_MS);
+		assert_int_equal(t->a.n, TURN_A_RECS);
+		assert_false(t->bad);
+		turns_free(t);
+	}
+}
+
+/*
  * A yielded with records buffered, then the owner paused it (from outside
  * A's callbacks, as another client's call or a credit shortage would): the
  * yield does not resume it. Resumed, A delivers the rest with no new bytes.
@@ -1897,6 +1944,7 @@ int main(void)
 		cmocka_unit_test(test_record_deadline_pipelined),
 		cmocka_unit_test(test_backlog_yields_turn),
 		cmocka_unit_test(test_turn_budget),
+		cmocka_unit_test(test_turn_budget_contended),
 		cmocka_unit_test(test_yield_respects_pause),
 		cmocka_unit_test(test_free_while_yielded),
 	};
