@@ -161,6 +161,11 @@ struct gw_route {
 	 */
 	uint32_t shared_client_max_in_flight;
 	/*
+	 * The same while more than one client is being served on a shared
+	 * connection (gateway/fairq.h, fairq_set_contended_cap(); 0: none).
+	 */
+	uint32_t shared_client_max_in_flight_contended;
+	/*
 	 * Records a client's TCP connection delivers per turn of the event
 	 * loop; the route's RDMA connections take twice as many completions
 	 * per pass (tcp_conn records_per_turn, rconn cq_budget).

@@ -367,6 +367,26 @@ const struct conf_option conf_options[] = {
 		.restart_why = "a client's cap on a shared connection is set when it joins it",
 	},
 	/*
+	 * On a shared route, the calls one client may have in flight while
+	 * the connection serves other clients too (two clients' calls sent
+	 * within 20 ms of each other; 0: shared_client_max_in_flight always).
+	 * The server serves the calls it holds in order, so a deep client's
+	 * calls in flight are what the others' wait behind; a client alone
+	 * keeps its whole allowance. Restart: the connections' schedulers are
+	 * set up when the route starts.
+	 */
+	{
+		.name = "shared_client_max_in_flight_contended",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(shared_client_max_in_flight_contended),
+		.min = 0,
+		.max = 1024,
+		.step = 1,
+		.def = 4,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = "a shared connection's scheduler is set up when the route starts",
+	},
+	/*
 	 * The NFSv3 side services' limits (issue 13): each sizes a table the
 	 * route's NLM relay, callback, async or notify module allocates when
 	 * it starts (gateway/sideroute.c), hence restart. The defaults are the

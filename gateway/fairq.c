@@ -29,6 +29,16 @@ uint32_t fairq_share_cap(uint32_t credits, uint32_t configured)
 	return credits > 1 ? credits / 2 : 1;
 }
 
+void fairq_set_contended_cap(struct fairq *q, uint32_t cap)
+{
+	q->contended_cap = cap;
+}
+
+bool fairq_contended(const struct fairq *q, uint64_t now_us)
+{
+	return q->contended_until_us != 0 && now_us < q->contended_until_us;
+}
+
 void fairq_client_init(struct fairq_client *c, uint32_t cap)
 {
 	memset(c, 0, sizeof(*c));
@@ -78,6 +88,36 @@ static void take_queued(struct fairq *q, struct fairq_item *it)
 	q->queued--;
 }
 
+/*
+ * @c at the head of the ring is over the contended cap while others are
+ * served: it leaves the ring (fairq_complete() brings it back, and a client
+ * over any cap has calls in flight, so one will).
+ */
+/* Picking @c now would be a change of client within the window. */
+static bool would_contend(const struct fairq *q, const struct fairq_client *c, uint64_t now_us)
+{
+	return q->last != 0 && q->last != (uintptr_t)c &&
+	       now_us < q->last_us + FAIRQ_CONTENDED_WINDOW_US;
+}
+
+static bool held_by_contention(struct fairq *q, struct fairq_client *c, uint64_t now_us)
+{
+	if (q->contended_cap == 0 || c->in_flight < q->contended_cap)
+		return false;
+	if (!fairq_contended(q, now_us) && !would_contend(q, c, now_us))
+		return false;
+	ring_leave(q, c);
+	return true;
+}
+
+static void note_pick(struct fairq *q, const struct fairq_client *c, uint64_t now_us)
+{
+	if (would_contend(q, c, now_us))
+		q->contended_until_us = now_us + FAIRQ_CONTENDED_WINDOW_US;
+	q->last = (uintptr_t)c;
+	q->last_us = now_us;
+}
+
 struct fairq_item *fairq_pick(struct fairq *q, uint64_t now_us)
 {
 	struct fairq_client *c = TAILQ_FIRST(&q->ring);
@@ -89,6 +129,11 @@ struct fairq_item *fairq_pick(struct fairq *q, uint64_t now_us)
 		q->stalls++;
 		return NULL;
 	}
+	while (c && held_by_contention(q, c, now_us))
+		c = TAILQ_FIRST(&q->ring);
+	if (!c)
+		return NULL;
+	note_pick(q, c, now_us);
 	it = TAILQ_FIRST(&c->calls);
 	take_queued(q, it);
 	c->in_flight++;
@@ -172,6 +217,8 @@ void fairq_client_detach(struct fairq *q, struct fairq_client *c,
 	struct fairq_item *it;
 
 	ring_leave(q, c);
+	if (q->last == (uintptr_t)c)
+		q->last = 0; /* its memory may come back as another client */
 	while ((it = TAILQ_FIRST(&c->calls)) != NULL) {
 		take_queued(q, it);
 		c->dropped++;

@@ -59,7 +59,16 @@ struct fairq {
 	uint32_t orphans; /* calls in flight of clients that went away */
 	uint64_t picks;
 	uint64_t stalls; /* picks refused for want of a credit with calls queued */
+	/* Each client's cap while another is served too (0: none); see fairq_set_contended_cap().
+	 */
+	uint32_t contended_cap;
+	uintptr_t last;		     /* the client of the last pick; compared, never followed */
+	uint64_t last_us;	     /* and when */
+	uint64_t contended_until_us; /* another client than the last was picked until then */
 };
+
+/* How long a change of client at fairq_pick() keeps the queue contended. */
+enum { FAIRQ_CONTENDED_WINDOW_US = 20000 };
 
 /* A scheduler with @quantum calls per turn (0: 1) and a first grant of @grant. */
 void fairq_init(struct fairq *q, uint32_t quantum, uint32_t grant);
@@ -73,6 +82,21 @@ void fairq_set_grant(struct fairq *q, uint32_t grant);
  * grant.
  */
 uint32_t fairq_share_cap(uint32_t credits, uint32_t configured);
+
+/*
+ * While more than one client is being served (two different clients'
+ * calls picked within FAIRQ_CONTENDED_WINDOW_US), each client may have at
+ * most @cap calls in flight (0: its own cap always). Why: the server serves
+ * the calls it holds in order, so every call of a deep client in flight is
+ * one more that another client's call waits behind at the server, which no
+ * scheduling here can undo. A client alone keeps its whole cap, which
+ * delays nobody. A client above @cap when another one comes is not
+ * picked again until its replies bring it below.
+ */
+void fairq_set_contended_cap(struct fairq *q, uint32_t cap);
+
+/* Whether two different clients' calls were picked within the window before @now_us. */
+bool fairq_contended(const struct fairq *q, uint64_t now_us);
 
 /* A client with at most @cap calls in flight (0: no cap of its own). */
 void fairq_client_init(struct fairq_client *c, uint32_t cap);

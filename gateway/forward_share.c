@@ -193,6 +193,7 @@ static struct fwd_session *channel_open(struct fwd_share *sh, uint16_t idx)
 	ch->window = r->credits;
 	ch->pool_waiter.fn = fwd_pool_wake;
 	fairq_init(&ch->fq, 1, 1);
+	fairq_set_contended_cap(&ch->fq, r->shared_client_max_in_flight_contended);
 	rpcrdma_privdata_decode(NULL, 0, &ch->peer_pd);
 	ch->version = fwd_opening_version(ch);
 	ch->version_settled = ch->version == RPCRDMA_V1;

@@ -212,6 +212,7 @@ static struct rev_share *share_get(struct gw_route_rt *route)
 		ch->pool_waiter.fn = chan_pool_wake;
 		TAILQ_INIT(&ch->clients);
 		fairq_init(&ch->fq, 1, r->credits * 2);
+		fairq_set_contended_cap(&ch->fq, r->shared_client_max_in_flight_contended);
 		ch->retry_timer = evtimer_new(gw_engine_base(route->eng), chan_retry, ch);
 		if (!ch->retry_timer) {
 			share_free(sh);

@@ -52,7 +52,8 @@ static void assert_builtin_options(const struct gw_route *r)
 	assert_int_equal(r->upstream_connections, 0);	     /* one RDMA connection per client */
 	assert_int_equal(r->shared_client_max_in_flight, 0); /* half of credits */
 	assert_int_equal(r->turn_budget, 16);
-	assert_int_equal(r->turn_budget_contended, 4); /* while others are served */
+	assert_int_equal(r->turn_budget_contended, 4);		       /* while others are served */
+	assert_int_equal(r->shared_client_max_in_flight_contended, 4); /* likewise */
 }
 
 /* The form of the issue, which must always be accepted, byte for byte. */

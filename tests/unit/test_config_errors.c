@@ -353,6 +353,7 @@ static void test_integer_ranges(void **state)
 		{ "shared_client_max_in_flight", "0..1024", "-1", "1025" },
 		{ "turn_budget", "1..256", "0", "257" },
 		{ "turn_budget_contended", "1..256", "0", "257" },
+		{ "shared_client_max_in_flight_contended", "0..1024", "-1", "1025" },
 	};
 
 	(void)state;

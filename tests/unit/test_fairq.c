@@ -337,6 +337,100 @@ static void test_unpick_keeps_the_turn(void **state)
 	assert_int_equal(a.picked, 2);
 }
 
+/* Picks @q's next call, which must be client @who's. */
+static void pick_of(struct fairq *q, unsigned who, uint64_t now)
+{
+	struct call *c = call_of(fairq_pick(q, now));
+
+	assert_non_null(c);
+	assert_int_equal(c->client, who);
+}
+
+/*
+ * The contended cap (fairq_set_contended_cap()): A with a deep queue keeps
+ * its whole cap (32 of a grant of 64) while alone. Once B's call is picked,
+ * A is held at 4 in flight: no call of A's goes until its replies bring it
+ * below 4, then one at a time. When B has been quiet for the window, A's
+ * whole cap is back. With no contended cap, A keeps 32 throughout.
+ */
+static void test_contended_cap(void **state)
+{
+	(void)state;
+	const uint32_t caps[] = { 4, 0 };
+
+	for (size_t k = 0; k < 2; k++) {
+		struct fairq q;
+		struct fairq_client a, b;
+		struct call ca[128], cb[2];
+		uint64_t t = 1000;
+
+		fairq_init(&q, 1, 64);
+		fairq_set_contended_cap(&q, caps[k]);
+		fairq_client_init(&a, 32);
+		fairq_client_init(&b, 32);
+		queue_calls(&q, &a, ca, 128, 0, t);
+		for (unsigned i = 0; i < 32; i++)
+			pick_of(&q, 0, t);
+		assert_null(fairq_pick(&q, t)); /* A at its own cap */
+		assert_false(fairq_contended(&q, t));
+
+		/* B's call goes at once (32 of 64 credits are free), and contends */
+		queue_calls(&q, &b, cb, 1, 1, t);
+		pick_of(&q, 1, t);
+		assert_true(fairq_contended(&q, t));
+		if (caps[k] == 0) {
+			fairq_complete(&q, &a);
+			pick_of(&q, 0, t); /* A refills at once */
+			continue;
+		}
+		/* A's replies: none of A's calls goes until A is below 4 */
+		for (unsigned i = 0; i < 28; i++) {
+			fairq_complete(&q, &a);
+			assert_null(fairq_pick(&q, t + i));
+		}
+		assert_int_equal(a.in_flight, 4);
+		fairq_complete(&q, &a);
+		pick_of(&q, 0, t + 100);
+		assert_int_equal(a.in_flight, 4);
+		assert_null(fairq_pick(&q, t + 100));
+
+		/* B quiet for longer than the window: A refills to its own cap */
+		t += 100 + FAIRQ_CONTENDED_WINDOW_US;
+		assert_false(fairq_contended(&q, t));
+		fairq_complete(&q, &b);
+		fairq_complete(&q, &a);
+		for (unsigned i = 0; i < 29; i++)
+			pick_of(&q, 0, t);
+		assert_int_equal(a.in_flight, 32);
+		assert_null(fairq_pick(&q, t));
+	}
+}
+
+/* A change of client after a quiet spell is one client after another: no contention. */
+static void test_contended_needs_overlap(void **state)
+{
+	(void)state;
+	struct fairq q;
+	struct fairq_client a, b;
+	struct call ca[8], cb[8];
+
+	fairq_init(&q, 1, 64);
+	fairq_set_contended_cap(&q, 2);
+	fairq_client_init(&a, 0);
+	fairq_client_init(&b, 0);
+	queue_calls(&q, &a, ca, 1, 0, 1000);
+	pick_of(&q, 0, 1000);
+	queue_calls(&q, &b, cb, 8, 1, 1000 + FAIRQ_CONTENDED_WINDOW_US);
+	for (unsigned i = 0; i < 8; i++)
+		pick_of(&q, 1, 1000 + FAIRQ_CONTENDED_WINDOW_US);
+	assert_false(fairq_contended(&q, 1000 + FAIRQ_CONTENDED_WINDOW_US));
+	/* A client that went away is forgotten as the last one */
+	fairq_client_detach(&q, &b, NULL, NULL);
+	queue_calls(&q, &a, ca + 1, 1, 0, 1001 + FAIRQ_CONTENDED_WINDOW_US);
+	pick_of(&q, 0, 1001 + FAIRQ_CONTENDED_WINDOW_US);
+	assert_false(fairq_contended(&q, 1001 + FAIRQ_CONTENDED_WINDOW_US));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -350,6 +444,8 @@ int main(void)
 		cmocka_unit_test(test_remove_one),
 		cmocka_unit_test(test_unpick_keeps_the_turn),
 		cmocka_unit_test(test_pause_skips_only_that_client),
+		cmocka_unit_test(test_contended_cap),
+		cmocka_unit_test(test_contended_needs_overlap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
