@@ -117,12 +117,15 @@ fi
 # Fairness: the probe (a Python client, NULL calls one at a time) alone, then beside a
 # flood of FLOOD outstanding NULL calls from bench/share_flood (C: a read and a write per
 # batch of replies, so that the flood loads the gateway rather than the guest's vCPUs, as
-# the Python flood of the first runs did). Four routes: one shared connection of 4
-# credits (2 in flight per client at most: the flood's calls wait in the gateway's fair
-# queue), one of the server's usual 64 (32 per client), the same with
-# shared_client_max_in_flight 4, and the control, a connection per client
+# the Python flood of the first runs did). Routes: one shared connection of 4 credits
+# (2 in flight per client at most: the flood's calls wait in the gateway's fair queue),
+# one of the server's usual 64 (32 per client alone, 4 while another client is served:
+# shared_client_max_in_flight_contended), and the control, a connection per client
 # (upstream_connections 0, 4 credits each): no sharing, so what the probe loses there is
-# the machine's, not the shared connection's.
+# the worker's loop's, not the shared connection's. The rows "one budget and cap always"
+# turn off what holds only while the worker or connection serves more than one client
+# (turn_budget_contended = turn_budget, shared_client_max_in_flight_contended 0): the
+# behaviour before 2026-11-28, in the same run.
 # The probe's line, then, while its connection is still open (its session's counters
 # leave /stats with it), each session's time by /stats: in its TCP socket before the
 # gateway read it (the kernel's receive time; since 2026-11-25), in the gateway (from the call's
@@ -188,16 +191,12 @@ print("%d live sessions" % r["live_sessions"])')"
     gw_end
 }
 if [[ $FAIRNESS == 1 ]]; then
+    always='"turn_budget_contended": 16, "shared_client_max_in_flight_contended": 0,'
     fair_run "one shared connection of 4 credits" 1 '"credits": 4,'
     fair_run "one shared connection of 64 credits" 1 '"credits": 64,'
-    fair_run "one shared connection of 64 credits, 4 in flight per client" 1 \
-        '"credits": 64, "shared_client_max_in_flight": 4,'
+    fair_run "one shared connection of 64 credits, one budget and cap always" 1 "\"credits\": 64, $always"
     fair_run "control: a connection per client, 4 credits each" 0 '"credits": 4,'
-    # The turn budget (route key turn_budget, default 16 records / 32 completions): how
-    # long the flood's connections hold the loop while the probe's call and reply wait.
-    fair_run "one shared connection of 4 credits, turn_budget 4" 1 '"credits": 4, "turn_budget": 4,'
-    fair_run "one shared connection of 64 credits, 4 in flight per client, turn_budget 4" 1 \
-        '"credits": 64, "shared_client_max_in_flight": 4, "turn_budget": 4,'
+    fair_run "control, one budget always" 0 "\"credits\": 4, $always"
 fi
 JOB
 GWVM_SHARE=$out GWVM_ENV=$env GWVM_TIMEOUT=${GWVM_TIMEOUT:-900} "$top/tests/vm/gwvm" run "$job"
