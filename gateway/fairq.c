@@ -88,11 +88,6 @@ static void take_queued(struct fairq *q, struct fairq_item *it)
 	q->queued--;
 }
 
-/*
- * @c at the head of the ring is over the contended cap while others are
- * served: it leaves the ring (fairq_complete() brings it back, and a client
- * over any cap has calls in flight, so one will).
- */
 /* Picking @c now would be a change of client within the window. */
 static bool would_contend(const struct fairq *q, const struct fairq_client *c, uint64_t now_us)
 {
@@ -100,6 +95,11 @@ static bool would_contend(const struct fairq *q, const struct fairq_client *c, u
 	       now_us < q->last_us + FAIRQ_CONTENDED_WINDOW_US;
 }
 
+/*
+ * @c at the head of the ring is over the contended cap while others are
+ * served: it leaves the ring (fairq_complete() brings it back, and a client
+ * over any cap has calls in flight, so one will).
+ */
 static bool held_by_contention(struct fairq *q, struct fairq_client *c, uint64_t now_us)
 {
 	if (q->contended_cap == 0 || c->in_flight < q->contended_cap)
