@@ -9,9 +9,9 @@
  * in its socket. While one client has the loop to itself nobody waits, and
  * a long turn is free; as soon as a second one is active, it is not. So a
  * client connection reports each turn that delivered work, and the loop
- * counts as contended from the moment two different connections took such
- * turns within GW_TURNS_WINDOW_US of each other until that window has
- * passed without it happening again.
+ * counts as contended while two different connections take such turns
+ * (common/contention.h: within GW_CONTENTION_WINDOW_US of each other, and
+ * for that long after).
  * A connection then uses its contended budget instead of its full one.
  *
  * Loop state, not configuration: per thread (a worker is a thread with one
@@ -24,21 +24,14 @@
 #include <stdint.h>
 
 #include "common/clock.h"
-
-/*
- * How long the loop stays contended after a turn by a connection other
- * than the last one: longer than a one-call-at-a-time client's gap
- * between calls under load (its call is what waits), short enough that a
- * client alone again gets its full turns back within a blink.
- */
-enum { GW_TURNS_WINDOW_US = 20000 };
+#include "common/contention.h"
 
 /* Connection @who (any stable identity, e.g. its address) took a turn that
  * delivered work at @now_us (a gw_now_pass_us() reading). */
 void gw_turn_taken(const void *who, uint64_t now_us);
 
 /* Whether two different connections took turns within the window of each
- * other, the later less than GW_TURNS_WINDOW_US before @now_us. */
+ * other, the later less than GW_CONTENTION_WINDOW_US before @now_us. */
 bool gw_turns_contended(uint64_t now_us);
 
 /* Pick the budget: @contended while the loop is, else @full. A @contended

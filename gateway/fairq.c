@@ -36,7 +36,7 @@ void fairq_set_contended_cap(struct fairq *q, uint32_t cap)
 
 bool fairq_contended(const struct fairq *q, uint64_t now_us)
 {
-	return q->contended_until_us != 0 && now_us < q->contended_until_us;
+	return gw_contention_active(&q->contention, now_us);
 }
 
 void fairq_client_init(struct fairq_client *c, uint32_t cap)
@@ -88,13 +88,6 @@ static void take_queued(struct fairq *q, struct fairq_item *it)
 	q->queued--;
 }
 
-/* Picking @c now would be a change of client within the window. */
-static bool would_contend(const struct fairq *q, const struct fairq_client *c, uint64_t now_us)
-{
-	return q->last != 0 && q->last != (uintptr_t)c &&
-	       now_us < q->last_us + FAIRQ_CONTENDED_WINDOW_US;
-}
-
 /*
  * @c at the head of the ring is over the contended cap while others are
  * served: it leaves the ring (fairq_complete() brings it back, and a client
@@ -104,18 +97,10 @@ static bool held_by_contention(struct fairq *q, struct fairq_client *c, uint64_t
 {
 	if (q->contended_cap == 0 || c->in_flight < q->contended_cap)
 		return false;
-	if (!fairq_contended(q, now_us) && !would_contend(q, c, now_us))
+	if (!fairq_contended(q, now_us) && !gw_contention_would(&q->contention, c, now_us))
 		return false;
 	ring_leave(q, c);
 	return true;
-}
-
-static void note_pick(struct fairq *q, const struct fairq_client *c, uint64_t now_us)
-{
-	if (would_contend(q, c, now_us))
-		q->contended_until_us = now_us + FAIRQ_CONTENDED_WINDOW_US;
-	q->last = (uintptr_t)c;
-	q->last_us = now_us;
 }
 
 struct fairq_item *fairq_pick(struct fairq *q, uint64_t now_us)
@@ -133,7 +118,7 @@ struct fairq_item *fairq_pick(struct fairq *q, uint64_t now_us)
 		c = TAILQ_FIRST(&q->ring);
 	if (!c)
 		return NULL;
-	note_pick(q, c, now_us);
+	gw_contention_note(&q->contention, c, now_us);
 	it = TAILQ_FIRST(&c->calls);
 	take_queued(q, it);
 	c->in_flight++;
@@ -217,8 +202,7 @@ void fairq_client_detach(struct fairq *q, struct fairq_client *c,
 	struct fairq_item *it;
 
 	ring_leave(q, c);
-	if (q->last == (uintptr_t)c)
-		q->last = 0; /* its memory may come back as another client */
+	gw_contention_forget(&q->contention, c);
 	while ((it = TAILQ_FIRST(&c->calls)) != NULL) {
 		take_queued(q, it);
 		c->dropped++;

@@ -26,6 +26,8 @@
 #include <stdint.h>
 #include <sys/queue.h>
 
+#include "common/contention.h"
+
 struct fairq_client;
 
 struct fairq_item {
@@ -59,16 +61,10 @@ struct fairq {
 	uint32_t orphans; /* calls in flight of clients that went away */
 	uint64_t picks;
 	uint64_t stalls; /* picks refused for want of a credit with calls queued */
-	/* Each client's cap while another is served too (0: none); see fairq_set_contended_cap().
-	 */
+	/* Each client's cap while others are served too (0: none): fairq_set_contended_cap(). */
 	uint32_t contended_cap;
-	uintptr_t last;		     /* the client of the last pick; compared, never followed */
-	uint64_t last_us;	     /* and when */
-	uint64_t contended_until_us; /* another client than the last was picked until then */
+	struct gw_contention contention; /* over the clients of the picks */
 };
-
-/* How long a change of client at fairq_pick() keeps the queue contended. */
-enum { FAIRQ_CONTENDED_WINDOW_US = 20000 };
 
 /* A scheduler with @quantum calls per turn (0: 1) and a first grant of @grant. */
 void fairq_init(struct fairq *q, uint32_t quantum, uint32_t grant);
@@ -85,7 +81,7 @@ uint32_t fairq_share_cap(uint32_t credits, uint32_t configured);
 
 /*
  * While more than one client is being served (two different clients'
- * calls picked within FAIRQ_CONTENDED_WINDOW_US), each client may have at
+ * calls picked within GW_CONTENTION_WINDOW_US), each client may have at
  * most @cap calls in flight (0: its own cap always). Why: the server serves
  * the calls it holds in order, so every call of a deep client in flight is
  * one more that another client's call waits behind at the server, which no

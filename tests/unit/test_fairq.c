@@ -395,7 +395,7 @@ static void test_contended_cap(void **state)
 		assert_null(fairq_pick(&q, t + 100));
 
 		/* B quiet for longer than the window: A refills to its own cap */
-		t += 100 + FAIRQ_CONTENDED_WINDOW_US;
+		t += 100 + GW_CONTENTION_WINDOW_US;
 		assert_false(fairq_contended(&q, t));
 		fairq_complete(&q, &b);
 		fairq_complete(&q, &a);
@@ -420,15 +420,15 @@ static void test_contended_needs_overlap(void **state)
 	fairq_client_init(&b, 0);
 	queue_calls(&q, &a, ca, 1, 0, 1000);
 	pick_of(&q, 0, 1000);
-	queue_calls(&q, &b, cb, 8, 1, 1000 + FAIRQ_CONTENDED_WINDOW_US);
+	queue_calls(&q, &b, cb, 8, 1, 1000 + GW_CONTENTION_WINDOW_US);
 	for (unsigned i = 0; i < 8; i++)
-		pick_of(&q, 1, 1000 + FAIRQ_CONTENDED_WINDOW_US);
-	assert_false(fairq_contended(&q, 1000 + FAIRQ_CONTENDED_WINDOW_US));
+		pick_of(&q, 1, 1000 + GW_CONTENTION_WINDOW_US);
+	assert_false(fairq_contended(&q, 1000 + GW_CONTENTION_WINDOW_US));
 	/* A client that went away is forgotten as the last one */
 	fairq_client_detach(&q, &b, NULL, NULL);
-	queue_calls(&q, &a, ca + 1, 1, 0, 1001 + FAIRQ_CONTENDED_WINDOW_US);
-	pick_of(&q, 0, 1001 + FAIRQ_CONTENDED_WINDOW_US);
-	assert_false(fairq_contended(&q, 1001 + FAIRQ_CONTENDED_WINDOW_US));
+	queue_calls(&q, &a, ca + 1, 1, 0, 1001 + GW_CONTENTION_WINDOW_US);
+	pick_of(&q, 0, 1001 + GW_CONTENTION_WINDOW_US);
+	assert_false(fairq_contended(&q, 1001 + GW_CONTENTION_WINDOW_US));
 }
 
 int main(void)

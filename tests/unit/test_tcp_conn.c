@@ -1842,7 +1842,7 @@ static void test_turn_budget_contended(void **state)
 		assert_int_equal(t->a.n, 16 + want);
 		assert_int_equal(t->log[16], 'B');
 		/* B quiet for longer than the window: A's turns are whole again */
-		usleep(2 * GW_TURNS_WINDOW_US);
+		usleep(2 * GW_CONTENTION_WINDOW_US);
 		event_base_loop(t->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
 		assert_int_equal(t->a.n, 16 + want + 16);
 		turns_run(t, turns_all_in, WAIT_MS);

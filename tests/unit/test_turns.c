@@ -2,7 +2,7 @@
 /*
  * tests/unit/test_turns.c - the loop's contention state (common/turns.h):
  * one connection's turns alone never make it contended; a turn by another
- * does, for GW_TURNS_WINDOW_US; the budget follows.
+ * does, for GW_CONTENTION_WINDOW_US; the budget follows.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -42,12 +42,12 @@ static void test_another_connection_contends_for_the_window(void **state)
 	assert_true(gw_turns_contended(3000));
 	/* a's turn right after b's is a change of connection too: it renews */
 	gw_turn_taken(&a, 4000);
-	assert_true(gw_turns_contended(4000 + GW_TURNS_WINDOW_US - 1));
-	assert_false(gw_turns_contended(4000 + GW_TURNS_WINDOW_US));
+	assert_true(gw_turns_contended(4000 + GW_CONTENTION_WINDOW_US - 1));
+	assert_false(gw_turns_contended(4000 + GW_CONTENTION_WINDOW_US));
 	/* a alone from then on: its turns do not renew the window */
 	gw_turn_taken(&a, 5000);
-	gw_turn_taken(&a, 4000 + GW_TURNS_WINDOW_US);
-	assert_false(gw_turns_contended(4000 + GW_TURNS_WINDOW_US));
+	gw_turn_taken(&a, 4000 + GW_CONTENTION_WINDOW_US);
+	assert_false(gw_turns_contended(4000 + GW_CONTENTION_WINDOW_US));
 }
 
 /* A change of connection after a quiet spell is one client after another. */
@@ -55,10 +55,10 @@ static void test_change_after_quiet_spell(void **state)
 {
 	(void)state;
 	gw_turn_taken(&a, 1000);
-	gw_turn_taken(&b, 1000 + GW_TURNS_WINDOW_US);
-	assert_false(gw_turns_contended(1000 + GW_TURNS_WINDOW_US));
-	gw_turn_taken(&a, 1001 + GW_TURNS_WINDOW_US);
-	assert_true(gw_turns_contended(1001 + GW_TURNS_WINDOW_US));
+	gw_turn_taken(&b, 1000 + GW_CONTENTION_WINDOW_US);
+	assert_false(gw_turns_contended(1000 + GW_CONTENTION_WINDOW_US));
+	gw_turn_taken(&a, 1001 + GW_CONTENTION_WINDOW_US);
+	assert_true(gw_turns_contended(1001 + GW_CONTENTION_WINDOW_US));
 }
 
 static void test_budget_follows(void **state)
