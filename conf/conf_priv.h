@@ -142,6 +142,7 @@ enum conf_option_type {
 	CONF_OPT_CIDRS,	      /* allowed_clients */
 	CONF_OPT_PATHS,	      /* ulb_rules */
 	CONF_OPT_DIR,	      /* state_directory: an absolute path, or NULL */
+	CONF_OPT_BOOL,	      /* a uint32_t of 0 or 1, true or false in JSON */
 };
 
 /* The keys a route may set, either itself or through "defaults". */

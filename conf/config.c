@@ -1026,6 +1026,10 @@ size_t conf_schema_keys(struct conf_key_info *out, size_t max)
 			k.def = "$STATE_DIRECTORY, else /var/lib/rpcrdma-gw";
 		else if (opt->type == CONF_OPT_SOURCE_PORT)
 			k.choices = conf_source_port_names(&k.nchoices);
+		else if (opt->type == CONF_OPT_BOOL) {
+			k.kind = "boolean";
+			k.def = opt->def ? "true" : "false";
+		}
 		schema_put(out, max, &n, &k);
 	}
 	return n;

@@ -176,6 +176,8 @@ struct gw_route {
 	 * client (common/turns.h); above turn_budget counts as turn_budget.
 	 */
 	uint32_t turn_budget_contended;
+	/* Forward routes: Send With Invalidate offered to the server (0 or 1). */
+	uint32_t remote_invalidation;
 	/*
 	 * NFSv3's side services, further (routes with portmapper_port): the
 	 * server's lockd and statd (0: asked of its portmapper), the limits of the

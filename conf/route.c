@@ -66,6 +66,21 @@ const struct conf_option conf_options[] = {
 		.reload = CONF_RELOAD_RESTART,
 		.restart_why = restart_buffers,
 	},
+	/*
+	 * Forward routes: offer the server Send With Invalidate (RFC 8797),
+	 * which saves the gateway a local invalidation per call whose chunks
+	 * share one window. Set in the private data of a connection's setup.
+	 */
+	{
+		.name = "remote_invalidation",
+		.type = CONF_OPT_BOOL,
+		.offset = ROUTE_FIELD(remote_invalidation),
+		.min = 0,
+		.max = 1,
+		.def = 1,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = "it is offered to the server when a connection is set up",
+	},
 	{
 		.name = "credits",
 		.type = CONF_OPT_UINT,
@@ -577,7 +592,8 @@ void conf_route_init_defaults(struct gw_route *r)
 {
 	for (size_t i = 0; i < conf_options_count; i++) {
 		const struct conf_option *opt = &conf_options[i];
-		if (opt->type == CONF_OPT_UINT || opt->type == CONF_OPT_SECONDS)
+		if (opt->type == CONF_OPT_UINT || opt->type == CONF_OPT_SECONDS ||
+		    opt->type == CONF_OPT_BOOL)
 			*field_u32(r, opt) = opt->def;
 	}
 	r->source_port = GW_SOURCE_PORT_RESERVED;
@@ -632,7 +648,8 @@ bool conf_route_copy_options(struct gw_route *dst, const struct gw_route *src)
 	}
 	for (size_t i = 0; i < conf_options_count; i++) {
 		const struct conf_option *opt = &conf_options[i];
-		if (opt->type == CONF_OPT_UINT || opt->type == CONF_OPT_SECONDS)
+		if (opt->type == CONF_OPT_UINT || opt->type == CONF_OPT_SECONDS ||
+		    opt->type == CONF_OPT_BOOL)
 			*field_u32(dst, opt) = route_u32_get(src, opt);
 	}
 	dst->source_port = src->source_port;
@@ -707,6 +724,9 @@ static void option_expect(const struct conf_option *opt, char *buf, size_t len)
 	case CONF_OPT_DIR:
 		snprintf(buf, len, "an absolute directory name of at most %u bytes", opt->max);
 		break;
+	case CONF_OPT_BOOL:
+		snprintf(buf, len, "true or false");
+		break;
 	}
 }
 
@@ -732,6 +752,9 @@ void conf_option_format(const struct conf_option *opt, const struct gw_route *r,
 	case CONF_OPT_DIR:
 		snprintf(buf, len, "\"%s\"", r->state_directory ? r->state_directory : "");
 		break;
+	case CONF_OPT_BOOL:
+		snprintf(buf, len, "%s", route_u32_get(r, opt) ? "true" : "false");
+		break;
 	}
 }
 
@@ -741,6 +764,7 @@ bool conf_option_differs(const struct conf_option *opt, const struct gw_route *a
 	switch (opt->type) {
 	case CONF_OPT_UINT:
 	case CONF_OPT_SECONDS:
+	case CONF_OPT_BOOL:
 		return route_u32_get(a, opt) != route_u32_get(b, opt);
 	case CONF_OPT_SOURCE_PORT:
 		return a->source_port != b->source_port;
@@ -992,6 +1016,16 @@ static void load_dir(const struct conf_report *rep, const struct conf_where *w, 
 	r->state_directory = copy;
 }
 
+static void load_bool(const struct conf_report *rep, const struct conf_where *w, json_t *v,
+		      const struct conf_option *opt, struct gw_route *r)
+{
+	if (!json_is_boolean(v)) {
+		fail_expected(rep, w, opt, v);
+		return;
+	}
+	*field_u32(r, opt) = json_is_true(v) ? 1 : 0;
+}
+
 void conf_load_number(const struct conf_report *rep, const struct conf_where *w, json_t *v,
 		      const struct conf_option *opt, void *obj)
 {
@@ -1030,6 +1064,9 @@ void conf_load_options(const struct conf_report *rep, const struct conf_where *w
 			break;
 		case CONF_OPT_DIR:
 			load_dir(rep, &ow, v, opt, r);
+			break;
+		case CONF_OPT_BOOL:
+			load_bool(rep, &ow, v, opt, r);
 			break;
 		}
 	}

@@ -252,6 +252,7 @@ void gw_counters_add(struct gw_counters *into, const struct gw_counters *from)
 	into->backward_calls += from->backward_calls;
 	into->backward_replies += from->backward_replies;
 	into->calls_queued_for_credits += from->calls_queued_for_credits;
+	into->remote_invalidations += from->remote_invalidations;
 	into->bytes_inline += from->bytes_inline;
 	into->bytes_read_chunk += from->bytes_read_chunk;
 	into->bytes_write_chunk += from->bytes_write_chunk;

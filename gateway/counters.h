@@ -106,6 +106,11 @@ struct gw_counters {
 	uint64_t backward_calls;
 	uint64_t backward_replies;
 	uint64_t calls_queued_for_credits;
+	/*
+	 * Forward routes: windows the server invalidated with its reply (Send
+	 * With Invalidate, RFC 8797), each a local invalidation saved.
+	 */
+	uint64_t remote_invalidations;
 	/* bytes by how they crossed the RDMA side */
 	uint64_t bytes_inline;
 	uint64_t bytes_read_chunk;

@@ -484,14 +484,16 @@ struct rconn_params fwd_rdma_params(const struct gw_route *r, struct rpcrdma_pri
 	};
 
 	/*
-	 * R (remote invalidation) stays clear: the gateway fences every window
-	 * itself. The Linux server would save one LOCAL_INV per call at best
-	 * (it invalidates only when a call has exactly one rkey), and rxe in
-	 * Debian's 6.1 kernel dereferences a NULL pointer when a window that
-	 * the peer invalidated is invalidated again, which a lost or
-	 * misreported IBV_WC_WITH_INV would make the gateway do.
+	 * R (remote invalidation, RFC 8797), unless the route turns it off:
+	 * the Linux server then answers a call whose chunks all share one
+	 * rkey (the gateway's one window of a 4 KiB READ or WRITE) by Send
+	 * With Invalidate, which saves the LOCAL_INV, its doorbell and its
+	 * completion. fwd_recv() checks that the window it names is one of
+	 * the answered call's, so that none is ever invalidated twice: rxe
+	 * dereferences NULL when a free window is invalidated again.
 	 */
-	*pd = (struct rpcrdma_privdata){ .remote_inv = false,
+	p.remote_invalidation = r->remote_invalidation != 0;
+	*pd = (struct rpcrdma_privdata){ .remote_inv = p.remote_invalidation,
 					 .send_size = r->inline_send_size,
 					 .recv_size = r->inline_receive_size };
 	rpcrdma_privdata_encode(p.private_data, pd);

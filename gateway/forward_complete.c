@@ -299,9 +299,29 @@ static struct fwd_call *fwd_call_by_xid(struct fwd_session *s, uint32_t xid)
 	return &s->calls[i];
 }
 
-/* The server answered: take the call off the wire, fence, then deliver. */
+/* Whether @rkey is one of @c's windows, still bound. */
+static bool fwd_call_window(const struct fwd_call *c, uint32_t rkey)
+{
+	for (unsigned i = 0; i < c->nexp; i++)
+		if (c->exp[i].mw && c->exp[i].rkey == rkey)
+			return true;
+	return false;
+}
+
+/*
+ * The server answered: take the call off the wire, fence, then deliver. A
+ * Send With Invalidate (@inv_rkey) that named one of the call's windows
+ * saves that window's fence; one that named another is left unclaimed,
+ * for fwd_recv() to refuse.
+ */
 static void fwd_call_answered(struct fwd_session *s, struct fwd_call *c, uint32_t inv_rkey)
 {
+	if (inv_rkey && fwd_call_window(c, inv_rkey)) {
+		s->inv_claimed = true;
+		GW_COUNT(&c->s->base, remote_invalidations, 1);
+	} else {
+		inv_rkey = 0;
+	}
 	if (s->is_channel) {
 		/* A call sent again (retry, version fallback) keeps its entry in flight. */
 		fwd_share_call_done(c, !c->retry && !c->resend);
@@ -416,9 +436,9 @@ static void fwd_recv_error(struct fwd_session *s, const struct rpcrdma_hdr *h, u
 	fwd_call_answered(s, c, inv_rkey);
 }
 
-void fwd_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t len, uint32_t inv_rkey)
+static void fwd_recv_message(struct fwd_session *s, struct gw_buf *buf, uint32_t len,
+			     uint32_t inv_rkey)
 {
-	struct fwd_session *s = owner;
 	struct rpcrdma_hdr h;
 	enum rpcrdma_reason r = rpcrdma_hdr_decode(&h, buf->base, len, &s->base.route->limits);
 
@@ -502,4 +522,25 @@ void fwd_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t len, u
 		c->wlen[k] = h.write[k].length;
 	c->reply_chunk_len = h.has_reply ? h.reply.length : 0;
 	fwd_call_answered(s, c, inv_rkey);
+}
+
+/*
+ * A message from the server. One sent with Send With Invalidate has
+ * invalidated a window already, in the device, before it arrived: it must
+ * be the reply of the call that window belongs to (fwd_call_answered()
+ * claims it). Anything else (another call's window, a message that
+ * answers nothing or is dropped) costs the connection: that window would
+ * otherwise be invalidated again by its own call's fence, and Soft-RoCE
+ * dereferences NULL when a free window is invalidated (rxe_mw.c, Linux
+ * 6.1 and later). The teardown deallocates the windows instead.
+ */
+void fwd_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t len, uint32_t inv_rkey)
+{
+	struct fwd_session *s = owner;
+
+	s->inv_claimed = false;
+	fwd_recv_message(s, buf, len, inv_rkey);
+	if (inv_rkey && !s->inv_claimed)
+		rconn_violation(rc, "Send With Invalidate naming no window of the call it answers",
+				len);
 }

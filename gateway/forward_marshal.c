@@ -376,6 +376,22 @@ void fwd_call_unexpose(struct fwd_session *s, struct fwd_call *c)
 }
 
 /*
+ * A call given up while the server may still answer it: its windows are
+ * replaced, not invalidated (rconn_withdraw()), so that the late reply's
+ * Send With Invalidate or the server's late RDMA access finds no window
+ * under their rkeys. Done at once; a window never advertised is fenced.
+ */
+void fwd_call_withdraw(struct fwd_session *s, struct fwd_call *c)
+{
+	struct fwd_session *ch = fwd_ch(s);
+
+	if (c->nexp == 0 || ch->rdma_closed)
+		return;
+	if (rconn_withdraw(ch->rdma, c->exp, c->nexp) != 0)
+		fwd_call_unexpose(s, c);
+}
+
+/*
  * Undo what fwd_marshal() did for @c, whose Send has completed and whose
  * windows are fenced or gone with their connection: the buffers offered
  * for the reply go back to the pool and the call holds its record only,

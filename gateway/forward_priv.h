@@ -181,6 +181,8 @@ struct fwd_session {
 	 */
 	uint32_t version;
 	bool version_settled;
+	/* fwd_recv(): the message's Send With Invalidate named a window of the call it answered. */
+	bool inv_claimed;
 	bool peer_pd_sent;  /* the server's RFC 8797 private data came with its answer */
 	uint32_t granted;   /* the server's last grant (starts at 1) */
 	uint32_t in_flight; /* calls sent and not answered */
@@ -288,6 +290,8 @@ void fwd_call_retry(struct fwd_call *c, enum ibv_wc_status status);
 void fwd_pump(struct fwd_session *s);
 int fwd_marshal(struct fwd_session *s, struct fwd_call *c);
 void fwd_call_unexpose(struct fwd_session *s, struct fwd_call *c);
+/* A call given up on the wire: its windows replaced, so that the server can name none of them. */
+void fwd_call_withdraw(struct fwd_session *s, struct fwd_call *c);
 void fwd_call_unmarshal(struct fwd_call *c);
 void fwd_pool_wake(struct rdma_pool_waiter *w);
 

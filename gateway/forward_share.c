@@ -536,7 +536,7 @@ bool fwd_share_orphan(struct fwd_call *c)
 	sh->orphaned[ch->chan_idx]++;
 	fwd_share_set_grant(ch);
 	c->state = FC_DONE;
-	fwd_call_unexpose(s, c); /* fwd_call_put() waits for the fence */
+	fwd_call_withdraw(s, c); /* the server may answer yet */
 	fwd_call_put(c);
 	share_pump_later(ch); /* its windows are free: a call waiting for them may go */
 	return true;

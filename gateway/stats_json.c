@@ -155,6 +155,7 @@ static json_t *json_counters(const struct gw_counters *c, bool every_event_kind,
 	ok &= put(o, "backward_calls", ju64(c->backward_calls));
 	ok &= put(o, "backward_replies", ju64(c->backward_replies));
 	ok &= put(o, "calls_queued_for_credits", ju64(c->calls_queued_for_credits));
+	ok &= put(o, "remote_invalidations", ju64(c->remote_invalidations));
 	ok &= put(rdma, "inline", ju64(c->bytes_inline));
 	ok &= put(rdma, "read_chunk", ju64(c->bytes_read_chunk));
 	ok &= put(rdma, "write_chunk", ju64(c->bytes_write_chunk));

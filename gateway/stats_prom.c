@@ -64,6 +64,7 @@ enum prom_family {
 	FAM_BACKWARD_CALLS,
 	FAM_BACKWARD_REPLIES,
 	FAM_QUEUED,
+	FAM_REMOTE_INVALIDATIONS,
 	FAM_RDMA_BYTES,
 	FAM_TCP_BYTES,
 	FAM_EVENTS,
@@ -141,6 +142,11 @@ static const struct prom_family_desc {
 				   "Replies to backward calls relayed." },
 	[FAM_QUEUED] = { "calls_queued_for_credits_total", "counter", ON_ROUTE | ON_SESSION,
 			 "Calls that had to wait for an RPC-over-RDMA credit." },
+	[FAM_REMOTE_INVALIDATIONS] = { "remote_invalidations_total", "counter",
+				       ON_ROUTE | ON_SESSION,
+				       "Forward routes: chunk windows the server invalidated with "
+				       "its reply (Send With Invalidate), each a local "
+				       "invalidation saved." },
 	[FAM_RDMA_BYTES] = { "rdma_bytes_total", "counter", ON_ROUTE | ON_SESSION,
 			     "Payload bytes moved on the RDMA side, by how: inline, "
 			     "read_chunk, write_chunk, reply_chunk." },
@@ -292,6 +298,7 @@ static const struct {
 	{ FAM_BACKWARD_CALLS, offsetof(struct gw_counters, backward_calls) },
 	{ FAM_BACKWARD_REPLIES, offsetof(struct gw_counters, backward_replies) },
 	{ FAM_QUEUED, offsetof(struct gw_counters, calls_queued_for_credits) },
+	{ FAM_REMOTE_INVALIDATIONS, offsetof(struct gw_counters, remote_invalidations) },
 };
 
 struct prom {

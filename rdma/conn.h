@@ -153,6 +153,8 @@ struct rconn_stats {
 	uint64_t binds;
 	uint64_t local_invalidates;
 	uint64_t remote_invalidates;
+	/* Windows deallocated and allocated again (rconn_withdraw()). */
+	uint64_t windows_replaced;
 	uint64_t recv_buffer_shortages;
 	uint64_t protocol_violations;
 	/* Completion passes that spent their budget and went on in a later loop pass. */
@@ -291,5 +293,28 @@ enum { RCONN_FENCE_MAX = 32 };
  */
 int rconn_fence(struct rconn *c, struct rconn_exposure *exp, unsigned n, uint32_t remote_inv_rkey,
 		struct rconn_wr *wr);
+
+/*
+ * Take back @n exposures the peer may still name: a call given up while
+ * the server may yet answer it. Each window is deallocated and a new one
+ * takes its place, so that a late RDMA access or Send With Invalidate
+ * naming its rkey finds no window at all: the peer's request fails, and
+ * with it the connection, but nothing reaches the buffers behind it. An
+ * invalidation would leave the window free under the same rkey, and a
+ * Send With Invalidate of a free window dereferences NULL in Soft-RoCE
+ * (rxe_do_invalidate_mw(), Linux 6.1 and later): a remote crash. Done when
+ * it returns 0 (ibv_dealloc_mw() is synchronous), the buffers reusable;
+ * -EBUSY, with nothing done, when a window's bind has not been posted yet:
+ * never advertised, it is fenced the usual way (rconn_fence()).
+ */
+int rconn_withdraw(struct rconn *c, struct rconn_exposure *exp, unsigned n);
+
+/*
+ * The owner found the peer breaking the transport's rules in a message it
+ * was handed (a Send With Invalidate naming a window of no call it
+ * answers): logged with @why and the message's @len, counted as
+ * protocol_violations, and the connection fails (RCONN_CLOSE_PROTOCOL).
+ */
+void rconn_violation(struct rconn *c, const char *why, uint32_t len);
 
 #endif

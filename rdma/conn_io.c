@@ -56,7 +56,7 @@ uint32_t rconn_sq_space(const struct rconn *c)
 
 uint32_t rconn_mw_space(const struct rconn *c)
 {
-	return c->params.nmw - c->mw_in_use;
+	return c->params.nmw - c->mw_lost - c->mw_in_use;
 }
 
 /*
@@ -332,6 +332,46 @@ int rconn_fence(struct rconn *c, struct rconn_exposure *exp, unsigned n, uint32_
 	return 0;
 }
 
+/*
+ * A window replaced: the old one deallocated (after ibv_dealloc_mw() returns
+ * the device reaches nothing through it), a new one allocated in its place
+ * and freed for the next bind. Without a new one the slot stays empty and
+ * the connection has one window fewer.
+ */
+static void mw_replace(struct rconn *c, struct rconn_mw *m)
+{
+	struct ibv_pd *pd = m->mw->pd;
+
+	ibv_dealloc_mw(m->mw);
+	m->mw = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+	c->stats.windows_replaced++;
+	if (!m->mw) {
+		gw_warn("rdma: %s: no memory window to replace one given up: %u left",
+			c->dev ? rdma_dev_name(c->dev) : "?", c->params.nmw - c->mw_lost - 1);
+		m->bound = false;
+		c->mw_in_use--;
+		c->mw_lost++;
+		return;
+	}
+	m->rkey = m->mw->rkey;
+	mw_put(c, m);
+}
+
+int rconn_withdraw(struct rconn *c, struct rconn_exposure *exp, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (exp[i].mw && exp[i].mw->bind_queued)
+			return -EBUSY; /* never advertised: rconn_fence() is the way */
+	for (unsigned i = 0; i < n; i++) {
+		struct rconn_mw *m = exp[i].mw;
+		if (!m)
+			continue;
+		exp[i].mw = NULL;
+		mw_replace(c, m);
+	}
+	return 0;
+}
+
 /* ---- receives ---- */
 
 static int recv_post(struct rconn *c, struct rconn_recv *r)
@@ -454,30 +494,45 @@ static const char *recv_violation(const struct rconn *c, const struct ibv_wc *wc
 }
 
 /*
- * The peer broke the transport's rules: the buffer goes back unseen (it may
- * hold nothing of the peer's: a Write With Immediate lands elsewhere) and
- * the connection closes. Whatever the peer wrote into memory we exposed is
- * never delivered: the owner's calls end with the connection.
+ * The peer broke the transport's rules: logged with its address, counted,
+ * and the connection closes. Whatever the peer wrote into memory we exposed
+ * is never delivered: the owner's calls end with the connection.
  */
-static void recv_reject(struct rconn *c, struct rconn_recv *r, const struct ibv_wc *wc,
-			const char *why)
+static void violation(struct rconn *c, const char *why, uint32_t len)
 {
 	char peer[64] = "?";
 	const struct sockaddr *sa = rconn_peer_addr(c);
 
+	if (c->state >= RCONN_CLOSING)
+		return;
 	if (sa)
 		getnameinfo(sa,
 			    sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
 						      : sizeof(struct sockaddr_in),
 			    peer, sizeof(peer), NULL, 0, NI_NUMERICHOST);
 	gw_warn("rdma: %s: protocol violation by %s: %s (%u bytes): closing the connection",
-		c->dev ? rdma_dev_name(c->dev) : "?", peer, why, wc->byte_len);
+		c->dev ? rdma_dev_name(c->dev) : "?", peer, why, len);
 	c->stats.protocol_violations++;
+	rconn_fail(c, RCONN_CLOSE_PROTOCOL);
+}
+
+void rconn_violation(struct rconn *c, const char *why, uint32_t len)
+{
+	violation(c, why, len);
+}
+
+/*
+ * A message that breaks the rules: its buffer goes back unseen (it may
+ * hold nothing of the peer's: a Write With Immediate lands elsewhere).
+ */
+static void recv_reject(struct rconn *c, struct rconn_recv *r, const struct ibv_wc *wc,
+			const char *why)
+{
 	if (r->buf) {
 		gw_buf_put(r->buf);
 		r->buf = NULL;
 	}
-	rconn_fail(c, RCONN_CLOSE_PROTOCOL);
+	violation(c, why, wc->byte_len);
 }
 
 /* ---- completions ---- */

@@ -68,6 +68,7 @@ struct rconn {
 	struct rconn_mw *mws;
 	struct rconn_mw *mw_free;
 	uint32_t mw_in_use;
+	uint32_t mw_lost; /* slots left empty: no window could replace one (rconn_withdraw()) */
 
 	/* Send queue accounting: WRs posted, and the count retired by completions. */
 	uint64_t sq_posted;

@@ -54,6 +54,7 @@ static void assert_builtin_options(const struct gw_route *r)
 	assert_int_equal(r->turn_budget, 16);
 	assert_int_equal(r->turn_budget_contended, 4);		       /* while others are served */
 	assert_int_equal(r->shared_client_max_in_flight_contended, 4); /* likewise */
+	assert_int_equal(r->remote_invalidation, 1); /* Send With Invalidate offered */
 }
 
 /* The form of the issue, which must always be accepted, byte for byte. */
@@ -236,6 +237,7 @@ static void test_every_key(void **state)
 	assert_string_equal(a->ulb_rules[0], nfs);
 	assert_int_equal(a->reply_size_estimate, 65536);
 	assert_int_equal(a->max_rpcrdma_version, 2);
+	assert_int_equal(a->remote_invalidation, 0);
 
 	/* The second overrides every option, at the ends of the ranges. */
 	const struct gw_route *b = &cfg->routes[1];
@@ -271,6 +273,7 @@ static void test_every_key(void **state)
 	assert_string_equal(b->ulb_rules[0], nfs);
 	assert_string_equal(b->ulb_rules[1], extra);
 	assert_int_equal(b->max_rpcrdma_version, 1);
+	assert_int_equal(b->remote_invalidation, 1);
 	assert_int_equal(b->reply_size_estimate, 16777216);
 
 	gw_config_free(cfg);

@@ -386,6 +386,15 @@ static void test_seconds_ranges(void **state)
 	check_option("record_timeout_s", "601", "expected a number of seconds 1..600, got 601");
 }
 
+/* A boolean route option takes true or false, nothing that could pass for one. */
+static void test_boolean_options(void **state)
+{
+	(void)state;
+	check_option("remote_invalidation", "1", "expected true or false, got 1");
+	check_option("remote_invalidation", "'yes'", "expected true or false, got \"yes\"");
+	check_option("remote_invalidation", "null", "expected true or false, got null");
+}
+
 static void test_drain_timeout(void **state)
 {
 	(void)state;
@@ -963,6 +972,7 @@ int main(void)
 		cmocka_unit_test(test_inline_sizes),
 		cmocka_unit_test(test_integer_ranges),
 		cmocka_unit_test(test_seconds_ranges),
+		cmocka_unit_test(test_boolean_options),
 		cmocka_unit_test(test_drain_timeout),
 		cmocka_unit_test(test_workers),
 		cmocka_unit_test(test_process_limits),

@@ -16,6 +16,11 @@
  *    the same way, its pieces copied (the caller's list may be gone); one
  *    with more pieces than a waiting Write holds goes at once, behind what
  *    waits.
+ *  - a window the peer may still name is withdrawn (rconn_withdraw()):
+ *    deallocated, a new window in its place and free, nothing posted; one
+ *    whose bind has not been posted is refused (-EBUSY, nothing done);
+ *    without a new window the slot stays empty and the connection has one
+ *    window fewer.
  *
  * And its completion passes, against a CQ whose poll hands out queued
  * completions and whose arming is counted:
@@ -92,6 +97,12 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 
 struct fixture {
 	struct ibv_context ctx;
+	struct ibv_pd pd;
+	struct ibv_mw spare[NMW]; /* what the provider allocates */
+	unsigned nspare;
+	bool alloc_fails;
+	struct ibv_mw *deallocated[NMW];
+	unsigned ndeallocated;
 	struct ibv_qp qp;
 	struct rdma_cm_id id;
 	struct ibv_mw ibmw[NMW];
@@ -104,12 +115,36 @@ struct fixture {
 
 static struct fixture fx;
 
+static struct ibv_mw *fake_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	assert_int_equal(type, IBV_MW_TYPE_2);
+	if (fx.alloc_fails || fx.nspare == NMW)
+		return NULL;
+	struct ibv_mw *mw = &fx.spare[fx.nspare];
+	*mw = (struct ibv_mw){ .context = pd->context,
+			       .pd = pd,
+			       .rkey = 0x80000u + 0x100u * fx.nspare,
+			       .type = IBV_MW_TYPE_2 };
+	fx.nspare++;
+	return mw;
+}
+
+static int fake_dealloc_mw(struct ibv_mw *mw)
+{
+	assert_true(fx.ndeallocated < NMW);
+	fx.deallocated[fx.ndeallocated++] = mw;
+	return 0;
+}
+
 static int setup(void **state)
 {
 	(void)state;
 	memset(&rec, 0, sizeof(rec));
 	memset(&fx, 0, sizeof(fx));
 	fx.ctx.ops.post_send = fake_post_send;
+	fx.ctx.ops.alloc_mw = fake_alloc_mw;
+	fx.ctx.ops.dealloc_mw = fake_dealloc_mw;
+	fx.pd.context = &fx.ctx;
 	fx.qp.context = &fx.ctx;
 	fx.id.qp = &fx.qp;
 	fx.buf = (struct gw_buf){ .base = fx.mem, .size = sizeof(fx.mem), .mr = &fx.mr };
@@ -120,7 +155,10 @@ static int setup(void **state)
 	fx.c.params.nmw = NMW;
 	fx.c.mws = fx.mws;
 	for (int i = NMW - 1; i >= 0; i--) {
-		fx.ibmw[i].rkey = 0x1000u * (unsigned)(i + 1);
+		fx.ibmw[i] = (struct ibv_mw){ .context = &fx.ctx,
+					      .pd = &fx.pd,
+					      .rkey = 0x1000u * (unsigned)(i + 1),
+					      .type = IBV_MW_TYPE_2 };
 		fx.mws[i] = (struct rconn_mw){ .mw = &fx.ibmw[i], .rkey = fx.ibmw[i].rkey };
 		fx.mws[i].next_free = fx.c.mw_free;
 		fx.c.mw_free = &fx.mws[i];
@@ -199,6 +237,79 @@ static void test_second_bind_of_a_window_posts_the_first(void **state)
 	assert_int_equal(rec.wr[1][1].opcode, IBV_WR_SEND);
 	assert_int_equal(fx.ibmw[0].rkey, e2.rkey);
 	assert_int_equal(fx.c.sq_posted, 3);
+}
+
+/*
+ * A call's window, advertised by its Send, is withdrawn: deallocated, and
+ * a new window takes the slot, free, with the new window's own rkey; no
+ * work request is posted (an invalidation would leave the old window free
+ * under its rkey, for a late Send With Invalidate to find).
+ */
+static void test_withdraw_replaces_the_window(void **state)
+{
+	(void)state;
+	struct rconn_exposure e;
+	struct rconn_wr wr = { 0 };
+
+	assert_int_equal(rconn_expose(&fx.c, &fx.buf, 0, 512, RCONN_REMOTE_READ, &e), 0);
+	assert_int_equal(send_one(&wr), 0);
+	assert_int_equal(rec.nposts, 1);
+	struct ibv_mw *old = e.mw->mw;
+	struct rconn_mw *slot = e.mw;
+
+	assert_int_equal(rconn_withdraw(&fx.c, &e, 1), 0);
+	assert_null(e.mw);
+	assert_int_equal(rec.nposts, 1); /* nothing posted */
+	assert_int_equal(fx.ndeallocated, 1);
+	assert_ptr_equal(fx.deallocated[0], old);
+	assert_ptr_equal(slot->mw, &fx.spare[0]);
+	assert_int_equal(slot->rkey, fx.spare[0].rkey);
+	assert_false(slot->bound);
+	assert_int_equal(fx.c.mw_in_use, 0);
+	assert_int_equal(rconn_mw_space(&fx.c), NMW);
+	assert_ptr_equal(fx.c.mw_free, slot); /* the next bind takes the new window */
+
+	struct rconn_exposure e2;
+	assert_int_equal(rconn_expose(&fx.c, &fx.buf, 0, 512, RCONN_REMOTE_READ, &e2), 0);
+	assert_ptr_equal(e2.mw, slot);
+	assert_int_equal(e2.rkey, ibv_inc_rkey(fx.spare[0].rkey));
+}
+
+/* A window whose bind still waits was never advertised: not withdrawn, nothing done. */
+static void test_withdraw_refuses_an_unposted_bind(void **state)
+{
+	(void)state;
+	struct rconn_exposure e[2];
+	struct rconn_wr wr = { 0 };
+
+	assert_int_equal(rconn_expose(&fx.c, &fx.buf, 0, 512, RCONN_REMOTE_READ, &e[0]), 0);
+	assert_int_equal(send_one(&wr), 0);
+	assert_int_equal(rconn_expose(&fx.c, &fx.buf, 512, 512, RCONN_REMOTE_READ, &e[1]), 0);
+	assert_int_equal(rconn_withdraw(&fx.c, e, 2), -EBUSY);
+	assert_non_null(e[0].mw);
+	assert_non_null(e[1].mw);
+	assert_int_equal(fx.ndeallocated, 0);
+	assert_int_equal(fx.c.mw_in_use, 2);
+}
+
+/* No window to replace one: the slot stays empty, one window fewer from then on. */
+static void test_withdraw_without_a_new_window(void **state)
+{
+	(void)state;
+	struct rconn_exposure e;
+	struct rconn_wr wr = { 0 };
+
+	assert_int_equal(rconn_expose(&fx.c, &fx.buf, 0, 512, RCONN_REMOTE_READ, &e), 0);
+	assert_int_equal(send_one(&wr), 0);
+	struct rconn_mw *slot = e.mw;
+	fx.alloc_fails = true;
+	assert_int_equal(rconn_withdraw(&fx.c, &e, 1), 0);
+	assert_int_equal(fx.ndeallocated, 1);
+	assert_null(slot->mw);
+	assert_int_equal(fx.c.mw_in_use, 0);
+	assert_int_equal(rconn_mw_space(&fx.c), NMW - 1);
+	for (struct rconn_mw *m = fx.c.mw_free; m; m = m->next_free)
+		assert_ptr_not_equal(m, slot);
 }
 
 static void test_full_batch_posts_what_waits(void **state)
@@ -502,6 +613,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_bind_goes_with_its_send, setup),
 		cmocka_unit_test_setup(test_second_bind_of_a_window_posts_the_first, setup),
+		cmocka_unit_test_setup(test_withdraw_replaces_the_window, setup),
+		cmocka_unit_test_setup(test_withdraw_refuses_an_unposted_bind, setup),
+		cmocka_unit_test_setup(test_withdraw_without_a_new_window, setup),
 		cmocka_unit_test_setup(test_full_batch_posts_what_waits, setup),
 		cmocka_unit_test_setup(test_fence_posts_the_binds_before_it, setup),
 		cmocka_unit_test_setup(test_waiting_bind_counts_in_the_queue, setup),

@@ -352,6 +352,7 @@ static void fill(struct gw_counters *c, uint64_t k)
 	c->backward_calls = 3 * k;
 	c->backward_replies = 4 * k;
 	c->calls_queued_for_credits = 5 * k;
+	c->remote_invalidations = 17 * k;
 	c->bytes_inline = 6 * k;
 	c->bytes_read_chunk = 7 * k;
 	c->bytes_write_chunk = 8 * k;
@@ -381,6 +382,7 @@ static void test_add_scalars_and_hists(void **state)
 	assert_int_equal(a->backward_calls, 3003);
 	assert_int_equal(a->backward_replies, 4004);
 	assert_int_equal(a->calls_queued_for_credits, 5005);
+	assert_int_equal(a->remote_invalidations, 17017);
 	assert_int_equal(a->bytes_inline, 6006);
 	assert_int_equal(a->bytes_read_chunk, 7007);
 	assert_int_equal(a->bytes_write_chunk, 8008);

@@ -10,7 +10,15 @@
  *  - from a call the server left unanswered and that was given up
  *    (fwd_share_orphan(), from the engine's sweep): the pump is deferred to
  *    an event of the loop (share_pump_later()), and the call goes once the
- *    loop runs.
+ *    loop runs. The given-up call's window is replaced, not invalidated
+ *    (rconn_withdraw()): the server may still answer it, by Send With
+ *    Invalidate of its rkey.
+ *
+ * A reply by Send With Invalidate naming the answered call's own window
+ * saves that window's fence: no LOCAL_INV, the reply delivered at once,
+ * counted remote_invalidations. One naming another call's window, or
+ * answering no call, is refused (rconn_violation(), wrapped here): the
+ * window it invalidated must never be invalidated again.
  *
  * A reconnected client's NFSv4.1 READ whose data comes in a Write chunk
  * (fwd_deliver_spliced()) makes it a candidate for its gone connection's
@@ -32,7 +40,7 @@
  * rdma_dev_pool, rdma_dev_wait_for_buffers, rdma_pool_alloc (whose buffers
  * get a stand-in registration), gw_engine_base and
  * tcp_conn_send_ref and tcp_conn_send_record, which take the replies
- * delivered to the clients, and tcp_conn_flush_now
+ * delivered to the clients, rconn_violation, and tcp_conn_flush_now
  * (tests/unit/test_forward_share_pump.wrap). The calls are long ones
  * (larger than the inline threshold): each goes in a Position-Zero Read
  * chunk, one window, so that windows, not credits, are what runs out.
@@ -88,8 +96,14 @@ struct fixture {
 	struct ibv_context ctx;
 	struct ibv_qp qp;
 	struct rdma_cm_id id;
+	struct ibv_pd pd;
 	struct ibv_mw ibmw[NMW];
 	struct rconn_mw mws[NMW];
+	/* Windows the provider allocated in place of deallocated ones, and those deallocated. */
+	struct ibv_mw spare[NMW];
+	unsigned nspare;
+	struct ibv_mw *deallocated[NMW];
+	unsigned ndeallocated;
 	struct rconn c;
 	int mr;	  /* stands for the registration: only its address is used */
 	char dev; /* stands for the device: only "has one" is looked at */
@@ -107,6 +121,9 @@ struct fixture {
 	struct tcp_conn *flushed[MAX_SENDS];
 	unsigned flushed_after[MAX_SENDS];
 	unsigned nflushed;
+	/* rconn_violation() calls: why, the last time. */
+	unsigned violations;
+	const char *violation;
 	/* The test sets max_session_memory low: a session may wait for buffers for it. */
 	bool mem_limited;
 };
@@ -123,6 +140,15 @@ struct gw_buf *__wrap_rdma_pool_alloc(struct rdma_pool *pool, size_t size);
 int __wrap_tcp_conn_send_ref(struct tcp_conn *c, struct gw_buf *buf, uint32_t off, uint32_t len);
 int __wrap_tcp_conn_send_record(struct tcp_conn *c, const struct tcp_piece *pieces, unsigned n);
 void __wrap_tcp_conn_flush_now(struct tcp_conn *c);
+void __wrap_rconn_violation(struct rconn *c, const char *why, uint32_t len);
+
+void __wrap_rconn_violation(struct rconn *c, const char *why, uint32_t len)
+{
+	assert_ptr_equal(c, &fx->c);
+	assert_true(len > 0);
+	fx->violations++;
+	fx->violation = why;
+}
 
 struct rdma_pool *__wrap_rdma_dev_pool(const struct rdma_dev *dev)
 {
@@ -218,6 +244,27 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 	return 0;
 }
 
+/* Windows: a deallocation is recorded, an allocation hands out a spare window. */
+static struct ibv_mw *fake_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	assert_int_equal(type, IBV_MW_TYPE_2);
+	assert_true(fx->nspare < NMW);
+	struct ibv_mw *mw = &fx->spare[fx->nspare];
+	*mw = (struct ibv_mw){ .context = pd->context,
+			       .pd = pd,
+			       .rkey = 0x80000u + 0x100u * fx->nspare,
+			       .type = IBV_MW_TYPE_2 };
+	fx->nspare++;
+	return mw;
+}
+
+static int fake_dealloc_mw(struct ibv_mw *mw)
+{
+	assert_true(fx->ndeallocated < NMW);
+	fx->deallocated[fx->ndeallocated++] = mw;
+	return 0;
+}
+
 static void buf_free(struct gw_buf *buf)
 {
 	(void)buf; /* the fixture frees every buffer it made */
@@ -245,6 +292,9 @@ static struct gw_buf *test_buf(struct fixture *f, uint32_t size)
 static void channel_connection(struct fixture *f)
 {
 	f->ctx.ops.post_send = fake_post_send;
+	f->ctx.ops.alloc_mw = fake_alloc_mw;
+	f->ctx.ops.dealloc_mw = fake_dealloc_mw;
+	f->pd.context = &f->ctx;
 	f->qp.context = &f->ctx;
 	f->id.qp = &f->qp;
 	f->c.state = RCONN_CONNECTED;
@@ -254,7 +304,10 @@ static void channel_connection(struct fixture *f)
 	f->c.params.nmw = NMW;
 	f->c.mws = f->mws;
 	for (int i = NMW - 1; i >= 0; i--) {
-		f->ibmw[i].rkey = 0x1000u * (unsigned)(i + 1);
+		f->ibmw[i] = (struct ibv_mw){ .context = &f->ctx,
+					      .pd = &f->pd,
+					      .rkey = 0x1000u * (unsigned)(i + 1),
+					      .type = IBV_MW_TYPE_2 };
 		f->mws[i] = (struct rconn_mw){ .mw = &f->ibmw[i], .rkey = f->ibmw[i].rkey };
 		f->mws[i].next_free = f->c.mw_free;
 		f->c.mw_free = &f->mws[i];
@@ -436,8 +489,11 @@ static void assert_sent_as(const struct fixture *f, unsigned n, const struct fwd
 	}
 }
 
-/* The server answers the call in flight under @wire_xid, inline, with a grant of CREDITS. */
-static void reply(struct fixture *f, uint32_t wire_xid)
+/*
+ * The server answers the call in flight under @wire_xid, inline, with a
+ * grant of CREDITS; by Send With Invalidate of @inv_rkey when not 0.
+ */
+static void reply_inv(struct fixture *f, uint32_t wire_xid, uint32_t inv_rkey)
 {
 	struct gw_buf *b = test_buf(f, 256);
 	ssize_t h = rpcrdma_encode_msg_inline(b->base, b->size, RPCRDMA_V1, wire_xid, CREDITS);
@@ -448,7 +504,12 @@ static void reply(struct fixture *f, uint32_t wire_xid)
 				 0 /* SUCCESS */ };
 	for (size_t i = 0; i < sizeof(rpc) / sizeof(rpc[0]); i++)
 		xdr_put32(p + 4 * i, rpc[i]);
-	fwd_recv(&f->c, f->ch, b, (uint32_t)h + (uint32_t)sizeof(rpc), 0);
+	fwd_recv(&f->c, f->ch, b, (uint32_t)h + (uint32_t)sizeof(rpc), inv_rkey);
+}
+
+static void reply(struct fixture *f, uint32_t wire_xid)
+{
+	reply_inv(f, wire_xid, 0);
 }
 
 /* The Send of @c completed. */
@@ -530,10 +591,17 @@ static void test_orphan_pumps_the_channel_later(void **state)
 	assert_int_equal(b->state, FC_QUEUED);
 	assert_int_equal(f->nsent, NMW);
 
+	struct ibv_mw *a0_window = a[0]->exp[0].mw->mw;
+	unsigned local_invs = f->local_invs;
 	f->a->in_close = true; /* as fwd_sweep_shared_calls() does */
 	assert_true(fwd_share_orphan(a[0]));
 	f->a->in_close = false;
 	assert_int_equal(rconn_mw_space(&f->c), 1);
+	/* Its window was deallocated and another took its place: no invalidation posted. */
+	assert_int_equal(f->ndeallocated, 1);
+	assert_ptr_equal(f->deallocated[0], a0_window);
+	assert_int_equal(f->nspare, 1);
+	assert_int_equal(f->local_invs, local_invs);
 	assert_int_equal(b->state, FC_QUEUED); /* not from inside the sweep */
 	assert_int_equal(f->nsent, NMW);
 
@@ -541,6 +609,7 @@ static void test_orphan_pumps_the_channel_later(void **state)
 	assert_int_equal(f->nsent, NMW + 1);
 	assert_int_equal(b->state, FC_SENT);
 	assert_sent_as(f, NMW, b);
+	assert_ptr_equal(b->exp[0].mw->mw, &f->spare[0]); /* B's call went through the new window */
 	assert_int_equal(f->sh.orphaned[0], 1);
 	assert_int_equal(f->ch->orphans, 1);
 }
@@ -681,6 +750,69 @@ static void test_client_closing_while_waiting_for_memory(void **state)
 	assert_true(TAILQ_EMPTY(&f->ch->fq.ring));
 	assert_int_equal(f->ch->fq.queued, 0);
 	assert_int_equal(f->ch->fq.orphans, 0);
+}
+
+/* ---- Send With Invalidate ---- */
+
+/*
+ * A's call is answered by Send With Invalidate of its own window: no
+ * LOCAL_INV is posted, the window is free again and the reply delivered
+ * at once (no fence to wait for), counted on the client and the route.
+ * Without the claim in fwd_call_answered() the window would be fenced
+ * (invalidated a second time: a NULL dereference in rxe) and the reply
+ * would wait for it.
+ */
+static void test_send_with_invalidate_saves_the_fence(void **state)
+{
+	struct fixture *f = *state;
+	char tcp_a;
+
+	f->a->tcp = (struct tcp_conn *)&tcp_a;
+	struct fwd_call *a0 = call(f, f->a, 0, 0xa000);
+	send_completes(f, a0);
+	assert_int_equal(rconn_mw_space(&f->c), NMW - 1);
+
+	reply_inv(f, a0->wire_xid, a0->exp[0].rkey);
+	assert_int_equal(f->violations, 0);
+	assert_int_equal(f->local_invs, 0);
+	assert_false(a0->fence_pending);
+	assert_int_equal(rconn_mw_space(&f->c), NMW);
+	assert_int_equal(f->ndelivered, 1);
+	assert_int_equal(f->delivered[0], 0xa000);
+	assert_int_equal(f->a->base.counters.remote_invalidations, 1);
+	assert_int_equal(f->route->counters.remote_invalidations, 1);
+}
+
+/*
+ * Two of A's calls in flight. The reply to the first names the second's
+ * window: refused (the connection is failed), and the second's window is
+ * not invalidated by the gateway; a reply to no call by Send With
+ * Invalidate is refused too. Nothing is counted as saved.
+ */
+static void test_send_with_invalidate_of_another_window_refused(void **state)
+{
+	struct fixture *f = *state;
+	char tcp_a;
+
+	f->a->tcp = (struct tcp_conn *)&tcp_a;
+	struct fwd_call *a0 = call(f, f->a, 0, 0xa000);
+	struct fwd_call *a1 = call(f, f->a, 1, 0xa001);
+	send_completes(f, a0);
+	send_completes(f, a1);
+
+	reply_inv(f, a0->wire_xid, a1->exp[0].rkey);
+	assert_int_equal(f->violations, 1);
+	assert_non_null(strstr(f->violation, "Send With Invalidate"));
+	assert_int_equal(a1->state, FC_SENT);
+	assert_non_null(a1->exp[0].mw); /* a1's window left to the teardown */
+	/* a0's own window is fenced, as without the Send With Invalidate */
+	assert_int_equal(f->local_invs, 1);
+
+	reply_inv(f, 0x5eed, a1->exp[0].rkey);
+	assert_int_equal(f->violations, 2);
+	assert_int_equal(f->local_invs, 1);
+	assert_int_equal(f->a->base.counters.remote_invalidations, 0);
+	assert_int_equal(f->route->counters.remote_invalidations, 0);
 }
 
 /* ---- when a reply is written ---- */
@@ -859,6 +991,10 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_calls_wait_for_windows_and_go_in_order, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_send_with_invalidate_saves_the_fence, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_send_with_invalidate_of_another_window_refused,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_orphan_pumps_the_channel_later, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_client_at_memory_limit_waits_alone, setup,

@@ -4,7 +4,9 @@
  * it makes: turn_budget sets each connection's completion budget per pass
  * (twice the records a TCP turn delivers), for the forward route's own and
  * shared connections (fwd_rdma_params()) and for the connections a reverse
- * route accepts (gw_reverse_listen_params()).
+ * route accepts (gw_reverse_listen_params()); remote_invalidation sets the
+ * R bit of a forward connection's RFC 8797 private data and lets the
+ * connection take the server's Send With Invalidate.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -55,6 +57,25 @@ static void test_forward_connections_take_the_budget(void **state)
 	}
 }
 
+static void test_forward_remote_invalidation(void **state)
+{
+	struct gw_route r;
+	struct rpcrdma_privdata pd, sent;
+
+	(void)state;
+	for (uint32_t on = 0; on <= 1; on++) {
+		route_with_budget(&r, 16);
+		r.remote_invalidation = on;
+		memset(&pd, 0, sizeof(pd));
+		struct rconn_params p = fwd_rdma_params(&r, &pd);
+		assert_int_equal(p.remote_invalidation, on);
+		assert_int_equal(pd.remote_inv, on);
+		assert_int_equal(p.private_data_len, RPCRDMA_PD_SIZE);
+		assert_true(rpcrdma_privdata_decode(p.private_data, p.private_data_len, &sent));
+		assert_int_equal(sent.remote_inv, on);
+	}
+}
+
 static void test_reverse_connections_take_the_budget(void **state)
 {
 	struct gw_route r;
@@ -76,6 +97,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_forward_connections_take_the_budget),
+		cmocka_unit_test(test_forward_remote_invalidation),
 		cmocka_unit_test(test_reverse_connections_take_the_budget),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -99,6 +99,7 @@ static void fill_route_totals(struct gw_counters *c)
 	c->backward_calls = 5;
 	c->backward_replies = 4;
 	c->calls_queued_for_credits = 17;
+	c->remote_invalidations = 29;
 	c->bytes_inline = 123456;
 	c->bytes_read_chunk = 1ull << 30;
 	c->bytes_write_chunk = 3ull << 30;
@@ -662,6 +663,7 @@ static void test_stats_json(void **state)
 	assert_int_equal(jint(ra, "totals.backward_calls"), t->backward_calls);
 	assert_int_equal(jint(ra, "totals.backward_replies"), t->backward_replies);
 	assert_int_equal(jint(ra, "totals.calls_queued_for_credits"), t->calls_queued_for_credits);
+	assert_int_equal(jint(ra, "totals.remote_invalidations"), t->remote_invalidations);
 	assert_int_equal(jint(ra, "totals.rdma_bytes.inline"), t->bytes_inline);
 	assert_int_equal(jint(ra, "totals.rdma_bytes.read_chunk"), t->bytes_read_chunk);
 	assert_int_equal(jint(ra, "totals.rdma_bytes.write_chunk"), t->bytes_write_chunk);
@@ -1189,6 +1191,8 @@ static void check_route_scalars(json_t *fams, const char *route, const struct gw
 		    c->backward_replies);
 	assert_true(sample(fams, "rpcrdma_gw_calls_queued_for_credits_total", R, route, NULL) ==
 		    c->calls_queued_for_credits);
+	assert_true(sample(fams, "rpcrdma_gw_remote_invalidations_total", R, route, NULL) ==
+		    c->remote_invalidations);
 	assert_true(sample(fams, "rpcrdma_gw_sessions_opened_total", R, route, NULL) ==
 		    c->sessions_opened);
 	assert_true(sample(fams, "rpcrdma_gw_sessions_closed_total", R, route, NULL) ==
