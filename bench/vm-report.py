@@ -24,8 +24,9 @@ import subprocess
 import sys
 from collections import defaultdict
 
-PATHS = ["rdma", "tcp", "gateway"]
-PATH_NAMES = {"rdma": "direct RDMA", "tcp": "direct TCP", "gateway": "gateway"}
+PATHS = ["rdma", "tcp", "gateway", "gateway-b"]
+PATH_NAMES = {"rdma": "direct RDMA", "tcp": "direct TCP", "gateway": "gateway",
+              "gateway-b": "gateway B"}
 
 
 def size_name(n):
@@ -64,13 +65,13 @@ def summarise(clk, rows):
         "gw_sys": None,
         "gw_sleeps": None,
     }
-    if rows[0]["path"] == "gateway":
+    if rows[0]["path"].startswith("gateway"):
         gw = tot("gw_uticks") + tot("gw_sticks")
         calls = max(tot("gw_calls"), 1)
         s["gw"] = gw * us / calls
         s["gw_sys"] = 100 * tot("gw_sticks") / gw if gw else None
         s["gw_sleeps"] = tot("gw_sleeps") / calls
-    if rows[0]["path"] == "gateway" and mib:
+    if rows[0]["path"].startswith("gateway") and mib:
         mibs = tot("gw_tcp_bytes") / 1048576
         s["gw_mib"] = (tot("gw_uticks") + tot("gw_sticks")) * us / mibs if mibs else None
     return s
@@ -128,6 +129,7 @@ def plot(out, clk, runs):
         print("(gnuplot not installed: no plot)")
         return
     files = []
+    paths = [p for p in PATHS if any(k[3] == p for k in runs)]
     for vers in sorted({k[0] for k in runs}):
         for wl in ("write", "read"):
             sizes = sorted({k[2] for k in runs if k[0] == vers and k[1] == wl})
@@ -135,7 +137,7 @@ def plot(out, clk, runs):
             with open(name, "w") as f:
                 for size in sizes:
                     vals = []
-                    for p in PATHS:
+                    for p in paths:
                         rows = runs.get((vers, wl, size, p))
                         vals.append(f"{summarise(clk, rows)['mbs']:.2f}" if rows else "NaN")
                     f.write(f"{size // 1024} " + " ".join(vals) + "\n")
@@ -152,7 +154,7 @@ def plot(out, clk, runs):
         script.append(f"set title 'NFSv{vers} {wl}'")
         script.append(", ".join(
             f"'{name}' using 1:{i + 2} with linespoints title '{PATH_NAMES[p]}'"
-            for i, p in enumerate(PATHS)).join(["plot ", ""]))
+            for i, p in enumerate(paths)).join(["plot ", ""]))
     script.append("unset multiplot")
     subprocess.run([gp], input="\n".join(script) + "\n", text=True, check=True)
     print(f"plot: {os.path.join(out, 'throughput.png')}")

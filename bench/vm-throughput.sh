@@ -23,7 +23,11 @@
 # (perf samples, bench/vm-cpu-split.py: the gateway's and nfsd's CPU per RPC with the
 # emulated NIC's share apart), in OUT_DIR/cpu-split-4k.txt.
 # Environment: ROUNDS (2), META_FILES (600), SIZES ("4096 16384 65536 262144 1048576"),
-# PROFILE (1), SCALE (1: each I/O size moves 4, 8, 8, 16 and 16 MiB per run, times SCALE).
+# PROFILE (1), SCALE (1: each I/O size moves 4, 8, 8, 16 and 16 MiB per run, times SCALE),
+# GATEWAY_B (unset: three paths): route options, as JSON members (for instance
+# '"remote_invalidation": false'), of a second route of the same gateway on port 3050,
+# run as a fourth path ("gateway B") in the same rounds, and profiled the same way
+# (OUT_DIR/strace-4k-b.txt): a change measured against the defaults on the same host load.
 # The defaults take about 10 minutes in the guest on a 2-core host.
 # Run it alone on the machine (it shares the VM lock with the end-to-end jobs):
 #   flock /tmp/rpcrdma-vm.lock bench/vm-throughput.sh build-rel
@@ -37,6 +41,7 @@ cat >"$env" <<ENV
 export GW_SRC=$top GW_BIN=$build/gateway/rpcrdma-gw
 export ROUNDS=${ROUNDS:-2} META_FILES=${META_FILES:-600} PROFILE=${PROFILE:-1} SCALE=${SCALE:-1}
 export SIZES="${SIZES:-4096 16384 65536 262144 1048576}"
+export GATEWAY_B='${GATEWAY_B:-}'
 ENV
 cat >"$job" <<'JOB'
 set -eu
@@ -44,9 +49,15 @@ gwvm-net >/dev/null
 # TCP 2049 and RDMA 20049, so that the client can reach the server both ways.
 gwvm-nfsd /export tcp+rdma >/dev/null
 modprobe nfsv3; modprobe nfsv4
+paths="rdma tcp gateway"; route_b=""
+if [[ -n $GATEWAY_B ]]; then
+    paths+=" gateway-b"
+    route_b=", { \"name\": \"nfs-b\", \"mode\": \"forward\", \"listen\": \"tcp://192.0.2.2:3050\",
+                \"upstream\": \"rdma://192.0.2.1:20049\", $GATEWAY_B }"
+fi
 cat >/tmp/gw.json <<JSON
 { "routes": [ { "name": "nfs", "mode": "forward", "listen": "tcp://192.0.2.2:3049",
-                "upstream": "rdma://192.0.2.1:20049" } ],
+                "upstream": "rdma://192.0.2.1:20049" } $route_b ],
   "stats": { "listen": "127.0.0.1:9464" }, "logging": { "level": "warning" } }
 JSON
 "$GW_BIN" -c /tmp/gw.json & gw=$!
@@ -110,11 +121,12 @@ m=/mnt/b; mkdir -p $m
 while (($(date +%s) < $(cat /run/gwvm-nfsd.started) + 12)); do sleep 1; done
 for round in $(seq "$ROUNDS"); do
     for vers in 3 4.2; do
-        for path in rdma tcp gateway; do
+        for path in $paths; do
             case $path in
-            rdma)    o="proto=rdma,port=20049"; a=192.0.2.1 ;;
-            tcp)     o="proto=tcp,port=2049";   a=192.0.2.1 ;;
-            gateway) o="proto=tcp,port=3049";   a=192.0.2.2 ;;
+            rdma)      o="proto=rdma,port=20049"; a=192.0.2.1 ;;
+            tcp)       o="proto=tcp,port=2049";   a=192.0.2.1 ;;
+            gateway)   o="proto=tcp,port=3049";   a=192.0.2.2 ;;
+            gateway-b) o="proto=tcp,port=3050";   a=192.0.2.2 ;;
             esac
             if [[ $vers == 3 ]]; then o+=",nolock"; e=$a:/export; else e=$a:/; fi
             mount -t nfs -o vers=$vers,$o $e $m
@@ -143,12 +155,16 @@ io() { # SIZE COUNT: O_DIRECT write then read through the mount
 # (strace -c over every thread) for 4 KiB I/O, in a file next to runs.tsv. Not in the
 # table: strace slows what it watches.
 if [[ ${PROFILE:-1} == 1 ]]; then
-    mount -t nfs -o vers=3,proto=tcp,port=3049,nolock 192.0.2.2:/export $m
-    io 4096 64
-    c0=$(calls)
-    strace -c -f -o /share/strace-4k.txt $(for t in /proc/$gw/task/*; do echo -p "${t##*/}"; done) 2>/dev/null & st=$!
-    sleep 2; io 4096 512; sleep 1; kill -INT $st; wait $st || true
-    echo "gateway RPC calls during the trace: $(($(calls) - c0))" >>/share/strace-4k.txt
+    for port in $([[ -n $GATEWAY_B ]] && echo 3050) 3049; do
+        mount -t nfs -o vers=3,proto=tcp,port=$port,nolock 192.0.2.2:/export $m
+        io 4096 64
+        c0=$(calls) st_out=/share/strace-4k$([[ $port == 3050 ]] && echo -b).txt
+        strace -c -f -o $st_out $(for t in /proc/$gw/task/*; do echo -p "${t##*/}"; done) 2>/dev/null & st=$!
+        sleep 2; io 4096 512; sleep 1; kill -INT $st; wait $st || true
+        echo "gateway RPC calls during the trace: $(($(calls) - c0))" >>$st_out
+        rm -f $m/f
+        [[ $port == 3049 ]] || umount $m
+    done
     # Where the guest's CPU goes, by process and, for the gateway and nfsd, by code:
     # system-wide cpu-clock samples with kernel call chains (bench/vm-cpu-split.py says
     # how they are split; the emulated NIC's share apart).

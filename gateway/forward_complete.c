@@ -310,9 +310,8 @@ static bool fwd_call_window(const struct fwd_call *c, uint32_t rkey)
 
 /*
  * The server answered: take the call off the wire, fence, then deliver. A
- * Send With Invalidate (@inv_rkey) that named one of the call's windows
- * saves that window's fence; one that named another is left unclaimed,
- * for fwd_recv() to refuse.
+ * Send With Invalidate (@inv_rkey, one of the call's windows: the callers
+ * refuse any other before they touch the call) saves that window's fence.
  */
 static void fwd_call_answered(struct fwd_session *s, struct fwd_call *c, uint32_t inv_rkey)
 {
@@ -419,6 +418,8 @@ static void fwd_recv_error(struct fwd_session *s, const struct rpcrdma_hdr *h, u
 		gw_count_event(&s->base, GW_EV_UNMATCHED_REPLY);
 		return;
 	}
+	if (inv_rkey && !fwd_call_window(c, inv_rkey))
+		return; /* another call's window: fwd_recv() refuses the message */
 	if (h->err == RPCRDMA_ERR_VERS && fwd_version_fallback(s, c, h, inv_rkey))
 		return;
 	/* Only Version One has ERR_CHUNK: RDMA2_ERR_BAD_HEADER is no reason to retry. */
@@ -498,6 +499,11 @@ static void fwd_recv_message(struct fwd_session *s, struct gw_buf *buf, uint32_t
 	struct fwd_call *c = fwd_call_by_xid(s, h.xid);
 	if (!c) {
 		gw_count_event(&s->base, GW_EV_UNMATCHED_REPLY);
+		gw_buf_put(buf);
+		return;
+	}
+	if (inv_rkey && !fwd_call_window(c, inv_rkey)) {
+		/* Another call's window: fwd_recv() refuses the message, nothing is delivered. */
 		gw_buf_put(buf);
 		return;
 	}

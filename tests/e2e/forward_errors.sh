@@ -24,8 +24,11 @@
 # client session is an RDMA connection of its own):
 #  - RDMA Write With Immediate into a Write chunk the gateway offered, and Send With
 #    Invalidate naming the call's own chunk or, with two calls in flight, the other
-#    call's (remote invalidation is not advertised): protocol violations, counted; the
-#    session is closed and the TCP client gets no reply bytes at all;
+#    call's (on "bad", remote_invalidation false: not offered): protocol violations,
+#    counted; the session is closed and the TCP client gets no reply bytes at all;
+#  - the same two Send With Invalidate on "badinv", which offers remote invalidation
+#    (the default): the call's own chunk is a reply like any other, its data intact,
+#    counted remote_invalidations; the other call's chunk closes the session, no bytes;
 #  - reply lengths claimed and never written (a Write chunk, a Write chunk with only
 #    its first bytes written, a Reply chunk holding only the RPC header), right after
 #    another client moved a pattern through the same route: the client gets zeros
@@ -55,7 +58,7 @@ modprobe nfsv4
 cat >"$E2E_WORK/gw.json" <<JSON
 { "routes": [ { "name": "nfs", "mode": "forward", "max_record_size": 2097152,
                 "listen": "tcp://192.0.2.2:2049", "upstream": "rdma://192.0.2.1:20049" },
-              { "name": "bad", "mode": "forward",
+              { "name": "bad", "mode": "forward", "remote_invalidation": false,
                 "listen": "tcp://192.0.2.2:2050", "upstream": "rdma://192.0.2.1:20050" },
               { "name": "slow", "mode": "forward", "credits": 4, "queue_limit": 8,
                 "listen": "tcp://192.0.2.2:2051", "upstream": "rdma://192.0.2.1:20049" },
@@ -68,7 +71,9 @@ cat >"$E2E_WORK/gw.json" <<JSON
                 "listen": "tcp://192.0.2.2:2054", "upstream": "rdma://192.0.2.1:20051" },
               { "name": "orphan", "mode": "forward", "upstream_connections": 1,
                 "call_timeout_s": 3,
-                "listen": "tcp://192.0.2.2:2055", "upstream": "rdma://192.0.2.1:20060" } ],
+                "listen": "tcp://192.0.2.2:2055", "upstream": "rdma://192.0.2.1:20060" },
+              { "name": "badinv", "mode": "forward",
+                "listen": "tcp://192.0.2.2:2056", "upstream": "rdma://192.0.2.1:20050" } ],
   "stats": { "listen": "127.0.0.1:9464" } }
 JSON
 gw_start forward "$E2E_WORK/gw.json" || e2e_finish
@@ -472,6 +477,32 @@ for what, first, calls in (("RDMA Write With Immediate", b"", [read3(0x3a01, 655
            "%s: the client's connection is closed (%s) with no reply bytes (%d)" %
            (what, "%.1f s" % t if t is not None else "still open", len(got)))
 
+# c. The same on badinv, which offers remote invalidation: the call's own chunk is
+# allowed, and its reply reaches the client; another call's chunk is not.
+try:
+    s = conn(2056)
+    s.sendall(read3(0x3b01))
+    st, count, data = read_data(read_record(s))
+    expect(st == 0 and count > 1024 and data == cyc(count),
+           "Send With Invalidate of the call's own chunk, offered: the READ's %d bytes "
+           "reached the client intact" % count)
+    s.close()
+except Exception as e:
+    expect(False, "Send With Invalidate of the call's own chunk, offered: %r" % e)
+try:
+    s = conn(2056)
+    s.sendall(null(0x3b00))
+    read_record(s)
+    s.sendall(read3(0x3b11) + read3(0x3b12))
+    got, t = until_closed(s, 10)
+    s.close()
+except Exception as e:
+    got, t = repr(e).encode(), None
+expect(t is not None and got == b"",
+       "Send With Invalidate of the other call's chunk, offered: the client's connection "
+       "is closed (%s) with no reply bytes (%d)" %
+       ("%.1f s" % t if t is not None else "still open", len(got)))
+
 t_timeout.join()
 got, t = timeout_result["r"]
 expect(t is not None and 2.5 <= t <= 7 and got == b"",
@@ -504,6 +535,11 @@ check "stats: two Reply chunk retries ($(bev reply_chunk_retry))" \
 check "stats: calls waited for credits ($bqueued)" test "$bqueued" -ge 1
 b2ev() { gw_jq "[r for r in s['routes'] if r['name']=='bad2'][0]['totals']['events']['$1']"; }
 check "stats: protocol violations on bad ($(bev protocol_violation))" test "$(bev protocol_violation)" -eq 3
+iev() { gw_jq "[r for r in s['routes'] if r['name']=='badinv'][0]['totals']$1"; }
+check "stats: on badinv, one protocol violation ($(iev "['events']['protocol_violation']")) and one window the server invalidated ($(iev "['remote_invalidations']"))" \
+    test "$(iev "['events']['protocol_violation']")" -eq 1 -a "$(iev "['remote_invalidations']")" -eq 1
+check "stats: on bad (not offered), no window the server invalidated counted ($(gw_jq "[r for r in s['routes'] if r['name']=='bad'][0]['totals']['remote_invalidations']"))" \
+    test "$(gw_jq "[r for r in s['routes'] if r['name']=='bad'][0]['totals']['remote_invalidations']")" -eq 0
 check "stats: call timeouts on bad2 ($(b2ev call_timeout))" test "$(b2ev call_timeout)" -eq 1
 bc_delivered=$(cat "$E2E_WORK/bc_delivered" 2>/dev/null || echo 0)
 check "stats: the backward calls not delivered ($(b2ev backward_undeliverable)) are the 10 sent less the $bc_delivered delivered" \

@@ -5,7 +5,8 @@
 # symlinks (one longer than the inline threshold), rename and setattr, POSIX locks, 8
 # concurrent writers; on NFSv3 a POSIX ACL of 300 entries (NFSACL), on NFSv4 an ACL of
 # 190 users (a SETATTR longer than the inline threshold: a Position-Zero long call).
-# Then the gateway's counters must show the traffic, and SIGTERM must drain it cleanly.
+# Then the gateway's counters must show the traffic (the server's Send With Invalidate
+# among it: remote invalidation is offered by default), and SIGTERM must drain it cleanly.
 set -u
 source "$GW_SRC/tests/e2e/lib/gw-e2e.sh"
 gwvm-net
@@ -54,6 +55,9 @@ rbytes=$(gw_jq "s['routes'][0]['totals']['rdma_bytes']['read_chunk']")
 check "stats: NFS READ calls counted ($reads)" test "${reads:-0}" -gt 0
 check "stats: bytes moved by Write chunks ($wbytes) >= the data read back" test "${wbytes:-0}" -ge $((MB * 8 * 1048576))
 check "stats: bytes moved by Read chunks ($rbytes) >= the data written" test "${rbytes:-0}" -ge $((MB * 8 * 1048576))
+rinv=$(gw_jq "s['routes'][0]['totals']['remote_invalidations']")
+check "stats: windows the server invalidated with its reply (Send With Invalidate: $rinv), of $reads READs" \
+    test "${rinv:-0}" -gt 0
 gw_check_quiet
 gw_stop
 grep -E "error|warning" "$GW_LOG" | head -20

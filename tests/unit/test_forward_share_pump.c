@@ -785,9 +785,11 @@ static void test_send_with_invalidate_saves_the_fence(void **state)
 
 /*
  * Two of A's calls in flight. The reply to the first names the second's
- * window: refused (the connection is failed), and the second's window is
- * not invalidated by the gateway; a reply to no call by Send With
- * Invalidate is refused too. Nothing is counted as saved.
+ * window: refused (the connection is failed) before either call is
+ * touched: nothing delivered, no window fenced (the second's must never
+ * be invalidated by the gateway; the first's go with the connection). A
+ * reply to no call by Send With Invalidate is refused too. Nothing is
+ * counted as saved.
  */
 static void test_send_with_invalidate_of_another_window_refused(void **state)
 {
@@ -803,14 +805,16 @@ static void test_send_with_invalidate_of_another_window_refused(void **state)
 	reply_inv(f, a0->wire_xid, a1->exp[0].rkey);
 	assert_int_equal(f->violations, 1);
 	assert_non_null(strstr(f->violation, "Send With Invalidate"));
+	assert_int_equal(a0->state, FC_SENT);
 	assert_int_equal(a1->state, FC_SENT);
-	assert_non_null(a1->exp[0].mw); /* a1's window left to the teardown */
-	/* a0's own window is fenced, as without the Send With Invalidate */
-	assert_int_equal(f->local_invs, 1);
+	assert_non_null(a0->exp[0].mw); /* both windows left to the teardown */
+	assert_non_null(a1->exp[0].mw);
+	assert_int_equal(f->local_invs, 0);
+	assert_int_equal(f->ndelivered, 0);
 
 	reply_inv(f, 0x5eed, a1->exp[0].rkey);
 	assert_int_equal(f->violations, 2);
-	assert_int_equal(f->local_invs, 1);
+	assert_int_equal(f->local_invs, 0);
 	assert_int_equal(f->a->base.counters.remote_invalidations, 0);
 	assert_int_equal(f->route->counters.remote_invalidations, 0);
 }
