@@ -24,9 +24,12 @@ import subprocess
 import sys
 from collections import defaultdict
 
-PATHS = ["rdma", "tcp", "gateway", "gateway-b"]
+PATHS = ["rdma", "tcp", "gateway", "gateway-b", "reverse", "reverse-b"]
 PATH_NAMES = {"rdma": "direct RDMA", "tcp": "direct TCP", "gateway": "gateway",
-              "gateway-b": "gateway B"}
+              "gateway-b": "gateway B", "reverse": "reverse gateway",
+              "reverse-b": "reverse gateway B"}
+# The paths through the gateway: its CPU is counted for these.
+GATEWAY_PATHS = {"gateway", "gateway-b", "reverse", "reverse-b"}
 
 
 def size_name(n):
@@ -65,13 +68,13 @@ def summarise(clk, rows):
         "gw_sys": None,
         "gw_sleeps": None,
     }
-    if rows[0]["path"].startswith("gateway"):
+    if rows[0]["path"] in GATEWAY_PATHS:
         gw = tot("gw_uticks") + tot("gw_sticks")
         calls = max(tot("gw_calls"), 1)
         s["gw"] = gw * us / calls
         s["gw_sys"] = 100 * tot("gw_sticks") / gw if gw else None
         s["gw_sleeps"] = tot("gw_sleeps") / calls
-    if rows[0]["path"].startswith("gateway") and mib:
+    if rows[0]["path"] in GATEWAY_PATHS and mib:
         mibs = tot("gw_tcp_bytes") / 1048576
         s["gw_mib"] = (tot("gw_uticks") + tot("gw_sticks")) * us / mibs if mibs else None
     return s

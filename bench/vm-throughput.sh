@@ -28,6 +28,9 @@
 # '"remote_invalidation": false'), of a second route of the same gateway on port 3050,
 # run as a fourth path ("gateway B") in the same rounds, and profiled the same way
 # (OUT_DIR/strace-4k-b.txt): a change measured against the defaults on the same host load.
+# REVERSE (0): 1 adds the gateway in reverse mode as a path ("reverse": the client over
+# RDMA to the gateway, the gateway over TCP to the server), and with GATEWAY_B a reverse
+# route with those options too ("reverse B").
 # The defaults take about 10 minutes in the guest on a 2-core host.
 # Run it alone on the machine (it shares the VM lock with the end-to-end jobs):
 #   flock /tmp/rpcrdma-vm.lock bench/vm-throughput.sh build-rel
@@ -41,7 +44,7 @@ cat >"$env" <<ENV
 export GW_SRC=$top GW_BIN=$build/gateway/rpcrdma-gw
 export ROUNDS=${ROUNDS:-2} META_FILES=${META_FILES:-600} PROFILE=${PROFILE:-1} SCALE=${SCALE:-1}
 export SIZES="${SIZES:-4096 16384 65536 262144 1048576}"
-export GATEWAY_B='${GATEWAY_B:-}'
+export GATEWAY_B='${GATEWAY_B:-}' REVERSE=${REVERSE:-0}
 ENV
 cat >"$job" <<'JOB'
 set -eu
@@ -54,6 +57,16 @@ if [[ -n $GATEWAY_B ]]; then
     paths+=" gateway-b"
     route_b=", { \"name\": \"nfs-b\", \"mode\": \"forward\", \"listen\": \"tcp://192.0.2.2:3050\",
                 \"upstream\": \"rdma://192.0.2.1:20049\", $GATEWAY_B }"
+fi
+if [[ $REVERSE == 1 ]]; then
+    paths+=" reverse"
+    route_b+=", { \"name\": \"rev\", \"mode\": \"reverse\", \"listen\": \"rdma://192.0.2.2:20050\",
+                \"upstream\": \"tcp://192.0.2.1:2049\" }"
+    if [[ -n $GATEWAY_B ]]; then
+        paths+=" reverse-b"
+        route_b+=", { \"name\": \"rev-b\", \"mode\": \"reverse\", \"listen\": \"rdma://192.0.2.2:20051\",
+                    \"upstream\": \"tcp://192.0.2.1:2049\", $GATEWAY_B }"
+    fi
 fi
 cat >/tmp/gw.json <<JSON
 { "routes": [ { "name": "nfs", "mode": "forward", "listen": "tcp://192.0.2.2:3049",
@@ -127,6 +140,8 @@ for round in $(seq "$ROUNDS"); do
             tcp)       o="proto=tcp,port=2049";   a=192.0.2.1 ;;
             gateway)   o="proto=tcp,port=3049";   a=192.0.2.2 ;;
             gateway-b) o="proto=tcp,port=3050";   a=192.0.2.2 ;;
+            reverse)   o="proto=rdma,port=20050"; a=192.0.2.2 ;;
+            reverse-b) o="proto=rdma,port=20051"; a=192.0.2.2 ;;
             esac
             if [[ $vers == 3 ]]; then o+=",nolock"; e=$a:/export; else e=$a:/; fi
             mount -t nfs -o vers=$vers,$o $e $m
@@ -158,7 +173,9 @@ if [[ ${PROFILE:-1} == 1 ]]; then
     for port in $([[ -n $GATEWAY_B ]] && echo 3050) 3049; do
         mount -t nfs -o vers=3,proto=tcp,port=$port,nolock 192.0.2.2:/export $m
         io 4096 64
-        c0=$(calls) st_out=/share/strace-4k$([[ $port == 3050 ]] && echo -b).txt
+        st_out=/share/strace-4k.txt
+        if [[ $port == 3050 ]]; then st_out=/share/strace-4k-b.txt; fi
+        c0=$(calls)
         strace -c -f -o $st_out $(for t in /proc/$gw/task/*; do echo -p "${t##*/}"; done) 2>/dev/null & st=$!
         sleep 2; io 4096 512; sleep 1; kill -INT $st; wait $st || true
         echo "gateway RPC calls during the trace: $(($(calls) - c0))" >>$st_out

@@ -107,8 +107,9 @@ struct gw_counters {
 	uint64_t backward_replies;
 	uint64_t calls_queued_for_credits;
 	/*
-	 * Forward routes: windows the server invalidated with its reply (Send
-	 * With Invalidate, RFC 8797), each a local invalidation saved.
+	 * Send With Invalidate (RFC 8797), each a local invalidation saved:
+	 * forward, the gateway's windows the server invalidated with its
+	 * reply; reverse, the client's regions the gateway's answers did.
 	 */
 	uint64_t remote_invalidations;
 	/* bytes by how they crossed the RDMA side */

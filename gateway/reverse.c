@@ -529,6 +529,8 @@ bool gw_reverse_accept(struct gw_route_rt *route, const struct sockaddr *peer, c
 		gw_debug("%s: a client sent no RFC 8797 private data: 1024 bytes each way",
 			 r->name);
 	rpcrdma_inline_thresholds(&s->own_pd, &s->peer_pd, &s->thr);
+	/* As the Linux server does: the client's offer taken, unless the route says not to. */
+	s->send_inv = s->peer_pd_sent && s->peer_pd.remote_inv && r->remote_invalidation;
 	s->grant = r->credits;
 	if (peer->sa_family == AF_INET || peer->sa_family == AF_INET6)
 		memcpy(&s->peer, peer,

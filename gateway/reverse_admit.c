@@ -647,6 +647,7 @@ static bool rev_recv_msg(struct rev_session *s, struct gw_buf *buf, uint32_t len
 	c->mem = need;
 	s->mem_held += need;
 	c->xid = h.xid;
+	c->inv_rkey = 0;
 	/* Answered in its own version; one the route does not speak gets ERR_VERS in One. */
 	c->version =
 		h.version == RPCRDMA_V2 && r != RPCRDMA_R_BAD_VERSION ? RPCRDMA_V2 : RPCRDMA_V1;
@@ -674,6 +675,8 @@ static bool rev_recv_msg(struct rev_session *s, struct gw_buf *buf, uint32_t len
 		rev_answer(s, c, RA_ERR_CHUNK);
 		return true;
 	}
+	if (s->send_inv)
+		c->inv_rkey = rev_inv_rkey(&h);
 
 	if (h.nreads == 0) {
 		/* An inline call: it goes upstream from the receive buffer itself. */

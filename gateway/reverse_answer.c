@@ -33,13 +33,18 @@ static void rev_send_done(struct rconn_wr *wr, enum ibv_wc_status status)
 		rev_sq_pump(s);
 }
 
-/* Post @c's answer: @n pieces, the first its transport header. The credit goes back with it. */
+/*
+ * Post @c's answer: @n pieces, the first its transport header. The credit
+ * goes back with it. With @inv_rkey (a reply, its chunks' one handle) it is
+ * a Send With Invalidate: the client's region is invalidated by the time
+ * the client sees the reply, which saves it a local invalidation.
+ */
 static int rev_post_send(struct rev_session *s, struct rev_call *c, const struct ibv_sge *sge,
-			 unsigned n)
+			 unsigned n, uint32_t inv_rkey)
 {
 	c->send_wr.done = rev_send_done;
 	c->send_pending = true;
-	int err = rconn_send(s->rdma, sge, n, 0, &c->send_wr);
+	int err = rconn_send(s->rdma, sge, n, inv_rkey, &c->send_wr);
 	if (err) {
 		c->send_pending = false;
 		return err;
@@ -85,7 +90,7 @@ static int rev_post_rdma_error(struct rev_session *s, struct rev_call *c)
 	if (n < 0)
 		return (int)n;
 	struct ibv_sge sge = rev_room_sge(c, (uint32_t)n);
-	int err = rev_post_send(s, c, &sge, 1);
+	int err = rev_post_send(s, c, &sge, 1, 0);
 	if (err)
 		return err;
 	gw_count_event(&s->base, ev);
@@ -142,7 +147,7 @@ static int rev_post_rpc_error(struct rev_session *s, struct rev_call *c)
 	}
 	memcpy(c->room + hlen, msg, mlen);
 	struct ibv_sge sge = rev_room_sge(c, (uint32_t)(hlen + mlen));
-	int err = rev_post_send(s, c, &sge, 1);
+	int err = rev_post_send(s, c, &sge, 1, 0);
 	if (err)
 		return err;
 	gw_count_event(&s->base, GW_EV_RPC_ERROR_REPLY);
@@ -259,9 +264,11 @@ static int rev_post_reply(struct rev_session *s, struct rev_call *c)
 							.lkey = c->reply->lkey };
 	}
 	if (!err)
-		err = rev_post_send(s, c, sge, nsge);
+		err = rev_post_send(s, c, sge, nsge, c->inv_rkey);
 	if (err)
 		return err == -EAGAIN ? -EIO : err; /* some Writes may be posted: never again */
+	if (c->inv_rkey)
+		GW_COUNT(&s->base, remote_invalidations, 1);
 
 	GW_COUNT(&s->base, bytes_write_chunk, plan.moved_bytes);
 	if (plan.how == REV_REPLY_INLINE) {

@@ -268,3 +268,40 @@ enum rev_admit rev_admit_call(uint32_t outstanding, uint32_t grant, uint32_t fre
 		return REV_ADMIT_OVERRUN;
 	return free_slots ? REV_ADMIT_TAKE : REV_ADMIT_WAIT;
 }
+
+/* Fold @handle into the common one; false once two differ. */
+static bool inv_fold(uint32_t handle, bool *have, uint32_t *rkey)
+{
+	if (*have)
+		return handle == *rkey;
+	*have = true;
+	*rkey = handle;
+	return true;
+}
+
+uint32_t rev_inv_rkey(const struct rpcrdma_hdr *h)
+{
+	struct rpcrdma_read_seg r;
+	struct rpcrdma_seg seg;
+	uint32_t rkey = 0;
+	bool have = false;
+
+	for (uint32_t i = 0; i < h->read_nsegs; i++) {
+		rpcrdma_read_seg(h, i, &r);
+		if (!inv_fold(r.seg.handle, &have, &rkey))
+			return 0;
+	}
+	for (uint32_t k = 0; k < h->nwrites; k++) {
+		for (uint32_t i = 0; i < h->write[k].nsegs; i++) {
+			rpcrdma_chunk_seg(&h->write[k], i, &seg);
+			if (!inv_fold(seg.handle, &have, &rkey))
+				return 0;
+		}
+	}
+	for (uint32_t i = 0; h->has_reply && i < h->reply.nsegs; i++) {
+		rpcrdma_chunk_seg(&h->reply, i, &seg);
+		if (!inv_fold(seg.handle, &have, &rkey))
+			return 0;
+	}
+	return have ? rkey : 0;
+}

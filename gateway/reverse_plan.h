@@ -25,6 +25,9 @@
  * Credits. rev_admit_call() decides what a new call from the client may do:
  * go on, wait for a call slot, or be refused as a credit overrun.
  *
+ * Remote invalidation. rev_inv_rkey() names the client's memory region the
+ * answer may invalidate (RFC 8797 Send With Invalidate).
+ *
  * Nothing here allocates, copies bulk data or does I/O; all input (chunk
  * lists, positions, item offsets) is untrusted and checked.
  */
@@ -183,5 +186,18 @@ enum rev_admit {
  * of slots is the gateway's own business, and the call waits.
  */
 enum rev_admit rev_admit_call(uint32_t outstanding, uint32_t grant, uint32_t free_slots);
+
+/* ---- remote invalidation ---- */
+
+/*
+ * The handle a reply to the call of @h may invalidate at the client, when
+ * the client offered remote invalidation: the one handle every segment of
+ * its chunks (Read list, Write chunks, Reply chunk) names, as the Linux
+ * server chooses it; 0 when they name more than one, when there is none,
+ * or when that handle is 0 (which Send With Invalidate cannot say apart
+ * from none). The Linux client registers each chunk in a region of its
+ * own: a call with one chunk, such as an NFS READ or WRITE, has one.
+ */
+uint32_t rev_inv_rkey(const struct rpcrdma_hdr *h);
 
 #endif

@@ -142,6 +142,7 @@ struct rev_call {
 	uint32_t reply_off;
 	uint32_t reply_len;
 	uint32_t room_lkey;
+	uint32_t inv_rkey; /* its answer's Send With Invalidate, or 0 (rev_inv_rkey()) */
 	uint8_t nitems;
 	bool in_xidmap;
 	bool has_reply_chunk;
@@ -216,6 +217,8 @@ struct rev_session {
 	struct rpcrdma_privdata own_pd;
 	struct rpcrdma_privdata peer_pd;
 	bool peer_pd_sent; /* the client's RFC 8797 private data came with its request */
+	/* Answers may invalidate the client's region (its offer, and the route's remote_invalidation). */
+	bool send_inv;
 	struct rpcrdma_thresholds thr;
 	/* RPC-over-RDMA version of the client's first call; 0 before it (stats, backchannel) */
 	uint32_t version;

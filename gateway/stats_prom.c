@@ -144,9 +144,9 @@ static const struct prom_family_desc {
 			 "Calls that had to wait for an RPC-over-RDMA credit." },
 	[FAM_REMOTE_INVALIDATIONS] = { "remote_invalidations_total", "counter",
 				       ON_ROUTE | ON_SESSION,
-				       "Forward routes: chunk windows the server invalidated with "
-				       "its reply (Send With Invalidate), each a local "
-				       "invalidation saved." },
+				       "Chunk regions invalidated by the other side's Send With "
+				       "Invalidate: forward, the gateway's windows by the server's "
+				       "reply; reverse, the client's by the gateway's answer." },
 	[FAM_RDMA_BYTES] = { "rdma_bytes_total", "counter", ON_ROUTE | ON_SESSION,
 			     "Payload bytes moved on the RDMA side, by how: inline, "
 			     "read_chunk, write_chunk, reply_chunk." },

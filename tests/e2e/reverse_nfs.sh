@@ -5,7 +5,8 @@
 # directory, symlinks, rename and setattr, POSIX locks (on NFSv4.1+ the blocked waiter
 # is woken by CB_NOTIFY_LOCK through the gateway's backchannel), 8 concurrent writers. Then the
 # upstream restarts under a mount with I/O running (the gateway reconnects and sends the
-# calls in flight again: the I/O completes intact), the counters must show the traffic,
+# calls in flight again: the I/O completes intact), the counters must show the traffic
+# (answers by Send With Invalidate among it: the Linux client offers it),
 # and SIGTERM must drain it cleanly. Last, a route with upstream_connections 2 carries
 # four or more RDMA clients over two TCP connections to the server
 # (shared_upstream_scenario).
@@ -92,6 +93,7 @@ rbytes=$(gw_jq "$tot['rdma_bytes']['read_chunk']")
 rcbytes=$(gw_jq "$tot['rdma_bytes']['reply_chunk']")
 reconnects=$(gw_jq "$tot['events']['upstream_reconnect']")
 overruns=$(gw_jq "$tot['events']['credit_overrun']")
+rinv=$(gw_jq "$tot['remote_invalidations']")
 echo "stats: calls $calls replies $replies READ $reads write_chunk $wbytes read_chunk $rbytes reply_chunk $rcbytes reconnects $reconnects"
 nvers=$(wc -w <<<"$VERSIONS"); nsizes=$(wc -w <<<"$SIZES")
 check "stats: NFS READ calls counted ($reads)" test "${reads:-0}" -gt 0
@@ -103,6 +105,8 @@ check "stats: bytes moved by Read chunks ($rbytes) >= the data written" \
 check "stats: long replies went by the Reply chunk ($rcbytes bytes)" test "${rcbytes:-0}" -gt 0
 check "stats: the upstream restart was a reconnect ($reconnects)" test "${reconnects:-0}" -ge 1
 check "stats: no client overran its credits ($overruns)" test "${overruns:-1}" -eq 0
+check "stats: the client's regions invalidated by the gateway's answers (Send With Invalidate: $rinv), of $reads READs" \
+    test "${rinv:-0}" -gt 0
 gw_check_quiet
 gw_stop
 grep -E "error|warning" "$GW_LOG" | head -20

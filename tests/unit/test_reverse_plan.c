@@ -645,6 +645,91 @@ static void test_admit_overrun_client(void **state)
 	assert_int_equal(m.outstanding, m.grant);
 }
 
+/* ---- remote invalidation ---- */
+
+/* A call's chunk lists with the given handles (0 entries: no such chunk), then 40 inline bytes. */
+struct chunks {
+	unsigned nread, nwrite, nreply;
+	uint32_t read[2], write[2], reply[2];
+};
+
+static uint32_t inv_of(const struct chunks *c)
+{
+	struct hb b;
+	struct rpcrdma_hdr h;
+
+	hdr_start(&b, 0 /* RDMA_MSG */);
+	for (unsigned i = 0; i < c->nread; i++) {
+		put(&b, 1);
+		put(&b, 40); /* after the inline part */
+		put(&b, c->read[i]);
+		put(&b, 512);
+		put64(&b, 0x10000u * (i + 1));
+	}
+	put(&b, 0);
+	if (c->nwrite) {
+		put(&b, 1);
+		put(&b, c->nwrite);
+		for (unsigned i = 0; i < c->nwrite; i++) {
+			put(&b, c->write[i]);
+			put(&b, 4096);
+			put64(&b, 0x20000u * (i + 1));
+		}
+	}
+	put(&b, 0);
+	if (c->nreply) {
+		put(&b, 1);
+		put(&b, c->nreply);
+		for (unsigned i = 0; i < c->nreply; i++) {
+			put(&b, c->reply[i]);
+			put(&b, 4096);
+			put64(&b, 0x30000u * (i + 1));
+		}
+	} else {
+		put(&b, 0);
+	}
+	for (uint32_t i = 0; i < 40; i++)
+		b.buf[b.len++] = (uint8_t)(i + 1);
+	decode(&b, &h);
+	return rev_inv_rkey(&h);
+}
+
+/*
+ * The answer invalidates the client's region only when every segment of
+ * the call's chunks names one handle, as the Linux server decides it: one
+ * chunk (a READ's Write chunk, a WRITE's Read chunk) or several segments
+ * of one region; never when two regions are named, nor for a call without
+ * chunks, nor for the handle 0 that Send With Invalidate cannot name.
+ */
+static void test_inv_rkey_only_for_one_region(void **state)
+{
+	(void)state;
+	const struct {
+		struct chunks c;
+		uint32_t want;
+	} cases[] = {
+		{ { 0 }, 0 },
+		{ { .nwrite = 1, .write = { 0xabc } }, 0xabc },
+		{ { .nwrite = 2, .write = { 0xabc, 0xabc } }, 0xabc },
+		{ { .nwrite = 2, .write = { 0xabc, 0xabd } }, 0 },
+		{ { .nread = 1, .read = { 0x111 } }, 0x111 },
+		{ { .nread = 2, .read = { 0x111, 0x111 } }, 0x111 },
+		{ { .nread = 1, .read = { 0x111 }, .nwrite = 1, .write = { 0x222 } }, 0 },
+		{ { .nwrite = 1, .write = { 0xabc }, .nreply = 1, .reply = { 0xabc } }, 0xabc },
+		{ { .nwrite = 1, .write = { 0xabc }, .nreply = 1, .reply = { 0xdef } }, 0 },
+		{ { .nreply = 2, .reply = { 0x5, 0x6 } }, 0 },
+		{ { .nreply = 1, .reply = { 0x5 } }, 0x5 },
+		{ { .nwrite = 1, .write = { 0 } }, 0 },
+		{ { .nwrite = 2, .write = { 0, 0x7 } }, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint32_t got = inv_of(&cases[i].c);
+		if (got != cases[i].want)
+			fail_msg("case %zu: %#x, want %#x", i, got, cases[i].want);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -663,6 +748,7 @@ int main(void)
 		cmocka_unit_test(test_admit_rules),
 		cmocka_unit_test(test_admit_full_credit_client),
 		cmocka_unit_test(test_admit_overrun_client),
+		cmocka_unit_test(test_inv_rkey_only_for_one_region),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
