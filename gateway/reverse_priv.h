@@ -217,7 +217,7 @@ struct rev_session {
 	struct rpcrdma_privdata own_pd;
 	struct rpcrdma_privdata peer_pd;
 	bool peer_pd_sent; /* the client's RFC 8797 private data came with its request */
-	/* Answers may invalidate the client's region (its offer, and the route's remote_invalidation). */
+	/* Answers may invalidate the client's region: its offer, and remote_invalidation. */
 	bool send_inv;
 	struct rpcrdma_thresholds thr;
 	/* RPC-over-RDMA version of the client's first call; 0 before it (stats, backchannel) */
