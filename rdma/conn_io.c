@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <netdb.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -498,18 +499,26 @@ static const char *recv_violation(const struct rconn *c, const struct ibv_wc *wc
  * and the connection closes. Whatever the peer wrote into memory we exposed
  * is never delivered: the owner's calls end with the connection.
  */
-static void violation(struct rconn *c, const char *why, uint32_t len)
+/* The peer's address as the log shows it ("?" when unknown). */
+static void peer_text(const struct rconn *c, char *buf, size_t len)
 {
-	char peer[64] = "?";
 	const struct sockaddr *sa = rconn_peer_addr(c);
 
-	if (c->state >= RCONN_CLOSING)
-		return;
+	snprintf(buf, len, "?");
 	if (sa)
 		getnameinfo(sa,
 			    sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
 						      : sizeof(struct sockaddr_in),
-			    peer, sizeof(peer), NULL, 0, NI_NUMERICHOST);
+			    buf, (socklen_t)len, NULL, 0, NI_NUMERICHOST);
+}
+
+static void violation(struct rconn *c, const char *why, uint32_t len)
+{
+	char peer[64];
+
+	if (c->state >= RCONN_CLOSING)
+		return;
+	peer_text(c, peer, sizeof(peer));
 	gw_warn("rdma: %s: protocol violation by %s: %s (%u bytes): closing the connection",
 		c->dev ? rdma_dev_name(c->dev) : "?", peer, why, len);
 	c->stats.protocol_violations++;
@@ -537,30 +546,52 @@ static void recv_reject(struct rconn *c, struct rconn_recv *r, const struct ibv_
 
 /* ---- completions ---- */
 
+/*
+ * A send-queue work request failed: the connection goes. A flush while the
+ * connection was up is the first sign that the queue pair went into error
+ * without a failed request of ours to say why: the peer disconnected or
+ * failed its side (the CM's event may follow), which the log says, since
+ * the close reason ("transport error") cannot.
+ */
+static void send_failed(struct rconn *c, const struct ibv_wc *wc)
+{
+	if (wc->status == IBV_WC_WR_FLUSH_ERR) {
+		if (c->state == RCONN_CONNECTED) {
+			char peer[64];
+			peer_text(c, peer, sizeof(peer));
+			gw_warn("rdma: %s: work requests flushed with no error of ours first: the "
+				"queue pair went into error under us (%s disconnected or failed "
+				"its "
+				"side of the connection)",
+				c->dev ? rdma_dev_name(c->dev) : "?", peer);
+		}
+	} else if (wc->wr_id == 0) {
+		gw_err("rdma: unsignaled %s failed: %s",
+		       wc->opcode == IBV_WC_BIND_MW ? "bind" : "work request",
+		       ibv_wc_status_str(wc->status));
+	} else {
+		gw_err("rdma: %s: completion error: %s (vendor error %#x)",
+		       c->dev ? rdma_dev_name(c->dev) : "?", ibv_wc_status_str(wc->status),
+		       wc->vendor_err);
+	}
+	rconn_fail(c, RCONN_CLOSE_TRANSPORT);
+}
+
 static void send_complete(struct rconn *c, const struct ibv_wc *wc)
 {
 	struct rconn_wr *wr = (struct rconn_wr *)(uintptr_t)wc->wr_id;
 
 	if (!wr) {
 		/* An unsignaled WR completes only when it failed. */
-		if (wc->status != IBV_WC_WR_FLUSH_ERR)
-			gw_err("rdma: unsignaled %s failed: %s",
-			       wc->opcode == IBV_WC_BIND_MW ? "bind" : "work request",
-			       ibv_wc_status_str(wc->status));
-		rconn_fail(c, RCONN_CLOSE_TRANSPORT);
+		send_failed(c, wc);
 		return;
 	}
 	/* RC completes in order: this retires every WR posted before it. */
 	if (wr->seq > c->sq_retired)
 		c->sq_retired = wr->seq;
 	rconn_wr_untrack(c, wr);
-	if (wc->status != IBV_WC_SUCCESS) {
-		if (wc->status != IBV_WC_WR_FLUSH_ERR)
-			gw_err("rdma: %s: completion error: %s (vendor error %#x)",
-			       rdma_dev_name(c->dev), ibv_wc_status_str(wc->status),
-			       wc->vendor_err);
-		rconn_fail(c, RCONN_CLOSE_TRANSPORT);
-	}
+	if (wc->status != IBV_WC_SUCCESS)
+		send_failed(c, wc);
 	wr->done(wr, wc->status);
 }
 
