@@ -512,7 +512,7 @@ static void peer_text(const struct rconn *c, char *buf, size_t len)
 			    buf, (socklen_t)len, NULL, 0, NI_NUMERICHOST);
 }
 
-static void violation(struct rconn *c, const char *why, uint32_t len)
+void rconn_violation(struct rconn *c, const char *why, uint32_t len)
 {
 	char peer[64];
 
@@ -523,11 +523,6 @@ static void violation(struct rconn *c, const char *why, uint32_t len)
 		c->dev ? rdma_dev_name(c->dev) : "?", peer, why, len);
 	c->stats.protocol_violations++;
 	rconn_fail(c, RCONN_CLOSE_PROTOCOL);
-}
-
-void rconn_violation(struct rconn *c, const char *why, uint32_t len)
-{
-	violation(c, why, len);
 }
 
 /*
@@ -541,7 +536,7 @@ static void recv_reject(struct rconn *c, struct rconn_recv *r, const struct ibv_
 		gw_buf_put(r->buf);
 		r->buf = NULL;
 	}
-	violation(c, why, wc->byte_len);
+	rconn_violation(c, why, wc->byte_len);
 }
 
 /* ---- completions ---- */
@@ -561,8 +556,7 @@ static void send_failed(struct rconn *c, const struct ibv_wc *wc)
 			peer_text(c, peer, sizeof(peer));
 			gw_warn("rdma: %s: work requests flushed with no error of ours first: the "
 				"queue pair went into error under us (%s disconnected or failed "
-				"its "
-				"side of the connection)",
+				"its side of the connection)",
 				c->dev ? rdma_dev_name(c->dev) : "?", peer);
 		}
 	} else if (wc->wr_id == 0) {

@@ -653,6 +653,18 @@ struct chunks {
 	uint32_t read[2], write[2], reply[2];
 };
 
+/* A Write or Reply chunk: present, its @n segments of 4096 bytes naming @handles. */
+static void put_chunk(struct hb *b, unsigned n, const uint32_t *handles, uint64_t base)
+{
+	put(b, 1);
+	put(b, n);
+	for (unsigned i = 0; i < n; i++) {
+		put(b, handles[i]);
+		put(b, 4096);
+		put64(b, base * (i + 1));
+	}
+}
+
 static uint32_t inv_of(const struct chunks *c)
 {
 	struct hb b;
@@ -667,27 +679,13 @@ static uint32_t inv_of(const struct chunks *c)
 		put64(&b, 0x10000u * (i + 1));
 	}
 	put(&b, 0);
-	if (c->nwrite) {
-		put(&b, 1);
-		put(&b, c->nwrite);
-		for (unsigned i = 0; i < c->nwrite; i++) {
-			put(&b, c->write[i]);
-			put(&b, 4096);
-			put64(&b, 0x20000u * (i + 1));
-		}
-	}
-	put(&b, 0);
-	if (c->nreply) {
-		put(&b, 1);
-		put(&b, c->nreply);
-		for (unsigned i = 0; i < c->nreply; i++) {
-			put(&b, c->reply[i]);
-			put(&b, 4096);
-			put64(&b, 0x30000u * (i + 1));
-		}
-	} else {
+	if (c->nwrite)
+		put_chunk(&b, c->nwrite, c->write, 0x20000u);
+	put(&b, 0); /* end of the Write list */
+	if (c->nreply)
+		put_chunk(&b, c->nreply, c->reply, 0x30000u);
+	else
 		put(&b, 0);
-	}
 	for (uint32_t i = 0; i < 40; i++)
 		b.buf[b.len++] = (uint8_t)(i + 1);
 	decode(&b, &h);
