@@ -432,6 +432,13 @@ static void fwd_recv_error(struct fwd_session *s, const struct rpcrdma_hdr *h, u
 		fwd_call_answered(s, c, inv_rkey);
 		return;
 	}
+	if (h->version == RPCRDMA_V1 && h->err == RPCRDMA_ERR_CHUNK &&
+	    c->ulb.flavor == RPC_AUTH_GSS)
+		gw_warn("forward %s: xid %#x: an RPCSEC_GSS reply larger than the %u bytes "
+			"offered; "
+			"the call is not sent again under another XID (its verifier covers the "
+			"XID): SYSTEM_ERR. Raise the route's max_record_size",
+			s->base.client, c->xid, c->has_reply_chunk ? c->rseg.length : s->thr.recv);
 	/* The call ends here: the client gets an RPC error reply for it. */
 	c->fail_stat = RPC_ACC_SYSTEM_ERR;
 	fwd_call_answered(s, c, inv_rkey);

@@ -55,12 +55,19 @@ static void fwd_send_done(struct rconn_wr *wr, enum ibv_wc_status status)
  * server's duplicate request cache does not know the new XID, so only
  * when a second execution is harmless: the call only reads, or it is an
  * NFSv4.1+ COMPOUND starting with SEQUENCE, whose repeat the server answers
- * from the session slot's reply cache instead of executing it.
+ * from the session slot's reply cache instead of executing it. Never an
+ * RPCSEC_GSS call, whatever its service: its verifier is a checksum of
+ * the header from the XID on (RFC 2203 section 5.3.1), so the server
+ * refuses it under another XID, and the client takes that refusal for a
+ * dead context and starts again, for ever (krb5p through a route whose
+ * estimate was too small).
  */
 bool fwd_retry_safe(const struct fwd_call *c)
 {
 	const struct ulb_call *u = &c->ulb;
 
+	if (u->flavor == RPC_AUTH_GSS)
+		return false;
 	if (u->prog == 100003 && u->vers == 4 && u->minorversion >= 1 && u->has_sequence)
 		return true;
 	return ulb_call_read_only(u);
@@ -85,8 +92,8 @@ static uint32_t fwd_reply_hdr_size(const struct fwd_session *s, uint32_t nwrites
  * bytes of the path where the length should be. Only a leading run of opaque
  * (READ) items gets Write chunks: chunk n belongs to result item n.
  */
-static void fwd_plan_reply(const struct fwd_session *s, const struct fwd_call *c, uint32_t *nwrites,
-			   bool *reply_chunk, uint32_t *reply_size)
+void fwd_plan_reply(const struct fwd_session *s, const struct fwd_call *c, uint32_t *nwrites,
+		    bool *reply_chunk, uint32_t *reply_size)
 {
 	const struct ulb_call *u = &c->ulb;
 	uint32_t pool_max = rdma_pool_max_size(fwd_pool(s));
@@ -95,6 +102,25 @@ static void fwd_plan_reply(const struct fwd_session *s, const struct fwd_call *c
 	*nwrites = 0;
 	*reply_chunk = false;
 	*reply_size = u->reply_max < pool_max ? u->reply_max : pool_max;
+	/*
+	 * RPCSEC_GSS privacy: the procedure is encrypted, so the reply
+	 * cannot be sized, and the call can never be sent again
+	 * (fwd_retry_safe()). It is offered room for the largest reply the
+	 * route carries (a record of max_record_size) and the GSS wrapping
+	 * around it, whatever reply_size_estimate says. (Integrity leaves the
+	 * procedure readable: its reply is bounded like any other, and an
+	 * estimate gets the room of the branch below.)
+	 */
+	if (u->flavor == RPC_AUTH_GSS && u->gss_proc == RPC_GSS_PROC_DATA &&
+	    u->gss_service == RPC_GSS_SVC_PRIVACY) {
+		uint64_t room = (uint64_t)s->base.route->cfg->max_record_size + ULB_REPLY_HDR_MAX +
+				ULB_GSS_BODY_OVERHEAD;
+		if (room < u->reply_max)
+			room = u->reply_max;
+		*reply_chunk = true;
+		*reply_size = room < pool_max ? (uint32_t)room : pool_max;
+		return;
+	}
 	/*
 	 * A reply only estimated for a call that must not run twice gets
 	 * room to spare at once: the RFC 8267 retry is not open to it

@@ -286,6 +286,9 @@ void fwd_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t len, u
 
 /* forward_marshal.c */
 bool fwd_retry_safe(const struct fwd_call *c);
+/* How @c's reply comes back: @nwrites Write chunks, or a Reply chunk of @reply_size, or inline. */
+void fwd_plan_reply(const struct fwd_session *s, const struct fwd_call *c, uint32_t *nwrites,
+		    bool *reply_chunk, uint32_t *reply_size);
 void fwd_call_retry(struct fwd_call *c, enum ibv_wc_status status);
 void fwd_pump(struct fwd_session *s);
 int fwd_marshal(struct fwd_session *s, struct fwd_call *c);

@@ -55,6 +55,15 @@
  */
 #define ULB_REPLY_HDR_MAX (24u + 400u)
 
+/*
+ * The most RPCSEC_GSS integrity or privacy adds to a reply's results: the
+ * databody opaque's length, the sequence number and a checksum or wrap
+ * token of at most 400 bytes (RFC 2203 section 5.3.2; a Kerberos v5 wrap
+ * token, RFC 4121, adds under 100 to what it encrypts), rounded up to a
+ * kilobyte for whatever mechanism pads more.
+ */
+#define ULB_GSS_BODY_OVERHEAD 1024u
+
 /* ------------------------------------------------------------------ */
 /* Rule sets                                                          */
 
@@ -259,9 +268,11 @@ enum ulb_status ulb_parse_call(const struct ulb_rules *rules, const struct ulb_s
 /*
  * Executing @call a second time changes nothing: every procedure or NFSv4
  * operation in it only reads (NFSv2/3 and NFSACL by procedure, NFSv4 by
- * operation). False for anything not known, and for a call the rules could
- * not walk. A requester may send such a call again under a new XID, which
- * the server's duplicate request cache does not recognise.
+ * operation). False for anything not known, for a call the rules could
+ * not walk, and for RPCSEC_GSS privacy (the procedure is encrypted) and
+ * GSS context calls. A requester may send such a call again under a new
+ * XID, which the server's duplicate request cache does not recognise
+ * (but not an RPCSEC_GSS call of any service: its verifier covers the XID).
  */
 bool ulb_call_read_only(const struct ulb_call *call);
 

@@ -394,6 +394,17 @@ bool ulb_call_read_only(const struct ulb_call *call)
 {
 	if (call->status != ULB_OK && call->status != ULB_DDP_STOPPED)
 		return false;
+	/*
+	 * RPCSEC_GSS privacy hides the procedure's arguments (an encrypted
+	 * COMPOUND walks as one with no operation), a credential too short
+	 * to say leaves them unwalked too, and a context call (INIT,
+	 * CONTINUE_INIT, DESTROY) changes the server's state whatever its
+	 * procedure number says.
+	 */
+	if (call->flavor == RPC_AUTH_GSS &&
+	    (call->gss_proc != RPC_GSS_PROC_DATA ||
+	     (call->gss_service != RPC_GSS_SVC_NONE && call->gss_service != RPC_GSS_SVC_INTEGRITY)))
+		return false;
 	if (call->prog == 100003 && call->vers == 4)
 		return call->proc == 0 || (call->proc == 1 && !call->nfs4_mutates);
 	return call->proc < 32 && (read_only_procs(call->prog, call->vers) >> call->proc & 1u);

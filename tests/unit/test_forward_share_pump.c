@@ -990,6 +990,51 @@ static void test_spliced_reply_makes_a_candidate(void **state)
 	ulb_rules_free(rules);
 }
 
+/*
+ * RPCSEC_GSS (issue: krb5p through a forward route hung): a GSS call is never
+ * sent again under a new XID, whatever its service, since its verifier covers
+ * the XID; and a krb5p call, whose encrypted reply cannot be sized, is offered
+ * a Reply chunk for the largest record the route carries plus the GSS
+ * wrapping at once, not the estimate (which the operator may have lowered).
+ */
+static void test_gss_calls_never_retried_and_krb5p_sized_for_the_route(void **state)
+{
+	struct fixture *f = *state;
+	struct fwd_call c = { .s = f->a };
+	uint32_t nwrites = 99, size = 0;
+	bool chunk = false;
+
+	c.ulb.status = ULB_OK;
+	c.ulb.prog = 100003;
+	c.ulb.vers = 4;
+	c.ulb.proc = 1;
+	c.ulb.minorversion = 1;
+	c.ulb.has_sequence = true;
+	c.ulb.flavor = RPC_AUTH_SYS;
+	assert_true(fwd_retry_safe(&c)); /* the session slot's cache answers a repeat */
+	c.ulb.flavor = RPC_AUTH_GSS;	 /* krb5: svc none */
+	c.ulb.gss_proc = RPC_GSS_PROC_DATA;
+	c.ulb.gss_service = RPC_GSS_SVC_NONE;
+	assert_false(fwd_retry_safe(&c));
+
+	/* krb5p: nothing of the COMPOUND is visible (no SEQUENCE, no operation) */
+	c.ulb.gss_service = RPC_GSS_SVC_PRIVACY;
+	c.ulb.has_sequence = false;
+	c.ulb.reply_max = 512; /* reply_size_estimate, lowered */
+	c.ulb.reply_exact = false;
+	assert_false(fwd_retry_safe(&c));
+	f->cfg.max_record_size = 2048;
+	fwd_plan_reply(f->ch, &c, &nwrites, &chunk, &size);
+	assert_true(chunk);
+	assert_int_equal(nwrites, 0);
+	assert_int_equal(size, 2048 + ULB_REPLY_HDR_MAX + ULB_GSS_BODY_OVERHEAD);
+	/* never more than the pool's largest buffer */
+	f->cfg.max_record_size = 1u << 20;
+	fwd_plan_reply(f->ch, &c, &nwrites, &chunk, &size);
+	assert_true(chunk);
+	assert_int_equal(size, rdma_pool_max_size(f->pool));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1011,6 +1056,9 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(
 			test_reply_written_at_once_when_nothing_else_is_held, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_gss_calls_never_retried_and_krb5p_sized_for_the_route, setup,
+			teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -665,6 +665,37 @@ static void test_read_only_calls(void **state)
 	call_hdr(&b, 75, 399999, 1, 0); /* a program nobody knows */
 	parse(&b, b.len, &c, NULL);
 	assert_false(ulb_call_read_only(&c));
+
+	/*
+	 * krb5p: the COMPOUND is encrypted, so it walks as one with no
+	 * operation; a WRITE inside must not be taken for a read.
+	 */
+	call_hdr_flavor(&b, 76, NFS_PROG, 4, 1, RPC_AUTH_GSS, RPC_GSS_SVC_PRIVACY);
+	u32(&b, 64); /* databody_priv: opaque wrap token */
+	fixed(&b, 0x77, 64);
+	parse(&b, b.len, &c, NULL);
+	assert_int_equal(c.gss_service, RPC_GSS_SVC_PRIVACY);
+	assert_false(ulb_call_read_only(&c));
+
+	/* krb5i leaves the procedure readable: an NFSv3 READ still only reads */
+	call_hdr_flavor(&b, 77, NFS_PROG, 3, 6, RPC_AUTH_GSS, RPC_GSS_SVC_INTEGRITY);
+	u32(&b, 4 + 4 + 32 + 8 + 4); /* databody_integ: seq_num, READ3args */
+	u32(&b, 7);
+	opaque(&b, 0xf0, 32);
+	u64(&b, 0);
+	u32(&b, 4096);
+	u32(&b, 16); /* checksum */
+	fixed(&b, 0x33, 16);
+	parse(&b, b.len, &c, NULL);
+	assert_true(ulb_call_read_only(&c));
+
+	/* a GSS context call (RPCSEC_GSS_INIT on NULL) makes server state */
+	call_hdr_flavor(&b, 78, NFS_PROG, 3, 0, RPC_AUTH_GSS, RPC_GSS_SVC_NONE);
+	xdr_put32(b.buf + 36, RPC_GSS_PROC_INIT); /* the credential's gss_proc */
+	opaque(&b, 0x11, 40);			  /* the GSS token */
+	parse(&b, b.len, &c, NULL);
+	assert_int_equal(c.gss_proc, RPC_GSS_PROC_INIT);
+	assert_false(ulb_call_read_only(&c));
 }
 
 static void test_compound_unknown_op(void **state)
