@@ -169,6 +169,36 @@ void ulb_expect_results(const struct ulb_proc *p, const uint64_t *values, struct
 
 /* ---- NFSv4 COMPOUND (ulb_nfs4.c) ---- */
 
+/*
+ * CREATE_SESSION4resok (RFC 8881 section 18.36): sessionid, sequence, flags,
+ * then the fore channel's channel_attrs4: headerpadsize, maxrequestsize,
+ * maxresponsesize, maxresponsesize_cached... Offsets from the resok's start.
+ */
+#define ULB_CS_FORE_OFF		  (ULB_SESSIONID_SIZE + 4 + 4)
+#define ULB_CS_MAXREQ_OFF	  (ULB_CS_FORE_OFF + 4)
+#define ULB_CS_MAXRESP_OFF	  (ULB_CS_FORE_OFF + 8)
+#define ULB_CS_MAXRESP_CACHED_OFF (ULB_CS_FORE_OFF + 12)
+
+/* What ulb_nfs4_next_result() met. */
+enum ulb_nfs4_step {
+	ULB_NFS4_RESULT,  /* an operation's result, NFS4_OK */
+	ULB_NFS4_END,	  /* an operation failed, or ILLEGAL: the results end here */
+	ULB_NFS4_STOPPED, /* an operation without a rule: what follows is unknown */
+	ULB_NFS4_GARBAGE, /* the result does not fit its shape */
+};
+
+/* COMPOUND4res up to its first result: status, tag, result count. False when it
+ * does not parse. */
+bool ulb_nfs4_reply_head(struct ulb_walk *w, uint32_t *status, uint32_t *nres);
+
+/*
+ * Walk the next operation result with the shape of its operation. *op is
+ * the operation; on ULB_NFS4_RESULT, *start is the offset of its status and
+ * w->pos the end of the result, the shape checked in between.
+ */
+enum ulb_nfs4_step ulb_nfs4_next_result(const struct ulb_version *v, struct ulb_walk *w,
+					uint32_t *op, uint32_t *start);
+
 void ulb_nfs4_parse_call(const struct ulb_version *v, const struct ulb_sessions *sessions,
 			 struct ulb_walk *w, uint32_t extra, struct ulb_call *call);
 void ulb_nfs4_parse_reply(const struct ulb_version *v, const struct ulb_call *call,

@@ -18,6 +18,9 @@
  * connection that channel (backward calls on a shared route are routed by
  * it). The fields are read at their fixed places after the shape walk has
  * checked the operation's layout.
+ *
+ * Replies are walked one result at a time (ulb_nfs4_next_result), so that
+ * ulb_clamp.c finds the results whose sizes it lowers by the same walk.
  */
 #include <string.h>
 
@@ -67,10 +70,6 @@ static bool bitmap_unbounded(const uint8_t *p, size_t len)
 	}
 	return false;
 }
-
-/* CREATE_SESSION4resok: sessionid, sequence, flags, then the fore channel's
- * headerpadsize, maxrequestsize, maxresponsesize. */
-#define CS_MAXRESP_OFF (ULB_SESSIONID_SIZE + 4 + 4 + 4 + 4)
 
 /* BIND_CONN_TO_SESSION4resok: bctsr_sessid, bctsr_dir, bctsr_use_conn_in_rdma_mode. */
 #define BCTS_DIR_OFF   ULB_SESSIONID_SIZE
@@ -269,8 +268,8 @@ static void track_session(const struct ulb_walk *w, uint32_t op, uint32_t start,
 {
 	const uint8_t *res = w->msg + start + 4; /* after the status */
 
-	if (op == OP_CREATE_SESSION && w->pos - start >= 4 + CS_MAXRESP_OFF + 4)
-		ulb_sessions_add(sessions, res, xdr_get32(res + CS_MAXRESP_OFF));
+	if (op == OP_CREATE_SESSION && w->pos - start >= 4 + ULB_CS_MAXRESP_OFF + 4)
+		ulb_sessions_add(sessions, res, xdr_get32(res + ULB_CS_MAXRESP_OFF));
 	else if (op == OP_BIND_CONN_TO_SESSION)
 		track_bind(res, w->pos - start - 4, call, sessions, reply);
 	else if (op == OP_DESTROY_SESSION && call->destroys_session) {
@@ -280,49 +279,65 @@ static void track_session(const struct ulb_walk *w, uint32_t op, uint32_t start,
 	}
 }
 
+bool ulb_nfs4_reply_head(struct ulb_walk *w, uint32_t *status, uint32_t *nres)
+{
+	uint32_t taglen;
+
+	if (w->len - w->pos < 4)
+		return false;
+	*status = xdr_get32(w->msg + w->pos);
+	w->pos += 4;
+	return skip_tag(w, &taglen) && read_count(w, nres);
+}
+
+enum ulb_nfs4_step ulb_nfs4_next_result(const struct ulb_version *v, struct ulb_walk *w,
+					uint32_t *op, uint32_t *start)
+{
+	if (w->len - w->pos < 8)
+		return ULB_NFS4_GARBAGE;
+	*op = xdr_get32(w->msg + w->pos);
+	w->pos += 4;
+	if (*op == OP_ILLEGAL) {
+		/* ILLEGAL4res is a status; it ends the COMPOUND */
+		w->pos += 4;
+		return ULB_NFS4_END;
+	}
+	const struct ulb_proc *p = v ? nfs4_op(v, *op) : NULL;
+	if (!p)
+		return ULB_NFS4_STOPPED;
+	*start = w->pos;
+	if (!ulb_walk_node(w, p->results) || w->pos - *start < 4)
+		return ULB_NFS4_GARBAGE;
+	if (xdr_get32(w->msg + *start) != NFS4_OK)
+		return ULB_NFS4_END; /* the COMPOUND stopped at this operation */
+	return ULB_NFS4_RESULT;
+}
+
 void ulb_nfs4_parse_reply(const struct ulb_version *v, const struct ulb_call *call,
 			  struct ulb_sessions *sessions, struct ulb_walk *w,
 			  struct ulb_reply *reply)
 {
-	uint32_t taglen, nres;
+	uint32_t nres, op, start;
 
-	if (w->len - w->pos < 4) {
-		reply->status = ULB_REPLY_GARBAGE;
-		return;
-	}
-	reply->nfs4_status = xdr_get32(w->msg + w->pos);
-	w->pos += 4;
-	if (!skip_tag(w, &taglen) || !read_count(w, &nres)) {
+	if (!ulb_nfs4_reply_head(w, &reply->nfs4_status, &nres)) {
 		reply->status = ULB_REPLY_GARBAGE;
 		return;
 	}
 	for (uint32_t i = 0; i < nres; i++) {
-		if (w->len - w->pos < 8) {
-			reply->status = ULB_REPLY_GARBAGE;
+		switch (ulb_nfs4_next_result(v, w, &op, &start)) {
+		case ULB_NFS4_RESULT:
+			if (sessions)
+				track_session(w, op, start, call, sessions, reply);
+			break;
+		case ULB_NFS4_END:
 			return;
-		}
-		uint32_t op = xdr_get32(w->msg + w->pos);
-		w->pos += 4;
-		if (op == OP_ILLEGAL) {
-			/* ILLEGAL4res is a status; it ends the COMPOUND */
-			w->pos += 4;
-			return;
-		}
-		const struct ulb_proc *p = v ? nfs4_op(v, op) : NULL;
-		if (!p) {
+		case ULB_NFS4_STOPPED:
 			reply->status = ULB_REPLY_STOPPED;
 			reply->stop_op = op;
 			return;
-		}
-		uint32_t start = w->pos;
-		if (!ulb_walk_node(w, p->results) || w->pos - start < 4) {
+		case ULB_NFS4_GARBAGE:
 			reply->status = ULB_REPLY_GARBAGE;
 			return;
 		}
-		uint32_t status = xdr_get32(w->msg + start);
-		if (status != NFS4_OK)
-			return; /* the COMPOUND stopped at this operation */
-		if (sessions)
-			track_session(w, op, start, call, sessions, reply);
 	}
 }
