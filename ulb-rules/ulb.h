@@ -239,6 +239,14 @@ struct ulb_call {
 	bool reply_exact;
 	/* NFSv4 COMPOUND: an operation that changes state, or one not known. */
 	bool nfs4_mutates;
+	/*
+	 * The reply may advertise I/O or message sizes that the gateway
+	 * can lower: NFSv3 FSINFO, or a COMPOUND with CREATE_SESSION or a
+	 * GETATTR asking for maxread or maxwrite (among the operations walked).
+	 * Never under RPCSEC_GSS integrity or privacy, whose body must not
+	 * change, nor for a call that did not parse.
+	 */
+	bool advertises_sizes;
 
 	/* NFSv4 COMPOUND */
 	uint32_t minorversion;

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ulb-rules/rpc_msg.h"
 #include "ulb-rules/ulb.h"
 
 /* Named numeric values saved while walking arguments (per rule file). */
@@ -166,6 +167,14 @@ void ulb_set_reply_bound(struct ulb_call *call, const struct ulb_rules *rules, u
 
 /* Fill the expected result items of @p into @call (appending). */
 void ulb_expect_results(const struct ulb_proc *p, const uint64_t *values, struct ulb_call *call);
+
+/* The call's body and its reply's are plain XDR, which the gateway may change:
+ * not checksummed or encrypted by RPCSEC_GSS integrity or privacy. */
+static inline bool ulb_plain_body(const struct ulb_call *call)
+{
+	return call->flavor != RPC_AUTH_GSS ||
+	       (call->gss_proc == RPC_GSS_PROC_DATA && call->gss_service == RPC_GSS_SVC_NONE);
+}
 
 /* ---- NFSv4 COMPOUND (ulb_nfs4.c) ---- */
 

@@ -71,6 +71,15 @@ static bool bitmap_unbounded(const uint8_t *p, size_t len)
 	return false;
 }
 
+/* Attributes whose values ulb_clamp_reply() lowers: maxread (30), maxwrite (31). */
+#define SIZE_ATTRS_WORD0 (1u << 30 | 1u << 31)
+
+/* Does the bitmap4 at @p (@len bytes, already walked) ask for maxread or maxwrite? */
+static bool bitmap_asks_sizes(const uint8_t *p, size_t len)
+{
+	return len >= 8 && xdr_get32(p) >= 1 && (xdr_get32(p + 4) & SIZE_ATTRS_WORD0);
+}
+
 /* BIND_CONN_TO_SESSION4resok: bctsr_sessid, bctsr_dir, bctsr_use_conn_in_rdma_mode. */
 #define BCTS_DIR_OFF   ULB_SESSIONID_SIZE
 #define BCTS_RESOK_LEN (ULB_SESSIONID_SIZE + 4 + 4)
@@ -168,6 +177,7 @@ void ulb_nfs4_parse_call(const struct ulb_version *v, const struct ulb_sessions 
 			 struct ulb_walk *w, uint32_t extra, struct ulb_call *call)
 {
 	uint32_t taglen, nops;
+	bool sizes = false; /* an operation whose result advertises sizes */
 
 	if (!skip_tag(w, &taglen) || w->len - w->pos < 4) {
 		call->status = ULB_GARBAGE_ARGS;
@@ -195,6 +205,8 @@ void ulb_nfs4_parse_call(const struct ulb_version *v, const struct ulb_sessions 
 			call->nfs4_mutates = true;
 		const struct ulb_proc *p = nfs4_op(v, op);
 		if (!p) {
+			/* the results before this one are still walked */
+			call->advertises_sizes = sizes && ulb_plain_body(call);
 			stop_ddp(v, sessions, op, extra, call);
 			return;
 		}
@@ -219,9 +231,16 @@ void ulb_nfs4_parse_call(const struct ulb_version *v, const struct ulb_sessions 
 		if (w->collect)
 			ulb_expect_results(p, w->values, call);
 		body += ulb_bound_eval(&p->reply, w->values, &estimate, &unbounded);
-		if (op == OP_GETATTR && bitmap_unbounded(w->msg + start, w->pos - start))
-			unbounded = true;
+		if (op == OP_GETATTR) {
+			if (bitmap_unbounded(w->msg + start, w->pos - start))
+				unbounded = true;
+			if (bitmap_asks_sizes(w->msg + start, w->pos - start))
+				sizes = true;
+		} else if (op == OP_CREATE_SESSION) {
+			sizes = true;
+		}
 	}
+	call->advertises_sizes = sizes && ulb_plain_body(call);
 
 	for (uint8_t i = 0; i < w->n_items; i++) {
 		call->args[i].offset = w->items[i].offset;

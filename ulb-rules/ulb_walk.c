@@ -260,6 +260,7 @@ static void call_init(struct ulb_call *call, const struct ulb_rules *rules)
 	call->reply_max = rules->default_reply_max;
 	call->reply_exact = false;
 	call->nfs4_mutates = false;
+	call->advertises_sizes = false;
 	call->minorversion = 0;
 	call->nops = 0;
 	call->stop_op = 0;
@@ -368,6 +369,9 @@ enum ulb_status ulb_parse_call(const struct ulb_rules *rules, const struct ulb_s
 	call->n_args = w.n_items;
 	if (w.collect)
 		ulb_expect_results(p, w.values, call);
+	/* NFSv3 FSINFO3resok holds rtmax, wtmax... (ulb_clamp_reply) */
+	call->advertises_sizes =
+		h.prog == 100003 && h.vers == 3 && h.proc == 19 && ulb_plain_body(call);
 
 	bool estimate = false, unbounded = false;
 	uint64_t body = ulb_bound_eval(&p->reply, w.values, &estimate, &unbounded);
