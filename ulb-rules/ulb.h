@@ -240,7 +240,7 @@ struct ulb_call {
 	/* NFSv4 COMPOUND: an operation that changes state, or one not known. */
 	bool nfs4_mutates;
 	/*
-	 * The reply may advertise I/O or message sizes that the gateway
+	 * The reply may advertise I/O or message sizes that ulb_clamp_reply()
 	 * can lower: NFSv3 FSINFO, or a COMPOUND with CREATE_SESSION or a
 	 * GETATTR asking for maxread or maxwrite (among the operations walked).
 	 * Never under RPCSEC_GSS integrity or privacy, whose body must not
@@ -355,6 +355,61 @@ struct ulb_reply {
 enum ulb_reply_status ulb_parse_reply(const struct ulb_call *call, struct ulb_sessions *sessions,
 				      const uint8_t *msg, size_t len, uint32_t moved,
 				      struct ulb_reply *reply);
+
+/* ------------------------------------------------------------------ */
+/* Lowering the sizes a server advertises                             */
+
+/*
+ * A server may advertise larger I/O than a route carries (its largest
+ * record); a client then sends WRITEs the route refuses, and hangs. The
+ * gateway lowers the advertised sizes in the reply on their way to the
+ * client, so that the client never asks for more.
+ */
+
+/* Sizes a route carries: what ulb_clamp_reply() lowers a server's advertised sizes to.
+ * 0 leaves those fields alone. */
+struct ulb_size_caps {
+	uint32_t io_max;  /* READ/WRITE/READDIR payload: NFSv3 FSINFO rtmax, rtpref, wtmax, wtpref,
+			     dtpref; NFSv4 maxread, maxwrite attributes */
+	uint32_t msg_max; /* a whole RPC message: NFSv4.1+ CREATE_SESSION fore channel
+			     ca_maxrequestsize, ca_maxresponsesize, ca_maxresponsesize_cached */
+};
+
+enum ulb_clamp_field {
+	ULB_CLAMP_RTMAX,
+	ULB_CLAMP_RTPREF,
+	ULB_CLAMP_WTMAX,
+	ULB_CLAMP_WTPREF,
+	ULB_CLAMP_DTPREF,
+	ULB_CLAMP_MAXREAD,
+	ULB_CLAMP_MAXWRITE,
+	ULB_CLAMP_MAXREQ,
+	ULB_CLAMP_MAXRESP,
+	ULB_CLAMP_MAXRESP_CACHED,
+	ULB_CLAMP_NFIELDS
+};
+
+struct ulb_clamp_report {
+	uint32_t fields; /* bit (1u << ulb_clamp_field) per value lowered */
+	/* The server's value of each lowered field, and what it was lowered to. When a
+	 * COMPOUND lowers a field twice (two GETATTRs), the first is reported. */
+	uint64_t advertised[ULB_CLAMP_NFIELDS];
+	uint64_t clamped[ULB_CLAMP_NFIELDS];
+};
+
+/* Name of a field for logs and metrics labels: "rtmax", "wtmax", "maxread",
+ * "ca_maxrequestsize", ...; "unknown" out of range. */
+const char *ulb_clamp_field_name(enum ulb_clamp_field f);
+
+/*
+ * Lower, in place, every size the reply @msg (@len bytes; @moved as for
+ * ulb_parse_reply) to @call advertises above @caps. Returns report->fields
+ * (0: nothing changed). Only for calls with call->advertises_sizes; anything
+ * that does not walk changes nothing. Only the bytes of a lowered value
+ * change, so the message keeps its length. @report may be NULL.
+ */
+uint32_t ulb_clamp_reply(const struct ulb_call *call, uint8_t *msg, size_t len, uint32_t moved,
+			 const struct ulb_size_caps *caps, struct ulb_clamp_report *report);
 
 /* ------------------------------------------------------------------ */
 /* Counters: each worker thread's own (the parser's diagnostics)      */
