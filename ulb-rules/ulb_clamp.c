@@ -203,9 +203,12 @@ static bool cur_fs_locations(struct cur *c)
 
 	if (!cur_opaques(c) || !cur_count(c, &n))
 		return false;
-	for (uint32_t i = 0; i < n; i++)
-		if (!cur_opaques(c) || !cur_opaques(c))
+	for (uint32_t i = 0; i < n; i++) {
+		if (!cur_opaques(c)) /* server<> */
 			return false;
+		if (!cur_opaques(c)) /* rootpath */
+			return false;
+	}
 	return true;
 }
 
