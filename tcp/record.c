@@ -8,6 +8,16 @@
  * squeezed out: body bytes behind one are moved down to dst as they are
  * parsed, so every payload byte moves at most once and the gap between dst
  * and pos closes again before the next read lands at dst.
+ *
+ * An oversized record (with skip_oversized) goes through two more states,
+ * kept in skip while in_body and the marks are parsed as for any record:
+ * RM_SKIP_HEAD gathers the head as a record's payload is gathered (behind
+ * the first mark, continuation marks squeezed out), RM_SKIP_DISCARD then
+ * sets dst back to just behind the first mark and only advances pos over
+ * what is read, so every read lands in the same region behind the mark and
+ * nothing is moved but a partial mark. The first mark stays (start does not
+ * move) until the record ends: the record is pending, as any record under
+ * way is, for the owner's deadline and for rm_eof().
  */
 #include "tcp/record.h"
 
@@ -66,6 +76,34 @@ void rm_set_readahead_max(struct rm_parser *p, uint32_t max)
 static inline uint32_t rm_min(uint32_t a, uint32_t b)
 {
 	return a < b ? a : b;
+}
+
+static inline uint32_t rm_max(uint32_t a, uint32_t b)
+{
+	return a > b ? a : b;
+}
+
+void rm_set_skip_oversized(struct rm_parser *p, uint32_t head_max)
+{
+	uint64_t need;
+
+	/*
+	 * At most max_record: a record is oversized once it has more than
+	 * that, so the head is always there to be gathered, and gathering
+	 * it needs no buffer larger than a record's.
+	 */
+	head_max = rm_min(head_max, p->max_record);
+	p->skip_oversized = true;
+	p->head_max = head_max;
+	/*
+	 * A buffer for a record being skipped holds its first mark and the
+	 * head, and behind the mark room for a continuation mark and a
+	 * read-ahead's worth of the bytes thrown away per read.
+	 */
+	need = RM_MARK_SIZE + (uint64_t)rm_max(head_max, RM_MARK_SIZE + p->readahead);
+	if (need > RM_BUF_SLACK + (uint64_t)p->max_record)
+		need = RM_BUF_SLACK + (uint64_t)p->max_record;
+	p->skip_need = (uint32_t)need;
 }
 
 /* A record's first mark is being read when no payload position exists yet. */
@@ -128,6 +166,15 @@ static enum rm_status rm_want_input(struct rm_parser *p, struct rm_span *span)
 		want = p->frag_left;
 	else
 		want = RM_MARK_SIZE - (p->fill - p->pos);
+	/*
+	 * An oversized record is read in pieces of the room there is: the
+	 * head fits (rm_skip_begin() saw to it), the rest is thrown away.
+	 * The room behind its mark holds a continuation mark at least.
+	 */
+	if (p->skip != RM_SKIP_NONE && want > room) {
+		assert(p->in_body && room > 0);
+		want = room;
+	}
 	if (room < want) {
 		/*
 		 * Only a record's first mark can run into the end of the
@@ -171,7 +218,8 @@ static void rm_adapt_readahead(struct rm_parser *p, uint32_t n)
 		p->ra = p->ra / 2 > p->readahead ? p->ra / 2 : p->readahead;
 		return;
 	}
-	if (p->rec_need > p->readahead_max)
+	/* A record being skipped is a large one, though it asks for little room. */
+	if (p->rec_need > p->readahead_max || p->skip != RM_SKIP_NONE)
 		return;
 	p->ra = p->ra > p->readahead_max / 2 ? p->readahead_max : p->ra * 2;
 }
@@ -195,6 +243,37 @@ static void rm_check_fit(struct rm_parser *p)
 		p->need_buffer = true;
 }
 
+/*
+ * The record whose mark was just taken is larger than max_record: gather
+ * its head, then throw it away. It needs no more room than skip_need from
+ * its first mark: a record's first mark asks for a buffer for that now
+ * (moving what was read of it, a mark and a read-ahead at most); a later
+ * mark's record already has one for the largest record.
+ */
+static void rm_skip_begin(struct rm_parser *p, uint32_t so_far, uint32_t len)
+{
+	p->skip = RM_SKIP_HEAD;
+	p->skip_len = (uint64_t)so_far + len;
+	p->rec_need = p->skip_need;
+	/* Its bulk is not read ahead of, nor is the next record's head. */
+	p->ra = p->readahead;
+	if ((uint64_t)p->start + rm_required(p) > p->size)
+		p->need_buffer = true;
+}
+
+/* A mark inside a record being thrown away: only the stream's own rules apply. */
+static bool rm_skip_mark(struct rm_parser *p, uint32_t len, bool last)
+{
+	if (len == 0 && !last)
+		return rm_fail(p, RM_ERR_EMPTY_FRAGMENT);
+	p->pos += RM_MARK_SIZE;
+	p->skip_len += len;
+	p->frag_left = len;
+	p->last = last;
+	p->in_body = true;
+	return true;
+}
+
 /* Parse the mark at pos; false (with the error recorded) when it is bad. */
 static bool rm_take_mark(struct rm_parser *p)
 {
@@ -203,11 +282,19 @@ static bool rm_take_mark(struct rm_parser *p)
 	bool last = (mark & RM_LAST_FRAG) != 0;
 	bool first = rm_at_first_mark(p);
 	uint32_t so_far = first ? 0 : p->dst - p->start - RM_MARK_SIZE;
+	bool oversized = false;
 
-	if (len > p->max_record)
-		return rm_fail(p, RM_ERR_FRAGMENT_TOO_LARGE);
-	if (len > p->max_record - so_far)
-		return rm_fail(p, RM_ERR_RECORD_TOO_LARGE);
+	if (p->skip == RM_SKIP_DISCARD)
+		return rm_skip_mark(p, len, last);
+	if (len > p->max_record) {
+		if (!p->skip_oversized)
+			return rm_fail(p, RM_ERR_FRAGMENT_TOO_LARGE);
+		oversized = true;
+	} else if (len > p->max_record - so_far) {
+		if (!p->skip_oversized)
+			return rm_fail(p, RM_ERR_RECORD_TOO_LARGE);
+		oversized = true;
+	}
 	/* Endless empty fragments would keep the parser busy for nothing. */
 	if (len == 0 && !last)
 		return rm_fail(p, RM_ERR_EMPTY_FRAGMENT);
@@ -220,15 +307,32 @@ static bool rm_take_mark(struct rm_parser *p)
 	p->frag_left = len;
 	p->last = last;
 	p->in_body = true;
-	if (first)
+	if (oversized)
+		rm_skip_begin(p, so_far, len);
+	else if (first)
 		rm_check_fit(p);
 	return true;
+}
+
+/* Payload bytes of the current record gathered behind its first mark. */
+static inline uint32_t rm_gathered(const struct rm_parser *p)
+{
+	return p->dst - p->start - RM_MARK_SIZE;
 }
 
 static void rm_take_body(struct rm_parser *p)
 {
 	uint32_t n = rm_min(p->fill - p->pos, p->frag_left);
 
+	if (p->skip == RM_SKIP_DISCARD) {
+		p->pos += n;
+		p->frag_left -= n;
+		p->skipped += n;
+		return;
+	}
+	/* No more of an oversized record than its head is kept. */
+	if (p->skip == RM_SKIP_HEAD)
+		n = rm_min(n, p->head_max - rm_gathered(p));
 	if (p->dst != p->pos) {
 		memmove(p->base + p->dst, p->base + p->pos, n);
 		p->moved += n;
@@ -253,6 +357,34 @@ static enum rm_status rm_end_record(struct rm_parser *p, struct rm_span *span)
 	return RM_RECORD;
 }
 
+/*
+ * The head of an oversized record is in: report it, and throw away from
+ * here on. The region behind the first mark is read over from now on, so
+ * the head's span is valid until the next call only.
+ */
+static enum rm_status rm_report_oversized(struct rm_parser *p, struct rm_span *span)
+{
+	span->off = p->start + RM_MARK_SIZE;
+	/* More than the head when earlier fragments brought more. */
+	span->len = rm_min(rm_gathered(p), p->head_max);
+	p->skipped += rm_gathered(p);
+	p->dst = p->start + RM_MARK_SIZE;
+	p->skip = RM_SKIP_DISCARD;
+	return RM_OVERSIZED;
+}
+
+/* The last fragment of an oversized record is thrown away: on to the next record. */
+static void rm_end_skip(struct rm_parser *p)
+{
+	p->start = p->pos;
+	p->dst = p->pos;
+	p->in_body = false;
+	p->rec_need = RM_MARK_SIZE;
+	p->skip = RM_SKIP_NONE;
+	/* Nothing about the next record can be guessed from this one. */
+	p->hint = 0;
+}
+
 enum rm_status rm_next(struct rm_parser *p, struct rm_span *span)
 {
 	span->off = 0;
@@ -263,10 +395,22 @@ enum rm_status rm_next(struct rm_parser *p, struct rm_span *span)
 		if (p->need_buffer)
 			return rm_ask_buffer(p, span);
 		if (p->in_body) {
+			/*
+			 * The fragment that made the record oversized takes it
+			 * past max_record >= head_max: the head is complete
+			 * before that fragment's end.
+			 */
+			if (p->skip == RM_SKIP_HEAD && rm_gathered(p) >= p->head_max)
+				return rm_report_oversized(p, span);
 			if (p->frag_left > 0) {
 				if (p->pos == p->fill)
 					return rm_want_input(p, span);
 				rm_take_body(p);
+				continue;
+			}
+			assert(p->skip != RM_SKIP_HEAD);
+			if (p->last && p->skip == RM_SKIP_DISCARD) {
+				rm_end_skip(p);
 				continue;
 			}
 			if (p->last)

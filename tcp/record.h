@@ -20,6 +20,11 @@
  *	                             buffer of at least span.len bytes with
  *	                             rm_set_buffer(); the few bytes already read
  *	                             of the record move to its start
+ *	rm_next() == RM_OVERSIZED    (only with rm_set_skip_oversized()) a
+ *	                             record larger than the maximum begins:
+ *	                             base[span.off, +span.len) is its head,
+ *	                             rm_oversized_len() its announced length;
+ *	                             the parser throws the rest away itself
  *	rm_next() == RM_ERROR        rm_error() says why; the stream is lost
  *
  * Reads never go further than the end of the current fragment plus a
@@ -64,6 +69,22 @@
  * NFS READ/WRITE data. A multi-fragment record is given a buffer for the
  * largest record up front, so it never has to move between buffers.
  *
+ * Oversized records: a peer whose record (one fragment, or fragments that
+ * add up) is larger than max_record is an error by default, and the stream
+ * is lost. A client that was never told the limit (an NFS client whose
+ * wsize is larger than the route carries) then reconnects and sends the
+ * same record again, forever. With rm_set_skip_oversized() such a record
+ * is skipped instead: the parser gathers its head (the first head_max
+ * payload bytes, enough for the RPC call header, so that the owner can
+ * answer the call with an error), returns RM_OVERSIZED once with that head,
+ * then reads the rest of the record into the small region behind its first
+ * mark, over and over, and throws it away, up to the end of its last
+ * fragment; the next record is parsed as usual. The buffer it asks for
+ * while skipping is the record's mark, the head and a read-ahead (at most
+ * max_record + RM_BUF_SLACK), never the record's size; a buffer switch for
+ * it moves no more than rm_move_bound(), like any other. The other errors
+ * (an empty fragment inside the skipped record too) still lose the stream.
+ *
  * libtirpc has record marking too (xdrrec_create), but it owns the I/O: it
  * pulls bytes through blocking read/write callbacks into its own private
  * buffers and hands them out through an XDR stream. That cannot read into
@@ -89,12 +110,19 @@
 /* The largest max_record the parser accepts (so that sizes fit 32 bits). */
 #define RM_MAX_RECORD (RM_LEN_MASK - RM_BUF_SLACK)
 
+/*
+ * The head of an oversized record that an owner should ask for: an RPC
+ * call header is 24 fixed bytes plus a credential and a verifier of at
+ * most 8 + 400 bytes each (RFC 5531), 840 bytes in all.
+ */
+#define RM_OVERSIZED_HEAD 1024u
+
 /* Why a stream was rejected; each is counted and logged on its own. */
 enum rm_error {
 	RM_OK = 0,
-	/* A fragment longer than the maximum record. */
+	/* A fragment longer than the maximum record (unless skipped). */
 	RM_ERR_FRAGMENT_TOO_LARGE,
-	/* Fragments that add up to more than the maximum record. */
+	/* Fragments that add up to more than the maximum record (unless skipped). */
 	RM_ERR_RECORD_TOO_LARGE,
 	/* A zero-length fragment that is not the last: it makes no progress. */
 	RM_ERR_EMPTY_FRAGMENT,
@@ -110,6 +138,16 @@ enum rm_status {
 	RM_RECORD,
 	RM_NEED_BUFFER,
 	RM_ERROR,
+	RM_OVERSIZED,
+};
+
+/* Where the parser is in an oversized record (rm_set_skip_oversized()). */
+enum rm_skip {
+	RM_SKIP_NONE = 0,
+	/* Gathering the head, behind the record's first mark as a record's payload. */
+	RM_SKIP_HEAD,
+	/* The head was reported: the rest is read behind the first mark and dropped. */
+	RM_SKIP_DISCARD,
 };
 
 /* A byte range of the current buffer; see rm_next() for what it means. */
@@ -150,6 +188,17 @@ struct rm_parser {
 	bool in_body;
 	bool last;
 	bool need_buffer;
+	/* Oversized records are skipped rather than an error. */
+	bool skip_oversized;
+	enum rm_skip skip;
+	/* Head bytes reported of an oversized record (<= max_record). */
+	uint32_t head_max;
+	/* What a buffer needs from an oversized record's mark: mark, head, room to read. */
+	uint32_t skip_need;
+	/* The oversized record's payload length announced by its marks so far. */
+	uint64_t skip_len;
+	/* Payload bytes of oversized records consumed (the heads too). */
+	uint64_t skipped;
 	enum rm_error error;
 	uint64_t moved;
 };
@@ -169,6 +218,46 @@ void rm_init(struct rm_parser *p, uint32_t max_record, uint32_t readahead);
  */
 void rm_set_readahead_max(struct rm_parser *p, uint32_t max);
 
+/*
+ * Skip records larger than max_record instead of failing the stream (see
+ * the top of this file), reporting each with RM_OVERSIZED and the first
+ * head_max bytes of its payload (clamped to max_record;
+ * RM_OVERSIZED_HEAD suits an RPC call). Off after rm_init(). Call between
+ * rm_init() and the first read.
+ *
+ * The head is always exactly head_max bytes long: a record is oversized
+ * only once it is known to have more than max_record >= head_max bytes,
+ * and the parser waits for the head's bytes to arrive (the record's
+ * deadline, which the owner keeps, covers a peer that sends no more). For
+ * a record of several fragments the head is its payload with the
+ * continuation marks squeezed out, as for a record.
+ */
+void rm_set_skip_oversized(struct rm_parser *p, uint32_t head_max);
+
+/*
+ * At RM_OVERSIZED: the record's payload length as its marks announced it
+ * so far, more than max_record; the whole record when the fragment that
+ * took it past max_record was its last. It grows as further fragments of
+ * the record are thrown away, and is the whole record's length once the
+ * record is skipped (until the next oversized record).
+ */
+static inline uint64_t rm_oversized_len(const struct rm_parser *p)
+{
+	return p->skip_len;
+}
+
+/* True while an oversized record is being gathered or thrown away. */
+static inline bool rm_skipping(const struct rm_parser *p)
+{
+	return p->skip != RM_SKIP_NONE;
+}
+
+/* Payload bytes of oversized records consumed so far, their heads included. */
+static inline uint64_t rm_skipped(const struct rm_parser *p)
+{
+	return p->skipped;
+}
+
 /* The read-ahead the next read uses (for tests and counters). */
 static inline uint32_t rm_readahead(const struct rm_parser *p)
 {
@@ -186,7 +275,14 @@ static inline uint32_t rm_size_hint(const struct rm_parser *p)
 	return p->hint;
 }
 
-/* The next step; see the top of this file. After RM_ERROR, always RM_ERROR. */
+/*
+ * The next step; see the top of this file. After RM_ERROR, always RM_ERROR.
+ * The span of RM_OVERSIZED (the head) is valid only until the next call on
+ * the parser: the bytes behind it are read over; the owner copies what it
+ * needs of it. A record being thrown away keeps bytes pending (its first
+ * mark at least) until its end: rm_pending() > 0, and rm_eof() inside it
+ * is RM_ERR_TRUNCATED.
+ */
 enum rm_status rm_next(struct rm_parser *p, struct rm_span *span);
 
 /* n bytes were read where the last RM_NEED_INPUT said. */

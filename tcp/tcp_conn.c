@@ -571,6 +571,7 @@ static void tcp_conn_parse_and_read(struct tcp_conn *c)
 			if (!tcp_conn_switch_rx(c, sp.len))
 				return;
 			break;
+		case RM_OVERSIZED: /* not asked for (rm_set_skip_oversized()) */
 		case RM_ERROR:
 			tcp_conn_bad_record(c, rm_error(&c->rm));
 			return;

@@ -20,6 +20,7 @@
 #include "tcp/record.h"
 
 #define MAX_RECS 4096
+#define MAX_OVER 64
 
 /* An input stream under construction. */
 struct stream {
@@ -93,9 +94,25 @@ struct driver {
 	unsigned int switch_nrec[64];
 	uint32_t max_switch_pending;
 	uint64_t switch_moved;
+	/* the largest buffer asked for, and for an oversized record */
+	uint32_t max_need;
+	uint32_t max_skip_need;
+	/* oversized records: their heads (checked against pattern()) and lengths */
+	unsigned int nover;
+	uint32_t over_head[MAX_OVER];
+	uint64_t over_len[MAX_OVER];
+	bool over_ok[MAX_OVER];
+	/* records delivered before each */
+	unsigned int over_nrec[MAX_OVER];
 	enum rm_error err;
 	bool eof_clean;
 };
+
+/* Records seen so far, delivered or skipped: the next one's pattern number. */
+static unsigned int driver_seen(const struct driver *d)
+{
+	return d->nrec + d->nover;
+}
 
 static void driver_init(struct driver *d, uint32_t max_record, uint32_t readahead, size_t chunk,
 			uint32_t bufsize)
@@ -117,6 +134,10 @@ static void driver_switch(struct driver *d, uint32_t need)
 
 	assert_non_null(nb);
 	assert_true(pending <= need);
+	if (need > d->max_need)
+		d->max_need = need;
+	if (rm_skipping(&d->p) && need > d->max_skip_need)
+		d->max_skip_need = need;
 	assert_true(rm_set_buffer(&d->p, nb, size));
 	if (d->switches < 64) {
 		d->switch_pending[d->switches] = pending;
@@ -150,12 +171,26 @@ static void driver_run(struct driver *d, const struct stream *s, const size_t *l
 			assert_true(d->nrec < MAX_RECS);
 			assert_true((uint64_t)sp.off + sp.len <= d->size);
 			if (lens)
-				ok = sp.len == lens[d->nrec];
+				ok = sp.len == lens[driver_seen(d)];
 			for (uint32_t i = 0; ok && i < sp.len; i++)
-				ok = d->buf[sp.off + i] == pattern(d->nrec, i);
+				ok = d->buf[sp.off + i] == pattern(driver_seen(d), i);
 			d->rec_ok[d->nrec] = ok;
 			d->rec_off[d->nrec] = sp.off;
 			d->rec_len[d->nrec++] = sp.len;
+			break;
+		}
+		case RM_OVERSIZED: {
+			bool ok = true;
+
+			assert_true(d->nover < MAX_OVER);
+			assert_true(rm_skipping(&d->p));
+			assert_true((uint64_t)sp.off + sp.len <= d->size);
+			for (uint32_t i = 0; ok && i < sp.len; i++)
+				ok = d->buf[sp.off + i] == pattern(driver_seen(d), i);
+			d->over_ok[d->nover] = ok;
+			d->over_head[d->nover] = sp.len;
+			d->over_len[d->nover] = rm_oversized_len(&d->p);
+			d->over_nrec[d->nover++] = d->nrec;
 			break;
 		}
 		case RM_NEED_BUFFER:
@@ -931,6 +966,322 @@ static void test_random_against_reference(void **state)
 	}
 }
 
+/* ---- oversized records skipped (rm_set_skip_oversized()) ----------- */
+
+/*
+ * A stream of n records of lens[] bytes (fragments of frag[] bytes, 0 for
+ * one), driven with skipping on; records over max are expected skipped,
+ * the others delivered intact.
+ */
+static void run_skip(struct driver *d, struct stream *s, const size_t *lens, const size_t *frag,
+		     unsigned int n, uint32_t max, uint32_t ra, size_t chunk, uint32_t bufsize,
+		     uint32_t head)
+{
+	s->len = 0;
+	for (unsigned int r = 0; r < n; r++)
+		stream_record(s, r, lens[r], frag ? frag[r] : 0);
+	driver_init(d, max, ra, chunk, bufsize);
+	rm_set_skip_oversized(&d->p, head);
+	driver_run(d, s, lens);
+}
+
+/* What came out of run_skip(): every record, delivered or skipped, in order. */
+static void assert_skipped_ok(const struct driver *d, const size_t *lens, unsigned int n,
+			      uint32_t max, uint32_t head)
+{
+	unsigned int nrec = 0, nover = 0;
+	uint64_t skipped = 0;
+
+	assert_int_equal(d->err, RM_OK);
+	assert_true(d->eof_clean);
+	assert_false(rm_skipping(&d->p));
+	for (unsigned int r = 0; r < n; r++) {
+		if (lens[r] <= max) {
+			assert_true(nrec < d->nrec);
+			assert_true(d->rec_ok[nrec]);
+			assert_int_equal(d->rec_len[nrec], lens[r]);
+			nrec++;
+			continue;
+		}
+		assert_true(nover < d->nover);
+		assert_int_equal(d->over_nrec[nover], nrec);
+		assert_true(d->over_ok[nover]);
+		/* the head is always whole */
+		assert_int_equal(d->over_head[nover], head < max ? head : max);
+		assert_true(d->over_len[nover] > max);
+		assert_true(d->over_len[nover] <= lens[r]);
+		skipped += lens[r];
+		nover++;
+	}
+	assert_int_equal(d->nrec, nrec);
+	assert_int_equal(d->nover, nover);
+	assert_int_equal(rm_skipped(&d->p), skipped);
+	/* while skipping, nothing larger than a record's buffer is asked for */
+	assert_true(d->max_need <= max + RM_BUF_SLACK);
+	assert_true(d->max_switch_pending <= rm_move_bound(&d->p));
+}
+
+static void test_skip_single_fragment(void **state)
+{
+	(void)state;
+	struct stream s = { 0 };
+	struct driver d;
+	const size_t lens[] = { 50, 5000, 70, 1001, 1000 };
+
+	run_skip(&d, &s, lens, NULL, 5, 1000, 64, SIZE_MAX, 256, 100);
+	assert_skipped_ok(&d, lens, 5, 1000, 100);
+	assert_int_equal(d.nrec, 3);
+	assert_int_equal(d.nover, 2);
+	/* one fragment: its whole length is announced at once */
+	assert_int_equal(d.over_len[0], 5000);
+	assert_int_equal(d.over_len[1], 1001);
+	assert_int_equal(rm_oversized_len(&d.p), 1001);
+	/* the skipped bytes went through a small region: no buffer for them */
+	assert_true(d.max_skip_need <= 4 + 100 + 4 + 64);
+	driver_done(&d);
+
+	/* A 3 MiB record past a 1 MiB limit, in the gateway's sizes: 4 KiB buffers suffice. */
+	const size_t big[] = { 200, 3u << 20, 200 };
+	run_skip(&d, &s, big, NULL, 3, 1u << 20, 1024, 65536, 4096, RM_OVERSIZED_HEAD);
+	assert_skipped_ok(&d, big, 3, 1u << 20, RM_OVERSIZED_HEAD);
+	assert_true(d.max_need <= 4096);
+	driver_done(&d);
+	free(s.data);
+}
+
+static void test_skip_multi_fragment(void **state)
+{
+	(void)state;
+	struct stream s = { 0 };
+	struct driver d;
+	/* 400-byte fragments: the third takes it past 1000 */
+	const size_t lens[] = { 30, 3000, 40, 2000, 999 };
+	const size_t frag[] = { 0, 400, 7, 1500, 333 };
+
+	run_skip(&d, &s, lens, frag, 5, 1000, 32, SIZE_MAX, 128, 100);
+	assert_skipped_ok(&d, lens, 5, 1000, 100);
+	assert_int_equal(d.nover, 2);
+	/* announced up to the fragment that took it over, then the whole record */
+	assert_int_equal(d.over_len[0], 1200);
+	/* a first fragment over the limit, though not the last */
+	assert_int_equal(d.over_len[1], 1500);
+	assert_int_equal(rm_oversized_len(&d.p), 2000);
+	driver_done(&d);
+
+	/* A head larger than the first fragments: gathered across their marks. */
+	for (size_t chunk = 1; chunk < 1000; chunk = chunk * 3 + 1) {
+		const size_t l2[] = { 3000, 5 };
+		const size_t f2[] = { 150, 0 };
+
+		run_skip(&d, &s, l2, f2, 2, 1000, 16, chunk, 64, 600);
+		assert_skipped_ok(&d, l2, 2, 1000, 600);
+		assert_int_equal(d.over_len[0], 1050);
+		driver_done(&d);
+	}
+	free(s.data);
+}
+
+/* Every state boundary of a skip split by reads of one byte. */
+static void test_skip_byte_at_a_time(void **state)
+{
+	(void)state;
+	struct stream s = { 0 };
+	struct driver d;
+	const size_t lens[] = { 10, 300, 1, 200, 64, 65, 128 };
+	const size_t frag[] = { 0, 0, 0, 7, 0, 0, 50 };
+
+	run_skip(&d, &s, lens, frag, 7, 64, 8, 1, 32, 16);
+	assert_skipped_ok(&d, lens, 7, 64, 16);
+	assert_int_equal(d.nover, 4);
+	/* every byte was asked for: the skip never stalls nor reads past its window */
+	assert_int_equal(d.reads, s.len);
+	driver_done(&d);
+	free(s.data);
+}
+
+/* max_record is still a record; one byte more is skipped, single or multi-fragment. */
+static void test_skip_exactly_max(void **state)
+{
+	(void)state;
+	struct stream s = { 0 };
+	struct driver d;
+	const size_t lens[] = { 1000, 1000, 1001, 1001, 1000 };
+	const size_t frag[] = { 0, 300, 0, 1000, 0 };
+
+	run_skip(&d, &s, lens, frag, 5, 1000, 64, 333, 256, RM_OVERSIZED_HEAD);
+	/* a head larger than max_record is max_record */
+	assert_skipped_ok(&d, lens, 5, 1000, 1000);
+	assert_int_equal(d.nrec, 3);
+	assert_int_equal(d.nover, 2);
+	assert_int_equal(d.over_len[0], 1001);
+	/* 1000, then a fragment of 1: the head is the first 1000 */
+	assert_int_equal(d.over_len[1], 1001);
+	driver_done(&d);
+	free(s.data);
+}
+
+/*
+ * The head is always whole (head_max, or max_record when smaller), even
+ * when the read that brought the oversized record's mark brought none of
+ * its payload, or when the mark lies at the end of a full buffer: the
+ * parser waits for the head's bytes, in a buffer with room for them.
+ */
+static void test_skip_head_after_short_read(void **state)
+{
+	(void)state;
+	struct stream s = { 0 };
+	struct driver d;
+	struct rm_span sp;
+	uint8_t *buf = malloc(64);
+
+	rm_init(&d.p, 100, 14);
+	rm_set_skip_oversized(&d.p, 40);
+	assert_true(rm_set_buffer(&d.p, buf, 64));
+	/* a record of 20, then the mark of one of 500, and nothing more yet */
+	rm_encode_mark(buf, 20, true);
+	memset(buf + 4, 'a', 20);
+	rm_encode_mark(buf + 24, 500, true);
+	assert_int_equal(rm_next(&d.p, &sp), RM_NEED_INPUT);
+	rm_filled(&d.p, 18);
+	assert_int_equal(rm_next(&d.p, &sp), RM_NEED_INPUT);
+	rm_filled(&d.p, 10);
+	assert_int_equal(rm_next(&d.p, &sp), RM_RECORD);
+	/* 24 + 4 + 40 > 64: a buffer for the mark and the head, moving only the mark */
+	assert_int_equal(rm_next(&d.p, &sp), RM_NEED_BUFFER);
+	assert_int_equal(sp.len, 4 + 40);
+	assert_int_equal(rm_pending(&d.p), 4);
+	uint8_t *nb = malloc(sp.len);
+	assert_true(rm_set_buffer(&d.p, nb, sp.len));
+	free(buf);
+	buf = nb;
+	/* the head comes a few bytes at a time; no report before it is whole */
+	for (int i = 0; i < 40; i += 8) {
+		assert_int_equal(rm_next(&d.p, &sp), RM_NEED_INPUT);
+		assert_int_equal(sp.off, 4 + i);
+		memset(buf + sp.off, 'A' + i / 8, 8);
+		rm_filled(&d.p, 8);
+	}
+	assert_int_equal(rm_next(&d.p, &sp), RM_OVERSIZED);
+	assert_int_equal(sp.off, 4);
+	assert_int_equal(sp.len, 40);
+	assert_int_equal(buf[4], 'A');
+	assert_int_equal(buf[43], 'E');
+	assert_int_equal(rm_oversized_len(&d.p), 500);
+	/* the rest lands behind the mark again, and is gone */
+	assert_int_equal(rm_next(&d.p, &sp), RM_NEED_INPUT);
+	assert_int_equal(sp.off, 4);
+	assert_int_equal(sp.len, 40);
+	rm_filled(&d.p, 40);
+	assert_int_equal(rm_skipped(&d.p), 40);
+	assert_int_equal(rm_next(&d.p, &sp), RM_NEED_INPUT);
+	assert_int_equal(rm_skipped(&d.p), 80);
+	assert_true(rm_skipping(&d.p));
+	/* cut short inside the skipped record: truncated, as any record */
+	assert_int_equal(rm_eof(&d.p), RM_ERR_TRUNCATED);
+	free(buf);
+
+	/* The same through the driver, for reads of every size. */
+	for (size_t chunk = 1; chunk < 600; chunk += 37) {
+		const size_t lens[] = { 10, 500, 20 };
+
+		run_skip(&d, &s, lens, NULL, 3, 100, 0, chunk, 16, 40);
+		assert_skipped_ok(&d, lens, 3, 100, 40);
+		driver_done(&d);
+	}
+	free(s.data);
+}
+
+/* Without rm_set_skip_oversized(), the errors of old; with it, the others stay errors. */
+static void test_skip_off_and_other_errors(void **state)
+{
+	(void)state;
+	struct stream s = { 0 };
+	struct driver d;
+	const size_t lens[] = { 50, 5000, 70 };
+	const size_t frag[] = { 0, 400, 0 };
+
+	s.len = 0;
+	for (unsigned int r = 0; r < 3; r++)
+		stream_record(&s, r, lens[r], 0);
+	expect_error(&s, 1000, RM_ERR_FRAGMENT_TOO_LARGE, 1);
+	s.len = 0;
+	for (unsigned int r = 0; r < 3; r++)
+		stream_record(&s, r, lens[r], frag[r]);
+	expect_error(&s, 1000, RM_ERR_RECORD_TOO_LARGE, 1);
+
+	/* an empty non-last fragment inside a skipped record */
+	s.len = 0;
+	stream_record(&s, 0, 10, 0);
+	stream_mark(&s, 200, false);
+	for (int i = 0; i < 200; i++)
+		stream_put(&s, "x", 1);
+	stream_mark(&s, 0, false);
+	stream_mark(&s, 0, true);
+	driver_init(&d, 100, 16, SIZE_MAX, 64);
+	rm_set_skip_oversized(&d.p, 20);
+	driver_run(&d, &s, NULL);
+	assert_int_equal(d.nrec, 1);
+	assert_int_equal(d.nover, 1);
+	assert_int_equal(d.err, RM_ERR_EMPTY_FRAGMENT);
+	driver_done(&d);
+	/* but an empty last fragment ends it as it ends a record */
+	s.len -= 8;
+	stream_mark(&s, 0, true);
+	stream_record(&s, 2, 10, 0);
+	driver_init(&d, 100, 16, SIZE_MAX, 64);
+	rm_set_skip_oversized(&d.p, 20);
+	driver_run(&d, &s, NULL);
+	assert_int_equal(d.err, RM_OK);
+	assert_int_equal(d.nrec, 2);
+	assert_int_equal(d.nover, 1);
+	assert_true(d.rec_ok[1]);
+	assert_int_equal(rm_oversized_len(&d.p), 200);
+	driver_done(&d);
+	free(s.data);
+}
+
+/*
+ * Oversized records among pipelined small ones and large ones, cut every
+ * way, with a read-ahead that grows: the move bound holds, no buffer
+ * larger than a record's is asked for, and the records around each skip
+ * come out intact.
+ */
+static void test_skip_move_bound_any_chunking(void **state)
+{
+	(void)state;
+	struct stream s = { 0 };
+	size_t lens[80], frag[80];
+	uint32_t seed = 4242;
+	const uint32_t max = 20000;
+
+	for (unsigned int r = 0; r < 80; r++) {
+		seed = seed * 1103515245u + 12345u;
+		lens[r] = 1 + (seed >> 8) % (r % 5 == 0 ? 60000 : r % 3 == 0 ? 20000 : 300);
+		frag[r] = r % 7 == 0 ? 1 + (seed >> 4) % 9000 : 0;
+	}
+	s.len = 0;
+	for (unsigned int r = 0; r < 80; r++)
+		stream_record(&s, r, lens[r], frag[r]);
+	const size_t chunks[] = { 1, 3, 17, 100, 1000, 70000 };
+	const uint32_t ras[] = { 0, 4, 61, 500 };
+	const uint32_t heads[] = { 0, 1, 1024 };
+	for (unsigned int c = 0; c < 6; c++) {
+		for (unsigned int a = 0; a < 4; a++) {
+			struct driver d;
+			uint32_t head = heads[(c + a) % 3];
+
+			driver_init(&d, max, ras[a], chunks[c], 512);
+			rm_set_readahead_max(&d.p, ras[a] * 16);
+			rm_set_skip_oversized(&d.p, head);
+			driver_run(&d, &s, lens);
+			assert_skipped_ok(&d, lens, 80, max, head);
+			assert_true(d.nover > 5);
+			driver_done(&d);
+		}
+	}
+	free(s.data);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -957,6 +1308,13 @@ int main(void)
 		cmocka_unit_test(test_readahead_large_records_move_little),
 		cmocka_unit_test(test_rebase_same_buffer),
 		cmocka_unit_test(test_random_against_reference),
+		cmocka_unit_test(test_skip_single_fragment),
+		cmocka_unit_test(test_skip_multi_fragment),
+		cmocka_unit_test(test_skip_byte_at_a_time),
+		cmocka_unit_test(test_skip_exactly_max),
+		cmocka_unit_test(test_skip_head_after_short_read),
+		cmocka_unit_test(test_skip_off_and_other_errors),
+		cmocka_unit_test(test_skip_move_bound_any_chunking),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
