@@ -93,7 +93,7 @@ struct tcp_conn {
 	/* The record deadline: added while a record is under way (see tcp_conn_watch_record()). */
 	struct event *record_timer;
 	bool record_armed;
-	/* records_in when the deadline was set: a later value means a new record. */
+	/* tcp_conn_record_seq() when the deadline was set: a later value means a new record. */
 	uint64_t record_armed_at;
 	struct evbuffer *out;
 	struct tcp_conn_stats stats;
@@ -194,6 +194,9 @@ static void tcp_conn_init_parser(struct tcp_conn *c)
 {
 	rm_init(&c->rm, c->cfg.max_record, c->cfg.readahead);
 	rm_set_readahead_max(&c->rm, c->cfg.readahead_max);
+	/* Without the callback nobody could answer the call: the record stays an error. */
+	if (c->cfg.skip_oversized && c->ops.oversized)
+		rm_set_skip_oversized(&c->rm, RM_OVERSIZED_HEAD);
 }
 
 /* Give back the receive buffer; the parser restarts between records. */
@@ -351,6 +354,17 @@ static void tcp_conn_deliver(struct tcp_conn *c, const struct rm_span *sp)
 	c->ops.record(c, gw_buf_get(c->rx), sp->off, sp->len, c->arg);
 }
 
+/*
+ * An oversized record begins: the owner gets its head now, in the buffer
+ * it lies in, before the parser reads over it with the rest of the record.
+ */
+static void tcp_conn_oversized(struct tcp_conn *c, const struct rm_span *sp)
+{
+	c->stats.records_skipped++;
+	c->stats.rx_moved = rm_moved(&c->rm);
+	c->ops.oversized(c, c->rx->base + sp->off, sp->len, rm_oversized_len(&c->rm), c->arg);
+}
+
 static void tcp_conn_bad_record(struct tcp_conn *c, enum rm_error e)
 {
 	char peer[NI_MAXHOST + NI_MAXSERV + 4];
@@ -462,6 +476,15 @@ static enum tcp_read_result tcp_conn_read_into(struct tcp_conn *c, const struct 
 }
 
 /*
+ * Records begun and done with so far, delivered or skipped: a later
+ * value means the deadline's record is no longer the one under way.
+ */
+static uint64_t tcp_conn_record_seq(const struct tcp_conn *c)
+{
+	return c->stats.records_in + c->stats.records_skipped;
+}
+
+/*
  * Keep the record deadline: set when a record is under way and the
  * deadline is not already running for it, removed between records. A
  * client that sends each record whole never sets it; one that pipelines
@@ -474,7 +497,7 @@ static void tcp_conn_record_arm(struct tcp_conn *c)
 
 	evtimer_add(c->record_timer, &tv);
 	c->record_armed = true;
-	c->record_armed_at = c->stats.records_in;
+	c->record_armed_at = tcp_conn_record_seq(c);
 }
 
 static void tcp_conn_watch_record(struct tcp_conn *c)
@@ -483,7 +506,7 @@ static void tcp_conn_watch_record(struct tcp_conn *c)
 		return;
 	if (rm_pending(&c->rm) == 0)
 		tcp_conn_record_disarm(c);
-	else if (!c->record_armed || c->record_armed_at != c->stats.records_in)
+	else if (!c->record_armed || c->record_armed_at != tcp_conn_record_seq(c))
 		tcp_conn_record_arm(c);
 }
 
@@ -562,16 +585,22 @@ static void tcp_conn_parse_and_read(struct tcp_conn *c)
 				tcp_conn_release_idle_rx(c);
 			return;
 		}
-		switch (rm_next(&c->rm, &sp)) {
+		enum rm_status st = rm_next(&c->rm, &sp);
+
+		/* Skipped bytes are counted as the parser throws them away. */
+		c->stats.bytes_skipped = rm_skipped(&c->rm);
+		switch (st) {
 		case RM_RECORD:
 			records++;
 			tcp_conn_deliver(c, &sp);
+			break;
+		case RM_OVERSIZED:
+			tcp_conn_oversized(c, &sp);
 			break;
 		case RM_NEED_BUFFER:
 			if (!tcp_conn_switch_rx(c, sp.len))
 				return;
 			break;
-		case RM_OVERSIZED: /* not asked for (rm_set_skip_oversized()) */
 		case RM_ERROR:
 			tcp_conn_bad_record(c, rm_error(&c->rm));
 			return;

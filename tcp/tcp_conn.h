@@ -37,7 +37,11 @@
  *
  * Closing: EOF, socket errors, bad records and a record not finished in
  * time close the connection and report the reason through the closed
- * callback. tcp_conn_close() is the
+ * callback. A record larger than max_record is a bad record too, unless
+ * the owner asks for it to be skipped (skip_oversized and the oversized
+ * callback): it is then read and thrown away without being buffered, the
+ * owner gets its head to answer the call, and the connection goes on with
+ * the next record. tcp_conn_close() is the
  * graceful close (stop reading, flush, half-close, wait for the peer's FIN
  * within a time limit); tcp_conn_abort() resets the connection at once.
  * Either way the owner frees the connection with tcp_conn_free(), which is
@@ -119,6 +123,15 @@ struct tcp_conn_config {
 	 * server should. Above records_per_turn: records_per_turn.
 	 */
 	unsigned int records_per_turn_contended;
+	/*
+	 * Skip records larger than max_record rather than closing the
+	 * connection (tcp/record.h, rm_set_skip_oversized()): each is
+	 * reported to ops.oversized, which must be set too, or this has no
+	 * effect. For a client connection, whose owner can answer the call
+	 * with an error: a client that was never told the limit would
+	 * otherwise reconnect and resend the same record for ever.
+	 */
+	bool skip_oversized;
 };
 
 enum { TCP_CONN_RECORDS_PER_TURN_DEFAULT = 16 };
@@ -182,6 +195,20 @@ struct tcp_conn_ops {
 	 * called for tcp_conn_abort() or tcp_conn_free().
 	 */
 	void (*closed)(struct tcp_conn *c, const struct tcp_close_info *why, void *arg);
+	/*
+	 * With skip_oversized: a record larger than max_record begins, once
+	 * per such record, when its first head_len bytes are in, and before
+	 * the rest of it is read and thrown away. head holds the start of its
+	 * payload (the RPC call header: RM_OVERSIZED_HEAD bytes, fewer only
+	 * when max_record is smaller) and is valid during the call only: copy
+	 * what is needed. record_len is the payload length its marks announced
+	 * so far, more than max_record (further fragments may follow). The
+	 * callee may send (an error reply), pause, close or free the
+	 * connection. The record's deadline (record_timeout_ms) runs until
+	 * its last byte is thrown away. Optional.
+	 */
+	void (*oversized)(struct tcp_conn *c, const uint8_t *head, uint32_t head_len,
+			  uint64_t record_len, void *arg);
 };
 
 struct tcp_conn_stats {
@@ -210,6 +237,10 @@ struct tcp_conn_stats {
 	 * budget came in at once) and went on in a later loop pass.
 	 */
 	uint64_t yields;
+	/* Oversized records skipped (skip_oversized), counted as each begins. */
+	uint64_t records_skipped;
+	/* Their payload bytes thrown away so far, the heads included (not in records_in). */
+	uint64_t bytes_skipped;
 };
 
 /*

@@ -1908,6 +1908,161 @@ static void test_free_while_yielded(void **state)
 	turns_free(t);
 }
 
+/* ---- oversized records ------------------------------------------------------ */
+
+struct over_seen {
+	unsigned int calls;
+	uint8_t head[RM_OVERSIZED_HEAD];
+	uint32_t head_len;
+	uint64_t record_len;
+	bool reply;
+};
+
+static struct over_seen over_seen;
+
+/* The owner's part: keep the head, and answer the call by its XID at once. */
+static void on_oversized(struct tcp_conn *c, const uint8_t *head, uint32_t head_len,
+			 uint64_t record_len, void *arg)
+{
+	(void)arg;
+	over_seen.calls++;
+	over_seen.head_len = head_len;
+	over_seen.record_len = record_len;
+	memcpy(over_seen.head, head, head_len <= sizeof(over_seen.head) ? head_len : 0);
+	if (over_seen.reply && head_len >= 4)
+		assert_int_equal(tcp_conn_send_copy(c, head, 4), 0);
+}
+
+static const struct tcp_conn_ops ops_oversized = {
+	.record = on_record,
+	.output_pressure = on_pressure,
+	.starved = on_starved,
+	.closed = on_closed,
+	.oversized = on_oversized,
+};
+
+/* A call of len bytes with an XID and a call header in front; the rest is filler. */
+static void stream_big_call(struct stream *s, uint32_t xid, size_t len)
+{
+	uint8_t hdr[24];
+	uint8_t fill[4096];
+
+	xdr_put32(hdr, xid);
+	xdr_put32(hdr + 4, 0);	     /* CALL */
+	xdr_put32(hdr + 8, 2);	     /* RPC version */
+	xdr_put32(hdr + 12, 100003); /* NFS */
+	xdr_put32(hdr + 16, 3);
+	xdr_put32(hdr + 20, 7); /* WRITE */
+	memset(fill, 0xa5, sizeof(fill));
+	stream_mark(s, (uint32_t)len, true);
+	stream_put(s, hdr, sizeof(hdr));
+	for (size_t done = sizeof(hdr); done < len;) {
+		size_t n = len - done < sizeof(fill) ? len - done : sizeof(fill);
+
+		stream_put(s, fill, n);
+		done += n;
+	}
+}
+
+/*
+ * A client sends a record larger than the route carries, then a normal
+ * one: the large one is reported once with its head (the XID readable),
+ * answered from the callback, and thrown away without a buffer of its size;
+ * the normal one is delivered and the connection stays open for more.
+ */
+static void test_oversized_skipped(void **state)
+{
+	(void)state;
+	struct harness *h = h_new(false);
+	struct stream s = { 0 };
+	const size_t big = 100000;
+
+	memset(&over_seen, 0, sizeof(over_seen));
+	over_seen.reply = true;
+	h->cfg.max_record = 8192;
+	h->cfg.skip_oversized = true;
+	stream_big_call(&s, 0xdeadbeef, big);
+	stream_record(&s, 0, 300, 0);
+	h->c = tcp_conn_new(h->base, h->conn_fd, &h->cfg, &h->src.src, &ops_oversized, h);
+	assert_non_null(h->c);
+	h_sink(h, true);
+	h_feed(h, &s);
+	run_until(h, (h->nrec == 1 && h->sunk.len >= 8) || h->closed, WAIT_MS);
+	assert_false(h->closed);
+	assert_int_equal(h->nrec, 1);
+	assert_false(h->bad_content);
+	assert_int_equal(h->lens[0], 300);
+	assert_int_equal(over_seen.calls, 1);
+	assert_int_equal(over_seen.head_len, RM_OVERSIZED_HEAD);
+	assert_int_equal(xdr_get32(over_seen.head), 0xdeadbeef);
+	assert_int_equal(xdr_get32(over_seen.head + 12), 100003);
+	assert_int_equal(over_seen.record_len, big);
+	/* the answer went out on the same connection */
+	assert_int_equal(h->sunk.len, 8);
+	assert_int_equal(xdr_get32(h->sunk.data), RM_LAST_FRAG | 4);
+	assert_int_equal(xdr_get32(h->sunk.data + 4), 0xdeadbeef);
+
+	const struct tcp_conn_stats *st = tcp_conn_stats(h->c);
+	assert_int_equal(st->records_in, 1);
+	assert_int_equal(st->records_skipped, 1);
+	assert_int_equal(st->bytes_skipped, big);
+	assert_int_equal(st->bytes_in, s.len);
+	/* never a buffer for the record's size, nor even for the largest record */
+	assert_true(h->src.largest < h->cfg.max_record);
+
+	/* The connection goes on: another record, and another oversized one. */
+	s.len = 0;
+	stream_record(&s, 1, 5000, 0);
+	stream_big_call(&s, 0x01020304, 9000);
+	h_feed(h, &s);
+	run_until(h, (h->nrec == 2 && over_seen.calls == 2) || h->closed, WAIT_MS);
+	assert_false(h->closed);
+	assert_int_equal(h->nrec, 2);
+	assert_false(h->bad_content);
+	assert_int_equal(over_seen.calls, 2);
+	assert_int_equal(xdr_get32(over_seen.head), 0x01020304);
+	run_until(h, tcp_conn_stats(h->c)->bytes_skipped == big + 9000 || h->closed, WAIT_MS);
+	assert_int_equal(tcp_conn_stats(h->c)->records_skipped, 2);
+	assert_int_equal(tcp_conn_stats(h->c)->bytes_skipped, big + 9000);
+	assert_true(tcp_conn_fd(h->c) >= 0);
+	/* idle again: no buffer held */
+	assert_int_equal(h->src.outstanding, 0);
+	h_free(h);
+	free(s.data);
+}
+
+/* Without the flag, or without the callback, a record too large closes the connection as ever. */
+static void check_oversized_closes(bool flag, const struct tcp_conn_ops *o)
+{
+	struct harness *h = h_new(false);
+	struct stream s = { 0 };
+
+	memset(&over_seen, 0, sizeof(over_seen));
+	h->cfg.max_record = 8192;
+	h->cfg.skip_oversized = flag;
+	stream_record(&s, 0, 100, 0);
+	stream_big_call(&s, 0xdeadbeef, 100000);
+	stream_record(&s, 1, 300, 0);
+	h->c = tcp_conn_new(h->base, h->conn_fd, &h->cfg, &h->src.src, o, h);
+	assert_non_null(h->c);
+	h_feed(h, &s);
+	run_until(h, h->closed, WAIT_MS);
+	assert_true(h->closed);
+	assert_int_equal(h->why.reason, TCP_CLOSE_BAD_RECORD);
+	assert_int_equal(h->why.record_err, RM_ERR_FRAGMENT_TOO_LARGE);
+	assert_int_equal(h->nrec, 1);
+	assert_int_equal(over_seen.calls, 0);
+	h_free(h);
+	free(s.data);
+}
+
+static void test_oversized_closes_without_skip(void **state)
+{
+	(void)state;
+	check_oversized_closes(false, &ops_oversized);
+	check_oversized_closes(true, &ops);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1947,6 +2102,8 @@ int main(void)
 		cmocka_unit_test(test_turn_budget_contended),
 		cmocka_unit_test(test_yield_respects_pause),
 		cmocka_unit_test(test_free_while_yielded),
+		cmocka_unit_test(test_oversized_skipped),
+		cmocka_unit_test(test_oversized_closes_without_skip),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
