@@ -85,8 +85,6 @@ static inline uint32_t rm_max(uint32_t a, uint32_t b)
 
 void rm_set_skip_oversized(struct rm_parser *p, uint32_t head_max)
 {
-	uint64_t need;
-
 	/*
 	 * At most max_record: a record is oversized once it has more than
 	 * that, so the head is always there to be gathered, and gathering
@@ -98,12 +96,11 @@ void rm_set_skip_oversized(struct rm_parser *p, uint32_t head_max)
 	/*
 	 * A buffer for a record being skipped holds its first mark and the
 	 * head, and behind the mark room for a continuation mark and a
-	 * read-ahead's worth of the bytes thrown away per read.
+	 * read-ahead's worth of the bytes thrown away per read. Within 32
+	 * bits: max_record and readahead are at most RM_MAX_RECORD.
 	 */
-	need = RM_MARK_SIZE + (uint64_t)rm_max(head_max, RM_MARK_SIZE + p->readahead);
-	if (need > RM_BUF_SLACK + (uint64_t)p->max_record)
-		need = RM_BUF_SLACK + (uint64_t)p->max_record;
-	p->skip_need = (uint32_t)need;
+	p->skip_need = RM_MARK_SIZE + rm_max(head_max, RM_MARK_SIZE + p->readahead);
+	p->skip_need = rm_min(p->skip_need, RM_BUF_SLACK + p->max_record);
 }
 
 /* A record's first mark is being read when no payload position exists yet. */
