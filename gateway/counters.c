@@ -48,6 +48,8 @@ static const char *const event_names[] = {
 	[GW_EV_BACKCHANNEL_BOUND] = "backchannel_bound",
 	[GW_EV_BACKCHANNEL_ADOPTED] = "backchannel_adopted",
 	[GW_EV_HANDOFF_REFUSED] = "handoff_refused",
+	[GW_EV_SIZE_CLAMPED] = "size_clamped",
+	[GW_EV_RECORD_TOO_LARGE_ANSWERED] = "record_too_large_answered",
 };
 
 /* A kind added to the enum without a name here fails the build, not a scrape. */

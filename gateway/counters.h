@@ -54,6 +54,9 @@ enum gw_event_kind {
 	GW_EV_BACKCHANNEL_ADOPTED, /* shared route: its gone connection's back channel
 				      (bc_orphans.h) */
 	GW_EV_HANDOFF_REFUSED,	   /* reverse: its worker could not take the connection */
+	GW_EV_SIZE_CLAMPED, /* a reply's advertised sizes lowered to what the route carries */
+	GW_EV_RECORD_TOO_LARGE_ANSWERED, /* forward: a record over max_record_size skipped,
+					  * answered GARBAGE_ARGS */
 	GW_EV_KIND_COUNT
 };
 

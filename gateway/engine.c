@@ -304,6 +304,8 @@ static void route_tcp_config(struct gw_route_rt *rt)
 		rt->tcp_cfg.records_per_turn_contended = r->turn_budget_contended;
 	/* The clients' calls' wait in the socket (counters.h, socket_us). */
 	rt->tcp_cfg.rx_timestamps = r->mode == GW_MODE_FORWARD;
+	/* A client's record over max_record_size is skipped and answered (fwd_oversized()). */
+	rt->tcp_cfg.skip_oversized = r->mode == GW_MODE_FORWARD;
 	/*
 	 * After a TCP peer stops draining (out_high), the messages already asked
 	 * for keep coming: in forward mode the replies to every call in flight,
@@ -361,6 +363,7 @@ static int route_start(struct gw_engine *eng, struct gw_route_rt *rt, char *err,
 	rt->rules = route_load_rules(r, err, errlen);
 	if (!rt->rules)
 		return -EINVAL;
+	gw_ratelimit_init(&rt->oversize_log, 1000000);
 	route_tcp_config(rt);
 	route_limits(rt);
 

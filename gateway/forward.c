@@ -106,6 +106,7 @@ static void fwd_tcp_closed(struct tcp_conn *tc, const struct tcp_close_info *why
 
 static const struct tcp_conn_ops fwd_tcp_ops = {
 	.record = fwd_record,
+	.oversized = fwd_oversized,
 	.output_pressure = fwd_tcp_pressure,
 	.starved = fwd_tcp_starved,
 	.closed = fwd_tcp_closed,

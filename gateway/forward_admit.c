@@ -190,6 +190,45 @@ static void fwd_call_admit(struct fwd_session *s, struct gw_buf *buf, uint32_t o
 	fwd_pump(s);
 }
 
+/*
+ * A record larger than the route carries (tcp_conn skips it without holding
+ * it: skip_oversized). A client that sends one ignored the sizes the route
+ * told it (size_clamp.h) or could not be told them (RPCSEC_GSS integrity
+ * and privacy). Closing the connection, as for a broken stream, made the
+ * Linux client reconnect and send the same record again for ever; a call
+ * answered GARBAGE_ARGS (the arguments could not be taken) ends in an I/O
+ * error for that one request and the connection goes on. Logged at most once
+ * a second per route, with a count, so that no client can make the log grow
+ * without bound.
+ */
+void fwd_oversized(struct tcp_conn *tc, const uint8_t *head, uint32_t head_len, uint64_t record_len,
+		   void *arg)
+{
+	struct fwd_session *s = arg;
+	struct gw_route_rt *rt = s->base.route;
+	uint32_t xid, type;
+	uint64_t more;
+
+	(void)tc;
+	bool call = rpc_msg_peek(head, head_len, &xid, &type) && type == RPC_MSG_CALL;
+	if (gw_ratelimit_allow(&rt->oversize_log, gw_now_pass_us(), &more))
+		gw_warn("forward %s: a record of %llu bytes is larger than the route carries "
+			"(max_record_size %u): %s; its rsize or wsize is larger than the route's: "
+			"mount with smaller ones, or raise max_record_size (%llu more since the "
+			"last "
+			"line)",
+			s->base.client, (unsigned long long)record_len, rt->cfg->max_record_size,
+			call ? "skipped, the call answered GARBAGE_ARGS" : "skipped (not a call)",
+			(unsigned long long)more);
+	if (!call) {
+		gw_count_event(&s->base, GW_EV_MALFORMED_RECORD);
+		return;
+	}
+	gw_count_event(&s->base, GW_EV_RECORD_TOO_LARGE_ANSWERED);
+	if (s->state == FS_READY && !s->draining)
+		fwd_reply_error(s, xid, RPC_ACC_GARBAGE_ARGS);
+}
+
 void fwd_record(struct tcp_conn *tc, struct gw_buf *buf, uint32_t off, uint32_t len, void *arg)
 {
 	struct fwd_session *s = arg;

@@ -278,6 +278,8 @@ void fwd_call_put(struct fwd_call *c);
 void fwd_call_abandon(struct fwd_call *c);
 void fwd_abandon_sent_calls(struct fwd_session *s);
 void fwd_record(struct tcp_conn *tc, struct gw_buf *buf, uint32_t off, uint32_t len, void *arg);
+void fwd_oversized(struct tcp_conn *tc, const uint8_t *head, uint32_t head_len, uint64_t record_len,
+		   void *arg);
 
 /* forward_complete.c */
 void fwd_reply_error(struct fwd_session *s, uint32_t xid, enum rpc_accept_stat stat);

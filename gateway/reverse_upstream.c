@@ -4,6 +4,7 @@
  * records matched by XID, the upstream connection made and remade with a
  * growing delay, and the call timeout that starts it over.
  */
+#include "gateway/size_clamp.h"
 #include "gateway/reverse_priv.h"
 
 /* ---- calls to the upstream ---- */
@@ -162,6 +163,13 @@ void rev_reply_to_call(struct rev_session *s, struct rev_call *c, struct gw_buf 
 	c->reply_off = off;
 	c->reply_len = len;
 	rev_find_items(s, c);
+	/*
+	 * FSINFO, an NFSv4 GETATTR of maxread/maxwrite, CREATE_SESSION: what
+	 * the server advertises is lowered to what the route carries, in the
+	 * record the gateway read (rewritten in place: no offset moves).
+	 */
+	if (c->ulb.advertises_sizes)
+		gw_clamp_reply(&s->base, &c->ulb, buf->base + off, len, 0);
 	rev_answer(s, c, RA_REPLY);
 }
 

@@ -20,6 +20,7 @@
 
 #include "conf/config.h"
 #include "gateway/admission.h"
+#include "common/ratelimit.h"
 #include "gateway/counters.h"
 #include "rdma/rpcrdma_hdr.h"
 #include "tcp/tcp_conn.h"
@@ -52,6 +53,8 @@ struct gw_route_rt {
 	struct rlistener *rdma_listener; /* reverse; on workers but 0, takes handed-over requests */
 	uint64_t handoff_logged_us;	 /* reverse, worker 0: last "cannot hand" warning */
 	uint64_t handoff_unlogged;	 /* refusals since */
+	bool sizes_logged;		 /* the first size_clamped reply was logged */
+	struct gw_ratelimit oversize_log; /* forward: records over max_record_size */
 	struct gw_session_list sessions;
 	uint32_t live_sessions;
 	/* Sessions per client address, and the refusals' log rate. */
