@@ -59,6 +59,7 @@ void gw_conf_errors_print(FILE *out, const struct gw_conf_errors *errs);
 enum gw_route_mode {
 	GW_MODE_FORWARD, /* TCP listener, RDMA upstream: the gateway is a requester */
 	GW_MODE_REVERSE, /* RDMA listener, TCP upstream: the gateway is a responder */
+	GW_MODE_COUNT,	 /* not a mode: how many there are (gateway/modes.h) */
 };
 
 enum gw_transport {

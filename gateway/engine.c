@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "gateway/handoff.h"
+#include "gateway/mode.h"
 #include "gateway/session.h"
 #include "gateway/sideroute.h"
 #include "gateway/stats_merge.h"
@@ -194,7 +195,9 @@ static bool engine_admit(const struct sockaddr *peer, socklen_t len, void *arg)
 static void engine_tcp_accepted(evutil_socket_t fd, const struct sockaddr *peer, socklen_t len,
 				void *arg)
 {
-	gw_forward_accept(arg, fd, peer);
+	struct gw_route_rt *route = arg;
+
+	route->mode->accept(route, fd, peer);
 }
 
 static const struct tcp_listener_ops engine_tcp_listener_ops = {
@@ -207,9 +210,12 @@ static bool engine_rdma_accept(struct rlistener *l, void *owner, const struct so
 			       const struct rdma_conn_param *req, struct rconn_params *params,
 			       const struct rconn_ops **ops, void **conn_owner)
 {
-	if (!engine_admit(peer, 0, owner))
+	struct gw_route_rt *route = owner;
+
+	if (!engine_admit(peer, 0, route))
 		return false;
-	return gw_reverse_accept(owner, peer, pdata, pdata_len, req, params, ops, conn_owner);
+	return route->mode->rdma_accept(route, peer, pdata, pdata_len, req, params, ops,
+					conn_owner);
 }
 
 /*
@@ -299,13 +305,13 @@ static void route_tcp_config(struct gw_route_rt *rt)
 	rt->tcp_cfg.max_record = r->max_record_size;
 	rt->tcp_cfg.record_timeout_ms = r->record_timeout_ms;
 	rt->tcp_cfg.records_per_turn = r->turn_budget;
-	/* A forward route's TCP connections are its clients (common/turns.h). */
-	if (r->mode == GW_MODE_FORWARD)
+	/* Only clients' TCP connections take turns under contention (common/turns.h). */
+	if (rt->mode->tcp_clients)
 		rt->tcp_cfg.records_per_turn_contended = r->turn_budget_contended;
 	/* The clients' calls' wait in the socket (counters.h, socket_us). */
-	rt->tcp_cfg.rx_timestamps = r->mode == GW_MODE_FORWARD;
-	/* A client's record over max_record_size is skipped and answered (fwd_oversized()). */
-	rt->tcp_cfg.skip_oversized = r->mode == GW_MODE_FORWARD;
+	rt->tcp_cfg.rx_timestamps = rt->mode->tcp_clients;
+	/* A client's record over max_record_size is skipped and answered (the mode's). */
+	rt->tcp_cfg.skip_oversized = rt->mode->tcp_clients;
 	/*
 	 * After a TCP peer stops draining (out_high), the messages already asked
 	 * for keep coming: in forward mode the replies to every call in flight,
@@ -367,7 +373,7 @@ static int route_start(struct gw_engine *eng, struct gw_route_rt *rt, char *err,
 	route_tcp_config(rt);
 	route_limits(rt);
 
-	if (r->mode == GW_MODE_FORWARD) {
+	if (rt->mode->client_transport == GW_TRANSPORT_TCP) {
 		/*
 		 * Every worker listens on the route's address; the kernel gives
 		 * all connections of one client address to the same worker
@@ -393,7 +399,7 @@ static int route_start(struct gw_engine *eng, struct gw_route_rt *rt, char *err,
 		 * (engine_rdma_steer()).
 		 */
 		struct rconn_params defaults;
-		gw_reverse_listen_params(r, &defaults);
+		rt->mode->listen_params(r, &defaults);
 		rt->rdma_listener = rlistener_create(
 			eng->rdma,
 			eng->worker == 0 ? (const struct sockaddr *)&r->listen.addr : NULL, 0,
@@ -412,13 +418,13 @@ static int route_start(struct gw_engine *eng, struct gw_route_rt *rt, char *err,
 		if (side_failed)
 			return -EADDRNOTAVAIL;
 	}
-	if (eng->worker == 0 || r->mode == GW_MODE_FORWARD) {
+	if (eng->worker == 0 || rt->mode->client_transport == GW_TRANSPORT_TCP) {
 		char who[32] = "";
 		if (eng->nworkers > 1)
 			snprintf(who, sizeof(who), " (worker %u)", eng->worker);
 		gw_info("%s: %s route listening on %s%s, upstream %s (%zu ULB bindings)", r->name,
-			r->mode == GW_MODE_FORWARD ? "forward" : "reverse", r->listen.text, who,
-			r->upstream.text, ulb_rules_count(rt->rules));
+			rt->mode->name, r->listen.text, who, r->upstream.text,
+			ulb_rules_count(rt->rules));
 	}
 	return 0;
 }
@@ -461,14 +467,17 @@ static void engine_pool_config(const struct gw_config *cfg, struct rdma_pool_con
 	rdma_pool_default_config(pc, inline_max, record_max, 1024);
 }
 
-/* A worker other than 0 with a reverse route takes the connections worker 0 hands it. */
+/*
+ * A worker other than 0 with a route whose clients come over RDMA takes
+ * the connections worker 0's RDMA listener hands it.
+ */
 static int engine_attach_handoff(struct gw_engine *eng)
 {
-	bool reverse = false;
+	bool rdma_clients = false;
 
 	for (size_t i = 0; i < eng->nroutes; i++)
-		reverse |= eng->routes[i].cfg->mode == GW_MODE_REVERSE;
-	if (!reverse || eng->worker == 0 || !eng->shared || !eng->shared->handoffs)
+		rdma_clients |= eng->routes[i].mode->client_transport == GW_TRANSPORT_RDMA;
+	if (!rdma_clients || eng->worker == 0 || !eng->shared || !eng->shared->handoffs)
 		return 0;
 	struct gw_handoff *h = eng->shared->handoffs[eng->worker];
 	int err = gw_handoff_attach(h, eng->base, eng->rdma, engine_handoff_deliver, eng);
@@ -477,15 +486,10 @@ static int engine_attach_handoff(struct gw_engine *eng)
 	return err;
 }
 
-struct gw_engine *gw_engine_start(struct event_base *base, const struct gw_config *cfg, char *err,
-				  size_t errlen)
-{
-	return gw_engine_start_worker(base, cfg, 0, 1, NULL, err, errlen);
-}
-
 struct gw_engine *gw_engine_start_worker(struct event_base *base, const struct gw_config *cfg,
-					 unsigned worker, unsigned nworkers,
-					 struct gw_engine_shared *shared, char *err, size_t errlen)
+					 const struct gw_mode_ops *const *modes, unsigned worker,
+					 unsigned nworkers, struct gw_engine_shared *shared,
+					 char *err, size_t errlen)
 {
 	struct gw_engine *eng = calloc(1, sizeof(*eng));
 	struct rdma_pool_config pc;
@@ -522,8 +526,18 @@ struct gw_engine *gw_engine_start_worker(struct event_base *base, const struct g
 		rt->eng = eng;
 		rt->cfg = &cfg->routes[i];
 		TAILQ_INIT(&rt->sessions);
+		rt->mode = gw_mode_find(modes, rt->cfg->mode);
 		gw_admission_init(&rt->admission,
 				  (uint32_t)(gw_now_us() * 2654435761u) ^ (uint32_t)i);
+	}
+	for (size_t i = 0; i < eng->nroutes; i++) {
+		if (!eng->routes[i].mode) {
+			snprintf(err, errlen, "route %s: mode %s is not built in",
+				 eng->routes[i].cfg->name,
+				 gw_route_mode_name(eng->routes[i].cfg->mode));
+			gw_engine_stop(eng);
+			return NULL;
+		}
 	}
 	for (size_t i = 0; i < eng->nroutes; i++) {
 		/* The route's table by procedure whole now: its latency by slot relies on it. */
@@ -714,16 +728,6 @@ void gw_engine_reload_commit(struct gw_engine *eng, const struct gw_config *next
 	eng->cfg = next;
 }
 
-int gw_engine_reload(struct gw_engine *eng, const struct gw_config *next, char *err, size_t errlen)
-{
-	struct gw_engine_reload *rl = gw_engine_reload_prepare(eng, next, err, errlen);
-
-	if (!rl)
-		return -EINVAL;
-	gw_engine_reload_commit(eng, next, rl);
-	return 0;
-}
-
 void gw_engine_stop(struct gw_engine *eng)
 {
 	if (!eng)
@@ -747,15 +751,18 @@ void gw_engine_stop(struct gw_engine *eng)
 	 */
 	for (int spins = 0; spins < 1000; spins++) {
 		bool shared_open = false;
-		for (size_t i = 0; i < eng->nroutes; i++)
-			shared_open |= gw_forward_route_close(&eng->routes[i]);
+		for (size_t i = 0; i < eng->nroutes; i++) {
+			struct gw_route_rt *rt = &eng->routes[i];
+			if (rt->mode && rt->mode->route_close)
+				shared_open |= rt->mode->route_close(rt);
+		}
 		if (gw_engine_sessions(eng) == 0 && !shared_open)
 			break;
 		event_base_loop(eng->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
 	}
 	for (size_t i = 0; i < eng->nroutes; i++) {
-		gw_forward_route_free(&eng->routes[i]);
-		gw_reverse_route_free(&eng->routes[i]);
+		if (eng->routes[i].mode)
+			eng->routes[i].mode->route_free(&eng->routes[i]);
 		ulb_rules_free(eng->routes[i].rules);
 		gw_admission_fini(&eng->routes[i].admission);
 		gw_counters_release(&eng->routes[i].counters);
@@ -775,14 +782,14 @@ static void route_view(struct gw_route_rt *rt, struct gw_stats_route *r,
 {
 	*r = (struct gw_stats_route){
 		.name = rt->cfg->name,
-		.mode = rt->cfg->mode == GW_MODE_FORWARD ? "forward" : "reverse",
+		.mode = rt->mode->name,
 		.listen = rt->cfg->listen.text,
 		.upstream = rt->cfg->upstream.text,
 		.totals = &rt->counters,
 		.proc_upstream_us = rt->proc_upstream_us,
 		.live_sessions = rt->live_sessions,
 	};
-	if (gw_forward_route_stats(rt, shared) || gw_reverse_route_stats(rt, shared))
+	if (rt->mode->route_stats(rt, shared))
 		r->shared = shared;
 	if (gw_side_nlm_stats(rt->side, nlm))
 		r->nlm = nlm;
@@ -893,11 +900,4 @@ void gw_engines_snapshot(struct gw_engine *const *engs, size_t n, struct gw_stat
 	}
 	for (size_t j = 0; j < ndevs; j++)
 		v->device(v, &devs[j]);
-}
-
-void gw_engine_snapshot(void *arg, struct gw_stats_visitor *v)
-{
-	struct gw_engine *eng = arg;
-
-	gw_engines_snapshot(&eng, 1, v);
 }

@@ -22,14 +22,6 @@ struct event_base;
 struct gw_engine;
 
 /*
- * Set up every route of @cfg (which must outlive the engine, or be replaced
- * by gw_engine_reload()). Returns NULL with a message in @err when a rule
- * file, a listener or RDMA cannot be set up.
- */
-struct gw_engine *gw_engine_start(struct event_base *base, const struct gw_config *cfg, char *err,
-				  size_t errlen);
-
-/*
  * What the engines of several workers share: the sessions over all of
  * them, for the route's and the process's max_sessions. The caller owns it
  * (gateway/workers.c); @route_live has one counter per route of the config.
@@ -49,8 +41,15 @@ struct gw_engine_shared {
 };
 
 /*
- * gw_engine_start() for worker @worker of @nworkers, each on its own
- * thread and event_base: every worker listens on each forward route's
+ * Set up every route of @cfg (which must outlive the engine, or be
+ * replaced by a reload) as worker @worker of @nworkers, each on its own
+ * thread and event_base. @modes is the table of modes by configuration
+ * mode (gateway/modes.h, gw_mode_find()): the engine knows a route's mode
+ * only as its entry there. Returns NULL with a message in @err when a
+ * mode is not in the table, or a rule file, a listener or RDMA cannot be
+ * set up.
+ *
+ * Every worker listens on each forward route's
  * address (a SO_REUSEPORT group steered by the client's address, so that
  * a client's connections all come to one worker), worker 0 alone runs
  * the reverse routes' RDMA listeners (handing each connection to the
@@ -59,9 +58,11 @@ struct gw_engine_shared {
  * Workers must be started in order 0, 1, ... (the kernel numbers the
  * listeners of a group in the order they are opened).
  */
+struct gw_mode_ops;
 struct gw_engine *gw_engine_start_worker(struct event_base *base, const struct gw_config *cfg,
-					 unsigned worker, unsigned nworkers,
-					 struct gw_engine_shared *shared, char *err, size_t errlen);
+					 const struct gw_mode_ops *const *modes, unsigned worker,
+					 unsigned nworkers, struct gw_engine_shared *shared,
+					 char *err, size_t errlen);
 
 /*
  * Stop accepting, let every session finish its calls in flight, and call
@@ -72,20 +73,15 @@ void gw_engine_drain(struct gw_engine *eng, unsigned timeout_ms, void (*done)(vo
 		     void *arg);
 
 /*
- * Apply a new configuration that gw_config_reloadable() accepted: logging,
- * client ACLs, limits, timeouts, and every route's Upper-Layer Binding rules,
- * read again from their files (sessions that are already open keep the
- * rules they started with). @next replaces the running one (the caller
- * frees the old one after this returns). When a rule file does not load,
- * nothing changes: -errno, with the reason in @err.
- */
-int gw_engine_reload(struct gw_engine *eng, const struct gw_config *next, char *err, size_t errlen);
-
-/*
- * gw_engine_reload() in two steps, so that several workers change together
- * or not at all: prepare reads every rule file (on any thread; NULL with
- * the reason in @err when one does not load), commit applies it on the
- * engine's own thread and cannot fail, abort lets an unused one go.
+ * Apply a new configuration @next that gw_config_reloadable() accepted:
+ * logging, client ACLs, limits, timeouts, and every route's Upper-Layer
+ * Binding rules, read again from their files (sessions that are already
+ * open keep the rules they started with); the caller frees the old
+ * configuration after commit. In two steps, so that several workers
+ * change together or not at all: prepare reads every rule file (on any
+ * thread; NULL with the reason in @err when one does not load), commit
+ * applies it on the engine's own thread and cannot fail, abort lets an
+ * unused one go.
  */
 struct gw_engine_reload;
 struct gw_engine_reload *gw_engine_reload_prepare(const struct gw_engine *eng,
@@ -105,11 +101,9 @@ int gw_engine_check_rules(const struct gw_config *cfg, char *err, size_t errlen)
 /* Close everything at once and free the engine. */
 void gw_engine_stop(struct gw_engine *eng);
 
-/* For the stats endpoint: visit routes and their live sessions. */
-void gw_engine_snapshot(void *eng, struct gw_stats_visitor *v);
-
 /*
- * The same over the engines of several workers, each route once with its
+ * For the stats endpoint: visit routes and their live sessions over the
+ * engines of several workers, each route once with its
  * figures merged (gateway/stats_merge.h), then every worker's sessions of
  * it. The caller makes sure no engine runs meanwhile (gateway/workers.c
  * parks the other workers' threads).

@@ -45,6 +45,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/xdr.h"
+#include "gateway/mode.h"
 #include "gateway/session.h"
 #include "gateway/xidmap.h"
 #include "rdma/conn.h"
@@ -682,3 +683,14 @@ void gw_forward_accept(struct gw_route_rt *route, int fd, const struct sockaddr 
 		fwd_session_close(s);
 	}
 }
+
+/* Forward mode as the engine sees it: TCP clients, on every worker's listener. */
+const struct gw_mode_ops gw_forward_mode = {
+	.name = "forward",
+	.client_transport = GW_TRANSPORT_TCP,
+	.tcp_clients = true,
+	.accept = gw_forward_accept,
+	.route_close = gw_forward_route_close,
+	.route_free = gw_forward_route_free,
+	.route_stats = gw_forward_route_stats,
+};

@@ -3,7 +3,7 @@
  * gateway/forward_priv.h - what the stages of the forward pipeline share:
  * the session, its call slots and backward-call state, and the functions
  * one stage calls in another. Internal to gateway/forward*.c; the engine
- * sees forward mode only through gw_forward_accept() (gateway/session.h).
+ * sees forward mode only through gw_forward_mode (gateway/mode.h).
  *
  *   forward.c              session life: accept, first bytes, connect, close
  *   forward_admit.c        call slots; records from the client into slots
@@ -347,6 +347,13 @@ void fwd_maybe_free(struct fwd_session *s);
 /* The server fell back to @version: new connections of the route open in it for a while. */
 void fwd_remember_version(struct fwd_session *s, uint32_t version);
 uint32_t fwd_opening_version(struct fwd_session *s);
+/* gw_forward_mode's accept (gateway/mode.h). */
+void gw_forward_accept(struct gw_route_rt *route, int fd, const struct sockaddr *peer);
+
+/* forward_share.c: gw_forward_mode's route_close, route_free and route_stats. */
+bool gw_forward_route_close(struct gw_route_rt *route);
+void gw_forward_route_free(struct gw_route_rt *route);
+bool gw_forward_route_stats(const struct gw_route_rt *route, struct gw_stats_shared *out);
 
 /* inline helpers */
 

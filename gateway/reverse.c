@@ -90,6 +90,7 @@
  *
  * This file holds the session's life; reverse_priv.h lists the stages.
  */
+#include "gateway/mode.h"
 #include "gateway/reverse_priv.h"
 
 /* ---- the RDMA connection ---- */
@@ -544,3 +545,18 @@ bool gw_reverse_accept(struct gw_route_rt *route, const struct sockaddr *peer, c
 	(void)params; /* the route's defaults (gw_reverse_listen_params()) are right */
 	return true;
 }
+
+/*
+ * Reverse mode as the engine sees it: RDMA clients on worker 0's listener.
+ * The route's TCP connections are its upstream, so they neither take
+ * turns as clients do nor timestamp receives.
+ */
+const struct gw_mode_ops gw_reverse_mode = {
+	.name = "reverse",
+	.client_transport = GW_TRANSPORT_RDMA,
+	.tcp_clients = false,
+	.listen_params = gw_reverse_listen_params,
+	.rdma_accept = gw_reverse_accept,
+	.route_free = gw_reverse_route_free,
+	.route_stats = gw_reverse_route_stats,
+};

@@ -3,7 +3,7 @@
  * gateway/reverse_priv.h - what the stages of the reverse pipeline share:
  * the session, its call slots, queues and backchannel state, and the
  * functions one stage calls in another. Internal to gateway/reverse*.c; the
- * engine sees reverse mode only through gateway/session.h.
+ * engine sees reverse mode only through gw_reverse_mode (gateway/mode.h).
  *
  *   reverse.c              session life: accept, the RDMA connection, close
  *   reverse_admit.c        slots and queues; receives from the client, Read
@@ -398,11 +398,24 @@ void rev_share_bound_back(struct rev_session *s, const uint8_t id[ULB_SESSIONID_
 /* The XID map's key of a client's call, and the channel a client is put on (tests use them). */
 void rev_share_key(const struct rev_session *s, uint32_t xid, struct upxid_key *k);
 uint16_t rev_share_channel_of(const struct rev_session *s, uint16_t nchan);
+/*
+ * gw_reverse_mode's route_free and route_stats. Its shared TCP connections
+ * close at once (no loop turn needed): route_free closes them
+ * (gw_reverse_route_close()), and the mode has no route_close.
+ */
+bool gw_reverse_route_stats(const struct gw_route_rt *route, struct gw_stats_shared *out);
+void gw_reverse_route_close(struct gw_route_rt *route);
+void gw_reverse_route_free(struct gw_route_rt *route);
 
 /* reverse.c */
 void rev_session_close(struct rev_session *s);
 void rev_session_fail(struct rev_session *s);
 void rev_maybe_free(struct rev_session *s);
+/* gw_reverse_mode's listen_params and rdma_accept (gateway/mode.h). */
+void gw_reverse_listen_params(const struct gw_route *r, struct rconn_params *p);
+bool gw_reverse_accept(struct gw_route_rt *route, const struct sockaddr *peer, const uint8_t *pdata,
+		       uint8_t pdata_len, const struct rdma_conn_param *req,
+		       struct rconn_params *params, const struct rconn_ops **ops, void **owner);
 
 /* inline helpers */
 

@@ -4,7 +4,8 @@
  * share: a route at run time, and the common part of a session.
  *
  * This header is internal to gateway/: main and the stats endpoint see the
- * engine only through gateway/engine.h.
+ * engine only through gateway/engine.h, and the engine sees the pipelines
+ * only through their gateway/mode.h entries.
  *
  * A session pairs one accepted connection with one upstream connection and
  * lives on its route's list from accept until both sides are closed and
@@ -26,6 +27,7 @@
 #include "tcp/tcp_conn.h"
 
 struct gw_engine;
+struct gw_mode_ops;
 struct gw_session;
 struct rdma_ctx;
 struct ulb_rules;
@@ -38,6 +40,8 @@ TAILQ_HEAD(gw_session_list, gw_session);
 struct gw_route_rt {
 	struct gw_engine *eng;
 	const struct gw_route *cfg; /* replaced on reload */
+	const struct gw_mode_ops
+		*mode; /* cfg->mode's entry of the engine's table (gateway/mode.h) */
 	struct ulb_rules *rules;
 	struct rpcrdma_limits limits;
 	struct tcp_conn_config tcp_cfg;
@@ -212,35 +216,5 @@ static inline void gw_count_reply(struct gw_session *s, uint32_t prog, uint32_t 
 	gw_hist_add(&s->counters.upstream_us, upstream_us);
 	gw_hist_add(&s->route->counters.upstream_us, upstream_us);
 }
-
-/* Pipelines. */
-void gw_forward_accept(struct gw_route_rt *route, int fd, const struct sockaddr *peer);
-/*
- * The route is stopping: close its shared upstream connections. True while
- * some are still closing (run the loop); then gw_forward_route_free().
- */
-bool gw_forward_route_close(struct gw_route_rt *route);
-/* The route's shared upstream connections for /stats; false when it has none. */
-bool gw_forward_route_stats(const struct gw_route_rt *route, struct gw_stats_shared *out);
-void gw_forward_route_free(struct gw_route_rt *route);
-
-/* Reverse mode, the route's shared upstream connections (gateway/reverse_share.c): as forward's. */
-bool gw_reverse_route_stats(const struct gw_route_rt *route, struct gw_stats_shared *out);
-void gw_reverse_route_close(struct gw_route_rt *route);
-void gw_reverse_route_free(struct gw_route_rt *route);
-
-/* Reverse mode (gateway/reverse.c): the RDMA listener's connection parameters for @r. */
-struct rconn_params;
-struct rconn_ops;
-struct rdma_conn_param;
-void gw_reverse_listen_params(const struct gw_route *r, struct rconn_params *p);
-/*
- * A client's connection request that the route admits: make its session.
- * False refuses the connection. The arguments are the rlistener accept
- * callback's (rdma/conn.h).
- */
-bool gw_reverse_accept(struct gw_route_rt *route, const struct sockaddr *peer, const uint8_t *pdata,
-		       uint8_t pdata_len, const struct rdma_conn_param *req,
-		       struct rconn_params *params, const struct rconn_ops **ops, void **owner);
 
 #endif

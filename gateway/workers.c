@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "gateway/engine.h"
 #include "gateway/handoff.h"
+#include "gateway/modes.h"
 #include "rdma/device.h"
 
 enum worker_cmd { WCMD_NONE, WCMD_PARK, WCMD_RELOAD, WCMD_DRAIN, WCMD_STOP };
@@ -576,7 +577,7 @@ struct gw_workers *gw_workers_start(struct event_base *base, const struct gw_con
 			return NULL;
 		}
 		char why[512];
-		ws->w[k].eng = gw_engine_start_worker(ws->w[k].base, cfg, k, n,
+		ws->w[k].eng = gw_engine_start_worker(ws->w[k].base, cfg, gw_modes, k, n,
 						      n > 1 ? &ws->shared : NULL, why, sizeof(why));
 		if (!ws->w[k].eng) {
 			if (n > 1)

@@ -4,7 +4,7 @@
  * it makes: turn_budget sets each connection's completion budget per pass
  * (twice the records a TCP turn delivers), for the forward route's own and
  * shared connections (fwd_rdma_params()) and for the connections a reverse
- * route accepts (gw_reverse_listen_params()); remote_invalidation sets the
+ * route accepts (gw_reverse_mode.listen_params); remote_invalidation sets the
  * R bit of a forward connection's RFC 8797 private data and lets the
  * connection take the server's Send With Invalidate.
  */
@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "gateway/forward_priv.h"
+#include "gateway/mode.h"
 #include "gateway/session.h"
 #include "rdma/conn.h"
 #include "rdma/privdata.h"
@@ -84,10 +85,10 @@ static void test_reverse_connections_take_the_budget(void **state)
 	(void)state;
 	route_with_budget(&r, 4);
 	memset(&p, 0, sizeof(p));
-	gw_reverse_listen_params(&r, &p);
+	gw_reverse_mode.listen_params(&r, &p);
 	assert_int_equal(p.cq_budget, 8);
 	route_with_budget(&r, 16);
-	gw_reverse_listen_params(&r, &p);
+	gw_reverse_mode.listen_params(&r, &p);
 	assert_int_equal(p.cq_budget, 32);
 	/* its connections are the clients, and no TCP turn reports: no contended budget */
 	assert_int_equal(p.cq_budget_contended, 0);

@@ -82,15 +82,20 @@ static void fake_tick(evutil_socket_t fd, short what, void *arg)
 }
 
 struct gw_engine *__wrap_gw_engine_start_worker(struct event_base *base,
-						const struct gw_config *cfg, unsigned worker,
-						unsigned nworkers, struct gw_engine_shared *shared,
-						char *err, size_t errlen);
+						const struct gw_config *cfg,
+						const struct gw_mode_ops *const *modes,
+						unsigned worker, unsigned nworkers,
+						struct gw_engine_shared *shared, char *err,
+						size_t errlen);
 struct gw_engine *__wrap_gw_engine_start_worker(struct event_base *base,
-						const struct gw_config *cfg, unsigned worker,
-						unsigned nworkers, struct gw_engine_shared *shared,
-						char *err, size_t errlen)
+						const struct gw_config *cfg,
+						const struct gw_mode_ops *const *modes,
+						unsigned worker, unsigned nworkers,
+						struct gw_engine_shared *shared, char *err,
+						size_t errlen)
 {
 	(void)cfg;
+	(void)modes;
 	(void)nworkers;
 	(void)shared;
 	if ((int)worker == fail_start_at || worker >= MAX_FAKES) {
