@@ -370,6 +370,14 @@ static int route_start(struct gw_engine *eng, struct gw_route_rt *rt, char *err,
 	if (!rt->rules)
 		return -EINVAL;
 	gw_ratelimit_init(&rt->oversize_log, 1000000);
+	if (rt->mode->route_init) {
+		int e = rt->mode->route_init(rt);
+		if (e) {
+			snprintf(err, errlen, "route %s: cannot set up %s mode: %s", r->name,
+				 rt->mode->name, strerror(-e));
+			return e;
+		}
+	}
 	route_tcp_config(rt);
 	route_limits(rt);
 

@@ -629,24 +629,35 @@ static void fwd_first_bytes(evutil_socket_t fd, short what, void *arg)
 uint32_t fwd_opening_version(struct fwd_session *s)
 {
 	struct gw_route_rt *route = s->base.route;
+	struct fwd_route *fr = fwd_route(route);
 	uint32_t max = route->cfg->max_rpcrdma_version >= RPCRDMA_V2 ? RPCRDMA_V2 : RPCRDMA_V1;
 
-	if (route->remembered_version == 0 || route->remembered_version >= max)
+	if (fr->remembered_version == 0 || fr->remembered_version >= max)
 		return max;
-	if (gw_now_us() >= route->remembered_until_us) {
-		route->remembered_version = 0; /* ask again: the server may be upgraded */
+	if (gw_now_us() >= fr->remembered_until_us) {
+		fr->remembered_version = 0; /* ask again: the server may be upgraded */
 		return max;
 	}
 	gw_count_event(&s->base, GW_EV_VERSION_REMEMBERED);
-	return route->remembered_version;
+	return fr->remembered_version;
 }
 
 void fwd_remember_version(struct fwd_session *s, uint32_t version)
 {
-	struct gw_route_rt *route = s->base.route;
+	struct fwd_route *fr = fwd_route(s->base.route);
 
-	route->remembered_version = version;
-	route->remembered_until_us = gw_now_us() + FWD_VERSION_MEMORY_US;
+	fr->remembered_version = version;
+	fr->remembered_until_us = gw_now_us() + FWD_VERSION_MEMORY_US;
+}
+
+int gw_forward_route_init(struct gw_route_rt *route)
+{
+	struct fwd_route *fr = calloc(1, sizeof(*fr));
+
+	if (!fr)
+		return -ENOMEM;
+	route->mode_state = fr;
+	return 0;
 }
 
 void gw_forward_accept(struct gw_route_rt *route, int fd, const struct sockaddr *peer)
@@ -689,6 +700,7 @@ const struct gw_mode_ops gw_forward_mode = {
 	.name = "forward",
 	.client_transport = GW_TRANSPORT_TCP,
 	.tcp_clients = true,
+	.route_init = gw_forward_route_init,
 	.accept = gw_forward_accept,
 	.route_close = gw_forward_route_close,
 	.route_free = gw_forward_route_free,

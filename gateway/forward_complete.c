@@ -375,7 +375,7 @@ bool fwd_may_retry(const struct fwd_session *s, const struct fwd_call *c)
 static void fwd_settle_v2(struct fwd_session *s)
 {
 	s->version_settled = true;
-	s->base.route->remembered_version = 0; /* it speaks Version Two after all */
+	fwd_route(s->base.route)->remembered_version = 0; /* it speaks Version Two after all */
 	if (!s->peer_pd_sent) {
 		s->peer_pd.send_size = RPCRDMA_V2_INLINE_DEFAULT;
 		s->peer_pd.recv_size = RPCRDMA_V2_INLINE_DEFAULT;

@@ -250,6 +250,23 @@ struct fwd_session {
 };
 
 /*
+ * Forward mode's state of a route (gw_route_rt.mode_state, fwd_route()),
+ * from route_init to route_free.
+ */
+struct fwd_route {
+	/*
+	 * The version the upstream server fell back to after ERR_VERS, and
+	 * until when new connections open in it directly (0: none
+	 * remembered). See fwd_opening_version().
+	 */
+	uint32_t remembered_version;
+	uint64_t remembered_until_us;
+	/* upstream_connections > 0: the shared channels, from the first client (forward_share.c).
+	 */
+	struct fwd_share *share;
+};
+
+/*
  * A forward route's shared upstream connections: the channels and the XID
  * map of every client's calls over them. Made with the route's first
  * client; the channels stay open for the route's life (a lost one is made
@@ -347,7 +364,8 @@ void fwd_maybe_free(struct fwd_session *s);
 /* The server fell back to @version: new connections of the route open in it for a while. */
 void fwd_remember_version(struct fwd_session *s, uint32_t version);
 uint32_t fwd_opening_version(struct fwd_session *s);
-/* gw_forward_mode's accept (gateway/mode.h). */
+/* gw_forward_mode's route_init and accept (gateway/mode.h). */
+int gw_forward_route_init(struct gw_route_rt *route);
 void gw_forward_accept(struct gw_route_rt *route, int fd, const struct sockaddr *peer);
 
 /* forward_share.c: gw_forward_mode's route_close, route_free and route_stats. */
@@ -356,6 +374,12 @@ void gw_forward_route_free(struct gw_route_rt *route);
 bool gw_forward_route_stats(const struct gw_route_rt *route, struct gw_stats_shared *out);
 
 /* inline helpers */
+
+/* The forward state of @route, a forward route that started (gw_forward_mode.route_init). */
+static inline struct fwd_route *fwd_route(const struct gw_route_rt *route)
+{
+	return route->mode_state;
+}
 
 /* The smallest RDMA_MSG header of a version: what an inline message adds. */
 static inline uint32_t fwd_hdr_min(uint32_t version)

@@ -129,7 +129,7 @@ static struct rconn_params share_rdma_params(const struct gw_route *r, struct rp
 static struct fwd_share *share_get(struct gw_route_rt *route)
 {
 	const struct gw_route *r = route->cfg;
-	struct fwd_share *sh = route->fwd_share;
+	struct fwd_share *sh = fwd_route(route)->share;
 	uint64_t seed;
 
 	if (sh)
@@ -152,7 +152,7 @@ static struct fwd_share *share_get(struct gw_route_rt *route)
 	sh->nchan = (uint16_t)r->upstream_connections;
 	/* Half the grant a client would have alone unless configured: one never holds it all. */
 	sh->cap = fairq_share_cap(r->credits, r->shared_client_max_in_flight);
-	route->fwd_share = sh;
+	fwd_route(route)->share = sh;
 	gw_info("%s: %u shared upstream connections, XID map of %u entries", r->name, sh->nchan,
 		p.max_entries);
 	return sh;
@@ -903,7 +903,7 @@ void fwd_share_channel_free(struct fwd_session *ch)
 bool gw_forward_route_stats(const struct gw_route_rt *route, struct gw_stats_shared *out)
 {
 	static const char *const states[] = { "connecting", "ready", "closing" };
-	const struct fwd_share *sh = route->fwd_share;
+	const struct fwd_share *sh = fwd_route(route)->share;
 
 	if (!sh)
 		return false;
@@ -945,7 +945,8 @@ bool gw_forward_route_stats(const struct gw_route_rt *route, struct gw_stats_sha
 
 bool gw_forward_route_close(struct gw_route_rt *route)
 {
-	struct fwd_share *sh = route->fwd_share;
+	const struct fwd_route *fr = fwd_route(route);
+	struct fwd_share *sh = fr ? fr->share : NULL;
 
 	if (!sh)
 		return false;
@@ -964,13 +965,17 @@ bool gw_forward_route_close(struct gw_route_rt *route)
 
 void gw_forward_route_free(struct gw_route_rt *route)
 {
-	struct fwd_share *sh = route->fwd_share;
+	struct fwd_route *fr = fwd_route(route);
+	struct fwd_share *sh = fr ? fr->share : NULL;
 
-	if (!sh || sh->live > 0)
+	if (sh && sh->live > 0)
 		return; /* a channel still refers to it: left to the process's end */
-	upxid_destroy(&sh->map);
-	bc_orphans_fini(&sh->gone_holders);
-	free(sh->by_entry);
-	free(sh);
-	route->fwd_share = NULL;
+	if (sh) {
+		upxid_destroy(&sh->map);
+		bc_orphans_fini(&sh->gone_holders);
+		free(sh->by_entry);
+		free(sh);
+	}
+	free(fr);
+	route->mode_state = NULL;
 }

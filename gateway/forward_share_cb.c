@@ -41,7 +41,7 @@ static bool share_peer_addr(const struct fwd_session *s, uint8_t addr[16])
  */
 void fwd_share_keep_back_channels(struct fwd_session *s)
 {
-	struct fwd_share *sh = s->base.route->fwd_share;
+	struct fwd_share *sh = fwd_route(s->base.route)->share;
 	uint8_t addr[16];
 
 	if (!sh || !share_peer_addr(s, addr))
@@ -64,7 +64,8 @@ void fwd_share_keep_back_channels(struct fwd_session *s)
 static void share_note_candidate(struct fwd_session *s, const uint8_t id[ULB_SESSIONID_SIZE],
 				 const struct ulb_reply *rep)
 {
-	struct fwd_share *sh = s->base.route->fwd_share;
+	/* The caller checked s->ch: its channel's share is the route's (channel_open()). */
+	struct fwd_share *sh = s->ch->share;
 	uint8_t addr[16];
 
 	if (!sh || !bc_orphans_count(&sh->gone_holders) ||
@@ -107,7 +108,7 @@ static struct fwd_session *share_adopt_back_channel(struct fwd_session *ch,
 						    const uint8_t id[ULB_SESSIONID_SIZE],
 						    const char **why)
 {
-	struct fwd_share *sh = ch->base.route->fwd_share;
+	struct fwd_share *sh = ch->share;
 	const struct bc_orphan *o;
 	struct fwd_session *to = NULL;
 	struct gw_session *g;
@@ -154,11 +155,12 @@ static struct fwd_session *share_adopt_back_channel(struct fwd_session *ch,
 void fwd_share_sessions_learned(struct fwd_session *s, const struct ulb_call *u,
 				const struct ulb_reply *rep)
 {
-	struct fwd_share *sh = s->base.route->fwd_share;
+	struct fwd_share *sh;
 	struct gw_session *g;
 
 	if (!s->ch)
 		return;
+	sh = s->ch->share; /* the route's (channel_open()) */
 	/* A session destroyed is not to be adopted: what a gone client left of it goes. */
 	if (rep->destroys && sh)
 		bc_orphans_drop(&sh->gone_holders, rep->destroyed_id);

@@ -43,6 +43,13 @@ struct gw_mode_ops {
 	 */
 	bool tcp_clients;
 
+	/*
+	 * Optional: the route is starting, before it listens; set up the
+	 * mode's state (route->mode_state). -errno when it cannot; route_free
+	 * is called all the same.
+	 */
+	int (*route_init)(struct gw_route_rt *route);
+
 	/* TCP-facing: a client's connection that the route admitted. Owns @fd. */
 	void (*accept)(struct gw_route_rt *route, int fd, const struct sockaddr *peer);
 
@@ -68,7 +75,7 @@ struct gw_mode_ops {
 	/*
 	 * The route is gone: free the mode's state, once nothing refers to it
 	 * (what still does is left to the process's end). Called for every
-	 * route, including one that did not start.
+	 * route, whether route_init ran, failed or not.
 	 */
 	void (*route_free)(struct gw_route_rt *route);
 	/* The route's shared upstream connections for /stats; false when it has none. */

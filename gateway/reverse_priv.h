@@ -419,6 +419,15 @@ bool gw_reverse_accept(struct gw_route_rt *route, const struct sockaddr *peer, c
 
 /* inline helpers */
 
+/*
+ * Reverse mode's state of a route (gw_route_rt.mode_state): its shared
+ * upstream connections, from the first client (reverse_share.c), or NULL.
+ */
+static inline struct rev_share *rev_route_share(const struct gw_route_rt *route)
+{
+	return route->mode_state;
+}
+
 /* The smallest RDMA_MSG header of a version: what an inline message adds. */
 static inline uint32_t rev_hdr_min(uint32_t version)
 {

@@ -184,7 +184,7 @@ static void share_free(struct rev_share *sh)
 static struct rev_share *share_get(struct gw_route_rt *route)
 {
 	const struct gw_route *r = route->cfg;
-	struct rev_share *sh = route->rev_share;
+	struct rev_share *sh = rev_route_share(route);
 	uint64_t seed;
 
 	if (sh)
@@ -219,7 +219,7 @@ static struct rev_share *share_get(struct gw_route_rt *route)
 			return NULL;
 		}
 	}
-	route->rev_share = sh;
+	route->mode_state = sh;
 	gw_info("%s: %u shared upstream connections, XID map of %u entries", r->name, sh->nchan,
 		p.max_entries);
 	return sh;
@@ -712,7 +712,7 @@ void rev_share_overflow(struct rev_session *s)
 bool gw_reverse_route_stats(const struct gw_route_rt *route, struct gw_stats_shared *out)
 {
 	static const char *const states[] = { "closed", "connecting", "ready" };
-	const struct rev_share *sh = route->rev_share;
+	const struct rev_share *sh = rev_route_share(route);
 
 	if (!sh)
 		return false;
@@ -736,7 +736,7 @@ bool gw_reverse_route_stats(const struct gw_route_rt *route, struct gw_stats_sha
 
 void gw_reverse_route_close(struct gw_route_rt *route)
 {
-	struct rev_share *sh = route->rev_share;
+	struct rev_share *sh = rev_route_share(route);
 
 	if (!sh)
 		return;
@@ -760,7 +760,7 @@ void gw_reverse_route_close(struct gw_route_rt *route)
 
 void gw_reverse_route_free(struct gw_route_rt *route)
 {
-	struct rev_share *sh = route->rev_share;
+	struct rev_share *sh = rev_route_share(route);
 
 	if (!sh)
 		return;
@@ -770,5 +770,5 @@ void gw_reverse_route_free(struct gw_route_rt *route)
 			return; /* a client still refers to it: left to the process's end */
 	}
 	share_free(sh);
-	route->rev_share = NULL;
+	route->mode_state = NULL;
 }

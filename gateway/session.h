@@ -73,17 +73,10 @@ struct gw_route_rt {
 	bool draining;
 	struct gw_side *side; /* NFSv3 portmapper and MOUNT relay, or NULL */
 	/*
-	 * Forward: the version the upstream server fell back to after ERR_VERS,
-	 * and until when new connections open in it directly (0: none
-	 * remembered). See fwd_opening_version().
+	 * The mode's own state of the route, set up and freed by the mode
+	 * (gateway/mode.h), read through its private header's accessor.
 	 */
-	uint32_t remembered_version;
-	uint64_t remembered_until_us;
-	/* Forward, upstream_connections > 0: the shared channels (gateway/forward_share.c). */
-	struct fwd_share *fwd_share;
-	/* Reverse, upstream_connections > 0: the shared TCP connections (gateway/reverse_share.c).
-	 */
-	struct rev_share *rev_share;
+	void *mode_state;
 };
 
 /*

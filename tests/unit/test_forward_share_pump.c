@@ -90,6 +90,7 @@ struct fixture {
 	struct gw_route cfg;
 	struct gw_route_rt *route;
 	struct fwd_share sh;
+	struct fwd_route fr; /* the route's forward state: sh */
 	struct fwd_session *ch;
 	struct fwd_session *a, *b;
 	/* The channel's connection on the fake provider. */
@@ -375,7 +376,8 @@ static int setup(void **state)
 	f->sh.route = f->route;
 	f->sh.nchan = 1;
 	f->sh.cap = CREDITS; /* each client may use the whole grant */
-	f->route->fwd_share = &f->sh;
+	f->fr.share = &f->sh;
+	f->route->mode_state = &f->fr;
 
 	channel_connection(f);
 	struct fwd_session *ch = f->ch;

@@ -81,9 +81,13 @@ static int setup(void **state)
 	f->rules = msg_rules_load();
 	f->route = calloc(1, sizeof(*f->route));
 	f->ch = calloc(1, sizeof(*f->ch));
-	f->route->fwd_share = calloc(1, sizeof(struct fwd_share));
-	if (!f->rules || !f->route || !f->ch || !f->route->fwd_share)
+	f->route->mode_state = calloc(1, sizeof(struct fwd_route));
+	if (!f->rules || !f->route || !f->ch || !f->route->mode_state)
 		return -1;
+	fwd_route(f->route)->share = calloc(1, sizeof(struct fwd_share));
+	if (!fwd_route(f->route)->share)
+		return -1;
+	f->ch->share = fwd_route(f->route)->share; /* a channel's share is its route's */
 	TAILQ_INIT(&f->route->sessions);
 	f->ch->is_channel = true;
 	f->ch->state = FS_READY;
@@ -105,8 +109,9 @@ static int teardown(void **state)
 		free((char *)g - offsetof(struct fwd_session, base));
 	}
 	free(f->ch);
-	bc_orphans_fini(&f->route->fwd_share->gone_holders);
-	free(f->route->fwd_share);
+	bc_orphans_fini(&fwd_route(f->route)->share->gone_holders);
+	free(fwd_route(f->route)->share);
+	free(f->route->mode_state);
 	free(f->route);
 	ulb_rules_free(f->rules);
 	free(f);
@@ -339,7 +344,7 @@ static void test_reconnected_connection_takes_callbacks(void **state)
 	assert_int_equal(ulb_sessions_maxresp(&a2->ulb_sessions, sid_x), MSG_MAXRESP);
 	assert_int_equal(a2->base.counters.events[GW_EV_BACKCHANNEL_ADOPTED], 1);
 	assert_int_equal(adopted(f), 1);
-	assert_int_equal(bc_orphans_count(&f->route->fwd_share->gone_holders), 0);
+	assert_int_equal(bc_orphans_count(&fwd_route(f->route)->share->gone_holders), 0);
 	assert_ptr_equal(callback_to(f, sid_x), a2);
 	assert_int_equal(adopted(f), 1);
 }
@@ -361,7 +366,7 @@ static void test_two_reconnected_connections_take_nothing(void **state)
 	sequence(f, a3, sid_x, 0);
 	assert_null(callback_to(f, sid_x));
 	assert_int_equal(adopted(f), 0);
-	assert_int_equal(bc_orphans_count(&f->route->fwd_share->gone_holders), 1);
+	assert_int_equal(bc_orphans_count(&fwd_route(f->route)->share->gone_holders), 1);
 }
 
 /*
@@ -416,7 +421,7 @@ static void test_creator_is_not_a_candidate(void **state)
 static void test_adoption_leaves_a_bind_alone(void **state)
 {
 	struct fixture *f = *state;
-	struct bc_orphans *kept = &f->route->fwd_share->gone_holders;
+	struct bc_orphans *kept = &fwd_route(f->route)->share->gone_holders;
 
 	a_creates_x(f);
 	a_goes(f);
@@ -450,7 +455,7 @@ static void destroy(struct fixture *f, struct fwd_session *s, const uint8_t *sid
 static void test_destroyed_session_is_not_kept(void **state)
 {
 	struct fixture *f = *state;
-	struct bc_orphans *kept = &f->route->fwd_share->gone_holders;
+	struct bc_orphans *kept = &fwd_route(f->route)->share->gone_holders;
 
 	a_creates_x(f);
 	a_goes(f);
