@@ -468,20 +468,6 @@ bool conf_listen_overlap(const struct sockaddr_storage *a, const struct sockaddr
 		      &((const struct sockaddr_in6 *)b)->sin6_addr, sizeof(struct in6_addr)) == 0;
 }
 
-void conf_sockaddr_format(const struct sockaddr_storage *ss, char *buf, size_t len)
-{
-	char host[INET6_ADDRSTRLEN];
-
-	if (ss->ss_family == AF_INET) {
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, host, sizeof(host));
-		snprintf(buf, len, "%s:%u", host, port_of(ss));
-	} else {
-		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, host,
-			  sizeof(host));
-		snprintf(buf, len, "[%s]:%u", host, port_of(ss));
-	}
-}
-
 int gw_endpoint_parse(const char *text, enum gw_transport want, struct gw_endpoint *out, char *err,
 		      size_t errlen)
 {

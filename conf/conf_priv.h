@@ -124,8 +124,6 @@ bool conf_listen_overlap(const struct sockaddr_storage *a, const struct sockaddr
 /* Same family, address, port (and IPv6 scope). */
 bool conf_sockaddr_equal(const struct sockaddr_storage *a, const struct sockaddr_storage *b);
 bool conf_cidr_equal(const struct gw_cidr *a, const struct gw_cidr *b);
-/* "192.0.2.1:2049" or "[2001:db8::1]:2049". */
-void conf_sockaddr_format(const struct sockaddr_storage *ss, char *buf, size_t len);
 
 /* ---- route options (route.c) ------------------------------------------- */
 

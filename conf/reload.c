@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/addr_text.h"
+
 /* Comparing two configurations, reporting against the new one's file. */
 struct reload {
 	const struct gw_config *cur;
@@ -52,15 +54,15 @@ static void compare_endpoint(struct reload *rl, const struct conf_where *rw,
 			     const struct gw_endpoint *was, const struct gw_endpoint *now,
 			     const char *key)
 {
-	char a[96], b[96], was_q[300], now_q[300];
+	char a[GW_ADDR_TEXT_MAX], b[GW_ADDR_TEXT_MAX], was_q[300], now_q[300];
 	struct conf_where w;
 
 	if (endpoint_equal(was, now))
 		return;
 	conf_where_member(&w, rw, key);
 	if (strcmp(was->text, now->text) == 0) {
-		conf_sockaddr_format(&was->addr, a, sizeof(a));
-		conf_sockaddr_format(&now->addr, b, sizeof(b));
+		gw_addr_text((const struct sockaddr *)&was->addr, a, sizeof(a));
+		gw_addr_text((const struct sockaddr *)&now->addr, b, sizeof(b));
 		conf_fail(&rl->rep, &w, CONF_AT_VALUE,
 			  "\"%s\" now resolves to %s instead of %s, which needs a restart",
 			  now->text, b, a);

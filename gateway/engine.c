@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "gateway/engine.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -11,6 +10,7 @@
 
 #include <event2/event.h>
 
+#include "common/addr_text.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "gateway/handoff.h"
@@ -53,26 +53,6 @@ struct event_base *gw_engine_base(const struct gw_engine *eng)
 struct rdma_ctx *gw_engine_rdma(const struct gw_engine *eng)
 {
 	return eng->rdma;
-}
-
-void gw_format_addr(const struct sockaddr *sa, char *out, size_t outlen)
-{
-	char host[INET6_ADDRSTRLEN] = "?";
-	unsigned port = 0;
-
-	if (sa && sa->sa_family == AF_INET) {
-		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
-		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
-		port = ntohs(in->sin_port);
-		snprintf(out, outlen, "%s:%u", host, port);
-	} else if (sa && sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
-		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
-		port = ntohs(in6->sin6_port);
-		snprintf(out, outlen, "[%s]:%u", host, port);
-	} else {
-		snprintf(out, outlen, "?");
-	}
 }
 
 /*
@@ -124,7 +104,7 @@ void gw_session_register(struct gw_route_rt *route, struct gw_session *s,
 	s->id = route->eng->next_session_id;
 	s->started_us = gw_now_us();
 	s->active_us = s->started_us;
-	gw_format_addr(client, s->client, sizeof(s->client));
+	gw_addr_text(client, s->client, sizeof(s->client));
 	s->rules = ulb_rules_ref(route->rules);
 	if (!gw_admission_enter(&route->admission, client, &s->admitted))
 		gw_warn("%s: out of memory counting sessions per client; session from %s "
@@ -262,7 +242,7 @@ static bool engine_rdma_steer(struct rlistener *l, void *owner, const struct soc
 		route->handoff_unlogged++;
 		if (route->handoff_logged_us == 0 || now - route->handoff_logged_us >= 1000000) {
 			char who[80];
-			gw_format_addr(peer, who, sizeof(who));
+			gw_addr_text(peer, who, sizeof(who));
 			gw_warn("%s: refused client %s: cannot hand its connection to worker %u: "
 				"%s "
 				"(%llu refused since the last such message)",

@@ -42,6 +42,7 @@
 
 #include <event2/event.h>
 
+#include "common/addr_text.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/xdr.h"
@@ -121,7 +122,7 @@ static void fwd_established(struct rconn *rc, void *owner, const uint8_t *pdata,
 	if (!s->peer_pd_sent)
 		gw_info("forward %s: server sent no RFC 8797 private data", s->base.client);
 	rpcrdma_inline_thresholds(&s->own_pd, &s->peer_pd, &s->thr);
-	gw_format_addr(rconn_local_addr(rc), s->base.upstream, sizeof(s->base.upstream));
+	gw_addr_text(rconn_local_addr(rc), s->base.upstream, sizeof(s->base.upstream));
 	gw_debug("forward %s: connected upstream from %s (inline %u/%u)", s->base.client,
 		 s->base.upstream, s->thr.send, s->thr.recv);
 	if (s->is_channel && s->dev && s->dev != rconn_device(rc)) {

@@ -90,6 +90,7 @@
  *
  * This file holds the session's life; reverse_priv.h lists the stages.
  */
+#include "common/addr_text.h"
 #include "gateway/mode.h"
 #include "gateway/reverse_priv.h"
 
@@ -472,7 +473,7 @@ bool gw_reverse_accept(struct gw_route_rt *route, const struct sockaddr *peer, c
 	if (req->initiator_depth == 0) {
 		/* As the Linux server does: Read chunks could never be pulled. */
 		char who[80];
-		gw_format_addr(peer, who, sizeof(who));
+		gw_addr_text(peer, who, sizeof(who));
 		gw_warn("%s: refused client %s: it allows no RDMA Reads (responder resources 0)",
 			r->name, who);
 		return false;

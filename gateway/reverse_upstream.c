@@ -4,6 +4,7 @@
  * records matched by XID, the upstream connection made and remade with a
  * growing delay, and the call timeout that starts it over.
  */
+#include "common/addr_text.h"
 #include "gateway/size_clamp.h"
 #include "gateway/reverse_priv.h"
 
@@ -270,8 +271,8 @@ static void rev_up_connected(evutil_socket_t fd, int err, void *arg)
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
-		gw_format_addr((const struct sockaddr *)&ss, s->base.upstream,
-			       sizeof(s->base.upstream));
+		gw_addr_text((const struct sockaddr *)&ss, s->base.upstream,
+			     sizeof(s->base.upstream));
 	if (s->up_reached) {
 		gw_info("reverse %s: upstream reconnected from %s; %u calls go (again)",
 			s->base.client, s->base.upstream, s->upq.n);

@@ -159,7 +159,6 @@ void gw_session_register(struct gw_route_rt *route, struct gw_session *s,
 			 const struct gw_session_ops *ops, const struct sockaddr *client);
 /* The session's last act: off the route's list; the engine may finish a drain. */
 void gw_session_unregister(struct gw_session *s);
-void gw_format_addr(const struct sockaddr *sa, char *out, size_t outlen);
 
 /* A call or reply passed: the session is not idle. */
 static inline void gw_session_touch(struct gw_session *s, uint64_t now_us)

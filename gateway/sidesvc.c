@@ -13,6 +13,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "common/addr_text.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "conf/config.h"
@@ -79,7 +80,7 @@ static void conn_malformed(struct sidesvc_conn *c, const char *why)
 {
 	char who[80];
 
-	gw_format_addr((const struct sockaddr *)&c->peer.addr, who, sizeof(who));
+	gw_addr_text((const struct sockaddr *)&c->peer.addr, who, sizeof(who));
 	gw_warn("%s: %s from %s: %s; closing", c->svc->cfg.route->name, c->svc->cfg.name, who, why);
 	count_event(c->svc, GW_EV_MALFORMED_RECORD);
 	conn_close(c);
@@ -157,7 +158,7 @@ static bool tcp_admit(const struct sockaddr *peer, socklen_t len, void *arg)
 
 	(void)len;
 	if (!gw_route_client_allowed(svc->cfg.route, peer)) {
-		gw_format_addr(peer, who, sizeof(who));
+		gw_addr_text(peer, who, sizeof(who));
 		gw_warn("%s: %s: refused client %s (not in allowed_clients)", svc->cfg.route->name,
 			svc->cfg.name, who);
 		count_event(svc, GW_EV_REFUSED_CLIENT);

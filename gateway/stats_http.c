@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/queue.h>
 
@@ -26,6 +25,7 @@
 #include <event2/listener.h>
 #include <event2/util.h>
 
+#include "common/addr_text.h"
 #include "common/log.h"
 #include "common/version.h"
 #include "gateway/stats_render.h"
@@ -239,26 +239,6 @@ static void handle_request(struct evhttp_request *req, void *arg)
 	ep->serve(sh, req);
 }
 
-static void format_addr(const struct sockaddr *sa, char *out, size_t size)
-{
-	char host[INET6_ADDRSTRLEN] = "?";
-	unsigned port = 0;
-
-	if (sa->sa_family == AF_INET) {
-		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
-		evutil_inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
-		port = ntohs(in->sin_port);
-		snprintf(out, size, "%s:%u", host, port);
-	} else if (sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
-		evutil_inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
-		port = ntohs(in6->sin6_port);
-		snprintf(out, size, "[%s]:%u", host, port);
-	} else {
-		snprintf(out, size, "(address family %d)", sa->sa_family);
-	}
-}
-
 /*
  * evhttp answers methods it was not told to allow with 501; allowing them
  * all lets us answer 405 with an Allow header, as RFC 9110 asks.
@@ -407,9 +387,9 @@ struct gw_stats_http *gw_stats_http_start(struct event_base *base, const struct 
 	struct gw_stats_http *sh = calloc(1, sizeof(*sh));
 	struct evconnlistener *lev;
 	struct sockaddr_storage ss;
-	char where[INET6_ADDRSTRLEN + 16];
+	char where[GW_ADDR_TEXT_MAX];
 
-	format_addr(addr, where, sizeof(where));
+	gw_addr_text(addr, where, sizeof(where));
 	if (!sh)
 		goto nomem;
 	sh->snapshot = snapshot;
@@ -441,7 +421,7 @@ struct gw_stats_http *gw_stats_http_start(struct event_base *base, const struct 
 	if (!sh->refuse_ev || event_add(sh->sweep_ev, &second) != 0)
 		goto nomem;
 	if (gw_stats_http_local_addr(sh, &ss))
-		format_addr((struct sockaddr *)&ss, where, sizeof(where));
+		gw_addr_text((struct sockaddr *)&ss, where, sizeof(where));
 	gw_info("stats: serving /stats and /metrics on http://%s/", where);
 	return sh;
 

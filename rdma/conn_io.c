@@ -6,13 +6,13 @@
  * before the owner sees them, and completions polled in batches.
  */
 #include <errno.h>
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <event2/event.h>
 
+#include "common/addr_text.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/turns.h"
@@ -499,26 +499,13 @@ static const char *recv_violation(const struct rconn *c, const struct ibv_wc *wc
  * and the connection closes. Whatever the peer wrote into memory we exposed
  * is never delivered: the owner's calls end with the connection.
  */
-/* The peer's address as the log shows it ("?" when unknown). */
-static void peer_text(const struct rconn *c, char *buf, size_t len)
-{
-	const struct sockaddr *sa = rconn_peer_addr(c);
-
-	snprintf(buf, len, "?");
-	if (sa)
-		getnameinfo(sa,
-			    sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-						      : sizeof(struct sockaddr_in),
-			    buf, (socklen_t)len, NULL, 0, NI_NUMERICHOST);
-}
-
 void rconn_violation(struct rconn *c, const char *why, uint32_t len)
 {
-	char peer[64];
+	char peer[GW_ADDR_TEXT_MAX];
 
 	if (c->state >= RCONN_CLOSING)
 		return;
-	peer_text(c, peer, sizeof(peer));
+	gw_addr_text(rconn_peer_addr(c), peer, sizeof(peer));
 	gw_warn("rdma: %s: protocol violation by %s: %s (%u bytes): closing the connection",
 		c->dev ? rdma_dev_name(c->dev) : "?", peer, why, len);
 	c->stats.protocol_violations++;
@@ -552,8 +539,8 @@ static void send_failed(struct rconn *c, const struct ibv_wc *wc)
 {
 	if (wc->status == IBV_WC_WR_FLUSH_ERR) {
 		if (c->state == RCONN_CONNECTED) {
-			char peer[64];
-			peer_text(c, peer, sizeof(peer));
+			char peer[GW_ADDR_TEXT_MAX];
+			gw_addr_text(rconn_peer_addr(c), peer, sizeof(peer));
 			gw_warn("rdma: %s: work requests flushed with no error of ours first: the "
 				"queue pair went into error under us (%s disconnected or failed "
 				"its side of the connection)",

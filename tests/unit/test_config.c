@@ -11,23 +11,15 @@
 #include <net/if.h>
 #include <sys/un.h>
 
-/* "192.0.2.1:2049" or "[2001:db8::1]:2049" */
+#include "common/addr_text.h"
+
+/* The configuration's addresses as the logs show them (common/addr_text.h). */
 static const char *addr_text(const struct sockaddr_storage *ss)
 {
-	static char buf[INET6_ADDRSTRLEN + 16];
-	char host[INET6_ADDRSTRLEN];
+	static char buf[GW_ADDR_TEXT_MAX];
 
-	if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
-		inet_ntop(AF_INET, &sin->sin_addr, host, sizeof(host));
-		snprintf(buf, sizeof(buf), "%s:%u", host, ntohs(sin->sin_port));
-	} else {
-		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
-		assert_int_equal(ss->ss_family, AF_INET6);
-		inet_ntop(AF_INET6, &sin6->sin6_addr, host, sizeof(host));
-		snprintf(buf, sizeof(buf), "[%s]:%u", host, ntohs(sin6->sin6_port));
-	}
-	return buf;
+	assert_true(ss->ss_family == AF_INET || ss->ss_family == AF_INET6);
+	return gw_addr_text((const struct sockaddr *)ss, buf, sizeof(buf));
 }
 
 static void assert_builtin_options(const struct gw_route *r)
