@@ -13,6 +13,7 @@
 #include <rpc/types.h>
 #include <rpc/xdr.h>
 
+#include "common/backoff.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/xdr.h"
@@ -39,7 +40,7 @@ struct nt_slot {
 	struct sockaddr_storage to;
 	socklen_t tolen;
 	uint64_t sent_us;
-	uint32_t backoff_ms;
+	struct gw_backoff backoff; /* the delay before sending again */
 	uint32_t len, getport_len;
 	uint8_t msg[NT_CALL_MAX];
 	uint8_t getport[64];
@@ -100,7 +101,7 @@ static bool start_slot(struct nlm_notify *nt, struct nt_slot *s, const struct nl
 	if (!s->getport_len)
 		return false;
 	nlm_host_to_sockaddr(host, nt->cfg.pmap_port, &s->to, &s->tolen);
-	s->backoff_ms = nt->cfg.retry_ms;
+	gw_backoff_init(&s->backoff, nt->cfg.retry_ms, NT_MAX_BACKOFF_MS);
 	s->used = true;
 	nt->live++;
 	send_current(nt, s);
@@ -156,7 +157,7 @@ static void client_reply(struct nlm_notify *nt, struct nt_slot *s, const uint8_t
 			return;
 		}
 		nlm_host_to_sockaddr(&s->client, port, &s->to, &s->tolen);
-		s->backoff_ms = nt->cfg.retry_ms;
+		gw_backoff_init(&s->backoff, nt->cfg.retry_ms, NT_MAX_BACKOFF_MS);
 		send_current(nt, s);
 		return;
 	}
@@ -222,10 +223,9 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 	for (uint32_t i = 0; i < nt->cfg.max_inflight; i++) {
 		struct nt_slot *s = &nt->slots[i];
 
-		if (s->used && now - s->sent_us >= (uint64_t)s->backoff_ms * 1000) {
+		if (s->used && gw_backoff_due(&s->backoff, s->sent_us, now)) {
 			send_current(nt, s);
-			s->backoff_ms = s->backoff_ms * 2 > NT_MAX_BACKOFF_MS ? NT_MAX_BACKOFF_MS
-									      : s->backoff_ms * 2;
+			gw_backoff_next(&s->backoff);
 		}
 	}
 }

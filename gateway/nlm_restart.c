@@ -14,6 +14,7 @@
 
 #include <event2/event.h>
 
+#include "common/backoff.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/xdr.h"
@@ -40,7 +41,7 @@ struct nlm_restart {
 	bool have_port, done;
 	uint32_t xid;
 	uint64_t sent_us, deadline_us;
-	uint32_t backoff_ms;
+	struct gw_backoff backoff; /* the delay before sending again */
 	size_t len;
 	uint8_t msg[NR_CALL_MAX];
 	int fd; /* connected: to the portmapper, then to statd */
@@ -185,7 +186,7 @@ static void on_reply(struct nlm_restart *nr, const uint8_t *msg, size_t len)
 		finish(nr, false, "the SM_NOTIFY could not be sent");
 		return;
 	}
-	nr->backoff_ms = nr->cfg.retry_ms;
+	gw_backoff_init(&nr->backoff, nr->cfg.retry_ms, NR_MAX_BACKOFF_MS);
 	send_current(nr);
 }
 
@@ -221,10 +222,9 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 				     : "its portmapper did not answer");
 		return;
 	}
-	if (now - nr->sent_us >= (uint64_t)nr->backoff_ms * 1000) {
+	if (gw_backoff_due(&nr->backoff, nr->sent_us, now)) {
 		send_current(nr);
-		nr->backoff_ms = nr->backoff_ms * 2 > NR_MAX_BACKOFF_MS ? NR_MAX_BACKOFF_MS
-									: nr->backoff_ms * 2;
+		gw_backoff_next(&nr->backoff);
 	}
 }
 
@@ -294,7 +294,7 @@ struct nlm_restart *nlm_restart_start(struct event_base *base, const struct nlm_
 	if (!nr->len || !nr->read_ev || !nr->timer || event_add(nr->read_ev, NULL) != 0 ||
 	    event_add(nr->timer, &tick) != 0)
 		goto fail;
-	nr->backoff_ms = nr->cfg.retry_ms;
+	gw_backoff_init(&nr->backoff, nr->cfg.retry_ms, NR_MAX_BACKOFF_MS);
 	nr->deadline_us = gw_now_us() + (uint64_t)nr->cfg.timeout_ms * 1000;
 	gw_info("%s: nlm restart: telling the server this gateway restarted (NSM state %d, "
 		"mon_name %s)",

@@ -149,7 +149,7 @@ static void rev_established(struct rconn *rc, void *owner, const uint8_t *pdata,
 	gw_debug("reverse %s: established (inline %u/%u, %u credits, %u RDMA Reads at a time)",
 		 s->base.client, s->thr.send, s->thr.recv, s->grant, s->read_depth);
 	s->up_missing_since = gw_now_us();
-	s->backoff_ms = REV_BACKOFF_MIN_MS;
+	gw_backoff_init(&s->backoff, REV_BACKOFF_MIN_MS, REV_BACKOFF_MAX_MS);
 	if (s->base.route->cfg->upstream_connections == 0)
 		rev_up_connect(s);
 	else if (!rev_share_attach(s))

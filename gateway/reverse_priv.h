@@ -27,6 +27,7 @@
 
 #include <event2/event.h>
 
+#include "common/backoff.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/xdr.h"
@@ -237,8 +238,8 @@ struct rev_session {
 	struct event *retry_timer;
 	struct event *call_timer;  /* the oldest call on the upstream, for call_timeout */
 	uint64_t up_missing_since; /* when the upstream was last found missing */
-	uint32_t backoff_ms;
-	bool up_reached; /* connected at least once */
+	struct gw_backoff backoff; /* the delay before the next connect */
+	bool up_reached;	   /* connected at least once */
 	bool out_congested;
 	bool tcp_starved;
 

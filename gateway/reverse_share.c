@@ -50,7 +50,7 @@ struct rev_chan {
 	struct rdma_dev *dev; /* whose pool the reply records land in */
 	struct rdma_pool_waiter pool_waiter;
 	uint64_t missing_since;
-	uint32_t backoff_ms;
+	struct gw_backoff backoff; /* the delay before the next connect */
 	uint32_t gen; /* connections made: a backward reply goes on the one that sent the call */
 	bool reached;
 	bool out_congested;
@@ -268,7 +268,7 @@ static void share_open_all(struct rev_share *sh, struct rdma_dev *dev)
 		if (ch->up != UP_NONE || evtimer_pending(ch->retry_timer, NULL))
 			continue;
 		ch->missing_since = gw_now_us();
-		ch->backoff_ms = REV_BACKOFF_MIN_MS;
+		gw_backoff_init(&ch->backoff, REV_BACKOFF_MIN_MS, REV_BACKOFF_MAX_MS);
 		chan_connect(ch);
 	}
 }
@@ -592,16 +592,14 @@ static void chan_give_up(struct rev_chan *ch)
 
 static void chan_retry_later(struct rev_chan *ch)
 {
-	uint64_t limit = ch->sh->route->cfg->connect_timeout_ms;
 	uint64_t missing = (gw_now_us() - ch->missing_since) / 1000;
+	uint64_t delay;
 
-	if (missing >= limit) {
+	if (!gw_backoff_next_within(&ch->backoff, missing, ch->sh->route->cfg->connect_timeout_ms,
+				    &delay)) {
 		chan_give_up(ch);
 		return;
 	}
-	uint64_t delay = ch->backoff_ms < limit - missing ? ch->backoff_ms : limit - missing;
-	ch->backoff_ms =
-		ch->backoff_ms * 2 < REV_BACKOFF_MAX_MS ? ch->backoff_ms * 2 : REV_BACKOFF_MAX_MS;
 	struct timeval tv = gw_ms_timeval(delay);
 	evtimer_add(ch->retry_timer, &tv);
 }
@@ -686,7 +684,7 @@ static void chan_restart(struct rev_chan *ch)
 	if (ch->sh->closing)
 		return;
 	ch->missing_since = gw_now_us();
-	ch->backoff_ms = REV_BACKOFF_MIN_MS;
+	gw_backoff_init(&ch->backoff, REV_BACKOFF_MIN_MS, REV_BACKOFF_MAX_MS);
 	chan_connect(ch);
 }
 

@@ -223,16 +223,13 @@ static uint64_t rev_up_missing_ms(const struct rev_session *s)
 /* Try again after a delay that doubles each time, within the connect timeout. */
 static void rev_up_retry_later(struct rev_session *s)
 {
-	uint64_t limit = s->base.route->cfg->connect_timeout_ms;
-	uint64_t missing = rev_up_missing_ms(s);
+	uint64_t delay;
 
-	if (missing >= limit) {
+	if (!gw_backoff_next_within(&s->backoff, rev_up_missing_ms(s),
+				    s->base.route->cfg->connect_timeout_ms, &delay)) {
 		rev_up_give_up(s);
 		return;
 	}
-	uint64_t delay = s->backoff_ms < limit - missing ? s->backoff_ms : limit - missing;
-	s->backoff_ms =
-		s->backoff_ms * 2 < REV_BACKOFF_MAX_MS ? s->backoff_ms * 2 : REV_BACKOFF_MAX_MS;
 	struct timeval tv = gw_ms_timeval(delay);
 	evtimer_add(s->retry_timer, &tv);
 }
@@ -364,7 +361,7 @@ static void rev_up_restart(struct rev_session *s)
 		rev_requeue_front(s, c);
 	}
 	s->up_missing_since = gw_now_us();
-	s->backoff_ms = REV_BACKOFF_MIN_MS;
+	gw_backoff_init(&s->backoff, REV_BACKOFF_MIN_MS, REV_BACKOFF_MAX_MS);
 	rev_up_connect(s);
 }
 
