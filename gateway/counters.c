@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gateway/fairq.h"
 #include "gateway/rpc_names.h"
 #include "gateway/upxid.h"
 
@@ -303,4 +304,13 @@ void gw_stats_shared_xids(struct gw_stats_shared *out, const struct upxid *map)
 	out->xid_evicted = st->evicted;
 	out->xid_full = st->full;
 	out->xid_stray = st->stray;
+}
+
+void gw_stats_channel_queue(struct gw_stats_channel *o, const struct fairq *fq, uint32_t clients)
+{
+	o->credits_granted = fq->grant;
+	o->calls_in_flight = fq->in_flight;
+	o->calls_queued = fq->queued;
+	o->clients = clients;
+	o->stalls = fq->stalls;
 }

@@ -250,6 +250,14 @@ struct upxid;
 /* The XID map's figures of a shared route (forward or reverse) into @out. */
 void gw_stats_shared_xids(struct gw_stats_shared *out, const struct upxid *map);
 
+struct fairq;
+/*
+ * A shared channel's queue (gateway/fairq.h) into @o, the same for both
+ * modes: the credits granted, the calls in flight and waiting, the stalls,
+ * and the @clients on the channel.
+ */
+void gw_stats_channel_queue(struct gw_stats_channel *o, const struct fairq *fq, uint32_t clients);
+
 /*
  * A route's NLM relay (gateway/nlm_state.h, gateway/nlm_callback.h): what
  * it holds now, what its bounds refused, and the server's GRANTED callbacks.

@@ -919,11 +919,7 @@ bool gw_forward_route_stats(const struct gw_route_rt *route, struct gw_stats_sha
 		o->state = !ch ? "closed" : ch->reconnecting ? "reconnecting" : states[ch->state];
 		if (!ch)
 			continue;
-		o->credits_granted = ch->fq.grant;
-		o->calls_in_flight = ch->fq.in_flight;
-		o->calls_queued = ch->fq.queued;
-		o->clients = ch->users;
-		o->stalls = ch->fq.stalls;
+		gw_stats_channel_queue(o, &ch->fq, ch->users);
 		if (ch->rdma) {
 			struct rconn_stats rs;
 

@@ -722,11 +722,7 @@ bool gw_reverse_route_stats(const struct gw_route_rt *route, struct gw_stats_sha
 		o->state = sh->closing ? "closing" : states[ch->up];
 		if (ch->up == UP_NONE && evtimer_pending(ch->retry_timer, NULL))
 			o->state = "connecting"; /* waiting to try again */
-		o->credits_granted = ch->fq.grant;
-		o->calls_in_flight = ch->fq.in_flight;
-		o->calls_queued = ch->fq.queued;
-		o->clients = ch->nclients;
-		o->stalls = ch->fq.stalls;
+		gw_stats_channel_queue(o, &ch->fq, ch->nclients);
 	}
 	gw_stats_shared_xids(out, &sh->ledger.map);
 	return true;
