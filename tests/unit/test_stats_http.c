@@ -35,6 +35,8 @@
 #include "gateway/counters.h"
 #include "gateway/stats_http.h"
 
+#include "support/loop.h"
+
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 /* ---- a fake engine ---------------------------------------------------------- */
@@ -1702,15 +1704,25 @@ static void test_idle_connection_is_closed(void **state)
 	close(fd);
 }
 
+/* What pump_until_connections() waits for: the endpoint counts @want connections. */
+struct connections_are {
+	struct fixture *f;
+	unsigned want;
+};
+
+static bool connections_are(void *arg)
+{
+	struct connections_are *c = arg;
+
+	return gw_stats_http_connections(c->f->sh) == c->want;
+}
+
 /* Turn the loop until the endpoint counts @n connections (or 5 s pass). */
 static void pump_until_connections(struct fixture *f, unsigned n)
 {
-	double deadline = now_s() + 5;
+	struct connections_are c = { f, n };
 
-	while (gw_stats_http_connections(f->sh) != n && now_s() < deadline) {
-		event_base_loop(f->base, EVLOOP_NONBLOCK);
-		poll(NULL, 0, 5);
-	}
+	gwt_spin_until(f->base, 5000, connections_are, &c);
 	assert_int_equal(gw_stats_http_connections(f->sh), n);
 }
 

@@ -34,6 +34,8 @@
 #include "common/xdr.h"
 #include "tcp/tcp_conn.h"
 
+#include "support/loop.h"
+
 #define MAX_RECS 2048
 #define WAIT_MS	 30000
 
@@ -308,30 +310,6 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
 	(void)arg;
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* Run the loop until expr holds or ms pass; the caller asserts expr. */
-#define run_until(h, expr, ms)                                                                     \
-	do {                                                                                       \
-		uint64_t deadline_ = now_ms() + (ms);                                              \
-		while (!(expr) && now_ms() < deadline_)                                            \
-			event_base_loop((h)->base, EVLOOP_ONCE);                                   \
-	} while (0)
-
-static void run_for(struct harness *h, unsigned int ms)
-{
-	uint64_t deadline = now_ms() + ms;
-
-	while (now_ms() < deadline)
-		event_base_loop(h->base, EVLOOP_ONCE);
-}
-
 static void make_pair(int fds[2], bool tcp)
 {
 	if (!tcp) {
@@ -484,7 +462,7 @@ static void check_many_sizes(bool tcp, bool multi)
 	h->feed_max_chunk = 70000;
 	h_start(h);
 	h_feed(h, &s);
-	run_until(h, h->nrec == n || h->closed, WAIT_MS * 2);
+	GWT_RUN_UNTIL(h->base, h->nrec == n || h->closed, WAIT_MS * 2);
 	assert_false(h->closed);
 	assert_int_equal(h->nrec, n);
 	assert_false(h->bad_content);
@@ -539,7 +517,7 @@ static void test_pipelined_share_buffer(void **state)
 	h->cfg.readahead = 1024;
 	h_start(h);
 	h_write_now(h, &s);
-	run_until(h, h->nrec == 5, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, h->nrec == 5, WAIT_MS);
 	assert_int_equal(h->nrec, 5);
 	assert_false(h->bad_content);
 	for (unsigned int r = 1; r < 5; r++)
@@ -587,7 +565,7 @@ static void test_pipelined_few_reads(void **state)
 		stream_record(&s, r, 4300, 0);
 	h_start(h);
 	h_write_now(h, &s);
-	run_until(h, h->nrec == n, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, h->nrec == n, WAIT_MS);
 	assert_int_equal(h->nrec, n);
 	assert_false(h->bad_content);
 
@@ -607,7 +585,7 @@ static void test_pipelined_few_reads(void **state)
 	for (unsigned int r = n; r < 2 * n; r++)
 		stream_record(&s, r, 4300, 0);
 	h_write_now(h, &s);
-	run_until(h, h->nrec == 2 * n, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, h->nrec == 2 * n, WAIT_MS);
 	assert_int_equal(h->nrec, 2 * n);
 	assert_false(h->bad_content);
 	assert_true(st->reads <= n);
@@ -641,7 +619,7 @@ static void test_one_at_a_time_one_read(void **state)
 		s.len = 0;
 		stream_record(&s, r, r == 6 ? 100 : 4300, 0);
 		h_write_now(h, &s);
-		run_until(h, h->nrec == r + 1, WAIT_MS);
+		GWT_RUN_UNTIL(h->base, h->nrec == r + 1, WAIT_MS);
 		assert_int_equal(h->nrec, r + 1);
 		assert_false(h->bad_content);
 		/* idle between records: the buffer went back */
@@ -691,12 +669,12 @@ static void test_rx_wait(void **state)
 		stream_record(&s, 0, 200, 0);
 		h_write_now(h, &s);
 		nanosleep(&pause, NULL); /* the loop is not running: the call waits */
-		run_until(h, h->nrec == 1, WAIT_MS);
+		GWT_RUN_UNTIL(h->base, h->nrec == 1, WAIT_MS);
 		assert_int_equal(h->nrec, 1);
 		s.len = 0;
 		stream_record(&s, 1, 200, 0);
 		h_feed(h, &s); /* written from the loop, read in the same turns */
-		run_until(h, h->nrec == 2, WAIT_MS);
+		GWT_RUN_UNTIL(h->base, h->nrec == 2, WAIT_MS);
 		assert_int_equal(h->nrec, 2);
 		assert_false(h->bad_content);
 		if (!on) {
@@ -732,7 +710,7 @@ static void test_large_records_move_little(void **state)
 	h->feed_max_chunk = 1u << 20;
 	h_start(h);
 	h_feed(h, &s);
-	run_until(h, h->nrec == n || h->closed, WAIT_MS * 2);
+	GWT_RUN_UNTIL(h->base, h->nrec == n || h->closed, WAIT_MS * 2);
 	assert_int_equal(h->nrec, n);
 	assert_false(h->bad_content);
 
@@ -757,13 +735,14 @@ static void test_idle_buffer_released(void **state)
 	h_start(h);
 	struct stream first = { .data = s.data, .len = 34 + 100 };
 	h_write_now(h, &first);
-	run_until(h, h->nrec == 1 && tcp_conn_stats(h->c)->bytes_in == first.len, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, h->nrec == 1 && tcp_conn_stats(h->c)->bytes_in == first.len,
+		      WAIT_MS);
 	assert_int_equal(h->nrec, 1);
 	/* part of record 1 is pending */
 	assert_int_equal(h->src.outstanding, 1);
 	struct stream rest = { .data = s.data + first.len, .len = s.len - first.len };
 	h_write_now(h, &rest);
-	run_until(h, h->nrec == 2, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, h->nrec == 2, WAIT_MS);
 	assert_int_equal(h->nrec, 2);
 	assert_false(h->bad_content);
 	assert_int_equal(h->src.outstanding, 0);
@@ -810,17 +789,17 @@ static void check_bad_record(enum rm_error want)
 	h_feed(h, &s);
 	h_sink(h, true);
 	if (want == RM_ERR_TRUNCATED) {
-		run_until(h, h->feed_pos == s.len, WAIT_MS);
+		GWT_RUN_UNTIL(h->base, h->feed_pos == s.len, WAIT_MS);
 		shutdown(h->peer, SHUT_WR);
 	}
-	run_until(h, h->closed, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, h->closed, WAIT_MS);
 	assert_true(h->closed);
 	assert_int_equal(h->why.reason, TCP_CLOSE_BAD_RECORD);
 	assert_int_equal(h->why.record_err, want);
 	assert_int_equal(h->nrec, 2);
 	assert_false(h->bad_content);
 	/* the peer sees the connection go */
-	run_until(h, h->sink_eof || h->sink_err != 0, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, h->sink_eof || h->sink_err != 0, WAIT_MS);
 	assert_true(h->sink_eof || h->sink_err == ECONNRESET);
 	h_free(h);
 	free(s.data);
@@ -853,7 +832,7 @@ static void test_eof_between_records(void **state)
 	assert_int_equal(nodelay, 1);
 	h_write_now(h, &s);
 	shutdown(h->peer, SHUT_WR);
-	run_until(h, h->closed, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, h->closed, WAIT_MS);
 	assert_true(h->closed);
 	assert_int_equal(h->why.reason, TCP_CLOSE_EOF);
 	assert_int_equal(h->nrec, 3);
@@ -871,7 +850,7 @@ static void test_peer_reset(void **state)
 	assert_int_equal(setsockopt(h->peer, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
 	close(h->peer);
 	h->peer = open("/dev/null", O_RDONLY);
-	run_until(h, h->closed, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, h->closed, WAIT_MS);
 	assert_true(h->closed);
 	assert_int_equal(h->why.reason, TCP_CLOSE_ERROR);
 	assert_int_equal(h->why.err, ECONNRESET);
@@ -892,15 +871,15 @@ static void test_pause_resume(void **state)
 	h_start(h);
 	/* all ten arrive in one read; the pause still stops after the third */
 	h_write_now(h, &s);
-	run_until(h, h->nrec >= 3, WAIT_MS);
-	run_for(h, 200);
+	GWT_RUN_UNTIL(h->base, h->nrec >= 3, WAIT_MS);
+	gwt_run_for(h->base, 200);
 	assert_int_equal(h->nrec, 3);
 	assert_int_equal(tcp_conn_stats(h->c)->bytes_in, s.len);
 	assert_true(tcp_conn_read_paused(h->c));
 	/* no new bytes come: the records already read must be delivered anyway */
 	tcp_conn_resume_read(h->c);
 	assert_false(tcp_conn_read_paused(h->c));
-	run_until(h, h->nrec == 10, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, h->nrec == 10, WAIT_MS);
 	assert_int_equal(h->nrec, 10);
 
 	/* paused from outside a callback, before the data comes */
@@ -908,10 +887,10 @@ static void test_pause_resume(void **state)
 	s.len = 0;
 	stream_record(&s, 10, 70, 0);
 	h_write_now(h, &s);
-	run_for(h, 200);
+	gwt_run_for(h->base, 200);
 	assert_int_equal(h->nrec, 10);
 	tcp_conn_resume_read(h->c);
-	run_until(h, h->nrec == 11, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, h->nrec == 11, WAIT_MS);
 	assert_int_equal(h->nrec, 11);
 	assert_false(h->bad_content);
 	h_free(h);
@@ -947,14 +926,14 @@ static void test_source_dry(void **state)
 	while (h->nrec < n && rounds++ < 100) {
 		unsigned int starved = h->starved_calls;
 
-		run_until(h, h->nrec == n || h->starved_calls > starved, WAIT_MS);
+		GWT_RUN_UNTIL(h->base, h->nrec == n || h->starved_calls > starved, WAIT_MS);
 		if (h->nrec == n)
 			break;
 		assert_true(h->starved_calls > starved);
 		assert_true(tcp_conn_read_paused(h->c));
 		/* stopped, not polling the source */
 		unsigned int failed = h->src.failed, got = h->nrec;
-		run_for(h, 50);
+		gwt_run_for(h->base, 50);
 		assert_int_equal(h->src.failed, failed);
 		assert_int_equal(h->nrec, got);
 		/* the owner's pool gets buffers back and says so */
@@ -982,8 +961,8 @@ static void test_free_in_callback(void **state)
 	h->free_at = 2;
 	h_start(h);
 	h_write_now(h, &s);
-	run_until(h, h->c == NULL, WAIT_MS);
-	run_for(h, 50);
+	GWT_RUN_UNTIL(h->base, h->c == NULL, WAIT_MS);
+	gwt_run_for(h->base, 50);
 	assert_null(h->c);
 	assert_int_equal(h->nrec, 2);
 	assert_false(h->closed);
@@ -1023,17 +1002,17 @@ static void test_watermarks(void **state)
 	assert_int_equal(h->congested_calls, 1);
 	assert_true(h->queued_at_congested >= h->cfg.out_high);
 	assert_true(tcp_conn_output_congested(h->c));
-	run_for(h, 200);
+	gwt_run_for(h->base, 200);
 	assert_int_equal(h->relieved_calls, 0);
 	assert_true(tcp_conn_output_congested(h->c));
 
 	/* the peer drains */
 	h_sink(h, true);
-	run_until(h, h->relieved_calls == 1, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, h->relieved_calls == 1, WAIT_MS);
 	assert_int_equal(h->relieved_calls, 1);
 	assert_true(h->queued_at_relieved <= h->cfg.out_low);
 	assert_false(tcp_conn_output_congested(h->c));
-	run_until(h, h->sunk.len == sent * 1004, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, h->sunk.len == sent * 1004, WAIT_MS);
 	assert_int_equal(decode_sunk(h, 1000), sent);
 	assert_int_equal(h->congested_calls, 1);
 	assert_int_equal(tcp_conn_stats(h->c)->congested, 1);
@@ -1078,7 +1057,7 @@ static void test_flush_once_per_pass(void **state)
 	event_base_loop(h->base, EVLOOP_NONBLOCK);
 	assert_int_equal(tcp_conn_output_queued(h->c), 0);
 	assert_int_equal(tcp_conn_stats(h->c)->writes, 1);
-	run_until(h, h->sunk.len == 3 * 104, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, h->sunk.len == 3 * 104, WAIT_MS);
 	assert_int_equal(decode_sunk(h, 100), 3);
 	assert_int_equal(tcp_conn_stats(h->c)->write_waits, 0);
 	assert_int_equal(added_events(h), base_events);
@@ -1143,7 +1122,7 @@ static void test_flush_now_error_from_loop(void **state)
 	tcp_conn_flush_now(h->c);
 	assert_false(h->closed);
 	assert_non_null(h->c);
-	run_until(h, h->closed, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, h->closed, WAIT_MS);
 	assert_true(h->closed);
 	assert_int_equal(h->why.reason, TCP_CLOSE_ERROR);
 	assert_int_equal(h->why.err, EPIPE);
@@ -1175,7 +1154,7 @@ static void test_flush_now_full_socket(void **state)
 	tcp_conn_flush_now(h->c);
 	assert_int_equal(tcp_conn_stats(h->c)->writes, writes);
 	h_sink(h, true);
-	run_until(h, h->sunk.len == sizeof(big) + 4 + 1004, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, h->sunk.len == sizeof(big) + 4 + 1004, WAIT_MS);
 	assert_int_equal(h->sunk.len, sizeof(big) + 4 + 1004);
 	assert_false(tcp_conn_write_waiting(h->c));
 	assert_false(h->closed);
@@ -1216,12 +1195,12 @@ static void test_write_waits_for_full_socket(void **state)
 		fill_pattern(rec, r, sizeof(rec));
 		assert_int_equal(tcp_conn_send_copy(h->c, rec, sizeof(rec)), 0);
 	}
-	run_for(h, 50);
+	gwt_run_for(h->base, 50);
 	assert_int_equal(tcp_conn_stats(h->c)->writes, writes);
 	assert_true(tcp_conn_write_waiting(h->c));
 
 	h_sink(h, true);
-	run_until(h, h->sunk.len == n * 1004, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, h->sunk.len == n * 1004, WAIT_MS);
 	assert_int_equal(decode_sunk(h, 1000), n);
 	assert_int_equal(tcp_conn_output_queued(h->c), 0);
 	assert_false(tcp_conn_write_waiting(h->c));
@@ -1257,7 +1236,8 @@ static void test_output_limit(void **state)
 	assert_int_equal(sent, 20000 / 1004);
 	assert_int_equal(h->congested_calls, 0);
 	h_sink(h, true);
-	run_until(h, tcp_conn_output_queued(h->c) == 0 && h->sunk.len == sent * 1004, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, tcp_conn_output_queued(h->c) == 0 && h->sunk.len == sent * 1004,
+		      WAIT_MS);
 	assert_int_equal(decode_sunk(h, 1000), sent);
 	/* room again */
 	assert_int_equal(tcp_conn_send_copy(h->c, rec, sizeof(rec)), 0);
@@ -1304,7 +1284,7 @@ static void test_send_by_reference(void **state)
 	unsigned int frees = h->src.frees;
 	h_sink(h, true);
 	const size_t total = 4 + 12 + 100000 + 40000 + 1000;
-	run_until(h, h->sunk.len == total && h->src.frees == frees + 2, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, h->sunk.len == total && h->src.frees == frees + 2, WAIT_MS);
 	assert_int_equal(h->sunk.len, total);
 	assert_int_equal(h->src.frees, frees + 2);
 
@@ -1360,7 +1340,7 @@ static void test_piece_outside_buffer(void **state)
 	assert_int_equal(tcp_conn_send_ref(h->c, a, 96, 4000), 0);
 	gw_buf_put(a);
 	h_sink(h, true);
-	run_until(h, h->sunk.len == 4 + 4000, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, h->sunk.len == 4 + 4000, WAIT_MS);
 	assert_int_equal(h->sunk.len, 4 + 4000);
 	assert_int_equal(xdr_get32(h->sunk.data), RM_LAST_FRAG | 4000);
 	for (size_t i = 0; i < 4000; i++)
@@ -1380,7 +1360,7 @@ static void test_send_to_closed_peer(void **state)
 	close(h->peer);
 	h->peer = open("/dev/null", O_RDONLY);
 	assert_int_equal(tcp_conn_send_copy(h->c, "abcd", 4), 0);
-	run_until(h, h->closed, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, h->closed, WAIT_MS);
 	assert_true(h->closed);
 	assert_int_equal(h->why.reason, TCP_CLOSE_ERROR);
 	assert_int_equal(h->why.err, EPIPE);
@@ -1401,8 +1381,8 @@ static void test_abort_releases_references(void **state)
 	assert_int_equal(tcp_conn_send_ref(h->c, a, 0, a->size), 0);
 	gw_buf_put(a);
 	/* part of it goes out, the rest stays queued */
-	run_until(h, tcp_conn_stats(h->c)->bytes_out > 0, WAIT_MS);
-	run_for(h, 20);
+	GWT_RUN_UNTIL(h->base, tcp_conn_stats(h->c)->bytes_out > 0, WAIT_MS);
+	gwt_run_for(h->base, 20);
 	assert_true(tcp_conn_output_queued(h->c) > 0);
 	assert_int_equal(h->src.frees, 0);
 	tcp_conn_abort(h->c);
@@ -1435,14 +1415,14 @@ static void test_graceful_close(void **state)
 	assert_int_equal(errno, ENOTCONN);
 	/* everything queued arrives, then the half-close */
 	h_sink(h, true);
-	run_until(h, h->sink_eof, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, h->sink_eof, WAIT_MS);
 	assert_true(h->sink_eof);
 	assert_int_equal(decode_sunk(h, 1000), n);
 	assert_false(h->closed);
 	/* the peer closes in turn */
 	close(h->peer);
 	h->peer = open("/dev/null", O_RDONLY);
-	run_until(h, h->closed, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, h->closed, WAIT_MS);
 	assert_true(h->closed);
 	assert_int_equal(h->why.reason, TCP_CLOSE_LOCAL);
 	h_free(h);
@@ -1467,7 +1447,7 @@ static void test_close_timeout(void **state)
 		gw_buf_put(a);
 		h_sink(h, drains);
 		tcp_conn_close(h->c);
-		run_until(h, h->closed, WAIT_MS);
+		GWT_RUN_UNTIL(h->base, h->closed, WAIT_MS);
 		assert_true(h->closed);
 		assert_int_equal(h->why.reason, TCP_CLOSE_TIMEOUT);
 		/* the queued reference went back once */
@@ -1535,15 +1515,15 @@ static void test_record_deadline_trickle(void **state)
 	h_start(h);
 	stream_record(&first, 0, 100, 0);
 	h_write_now(h, &first);
-	run_until(h, h->nrec == 1, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, h->nrec == 1, WAIT_MS);
 	assert_int_equal(h->nrec, 1);
 	/* idle between records, longer than the deadline */
-	run_for(h, 700);
+	gwt_run_for(h->base, 700);
 	assert_false(h->closed);
 	/* then a record of 100 bytes, one byte at a time: 5 s to finish */
 	stream_record(&d.s, 1, 100, 0);
 	drip_start(&d, h, 1, 50);
-	run_until(h, h->closed, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, h->closed, WAIT_MS);
 	assert_true(h->closed);
 	assert_int_equal(h->why.reason, TCP_CLOSE_RECORD_TIMEOUT);
 	assert_string_equal(tcp_close_reason_name(h->why.reason), "record_timeout");
@@ -1576,12 +1556,12 @@ static void test_record_deadline_slow_records(void **state)
 
 		stream_record(&s, r, 200, 0);
 		assert_int_equal(send(h->peer, s.data, 100, MSG_NOSIGNAL), 100);
-		run_for(h, 100);
+		gwt_run_for(h->base, 100);
 		assert_int_equal(send(h->peer, s.data + 100, s.len - 100, MSG_NOSIGNAL),
 				 (ssize_t)(s.len - 100));
-		run_until(h, h->nrec == r + 1 || h->closed, WAIT_MS);
+		GWT_RUN_UNTIL(h->base, h->nrec == r + 1 || h->closed, WAIT_MS);
 		assert_int_equal(h->nrec, r + 1);
-		run_for(h, 450);
+		gwt_run_for(h->base, 450);
 		assert_false(h->closed);
 		free(s.data);
 	}
@@ -1607,7 +1587,7 @@ static void test_record_deadline_pipelined(void **state)
 	for (unsigned int r = 0; r < n; r++)
 		stream_record(&d.s, r, 200, 0);
 	drip_start(&d, h, 250, 100);
-	run_until(h, h->nrec == n || h->closed, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, h->nrec == n || h->closed, WAIT_MS);
 	assert_false(h->closed);
 	assert_int_equal(h->nrec, n);
 	assert_false(h->bad_content);
@@ -1726,9 +1706,9 @@ static void turns_write(struct turn_side *side, unsigned int first, unsigned int
 
 static void turns_run(struct turns *t, bool (*done)(const struct turns *), unsigned int ms)
 {
-	uint64_t deadline = now_ms() + ms;
+	uint64_t deadline = gwt_now_ms() + ms;
 
-	while (!done(t) && now_ms() < deadline)
+	while (!done(t) && gwt_now_ms() < deadline)
 		event_base_loop(t->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
 }
 
@@ -1805,7 +1785,7 @@ static void test_turn_budget(void **state)
 		h_write_now(h, &s);
 		event_base_loop(h->base, EVLOOP_ONCE);
 		assert_int_equal(h->nrec, want);
-		run_until(h, h->nrec == 40, WAIT_MS);
+		GWT_RUN_UNTIL(h->base, h->nrec == 40, WAIT_MS);
 		assert_int_equal(h->nrec, 40);
 		assert_false(h->bad_content);
 		assert_true(tcp_conn_stats(h->c)->yields >= 40 / want - 1);
@@ -1987,7 +1967,7 @@ static void test_oversized_skipped(void **state)
 	assert_non_null(h->c);
 	h_sink(h, true);
 	h_feed(h, &s);
-	run_until(h, (h->nrec == 1 && h->sunk.len >= 8) || h->closed, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, (h->nrec == 1 && h->sunk.len >= 8) || h->closed, WAIT_MS);
 	assert_false(h->closed);
 	assert_int_equal(h->nrec, 1);
 	assert_false(h->bad_content);
@@ -2015,13 +1995,14 @@ static void test_oversized_skipped(void **state)
 	stream_record(&s, 1, 5000, 0);
 	stream_big_call(&s, 0x01020304, 9000);
 	h_feed(h, &s);
-	run_until(h, (h->nrec == 2 && over_seen.calls == 2) || h->closed, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, (h->nrec == 2 && over_seen.calls == 2) || h->closed, WAIT_MS);
 	assert_false(h->closed);
 	assert_int_equal(h->nrec, 2);
 	assert_false(h->bad_content);
 	assert_int_equal(over_seen.calls, 2);
 	assert_int_equal(xdr_get32(over_seen.head), 0x01020304);
-	run_until(h, tcp_conn_stats(h->c)->bytes_skipped == big + 9000 || h->closed, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, tcp_conn_stats(h->c)->bytes_skipped == big + 9000 || h->closed,
+		      WAIT_MS);
 	assert_int_equal(tcp_conn_stats(h->c)->records_skipped, 2);
 	assert_int_equal(tcp_conn_stats(h->c)->bytes_skipped, big + 9000);
 	assert_true(tcp_conn_fd(h->c) >= 0);
@@ -2046,7 +2027,7 @@ static void check_oversized_closes(bool flag, const struct tcp_conn_ops *o)
 	h->c = tcp_conn_new(h->base, h->conn_fd, &h->cfg, &h->src.src, o, h);
 	assert_non_null(h->c);
 	h_feed(h, &s);
-	run_until(h, h->closed, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, h->closed, WAIT_MS);
 	assert_true(h->closed);
 	assert_int_equal(h->why.reason, TCP_CLOSE_BAD_RECORD);
 	assert_int_equal(h->why.record_err, RM_ERR_FRAGMENT_TOO_LARGE);

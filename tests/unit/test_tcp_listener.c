@@ -18,12 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
 
 #include "tcp/listener.h"
+
+#include "support/loop.h"
 
 #define WAIT_MS 30000
 
@@ -48,29 +49,6 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	(void)arg;
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-#define run_until(h, expr, ms)                                                                     \
-	do {                                                                                       \
-		uint64_t deadline_ = now_ms() + (ms);                                              \
-		while (!(expr) && now_ms() < deadline_)                                            \
-			event_base_loop((h)->base, EVLOOP_ONCE);                                   \
-	} while (0)
-
-static void run_for(struct lh *h, unsigned int ms)
-{
-	uint64_t deadline = now_ms() + ms;
-
-	while (now_ms() < deadline)
-		event_base_loop(h->base, EVLOOP_ONCE);
 }
 
 static struct lh *lh_new(void)
@@ -198,7 +176,7 @@ static void check_accept(int family)
 	struct tcp_listener *l = listen_on(h, family, &bound);
 	int c = client_to(&bound);
 
-	run_until(h, h->accepted == 1, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, h->accepted == 1, WAIT_MS);
 	assert_int_equal(h->accepted, 1);
 	assert_int_equal(h->admit_calls, 1);
 	/* the hooks saw the client's address */
@@ -210,7 +188,7 @@ static void check_accept(int family)
 	assert_true(fcntl(h->accepted_fd, F_GETFD) & FD_CLOEXEC);
 	assert_int_equal(write(c, "hi", 2), 2);
 	char buf[2];
-	run_for(h, 20);
+	gwt_run_for(h->base, 20);
 	assert_int_equal(read(h->accepted_fd, buf, 2), 2);
 	assert_int_equal(tcp_listener_stats(l)->accepted, 1);
 	assert_int_equal(tcp_listener_stats(l)->refused, 0);
@@ -233,7 +211,7 @@ static void test_rx_timestamps_inherited(void **state)
 		if (on)
 			assert_int_equal(tcp_listener_rx_timestamps(l), 0);
 		int c = client_to(&bound);
-		run_until(h, h->accepted == 1, WAIT_MS);
+		GWT_RUN_UNTIL(h->base, h->accepted == 1, WAIT_MS);
 		assert_int_equal(h->accepted, 1);
 		assert_int_equal(getsockopt(h->accepted_fd, SOL_SOCKET, SO_TIMESTAMPNS, &v, &vl),
 				 0);
@@ -284,7 +262,7 @@ static void test_v4_and_v6_on_one_port(void **state)
 	struct sockaddr_storage to;
 	loopback(&to, AF_INET6, port_of(&bound));
 	int c = client_to(&to);
-	run_until(h, h->accepted == 1, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, h->accepted == 1, WAIT_MS);
 	assert_int_equal(h->accepted, 1);
 	assert_int_equal(h->accepted_peer.ss_family, AF_INET6);
 	assert_int_equal(tcp_listener_stats(l6)->accepted, 1);
@@ -306,7 +284,7 @@ static void test_admit_refuses(void **state)
 
 	h->refuse = true;
 	int c = client_to(&bound);
-	run_until(h, h->admit_calls == 1, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, h->admit_calls == 1, WAIT_MS);
 	assert_int_equal(h->admit_calls, 1);
 	assert_int_equal(port_of(&h->admit_peer), local_port(c));
 	assert_int_equal(h->accepted, 0);
@@ -318,7 +296,7 @@ static void test_admit_refuses(void **state)
 	/* the next one is welcome */
 	h->refuse = false;
 	c = client_to(&bound);
-	run_until(h, h->accepted == 1, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, h->accepted == 1, WAIT_MS);
 	assert_int_equal(h->accepted, 1);
 	assert_int_equal(tcp_listener_stats(l)->accepted, 1);
 	close(c);
@@ -339,7 +317,7 @@ static void test_connect_ok(void **state)
 	assert_non_null(cn);
 	/* never from inside the call */
 	assert_int_equal(h->done_calls, 0);
-	run_until(h, h->done_calls == 1 && h->accepted == 1, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, h->done_calls == 1 && h->accepted == 1, WAIT_MS);
 	assert_int_equal(h->done_calls, 1);
 	assert_int_equal(h->done_err, 0);
 	assert_true(h->done_fd >= 0);
@@ -366,7 +344,7 @@ static void test_connect_refused(void **state)
 		tcp_connect_start(h->base, (struct sockaddr *)&ss, len, 5000, 0, on_connected, h);
 	close(s);
 	assert_non_null(cn);
-	run_until(h, h->done_calls == 1, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, h->done_calls == 1, WAIT_MS);
 	assert_int_equal(h->done_calls, 1);
 	assert_int_equal(h->done_fd, -1);
 	assert_int_equal(h->done_err, ECONNREFUSED);
@@ -415,18 +393,18 @@ static void test_connect_timeout(void **state)
 	int fillers[8];
 	unsigned int nfill;
 	int l = silent_server(&ss, fillers, &nfill);
-	uint64_t t0 = now_ms();
+	uint64_t t0 = gwt_now_ms();
 	struct tcp_connect *cn =
 		tcp_connect_start(h->base, (struct sockaddr *)&ss, sizeof(struct sockaddr_in), 300,
 				  0, on_connected, h);
 
 	assert_non_null(cn);
-	run_until(h, h->done_calls == 1, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, h->done_calls == 1, WAIT_MS);
 	assert_int_equal(h->done_calls, 1);
 	assert_int_equal(h->done_fd, -1);
 	assert_int_equal(h->done_err, ETIMEDOUT);
 	/* not before the time limit */
-	assert_true(now_ms() - t0 >= 290);
+	assert_true(gwt_now_ms() - t0 >= 290);
 	for (unsigned int i = 0; i < nfill; i++)
 		close(fillers[i]);
 	close(l);
@@ -446,10 +424,10 @@ static void test_connect_cancel(void **state)
 				  0, on_connected, h);
 
 	assert_non_null(cn);
-	run_for(h, 20);
+	gwt_run_for(h->base, 20);
 	tcp_connect_cancel(cn);
 	/* past the time limit: the callback does not come */
-	run_for(h, 400);
+	gwt_run_for(h->base, 400);
 	assert_int_equal(h->done_calls, 0);
 	for (unsigned int i = 0; i < nfill; i++)
 		close(fillers[i]);
@@ -474,7 +452,7 @@ static void test_connect_reserved_port(void **state)
 					  TCP_CONNECT_RESVPORT, on_connected, h);
 
 		assert_non_null(cn);
-		run_until(h, h->done_calls == 1 && h->accepted == 1, WAIT_MS);
+		GWT_RUN_UNTIL(h->base, h->done_calls == 1 && h->accepted == 1, WAIT_MS);
 		assert_int_equal(h->done_err, 0);
 		assert_true(h->done_fd >= 0);
 		uint16_t port = local_port(h->done_fd);
@@ -570,7 +548,7 @@ static int steer_connect(struct steer_group *g, const struct sockaddr_storage *s
 	assert_true(fd >= 0);
 	assert_int_equal(bind(fd, (const struct sockaddr *)src, len), 0);
 	assert_int_equal(connect(fd, (const struct sockaddr *)to, len), 0);
-	run_until(g->h, g->accepted == before + 1, WAIT_MS);
+	GWT_RUN_UNTIL(g->h->base, g->accepted == before + 1, WAIT_MS);
 	assert_int_equal(g->accepted, before + 1);
 	return fd;
 }
@@ -714,7 +692,7 @@ static void test_steered_count_1(void **state)
 	assert_non_null(l);
 	assert_int_equal(tcp_listener_local_addr(l, &bound, &bl), 0);
 	int c = client_to(&bound);
-	run_until(h, h->accepted == 1, WAIT_MS);
+	GWT_RUN_UNTIL(h->base, h->accepted == 1, WAIT_MS);
 	assert_int_equal(h->accepted, 1);
 	assert_int_equal(h->admit_calls, 1);
 	close(c);

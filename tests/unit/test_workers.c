@@ -37,6 +37,8 @@
 #include "gateway/engine.h"
 #include "gateway/workers.h"
 
+#include "support/loop.h"
+
 enum { MAX_FAKES = 8 };
 
 struct fake_engine {
@@ -334,6 +336,12 @@ static void on_all_drained(void *arg)
 	*(int *)arg += 1;
 }
 
+/* Whether on_all_drained() has run: what a test waits for after gw_workers_drain(). */
+static bool drained(void *arg)
+{
+	return *(int *)arg != 0;
+}
+
 static void test_drain_reaches_every_worker(void **state)
 {
 	(void)state;
@@ -343,10 +351,7 @@ static void test_drain_reaches_every_worker(void **state)
 	int done = 0;
 
 	gw_workers_drain(ws, 1000, on_all_drained, &done);
-	for (int i = 0; i < 10000 && !done; i++) {
-		event_base_loop(base, EVLOOP_NONBLOCK);
-		usleep(1000);
-	}
+	gwt_spin_until(base, 10000, drained, &done);
 	assert_int_equal(done, 1);
 	for (unsigned k = 0; k < 3; k++)
 		assert_int_equal(fakes[k].drains, 1);
@@ -427,10 +432,7 @@ static void test_loop_that_ends_alone(void **state)
 	assert_int_equal(fakes[1].commits, 0);
 	assert_int_equal(atomic_load(&prepared_live), 0);
 	gw_workers_drain(ws, 1000, on_all_drained, &done);
-	for (int i = 0; i < 10000 && !done; i++) {
-		event_base_loop(base, EVLOOP_NONBLOCK);
-		usleep(1000);
-	}
+	gwt_spin_until(base, 10000, drained, &done);
 	assert_int_equal(done, 1);
 	assert_int_equal(fakes[1].drains, 0);
 	/* Its engine is stopped after all, from here, once its thread is joined. */
