@@ -20,7 +20,6 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -42,35 +41,12 @@
 #include "gateway/nlm_relay.h"
 #include "gateway/portmap.h"
 
+#include "support/loop.h"
+#include "support/udp.h"
+
 enum { SERVER = 0x7f000001, LISTEN = 0x7f000002, CLIENT = 0x7f000003 };
 
 static const uint8_t FH[32] = { 9, 8, 7 };
-
-static struct sockaddr_in sin_at(uint32_t ip, uint16_t port)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_addr.s_addr = htonl(ip),
-				 .sin_port = htons(port) };
-	return a;
-}
-
-/* A UDP socket bound to @ip:@port (0: any); its port in *@got. */
-static int udp_at(uint32_t ip, uint16_t port, uint16_t *got)
-{
-	struct sockaddr_in a = sin_at(ip, port);
-	socklen_t l = sizeof(a);
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
-
-	assert_true(fd >= 0);
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
-		close(fd);
-		return -1;
-	}
-	getsockname(fd, (struct sockaddr *)&a, &l);
-	if (got)
-		*got = ntohs(a.sin_port);
-	return fd;
-}
 
 static size_t call_hdr(uint8_t *b, uint32_t xid, uint32_t proc)
 {
@@ -149,7 +125,7 @@ static void client_locked(struct t *t)
 			      (struct nlm_bytes){ (const uint8_t *)"own", 3 }),
 	       n;
 	struct sidesvc_peer p = { .addrlen = sizeof(struct sockaddr_in) };
-	struct sockaddr_in a = sin_at(CLIENT, 800);
+	struct sockaddr_in a = gwt_sin(CLIENT, 800);
 	struct rpc_call_hdr h;
 	struct nlm_args up;
 
@@ -182,8 +158,9 @@ static void client_took_res(struct t *t, const struct rpc_call_hdr *h, const uin
 }
 
 /* The fake client host: its portmapper gives the lockd port, its lockd grants. */
-static void client_serve(struct t *t)
+static void client_serve(void *arg)
 {
+	struct t *t = arg;
 	uint8_t b[2048], out[256];
 	struct sockaddr_in from;
 	socklen_t fl = sizeof(from);
@@ -219,24 +196,18 @@ static void client_serve(struct t *t)
 	sendto(t->clockd, out, n + 12, 0, (struct sockaddr *)&from, fl);
 }
 
-/* The server sends @msg to @port and waits for the reply: its bytes' count, 0 for none. */
+/* The server sends @msg to @port and waits @ms for the reply: its bytes' count, 0 for none. */
 static size_t server_call(struct t *t, uint16_t port, const uint8_t *msg, size_t len,
-			  uint8_t *reply, size_t cap, uint64_t wait_us)
+			  uint8_t *reply, size_t cap, unsigned int ms)
 {
-	struct sockaddr_in to = sin_at(SERVER, port);
-	uint64_t end = gw_now_us() + wait_us;
+	struct sockaddr_in to = gwt_sin(SERVER, port);
+	ssize_t r;
 
 	sendto(t->server, msg, len, 0, (struct sockaddr *)&to, sizeof(to));
-	while (gw_now_us() < end) {
-		event_base_loop(t->base, EVLOOP_NONBLOCK);
-		client_serve(t);
-		struct pollfd p = { .fd = t->server, .events = POLLIN };
-		if (poll(&p, 1, 5) == 1) {
-			ssize_t r = recv(t->server, reply, cap, 0);
-			return r > 0 ? (size_t)r : 0;
-		}
-	}
-	return 0;
+	if (!gwt_spin_until_readable(t->base, t->server, ms, client_serve, t))
+		return 0;
+	r = recv(t->server, reply, cap, 0);
+	return r > 0 ? (size_t)r : 0;
 }
 
 /* @max_pending 0: the module's default limits (64, 16 per client). */
@@ -244,22 +215,22 @@ static int setup_with(void **state, uint32_t max_pending)
 {
 	struct t *t = calloc(1, sizeof(*t));
 	char err[256];
-	struct sockaddr_in srv = sin_at(SERVER, 0);
+	struct sockaddr_in srv = gwt_sin(SERVER, 0);
 
 	t->base = event_base_new();
 	t->route.name = "t";
-	struct sockaddr_in l = sin_at(LISTEN, 2049);
+	struct sockaddr_in l = gwt_sin(LISTEN, 2049);
 	memcpy(&t->route.listen.addr, &l, sizeof(l));
 	t->route.listen.addrlen = sizeof(l);
 	/* A port free on both the server's and the client's address, for the portmappers. */
 	for (int i = 0; i < 20 && t->cpmap <= 0; i++) {
-		int s = udp_at(SERVER, 0, &t->pmap_port);
-		t->cpmap = udp_at(CLIENT, t->pmap_port, NULL);
+		int s = gwt_udp_bind(SERVER, 0, &t->pmap_port);
+		t->cpmap = gwt_udp_bind(CLIENT, t->pmap_port, NULL);
 		close(s);
 	}
 	assert_true(t->cpmap > 0);
-	t->clockd = udp_at(CLIENT, 0, &t->clockd_port);
-	t->server = udp_at(SERVER, 0, NULL);
+	t->clockd = gwt_udp_bind(CLIENT, 0, &t->clockd_port);
+	t->server = gwt_udp_bind(SERVER, 0, NULL);
 	struct nlm_relay_config rc = { .route_name = "t",
 				       .caller_name = "gw",
 				       .counters = &t->counters };
@@ -324,7 +295,7 @@ static uint16_t cb_port(struct t *t)
 	size_t n = pmap_encode_getport(b, sizeof(b), 7, NLM_PROG, 4, PMAP_IPPROTO_UDP);
 	uint16_t port = 0;
 
-	n = server_call(t, t->pmap_port, b, n, r, sizeof(r), 1000000);
+	n = server_call(t, t->pmap_port, b, n, r, sizeof(r), 1000);
 	assert_true(n > 0);
 	assert_int_equal(pmap_decode_getport_reply(r, n, &port), 0);
 	assert_int_equal(port, nlm_callback_port(t->cb));
@@ -347,7 +318,7 @@ static void test_granted_relayed_with_the_clients_owner(void **state)
 	client_locked(t);
 	size_t len = nlm_call(msg, sizeof(msg), 77, NLMPROC_GRANTED, t->up.svid,
 			      (struct nlm_bytes){ t->up.oh, NLM_TOKEN_LEN });
-	size_t n = server_call(t, cb_port(t), msg, len, r, sizeof(r), 2000000);
+	size_t n = server_call(t, cb_port(t), msg, len, r, sizeof(r), 2000);
 	assert_int_equal(xdr_get32(r), 77);
 	assert_int_equal(reply_stat(r, n), NLM_GRANTED);
 	/* The client saw its own owner, from the route's listen address. */
@@ -366,7 +337,7 @@ static void test_unknown_owner_refused(void **state)
 	client_locked(t);
 	size_t len = nlm_call(msg, sizeof(msg), 78, NLMPROC_GRANTED, t->up.svid ^ 0x5a5a,
 			      (struct nlm_bytes){ oh, sizeof(oh) });
-	size_t n = server_call(t, cb_port(t), msg, len, r, sizeof(r), 2000000);
+	size_t n = server_call(t, cb_port(t), msg, len, r, sizeof(r), 2000);
 	assert_int_equal(reply_stat(r, n), NLM_DENIED);
 	assert_int_equal(t->client_saw_svid, 0); /* nothing reached the client */
 }
@@ -382,7 +353,7 @@ static void test_silent_client_refused_after_timeout(void **state)
 			      (struct nlm_bytes){ t->up.oh, NLM_TOKEN_LEN });
 	uint16_t port = cb_port(t);
 	uint64_t t0 = gw_now_us();
-	size_t n = server_call(t, port, msg, len, r, sizeof(r), 3000000);
+	size_t n = server_call(t, port, msg, len, r, sizeof(r), 3000);
 	assert_int_equal(reply_stat(r, n), NLM_DENIED);
 	assert_true(gw_now_us() - t0 >= 350000);
 	assert_int_equal(nlm_callback_stats(t->cb)->timed_out, 1);
@@ -394,18 +365,15 @@ static void test_call_not_from_the_server_dropped(void **state)
 {
 	struct t *t = *state;
 	uint8_t msg[512];
-	struct sockaddr_in to = sin_at(SERVER, 0);
+	struct sockaddr_in to = gwt_sin(SERVER, 0);
 
 	client_locked(t);
 	to.sin_port = htons(cb_port(t));
 	size_t len = nlm_call(msg, sizeof(msg), 80, NLMPROC_GRANTED, t->up.svid,
 			      (struct nlm_bytes){ t->up.oh, NLM_TOKEN_LEN });
-	int other = udp_at(CLIENT, 0, NULL);
+	int other = gwt_udp_bind(CLIENT, 0, NULL);
 	sendto(other, msg, len, 0, (struct sockaddr *)&to, sizeof(to));
-	for (int i = 0; i < 50; i++) {
-		event_base_loop(t->base, EVLOOP_NONBLOCK);
-		usleep(2000);
-	}
+	gwt_spin_for(t->base, 100, NULL, NULL);
 	close(other);
 	assert_int_equal(nlm_callback_stats(t->cb)->not_from_server, 1);
 	assert_int_equal(nlm_callback_pending(t->cb), 0);
@@ -426,7 +394,7 @@ static enum siderelay_verdict client_msg(struct t *t, uint32_t ip, uint32_t proc
 			      (struct nlm_bytes){ (const uint8_t *)"own", 3 }),
 	       n;
 	struct sidesvc_peer p = { .addrlen = sizeof(struct sockaddr_in) };
-	struct sockaddr_in a = sin_at(ip, 800);
+	struct sockaddr_in a = gwt_sin(ip, 800);
 	struct rpc_call_hdr h;
 
 	memcpy(&p.addr, &a, sizeof(a));
@@ -450,18 +418,6 @@ static size_t server_res(uint8_t *b, size_t cap, uint32_t xid, uint32_t proc,
 	return h + m;
 }
 
-/* Run the loop (and the fake client) for @us. */
-static void spin(struct t *t, uint64_t us)
-{
-	uint64_t end = gw_now_us() + us;
-
-	while (gw_now_us() < end) {
-		event_base_loop(t->base, EVLOOP_NONBLOCK);
-		client_serve(t);
-		usleep(2000);
-	}
-}
-
 static void test_lock_msg_result_reaches_the_client(void **state)
 {
 	struct t *t = *state;
@@ -476,10 +432,10 @@ static void test_lock_msg_result_reaches_the_client(void **state)
 	assert_int_equal(nlm_async_pending(t->as), 1);
 	size_t len =
 		server_res(msg, sizeof(msg), 90, NLMPROC_LOCK_RES, up.cookie, NLM_GRANTED, NULL);
-	size_t n = server_call(t, cb_port(t), msg, len, r, sizeof(r), 1000000);
+	size_t n = server_call(t, cb_port(t), msg, len, r, sizeof(r), 1000);
 	assert_int_equal(n, 24); /* the empty reply a _RES call gets */
 	assert_int_equal(xdr_get32(r), 90);
-	spin(t, 300000);
+	gwt_spin_for(t->base, 300, client_serve, t);
 	assert_int_equal(t->client_saw_proc, NLMPROC_LOCK_RES);
 	assert_int_equal(t->client_saw_stat, NLM_GRANTED);
 	assert_string_equal(t->client_saw_cookie, "cb");
@@ -507,11 +463,11 @@ static void test_res_with_unknown_cookie_dropped(void **state)
 	forged[7] ^= 1; /* the right slot, another generation */
 	size_t len = server_res(msg, sizeof(msg), 91, NLMPROC_LOCK_RES,
 				(struct nlm_bytes){ forged, sizeof(forged) }, NLM_GRANTED, NULL);
-	server_call(t, cb_port(t), msg, len, r, sizeof(r), 1000000);
+	server_call(t, cb_port(t), msg, len, r, sizeof(r), 1000);
 	/* The right cookie, the wrong procedure. */
 	len = server_res(msg, sizeof(msg), 92, NLMPROC_UNLOCK_RES, up1.cookie, NLM_GRANTED, NULL);
-	server_call(t, cb_port(t), msg, len, r, sizeof(r), 1000000);
-	spin(t, 200000);
+	server_call(t, cb_port(t), msg, len, r, sizeof(r), 1000);
+	gwt_spin_for(t->base, 200, client_serve, t);
 	assert_int_equal(t->client_saw_proc, 0);
 	assert_int_equal(nlm_async_stats(t->as)->unknown_cookie, 2);
 	assert_int_equal(nlm_state_locks(nlm_relay_state(t->rl)), 0);
@@ -532,8 +488,8 @@ static void test_test_res_holder_is_the_clients_own(void **state)
 				.svid = t->up.svid,
 				.oh = { t->up.oh, NLM_TOKEN_LEN } };
 	size_t len = server_res(msg, sizeof(msg), 93, NLMPROC_TEST_RES, up.cookie, NLM_DENIED, &h);
-	server_call(t, cb_port(t), msg, len, r, sizeof(r), 1000000);
-	spin(t, 300000);
+	server_call(t, cb_port(t), msg, len, r, sizeof(r), 1000);
+	gwt_spin_for(t->base, 300, client_serve, t);
 	assert_int_equal(t->client_saw_proc, NLMPROC_TEST_RES);
 	assert_int_equal(t->client_saw_stat, NLM_DENIED);
 	assert_int_equal(t->client_saw_svid, 42);
@@ -555,10 +511,10 @@ static void test_linux_short_test_res_taken(void **state)
 			 SIDERELAY_REWRITTEN);
 	struct nlm_holder h = { .svid = -173, .offset = 0, .len = 0 };
 	size_t len = server_res(msg, sizeof(msg), 96, NLMPROC_TEST_RES, up.cookie, NLM_DENIED, &h);
-	size_t n = server_call(t, cb_port(t), msg, len - 8, r, sizeof(r), 1000000);
+	size_t n = server_call(t, cb_port(t), msg, len - 8, r, sizeof(r), 1000);
 	assert_int_equal(n, 24);
 	assert_int_equal(xdr_get32(r + 20), RPCSTAT_SUCCESS);
-	spin(t, 300000);
+	gwt_spin_for(t->base, 300, client_serve, t);
 	assert_int_equal(t->client_saw_proc, NLMPROC_TEST_RES);
 	assert_int_equal(t->client_saw_stat, NLM_DENIED);
 	assert_int_equal(t->client_saw_svid, -173);
@@ -571,16 +527,16 @@ static void test_res_not_from_the_server_dropped(void **state)
 	struct t *t = *state;
 	uint8_t out[1024], msg[512];
 	struct nlm_args up;
-	struct sockaddr_in to = sin_at(SERVER, 0);
+	struct sockaddr_in to = gwt_sin(SERVER, 0);
 
 	assert_int_equal(client_msg(t, CLIENT, NLMPROC_LOCK_MSG, out, sizeof(out), &up),
 			 SIDERELAY_REWRITTEN);
 	to.sin_port = htons(cb_port(t));
 	size_t len =
 		server_res(msg, sizeof(msg), 94, NLMPROC_LOCK_RES, up.cookie, NLM_GRANTED, NULL);
-	int other = udp_at(CLIENT, 0, NULL);
+	int other = gwt_udp_bind(CLIENT, 0, NULL);
 	sendto(other, msg, len, 0, (struct sockaddr *)&to, sizeof(to));
-	spin(t, 100000);
+	gwt_spin_for(t->base, 100, client_serve, t);
 	close(other);
 	assert_int_equal(t->client_saw_proc, 0);
 	assert_int_equal(nlm_state_locks(nlm_relay_state(t->rl)), 0);
@@ -602,7 +558,7 @@ static void test_table_bounded_and_entries_expire(void **state)
 			 SIDERELAY_ANSWERED);
 	assert_int_equal(xdr_get32(out + 20), RPCSTAT_SYSTEM_ERR);
 	assert_int_equal(nlm_async_stats(t->as)->full, 1);
-	spin(t, 600000); /* timeout_ms 400 */
+	gwt_spin_for(t->base, 600, client_serve, t); /* timeout_ms 400 */
 	assert_int_equal(nlm_async_pending(t->as), 0);
 	assert_int_equal(nlm_async_stats(t->as)->timed_out, 2);
 	assert_int_equal(client_msg(t, CLIENT, NLMPROC_TEST_MSG, out, sizeof(out), &up),
@@ -635,7 +591,7 @@ static void test_res_from_a_client_dropped(void **state)
 				(struct nlm_bytes){ (const uint8_t *)"cb", 2 }, NLM_GRANTED, NULL),
 	       n;
 	struct sidesvc_peer p = { .addrlen = sizeof(struct sockaddr_in) };
-	struct sockaddr_in a = sin_at(CLIENT, 800);
+	struct sockaddr_in a = gwt_sin(CLIENT, 800);
 	struct rpc_call_hdr h;
 
 	memcpy(&p.addr, &a, sizeof(a));
@@ -659,7 +615,7 @@ static void test_failed_callback_forgets_the_blocked_record(void **state)
 			      (struct nlm_bytes){ (const uint8_t *)"own", 3 }),
 	       n;
 	struct sidesvc_peer p = { .addrlen = sizeof(struct sockaddr_in) };
-	struct sockaddr_in a = sin_at(CLIENT, 800);
+	struct sockaddr_in a = gwt_sin(CLIENT, 800);
 	struct rpc_call_hdr h;
 	struct nlm_args upa;
 
@@ -688,7 +644,7 @@ static void test_failed_callback_forgets_the_blocked_record(void **state)
 	t->client_answers = false;
 	len = nlm_call(msg, sizeof(msg), 81, NLMPROC_GRANTED, t->up.svid,
 		       (struct nlm_bytes){ t->up.oh, NLM_TOKEN_LEN });
-	n = server_call(t, cb_port(t), msg, len, r, sizeof(r), 3000000);
+	n = server_call(t, cb_port(t), msg, len, r, sizeof(r), 3000);
 	assert_int_equal(reply_stat(r, n), NLM_DENIED);
 	assert_int_equal(nlm_state_locks(nlm_relay_state(t->rl)), 0);
 }
@@ -704,7 +660,7 @@ static void lock_msg_timed_out(struct t *t, uint8_t cookie[NLM_ASYNC_COOKIE_LEN]
 	assert_int_equal(client_msg(t, CLIENT, NLMPROC_LOCK_MSG, out, 1024, up),
 			 SIDERELAY_REWRITTEN);
 	memcpy(cookie, up->cookie.p, NLM_ASYNC_COOKIE_LEN);
-	spin(t, 600000);
+	gwt_spin_for(t->base, 600, client_serve, t);
 }
 
 /*
@@ -727,9 +683,9 @@ static void test_late_lock_res_given_back(void **state)
 
 	size_t len = server_res(msg, sizeof(msg), 97, NLMPROC_LOCK_RES,
 				(struct nlm_bytes){ cookie, sizeof(cookie) }, NLM_GRANTED, NULL);
-	size_t n = server_call(t, cb_port(t), msg, len, r, sizeof(r), 1000000);
+	size_t n = server_call(t, cb_port(t), msg, len, r, sizeof(r), 1000);
 	assert_int_equal(n, 24); /* the server's call still gets its empty reply */
-	spin(t, 200000);
+	gwt_spin_for(t->base, 200, client_serve, t);
 	assert_int_equal(t->own_calls, 1);
 	assert_int_equal(t->own_proc, NLMPROC_UNLOCK);
 	assert_int_equal(t->own.lock.svid, up.lock.svid);
@@ -744,8 +700,8 @@ static void test_late_lock_res_given_back(void **state)
 	assert_int_equal(nlm_state_locks(nlm_relay_state(t->rl)), 0);
 
 	/* The server resends it: nothing more to give back, dropped. */
-	server_call(t, cb_port(t), msg, len, r, sizeof(r), 1000000);
-	spin(t, 100000);
+	server_call(t, cb_port(t), msg, len, r, sizeof(r), 1000);
+	gwt_spin_for(t->base, 100, client_serve, t);
 	assert_int_equal(t->own_calls, 1);
 	assert_int_equal(nlm_async_stats(t->as)->unknown_cookie, 1);
 	assert_int_equal(t->client_saw_proc, 0);
@@ -762,8 +718,8 @@ static void test_late_lock_res_denied_gives_nothing_back(void **state)
 	size_t len =
 		server_res(msg, sizeof(msg), 98, NLMPROC_LOCK_RES,
 			   (struct nlm_bytes){ cookie, sizeof(cookie) }, NLM_DENIED_NOLOCKS, NULL);
-	server_call(t, cb_port(t), msg, len, r, sizeof(r), 1000000);
-	spin(t, 100000);
+	server_call(t, cb_port(t), msg, len, r, sizeof(r), 1000);
+	gwt_spin_for(t->base, 100, client_serve, t);
 	assert_int_equal(t->own_calls, 0);
 	assert_int_equal(nlm_async_stats(t->as)->late_given_back, 0);
 	assert_int_equal(nlm_async_stats(t->as)->unknown_cookie, 1);
@@ -797,13 +753,13 @@ static void test_late_lock_res_kept_while_a_resend_is_pending(void **state)
 	lock_msg_sent_again(t, first, &up, out);
 	size_t len = server_res(msg, sizeof(msg), 99, NLMPROC_LOCK_RES,
 				(struct nlm_bytes){ first, sizeof(first) }, NLM_GRANTED, NULL);
-	server_call(t, cb_port(t), msg, len, r, sizeof(r), 1000000);
-	spin(t, 100000);
+	server_call(t, cb_port(t), msg, len, r, sizeof(r), 1000);
+	gwt_spin_for(t->base, 100, client_serve, t);
 	assert_int_equal(t->own_calls, 0);
 	assert_int_equal(nlm_async_stats(t->as)->late_given_back, 0);
 	len = server_res(msg, sizeof(msg), 100, NLMPROC_LOCK_RES, up.cookie, NLM_GRANTED, NULL);
-	server_call(t, cb_port(t), msg, len, r, sizeof(r), 1000000);
-	spin(t, 300000);
+	server_call(t, cb_port(t), msg, len, r, sizeof(r), 1000);
+	gwt_spin_for(t->base, 300, client_serve, t);
 	assert_int_equal(t->client_saw_proc, NLMPROC_LOCK_RES);
 	assert_int_equal(t->client_saw_stat, NLM_GRANTED);
 	assert_int_equal(nlm_state_locks(nlm_relay_state(t->rl)), 1);
@@ -824,14 +780,14 @@ static void test_late_lock_res_kept_when_the_owner_holds_the_file(void **state)
 	lock_msg_sent_again(t, first, &up, out);
 	size_t len =
 		server_res(msg, sizeof(msg), 100, NLMPROC_LOCK_RES, up.cookie, NLM_GRANTED, NULL);
-	server_call(t, cb_port(t), msg, len, r, sizeof(r), 1000000);
-	spin(t, 300000);
+	server_call(t, cb_port(t), msg, len, r, sizeof(r), 1000);
+	gwt_spin_for(t->base, 300, client_serve, t);
 	assert_int_equal(t->client_saw_stat, NLM_GRANTED);
 	assert_int_equal(nlm_state_locks(nlm_relay_state(t->rl)), 1);
 	len = server_res(msg, sizeof(msg), 99, NLMPROC_LOCK_RES,
 			 (struct nlm_bytes){ first, sizeof(first) }, NLM_GRANTED, NULL);
-	server_call(t, cb_port(t), msg, len, r, sizeof(r), 1000000);
-	spin(t, 100000);
+	server_call(t, cb_port(t), msg, len, r, sizeof(r), 1000);
+	gwt_spin_for(t->base, 100, client_serve, t);
 	assert_int_equal(t->own_calls, 0);
 	assert_int_equal(nlm_async_stats(t->as)->late_given_back, 0);
 	assert_int_equal(nlm_state_locks(nlm_relay_state(t->rl)), 1);
@@ -863,14 +819,15 @@ static void test_one_client_cannot_take_the_table(void **state)
 		relayed++;
 		size_t len = server_res(msg, sizeof(msg), 100 + i, NLMPROC_LOCK_RES, up.cookie,
 					NLM_DENIED_NOLOCKS, NULL);
-		assert_int_equal(server_call(t, port, msg, len, r, sizeof(r), 1000000), 24);
+		assert_int_equal(server_call(t, port, msg, len, r, sizeof(r), 1000), 24);
 		assert_int_equal(xdr_get32(r + 20), RPCSTAT_SUCCESS);
 	}
 	assert_int_equal(relayed, 16);
 	assert_int_equal(nlm_async_stats(t->as)->refused_client_cap, 48);
 	assert_int_equal(nlm_async_stats(t->as)->full, 0);
 	assert_int_equal(nlm_async_pending(t->as), 16);
-	spin(t, 100000); /* its 16 results wait at its silent portmapper */
+	gwt_spin_for(t->base, 100, client_serve,
+		     t); /* its 16 results wait at its silent portmapper */
 	assert_int_equal(nlm_async_pending(t->as), 16);
 	assert_int_equal(client_msg(t, LISTEN, NLMPROC_LOCK_MSG, out, sizeof(out), &up),
 			 SIDERELAY_REWRITTEN);

@@ -14,7 +14,6 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -27,7 +26,6 @@
 
 #include <event2/event.h>
 
-#include "common/clock.h"
 #include "common/xdr.h"
 #include "conf/config.h"
 #include "gateway/counters.h"
@@ -36,34 +34,12 @@
 #include "gateway/nlm_relay.h"
 #include "gateway/portmap.h"
 
+#include "support/loop.h"
+#include "support/udp.h"
+
 enum { SERVER = 0x7f000001, LISTEN = 0x7f000002, CLIENT_A = 0x7f000003, CLIENT_B = 0x7f000004 };
 
 static const uint8_t FH[32] = { 9, 8, 7 };
-
-static struct sockaddr_in sin_at(uint32_t ip, uint16_t port)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_addr.s_addr = htonl(ip),
-				 .sin_port = htons(port) };
-	return a;
-}
-
-static int udp_at(uint32_t ip, uint16_t port, uint16_t *got)
-{
-	struct sockaddr_in a = sin_at(ip, port);
-	socklen_t l = sizeof(a);
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
-
-	assert_true(fd >= 0);
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
-		close(fd);
-		return -1;
-	}
-	getsockname(fd, (struct sockaddr *)&a, &l);
-	if (got)
-		*got = ntohs(a.sin_port);
-	return fd;
-}
 
 /* A fake client host: its portmapper gives its statd's port; what the statd saw. */
 struct host {
@@ -121,37 +97,27 @@ static void host_serve(struct host *c)
 	sendto(c->statd, out, n, 0, (struct sockaddr *)&from, fl);
 }
 
-static void run_for(struct t *t, uint64_t us)
+/* Between turns of the loop: both fake hosts answer what came to them. */
+static void hosts_serve(void *arg)
 {
-	uint64_t end = gw_now_us() + us;
+	struct t *t = arg;
 
-	while (gw_now_us() < end) {
-		event_base_loop(t->base, EVLOOP_NONBLOCK);
-		host_serve(&t->a);
-		host_serve(&t->b);
-		usleep(2000);
-	}
+	host_serve(&t->a);
+	host_serve(&t->b);
 }
 
 /* @fd sends @msg to the server-side address's @port; the reply's length, 0 for none. */
 static size_t send_from(struct t *t, int fd, uint16_t port, const uint8_t *msg, size_t len,
 			uint8_t *reply, size_t cap)
 {
-	struct sockaddr_in to = sin_at(SERVER, port);
-	uint64_t end = gw_now_us() + 1000000;
+	struct sockaddr_in to = gwt_sin(SERVER, port);
+	ssize_t r;
 
 	sendto(fd, msg, len, 0, (struct sockaddr *)&to, sizeof(to));
-	while (gw_now_us() < end) {
-		event_base_loop(t->base, EVLOOP_NONBLOCK);
-		host_serve(&t->a);
-		host_serve(&t->b);
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		if (poll(&p, 1, 5) == 1) {
-			ssize_t r = recv(fd, reply, cap, 0);
-			return r > 0 ? (size_t)r : 0;
-		}
-	}
-	return 0;
+	if (!gwt_spin_until_readable(t->base, fd, 1000, hosts_serve, t))
+		return 0;
+	r = recv(fd, reply, cap, 0);
+	return r > 0 ? (size_t)r : 0;
 }
 
 /* A LOCK from @ip through the relay's hooks, granted by the server: recorded. */
@@ -170,7 +136,7 @@ static void client_locked(struct t *t, uint32_t ip)
 	};
 	size_t h = rpc_encode_call_hdr(msg, sizeof(msg), 5, NLM_PROG, 4, NLMPROC_LOCK), m, n;
 	struct sidesvc_peer p = { .addrlen = sizeof(struct sockaddr_in) };
-	struct sockaddr_in from = sin_at(ip, 800);
+	struct sockaddr_in from = gwt_sin(ip, 800);
 	struct rpc_call_hdr ch;
 
 	assert_int_equal(nlm_encode_args(&a, msg + h, sizeof(msg) - h, &m), 0);
@@ -194,8 +160,8 @@ static void client_locked(struct t *t, uint32_t ip)
 
 static void host_open(struct host *c, uint32_t ip, uint16_t pmap_port)
 {
-	c->pmap = udp_at(ip, pmap_port, NULL);
-	c->statd = udp_at(ip, 0, &c->statd_port);
+	c->pmap = gwt_udp_bind(ip, pmap_port, NULL);
+	c->statd = gwt_udp_bind(ip, 0, &c->statd_port);
 	c->answers = true;
 }
 
@@ -203,20 +169,20 @@ static int setup(void **state)
 {
 	struct t *t = calloc(1, sizeof(*t));
 	char err[256];
-	struct sockaddr_in srv = sin_at(SERVER, 0);
+	struct sockaddr_in srv = gwt_sin(SERVER, 0);
 
 	t->base = event_base_new();
 	t->route.name = "t";
-	struct sockaddr_in l = sin_at(LISTEN, 2049);
+	struct sockaddr_in l = gwt_sin(LISTEN, 2049);
 	memcpy(&t->route.listen.addr, &l, sizeof(l));
 	t->route.listen.addrlen = sizeof(l);
 	/* A port free on the server's and both clients' addresses, for the portmappers. */
 	for (int i = 0; i < 20 && (t->a.pmap <= 0 || t->b.pmap <= 0); i++) {
 		if (t->a.pmap > 0)
 			close(t->a.pmap);
-		int s = udp_at(SERVER, 0, &t->pmap_port);
-		t->a.pmap = udp_at(CLIENT_A, t->pmap_port, NULL);
-		t->b.pmap = udp_at(CLIENT_B, t->pmap_port, NULL);
+		int s = gwt_udp_bind(SERVER, 0, &t->pmap_port);
+		t->a.pmap = gwt_udp_bind(CLIENT_A, t->pmap_port, NULL);
+		t->b.pmap = gwt_udp_bind(CLIENT_B, t->pmap_port, NULL);
 		close(s);
 	}
 	assert_true(t->a.pmap > 0 && t->b.pmap > 0);
@@ -224,7 +190,7 @@ static int setup(void **state)
 	close(t->b.pmap);
 	host_open(&t->a, CLIENT_A, t->pmap_port);
 	host_open(&t->b, CLIENT_B, t->pmap_port);
-	t->server = udp_at(SERVER, 0, NULL);
+	t->server = gwt_udp_bind(SERVER, 0, NULL);
 	struct nlm_relay_config rc = { .route_name = "t",
 				       .caller_name = "gw",
 				       .counters = &t->counters };
@@ -299,13 +265,13 @@ static void test_server_reboot_relayed_to_the_client_with_locks(void **state)
 {
 	struct t *t = *state;
 	struct nlm_host ha;
-	struct sockaddr_in sa = sin_at(CLIENT_A, 0);
+	struct sockaddr_in sa = gwt_sin(CLIENT_A, 0);
 
 	client_locked(t, CLIENT_A);
 	assert_true(nlm_host_from_sockaddr(&ha, (struct sockaddr *)&sa, sizeof(sa)));
 	assert_int_equal(nlm_state_client_locks(nlm_relay_state(t->rl), &ha), 1);
 	assert_true(notify_from(t, t->server, nsm_port(t), 90, 5));
-	run_for(t, 300000);
+	gwt_spin_for(t->base, 300, hosts_serve, t);
 	assert_int_equal(t->a.notifies, 1);
 	assert_string_equal(t->a.mon_name, "127.0.0.2");
 	assert_int_equal(t->a.state, 5);
@@ -320,14 +286,14 @@ static void test_server_reboot_relayed_to_the_client_with_locks(void **state)
 	client_locked(t, CLIENT_A);
 	assert_int_equal(nlm_state_locks(nlm_relay_state(t->rl)), 1);
 	assert_true(notify_from(t, t->server, nsm_port(t), 91, 5));
-	run_for(t, 200000);
+	gwt_spin_for(t->base, 200, hosts_serve, t);
 	assert_int_equal(t->a.notifies, 1);
 	assert_int_equal(nlm_state_locks(nlm_relay_state(t->rl)), 1);
 	assert_int_equal(nlm_notify_stats(t->nt)->repeated, 1);
 
 	/* The next reboot, a new state: told again. */
 	assert_true(notify_from(t, t->server, nsm_port(t), 92, 7));
-	run_for(t, 300000);
+	gwt_spin_for(t->base, 300, hosts_serve, t);
 	assert_int_equal(t->a.notifies, 2);
 	assert_int_equal(t->a.state, 7);
 }
@@ -336,12 +302,12 @@ static void test_server_reboot_relayed_to_the_client_with_locks(void **state)
 static void test_notify_not_from_the_server_dropped(void **state)
 {
 	struct t *t = *state;
-	int other = udp_at(CLIENT_B, 0, NULL);
+	int other = gwt_udp_bind(CLIENT_B, 0, NULL);
 
 	client_locked(t, CLIENT_A);
 	assert_false(notify_from(t, other, nsm_port(t), 93, 9));
 	close(other);
-	run_for(t, 100000);
+	gwt_spin_for(t->base, 100, hosts_serve, t);
 	assert_int_equal(t->a.notifies, 0);
 	assert_int_equal(nlm_state_locks(nlm_relay_state(t->rl)), 1);
 	assert_int_equal(nlm_notify_stats(t->nt)->not_from_server, 1);
@@ -355,9 +321,9 @@ static void test_silent_client_given_up_after_timeout(void **state)
 	client_locked(t, CLIENT_A);
 	t->a.answers = false;
 	assert_true(notify_from(t, t->server, nsm_port(t), 94, 11));
-	run_for(t, 200000);
+	gwt_spin_for(t->base, 200, hosts_serve, t);
 	assert_int_equal(nlm_notify_pending(t->nt), 1); /* still being re-sent */
-	run_for(t, 500000);
+	gwt_spin_for(t->base, 500, hosts_serve, t);
 	assert_int_equal(nlm_notify_pending(t->nt), 0);
 	assert_int_equal(nlm_notify_stats(t->nt)->not_delivered, 1);
 	assert_int_equal(nlm_notify_stats(t->nt)->delivered, 0);
@@ -373,13 +339,13 @@ static void test_gateway_restart_tells_the_saved_clients(void **state)
 {
 	struct t *t = *state;
 	struct nlm_host hosts[2];
-	struct sockaddr_in sa = sin_at(CLIENT_A, 0), sb = sin_at(CLIENT_B, 0);
+	struct sockaddr_in sa = gwt_sin(CLIENT_A, 0), sb = gwt_sin(CLIENT_B, 0);
 
 	assert_true(nlm_host_from_sockaddr(&hosts[0], (struct sockaddr *)&sa, sizeof(sa)));
 	assert_true(nlm_host_from_sockaddr(&hosts[1], (struct sockaddr *)&sb, sizeof(sb)));
 	client_locked(t, CLIENT_A); /* a reclaim already back: stays recorded */
 	assert_int_equal(nlm_notify_gateway_restarted(t->nt, hosts, 2, 1234567), 2);
-	run_for(t, 300000);
+	gwt_spin_for(t->base, 300, hosts_serve, t);
 	assert_int_equal(t->a.notifies, 1);
 	assert_int_equal(t->b.notifies, 1);
 	assert_int_equal(t->a.state, 1234567);

@@ -25,13 +25,15 @@
 
 #include <event2/event.h>
 
-#include "common/clock.h"
 #include "common/xdr.h"
 #include "conf/config.h"
 #include "gateway/counters.h"
 #include "gateway/nlm_restart.h"
 #include "gateway/nlm_xdr.h"
 #include "gateway/portmap.h"
+
+#include "support/loop.h"
+#include "support/udp.h"
 
 struct t {
 	struct event_base *base;
@@ -47,22 +49,10 @@ struct t {
 	int32_t state;
 };
 
-static int udp_local(uint16_t *port)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000001) };
-	socklen_t l = sizeof(a);
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
-
-	assert_true(fd >= 0);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	getsockname(fd, (struct sockaddr *)&a, &l);
-	*port = ntohs(a.sin_port);
-	return fd;
-}
-
 /* The fake server: its portmapper gives statd's port; statd records SM_NOTIFY. */
-static void server_serve(struct t *t)
+static void server_serve(void *arg)
 {
+	struct t *t = arg;
 	uint8_t b[2048], out[256];
 	struct sockaddr_in from;
 	socklen_t fl = sizeof(from);
@@ -100,17 +90,6 @@ static void server_serve(struct t *t)
 	sendto(t->statd, out, n, 0, (struct sockaddr *)&from, fl);
 }
 
-static void run_for(struct t *t, uint64_t us)
-{
-	uint64_t end = gw_now_us() + us;
-
-	while (gw_now_us() < end) {
-		event_base_loop(t->base, EVLOOP_NONBLOCK);
-		server_serve(t);
-		usleep(2000);
-	}
-}
-
 static int setup(void **state)
 {
 	struct t *t = calloc(1, sizeof(*t));
@@ -120,8 +99,9 @@ static int setup(void **state)
 	snprintf(t->dir, sizeof(t->dir), "/tmp/nlm_restart.XXXXXX");
 	assert_non_null(mkdtemp(t->dir));
 	snprintf(t->path, sizeof(t->path), "%s/t.nsm-state", t->dir);
-	t->pmap = udp_local(&t->pmap_port);
-	t->statd = udp_local(&t->statd_port);
+	t->pmap = gwt_udp_bind(GWT_LOOPBACK, 0, &t->pmap_port);
+	t->statd = gwt_udp_bind(GWT_LOOPBACK, 0, &t->statd_port);
+	assert_true(t->pmap >= 0 && t->statd >= 0);
 	t->answers = true;
 	*state = t;
 	return 0;
@@ -222,7 +202,7 @@ static void test_start_notifies_the_server_statd_and_restart_goes_higher(void **
 	struct t *t = *state;
 	struct nlm_restart *nr = start(t, 2000);
 
-	run_for(t, 300000);
+	gwt_spin_for(t->base, 300, server_serve, t);
 	assert_int_equal(t->getports, 1); /* statd's port asked of the portmapper */
 	assert_int_equal(t->notifies, 1);
 	/* What Linux lockd monitors the gateway by: its upstream-side address. */
@@ -239,7 +219,7 @@ static void test_start_notifies_the_server_statd_and_restart_goes_higher(void **
 
 	/* The gateway restarts: the server's statd sees a new, larger state. */
 	nr = start(t, 2000);
-	run_for(t, 300000);
+	gwt_spin_for(t->base, 300, server_serve, t);
 	assert_int_equal(t->notifies, 2);
 	assert_true(t->state > first);
 	assert_int_equal(nlm_restart_stats(nr)->delivered, 1);
@@ -252,7 +232,7 @@ static void test_configured_statd_port_skips_the_portmapper(void **state)
 	struct t *t = *state;
 	struct nlm_restart *nr = start_at(t, 2000, t->statd_port);
 
-	run_for(t, 300000);
+	gwt_spin_for(t->base, 300, server_serve, t);
 	assert_int_equal(t->getports, 0);
 	assert_int_equal(t->notifies, 1);
 	assert_string_equal(t->mon_name, "127.0.0.1");
@@ -268,7 +248,7 @@ static void test_silent_server_given_up_after_timeout(void **state)
 
 	t->answers = false;
 	nr = start(t, 300);
-	run_for(t, 600000);
+	gwt_spin_for(t->base, 600, server_serve, t);
 	const struct nlm_restart_stats *st = nlm_restart_stats(nr);
 	assert_int_equal(t->notifies, 0);
 	assert_int_equal(st->delivered, 0);
@@ -285,7 +265,7 @@ static void test_reply_with_another_xid_ignored(void **state)
 
 	t->wrong_xid = true;
 	nr = start(t, 300);
-	run_for(t, 600000);
+	gwt_spin_for(t->base, 600, server_serve, t);
 	assert_int_equal(t->notifies, 0);
 	assert_true(t->counters.events[GW_EV_UNMATCHED_REPLY] >= 1);
 	assert_int_equal(nlm_restart_stats(nr)->not_delivered, 1);

@@ -9,7 +9,6 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,13 +21,15 @@
 
 #include <event2/event.h>
 
-#include "common/clock.h"
 #include "common/xdr.h"
 #include "conf/config.h"
 #include "gateway/counters.h"
 #include "gateway/portmap.h"
 #include "gateway/siderelay.h"
 #include "gateway/sidesvc.h"
+
+#include "support/loop.h"
+#include "support/udp.h"
 
 static struct sidesvc_peer udp_peer(uint32_t ip, uint16_t port)
 {
@@ -106,19 +107,6 @@ struct rig {
 	uint16_t mountd_port, pmapd_port;
 };
 
-static int udp_socket(uint16_t *port)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000001) };
-	socklen_t l = sizeof(a);
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
-
-	assert_true(fd >= 0);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	getsockname(fd, (struct sockaddr *)&a, &l);
-	*port = ntohs(a.sin_port);
-	return fd;
-}
-
 /* The hooks the next rig_start() gives its relay (none unless a test sets them). */
 static struct siderelay_hooks rig_hooks;
 
@@ -127,8 +115,9 @@ static void rig_start(struct rig *r, bool configured_port, uint32_t timeout_ms)
 	memset(r, 0, sizeof(*r));
 	r->base = event_base_new();
 	r->route.name = "t";
-	r->mountd = udp_socket(&r->mountd_port);
-	r->pmapd = udp_socket(&r->pmapd_port);
+	r->mountd = gwt_udp_bind(GWT_LOOPBACK, 0, &r->mountd_port);
+	r->pmapd = gwt_udp_bind(GWT_LOOPBACK, 0, &r->pmapd_port);
+	assert_true(r->mountd >= 0 && r->pmapd >= 0);
 	struct siderelay_config rc = {
 		.name = "mount",
 		.prog = 100005,
@@ -176,20 +165,6 @@ static void rig_stop(struct rig *r)
 	event_base_free(r->base);
 }
 
-/* Run the loop until @fd has something to read or @ms pass; true when it has. */
-static bool pump_until(struct rig *r, int fd, int ms)
-{
-	uint64_t end = gw_now_us() + (uint64_t)ms * 1000;
-
-	while (gw_now_us() < end) {
-		event_base_loop(r->base, EVLOOP_NONBLOCK);
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		if (poll(&p, 1, 5) == 1)
-			return true;
-	}
-	return false;
-}
-
 static size_t mount_call(uint8_t *b, uint32_t xid, uint32_t prog, uint32_t vers, uint32_t proc)
 {
 	uint32_t w[] = { xid, 0, 2, prog, vers, proc, 0, 0, 0, 0 };
@@ -209,7 +184,9 @@ static void reply_to(int fd, const uint8_t *call, const struct sockaddr_in *to, 
 static int client_udp(struct rig *r, struct sockaddr_in *relay)
 {
 	uint16_t p;
-	int fd = udp_socket(&p);
+	int fd = gwt_udp_bind(GWT_LOOPBACK, 0, &p);
+
+	assert_true(fd >= 0);
 	memset(relay, 0, sizeof(*relay));
 	relay->sin_family = AF_INET;
 	relay->sin_addr.s_addr = htonl(0x7f000001);
@@ -229,7 +206,7 @@ static void test_relay_udp_xid_mapping(void **state)
 	int c = client_udp(&r, &relay);
 	size_t n = mount_call(b, 0xabcd, 100005, 3, 0);
 	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
-	assert_true(pump_until(&r, r.mountd, 2000));
+	assert_true(gwt_spin_until_readable(r.base, r.mountd, 2000, NULL, NULL));
 	ssize_t un = recvfrom(r.mountd, up, sizeof(up), 0, (struct sockaddr *)&from, &fl);
 	assert_int_equal(un, (ssize_t)n);
 	uint32_t up_xid = xdr_get32(up);
@@ -239,7 +216,7 @@ static void test_relay_udp_xid_mapping(void **state)
 
 	/* The client retransmits: the same upstream XID goes out again. */
 	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
-	assert_true(pump_until(&r, r.mountd, 2000));
+	assert_true(gwt_spin_until_readable(r.base, r.mountd, 2000, NULL, NULL));
 	un = recvfrom(r.mountd, up, sizeof(up), 0, (struct sockaddr *)&from, &fl);
 	assert_int_equal(xdr_get32(up), up_xid);
 	assert_int_equal(r.counters.events[GW_EV_RETRANSMIT_ABSORBED], 1);
@@ -251,13 +228,13 @@ static void test_relay_udp_xid_mapping(void **state)
 	/* The real one goes back with the client's XID. */
 	up[0] ^= 0xff;
 	reply_to(r.mountd, up, &from, 42);
-	assert_true(pump_until(&r, c, 2000));
+	assert_true(gwt_spin_until_readable(r.base, c, 2000, NULL, NULL));
 	uint8_t got[64];
 	ssize_t gn = recv(c, got, sizeof(got), 0);
 	assert_int_equal(gn, 28);
 	assert_int_equal(xdr_get32(got), 0xabcd);
 	assert_int_equal(xdr_get32(got + 24), 42);
-	pump_until(&r, c, 50);
+	gwt_spin_until_readable(r.base, c, 50, NULL, NULL);
 	assert_int_equal(r.counters.events[GW_EV_UNMATCHED_REPLY], 1);
 	assert_int_equal(siderelay_pending(r.relay), 0);
 	struct gw_proc_count *pc = gw_counters_proc(&r.counters, 100005, 3, 0);
@@ -279,19 +256,19 @@ static void test_relay_answers_other_programs(void **state)
 	int c = client_udp(&r, &relay);
 	size_t n = mount_call(b, 1, 100021, 4, 0);
 	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
-	assert_true(pump_until(&r, c, 2000));
+	assert_true(gwt_spin_until_readable(r.base, c, 2000, NULL, NULL));
 	assert_int_equal(recv(c, b, sizeof(b), 0), 24);
 	assert_int_equal(xdr_get32(b + 20), RPCSTAT_PROG_UNAVAIL);
 	n = mount_call(b, 2, 100005, 4, 0);
 	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
-	assert_true(pump_until(&r, c, 2000));
+	assert_true(gwt_spin_until_readable(r.base, c, 2000, NULL, NULL));
 	assert_int_equal(recv(c, b, sizeof(b), 0), 32);
 	assert_int_equal(xdr_get32(b + 20), RPCSTAT_PROG_MISMATCH);
 	assert_int_equal(xdr_get32(b + 24), 1);
 	assert_int_equal(xdr_get32(b + 28), 3);
 	/* Nothing reached the daemon; a 6-byte datagram is dropped, counted. */
 	sendto(c, b, 6, 0, (struct sockaddr *)&relay, sizeof(relay));
-	assert_false(pump_until(&r, r.mountd, 200));
+	assert_false(gwt_spin_until_readable(r.base, r.mountd, 200, NULL, NULL));
 	assert_int_equal(r.counters.events[GW_EV_MALFORMED_RECORD], 1);
 	assert_int_equal(r.counters.events[GW_EV_RPC_ERROR_REPLY], 2);
 	close(c);
@@ -312,7 +289,7 @@ static void test_relay_discovers_port(void **state)
 	int c = client_udp(&r, &relay);
 	size_t n = mount_call(b, 77, 100005, 3, 5);
 	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
-	assert_true(pump_until(&r, r.pmapd, 2000));
+	assert_true(gwt_spin_until_readable(r.base, r.pmapd, 2000, NULL, NULL));
 	ssize_t qn = recvfrom(r.pmapd, q, sizeof(q), 0, (struct sockaddr *)&from, &fl);
 	struct rpc_call_hdr h;
 	assert_int_equal(rpc_call_decode(q, (size_t)qn, &h), RPC_HDR_CALL);
@@ -321,7 +298,7 @@ static void test_relay_discovers_port(void **state)
 	assert_int_equal(xdr_get32(q + h.args_off), 100005);
 	assert_int_equal(xdr_get32(q + h.args_off + 8), 17);
 	reply_to(r.pmapd, q, &from, r.mountd_port);
-	assert_true(pump_until(&r, r.mountd, 2000));
+	assert_true(gwt_spin_until_readable(r.base, r.mountd, 2000, NULL, NULL));
 	assert_int_equal(siderelay_server_port(r.relay), r.mountd_port);
 	ssize_t un = recv(r.mountd, q, sizeof(q), 0);
 	assert_int_equal(un, (ssize_t)n);
@@ -345,15 +322,15 @@ static void test_relay_tcp_client(void **state)
 	size_t n = mount_call(b + 4, 0x55, 100005, 1, 0);
 	xdr_put32(b, 0x80000000u | (uint32_t)n);
 	assert_int_equal(send(c, b, n + 4, 0), (ssize_t)(n + 4));
-	assert_true(pump_until(&r, r.mountd, 2000));
+	assert_true(gwt_spin_until_readable(r.base, r.mountd, 2000, NULL, NULL));
 	recvfrom(r.mountd, up, sizeof(up), 0, (struct sockaddr *)&from, &fl);
 	/* The call is lost on the way: the relay resends it itself (retry_ms). */
-	assert_true(pump_until(&r, r.mountd, 2000));
+	assert_true(gwt_spin_until_readable(r.base, r.mountd, 2000, NULL, NULL));
 	ssize_t un = recvfrom(r.mountd, b, sizeof(b), 0, (struct sockaddr *)&from, &fl);
 	assert_int_equal(un, (ssize_t)n);
 	assert_int_equal(xdr_get32(b), xdr_get32(up));
 	reply_to(r.mountd, up, &from, 9);
-	assert_true(pump_until(&r, c, 2000));
+	assert_true(gwt_spin_until_readable(r.base, c, 2000, NULL, NULL));
 	assert_int_equal(recv(c, b, 32, MSG_WAITALL), 32);
 	assert_int_equal(xdr_get32(b), 0x80000000u | 28);
 	assert_int_equal(xdr_get32(b + 4), 0x55);
@@ -374,7 +351,7 @@ static void test_relay_timeout(void **state)
 	int c = client_udp(&r, &relay);
 	size_t n = mount_call(b, 3, 100005, 3, 0);
 	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
-	pump_until(&r, c, 1200);
+	gwt_spin_until_readable(r.base, c, 1200, NULL, NULL);
 	assert_int_equal(siderelay_pending(r.relay), 0);
 	assert_int_equal(r.counters.events[GW_EV_CALL_TIMEOUT], 1);
 	close(c);
@@ -434,14 +411,14 @@ static void test_relay_hooks_and_own_calls(void **state)
 	/* Rewritten: the daemon gets the hook's message under a relay XID. */
 	size_t n = mount_call(b, 0x51, 100005, 3, 1);
 	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
-	assert_true(pump_until(&r, r.mountd, 2000));
+	assert_true(gwt_spin_until_readable(r.base, r.mountd, 2000, NULL, NULL));
 	ssize_t un = recvfrom(r.mountd, up, sizeof(up), 0, (struct sockaddr *)&from, &fl);
 	assert_int_equal(un, (ssize_t)n + 4);
 	assert_memory_equal(up + 4, b + 4, n - 4);
 	assert_int_equal(xdr_get32(up + n), 0x11111111);
 	/* The reply, rewritten by the reply hook, goes back under the client's XID. */
 	reply_to(r.mountd, up, &from, 42);
-	assert_true(pump_until(&r, c, 2000));
+	assert_true(gwt_spin_until_readable(r.base, c, 2000, NULL, NULL));
 	assert_int_equal(recv(c, got, sizeof(got), 0), 28);
 	assert_int_equal(xdr_get32(got), 0x51);
 	assert_int_equal(xdr_get32(got + 24), 43);
@@ -450,25 +427,25 @@ static void test_relay_hooks_and_own_calls(void **state)
 	/* Answered by the hook: the daemon sees nothing. */
 	n = mount_call(b, 0x52, 100005, 3, 2);
 	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
-	assert_true(pump_until(&r, c, 2000));
+	assert_true(gwt_spin_until_readable(r.base, c, 2000, NULL, NULL));
 	assert_int_equal(recv(c, got, sizeof(got), 0), 24);
 	assert_int_equal(xdr_get32(got), 0x52);
 	assert_int_equal(xdr_get32(got + 20), RPCSTAT_PROC_UNAVAIL);
-	assert_false(pump_until(&r, r.mountd, 100));
+	assert_false(gwt_spin_until_readable(r.base, r.mountd, 100, NULL, NULL));
 
 	/* The relay's own call: sent upstream, its reply seen by the hook only. */
 	n = mount_call(b, 0, 100005, 3, 0);
 	assert_true(siderelay_call_own(r.relay, b, n));
-	assert_true(pump_until(&r, r.mountd, 2000));
+	assert_true(gwt_spin_until_readable(r.base, r.mountd, 2000, NULL, NULL));
 	un = recvfrom(r.mountd, up, sizeof(up), 0, (struct sockaddr *)&from, &fl);
 	assert_int_equal(un, (ssize_t)n);
 	assert_int_equal(siderelay_pending(r.relay), 1);
 	reply_to(r.mountd, up, &from, 7);
 	for (int i = 0; i < 50 && replies < 2; i++)
-		pump_until(&r, c, 10);
+		gwt_spin_until_readable(r.base, c, 10, NULL, NULL);
 	assert_int_equal(replies, 2);
 	assert_int_equal(siderelay_pending(r.relay), 0);
-	assert_false(pump_until(&r, c, 100));
+	assert_false(gwt_spin_until_readable(r.base, c, 100, NULL, NULL));
 	close(c);
 	rig_stop(&r);
 }

@@ -23,13 +23,15 @@
 
 #include <event2/event.h>
 
-#include "common/clock.h"
 #include "common/xdr.h"
 #include "conf/config.h"
 #include "gateway/counters.h"
 #include "gateway/nlm_xdr.h"
 #include "gateway/portmap.h"
 #include "gateway/sideroute.h"
+
+#include "support/loop.h"
+#include "support/udp.h"
 
 /* A port free on loopback for UDP and TCP now (the portmapper's, in these tests). */
 static uint16_t free_port(void)
@@ -75,26 +77,19 @@ static void route_init(struct gw_route *r, enum gw_route_mode mode, uint32_t lis
 static int getport(struct event_base *base, uint16_t port, uint32_t prog, uint32_t vers,
 		   uint32_t prot)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_addr.s_addr = htonl(0x7f000001),
-				 .sin_port = htons(port) };
+	struct sockaddr_in a = gwt_sin(GWT_LOOPBACK, port);
 	uint8_t b[128];
 	size_t n = pmap_encode_getport(b, sizeof(b), 99, prog, vers, prot);
-	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	int fd = gwt_udp_bind(GWT_LOOPBACK, 0, NULL);
 	uint16_t got;
 	int rc = -1;
 
+	assert_true(fd >= 0);
 	sendto(fd, b, n, 0, (struct sockaddr *)&a, sizeof(a));
-	uint64_t end = gw_now_us() + 2000000;
-	while (gw_now_us() < end) {
-		event_base_loop(base, EVLOOP_NONBLOCK);
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		if (poll(&p, 1, 5) == 1) {
-			ssize_t r = recv(fd, b, sizeof(b), 0);
-			if (r > 0 && pmap_decode_getport_reply(b, (size_t)r, &got) == 0)
-				rc = got;
-			break;
-		}
+	if (gwt_spin_until_readable(base, fd, 2000, NULL, NULL)) {
+		ssize_t r = recv(fd, b, sizeof(b), 0);
+		if (r > 0 && pmap_decode_getport_reply(b, (size_t)r, &got) == 0)
+			rc = got;
 	}
 	close(fd);
 	return rc;
@@ -232,37 +227,18 @@ static void test_refused_configurations(void **state)
 	event_base_free(base);
 }
 
-/* A UDP socket on loopback, port chosen by the system; its port in *@port. */
-static int udp_socket(uint16_t *port)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000001) };
-	socklen_t l = sizeof(a);
-	int fd = socket(AF_INET, SOCK_DGRAM, 0);
-
-	assert_true(fd >= 0);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &l), 0);
-	*port = ntohs(a.sin_port);
-	return fd;
-}
-
 /* Run the loop until @fd has a datagram, into @b (its sender in @from); its length, 0: none in 2 s.
  */
 static size_t loop_recv(struct event_base *base, int fd, uint8_t *b, size_t cap,
 			struct sockaddr_storage *from, socklen_t *fromlen)
 {
-	uint64_t end = gw_now_us() + 2000000;
+	ssize_t n;
 
-	while (gw_now_us() < end) {
-		event_base_loop(base, EVLOOP_NONBLOCK);
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		if (poll(&p, 1, 5) == 1) {
-			*fromlen = sizeof(*from);
-			ssize_t n = recvfrom(fd, b, cap, 0, (struct sockaddr *)from, fromlen);
-			return n > 0 ? (size_t)n : 0;
-		}
-	}
-	return 0;
+	if (!gwt_spin_until_readable(base, fd, 2000, NULL, NULL))
+		return 0;
+	*fromlen = sizeof(*from);
+	n = recvfrom(fd, b, cap, 0, (struct sockaddr *)from, fromlen);
+	return n > 0 ? (size_t)n : 0;
 }
 
 /* An NLM v4 LOCK by (@svid, "oh") on one file, from the client "client". */
@@ -326,9 +302,10 @@ static void test_nlm_keys_reach_the_relay(void **state)
 	int failed;
 
 	route_init(&r, GW_MODE_FORWARD, 0x7f000001);
-	int lockd = udp_socket(&lockd_port);
-	int client = udp_socket(&client_port);
-	int statd = udp_socket(&statd_port);
+	int lockd = gwt_udp_bind(GWT_LOOPBACK, 0, &lockd_port);
+	int client = gwt_udp_bind(GWT_LOOPBACK, 0, &client_port);
+	int statd = gwt_udp_bind(GWT_LOOPBACK, 0, &statd_port);
+	assert_true(lockd >= 0 && client >= 0 && statd >= 0);
 	r.upstream_nlm_port = lockd_port;
 	r.upstream_nsm_port = statd_port;
 	/* A state directory of the route's own, made by the gateway. */
@@ -351,9 +328,7 @@ static void test_nlm_keys_reach_the_relay(void **state)
 	assert_int_equal(access(path, R_OK), 0);
 	int nlm = getport(base, r.portmapper_port, NLM_PROG, 4, PMAP_IPPROTO_UDP);
 	assert_true(nlm > 0);
-	struct sockaddr_in to = { .sin_family = AF_INET,
-				  .sin_addr.s_addr = htonl(0x7f000001),
-				  .sin_port = htons((uint16_t)nlm) };
+	struct sockaddr_in to = gwt_sin(GWT_LOOPBACK, (uint16_t)nlm);
 
 	for (int32_t svid = 1; svid <= 3; svid++) {
 		struct sockaddr_storage from;

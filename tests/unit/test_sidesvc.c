@@ -22,11 +22,13 @@
 
 #include <event2/event.h>
 
-#include "common/clock.h"
 #include "common/xdr.h"
 #include "conf/config.h"
 #include "gateway/counters.h"
 #include "gateway/sidesvc.h"
+
+#include "support/loop.h"
+#include "support/udp.h"
 
 struct rig {
 	struct event_base *base;
@@ -84,15 +86,6 @@ static void rig_stop(struct rig *r)
 	event_base_free(r->base);
 }
 
-static void pump(struct rig *r, int ms)
-{
-	uint64_t end = gw_now_us() + (uint64_t)ms * 1000;
-	while (gw_now_us() < end) {
-		event_base_loop(r->base, EVLOOP_NONBLOCK);
-		usleep(1000);
-	}
-}
-
 static int tcp_client(struct rig *r)
 {
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -104,7 +97,7 @@ static int tcp_client(struct rig *r)
 static bool closed(struct rig *r, int fd)
 {
 	uint8_t b[16];
-	pump(r, 100);
+	gwt_spin_for(r->base, 100, NULL, NULL);
 	struct pollfd p = { .fd = fd, .events = POLLIN };
 	if (poll(&p, 1, 0) != 1)
 		return false;
@@ -131,7 +124,7 @@ static void test_fragments_make_one_record(void **state)
 	send_frag(fd, "abcd", 4, false);
 	send_frag(fd, "efgh", 4, false);
 	send_frag(fd, "ij", 2, true);
-	pump(&r, 100);
+	gwt_spin_for(r.base, 100, NULL, NULL);
 	assert_int_equal(r.msgs, 1);
 	assert_int_equal(r.last_len, 10);
 	assert_memory_equal(r.last, "abcdefghij", 10);
@@ -171,7 +164,7 @@ static void test_bad_records_close_only_their_connection(void **state)
 	assert_int_equal(r.msgs, 0);
 	/* The first connection is still served; 128 bytes is allowed. */
 	send_frag(good, big, 128, true);
-	pump(&r, 100);
+	gwt_spin_for(r.base, 100, NULL, NULL);
 	assert_int_equal(r.msgs, 1);
 	assert_false(closed(&r, good));
 	close(a);
@@ -188,20 +181,20 @@ static void test_connection_limit_and_late_reply(void **state)
 	struct rig r;
 	rig_start(&r, 2);
 	int a = tcp_client(&r), b = tcp_client(&r);
-	pump(&r, 50);
+	gwt_spin_for(r.base, 50, NULL, NULL);
 	assert_int_equal(sidesvc_conns(r.svc), 2);
 	int c = tcp_client(&r); /* refused: reset at once */
 	assert_true(closed(&r, c));
 	assert_int_equal(r.counters.events[GW_EV_SESSION_LIMIT], 1);
 	send_frag(a, "call", 4, true);
-	pump(&r, 50);
+	gwt_spin_for(r.base, 50, NULL, NULL);
 	struct sidesvc_peer gone = r.last_peer;
 	close(a);
-	pump(&r, 100);
+	gwt_spin_for(r.base, 100, NULL, NULL);
 	assert_int_equal(sidesvc_conns(r.svc), 1);
 	/* A reply for the closed connection is not sent on another. */
 	assert_false(sidesvc_reply(r.svc, &gone, (const uint8_t *)"late", 4));
-	pump(&r, 50);
+	gwt_spin_for(r.base, 50, NULL, NULL);
 	struct pollfd p = { .fd = b, .events = POLLIN };
 	assert_int_equal(poll(&p, 1, 0), 0);
 	close(b);
@@ -216,12 +209,12 @@ static void test_allowed_clients_and_datagrams(void **state)
 	struct gw_cidr only = { .family = AF_INET, .prefix_len = 32 };
 	rig_start(&r, 4);
 	r.echo = true;
-	int u = socket(AF_INET, SOCK_DGRAM, 0);
+	int u = gwt_udp_bind(GWT_LOOPBACK, 0, NULL);
 	uint8_t big[200] = { 0 }, b[256];
 	/* A datagram over max_msg is dropped, counted; one at the limit answered. */
 	sendto(u, big, 129, 0, (struct sockaddr *)&r.at, sizeof(r.at));
 	sendto(u, big, 128, 0, (struct sockaddr *)&r.at, sizeof(r.at));
-	pump(&r, 100);
+	gwt_spin_for(r.base, 100, NULL, NULL);
 	assert_int_equal(r.msgs, 1);
 	assert_int_equal(r.counters.events[GW_EV_MALFORMED_RECORD], 1);
 	assert_int_equal(recv(u, b, sizeof(b), MSG_DONTWAIT), 128);
