@@ -42,19 +42,12 @@
 #include "gateway/portmap.h"
 
 #include "support/loop.h"
+#include "support/rpcmsg.h"
 #include "support/udp.h"
 
 enum { SERVER = 0x7f000001, LISTEN = 0x7f000002, CLIENT = 0x7f000003 };
 
 static const uint8_t FH[32] = { 9, 8, 7 };
-
-static size_t call_hdr(uint8_t *b, uint32_t xid, uint32_t proc)
-{
-	const uint32_t w[] = { xid, 0, 2, NLM_PROG, 4, proc, 0, 0, 0, 0 };
-	for (size_t i = 0; i < 10; i++)
-		xdr_put32(b + 4 * i, w[i]);
-	return 40;
-}
 
 /* An NLM v4 call @proc for (@svid, @oh) on FH. */
 static size_t nlm_call(uint8_t *b, size_t cap, uint32_t xid, uint32_t proc, int32_t svid,
@@ -71,7 +64,7 @@ static size_t nlm_call(uint8_t *b, size_t cap, uint32_t xid, uint32_t proc, int3
 			  .oh = oh,
 			  .svid = svid },
 	};
-	size_t h = call_hdr(b, xid, proc), m;
+	size_t h = gwt_rpc_call_none(b, xid, NLM_PROG, 4, proc), m;
 	assert_int_equal(nlm_encode_args(&a, b + h, cap - h, &m), 0);
 	return h + m;
 }
@@ -410,7 +403,7 @@ static size_t server_res(uint8_t *b, size_t cap, uint32_t xid, uint32_t proc,
 			 struct nlm_bytes cookie, uint32_t stat, const struct nlm_holder *holder)
 {
 	struct nlm_testres r = { .cookie = cookie, .stat = stat };
-	size_t h = call_hdr(b, xid, proc), m;
+	size_t h = gwt_rpc_call_none(b, xid, NLM_PROG, 4, proc), m;
 
 	if (holder)
 		r.holder = *holder;

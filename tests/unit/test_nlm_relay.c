@@ -25,6 +25,8 @@
 #include "gateway/nlm_relay.h"
 #include "gateway/portmap.h"
 
+#include "support/rpcmsg.h"
+
 static const char GW_NAME[] = "gw.example";
 
 /* The relay's own calls, as the siderelay would send them. */
@@ -52,14 +54,6 @@ static struct sidesvc_peer peer_at(uint32_t ip, uint16_t port)
 }
 
 /* An RPC call header with AUTH_NONE; its length (40). */
-static size_t put_call_hdr(uint8_t *b, uint32_t xid, uint32_t prog, uint32_t vers, uint32_t proc)
-{
-	const uint32_t w[] = { xid, 0, 2, prog, vers, proc, 0, 0, 0, 0 };
-	for (size_t i = 0; i < 10; i++)
-		xdr_put32(b + 4 * i, w[i]);
-	return 40;
-}
-
 static const uint8_t FH[32] = { 1, 2, 3, 4, 5, 6, 7, 8 };
 
 /* A LOCK (or @proc) of version 4 on FH by (@svid, "oh-1"), named "client". */
@@ -77,7 +71,7 @@ static size_t lock_call(uint8_t *b, size_t cap, uint32_t xid, uint32_t proc, int
 			  .offset = 0,
 			  .len = 0 },
 	};
-	size_t h = put_call_hdr(b, xid, NLM_PROG, 4, proc), m;
+	size_t h = gwt_rpc_call_none(b, xid, NLM_PROG, 4, proc), m;
 	assert_int_equal(nlm_encode_args(&a, b + h, cap - h, &m), 0);
 	return h + m;
 }
@@ -98,7 +92,7 @@ static size_t lock_flags(uint8_t *b, size_t cap, uint32_t xid, int32_t svid, boo
 			  .oh = { (const uint8_t *)"oh-1", 4 },
 			  .svid = svid },
 	};
-	size_t h = put_call_hdr(b, xid, NLM_PROG, 4, NLMPROC_LOCK), m;
+	size_t h = gwt_rpc_call_none(b, xid, NLM_PROG, 4, NLMPROC_LOCK), m;
 	assert_int_equal(nlm_encode_args(&a, b + h, cap - h, &m), 0);
 	return h + m;
 }
@@ -186,7 +180,7 @@ static size_t share_call(uint8_t *b, size_t cap, uint32_t xid, uint32_t proc, co
 			  .fh = { fh, sizeof(FH) },
 			  .oh = { (const uint8_t *)oh, (uint32_t)strlen(oh) } },
 	};
-	size_t h = put_call_hdr(b, xid, NLM_PROG, 4, proc), m;
+	size_t h = gwt_rpc_call_none(b, xid, NLM_PROG, 4, proc), m;
 	assert_int_equal(nlm_encode_args(&a, b + h, cap - h, &m), 0);
 	return h + m;
 }
@@ -202,7 +196,7 @@ static size_t shareres_bytes(uint8_t *b, uint32_t stat)
 /* FREE_ALL of version 4: nlm_notify { "client-a", @state }. */
 static size_t free_all_call(uint8_t *b, uint32_t xid, int32_t state)
 {
-	size_t h = put_call_hdr(b, xid, NLM_PROG, 4, NLMPROC_FREE_ALL);
+	size_t h = gwt_rpc_call_none(b, xid, NLM_PROG, 4, NLMPROC_FREE_ALL);
 	xdr_put32(b + h, 8);
 	memcpy(b + h + 4, "client-a", 8);
 	xdr_put32(b + h + 12, (uint32_t)state);
@@ -361,7 +355,7 @@ static void test_bad_calls_answered(void **state)
 	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_ANSWERED);
 	assert_int_equal(xdr_get32(out + 20), RPCSTAT_PROG_MISMATCH);
 	/* NULL passes. */
-	len = put_call_hdr(msg, 11, NLM_PROG, 4, NLMPROC_NULL);
+	len = gwt_rpc_call_none(msg, 11, NLM_PROG, 4, NLMPROC_NULL);
 	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_PASS);
 	nlm_relay_free(rl);
 }
@@ -546,7 +540,7 @@ static void test_free_all_releases_only_the_senders_locks_and_shares(void **stat
 
 	/* B's SM_NOTIFY: its UNLOCK and UNSHARE. */
 	uint8_t notify[128];
-	size_t h = put_call_hdr(notify, 5, NSM_PROG, 1, 6), unlocks;
+	size_t h = gwt_rpc_call_none(notify, 5, NSM_PROG, 1, 6), unlocks;
 	xdr_put32(notify + h, 6);
 	memcpy(notify + h + 4, "host-b\0\0", 8);
 	xdr_put32(notify + h + 12, 3);
@@ -610,7 +604,7 @@ static void test_lock_of_forgotten_owner_given_back(void **state)
 	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 1);
 	len = lock_call(msg, sizeof(msg), 2, NLMPROC_LOCK, 77);
 	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDERELAY_REWRITTEN);
-	size_t h = put_call_hdr(notify, 5, NSM_PROG, 1, 6);
+	size_t h = gwt_rpc_call_none(notify, 5, NSM_PROG, 1, 6);
 	xdr_put32(notify + h, 6);
 	memcpy(notify + h + 4, "host-a\0\0", 8);
 	xdr_put32(notify + h + 12, 3);
@@ -713,7 +707,7 @@ static void test_locks_recorded_and_released_by_notify(void **state)
 
 	/* B's SM_NOTIFY releases nothing of A's. */
 	uint8_t notify[128];
-	size_t h = put_call_hdr(notify, 5, NSM_PROG, 1, 6), unlocks;
+	size_t h = gwt_rpc_call_none(notify, 5, NSM_PROG, 1, 6), unlocks;
 	xdr_put32(notify + h, 6);
 	memcpy(notify + h + 4, "host-b\0\0", 8);
 	xdr_put32(notify + h + 12, 3);
@@ -773,7 +767,7 @@ static void test_repeated_notify_state_releases_nothing(void **state)
 	struct nlm_host ha;
 	uint8_t msg[512], up[4096], out[4096], res[16], notify[128];
 	size_t len, nu, n, unlocks;
-	size_t h = put_call_hdr(notify, 5, NSM_PROG, 1, 6);
+	size_t h = gwt_rpc_call_none(notify, 5, NSM_PROG, 1, 6);
 
 	nlm_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
 	xdr_put32(notify + h, 6);
@@ -892,7 +886,7 @@ static void lock_granted(struct nlm_relay *rl, const struct sidesvc_peer *p, int
 			  .oh = { (const uint8_t *)"oh-1", 4 },
 			  .svid = svid },
 	};
-	size_t h = put_call_hdr(msg, file + 1, NLM_PROG, 4, NLMPROC_LOCK), m, nu, n;
+	size_t h = gwt_rpc_call_none(msg, file + 1, NLM_PROG, 4, NLMPROC_LOCK), m, nu, n;
 
 	xdr_put32(fh, file);
 	assert_int_equal(nlm_encode_args(&a, msg + h, sizeof(msg) - h, &m), 0);
@@ -904,7 +898,7 @@ static void lock_granted(struct nlm_relay *rl, const struct sidesvc_peer *p, int
 static size_t notify_reboot(struct nlm_relay *rl, const struct sidesvc_peer *p, int32_t st)
 {
 	uint8_t notify[128], out[64];
-	size_t h = put_call_hdr(notify, 5, NSM_PROG, 1, 6), unlocks;
+	size_t h = gwt_rpc_call_none(notify, 5, NSM_PROG, 1, 6), unlocks;
 
 	xdr_put32(notify + h, 6);
 	memcpy(notify + h + 4, "host-a\0\0", 8);

@@ -19,58 +19,10 @@
 #include "common/xdr.h"
 #include "tcp/record.h"
 
+#include "support/record.h"
+
 #define MAX_RECS 4096
 #define MAX_OVER 64
-
-/* An input stream under construction. */
-struct stream {
-	uint8_t *data;
-	size_t len;
-	size_t cap;
-};
-
-static void stream_put(struct stream *s, const void *p, size_t n)
-{
-	if (s->len + n > s->cap) {
-		s->cap = (s->len + n) * 2 + 64;
-		s->data = realloc(s->data, s->cap);
-		assert_non_null(s->data);
-	}
-	memcpy(s->data + s->len, p, n);
-	s->len += n;
-}
-
-static void stream_mark(struct stream *s, uint32_t len, bool last)
-{
-	uint8_t m[4];
-
-	rm_encode_mark(m, len, last);
-	stream_put(s, m, 4);
-}
-
-/* Payload byte i of record r: recognisable, and different per record. */
-static uint8_t pattern(unsigned int r, size_t i)
-{
-	return (uint8_t)(r * 131u + i * 7u + (i >> 8));
-}
-
-/* Append record r of len bytes cut into fragments of at most frag bytes. */
-static void stream_record(struct stream *s, unsigned int r, size_t len, size_t frag)
-{
-	size_t done = 0;
-
-	if (frag == 0)
-		frag = len;
-	do {
-		size_t n = len - done < frag ? len - done : frag;
-		stream_mark(s, (uint32_t)n, done + n == len);
-		for (size_t i = 0; i < n; i++) {
-			uint8_t b = pattern(r, done + i);
-			stream_put(s, &b, 1);
-		}
-		done += n;
-	} while (done < len);
-}
 
 /* The caller's side of the parser. */
 struct driver {
@@ -97,7 +49,7 @@ struct driver {
 	/* the largest buffer asked for, and for an oversized record */
 	uint32_t max_need;
 	uint32_t max_skip_need;
-	/* oversized records: their heads (checked against pattern()) and lengths */
+	/* oversized records: their heads (checked against gwt_pattern()) and lengths */
 	unsigned int nover;
 	uint32_t over_head[MAX_OVER];
 	uint64_t over_len[MAX_OVER];
@@ -153,10 +105,10 @@ static void driver_switch(struct driver *d, uint32_t need)
 }
 
 /*
- * Feed the whole stream; records are checked against pattern() as they
+ * Feed the whole stream; records are checked against gwt_pattern() as they
  * come (record r is expected to have length lens[r]).
  */
-static void driver_run(struct driver *d, const struct stream *s, const size_t *lens)
+static void driver_run(struct driver *d, const struct gwt_stream *s, const size_t *lens)
 {
 	size_t in = 0;
 
@@ -173,7 +125,7 @@ static void driver_run(struct driver *d, const struct stream *s, const size_t *l
 			if (lens)
 				ok = sp.len == lens[driver_seen(d)];
 			for (uint32_t i = 0; ok && i < sp.len; i++)
-				ok = d->buf[sp.off + i] == pattern(driver_seen(d), i);
+				ok = d->buf[sp.off + i] == gwt_pattern(driver_seen(d), i);
 			d->rec_ok[d->nrec] = ok;
 			d->rec_off[d->nrec] = sp.off;
 			d->rec_len[d->nrec++] = sp.len;
@@ -186,7 +138,7 @@ static void driver_run(struct driver *d, const struct stream *s, const size_t *l
 			assert_true(rm_skipping(&d->p));
 			assert_true((uint64_t)sp.off + sp.len <= d->size);
 			for (uint32_t i = 0; ok && i < sp.len; i++)
-				ok = d->buf[sp.off + i] == pattern(driver_seen(d), i);
+				ok = d->buf[sp.off + i] == gwt_pattern(driver_seen(d), i);
 			d->over_ok[d->nover] = ok;
 			d->over_head[d->nover] = sp.len;
 			d->over_len[d->nover] = rm_oversized_len(&d->p);
@@ -255,11 +207,11 @@ static void test_encode_mark(void **state)
 static void test_single_fragment(void **state)
 {
 	(void)state;
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 	struct driver d;
 	size_t lens[] = { 100 };
 
-	stream_record(&s, 0, 100, 0);
+	gwt_stream_record(&s, 0, 100, 0);
 	driver_init(&d, 1024, 64, SIZE_MAX, 4096);
 	driver_run(&d, &s, lens);
 	assert_records_ok(&d, 1);
@@ -274,13 +226,13 @@ static void test_single_fragment(void **state)
 static void test_multi_fragment_is_contiguous(void **state)
 {
 	(void)state;
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 	struct driver d;
 	size_t lens[] = { 1000, 10 };
 
 	/* fragments of 300 (the last of 100), then ten of 1: marks at odd offsets */
-	stream_record(&s, 0, 1000, 300);
-	stream_record(&s, 1, 10, 1);
+	gwt_stream_record(&s, 0, 1000, 300);
+	gwt_stream_record(&s, 1, 10, 1);
 	driver_init(&d, 4096, 64, SIZE_MAX, 256);
 	driver_run(&d, &s, lens);
 	assert_records_ok(&d, 2);
@@ -296,17 +248,17 @@ static void test_multi_fragment_is_contiguous(void **state)
 static void test_final_empty_fragment(void **state)
 {
 	(void)state;
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 	struct driver d;
 	size_t lens[] = { 5 };
 	uint8_t body[5];
 
 	for (int i = 0; i < 5; i++)
-		body[i] = pattern(0, (size_t)i);
+		body[i] = gwt_pattern(0, (size_t)i);
 	/* a record may end with an empty last fragment */
-	stream_mark(&s, 5, false);
-	stream_put(&s, body, 5);
-	stream_mark(&s, 0, true);
+	gwt_stream_mark(&s, 5, false);
+	gwt_stream_put(&s, body, 5);
+	gwt_stream_mark(&s, 0, true);
 	driver_init(&d, 64, 0, SIZE_MAX, 16);
 	driver_run(&d, &s, lens);
 	assert_records_ok(&d, 1);
@@ -315,7 +267,7 @@ static void test_final_empty_fragment(void **state)
 	free(s.data);
 }
 
-static void expect_error(const struct stream *s, uint32_t max_record, enum rm_error want,
+static void expect_error(const struct gwt_stream *s, uint32_t max_record, enum rm_error want,
 			 unsigned int records_before)
 {
 	struct driver d;
@@ -334,21 +286,21 @@ static void expect_error(const struct stream *s, uint32_t max_record, enum rm_er
 static void test_error_fragment_too_large(void **state)
 {
 	(void)state;
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 
-	stream_record(&s, 0, 10, 0);
-	stream_mark(&s, 101, true);
-	stream_put(&s, "x", 1);
+	gwt_stream_record(&s, 0, 10, 0);
+	gwt_stream_mark(&s, 101, true);
+	gwt_stream_put(&s, "x", 1);
 	expect_error(&s, 100, RM_ERR_FRAGMENT_TOO_LARGE, 1);
 	/* also as a continuation fragment, and even if it is not the last */
 	s.len = 0;
-	stream_mark(&s, 10, false);
-	stream_put(&s, "0123456789", 10);
-	stream_mark(&s, 101, false);
+	gwt_stream_mark(&s, 10, false);
+	gwt_stream_put(&s, "0123456789", 10);
+	gwt_stream_mark(&s, 101, false);
 	expect_error(&s, 100, RM_ERR_FRAGMENT_TOO_LARGE, 0);
 	/* the largest length a mark can carry */
 	s.len = 0;
-	stream_mark(&s, RM_LEN_MASK, true);
+	gwt_stream_mark(&s, RM_LEN_MASK, true);
 	expect_error(&s, 100, RM_ERR_FRAGMENT_TOO_LARGE, 0);
 	free(s.data);
 }
@@ -356,10 +308,10 @@ static void test_error_fragment_too_large(void **state)
 static void test_error_record_too_large(void **state)
 {
 	(void)state;
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 
 	/* three fragments of 40: each fits, together they do not */
-	stream_record(&s, 0, 120, 40);
+	gwt_stream_record(&s, 0, 120, 40);
 	expect_error(&s, 100, RM_ERR_RECORD_TOO_LARGE, 0);
 	free(s.data);
 }
@@ -367,17 +319,17 @@ static void test_error_record_too_large(void **state)
 static void test_error_empty_fragment(void **state)
 {
 	(void)state;
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 
-	stream_mark(&s, 0, false);
+	gwt_stream_mark(&s, 0, false);
 	expect_error(&s, 100, RM_ERR_EMPTY_FRAGMENT, 0);
 	/* in the middle of a record too */
 	s.len = 0;
-	stream_record(&s, 0, 3, 0);
-	stream_mark(&s, 2, false);
-	stream_put(&s, "ab", 2);
-	stream_mark(&s, 0, false);
-	stream_mark(&s, 0, false);
+	gwt_stream_record(&s, 0, 3, 0);
+	gwt_stream_mark(&s, 2, false);
+	gwt_stream_put(&s, "ab", 2);
+	gwt_stream_mark(&s, 0, false);
+	gwt_stream_mark(&s, 0, false);
 	expect_error(&s, 100, RM_ERR_EMPTY_FRAGMENT, 1);
 	free(s.data);
 }
@@ -385,10 +337,10 @@ static void test_error_empty_fragment(void **state)
 static void test_error_empty_record(void **state)
 {
 	(void)state;
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 
-	stream_record(&s, 0, 8, 0);
-	stream_mark(&s, 0, true);
+	gwt_stream_record(&s, 0, 8, 0);
+	gwt_stream_mark(&s, 0, true);
 	expect_error(&s, 100, RM_ERR_EMPTY_RECORD, 1);
 	free(s.data);
 }
@@ -396,16 +348,16 @@ static void test_error_empty_record(void **state)
 static void test_error_truncated(void **state)
 {
 	(void)state;
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 	struct driver d;
 
 	/* cut inside a mark, inside a body, and right after a non-last fragment */
-	stream_record(&s, 0, 20, 0);
+	gwt_stream_record(&s, 0, 20, 0);
 	size_t whole = s.len;
-	stream_record(&s, 1, 50, 25);
+	gwt_stream_record(&s, 1, 50, 25);
 	const size_t cuts[] = { whole + 2, whole + 4 + 10, whole + 4 + 25 };
 	for (unsigned int i = 0; i < 3; i++) {
-		struct stream t = { .data = s.data, .len = cuts[i] };
+		struct gwt_stream t = { .data = s.data, .len = cuts[i] };
 		driver_init(&d, 100, 8, SIZE_MAX, 64);
 		driver_run(&d, &t, NULL);
 		assert_int_equal(d.nrec, 1);
@@ -414,7 +366,7 @@ static void test_error_truncated(void **state)
 		driver_done(&d);
 	}
 	/* but a stream that ends between records is fine */
-	struct stream t = { .data = s.data, .len = whole };
+	struct gwt_stream t = { .data = s.data, .len = whole };
 	driver_init(&d, 100, 8, SIZE_MAX, 64);
 	driver_run(&d, &t, NULL);
 	assert_true(d.eof_clean);
@@ -439,14 +391,14 @@ static void test_error_names(void **state)
 static void test_byte_at_a_time(void **state)
 {
 	(void)state;
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 	struct driver d;
 	size_t lens[8];
 	const size_t frag[8] = { 0, 3, 0, 1, 0, 50, 0, 7 };
 
 	for (unsigned int r = 0; r < 8; r++) {
 		lens[r] = 1 + r * 37;
-		stream_record(&s, r, lens[r], frag[r]);
+		gwt_stream_record(&s, r, lens[r], frag[r]);
 	}
 	driver_init(&d, 512, 16, 1, 64);
 	driver_run(&d, &s, lens);
@@ -460,12 +412,12 @@ static void test_byte_at_a_time(void **state)
 static void test_several_records_in_one_read(void **state)
 {
 	(void)state;
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 	struct driver d;
 	size_t lens[5] = { 10, 20, 30, 40, 50 };
 
 	for (unsigned int r = 0; r < 5; r++)
-		stream_record(&s, r, lens[r], 0);
+		gwt_stream_record(&s, r, lens[r], 0);
 	/* read-ahead large enough for the lot: one read brings all records */
 	driver_init(&d, 1024, 1024, SIZE_MAX, 4096);
 	driver_run(&d, &s, lens);
@@ -482,17 +434,17 @@ static void test_several_records_in_one_read(void **state)
 static void test_max_sizes(void **state)
 {
 	(void)state;
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 	struct driver d;
 	const uint32_t max = 3000;
 	size_t lens[3] = { max, max, max };
 
-	stream_record(&s, 0, max, 0);
-	stream_record(&s, 1, max, 1000);
+	gwt_stream_record(&s, 0, max, 0);
+	gwt_stream_record(&s, 1, max, 1000);
 	/* a full-size record followed by an empty last fragment */
-	stream_record(&s, 2, max, max);
+	gwt_stream_record(&s, 2, max, max);
 	s.data[s.len - max - 4] &= 0x7f; /* clear the last-fragment bit */
-	stream_mark(&s, 0, true);
+	gwt_stream_mark(&s, 0, true);
 	driver_init(&d, max, 100, 700, 512);
 	driver_run(&d, &s, lens);
 	assert_records_ok(&d, 3);
@@ -501,10 +453,10 @@ static void test_max_sizes(void **state)
 
 	/* one byte more is refused, single or multi-fragment */
 	s.len = 0;
-	stream_record(&s, 0, max + 1, 0);
+	gwt_stream_record(&s, 0, max + 1, 0);
 	expect_error(&s, max, RM_ERR_FRAGMENT_TOO_LARGE, 0);
 	s.len = 0;
-	stream_record(&s, 0, max + 1, max);
+	gwt_stream_record(&s, 0, max + 1, max);
 	expect_error(&s, max, RM_ERR_RECORD_TOO_LARGE, 0);
 	free(s.data);
 }
@@ -561,12 +513,12 @@ static void test_read_window(void **state)
 static void test_no_readahead(void **state)
 {
 	(void)state;
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 	struct driver d;
 	size_t lens[3] = { 10, 20, 30 };
 
 	for (unsigned int r = 0; r < 3; r++)
-		stream_record(&s, r, lens[r], 0);
+		gwt_stream_record(&s, r, lens[r], 0);
 	driver_init(&d, 100, 0, SIZE_MAX, 4096);
 	driver_run(&d, &s, lens);
 	assert_records_ok(&d, 3);
@@ -582,7 +534,7 @@ static void test_no_readahead(void **state)
 static void test_switch_moves_little(void **state)
 {
 	(void)state;
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 	struct driver d;
 	size_t lens[40];
 	unsigned int n = 0;
@@ -590,14 +542,14 @@ static void test_switch_moves_little(void **state)
 
 	for (; n < 30; n++) {
 		lens[n] = 1 + (n * 13) % 90;
-		stream_record(&s, n, lens[n], 0);
+		gwt_stream_record(&s, n, lens[n], 0);
 	}
 	lens[n] = 100000;
-	stream_record(&s, n, lens[n], 0);
+	gwt_stream_record(&s, n, lens[n], 0);
 	n++;
 	for (; n < 40; n++) {
 		lens[n] = 1 + (n * 29) % 200;
-		stream_record(&s, n, lens[n], 0);
+		gwt_stream_record(&s, n, lens[n], 0);
 	}
 	driver_init(&d, 200000, ra, SIZE_MAX, 256);
 	driver_run(&d, &s, lens);
@@ -615,14 +567,14 @@ static void test_switch_moves_little(void **state)
 static void test_move_bound_any_chunking(void **state)
 {
 	(void)state;
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 	size_t lens[64];
 	uint32_t seed = 12345;
 
 	for (unsigned int r = 0; r < 64; r++) {
 		seed = seed * 1103515245u + 12345u;
 		lens[r] = 1 + (seed >> 8) % (r % 8 == 0 ? 20000 : 300);
-		stream_record(&s, r, lens[r], 0);
+		gwt_stream_record(&s, r, lens[r], 0);
 	}
 	const size_t chunks[] = { 1, 3, 17, 100, 1000, 70000 };
 	const uint32_t ras[] = { 0, 4, 61, 500 };
@@ -650,14 +602,14 @@ static void test_move_bound_any_chunking(void **state)
 static void test_readahead_grows_for_pipelined(void **state)
 {
 	(void)state;
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 	struct driver d;
 	size_t lens[256];
 	const unsigned int n = 256;
 
 	for (unsigned int r = 0; r < n; r++) {
 		lens[r] = 200;
-		stream_record(&s, r, lens[r], 0);
+		gwt_stream_record(&s, r, lens[r], 0);
 	}
 	driver_init(&d, 1u << 20, 1024, SIZE_MAX, 1u << 20);
 	rm_set_readahead_max(&d.p, 65536);
@@ -693,19 +645,19 @@ static void test_readahead_grows_for_pipelined(void **state)
 static void test_size_hint(void **state)
 {
 	(void)state;
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 	struct driver d;
 	struct rm_span sp;
 
-	stream_record(&s, 0, 4300, 0);
-	stream_record(&s, 1, 70000, 0);
-	stream_record(&s, 2, 64000, 0);
-	stream_record(&s, 3, 100, 0);
+	gwt_stream_record(&s, 0, 4300, 0);
+	gwt_stream_record(&s, 1, 70000, 0);
+	gwt_stream_record(&s, 2, 64000, 0);
+	gwt_stream_record(&s, 3, 100, 0);
 	size_t lens[] = { 4300, 70000, 64000, 100 };
 	driver_init(&d, 1u << 20, 1024, SIZE_MAX, 1u << 20);
 	rm_set_readahead_max(&d.p, 65536);
 	assert_int_equal(rm_size_hint(&d.p), 0);
-	struct stream one = { .data = s.data, .len = 4 + 4300 };
+	struct gwt_stream one = { .data = s.data, .len = 4 + 4300 };
 	driver_run(&d, &one, lens);
 	assert_int_equal(d.nrec, 1);
 	assert_int_equal(rm_size_hint(&d.p), 4304);
@@ -750,11 +702,11 @@ static void test_size_hint(void **state)
 static void test_readahead_short_reads_keep_it(void **state)
 {
 	(void)state;
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 	struct driver d;
 
 	for (unsigned int r = 0; r < 100; r++)
-		stream_record(&s, r, 100, 0);
+		gwt_stream_record(&s, r, 100, 0);
 	driver_init(&d, 1u << 20, 1024, 300, 1u << 20);
 	rm_set_readahead_max(&d.p, 65536);
 	driver_run(&d, &s, NULL);
@@ -776,7 +728,7 @@ static void test_readahead_short_reads_keep_it(void **state)
 static void test_readahead_large_records_move_little(void **state)
 {
 	(void)state;
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 	struct driver d;
 	size_t lens[96];
 	unsigned int n = 0, first_large = 0;
@@ -785,21 +737,21 @@ static void test_readahead_large_records_move_little(void **state)
 	/* 4 KiB WRITEs, say: each too large for a small buffer */
 	for (; n < 64; n++) {
 		lens[n] = 5000;
-		stream_record(&s, n, lens[n], 0);
+		gwt_stream_record(&s, n, lens[n], 0);
 	}
 	first_large = n;
 	for (; n < 80; n++) {
 		lens[n] = 100000 + n;
-		stream_record(&s, n, lens[n], 0);
+		gwt_stream_record(&s, n, lens[n], 0);
 	}
 	for (; n < 88; n++) {
 		lens[n] = n % 2 ? 150 : 300000;
-		stream_record(&s, n, lens[n], 0);
+		gwt_stream_record(&s, n, lens[n], 0);
 	}
 	/* multi-fragment ones: full reads inside a record do not grow it either */
 	for (; n < 96; n++) {
 		lens[n] = 100000;
-		stream_record(&s, n, lens[n], 5000);
+		gwt_stream_record(&s, n, lens[n], 5000);
 	}
 	/* the pool's two classes: records that fit share a large buffer */
 	driver_init(&d, 1u << 20, ra, SIZE_MAX, 4096);
@@ -933,14 +885,14 @@ static void test_random_against_reference(void **state)
 	uint32_t seed = 99;
 
 	for (unsigned int round = 0; round < 300; round++) {
-		struct stream s = { 0 };
+		struct gwt_stream s = { 0 };
 		unsigned int nrec = 1 + round % 12;
 
 		for (unsigned int r = 0; r < nrec; r++) {
 			seed = seed * 1103515245u + 12345u;
 			size_t len = 1 + (seed >> 10) % 700;
 			size_t frag = (seed >> 4) % 4 == 0 ? 1 + (seed >> 20) % 200 : 0;
-			stream_record(&s, r, len, frag);
+			gwt_stream_record(&s, r, len, frag);
 		}
 		/* now and then, spoil a byte or cut the stream */
 		seed = seed * 1103515245u + 12345u;
@@ -973,13 +925,13 @@ static void test_random_against_reference(void **state)
  * one), driven with skipping on; records over max are expected skipped,
  * the others delivered intact.
  */
-static void run_skip(struct driver *d, struct stream *s, const size_t *lens, const size_t *frag,
+static void run_skip(struct driver *d, struct gwt_stream *s, const size_t *lens, const size_t *frag,
 		     unsigned int n, uint32_t max, uint32_t ra, size_t chunk, uint32_t bufsize,
 		     uint32_t head)
 {
 	s->len = 0;
 	for (unsigned int r = 0; r < n; r++)
-		stream_record(s, r, lens[r], frag ? frag[r] : 0);
+		gwt_stream_record(s, r, lens[r], frag ? frag[r] : 0);
 	driver_init(d, max, ra, chunk, bufsize);
 	rm_set_skip_oversized(&d->p, head);
 	driver_run(d, s, lens);
@@ -1024,7 +976,7 @@ static void assert_skipped_ok(const struct driver *d, const size_t *lens, unsign
 static void test_skip_single_fragment(void **state)
 {
 	(void)state;
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 	struct driver d;
 	const size_t lens[] = { 50, 5000, 70, 1001, 1000 };
 
@@ -1052,7 +1004,7 @@ static void test_skip_single_fragment(void **state)
 static void test_skip_multi_fragment(void **state)
 {
 	(void)state;
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 	struct driver d;
 	/* 400-byte fragments: the third takes it past 1000 */
 	const size_t lens[] = { 30, 3000, 40, 2000, 999 };
@@ -1085,7 +1037,7 @@ static void test_skip_multi_fragment(void **state)
 static void test_skip_byte_at_a_time(void **state)
 {
 	(void)state;
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 	struct driver d;
 	const size_t lens[] = { 10, 300, 1, 200, 64, 65, 128 };
 	const size_t frag[] = { 0, 0, 0, 7, 0, 0, 50 };
@@ -1103,7 +1055,7 @@ static void test_skip_byte_at_a_time(void **state)
 static void test_skip_exactly_max(void **state)
 {
 	(void)state;
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 	struct driver d;
 	const size_t lens[] = { 1000, 1000, 1001, 1001, 1000 };
 	const size_t frag[] = { 0, 300, 0, 1000, 0 };
@@ -1129,7 +1081,7 @@ static void test_skip_exactly_max(void **state)
 static void test_skip_head_after_short_read(void **state)
 {
 	(void)state;
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 	struct driver d;
 	struct rm_span sp;
 	uint8_t *buf = malloc(64);
@@ -1195,28 +1147,28 @@ static void test_skip_head_after_short_read(void **state)
 static void test_skip_off_and_other_errors(void **state)
 {
 	(void)state;
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 	struct driver d;
 	const size_t lens[] = { 50, 5000, 70 };
 	const size_t frag[] = { 0, 400, 0 };
 
 	s.len = 0;
 	for (unsigned int r = 0; r < 3; r++)
-		stream_record(&s, r, lens[r], 0);
+		gwt_stream_record(&s, r, lens[r], 0);
 	expect_error(&s, 1000, RM_ERR_FRAGMENT_TOO_LARGE, 1);
 	s.len = 0;
 	for (unsigned int r = 0; r < 3; r++)
-		stream_record(&s, r, lens[r], frag[r]);
+		gwt_stream_record(&s, r, lens[r], frag[r]);
 	expect_error(&s, 1000, RM_ERR_RECORD_TOO_LARGE, 1);
 
 	/* an empty non-last fragment inside a skipped record */
 	s.len = 0;
-	stream_record(&s, 0, 10, 0);
-	stream_mark(&s, 200, false);
+	gwt_stream_record(&s, 0, 10, 0);
+	gwt_stream_mark(&s, 200, false);
 	for (int i = 0; i < 200; i++)
-		stream_put(&s, "x", 1);
-	stream_mark(&s, 0, false);
-	stream_mark(&s, 0, true);
+		gwt_stream_put(&s, "x", 1);
+	gwt_stream_mark(&s, 0, false);
+	gwt_stream_mark(&s, 0, true);
 	driver_init(&d, 100, 16, SIZE_MAX, 64);
 	rm_set_skip_oversized(&d.p, 20);
 	driver_run(&d, &s, NULL);
@@ -1226,8 +1178,8 @@ static void test_skip_off_and_other_errors(void **state)
 	driver_done(&d);
 	/* but an empty last fragment ends it as it ends a record */
 	s.len -= 8;
-	stream_mark(&s, 0, true);
-	stream_record(&s, 2, 10, 0);
+	gwt_stream_mark(&s, 0, true);
+	gwt_stream_record(&s, 2, 10, 0);
 	driver_init(&d, 100, 16, SIZE_MAX, 64);
 	rm_set_skip_oversized(&d.p, 20);
 	driver_run(&d, &s, NULL);
@@ -1249,7 +1201,7 @@ static void test_skip_off_and_other_errors(void **state)
 static void test_skip_move_bound_any_chunking(void **state)
 {
 	(void)state;
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 	size_t lens[80], frag[80];
 	uint32_t seed = 4242;
 	const uint32_t max = 20000;
@@ -1261,7 +1213,7 @@ static void test_skip_move_bound_any_chunking(void **state)
 	}
 	s.len = 0;
 	for (unsigned int r = 0; r < 80; r++)
-		stream_record(&s, r, lens[r], frag[r]);
+		gwt_stream_record(&s, r, lens[r], frag[r]);
 	const size_t chunks[] = { 1, 3, 17, 100, 1000, 70000 };
 	const uint32_t ras[] = { 0, 4, 61, 500 };
 	const uint32_t heads[] = { 0, 1, 1024 };

@@ -29,6 +29,7 @@
 #include "gateway/sidesvc.h"
 
 #include "support/loop.h"
+#include "support/rpcmsg.h"
 #include "support/udp.h"
 
 static struct sidesvc_peer udp_peer(uint32_t ip, uint16_t port)
@@ -165,14 +166,6 @@ static void rig_stop(struct rig *r)
 	event_base_free(r->base);
 }
 
-static size_t mount_call(uint8_t *b, uint32_t xid, uint32_t prog, uint32_t vers, uint32_t proc)
-{
-	uint32_t w[] = { xid, 0, 2, prog, vers, proc, 0, 0, 0, 0 };
-	for (size_t i = 0; i < 10; i++)
-		xdr_put32(b + 4 * i, w[i]);
-	return 40;
-}
-
 static void reply_to(int fd, const uint8_t *call, const struct sockaddr_in *to, uint32_t result)
 {
 	uint8_t r[64];
@@ -204,7 +197,7 @@ static void test_relay_udp_xid_mapping(void **state)
 
 	rig_start(&r, true, 5000);
 	int c = client_udp(&r, &relay);
-	size_t n = mount_call(b, 0xabcd, 100005, 3, 0);
+	size_t n = gwt_rpc_call_none(b, 0xabcd, 100005, 3, 0);
 	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
 	assert_true(gwt_spin_until_readable(r.base, r.mountd, 2000, NULL, NULL));
 	ssize_t un = recvfrom(r.mountd, up, sizeof(up), 0, (struct sockaddr *)&from, &fl);
@@ -254,12 +247,12 @@ static void test_relay_answers_other_programs(void **state)
 
 	rig_start(&r, true, 5000);
 	int c = client_udp(&r, &relay);
-	size_t n = mount_call(b, 1, 100021, 4, 0);
+	size_t n = gwt_rpc_call_none(b, 1, 100021, 4, 0);
 	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
 	assert_true(gwt_spin_until_readable(r.base, c, 2000, NULL, NULL));
 	assert_int_equal(recv(c, b, sizeof(b), 0), 24);
 	assert_int_equal(xdr_get32(b + 20), RPCSTAT_PROG_UNAVAIL);
-	n = mount_call(b, 2, 100005, 4, 0);
+	n = gwt_rpc_call_none(b, 2, 100005, 4, 0);
 	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
 	assert_true(gwt_spin_until_readable(r.base, c, 2000, NULL, NULL));
 	assert_int_equal(recv(c, b, sizeof(b), 0), 32);
@@ -287,7 +280,7 @@ static void test_relay_discovers_port(void **state)
 	rig_start(&r, false, 5000);
 	assert_int_equal(siderelay_server_port(r.relay), 0);
 	int c = client_udp(&r, &relay);
-	size_t n = mount_call(b, 77, 100005, 3, 5);
+	size_t n = gwt_rpc_call_none(b, 77, 100005, 3, 5);
 	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
 	assert_true(gwt_spin_until_readable(r.base, r.pmapd, 2000, NULL, NULL));
 	ssize_t qn = recvfrom(r.pmapd, q, sizeof(q), 0, (struct sockaddr *)&from, &fl);
@@ -319,7 +312,7 @@ static void test_relay_tcp_client(void **state)
 	close(client_udp(&r, &relay));
 	int c = socket(AF_INET, SOCK_STREAM, 0);
 	assert_int_equal(connect(c, (struct sockaddr *)&relay, sizeof(relay)), 0);
-	size_t n = mount_call(b + 4, 0x55, 100005, 1, 0);
+	size_t n = gwt_rpc_call_none(b + 4, 0x55, 100005, 1, 0);
 	xdr_put32(b, 0x80000000u | (uint32_t)n);
 	assert_int_equal(send(c, b, n + 4, 0), (ssize_t)(n + 4));
 	assert_true(gwt_spin_until_readable(r.base, r.mountd, 2000, NULL, NULL));
@@ -349,7 +342,7 @@ static void test_relay_timeout(void **state)
 
 	rig_start(&r, true, 500);
 	int c = client_udp(&r, &relay);
-	size_t n = mount_call(b, 3, 100005, 3, 0);
+	size_t n = gwt_rpc_call_none(b, 3, 100005, 3, 0);
 	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
 	gwt_spin_until_readable(r.base, c, 1200, NULL, NULL);
 	assert_int_equal(siderelay_pending(r.relay), 0);
@@ -409,7 +402,7 @@ static void test_relay_hooks_and_own_calls(void **state)
 	int c = client_udp(&r, &relay);
 
 	/* Rewritten: the daemon gets the hook's message under a relay XID. */
-	size_t n = mount_call(b, 0x51, 100005, 3, 1);
+	size_t n = gwt_rpc_call_none(b, 0x51, 100005, 3, 1);
 	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
 	assert_true(gwt_spin_until_readable(r.base, r.mountd, 2000, NULL, NULL));
 	ssize_t un = recvfrom(r.mountd, up, sizeof(up), 0, (struct sockaddr *)&from, &fl);
@@ -425,7 +418,7 @@ static void test_relay_hooks_and_own_calls(void **state)
 	assert_int_equal(replies, 1);
 
 	/* Answered by the hook: the daemon sees nothing. */
-	n = mount_call(b, 0x52, 100005, 3, 2);
+	n = gwt_rpc_call_none(b, 0x52, 100005, 3, 2);
 	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
 	assert_true(gwt_spin_until_readable(r.base, c, 2000, NULL, NULL));
 	assert_int_equal(recv(c, got, sizeof(got), 0), 24);
@@ -434,7 +427,7 @@ static void test_relay_hooks_and_own_calls(void **state)
 	assert_false(gwt_spin_until_readable(r.base, r.mountd, 100, NULL, NULL));
 
 	/* The relay's own call: sent upstream, its reply seen by the hook only. */
-	n = mount_call(b, 0, 100005, 3, 0);
+	n = gwt_rpc_call_none(b, 0, 100005, 3, 0);
 	assert_true(siderelay_call_own(r.relay, b, n));
 	assert_true(gwt_spin_until_readable(r.base, r.mountd, 2000, NULL, NULL));
 	un = recvfrom(r.mountd, up, sizeof(up), 0, (struct sockaddr *)&from, &fl);

@@ -35,6 +35,7 @@
 #include "tcp/tcp_conn.h"
 
 #include "support/loop.h"
+#include "support/record.h"
 
 #define MAX_RECS 2048
 #define WAIT_MS	 30000
@@ -92,54 +93,6 @@ static struct gw_buf *tsrc_alloc(struct gw_buf_source *src, size_t min_size)
 
 /* ---- streams -------------------------------------------------------------- */
 
-struct stream {
-	uint8_t *data;
-	size_t len;
-	size_t cap;
-};
-
-static void stream_put(struct stream *s, const void *p, size_t n)
-{
-	if (s->len + n > s->cap) {
-		s->cap = (s->len + n) * 2 + 64;
-		s->data = realloc(s->data, s->cap);
-		assert_non_null(s->data);
-	}
-	memcpy(s->data + s->len, p, n);
-	s->len += n;
-}
-
-static void stream_mark(struct stream *s, uint32_t len, bool last)
-{
-	uint8_t m[4];
-
-	rm_encode_mark(m, len, last);
-	stream_put(s, m, 4);
-}
-
-static uint8_t pattern(unsigned int r, size_t i)
-{
-	return (uint8_t)(r * 131u + i * 7u + (i >> 8));
-}
-
-static void stream_record(struct stream *s, unsigned int r, size_t len, size_t frag)
-{
-	size_t done = 0;
-
-	if (frag == 0)
-		frag = len;
-	do {
-		size_t n = len - done < frag ? len - done : frag;
-
-		stream_mark(s, (uint32_t)n, done + n == len);
-		for (size_t i = 0; i < n; i++) {
-			uint8_t b = pattern(r, done + i);
-			stream_put(s, &b, 1);
-		}
-		done += n;
-	} while (done < len);
-}
-
 static uint32_t lcg(uint32_t *seed)
 {
 	*seed = *seed * 1103515245u + 12345u;
@@ -178,14 +131,14 @@ struct harness {
 
 	/* the peer writing */
 	struct event *feed_ev;
-	struct stream feed;
+	struct gwt_stream feed;
 	size_t feed_pos;
 	size_t feed_max_chunk;
 	uint32_t feed_seed;
 
 	/* the peer reading */
 	struct event *sink_ev;
-	struct stream sunk;
+	struct gwt_stream sunk;
 	bool sink_eof;
 	int sink_err;
 };
@@ -205,7 +158,7 @@ static void on_record(struct tcp_conn *c, struct gw_buf *buf, uint32_t off, uint
 	if ((uint64_t)off + len > buf->size)
 		h->bad_content = true;
 	for (uint32_t i = 0; i < len && !h->bad_content; i++)
-		if (buf->base[off + i] != pattern(r, i))
+		if (buf->base[off + i] != gwt_pattern(r, i))
 			h->bad_content = true;
 	if (h->hold)
 		h->held[r] = buf;
@@ -289,7 +242,7 @@ static void sink_cb(evutil_socket_t fd, short what, void *arg)
 		ssize_t n = read(fd, buf, sizeof(buf));
 
 		if (n > 0) {
-			stream_put(&h->sunk, buf, (size_t)n);
+			gwt_stream_put(&h->sunk, buf, (size_t)n);
 			continue;
 		}
 		if (n == 0)
@@ -365,14 +318,14 @@ static void h_start(struct harness *h)
 	assert_non_null(h->c);
 }
 
-static void h_feed(struct harness *h, const struct stream *s)
+static void h_feed(struct harness *h, const struct gwt_stream *s)
 {
-	stream_put(&h->feed, s->data, s->len);
+	gwt_stream_put(&h->feed, s->data, s->len);
 	event_add(h->feed_ev, NULL);
 }
 
 /* Write at once, bypassing the feeder (the loop is not running). */
-static void h_write_now(struct harness *h, const struct stream *s)
+static void h_write_now(struct harness *h, const struct gwt_stream *s)
 {
 	assert_int_equal(send(h->peer, s->data, s->len, MSG_NOSIGNAL), (ssize_t)s->len);
 }
@@ -418,7 +371,7 @@ static unsigned int decode_sunk(const struct harness *h, uint32_t len_each)
 		pos += 4;
 		assert_true(h->sunk.len - pos >= len_each);
 		for (uint32_t i = 0; i < len_each; i++)
-			assert_int_equal(h->sunk.data[pos + i], pattern(n, i));
+			assert_int_equal(h->sunk.data[pos + i], gwt_pattern(n, i));
 		pos += len_each;
 		n++;
 	}
@@ -428,7 +381,7 @@ static unsigned int decode_sunk(const struct harness *h, uint32_t len_each)
 static void fill_pattern(uint8_t *p, unsigned int r, size_t len)
 {
 	for (size_t i = 0; i < len; i++)
-		p[i] = pattern(r, i);
+		p[i] = gwt_pattern(r, i);
 }
 
 /* ---- input ---------------------------------------------------------------- */
@@ -436,7 +389,7 @@ static void fill_pattern(uint8_t *p, unsigned int r, size_t len)
 static void check_many_sizes(bool tcp, bool multi)
 {
 	struct harness *h = h_new(tcp);
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 	uint32_t seed = tcp ? 7 : 8;
 	size_t want[200];
 	const unsigned int n = 200;
@@ -457,7 +410,7 @@ static void check_many_sizes(bool tcp, bool multi)
 			want[r] = (r % 20 == 3) ? h->cfg.max_record : 1 + x % 400000;
 			break;
 		}
-		stream_record(&s, r, want[r], multi ? 1 + lcg(&seed) % 50000 : 0);
+		gwt_stream_record(&s, r, want[r], multi ? 1 + lcg(&seed) % 50000 : 0);
 	}
 	h->feed_max_chunk = 70000;
 	h_start(h);
@@ -509,10 +462,10 @@ static void test_pipelined_share_buffer(void **state)
 {
 	(void)state;
 	struct harness *h = h_new(false);
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 
 	for (unsigned int r = 0; r < 5; r++)
-		stream_record(&s, r, 20, 0);
+		gwt_stream_record(&s, r, 20, 0);
 	h->hold = true;
 	h->cfg.readahead = 1024;
 	h_start(h);
@@ -558,11 +511,11 @@ static void test_pipelined_few_reads(void **state)
 {
 	(void)state;
 	struct harness *h = h_new_gateway_like(false);
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 	const unsigned int n = 24;
 
 	for (unsigned int r = 0; r < n; r++)
-		stream_record(&s, r, 4300, 0);
+		gwt_stream_record(&s, r, 4300, 0);
 	h_start(h);
 	h_write_now(h, &s);
 	GWT_RUN_UNTIL(h->base, h->nrec == n, WAIT_MS);
@@ -583,7 +536,7 @@ static void test_pipelined_few_reads(void **state)
 	uint64_t moved = st->rx_moved;
 	s.len = 0;
 	for (unsigned int r = n; r < 2 * n; r++)
-		stream_record(&s, r, 4300, 0);
+		gwt_stream_record(&s, r, 4300, 0);
 	h_write_now(h, &s);
 	GWT_RUN_UNTIL(h->base, h->nrec == 2 * n, WAIT_MS);
 	assert_int_equal(h->nrec, 2 * n);
@@ -608,7 +561,7 @@ static void test_one_at_a_time_one_read(void **state)
 {
 	(void)state;
 	struct harness *h = h_new_gateway_like(false);
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 	const unsigned int n = 12;
 	const struct tcp_conn_stats *st;
 
@@ -617,7 +570,7 @@ static void test_one_at_a_time_one_read(void **state)
 	for (unsigned int r = 0; r < n; r++) {
 		uint64_t reads = st->reads, moved = st->rx_moved;
 		s.len = 0;
-		stream_record(&s, r, r == 6 ? 100 : 4300, 0);
+		gwt_stream_record(&s, r, r == 6 ? 100 : 4300, 0);
 		h_write_now(h, &s);
 		GWT_RUN_UNTIL(h->base, h->nrec == r + 1, WAIT_MS);
 		assert_int_equal(h->nrec, r + 1);
@@ -661,18 +614,18 @@ static void test_rx_wait(void **state)
 	nanosleep(&settle, NULL);
 	for (int on = 0; on <= 1; on++) {
 		struct harness *h = h_new(true);
-		struct stream s = { 0 };
+		struct gwt_stream s = { 0 };
 		struct timespec pause = { 0, 30 * 1000 * 1000 };
 
 		h->cfg.rx_timestamps = on;
 		h_start(h);
-		stream_record(&s, 0, 200, 0);
+		gwt_stream_record(&s, 0, 200, 0);
 		h_write_now(h, &s);
 		nanosleep(&pause, NULL); /* the loop is not running: the call waits */
 		GWT_RUN_UNTIL(h->base, h->nrec == 1, WAIT_MS);
 		assert_int_equal(h->nrec, 1);
 		s.len = 0;
-		stream_record(&s, 1, 200, 0);
+		gwt_stream_record(&s, 1, 200, 0);
 		h_feed(h, &s); /* written from the loop, read in the same turns */
 		GWT_RUN_UNTIL(h->base, h->nrec == 2, WAIT_MS);
 		assert_int_equal(h->nrec, 2);
@@ -700,13 +653,13 @@ static void test_large_records_move_little(void **state)
 {
 	(void)state;
 	struct harness *h = h_new_gateway_like(false);
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 	unsigned int n = 0;
 
 	for (; n < 40; n++)
-		stream_record(&s, n, 200, 0);
+		gwt_stream_record(&s, n, 200, 0);
 	for (; n < 46; n++)
-		stream_record(&s, n, 700000, 0);
+		gwt_stream_record(&s, n, 700000, 0);
 	h->feed_max_chunk = 1u << 20;
 	h_start(h);
 	h_feed(h, &s);
@@ -728,19 +681,19 @@ static void test_idle_buffer_released(void **state)
 {
 	(void)state;
 	struct harness *h = h_new(true);
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 
-	stream_record(&s, 0, 30, 0);
-	stream_record(&s, 1, 3000, 0);
+	gwt_stream_record(&s, 0, 30, 0);
+	gwt_stream_record(&s, 1, 3000, 0);
 	h_start(h);
-	struct stream first = { .data = s.data, .len = 34 + 100 };
+	struct gwt_stream first = { .data = s.data, .len = 34 + 100 };
 	h_write_now(h, &first);
 	GWT_RUN_UNTIL(h->base, h->nrec == 1 && tcp_conn_stats(h->c)->bytes_in == first.len,
 		      WAIT_MS);
 	assert_int_equal(h->nrec, 1);
 	/* part of record 1 is pending */
 	assert_int_equal(h->src.outstanding, 1);
-	struct stream rest = { .data = s.data + first.len, .len = s.len - first.len };
+	struct gwt_stream rest = { .data = s.data + first.len, .len = s.len - first.len };
 	h_write_now(h, &rest);
 	GWT_RUN_UNTIL(h->base, h->nrec == 2, WAIT_MS);
 	assert_int_equal(h->nrec, 2);
@@ -753,36 +706,36 @@ static void test_idle_buffer_released(void **state)
 static void check_bad_record(enum rm_error want)
 {
 	struct harness *h = h_new(want == RM_ERR_TRUNCATED);
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 
 	h->cfg.max_record = 1000;
-	stream_record(&s, 0, 10, 0);
-	stream_record(&s, 1, 1000, 300);
+	gwt_stream_record(&s, 0, 10, 0);
+	gwt_stream_record(&s, 1, 1000, 300);
 	switch (want) {
 	case RM_ERR_FRAGMENT_TOO_LARGE:
-		stream_mark(&s, 1001, true);
+		gwt_stream_mark(&s, 1001, true);
 		break;
 	case RM_ERR_RECORD_TOO_LARGE: {
 		uint8_t body[600] = { 0 };
 
-		stream_mark(&s, 600, false);
-		stream_put(&s, body, sizeof(body));
-		stream_mark(&s, 401, true);
+		gwt_stream_mark(&s, 600, false);
+		gwt_stream_put(&s, body, sizeof(body));
+		gwt_stream_mark(&s, 401, true);
 		break;
 	}
 	case RM_ERR_EMPTY_FRAGMENT:
-		stream_mark(&s, 0, false);
+		gwt_stream_mark(&s, 0, false);
 		break;
 	case RM_ERR_EMPTY_RECORD:
-		stream_mark(&s, 0, true);
+		gwt_stream_mark(&s, 0, true);
 		break;
 	default:
-		stream_mark(&s, 100, true);
-		stream_put(&s, "abc", 3);
+		gwt_stream_mark(&s, 100, true);
+		gwt_stream_put(&s, "abc", 3);
 		break;
 	}
 	/* what follows a bad mark is never looked at */
-	stream_record(&s, 2, 10, 0);
+	gwt_stream_record(&s, 2, 10, 0);
 	if (want == RM_ERR_TRUNCATED)
 		s.len -= 14;
 	h_start(h);
@@ -820,10 +773,10 @@ static void test_eof_between_records(void **state)
 {
 	(void)state;
 	struct harness *h = h_new(true);
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 
 	for (unsigned int r = 0; r < 3; r++)
-		stream_record(&s, r, 100 * (r + 1), 0);
+		gwt_stream_record(&s, r, 100 * (r + 1), 0);
 	h_start(h);
 	/* replies must not wait for ACKs */
 	int nodelay = 0;
@@ -861,10 +814,10 @@ static void test_pause_resume(void **state)
 {
 	(void)state;
 	struct harness *h = h_new(false);
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 
 	for (unsigned int r = 0; r < 10; r++)
-		stream_record(&s, r, 50, 0);
+		gwt_stream_record(&s, r, 50, 0);
 	h->cfg.recv_size = 4096;
 	h->cfg.readahead = 4096;
 	h->pause_at = 3;
@@ -885,7 +838,7 @@ static void test_pause_resume(void **state)
 	/* paused from outside a callback, before the data comes */
 	tcp_conn_pause_read(h->c);
 	s.len = 0;
-	stream_record(&s, 10, 70, 0);
+	gwt_stream_record(&s, 10, 70, 0);
 	h_write_now(h, &s);
 	gwt_run_for(h->base, 200);
 	assert_int_equal(h->nrec, 10);
@@ -912,11 +865,11 @@ static void test_source_dry(void **state)
 {
 	(void)state;
 	struct harness *h = h_new(true);
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 	const unsigned int n = 8;
 
 	for (unsigned int r = 0; r < n; r++)
-		stream_record(&s, r, 1000, 0);
+		gwt_stream_record(&s, r, 1000, 0);
 	h->hold = true;
 	h->src.limit = 2;
 	h_start(h);
@@ -953,10 +906,10 @@ static void test_free_in_callback(void **state)
 {
 	(void)state;
 	struct harness *h = h_new(false);
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 
 	for (unsigned int r = 0; r < 5; r++)
-		stream_record(&s, r, 40, 0);
+		gwt_stream_record(&s, r, 40, 0);
 	h->cfg.readahead = 4096;
 	h->free_at = 2;
 	h_start(h);
@@ -1291,19 +1244,19 @@ static void test_send_by_reference(void **state)
 	const uint8_t *p = h->sunk.data;
 	assert_int_equal(xdr_get32(p), RM_LAST_FRAG | (total - 4));
 	p += 4;
-	assert_int_equal(p[0], pattern(3, 0)); /* the header was copied */
+	assert_int_equal(p[0], gwt_pattern(3, 0)); /* the header was copied */
 	for (size_t i = 1; i < 12; i++)
-		assert_int_equal(p[i], pattern(3, i));
+		assert_int_equal(p[i], gwt_pattern(3, i));
 	p += 12;
 	assert_int_equal(p[0], 0xee); /* the bulk was not */
 	for (size_t i = 1; i < 100000; i++)
-		assert_int_equal(p[i], pattern(1, i));
+		assert_int_equal(p[i], gwt_pattern(1, i));
 	p += 100000;
 	for (size_t i = 0; i < 40000; i++)
-		assert_int_equal(p[i], pattern(2, 10 + i));
+		assert_int_equal(p[i], gwt_pattern(2, 10 + i));
 	p += 40000;
 	for (size_t i = 0; i < 1000; i++)
-		assert_int_equal(p[i], pattern(1, 500 + i));
+		assert_int_equal(p[i], gwt_pattern(1, 500 + i));
 	assert_int_equal(tcp_conn_stats(h->c)->bytes_out, total);
 	h_free(h);
 }
@@ -1344,7 +1297,7 @@ static void test_piece_outside_buffer(void **state)
 	assert_int_equal(h->sunk.len, 4 + 4000);
 	assert_int_equal(xdr_get32(h->sunk.data), RM_LAST_FRAG | 4000);
 	for (size_t i = 0; i < 4000; i++)
-		assert_int_equal(h->sunk.data[4 + i], pattern(4, 96 + i));
+		assert_int_equal(h->sunk.data[4 + i], gwt_pattern(4, 96 + i));
 	h_free(h);
 }
 
@@ -1462,7 +1415,7 @@ static void test_close_timeout(void **state)
 struct drip {
 	struct harness *h;
 	struct event *ev;
-	struct stream s;
+	struct gwt_stream s;
 	size_t pos;
 	size_t chunk;
 };
@@ -1508,12 +1461,12 @@ static void test_record_deadline_trickle(void **state)
 {
 	(void)state;
 	struct harness *h = h_new(true);
-	struct stream first = { 0 };
+	struct gwt_stream first = { 0 };
 	struct drip d = { 0 };
 
 	h->cfg.record_timeout_ms = 300;
 	h_start(h);
-	stream_record(&first, 0, 100, 0);
+	gwt_stream_record(&first, 0, 100, 0);
 	h_write_now(h, &first);
 	GWT_RUN_UNTIL(h->base, h->nrec == 1, WAIT_MS);
 	assert_int_equal(h->nrec, 1);
@@ -1521,7 +1474,7 @@ static void test_record_deadline_trickle(void **state)
 	gwt_run_for(h->base, 700);
 	assert_false(h->closed);
 	/* then a record of 100 bytes, one byte at a time: 5 s to finish */
-	stream_record(&d.s, 1, 100, 0);
+	gwt_stream_record(&d.s, 1, 100, 0);
 	drip_start(&d, h, 1, 50);
 	GWT_RUN_UNTIL(h->base, h->closed, WAIT_MS);
 	assert_true(h->closed);
@@ -1552,9 +1505,9 @@ static void test_record_deadline_slow_records(void **state)
 	h->cfg.record_timeout_ms = 300;
 	h_start(h);
 	for (unsigned int r = 0; r < n; r++) {
-		struct stream s = { 0 };
+		struct gwt_stream s = { 0 };
 
-		stream_record(&s, r, 200, 0);
+		gwt_stream_record(&s, r, 200, 0);
 		assert_int_equal(send(h->peer, s.data, 100, MSG_NOSIGNAL), 100);
 		gwt_run_for(h->base, 100);
 		assert_int_equal(send(h->peer, s.data + 100, s.len - 100, MSG_NOSIGNAL),
@@ -1585,7 +1538,7 @@ static void test_record_deadline_pipelined(void **state)
 	h_start(h);
 	/* 204 bytes a record, 250 a piece: no piece ends where a record does */
 	for (unsigned int r = 0; r < n; r++)
-		stream_record(&d.s, r, 200, 0);
+		gwt_stream_record(&d.s, r, 200, 0);
 	drip_start(&d, h, 250, 100);
 	GWT_RUN_UNTIL(h->base, h->nrec == n || h->closed, WAIT_MS);
 	assert_false(h->closed);
@@ -1599,8 +1552,8 @@ static void test_record_deadline_pipelined(void **state)
 
 /*
  * Two connections on one loop, A and B: each record is logged in the order
- * it is delivered. A's records carry pattern(r) for r = 0, 1, ...; B's
- * pattern(TURN_B + r), so that a record crossing over shows.
+ * it is delivered. A's records carry gwt_pattern(r) for r = 0, 1, ...; B's
+ * gwt_pattern(TURN_B + r), so that a record crossing over shows.
  */
 enum { TURN_A_RECS = 100, TURN_B = 1000, TURN_LOG = 256, TURN_REC_LEN = 40 };
 
@@ -1632,7 +1585,7 @@ static void turn_record(struct tcp_conn *c, struct gw_buf *buf, uint32_t off, ui
 	if (len != TURN_REC_LEN || (uint64_t)off + len > buf->size)
 		t->bad = true;
 	for (uint32_t i = 0; i < len && !t->bad; i++)
-		if (buf->base[off + i] != pattern(r, i))
+		if (buf->base[off + i] != gwt_pattern(r, i))
 			t->bad = true;
 	gw_buf_put(buf);
 	if (t->nlog < TURN_LOG)
@@ -1696,10 +1649,10 @@ static struct turns *turns_new(void)
 
 static void turns_write(struct turn_side *side, unsigned int first, unsigned int n)
 {
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 
 	for (unsigned int r = first; r < first + n; r++)
-		stream_record(&s, side->base_r + r, TURN_REC_LEN, 0);
+		gwt_stream_record(&s, side->base_r + r, TURN_REC_LEN, 0);
 	assert_int_equal(send(side->peer, s.data, s.len, MSG_NOSIGNAL), (ssize_t)s.len);
 	free(s.data);
 }
@@ -1772,7 +1725,7 @@ static void test_turn_budget(void **state)
 
 	for (size_t b = 0; b < 2; b++) {
 		struct harness *h = h_new(false);
-		struct stream s = { 0 };
+		struct gwt_stream s = { 0 };
 		unsigned int want = budgets[b] ? budgets[b] : TCP_CONN_RECORDS_PER_TURN_DEFAULT;
 
 		h->cfg.records_per_turn = budgets[b];
@@ -1781,7 +1734,7 @@ static void test_turn_budget(void **state)
 		h->cfg.readahead = 65536;
 		h_start(h);
 		for (unsigned int r = 0; r < 40; r++)
-			stream_record(&s, r, 40, 0);
+			gwt_stream_record(&s, r, 40, 0);
 		h_write_now(h, &s);
 		event_base_loop(h->base, EVLOOP_ONCE);
 		assert_int_equal(h->nrec, want);
@@ -1922,7 +1875,7 @@ static const struct tcp_conn_ops ops_oversized = {
 };
 
 /* A call of len bytes with an XID and a call header in front; the rest is filler. */
-static void stream_big_call(struct stream *s, uint32_t xid, size_t len)
+static void stream_big_call(struct gwt_stream *s, uint32_t xid, size_t len)
 {
 	uint8_t hdr[24];
 	uint8_t fill[4096];
@@ -1934,12 +1887,12 @@ static void stream_big_call(struct stream *s, uint32_t xid, size_t len)
 	xdr_put32(hdr + 16, 3);
 	xdr_put32(hdr + 20, 7); /* WRITE */
 	memset(fill, 0xa5, sizeof(fill));
-	stream_mark(s, (uint32_t)len, true);
-	stream_put(s, hdr, sizeof(hdr));
+	gwt_stream_mark(s, (uint32_t)len, true);
+	gwt_stream_put(s, hdr, sizeof(hdr));
 	for (size_t done = sizeof(hdr); done < len;) {
 		size_t n = len - done < sizeof(fill) ? len - done : sizeof(fill);
 
-		stream_put(s, fill, n);
+		gwt_stream_put(s, fill, n);
 		done += n;
 	}
 }
@@ -1954,7 +1907,7 @@ static void test_oversized_skipped(void **state)
 {
 	(void)state;
 	struct harness *h = h_new(false);
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 	const size_t big = 100000;
 
 	memset(&over_seen, 0, sizeof(over_seen));
@@ -1962,7 +1915,7 @@ static void test_oversized_skipped(void **state)
 	h->cfg.max_record = 8192;
 	h->cfg.skip_oversized = true;
 	stream_big_call(&s, 0xdeadbeef, big);
-	stream_record(&s, 0, 300, 0);
+	gwt_stream_record(&s, 0, 300, 0);
 	h->c = tcp_conn_new(h->base, h->conn_fd, &h->cfg, &h->src.src, &ops_oversized, h);
 	assert_non_null(h->c);
 	h_sink(h, true);
@@ -1992,7 +1945,7 @@ static void test_oversized_skipped(void **state)
 
 	/* The connection goes on: another record, and another oversized one. */
 	s.len = 0;
-	stream_record(&s, 1, 5000, 0);
+	gwt_stream_record(&s, 1, 5000, 0);
 	stream_big_call(&s, 0x01020304, 9000);
 	h_feed(h, &s);
 	GWT_RUN_UNTIL(h->base, (h->nrec == 2 && over_seen.calls == 2) || h->closed, WAIT_MS);
@@ -2016,14 +1969,14 @@ static void test_oversized_skipped(void **state)
 static void check_oversized_closes(bool flag, const struct tcp_conn_ops *o)
 {
 	struct harness *h = h_new(false);
-	struct stream s = { 0 };
+	struct gwt_stream s = { 0 };
 
 	memset(&over_seen, 0, sizeof(over_seen));
 	h->cfg.max_record = 8192;
 	h->cfg.skip_oversized = flag;
-	stream_record(&s, 0, 100, 0);
+	gwt_stream_record(&s, 0, 100, 0);
 	stream_big_call(&s, 0xdeadbeef, 100000);
-	stream_record(&s, 1, 300, 0);
+	gwt_stream_record(&s, 1, 300, 0);
 	h->c = tcp_conn_new(h->base, h->conn_fd, &h->cfg, &h->src.src, o, h);
 	assert_non_null(h->c);
 	h_feed(h, &s);
