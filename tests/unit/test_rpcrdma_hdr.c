@@ -14,11 +14,10 @@
 
 #include "rdma/rpcrdma_hdr.h"
 
-#define XID    0x11223344u
-#define W(...) ((const uint32_t[]){ __VA_ARGS__ }), (sizeof((const uint32_t[]){ __VA_ARGS__ }) / 4)
-/* a segment: handle, length, offset (two words) */
-#define SEG(h, l, o) (h), (l), (uint32_t)((uint64_t)(o) >> 32), (uint32_t)(o)
-#define FIXED(proc)  XID, 1, 32, (proc)
+#include "support/rdmahdr.h"
+
+#define XID	    0x11223344u
+#define FIXED(proc) XID, 1, 32, (proc)
 
 struct msg {
 	uint8_t *buf;
@@ -42,8 +41,7 @@ static void decode_x(struct msg *m, const uint32_t *w, size_t n, size_t extra)
 	m->len = n * 4 + extra;
 	m->buf = malloc(m->len ? m->len : 1);
 	assert_non_null(m->buf);
-	for (size_t i = 0; i < n; i++)
-		xdr_put32(m->buf + 4 * i, w[i]);
+	gwt_put_words(m->buf, w, n);
 	memset(m->buf + n * 4, 0xab, extra);
 	if (extra >= 4)
 		xdr_put32(m->buf + n * 4, XID); /* an RPC message starts with the XID */
@@ -70,7 +68,7 @@ static void test_msg_plain(void **state)
 	(void)state;
 	struct msg m;
 
-	decode_x(&m, W(FIXED(RPCRDMA_MSG), 0, 0, 0), 40);
+	decode_x(&m, GWT_WORDS(FIXED(RPCRDMA_MSG), 0, 0, 0), 40);
 	assert_int_equal(m.r, RPCRDMA_OK);
 	assert_int_equal(m.h.xid, XID);
 	assert_int_equal(m.h.version, 1);
@@ -95,8 +93,9 @@ static void test_nomsg_p0_and_reply(void **state)
 	struct rpcrdma_seg s;
 	struct rpcrdma_read_seg rs;
 
-	decode(&m, W(FIXED(RPCRDMA_NOMSG), 1, 0, SEG(7, 4096, 0x1000), 1, 0, SEG(8, 100, 0x2000), 0,
-		     0, 1, 2, SEG(9, 8192, 0x30000), SEG(10, 4, 0x40000)));
+	decode(&m, GWT_WORDS(FIXED(RPCRDMA_NOMSG), 1, 0, GWT_SEG(7, 4096, 0x1000), 1, 0,
+			     GWT_SEG(8, 100, 0x2000), 0, 0, 1, 2, GWT_SEG(9, 8192, 0x30000),
+			     GWT_SEG(10, 4, 0x40000)));
 	assert_int_equal(m.r, RPCRDMA_OK);
 	assert_int_equal(m.h.proc, RPCRDMA_NOMSG);
 	assert_int_equal(m.h.read_nsegs, 2);
@@ -128,7 +127,7 @@ static void test_msgp_is_msg(void **state)
 	(void)state;
 	struct msg m;
 
-	decode_x(&m, W(FIXED(RPCRDMA_MSGP), 4096, 1024, 0, 0, 0), 12);
+	decode_x(&m, GWT_WORDS(FIXED(RPCRDMA_MSGP), 4096, 1024, 0, 0, 0), 12);
 	assert_int_equal(m.r, RPCRDMA_OK);
 	assert_int_equal(m.h.proc, RPCRDMA_MSG);
 	assert_int_equal(m.h.wire_proc, RPCRDMA_MSGP);
@@ -139,16 +138,18 @@ static void test_msgp_is_msg(void **state)
 			 RPCRDMA_OK);
 	free(m.buf);
 	/* its extra words are checked like the rest of the header */
-	assert_int_equal(reason_of(W(FIXED(RPCRDMA_MSGP), 4096), 0), RPCRDMA_R_SHORT_HEADER);
+	assert_int_equal(reason_of(GWT_WORDS(FIXED(RPCRDMA_MSGP), 4096), 0),
+			 RPCRDMA_R_SHORT_HEADER);
 	/* and it is refused with a P0 chunk like RDMA_MSG */
-	assert_int_equal(reason_of(W(FIXED(RPCRDMA_MSGP), 0, 0, 1, 0, SEG(1, 8, 0), 0, 0, 0), 0),
-			 RPCRDMA_R_POSITION_ZERO_WITH_MSG);
+	assert_int_equal(
+		reason_of(GWT_WORDS(FIXED(RPCRDMA_MSGP), 0, 0, 1, 0, GWT_SEG(1, 8, 0), 0, 0, 0), 0),
+		RPCRDMA_R_POSITION_ZERO_WITH_MSG);
 }
 
 static void test_done_is_dropped(void **state)
 {
 	(void)state;
-	enum rpcrdma_reason r = reason_of(W(FIXED(RPCRDMA_DONE)), 0);
+	enum rpcrdma_reason r = reason_of(GWT_WORDS(FIXED(RPCRDMA_DONE)), 0);
 
 	assert_int_equal(r, RPCRDMA_R_RDMA_DONE);
 	assert_int_equal(rpcrdma_reason_action(r), RPCRDMA_ACT_DROP);
@@ -160,7 +161,7 @@ static void test_error_messages(void **state)
 	(void)state;
 	struct msg m;
 
-	decode(&m, W(FIXED(RPCRDMA_ERROR), RPCRDMA_ERR_VERS, 1, 2));
+	decode(&m, GWT_WORDS(FIXED(RPCRDMA_ERROR), RPCRDMA_ERR_VERS, 1, 2));
 	assert_int_equal(m.r, RPCRDMA_OK);
 	assert_int_equal(m.h.proc, RPCRDMA_ERROR);
 	assert_int_equal(m.h.err, RPCRDMA_ERR_VERS);
@@ -169,16 +170,17 @@ static void test_error_messages(void **state)
 	assert_int_equal(m.h.hdr_len, 28);
 	free(m.buf);
 
-	decode(&m, W(FIXED(RPCRDMA_ERROR), RPCRDMA_ERR_CHUNK));
+	decode(&m, GWT_WORDS(FIXED(RPCRDMA_ERROR), RPCRDMA_ERR_CHUNK));
 	assert_int_equal(m.r, RPCRDMA_OK);
 	assert_int_equal(m.h.err, RPCRDMA_ERR_CHUNK);
 	assert_int_equal(m.h.hdr_len, 20);
 	free(m.buf);
 
-	assert_int_equal(reason_of(W(FIXED(RPCRDMA_ERROR)), 0), RPCRDMA_R_ERROR_SHORT);
-	assert_int_equal(reason_of(W(FIXED(RPCRDMA_ERROR), RPCRDMA_ERR_VERS, 1), 0),
+	assert_int_equal(reason_of(GWT_WORDS(FIXED(RPCRDMA_ERROR)), 0), RPCRDMA_R_ERROR_SHORT);
+	assert_int_equal(reason_of(GWT_WORDS(FIXED(RPCRDMA_ERROR), RPCRDMA_ERR_VERS, 1), 0),
 			 RPCRDMA_R_ERROR_SHORT);
-	assert_int_equal(reason_of(W(FIXED(RPCRDMA_ERROR), 3), 0), RPCRDMA_R_ERROR_BAD_CODE);
+	assert_int_equal(reason_of(GWT_WORDS(FIXED(RPCRDMA_ERROR), 3), 0),
+			 RPCRDMA_R_ERROR_BAD_CODE);
 	/* an error is never answered with an error */
 	assert_int_equal(rpcrdma_reason_action(RPCRDMA_R_ERROR_SHORT), RPCRDMA_ACT_DROP);
 	assert_int_equal(rpcrdma_reason_action(RPCRDMA_R_ERROR_BAD_CODE), RPCRDMA_ACT_DROP);
@@ -207,7 +209,7 @@ static void test_bad_version(void **state)
 	/* Version Two (draft-cel-nfsv4-rpcrdma-version-two), 0 and absurd values */
 	const uint32_t versions[] = { 2, 0, 31, 32, 0xffffffffu };
 	for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
-		decode(&m, W(XID, versions[i], 1, RPCRDMA_MSG, 0, 0, 0));
+		decode(&m, GWT_WORDS(XID, versions[i], 1, RPCRDMA_MSG, 0, 0, 0));
 		assert_int_equal(m.r, RPCRDMA_R_BAD_VERSION);
 		/* what the ERR_VERS answer needs was decoded */
 		assert_int_equal(m.h.xid, XID);
@@ -217,7 +219,7 @@ static void test_bad_version(void **state)
 	assert_int_equal(rpcrdma_reason_action(RPCRDMA_R_BAD_VERSION), RPCRDMA_ACT_ERR_VERS);
 
 	/* ERR_VERS is read whatever its version field (Linux echoes the refused one) */
-	decode(&m, W(XID, 2, 64, RPCRDMA_ERROR, RPCRDMA_ERR_VERS, 1, 1));
+	decode(&m, GWT_WORDS(XID, 2, 64, RPCRDMA_ERROR, RPCRDMA_ERR_VERS, 1, 1));
 	assert_int_equal(m.r, RPCRDMA_OK);
 	assert_int_equal(m.h.version, 2);
 	assert_int_equal(m.h.proc, RPCRDMA_ERROR);
@@ -226,9 +228,9 @@ static void test_bad_version(void **state)
 	assert_int_equal(m.h.vers_high, 1);
 	free(m.buf);
 	/* but nothing else of another version */
-	assert_int_equal(reason_of(W(XID, 2, 64, RPCRDMA_ERROR, RPCRDMA_ERR_CHUNK), 0),
+	assert_int_equal(reason_of(GWT_WORDS(XID, 2, 64, RPCRDMA_ERROR, RPCRDMA_ERR_CHUNK), 0),
 			 RPCRDMA_R_BAD_VERSION);
-	assert_int_equal(reason_of(W(XID, 2, 64, RPCRDMA_ERROR, RPCRDMA_ERR_VERS, 1), 0),
+	assert_int_equal(reason_of(GWT_WORDS(XID, 2, 64, RPCRDMA_ERROR, RPCRDMA_ERR_VERS, 1), 0),
 			 RPCRDMA_R_BAD_VERSION);
 	rpcrdma_versions_range(&lim, &low, &high);
 	assert_int_equal(low, 1);
@@ -236,7 +238,8 @@ static void test_bad_version(void **state)
 
 	/* enabling a version without a codec for it changes nothing */
 	lim.versions |= 1u << 3;
-	assert_int_equal(reason_of(W(XID, 3, 1, RPCRDMA_MSG, 0, 0, 0), 0), RPCRDMA_R_BAD_VERSION);
+	assert_int_equal(reason_of(GWT_WORDS(XID, 3, 1, RPCRDMA_MSG, 0, 0, 0), 0),
+			 RPCRDMA_R_BAD_VERSION);
 	rpcrdma_versions_range(&lim, &low, &high);
 	assert_int_equal(high, 1);
 	assert_false(rpcrdma_limits_clamp(&lim));
@@ -249,14 +252,15 @@ static void test_bad_version(void **state)
 	assert_true(rpcrdma_limits_clamp(&lim));
 	/* a configuration that disables Version One refuses it */
 	lim.versions = 0;
-	assert_int_equal(reason_of(W(FIXED(RPCRDMA_MSG), 0, 0, 0), 0), RPCRDMA_R_BAD_VERSION);
+	assert_int_equal(reason_of(GWT_WORDS(FIXED(RPCRDMA_MSG), 0, 0, 0), 0),
+			 RPCRDMA_R_BAD_VERSION);
 }
 
 static void test_bad_proc(void **state)
 {
 	(void)state;
-	assert_int_equal(reason_of(W(FIXED(5), 0, 0, 0), 0), RPCRDMA_R_BAD_PROC);
-	assert_int_equal(reason_of(W(FIXED(0xffffffffu), 0, 0, 0), 0), RPCRDMA_R_BAD_PROC);
+	assert_int_equal(reason_of(GWT_WORDS(FIXED(5), 0, 0, 0), 0), RPCRDMA_R_BAD_PROC);
+	assert_int_equal(reason_of(GWT_WORDS(FIXED(0xffffffffu), 0, 0, 0), 0), RPCRDMA_R_BAD_PROC);
 	assert_int_equal(rpcrdma_reason_action(RPCRDMA_R_BAD_PROC), RPCRDMA_ACT_ERR_CHUNK);
 }
 
@@ -267,22 +271,22 @@ static void test_short_header_every_cut(void **state)
 	const uint32_t w[] = { FIXED(RPCRDMA_NOMSG),
 			       1,
 			       0,
-			       SEG(1, 8, 0),
+			       GWT_SEG(1, 8, 0),
 			       1,
 			       8,
-			       SEG(2, 4, 0),
+			       GWT_SEG(2, 4, 0),
 			       0,
 			       1,
 			       2,
-			       SEG(3, 8, 0),
-			       SEG(4, 8, 0),
+			       GWT_SEG(3, 8, 0),
+			       GWT_SEG(4, 8, 0),
 			       1,
 			       1,
-			       SEG(5, 8, 0),
+			       GWT_SEG(5, 8, 0),
 			       0,
 			       1,
 			       1,
-			       SEG(6, 64, 0) };
+			       GWT_SEG(6, 64, 0) };
 	const size_t n = sizeof(w) / 4;
 
 	assert_int_equal(reason_of(w, n, 0), RPCRDMA_OK);
@@ -302,14 +306,17 @@ static void test_short_header_every_cut(void **state)
 static void test_bad_list_marker(void **state)
 {
 	(void)state;
-	assert_int_equal(reason_of(W(FIXED(RPCRDMA_MSG), 2, 0, 0), 0), RPCRDMA_R_BAD_LIST_MARKER);
-	assert_int_equal(reason_of(W(FIXED(RPCRDMA_MSG), 1, 8, SEG(1, 4, 0), 7, 0, 0), 0),
+	assert_int_equal(reason_of(GWT_WORDS(FIXED(RPCRDMA_MSG), 2, 0, 0), 0),
 			 RPCRDMA_R_BAD_LIST_MARKER);
-	assert_int_equal(reason_of(W(FIXED(RPCRDMA_MSG), 0, 0xffffffffu, 0), 0),
+	assert_int_equal(
+		reason_of(GWT_WORDS(FIXED(RPCRDMA_MSG), 1, 8, GWT_SEG(1, 4, 0), 7, 0, 0), 0),
+		RPCRDMA_R_BAD_LIST_MARKER);
+	assert_int_equal(reason_of(GWT_WORDS(FIXED(RPCRDMA_MSG), 0, 0xffffffffu, 0), 0),
 			 RPCRDMA_R_BAD_LIST_MARKER);
-	assert_int_equal(reason_of(W(FIXED(RPCRDMA_MSG), 0, 1, 0, 2, 0), 0),
+	assert_int_equal(reason_of(GWT_WORDS(FIXED(RPCRDMA_MSG), 0, 1, 0, 2, 0), 0),
 			 RPCRDMA_R_BAD_LIST_MARKER);
-	assert_int_equal(reason_of(W(FIXED(RPCRDMA_MSG), 0, 0, 3), 0), RPCRDMA_R_BAD_LIST_MARKER);
+	assert_int_equal(reason_of(GWT_WORDS(FIXED(RPCRDMA_MSG), 0, 0, 3), 0),
+			 RPCRDMA_R_BAD_LIST_MARKER);
 }
 
 static void test_read_chunk_grouping(void **state)
@@ -319,8 +326,9 @@ static void test_read_chunk_grouping(void **state)
 	struct rpcrdma_seg s;
 
 	/* P0 (2 segments), a chunk at 8 (2 segments), a chunk at 12 + round-up */
-	decode(&m, W(FIXED(RPCRDMA_NOMSG), 1, 0, SEG(1, 100, 0), 1, 0, SEG(2, 20, 0), 1, 8,
-		     SEG(3, 1, 0), 1, 8, SEG(4, 2, 0), 1, 12, SEG(5, 9, 0), 0, 0, 0));
+	decode(&m, GWT_WORDS(FIXED(RPCRDMA_NOMSG), 1, 0, GWT_SEG(1, 100, 0), 1, 0,
+			     GWT_SEG(2, 20, 0), 1, 8, GWT_SEG(3, 1, 0), 1, 8, GWT_SEG(4, 2, 0), 1,
+			     12, GWT_SEG(5, 9, 0), 0, 0, 0));
 	assert_int_equal(m.r, RPCRDMA_OK);
 	assert_int_equal(m.h.read_nsegs, 5);
 	assert_int_equal(m.h.nreads, 3);
@@ -347,8 +355,9 @@ static void test_write_list(void **state)
 	struct rpcrdma_seg out[4];
 
 	decode_x(&m,
-		 W(FIXED(RPCRDMA_MSG), 0, 1, 3, SEG(1, 10, 0x100), SEG(2, 20, 0x200),
-		   SEG(3, 30, 0x300), 1, 0, 1, 1, SEG(4, 1, 0xffffffff00000001ull), 0, 0),
+		 GWT_WORDS(FIXED(RPCRDMA_MSG), 0, 1, 3, GWT_SEG(1, 10, 0x100),
+			   GWT_SEG(2, 20, 0x200), GWT_SEG(3, 30, 0x300), 1, 0, 1, 1,
+			   GWT_SEG(4, 1, 0xffffffff00000001ull), 0, 0),
 		 8);
 	assert_int_equal(m.r, RPCRDMA_OK);
 	assert_int_equal(m.h.nwrites, 3);
@@ -374,19 +383,19 @@ static void test_limits(void **state)
 	const uint32_t reads5[] = { FIXED(RPCRDMA_MSG),
 				    1,
 				    4,
-				    SEG(1, 4, 0),
+				    GWT_SEG(1, 4, 0),
 				    1,
 				    8,
-				    SEG(1, 4, 0),
+				    GWT_SEG(1, 4, 0),
 				    1,
 				    12,
-				    SEG(1, 4, 0),
+				    GWT_SEG(1, 4, 0),
 				    1,
 				    16,
-				    SEG(1, 4, 0),
+				    GWT_SEG(1, 4, 0),
 				    1,
 				    20,
-				    SEG(1, 4, 0),
+				    GWT_SEG(1, 4, 0),
 				    0,
 				    0,
 				    0,
@@ -423,18 +432,21 @@ static void test_limits(void **state)
 
 	/* and lower them; no segments at all refuses every chunk */
 	lim.max_chunk_segs = 0;
-	assert_int_equal(reason_of(W(FIXED(RPCRDMA_MSG), 1, 4, SEG(1, 4, 0), 0, 0, 0), 8),
-			 RPCRDMA_R_TOO_MANY_SEGMENTS);
-	assert_int_equal(reason_of(W(FIXED(RPCRDMA_MSG), 0, 1, 1, SEG(1, 4, 0), 0, 0), 8),
-			 RPCRDMA_R_TOO_MANY_SEGMENTS);
+	assert_int_equal(
+		reason_of(GWT_WORDS(FIXED(RPCRDMA_MSG), 1, 4, GWT_SEG(1, 4, 0), 0, 0, 0), 8),
+		RPCRDMA_R_TOO_MANY_SEGMENTS);
+	assert_int_equal(
+		reason_of(GWT_WORDS(FIXED(RPCRDMA_MSG), 0, 1, 1, GWT_SEG(1, 4, 0), 0, 0), 8),
+		RPCRDMA_R_TOO_MANY_SEGMENTS);
 	lim.max_chunk_segs = 1;
-	assert_int_equal(
-		reason_of(W(FIXED(RPCRDMA_MSG), 1, 4, SEG(1, 4, 0), 1, 4, SEG(2, 4, 0), 0, 0, 0),
-			  8),
-		RPCRDMA_R_TOO_MANY_SEGMENTS);
-	assert_int_equal(
-		reason_of(W(FIXED(RPCRDMA_MSG), 0, 0, 1, 2, SEG(1, 4, 0), SEG(1, 4, 0)), 0),
-		RPCRDMA_R_TOO_MANY_SEGMENTS);
+	assert_int_equal(reason_of(GWT_WORDS(FIXED(RPCRDMA_MSG), 1, 4, GWT_SEG(1, 4, 0), 1, 4,
+					     GWT_SEG(2, 4, 0), 0, 0, 0),
+				   8),
+			 RPCRDMA_R_TOO_MANY_SEGMENTS);
+	assert_int_equal(reason_of(GWT_WORDS(FIXED(RPCRDMA_MSG), 0, 0, 1, 2, GWT_SEG(1, 4, 0),
+					     GWT_SEG(1, 4, 0)),
+				   0),
+			 RPCRDMA_R_TOO_MANY_SEGMENTS);
 
 	/* a configuration cannot go past the arrays of the decoded header */
 	lim.max_read_chunks = 1000;
@@ -458,130 +470,143 @@ static void test_limits(void **state)
 static void test_position_unaligned(void **state)
 {
 	(void)state;
-	assert_int_equal(reason_of(W(FIXED(RPCRDMA_MSG), 1, 6, SEG(1, 4, 0), 0, 0, 0), 8),
-			 RPCRDMA_R_POSITION_UNALIGNED);
-	assert_int_equal(reason_of(W(FIXED(RPCRDMA_MSG), 1, 8, SEG(1, 4, 0), 0, 0, 0), 8),
-			 RPCRDMA_OK);
+	assert_int_equal(
+		reason_of(GWT_WORDS(FIXED(RPCRDMA_MSG), 1, 6, GWT_SEG(1, 4, 0), 0, 0, 0), 8),
+		RPCRDMA_R_POSITION_UNALIGNED);
+	assert_int_equal(
+		reason_of(GWT_WORDS(FIXED(RPCRDMA_MSG), 1, 8, GWT_SEG(1, 4, 0), 0, 0, 0), 8),
+		RPCRDMA_OK);
 }
 
 static void test_read_list_unsorted(void **state)
 {
 	(void)state;
-	assert_int_equal(
-		reason_of(W(FIXED(RPCRDMA_MSG), 1, 16, SEG(1, 4, 0), 1, 8, SEG(2, 4, 0), 0, 0, 0),
-			  32),
-		RPCRDMA_R_READ_LIST_UNSORTED);
-	/* a chunk's segments must be adjacent: A B A is unsorted */
-	assert_int_equal(reason_of(W(FIXED(RPCRDMA_MSG), 1, 8, SEG(1, 4, 0), 1, 16, SEG(2, 4, 0), 1,
-				     8, SEG(3, 4, 0), 0, 0, 0),
+	assert_int_equal(reason_of(GWT_WORDS(FIXED(RPCRDMA_MSG), 1, 16, GWT_SEG(1, 4, 0), 1, 8,
+					     GWT_SEG(2, 4, 0), 0, 0, 0),
 				   32),
 			 RPCRDMA_R_READ_LIST_UNSORTED);
-	assert_int_equal(
-		reason_of(W(FIXED(RPCRDMA_MSG), 1, 8, SEG(1, 4, 0), 1, 16, SEG(2, 4, 0), 0, 0, 0),
-			  32),
-		RPCRDMA_OK);
+	/* a chunk's segments must be adjacent: A B A is unsorted */
+	assert_int_equal(reason_of(GWT_WORDS(FIXED(RPCRDMA_MSG), 1, 8, GWT_SEG(1, 4, 0), 1, 16,
+					     GWT_SEG(2, 4, 0), 1, 8, GWT_SEG(3, 4, 0), 0, 0, 0),
+				   32),
+			 RPCRDMA_R_READ_LIST_UNSORTED);
+	assert_int_equal(reason_of(GWT_WORDS(FIXED(RPCRDMA_MSG), 1, 8, GWT_SEG(1, 4, 0), 1, 16,
+					     GWT_SEG(2, 4, 0), 0, 0, 0),
+				   32),
+			 RPCRDMA_OK);
 }
 
 static void test_read_chunks_overlap(void **state)
 {
 	(void)state;
 	/* chunk at 8 of 10 bytes takes 8..20 with its pad: 16 is inside it */
-	assert_int_equal(
-		reason_of(W(FIXED(RPCRDMA_MSG), 1, 8, SEG(1, 10, 0), 1, 16, SEG(2, 4, 0), 0, 0, 0),
-			  32),
-		RPCRDMA_R_READ_CHUNKS_OVERLAP);
-	assert_int_equal(
-		reason_of(W(FIXED(RPCRDMA_MSG), 1, 8, SEG(1, 10, 0), 1, 20, SEG(2, 4, 0), 0, 0, 0),
-			  32),
-		RPCRDMA_OK);
+	assert_int_equal(reason_of(GWT_WORDS(FIXED(RPCRDMA_MSG), 1, 8, GWT_SEG(1, 10, 0), 1, 16,
+					     GWT_SEG(2, 4, 0), 0, 0, 0),
+				   32),
+			 RPCRDMA_R_READ_CHUNKS_OVERLAP);
+	assert_int_equal(reason_of(GWT_WORDS(FIXED(RPCRDMA_MSG), 1, 8, GWT_SEG(1, 10, 0), 1, 20,
+					     GWT_SEG(2, 4, 0), 0, 0, 0),
+				   32),
+			 RPCRDMA_OK);
 	/* after P0, chunks are placed in the P0 stream, from its offset 0 on */
-	assert_int_equal(
-		reason_of(W(FIXED(RPCRDMA_NOMSG), 1, 0, SEG(1, 64, 0), 1, 4, SEG(2, 4, 0), 0, 0, 0),
-			  0),
-		RPCRDMA_OK);
+	assert_int_equal(reason_of(GWT_WORDS(FIXED(RPCRDMA_NOMSG), 1, 0, GWT_SEG(1, 64, 0), 1, 4,
+					     GWT_SEG(2, 4, 0), 0, 0, 0),
+				   0),
+			 RPCRDMA_OK);
 }
 
 static void test_length_overflow(void **state)
 {
 	(void)state;
 	/* the segments of one Read chunk add up past 32 bits */
-	assert_int_equal(reason_of(W(FIXED(RPCRDMA_NOMSG), 1, 0, SEG(1, 0xffffffffu, 0), 1, 0,
-				     SEG(2, 0xffffffffu, 0), 0, 0, 0),
+	assert_int_equal(reason_of(GWT_WORDS(FIXED(RPCRDMA_NOMSG), 1, 0, GWT_SEG(1, 0xffffffffu, 0),
+					     1, 0, GWT_SEG(2, 0xffffffffu, 0), 0, 0, 0),
 				   0),
 			 RPCRDMA_R_LENGTH_OVERFLOW);
 	/* position plus length */
-	assert_int_equal(reason_of(W(FIXED(RPCRDMA_MSG), 1, 8, SEG(1, 0xfffffffau, 0), 0, 0, 0), 8),
-			 RPCRDMA_R_LENGTH_OVERFLOW);
-	/* a length whose round-up would wrap */
 	assert_int_equal(
-		reason_of(W(FIXED(RPCRDMA_NOMSG), 1, 0, SEG(1, 0xfffffffeu, 0), 0, 0, 0), 0),
+		reason_of(GWT_WORDS(FIXED(RPCRDMA_MSG), 1, 8, GWT_SEG(1, 0xfffffffau, 0), 0, 0, 0),
+			  8),
 		RPCRDMA_R_LENGTH_OVERFLOW);
+	/* a length whose round-up would wrap */
+	assert_int_equal(reason_of(GWT_WORDS(FIXED(RPCRDMA_NOMSG), 1, 0, GWT_SEG(1, 0xfffffffeu, 0),
+					     0, 0, 0),
+				   0),
+			 RPCRDMA_R_LENGTH_OVERFLOW);
 	/* the same, found when the next chunk starts */
-	assert_int_equal(reason_of(W(FIXED(RPCRDMA_NOMSG), 1, 0, SEG(1, 0xfffffffeu, 0), 1, 4,
-				     SEG(2, 4, 0), 0, 0, 0),
+	assert_int_equal(reason_of(GWT_WORDS(FIXED(RPCRDMA_NOMSG), 1, 0, GWT_SEG(1, 0xfffffffeu, 0),
+					     1, 4, GWT_SEG(2, 4, 0), 0, 0, 0),
 				   0),
 			 RPCRDMA_R_LENGTH_OVERFLOW);
 	/* Write and Reply chunks */
-	assert_int_equal(reason_of(W(FIXED(RPCRDMA_MSG), 0, 1, 2, SEG(1, 0x80000000u, 0),
-				     SEG(2, 0x80000000u, 0), 0, 0),
+	assert_int_equal(
+		reason_of(GWT_WORDS(FIXED(RPCRDMA_MSG), 0, 1, 2, GWT_SEG(1, 0x80000000u, 0),
+				    GWT_SEG(2, 0x80000000u, 0), 0, 0),
+			  0),
+		RPCRDMA_R_LENGTH_OVERFLOW);
+	assert_int_equal(reason_of(GWT_WORDS(FIXED(RPCRDMA_NOMSG), 0, 0, 1, 2,
+					     GWT_SEG(1, 0xffffffffu, 0), GWT_SEG(2, 1, 0)),
 				   0),
 			 RPCRDMA_R_LENGTH_OVERFLOW);
 	assert_int_equal(
-		reason_of(W(FIXED(RPCRDMA_NOMSG), 0, 0, 1, 2, SEG(1, 0xffffffffu, 0), SEG(2, 1, 0)),
+		reason_of(GWT_WORDS(FIXED(RPCRDMA_NOMSG), 0, 0, 1, 1, GWT_SEG(1, 0xfffffffcu, 0)),
 			  0),
-		RPCRDMA_R_LENGTH_OVERFLOW);
-	assert_int_equal(reason_of(W(FIXED(RPCRDMA_NOMSG), 0, 0, 1, 1, SEG(1, 0xfffffffcu, 0)), 0),
-			 RPCRDMA_OK);
+		RPCRDMA_OK);
 }
 
 static void test_position_zero_with_msg(void **state)
 {
 	(void)state;
-	assert_int_equal(reason_of(W(FIXED(RPCRDMA_MSG), 1, 0, SEG(1, 64, 0), 0, 0, 0), 8),
-			 RPCRDMA_R_POSITION_ZERO_WITH_MSG);
-	assert_int_equal(reason_of(W(FIXED(RPCRDMA_NOMSG), 1, 0, SEG(1, 64, 0), 0, 0, 0), 0),
-			 RPCRDMA_OK);
+	assert_int_equal(
+		reason_of(GWT_WORDS(FIXED(RPCRDMA_MSG), 1, 0, GWT_SEG(1, 64, 0), 0, 0, 0), 8),
+		RPCRDMA_R_POSITION_ZERO_WITH_MSG);
+	assert_int_equal(
+		reason_of(GWT_WORDS(FIXED(RPCRDMA_NOMSG), 1, 0, GWT_SEG(1, 64, 0), 0, 0, 0), 0),
+		RPCRDMA_OK);
 }
 
 static void test_nomsg_without_chunks(void **state)
 {
 	(void)state;
-	assert_int_equal(reason_of(W(FIXED(RPCRDMA_NOMSG), 0, 0, 0), 0),
+	assert_int_equal(reason_of(GWT_WORDS(FIXED(RPCRDMA_NOMSG), 0, 0, 0), 0),
 			 RPCRDMA_R_NOMSG_WITHOUT_CHUNKS);
 	/* neither a Write list nor a non-P0 Read chunk can carry the message */
-	assert_int_equal(
-		reason_of(W(FIXED(RPCRDMA_NOMSG), 1, 8, SEG(1, 4, 0), 0, 1, 1, SEG(2, 8, 0), 0, 0),
-			  0),
-		RPCRDMA_R_NOMSG_WITHOUT_CHUNKS);
+	assert_int_equal(reason_of(GWT_WORDS(FIXED(RPCRDMA_NOMSG), 1, 8, GWT_SEG(1, 4, 0), 0, 1, 1,
+					     GWT_SEG(2, 8, 0), 0, 0),
+				   0),
+			 RPCRDMA_R_NOMSG_WITHOUT_CHUNKS);
 	/* a Reply chunk alone can (a long reply) */
-	assert_int_equal(reason_of(W(FIXED(RPCRDMA_NOMSG), 0, 0, 1, 1, SEG(1, 64, 0)), 0),
-			 RPCRDMA_OK);
+	assert_int_equal(
+		reason_of(GWT_WORDS(FIXED(RPCRDMA_NOMSG), 0, 0, 1, 1, GWT_SEG(1, 64, 0)), 0),
+		RPCRDMA_OK);
 }
 
 static void test_position_beyond_message(void **state)
 {
 	(void)state;
 	/* 8 inline bytes: a chunk can go at 0..8 of the stream, not at 12 */
-	assert_int_equal(reason_of(W(FIXED(RPCRDMA_MSG), 1, 12, SEG(1, 4, 0), 0, 0, 0), 8),
-			 RPCRDMA_R_POSITION_BEYOND_MSG);
-	assert_int_equal(reason_of(W(FIXED(RPCRDMA_MSG), 1, 8, SEG(1, 4, 0), 0, 0, 0), 8),
-			 RPCRDMA_OK);
-	/* the second chunk is placed after the first one's 8 bytes (5 + pad) */
 	assert_int_equal(
-		reason_of(W(FIXED(RPCRDMA_MSG), 1, 8, SEG(1, 5, 0), 1, 16, SEG(2, 4, 0), 0, 0, 0),
-			  8),
-		RPCRDMA_OK);
-	assert_int_equal(
-		reason_of(W(FIXED(RPCRDMA_MSG), 1, 8, SEG(1, 5, 0), 1, 20, SEG(2, 4, 0), 0, 0, 0),
-			  8),
+		reason_of(GWT_WORDS(FIXED(RPCRDMA_MSG), 1, 12, GWT_SEG(1, 4, 0), 0, 0, 0), 8),
 		RPCRDMA_R_POSITION_BEYOND_MSG);
+	assert_int_equal(
+		reason_of(GWT_WORDS(FIXED(RPCRDMA_MSG), 1, 8, GWT_SEG(1, 4, 0), 0, 0, 0), 8),
+		RPCRDMA_OK);
+	/* the second chunk is placed after the first one's 8 bytes (5 + pad) */
+	assert_int_equal(reason_of(GWT_WORDS(FIXED(RPCRDMA_MSG), 1, 8, GWT_SEG(1, 5, 0), 1, 16,
+					     GWT_SEG(2, 4, 0), 0, 0, 0),
+				   8),
+			 RPCRDMA_OK);
+	assert_int_equal(reason_of(GWT_WORDS(FIXED(RPCRDMA_MSG), 1, 8, GWT_SEG(1, 5, 0), 1, 20,
+					     GWT_SEG(2, 4, 0), 0, 0, 0),
+				   8),
+			 RPCRDMA_R_POSITION_BEYOND_MSG);
 	/* RDMA_NOMSG: inside the P0 chunk's message */
-	assert_int_equal(reason_of(W(FIXED(RPCRDMA_NOMSG), 1, 0, SEG(1, 64, 0), 1, 68, SEG(2, 4, 0),
-				     0, 0, 0),
+	assert_int_equal(reason_of(GWT_WORDS(FIXED(RPCRDMA_NOMSG), 1, 0, GWT_SEG(1, 64, 0), 1, 68,
+					     GWT_SEG(2, 4, 0), 0, 0, 0),
 				   0),
 			 RPCRDMA_R_POSITION_BEYOND_MSG);
-	assert_int_equal(reason_of(W(FIXED(RPCRDMA_NOMSG), 1, 0, SEG(1, 64, 0), 1, 64, SEG(2, 4, 0),
-				     0, 0, 0),
+	assert_int_equal(reason_of(GWT_WORDS(FIXED(RPCRDMA_NOMSG), 1, 0, GWT_SEG(1, 64, 0), 1, 64,
+					     GWT_SEG(2, 4, 0), 0, 0, 0),
 				   0),
 			 RPCRDMA_OK);
 }
@@ -592,7 +617,7 @@ static void test_check_xid(void **state)
 	struct msg m;
 	uint8_t rpc[8];
 
-	decode_x(&m, W(FIXED(RPCRDMA_MSG), 0, 0, 0), 8);
+	decode_x(&m, GWT_WORDS(FIXED(RPCRDMA_MSG), 0, 0, 0), 8);
 	assert_int_equal(m.r, RPCRDMA_OK);
 	assert_int_equal(rpcrdma_hdr_check_xid(&m.h, m.buf + 28, 8), RPCRDMA_OK);
 	assert_int_equal(rpcrdma_hdr_check_xid(&m.h, m.buf + 28, 7), RPCRDMA_R_RPC_SHORT);
@@ -610,16 +635,19 @@ static void test_check_call(void **state)
 	(void)state;
 	struct msg m;
 
-	decode(&m, W(FIXED(RPCRDMA_NOMSG), 0, 0, 1, 1, SEG(1, 64, 0)));
+	decode(&m, GWT_WORDS(FIXED(RPCRDMA_NOMSG), 0, 0, 1, 1, GWT_SEG(1, 64, 0)));
 	assert_int_equal(m.r, RPCRDMA_OK);
 	assert_int_equal(rpcrdma_hdr_check_call(&m.h), RPCRDMA_R_CALL_NOMSG_WITHOUT_P0);
 	free(m.buf);
-	decode_x(&m, W(FIXED(RPCRDMA_MSG), 1, 8, SEG(1, 4, 0), 0, 0, 1, 1, SEG(1, 64, 0)), 8);
+	decode_x(&m,
+		 GWT_WORDS(FIXED(RPCRDMA_MSG), 1, 8, GWT_SEG(1, 4, 0), 0, 0, 1, 1,
+			   GWT_SEG(1, 64, 0)),
+		 8);
 	assert_int_equal(m.r, RPCRDMA_OK);
 	assert_int_equal(rpcrdma_hdr_check_call(&m.h), RPCRDMA_OK);
 	free(m.buf);
 	/* an RDMA_ERROR has no lists to check */
-	decode(&m, W(FIXED(RPCRDMA_ERROR), RPCRDMA_ERR_CHUNK));
+	decode(&m, GWT_WORDS(FIXED(RPCRDMA_ERROR), RPCRDMA_ERR_CHUNK));
 	assert_int_equal(m.r, RPCRDMA_OK);
 	assert_int_equal(rpcrdma_hdr_check_call(&m.h), RPCRDMA_OK);
 	assert_int_equal(rpcrdma_hdr_check_reply(&m.h, NULL), RPCRDMA_OK);
@@ -636,57 +664,57 @@ static void test_check_reply(void **state)
 	const struct rpcrdma_chunk_desc reply = { 1, rc };
 	struct rpcrdma_offer offer = { 1, writes, &reply };
 
-	decode_x(&m, W(FIXED(RPCRDMA_MSG), 1, 8, SEG(1, 4, 0), 0, 0, 0), 8);
+	decode_x(&m, GWT_WORDS(FIXED(RPCRDMA_MSG), 1, 8, GWT_SEG(1, 4, 0), 0, 0, 0), 8);
 	assert_int_equal(rpcrdma_hdr_check_reply(&m.h, NULL), RPCRDMA_R_REPLY_HAS_READ_LIST);
 	free(m.buf);
-	decode(&m, W(FIXED(RPCRDMA_NOMSG), 1, 0, SEG(1, 4, 0), 0, 0, 0));
+	decode(&m, GWT_WORDS(FIXED(RPCRDMA_NOMSG), 1, 0, GWT_SEG(1, 4, 0), 0, 0, 0));
 	assert_int_equal(m.r, RPCRDMA_OK);
 	m.h.read_nsegs = 0; /* take the Read list away: the Reply chunk is what is missing */
 	assert_int_equal(rpcrdma_hdr_check_reply(&m.h, NULL),
 			 RPCRDMA_R_REPLY_NOMSG_WITHOUT_REPLY_CHUNK);
 	free(m.buf);
-	decode_x(&m, W(FIXED(RPCRDMA_MSG), 0, 0, 1, 1, SEG(3, 8, 0x3000)), 8);
+	decode_x(&m, GWT_WORDS(FIXED(RPCRDMA_MSG), 0, 0, 1, 1, GWT_SEG(3, 8, 0x3000)), 8);
 	assert_int_equal(rpcrdma_hdr_check_reply(&m.h, NULL), RPCRDMA_R_REPLY_MSG_USES_REPLY_CHUNK);
 	free(m.buf);
 	/* an RDMA_MSG may echo the unused Reply chunk with zero lengths */
 	decode_x(&m,
-		 W(FIXED(RPCRDMA_MSG), 0, 1, 2, SEG(1, 0, 0x1000), SEG(2, 0, 0x2000), 0, 1, 1,
-		   SEG(3, 0, 0x3000)),
+		 GWT_WORDS(FIXED(RPCRDMA_MSG), 0, 1, 2, GWT_SEG(1, 0, 0x1000),
+			   GWT_SEG(2, 0, 0x2000), 0, 1, 1, GWT_SEG(3, 0, 0x3000)),
 		 8);
 	assert_int_equal(rpcrdma_hdr_check_reply(&m.h, &offer), RPCRDMA_OK);
 	free(m.buf);
 	/* the offered shapes, echoed */
-	decode(&m, W(FIXED(RPCRDMA_NOMSG), 0, 1, 2, SEG(1, 100, 0x1000), SEG(2, 0, 0x2000), 0, 1, 1,
-		     SEG(3, 200, 0x3000)));
+	decode(&m, GWT_WORDS(FIXED(RPCRDMA_NOMSG), 0, 1, 2, GWT_SEG(1, 100, 0x1000),
+			     GWT_SEG(2, 0, 0x2000), 0, 1, 1, GWT_SEG(3, 200, 0x3000)));
 	assert_int_equal(rpcrdma_hdr_check_reply(&m.h, &offer), RPCRDMA_OK);
 	free(m.buf);
 	/* more chunks than offered, fewer segments, other handle, longer than offered */
-	decode(&m, W(FIXED(RPCRDMA_NOMSG), 0, 1, 2, SEG(1, 100, 0x1000), SEG(2, 0, 0x2000), 1, 0, 0,
-		     1, 1, SEG(3, 200, 0x3000)));
+	decode(&m, GWT_WORDS(FIXED(RPCRDMA_NOMSG), 0, 1, 2, GWT_SEG(1, 100, 0x1000),
+			     GWT_SEG(2, 0, 0x2000), 1, 0, 0, 1, 1, GWT_SEG(3, 200, 0x3000)));
 	assert_int_equal(rpcrdma_hdr_check_reply(&m.h, &offer),
 			 RPCRDMA_R_REPLY_WRITE_LIST_MISMATCH);
 	free(m.buf);
-	decode(&m,
-	       W(FIXED(RPCRDMA_NOMSG), 0, 1, 1, SEG(1, 100, 0x1000), 0, 1, 1, SEG(3, 200, 0x3000)));
+	decode(&m, GWT_WORDS(FIXED(RPCRDMA_NOMSG), 0, 1, 1, GWT_SEG(1, 100, 0x1000), 0, 1, 1,
+			     GWT_SEG(3, 200, 0x3000)));
 	assert_int_equal(rpcrdma_hdr_check_reply(&m.h, &offer),
 			 RPCRDMA_R_REPLY_WRITE_LIST_MISMATCH);
 	free(m.buf);
-	decode(&m, W(FIXED(RPCRDMA_NOMSG), 0, 1, 2, SEG(9, 100, 0x1000), SEG(2, 0, 0x2000), 0, 1, 1,
-		     SEG(3, 200, 0x3000)));
+	decode(&m, GWT_WORDS(FIXED(RPCRDMA_NOMSG), 0, 1, 2, GWT_SEG(9, 100, 0x1000),
+			     GWT_SEG(2, 0, 0x2000), 0, 1, 1, GWT_SEG(3, 200, 0x3000)));
 	assert_int_equal(rpcrdma_hdr_check_reply(&m.h, &offer),
 			 RPCRDMA_R_REPLY_WRITE_LIST_MISMATCH);
 	free(m.buf);
-	decode(&m, W(FIXED(RPCRDMA_NOMSG), 0, 1, 2, SEG(1, 101, 0x1000), SEG(2, 0, 0x2000), 0, 1, 1,
-		     SEG(3, 200, 0x3000)));
+	decode(&m, GWT_WORDS(FIXED(RPCRDMA_NOMSG), 0, 1, 2, GWT_SEG(1, 101, 0x1000),
+			     GWT_SEG(2, 0, 0x2000), 0, 1, 1, GWT_SEG(3, 200, 0x3000)));
 	assert_int_equal(rpcrdma_hdr_check_reply(&m.h, &offer),
 			 RPCRDMA_R_REPLY_WRITE_LIST_MISMATCH);
 	free(m.buf);
-	decode(&m, W(FIXED(RPCRDMA_NOMSG), 0, 1, 2, SEG(1, 100, 0x1000), SEG(2, 0, 0x2000), 0, 1, 1,
-		     SEG(3, 4097, 0x3000)));
+	decode(&m, GWT_WORDS(FIXED(RPCRDMA_NOMSG), 0, 1, 2, GWT_SEG(1, 100, 0x1000),
+			     GWT_SEG(2, 0, 0x2000), 0, 1, 1, GWT_SEG(3, 4097, 0x3000)));
 	assert_int_equal(rpcrdma_hdr_check_reply(&m.h, &offer), RPCRDMA_R_REPLY_CHUNK_MISMATCH);
 	free(m.buf);
-	decode(&m, W(FIXED(RPCRDMA_NOMSG), 0, 1, 2, SEG(1, 100, 0x1000), SEG(2, 0, 0x2000), 0, 1, 1,
-		     SEG(3, 200, 0x3008)));
+	decode(&m, GWT_WORDS(FIXED(RPCRDMA_NOMSG), 0, 1, 2, GWT_SEG(1, 100, 0x1000),
+			     GWT_SEG(2, 0, 0x2000), 0, 1, 1, GWT_SEG(3, 200, 0x3008)));
 	assert_int_equal(rpcrdma_hdr_check_reply(&m.h, &offer), RPCRDMA_R_REPLY_CHUNK_MISMATCH);
 	/* a Reply chunk that was never offered */
 	offer.reply = NULL;

@@ -19,13 +19,13 @@
 
 #include "rdma/rpcrdma_hdr.h"
 
-#define XID	     0x5eed0002u
-#define W(...)	     ((const uint32_t[]){ __VA_ARGS__ }), (sizeof((const uint32_t[]){ __VA_ARGS__ }) / 4)
-#define SEG(h, l, o) (h), (l), (uint32_t)((uint64_t)(o) >> 32), (uint32_t)(o)
-#define V2(proc)     XID, 2, 32, (proc)
-#define V1(proc)     XID, 1, 32, (proc)
-#define CALL	     RPCRDMA_RPC_CALL
-#define REPLY	     RPCRDMA_RPC_REPLY
+#include "support/rdmahdr.h"
+
+#define XID	 0x5eed0002u
+#define V2(proc) XID, 2, 32, (proc)
+#define V1(proc) XID, 1, 32, (proc)
+#define CALL	 RPCRDMA_RPC_CALL
+#define REPLY	 RPCRDMA_RPC_REPLY
 
 struct msg {
 	uint8_t *buf;
@@ -54,8 +54,7 @@ static void decode_m(struct msg *m, const uint32_t *w, size_t n, size_t extra, u
 	m->len = n * 4 + extra;
 	m->buf = malloc(m->len ? m->len : 1);
 	assert_non_null(m->buf);
-	for (size_t i = 0; i < n; i++)
-		xdr_put32(m->buf + 4 * i, w[i]);
+	gwt_put_words(m->buf, w, n);
 	memset(m->buf + n * 4, 0xab, extra);
 	if (extra >= 4)
 		xdr_put32(m->buf + n * 4, XID);
@@ -85,7 +84,7 @@ static void test_msg_call_and_reply(void **state)
 	(void)state;
 	struct msg m;
 
-	decode_m(&m, W(V2(RPCRDMA_MSG), CALL, 0, 0, 0), 40, CALL);
+	decode_m(&m, GWT_WORDS(V2(RPCRDMA_MSG), CALL, 0, 0, 0), 40, CALL);
 	assert_int_equal(m.r, RPCRDMA_OK);
 	assert_int_equal(m.h.version, RPCRDMA_V2);
 	assert_int_equal(m.h.proc, RPCRDMA_MSG);
@@ -101,7 +100,7 @@ static void test_msg_call_and_reply(void **state)
 	free(m.buf);
 
 	/* a reply, or a backward-direction reply: REPLY, and its RPC message says so */
-	decode_m(&m, W(V2(RPCRDMA_MSG), REPLY, 0, 0, 0), 24, REPLY);
+	decode_m(&m, GWT_WORDS(V2(RPCRDMA_MSG), REPLY, 0, 0, 0), 24, REPLY);
 	assert_int_equal(m.r, RPCRDMA_OK);
 	assert_int_equal(m.h.direction, REPLY);
 	assert_int_equal(check_xid(&m), RPCRDMA_OK);
@@ -110,7 +109,7 @@ static void test_msg_call_and_reply(void **state)
 	free(m.buf);
 
 	/* Version One headers carry no direction: nothing to contradict */
-	decode_m(&m, W(V1(RPCRDMA_MSG), 0, 0, 0), 24, REPLY);
+	decode_m(&m, GWT_WORDS(V1(RPCRDMA_MSG), 0, 0, 0), 24, REPLY);
 	assert_int_equal(m.r, RPCRDMA_OK);
 	assert_int_equal(m.h.direction, RPCRDMA_DIR_NONE);
 	assert_int_equal(check_xid(&m), RPCRDMA_OK);
@@ -125,19 +124,19 @@ static void test_direction_contradicts_payload(void **state)
 	(void)state;
 	struct msg m;
 
-	decode_m(&m, W(V2(RPCRDMA_MSG), CALL, 0, 0, 0), 24, REPLY);
+	decode_m(&m, GWT_WORDS(V2(RPCRDMA_MSG), CALL, 0, 0, 0), 24, REPLY);
 	assert_int_equal(m.r, RPCRDMA_OK);
 	assert_int_equal(check_xid(&m), RPCRDMA_R_DIRECTION_MISMATCH);
 	free(m.buf);
-	decode_m(&m, W(V2(RPCRDMA_MSG), REPLY, 0, 0, 0), 24, CALL);
+	decode_m(&m, GWT_WORDS(V2(RPCRDMA_MSG), REPLY, 0, 0, 0), 24, CALL);
 	assert_int_equal(check_xid(&m), RPCRDMA_R_DIRECTION_MISMATCH);
 	free(m.buf);
 	/* a msg_type that is neither is no match for either direction */
-	decode_m(&m, W(V2(RPCRDMA_MSG), CALL, 0, 0, 0), 24, 7);
+	decode_m(&m, GWT_WORDS(V2(RPCRDMA_MSG), CALL, 0, 0, 0), 24, 7);
 	assert_int_equal(check_xid(&m), RPCRDMA_R_DIRECTION_MISMATCH);
 	free(m.buf);
 	/* the XID is checked first */
-	decode_m(&m, W(V2(RPCRDMA_MSG), CALL, 0, 0, 0), 24, REPLY);
+	decode_m(&m, GWT_WORDS(V2(RPCRDMA_MSG), CALL, 0, 0, 0), 24, REPLY);
 	xdr_put32(m.buf + m.h.hdr_len, XID + 1);
 	assert_int_equal(check_xid(&m), RPCRDMA_R_XID_MISMATCH);
 	free(m.buf);
@@ -154,9 +153,9 @@ static void test_msg_with_chunks(void **state)
 
 	/* a WRITE call: Read chunk at 112, a Write chunk, a Reply chunk */
 	decode_m(&m,
-		 W(V2(RPCRDMA_MSG), CALL, 1, 112, SEG(0x9a4, 8192, 0x1000), 1, 112,
-		   SEG(0x8ae, 100, 0x3000), 0, 1, 2, SEG(0x20, 4096, 0x4000), SEG(0x21, 4, 0x5000),
-		   0, 1, 1, SEG(0x30, 1024, 0x6000)),
+		 GWT_WORDS(V2(RPCRDMA_MSG), CALL, 1, 112, GWT_SEG(0x9a4, 8192, 0x1000), 1, 112,
+			   GWT_SEG(0x8ae, 100, 0x3000), 0, 1, 2, GWT_SEG(0x20, 4096, 0x4000),
+			   GWT_SEG(0x21, 4, 0x5000), 0, 1, 1, GWT_SEG(0x30, 1024, 0x6000)),
 		 112, CALL);
 	assert_int_equal(m.r, RPCRDMA_OK);
 	assert_int_equal(m.h.hdr_len, 20 + 2 * 24 + 4 + 8 + 2 * 16 + 4 + 8 + 16);
@@ -180,13 +179,15 @@ static void test_msg_with_chunks(void **state)
 	free(m.buf);
 
 	/* Version One's rules on the lists hold in Version Two */
-	assert_int_equal(reason_of(W(V2(RPCRDMA_MSG), CALL, 1, 0, SEG(1, 8, 0), 0, 0, 0), 8),
-			 RPCRDMA_R_POSITION_ZERO_WITH_MSG);
-	assert_int_equal(reason_of(W(V2(RPCRDMA_MSG), CALL, 1, 6, SEG(1, 8, 0), 0, 0, 0), 8),
-			 RPCRDMA_R_POSITION_UNALIGNED);
-	assert_int_equal(reason_of(W(V2(RPCRDMA_MSG), CALL, 2, 0, 0, 0), 8),
+	assert_int_equal(
+		reason_of(GWT_WORDS(V2(RPCRDMA_MSG), CALL, 1, 0, GWT_SEG(1, 8, 0), 0, 0, 0), 8),
+		RPCRDMA_R_POSITION_ZERO_WITH_MSG);
+	assert_int_equal(
+		reason_of(GWT_WORDS(V2(RPCRDMA_MSG), CALL, 1, 6, GWT_SEG(1, 8, 0), 0, 0, 0), 8),
+		RPCRDMA_R_POSITION_UNALIGNED);
+	assert_int_equal(reason_of(GWT_WORDS(V2(RPCRDMA_MSG), CALL, 2, 0, 0, 0), 8),
 			 RPCRDMA_R_BAD_LIST_MARKER);
-	assert_int_equal(reason_of(W(V2(RPCRDMA_MSG), CALL, 0, 1, 17), 8),
+	assert_int_equal(reason_of(GWT_WORDS(V2(RPCRDMA_MSG), CALL, 0, 1, 17), 8),
 			 RPCRDMA_R_TOO_MANY_SEGMENTS);
 }
 
@@ -197,8 +198,8 @@ static void test_nomsg(void **state)
 
 	/* a long call: P0 chunk and Reply chunk, nothing after the header */
 	decode_m(&m,
-		 W(V2(RPCRDMA_NOMSG), CALL, 1, 0, SEG(7, 6000, 0x1000), 0, 0, 1, 1,
-		   SEG(8, 8192, 0x2000)),
+		 GWT_WORDS(V2(RPCRDMA_NOMSG), CALL, 1, 0, GWT_SEG(7, 6000, 0x1000), 0, 0, 1, 1,
+			   GWT_SEG(8, 8192, 0x2000)),
 		 0, CALL);
 	assert_int_equal(m.r, RPCRDMA_OK);
 	assert_int_equal(m.h.proc, RPCRDMA_NOMSG);
@@ -210,7 +211,8 @@ static void test_nomsg(void **state)
 	free(m.buf);
 
 	/* a long reply: the whole reply in the Reply chunk */
-	decode_m(&m, W(V2(RPCRDMA_NOMSG), REPLY, 0, 0, 1, 1, SEG(8, 184, 0x2000)), 0, REPLY);
+	decode_m(&m, GWT_WORDS(V2(RPCRDMA_NOMSG), REPLY, 0, 0, 1, 1, GWT_SEG(8, 184, 0x2000)), 0,
+		 REPLY);
 	assert_int_equal(m.r, RPCRDMA_OK);
 	assert_int_equal(m.h.direction, REPLY);
 	assert_int_equal(rpcrdma_hdr_check_reply(&m.h, NULL), RPCRDMA_OK);
@@ -218,9 +220,9 @@ static void test_nomsg(void **state)
 	free(m.buf);
 
 	/* the message has to be somewhere */
-	assert_int_equal(reason_of(W(V2(RPCRDMA_NOMSG), CALL, 0, 0, 0), 0),
+	assert_int_equal(reason_of(GWT_WORDS(V2(RPCRDMA_NOMSG), CALL, 0, 0, 0), 0),
 			 RPCRDMA_R_NOMSG_WITHOUT_CHUNKS);
-	assert_int_equal(reason_of(W(V2(RPCRDMA_NOMSG), REPLY, 0, 0, 0), 0),
+	assert_int_equal(reason_of(GWT_WORDS(V2(RPCRDMA_NOMSG), REPLY, 0, 0, 0), 0),
 			 RPCRDMA_R_NOMSG_WITHOUT_CHUNKS);
 }
 
@@ -228,14 +230,15 @@ static void test_nomsg(void **state)
 static void test_msg_without_payload(void **state)
 {
 	(void)state;
-	assert_int_equal(reason_of(W(V2(RPCRDMA_MSG), CALL, 0, 0, 0), 0),
+	assert_int_equal(reason_of(GWT_WORDS(V2(RPCRDMA_MSG), CALL, 0, 0, 0), 0),
 			 RPCRDMA_R_MSG_WITHOUT_PAYLOAD);
-	assert_int_equal(reason_of(W(V2(RPCRDMA_MSG), REPLY, 0, 1, 1, SEG(1, 8, 0), 0, 0), 0),
-			 RPCRDMA_R_MSG_WITHOUT_PAYLOAD);
+	assert_int_equal(
+		reason_of(GWT_WORDS(V2(RPCRDMA_MSG), REPLY, 0, 1, 1, GWT_SEG(1, 8, 0), 0, 0), 0),
+		RPCRDMA_R_MSG_WITHOUT_PAYLOAD);
 	assert_int_equal(rpcrdma_reason_action(RPCRDMA_R_MSG_WITHOUT_PAYLOAD),
 			 RPCRDMA_ACT_ERR_CHUNK);
 	/* Version One leaves that to the XID check */
-	assert_int_equal(reason_of(W(V1(RPCRDMA_MSG), 0, 0, 0), 0), RPCRDMA_OK);
+	assert_int_equal(reason_of(GWT_WORDS(V1(RPCRDMA_MSG), 0, 0, 0), 0), RPCRDMA_OK);
 }
 
 static void test_bad_direction(void **state)
@@ -246,22 +249,23 @@ static void test_bad_direction(void **state)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct msg m;
 
-		decode_m(&m, W(V2(RPCRDMA_MSG), bad[i], 0, 0, 0), 24, CALL);
+		decode_m(&m, GWT_WORDS(V2(RPCRDMA_MSG), bad[i], 0, 0, 0), 24, CALL);
 		assert_int_equal(m.r, RPCRDMA_R_BAD_DIRECTION);
 		/* what the answer needs was decoded */
 		assert_int_equal(m.h.xid, XID);
 		assert_int_equal(m.h.version, RPCRDMA_V2);
 		free(m.buf);
-		assert_int_equal(
-			reason_of(W(V2(RPCRDMA_NOMSG), bad[i], 1, 0, SEG(1, 8, 0), 0, 0), 0),
-			RPCRDMA_R_BAD_DIRECTION);
-		assert_int_equal(reason_of(W(V2(RPCRDMA2_OPTIONAL), bad[i], 9, 0), 0),
+		assert_int_equal(reason_of(GWT_WORDS(V2(RPCRDMA_NOMSG), bad[i], 1, 0,
+						     GWT_SEG(1, 8, 0), 0, 0),
+					   0),
+				 RPCRDMA_R_BAD_DIRECTION);
+		assert_int_equal(reason_of(GWT_WORDS(V2(RPCRDMA2_OPTIONAL), bad[i], 9, 0), 0),
 				 RPCRDMA_R_BAD_DIRECTION);
 	}
 	assert_int_equal(rpcrdma_reason_action(RPCRDMA_R_BAD_DIRECTION), RPCRDMA_ACT_ERR_CHUNK);
 	/* a header that ends before its direction */
-	assert_int_equal(reason_of(W(V2(RPCRDMA_MSG)), 0), RPCRDMA_R_SHORT_HEADER);
-	assert_int_equal(reason_of(W(V2(RPCRDMA2_OPTIONAL)), 0), RPCRDMA_R_SHORT_HEADER);
+	assert_int_equal(reason_of(GWT_WORDS(V2(RPCRDMA_MSG)), 0), RPCRDMA_R_SHORT_HEADER);
+	assert_int_equal(reason_of(GWT_WORDS(V2(RPCRDMA2_OPTIONAL)), 0), RPCRDMA_R_SHORT_HEADER);
 }
 
 static void test_errors(void **state)
@@ -269,7 +273,7 @@ static void test_errors(void **state)
 	(void)state;
 	struct msg m;
 
-	decode_m(&m, W(V2(RPCRDMA_ERROR), RPCRDMA_ERR_VERS, 1, 2), 0, 0);
+	decode_m(&m, GWT_WORDS(V2(RPCRDMA_ERROR), RPCRDMA_ERR_VERS, 1, 2), 0, 0);
 	assert_int_equal(m.r, RPCRDMA_OK);
 	assert_int_equal(m.h.proc, RPCRDMA_ERROR);
 	assert_int_equal(m.h.direction, REPLY); /* only responders send errors */
@@ -279,27 +283,27 @@ static void test_errors(void **state)
 	assert_int_equal(m.h.hdr_len, 28);
 	assert_int_equal(m.h.inline_len, 0);
 	free(m.buf);
-	decode_m(&m, W(V2(RPCRDMA_ERROR), RPCRDMA2_ERR_BAD_HEADER), 0, 0);
+	decode_m(&m, GWT_WORDS(V2(RPCRDMA_ERROR), RPCRDMA2_ERR_BAD_HEADER), 0, 0);
 	assert_int_equal(m.r, RPCRDMA_OK);
 	assert_int_equal(m.h.err, RPCRDMA2_ERR_BAD_HEADER);
 	free(m.buf);
-	decode_m(&m, W(V2(RPCRDMA_ERROR), RPCRDMA2_ERR_INVAL_OPTION), 0, 0);
+	decode_m(&m, GWT_WORDS(V2(RPCRDMA_ERROR), RPCRDMA2_ERR_INVAL_OPTION), 0, 0);
 	assert_int_equal(m.r, RPCRDMA_OK);
 	assert_int_equal(m.h.err, RPCRDMA2_ERR_INVAL_OPTION);
 	assert_int_equal(m.h.hdr_len, 20);
 	free(m.buf);
 
 	/* 4.2.1: no RPC message after an error */
-	assert_int_equal(reason_of(W(V2(RPCRDMA_ERROR), RPCRDMA2_ERR_BAD_HEADER), 8),
+	assert_int_equal(reason_of(GWT_WORDS(V2(RPCRDMA_ERROR), RPCRDMA2_ERR_BAD_HEADER), 8),
 			 RPCRDMA_R_ERROR_WITH_PAYLOAD);
-	assert_int_equal(reason_of(W(V2(RPCRDMA_ERROR), RPCRDMA_ERR_VERS, 1, 2, 0), 0),
+	assert_int_equal(reason_of(GWT_WORDS(V2(RPCRDMA_ERROR), RPCRDMA_ERR_VERS, 1, 2, 0), 0),
 			 RPCRDMA_R_ERROR_WITH_PAYLOAD);
 	assert_int_equal(rpcrdma_reason_action(RPCRDMA_R_ERROR_WITH_PAYLOAD), RPCRDMA_ACT_DROP);
 	/* codes it does not have, and bodies cut short */
-	assert_int_equal(reason_of(W(V2(RPCRDMA_ERROR), 0), 0), RPCRDMA_R_ERROR_BAD_CODE);
-	assert_int_equal(reason_of(W(V2(RPCRDMA_ERROR), 4), 0), RPCRDMA_R_ERROR_BAD_CODE);
-	assert_int_equal(reason_of(W(V2(RPCRDMA_ERROR)), 0), RPCRDMA_R_ERROR_SHORT);
-	assert_int_equal(reason_of(W(V2(RPCRDMA_ERROR), RPCRDMA_ERR_VERS, 1), 0),
+	assert_int_equal(reason_of(GWT_WORDS(V2(RPCRDMA_ERROR), 0), 0), RPCRDMA_R_ERROR_BAD_CODE);
+	assert_int_equal(reason_of(GWT_WORDS(V2(RPCRDMA_ERROR), 4), 0), RPCRDMA_R_ERROR_BAD_CODE);
+	assert_int_equal(reason_of(GWT_WORDS(V2(RPCRDMA_ERROR)), 0), RPCRDMA_R_ERROR_SHORT);
+	assert_int_equal(reason_of(GWT_WORDS(V2(RPCRDMA_ERROR), RPCRDMA_ERR_VERS, 1), 0),
 			 RPCRDMA_R_ERROR_SHORT);
 }
 
@@ -309,7 +313,7 @@ static void test_optional(void **state)
 	struct msg m;
 
 	/* a requester's optional message without payload: type 9, 5 bytes of info */
-	decode_m(&m, W(V2(RPCRDMA2_OPTIONAL), CALL, 9, 5, 0x01020304, 0x05000000), 0, 0);
+	decode_m(&m, GWT_WORDS(V2(RPCRDMA2_OPTIONAL), CALL, 9, 5, 0x01020304, 0x05000000), 0, 0);
 	assert_int_equal(m.r, RPCRDMA_R_UNKNOWN_OPTION);
 	assert_int_equal(rpcrdma_reason_action(m.r), RPCRDMA_ACT_ERR_INVAL_OPTION);
 	/* the answer needs the XID; the rest is decoded for logs and counters */
@@ -325,7 +329,7 @@ static void test_optional(void **state)
 	free(m.buf);
 
 	/* with an RPC message (all or part of one) after it */
-	decode_m(&m, W(V2(RPCRDMA2_OPTIONAL), CALL, 9, 0), 12, CALL);
+	decode_m(&m, GWT_WORDS(V2(RPCRDMA2_OPTIONAL), CALL, 9, 0), 12, CALL);
 	assert_int_equal(m.r, RPCRDMA_R_UNKNOWN_OPTION);
 	assert_int_equal(m.h.opt_len, 0);
 	assert_int_equal(m.h.hdr_len, RPCRDMA2_OPT_MIN_SIZE);
@@ -333,13 +337,13 @@ static void test_optional(void **state)
 	free(m.buf);
 
 	/* a responder's: errors go only the other way, so it is dropped */
-	decode_m(&m, W(V2(RPCRDMA2_OPTIONAL), REPLY, 9, 0), 0, 0);
+	decode_m(&m, GWT_WORDS(V2(RPCRDMA2_OPTIONAL), REPLY, 9, 0), 0, 0);
 	assert_int_equal(m.r, RPCRDMA_R_UNKNOWN_OPTION_REPLY);
 	assert_int_equal(rpcrdma_reason_action(m.r), RPCRDMA_ACT_DROP);
 	free(m.buf);
 
 	/* an optional message passes the role checks: it has no chunk lists */
-	decode_m(&m, W(V2(RPCRDMA2_OPTIONAL), CALL, 9, 0), 0, 0);
+	decode_m(&m, GWT_WORDS(V2(RPCRDMA2_OPTIONAL), CALL, 9, 0), 0, 0);
 	assert_int_equal(rpcrdma_hdr_check_call(&m.h), RPCRDMA_OK);
 	assert_int_equal(rpcrdma_hdr_check_reply(&m.h, NULL), RPCRDMA_OK);
 	free(m.buf);
@@ -350,22 +354,24 @@ static void test_optional_bad_lengths(void **state)
 {
 	(void)state;
 	/* 5 bytes of info need 8 on the wire */
-	assert_int_equal(reason_of(W(V2(RPCRDMA2_OPTIONAL), CALL, 9, 5), 5),
+	assert_int_equal(reason_of(GWT_WORDS(V2(RPCRDMA2_OPTIONAL), CALL, 9, 5), 5),
 			 RPCRDMA_R_OPTION_TOO_LONG);
-	assert_int_equal(reason_of(W(V2(RPCRDMA2_OPTIONAL), CALL, 9, 5), 7),
+	assert_int_equal(reason_of(GWT_WORDS(V2(RPCRDMA2_OPTIONAL), CALL, 9, 5), 7),
 			 RPCRDMA_R_OPTION_TOO_LONG);
-	assert_int_equal(reason_of(W(V2(RPCRDMA2_OPTIONAL), CALL, 9, 5), 8),
+	assert_int_equal(reason_of(GWT_WORDS(V2(RPCRDMA2_OPTIONAL), CALL, 9, 5), 8),
 			 RPCRDMA_R_UNKNOWN_OPTION);
-	assert_int_equal(reason_of(W(V2(RPCRDMA2_OPTIONAL), CALL, 9, 64), 60),
+	assert_int_equal(reason_of(GWT_WORDS(V2(RPCRDMA2_OPTIONAL), CALL, 9, 64), 60),
 			 RPCRDMA_R_OPTION_TOO_LONG);
 	/* lengths that wrap 32 bits when rounded up */
-	assert_int_equal(reason_of(W(V2(RPCRDMA2_OPTIONAL), CALL, 9, 0xffffffffu), 16),
+	assert_int_equal(reason_of(GWT_WORDS(V2(RPCRDMA2_OPTIONAL), CALL, 9, 0xffffffffu), 16),
 			 RPCRDMA_R_OPTION_TOO_LONG);
-	assert_int_equal(reason_of(W(V2(RPCRDMA2_OPTIONAL), CALL, 9, 0xfffffffdu), 16),
+	assert_int_equal(reason_of(GWT_WORDS(V2(RPCRDMA2_OPTIONAL), CALL, 9, 0xfffffffdu), 16),
 			 RPCRDMA_R_OPTION_TOO_LONG);
 	/* the type and the length themselves cut short */
-	assert_int_equal(reason_of(W(V2(RPCRDMA2_OPTIONAL), CALL), 0), RPCRDMA_R_SHORT_HEADER);
-	assert_int_equal(reason_of(W(V2(RPCRDMA2_OPTIONAL), CALL, 9), 0), RPCRDMA_R_SHORT_HEADER);
+	assert_int_equal(reason_of(GWT_WORDS(V2(RPCRDMA2_OPTIONAL), CALL), 0),
+			 RPCRDMA_R_SHORT_HEADER);
+	assert_int_equal(reason_of(GWT_WORDS(V2(RPCRDMA2_OPTIONAL), CALL, 9), 0),
+			 RPCRDMA_R_SHORT_HEADER);
 	assert_int_equal(rpcrdma_reason_action(RPCRDMA_R_OPTION_TOO_LONG), RPCRDMA_ACT_ERR_CHUNK);
 }
 
@@ -377,43 +383,50 @@ static void test_versions_refuse_each_other(void **state)
 {
 	(void)state;
 	/* Version Two has no RDMA_MSGP or RDMA_DONE */
-	assert_int_equal(reason_of(W(V2(RPCRDMA_MSGP), CALL, 4096, 1024, 0, 0, 0), 8),
+	assert_int_equal(reason_of(GWT_WORDS(V2(RPCRDMA_MSGP), CALL, 4096, 1024, 0, 0, 0), 8),
 			 RPCRDMA_R_BAD_PROC);
-	assert_int_equal(reason_of(W(V2(RPCRDMA_DONE)), 0), RPCRDMA_R_BAD_PROC);
-	assert_int_equal(reason_of(W(V2(6), CALL, 0, 0, 0), 8), RPCRDMA_R_BAD_PROC);
+	assert_int_equal(reason_of(GWT_WORDS(V2(RPCRDMA_DONE)), 0), RPCRDMA_R_BAD_PROC);
+	assert_int_equal(reason_of(GWT_WORDS(V2(6), CALL, 0, 0, 0), 8), RPCRDMA_R_BAD_PROC);
 	/* Version One has no RDMA2_OPTIONAL or RDMA2_ERR_INVAL_OPTION */
-	assert_int_equal(reason_of(W(V1(RPCRDMA2_OPTIONAL), CALL, 9, 0), 0), RPCRDMA_R_BAD_PROC);
-	assert_int_equal(reason_of(W(V1(RPCRDMA_ERROR), RPCRDMA2_ERR_INVAL_OPTION), 0),
+	assert_int_equal(reason_of(GWT_WORDS(V1(RPCRDMA2_OPTIONAL), CALL, 9, 0), 0),
+			 RPCRDMA_R_BAD_PROC);
+	assert_int_equal(reason_of(GWT_WORDS(V1(RPCRDMA_ERROR), RPCRDMA2_ERR_INVAL_OPTION), 0),
 			 RPCRDMA_R_ERROR_BAD_CODE);
 
 	/* a Version One WRITE call labelled Version Two: the Read list's "1" is read as the
 	 * direction, its position as a list marker */
-	assert_int_equal(reason_of(W(V2(RPCRDMA_MSG), 1, 112, SEG(1, 8192, 0), 0, 0, 0), 112),
-			 RPCRDMA_R_BAD_LIST_MARKER);
+	assert_int_equal(
+		reason_of(GWT_WORDS(V2(RPCRDMA_MSG), 1, 112, GWT_SEG(1, 8192, 0), 0, 0, 0), 112),
+		RPCRDMA_R_BAD_LIST_MARKER);
 	/* a Version One long call labelled Version Two: the P0 entry's "1" is the direction, its
 	 * position 0 ends the Read list, its handle opens a Write chunk of 6000 segments */
-	assert_int_equal(reason_of(W(V2(RPCRDMA_NOMSG), 1, 0, SEG(1, 6000, 0), 0, 0, 0), 0),
-			 RPCRDMA_R_TOO_MANY_SEGMENTS);
+	assert_int_equal(
+		reason_of(GWT_WORDS(V2(RPCRDMA_NOMSG), 1, 0, GWT_SEG(1, 6000, 0), 0, 0, 0), 0),
+		RPCRDMA_R_TOO_MANY_SEGMENTS);
 	/* a Version Two long call labelled Version One: the direction is read as an empty Read
 	 * list, and the NOMSG has then no Position-Zero chunk to carry its call */
 	{
 		struct msg m;
 
-		decode_m(&m, W(V1(RPCRDMA_NOMSG), CALL, 1, 0, SEG(1, 6000, 0), 0, 0, 0), 0, CALL);
+		decode_m(&m, GWT_WORDS(V1(RPCRDMA_NOMSG), CALL, 1, 0, GWT_SEG(1, 6000, 0), 0, 0, 0),
+			 0, CALL);
 		assert_int_not_equal(m.r, RPCRDMA_OK);
 		free(m.buf);
 	}
 	/* a Version Two inline reply labelled Version One: "1 0 0 0" is a Read list entry cut
 	 * short */
-	assert_int_equal(reason_of(W(V1(RPCRDMA_MSG), REPLY, 0, 0, 0), 0), RPCRDMA_R_SHORT_HEADER);
+	assert_int_equal(reason_of(GWT_WORDS(V1(RPCRDMA_MSG), REPLY, 0, 0, 0), 0),
+			 RPCRDMA_R_SHORT_HEADER);
 
 	/* with Version Two not enabled, its messages are answered ERR_VERS (1, 1) */
 	lim.versions = 1u << RPCRDMA_V1;
-	assert_int_equal(reason_of(W(V2(RPCRDMA_MSG), CALL, 0, 0, 0), 8), RPCRDMA_R_BAD_VERSION);
-	assert_int_equal(reason_of(W(V2(RPCRDMA2_OPTIONAL), CALL, 9, 0), 0), RPCRDMA_R_BAD_VERSION);
+	assert_int_equal(reason_of(GWT_WORDS(V2(RPCRDMA_MSG), CALL, 0, 0, 0), 8),
+			 RPCRDMA_R_BAD_VERSION);
+	assert_int_equal(reason_of(GWT_WORDS(V2(RPCRDMA2_OPTIONAL), CALL, 9, 0), 0),
+			 RPCRDMA_R_BAD_VERSION);
 	/* and with Version One disabled, Version One's */
 	lim.versions = 1u << RPCRDMA_V2;
-	assert_int_equal(reason_of(W(V1(RPCRDMA_MSG), 0, 0, 0), 8), RPCRDMA_R_BAD_VERSION);
+	assert_int_equal(reason_of(GWT_WORDS(V1(RPCRDMA_MSG), 0, 0, 0), 8), RPCRDMA_R_BAD_VERSION);
 	{
 		uint32_t low, high;
 
@@ -431,19 +444,19 @@ static void test_every_cut(void **state)
 			       CALL,
 			       1,
 			       0,
-			       SEG(1, 8, 0),
+			       GWT_SEG(1, 8, 0),
 			       1,
 			       8,
-			       SEG(2, 4, 0),
+			       GWT_SEG(2, 4, 0),
 			       0,
 			       1,
 			       2,
-			       SEG(3, 8, 0),
-			       SEG(4, 8, 0),
+			       GWT_SEG(3, 8, 0),
+			       GWT_SEG(4, 8, 0),
 			       0,
 			       1,
 			       1,
-			       SEG(6, 64, 0) };
+			       GWT_SEG(6, 64, 0) };
 	const size_t n = sizeof(w) / 4;
 
 	assert_int_equal(reason_of(w, n, 0), RPCRDMA_OK);
@@ -500,9 +513,10 @@ static void test_encode_call(void **state)
 
 	/* the same lists as Version One, after a direction word */
 	assert_words(buf, n,
-		     W(XID, 2, 1, RPCRDMA_MSG, CALL, 1, 112, SEG(0x10, 8192, 0x1000000000ull), 0, 1,
-		       2, SEG(0x20, 4096, 0x3000), SEG(0x21, 4, 0x5000), 0, 1, 1,
-		       SEG(0x30, 8192, 0x6000)));
+		     GWT_WORDS(XID, 2, 1, RPCRDMA_MSG, CALL, 1, 112,
+			       GWT_SEG(0x10, 8192, 0x1000000000ull), 0, 1, 2,
+			       GWT_SEG(0x20, 4096, 0x3000), GWT_SEG(0x21, 4, 0x5000), 0, 1, 1,
+			       GWT_SEG(0x30, 8192, 0x6000)));
 	d.version = RPCRDMA_V1;
 	assert_int_equal(rpcrdma_call_hdr_size(&d), n - 4);
 	d.version = RPCRDMA_V2;
@@ -523,7 +537,7 @@ static void test_encode_call(void **state)
 	d.reply = NULL;
 	d.direction = REPLY;
 	n = rpcrdma_encode_call(buf, sizeof(buf), &d);
-	assert_words(buf, n, W(XID, 2, 1, RPCRDMA_MSG, REPLY, 0, 0, 0));
+	assert_words(buf, n, GWT_WORDS(XID, 2, 1, RPCRDMA_MSG, REPLY, 0, 0, 0));
 	/* a direction that is neither */
 	memset(buf, 0xee, sizeof(buf));
 	d.direction = RPCRDMA_DIR_NONE;
@@ -545,7 +559,7 @@ static void test_encode_call(void **state)
 	d.version = RPCRDMA_V1;
 	d.direction = 7;
 	n = rpcrdma_encode_call(buf, sizeof(buf), &d);
-	assert_words(buf, n, W(XID, 1, 1, RPCRDMA_MSG, 0, 0, 0));
+	assert_words(buf, n, GWT_WORDS(XID, 1, 1, RPCRDMA_MSG, 0, 0, 0));
 }
 
 static void test_encode_reply_and_inline(void **state)
@@ -570,8 +584,9 @@ static void test_encode_reply_and_inline(void **state)
 	ssize_t n = rpcrdma_encode_reply(buf, sizeof(buf), &r);
 
 	assert_words(buf, n,
-		     W(XID, 2, 64, RPCRDMA_NOMSG, REPLY, 0, 1, 2, SEG(0x20, 4096, 0x3000),
-		       SEG(0x21, 1, 0x5000), 0, 1, 1, SEG(0x30, 300, 0x6000)));
+		     GWT_WORDS(XID, 2, 64, RPCRDMA_NOMSG, REPLY, 0, 1, 2,
+			       GWT_SEG(0x20, 4096, 0x3000), GWT_SEG(0x21, 1, 0x5000), 0, 1, 1,
+			       GWT_SEG(0x30, 300, 0x6000)));
 	assert_int_equal(rpcrdma_reply_hdr_size(&r), n);
 	assert_int_equal(rpcrdma_hdr_decode(&h, buf, (size_t)n, &lim), RPCRDMA_OK);
 	assert_int_equal(h.direction, REPLY);
@@ -579,12 +594,12 @@ static void test_encode_reply_and_inline(void **state)
 
 	/* inline messages in both directions */
 	n = rpcrdma_encode_inline(buf, sizeof(buf), RPCRDMA_V2, XID, 16, CALL);
-	assert_words(buf, n, W(XID, 2, 16, RPCRDMA_MSG, CALL, 0, 0, 0));
+	assert_words(buf, n, GWT_WORDS(XID, 2, 16, RPCRDMA_MSG, CALL, 0, 0, 0));
 	n = rpcrdma_encode_inline(buf, sizeof(buf), RPCRDMA_V2, XID, 16, REPLY);
-	assert_words(buf, n, W(XID, 2, 16, RPCRDMA_MSG, REPLY, 0, 0, 0));
+	assert_words(buf, n, GWT_WORDS(XID, 2, 16, RPCRDMA_MSG, REPLY, 0, 0, 0));
 	assert_int_equal(n, RPCRDMA2_HDR_MIN_SIZE);
 	n = rpcrdma_encode_inline(buf, sizeof(buf), RPCRDMA_V1, XID, 16, REPLY);
-	assert_words(buf, n, W(XID, 1, 16, RPCRDMA_MSG, 0, 0, 0));
+	assert_words(buf, n, GWT_WORDS(XID, 1, 16, RPCRDMA_MSG, 0, 0, 0));
 	assert_int_equal(rpcrdma_encode_inline(buf, sizeof(buf), RPCRDMA_V2, XID, 16, 2), -EINVAL);
 	assert_int_equal(
 		rpcrdma_encode_inline(buf, RPCRDMA2_HDR_MIN_SIZE - 1, RPCRDMA_V2, XID, 16, CALL),
@@ -599,13 +614,13 @@ static void test_encode_errors(void **state)
 	ssize_t n = rpcrdma_encode_error(buf, sizeof(buf), RPCRDMA_V2, XID, 3,
 					 RPCRDMA2_ERR_INVAL_OPTION);
 
-	assert_words(buf, n, W(XID, 2, 3, RPCRDMA_ERROR, RPCRDMA2_ERR_INVAL_OPTION));
+	assert_words(buf, n, GWT_WORDS(XID, 2, 3, RPCRDMA_ERROR, RPCRDMA2_ERR_INVAL_OPTION));
 	assert_int_equal(rpcrdma_hdr_decode(&h, buf, (size_t)n, &lim), RPCRDMA_OK);
 	assert_int_equal(h.err, RPCRDMA2_ERR_INVAL_OPTION);
 	n = rpcrdma_encode_error(buf, sizeof(buf), RPCRDMA_V2, XID, 3, RPCRDMA2_ERR_BAD_HEADER);
-	assert_words(buf, n, W(XID, 2, 3, RPCRDMA_ERROR, RPCRDMA2_ERR_BAD_HEADER));
+	assert_words(buf, n, GWT_WORDS(XID, 2, 3, RPCRDMA_ERROR, RPCRDMA2_ERR_BAD_HEADER));
 	n = rpcrdma_encode_error(buf, sizeof(buf), RPCRDMA_V1, XID, 3, RPCRDMA_ERR_CHUNK);
-	assert_words(buf, n, W(XID, 1, 3, RPCRDMA_ERROR, RPCRDMA_ERR_CHUNK));
+	assert_words(buf, n, GWT_WORDS(XID, 1, 3, RPCRDMA_ERROR, RPCRDMA_ERR_CHUNK));
 
 	memset(buf, 0xee, sizeof(buf));
 	/* Version One has no INVAL_OPTION; ERR_VERS has its own encoder; unknown codes */
@@ -626,7 +641,7 @@ static void test_encode_errors(void **state)
 
 	/* ERR_VERS with the range of both versions */
 	n = rpcrdma_encode_err_vers(buf, sizeof(buf), XID, 1, 1, 2);
-	assert_words(buf, n, W(XID, 1, 1, RPCRDMA_ERROR, RPCRDMA_ERR_VERS, 1, 2));
+	assert_words(buf, n, GWT_WORDS(XID, 1, 1, RPCRDMA_ERROR, RPCRDMA_ERR_VERS, 1, 2));
 }
 
 static void test_encode_optional(void **state)
@@ -648,7 +663,8 @@ static void test_encode_optional(void **state)
 	memset(buf, 0xee, sizeof(buf));
 	n = rpcrdma_encode_optional(buf, sizeof(buf), &d);
 	/* the info is padded with zeros to a multiple of 4 */
-	assert_words(buf, n, W(XID, 2, 1, RPCRDMA2_OPTIONAL, CALL, 9, 5, 0x01020304, 0x05000000));
+	assert_words(buf, n,
+		     GWT_WORDS(XID, 2, 1, RPCRDMA2_OPTIONAL, CALL, 9, 5, 0x01020304, 0x05000000));
 	assert_int_equal(rpcrdma_optional_hdr_size(&d), n);
 	assert_int_equal(rpcrdma_hdr_decode(&h, buf, (size_t)n, &lim), RPCRDMA_R_UNKNOWN_OPTION);
 	assert_int_equal(h.opt_type, 9);
@@ -658,7 +674,7 @@ static void test_encode_optional(void **state)
 	d.info_len = 0;
 	d.direction = REPLY;
 	n = rpcrdma_encode_optional(buf, sizeof(buf), &d);
-	assert_words(buf, n, W(XID, 2, 1, RPCRDMA2_OPTIONAL, REPLY, 9, 0));
+	assert_words(buf, n, GWT_WORDS(XID, 2, 1, RPCRDMA2_OPTIONAL, REPLY, 9, 0));
 
 	memset(buf, 0xee, sizeof(buf));
 	d.direction = 2;

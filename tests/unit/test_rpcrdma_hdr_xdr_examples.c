@@ -23,6 +23,8 @@
 
 #include "rdma/rpcrdma_hdr.h"
 
+#include "support/rdmahdr.h"
+
 #define XID	0x0a0b0c0du
 #define P	64u
 #define HLOO(i) (0x100u + (i)), (1000u + (i)), 0x7fu, (0x10000u * (i))
@@ -48,8 +50,7 @@ static void check_words(const uint32_t *w, size_t n, const struct rpcrdma_call_d
 	size_t len = n * 4 + 3072; /* room for a chunk at position P */
 	uint8_t *buf = calloc(1, len), *enc = malloc(len);
 
-	for (size_t i = 0; i < n; i++)
-		xdr_put32(buf + 4 * i, w[i]);
+	gwt_put_words(buf, w, n);
 	xdr_put32(buf + 4 * n, XID);
 	rpcrdma_limits_default(&lim);
 	assert_int_equal(rpcrdma_hdr_decode(&h, buf, len, &lim), RPCRDMA_OK);
