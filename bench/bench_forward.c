@@ -35,8 +35,8 @@
 #include <unistd.h>
 
 #include "common/xdr.h"
-#include "gateway/counters.h"
-#include "gateway/xidmap.h"
+#include "gateway/counters/counters.h"
+#include "gateway/maps/xidmap.h"
 #include "rdma/rpcrdma_hdr.h"
 #include "rdma/splice.h"
 #include "ulb-rules/ulb.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * bench_share: cost of the two modules of a shared upstream (issue 17):
- *   - gateway/upxid: memory per entry (entry plus its share of both hash
+ *   - gateway/wirexid: memory per entry (entry plus its share of both hash
  *     tables), ns per new call mapped, per reply, per retransmission found,
  *     per stray reply refused, per new call that recycles an answered entry;
  *   - gateway/fairq: ns per enqueue and per pick (+ completion), with many
@@ -18,8 +18,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "gateway/fairq.h"
-#include "gateway/upxid.h"
+#include "gateway/maps/fairq.h"
+#include "gateway/maps/wirexid.h"
 
 static double now_ns(void)
 {
@@ -30,14 +30,14 @@ static double now_ns(void)
 }
 
 /* Call @n: one of @clients clients (10.x.y.z, port 700 + client % 300), XIDs in sequence. */
-static void key_of(struct upxid_key *k, uint32_t n, uint32_t clients, uint32_t xid_base)
+static void key_of(struct wirexid_key *k, uint32_t n, uint32_t clients, uint32_t xid_base)
 {
 	uint32_t c = n % clients;
 	struct sockaddr_in sin = { .sin_family = AF_INET,
 				   .sin_port = htons((uint16_t)(700 + c % 300)),
 				   .sin_addr.s_addr = htonl(0x0a000000u + c) };
 
-	upxid_key_from_sockaddr(k, (struct sockaddr *)&sin, xid_base + n / clients);
+	wirexid_key_from_sockaddr(k, (struct sockaddr *)&sin, xid_base + n / clients);
 }
 
 static void report(const char *what, double t0, uint32_t n)
@@ -45,16 +45,16 @@ static void report(const char *what, double t0, uint32_t n)
 	printf("  %-44s %8.1f ns\n", what, (now_ns() - t0) / n);
 }
 
-static int bench_upxid(uint32_t clients)
+static int bench_wirexid(uint32_t clients)
 {
-	struct upxid_params p = { .channels = 2, .seed = 1 };
-	struct upxid m;
+	struct wirexid_params p = { .channels = 2, .seed = 1 };
+	struct wirexid m;
 	uint32_t *idx, *wire, sink = 0;
-	struct upxid_key *keys;
+	struct wirexid_key *keys;
 	uint64_t now = 0;
 	double t0;
 
-	if (upxid_init(&m, &p) != 0)
+	if (wirexid_init(&m, &p) != 0)
 		return 1;
 	uint32_t n = m.max;
 	idx = calloc(n, sizeof(*idx));
@@ -65,45 +65,46 @@ static int bench_upxid(uint32_t clients)
 	for (uint32_t i = 0; i < 2 * n; i++)
 		key_of(&keys[i], i, clients, 0x5000);
 
-	printf("upxid: %u entries, %u clients, 2 channels\n", n, clients);
+	printf("wirexid: %u entries, %u clients, 2 channels\n", n, clients);
 	printf("  %-44s %8zu B\n", "memory per entry (entry + both tables)",
-	       sizeof(struct upxid_entry) + 2 * sizeof(uint32_t) * (m.mask + 1) / n);
+	       sizeof(struct wirexid_entry) + 2 * sizeof(uint32_t) * (m.mask + 1) / n);
 	printf("  %-44s %8.2f MiB\n", "memory of the map",
-	       (double)(sizeof(struct upxid_entry) * n + 2 * sizeof(uint32_t) * (m.mask + 1)) /
+	       (double)(sizeof(struct wirexid_entry) * n + 2 * sizeof(uint32_t) * (m.mask + 1)) /
 		       (1 << 20));
 
 	t0 = now_ns();
 	for (uint32_t i = 0; i < n; i++)
-		upxid_map(&m, &keys[i], (uint16_t)(i & 1), i % clients, now, &idx[i]);
+		wirexid_map(&m, &keys[i], (uint16_t)(i & 1), i % clients, now, &idx[i]);
 	report("map, new call (free entry)", t0, n);
 	for (uint32_t i = 0; i < n; i++)
-		wire[i] = upxid_get(&m, idx[i])->wire_xid;
+		wire[i] = wirexid_get(&m, idx[i])->wire_xid;
 
 	t0 = now_ns();
 	for (uint32_t i = 0; i < n; i++)
-		upxid_map(&m, &keys[i], 0, i % clients, now, &sink);
+		wirexid_map(&m, &keys[i], 0, i % clients, now, &sink);
 	report("map, retransmission of a call in flight", t0, n);
 
 	t0 = now_ns();
 	for (uint32_t i = 0; i < n; i++)
-		sink += upxid_reply(&m, (uint16_t)(i & 1), wire[i], now);
+		sink += wirexid_reply(&m, (uint16_t)(i & 1), wire[i], now);
 	report("reply (in flight -> answered)", t0, n);
 
 	t0 = now_ns();
 	for (uint32_t i = 0; i < n; i++)
-		sink += upxid_reply(&m, (uint16_t)(i & 1), wire[i] + 0x40000000u, now);
+		sink += wirexid_reply(&m, (uint16_t)(i & 1), wire[i] + 0x40000000u, now);
 	report("reply with no call (stray, dropped)", t0, n);
 
 	t0 = now_ns();
 	for (uint32_t i = 0; i < n; i++)
-		upxid_map(&m, &keys[i], 0, i % clients, now, &idx[i]);
+		wirexid_map(&m, &keys[i], 0, i % clients, now, &idx[i]);
 	report("map, retransmission of an answered call", t0, n);
 	for (uint32_t i = 0; i < n; i++)
-		upxid_reply(&m, upxid_get(&m, idx[i])->chan, upxid_get(&m, idx[i])->wire_xid, now);
+		wirexid_reply(&m, wirexid_get(&m, idx[i])->chan, wirexid_get(&m, idx[i])->wire_xid,
+			      now);
 
 	t0 = now_ns();
 	for (uint32_t i = 0; i < n; i++)
-		upxid_map(&m, &keys[n + i], (uint16_t)(i & 1), i % clients, now, &idx[i]);
+		wirexid_map(&m, &keys[n + i], (uint16_t)(i & 1), i % clients, now, &idx[i]);
 	report("map, new call recycling an answered entry", t0, n);
 
 	printf("  (stray %llu, evicted %llu, checksum %u)\n", (unsigned long long)m.st.stray,
@@ -111,7 +112,7 @@ static int bench_upxid(uint32_t clients)
 	free(idx);
 	free(wire);
 	free(keys);
-	upxid_destroy(&m);
+	wirexid_destroy(&m);
 	return 0;
 }
 
@@ -165,5 +166,5 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: bench_share [CLIENTS 1..1000000]\n");
 		return 2;
 	}
-	return bench_upxid(clients) | bench_fairq(clients);
+	return bench_wirexid(clients) | bench_fairq(clients);
 }

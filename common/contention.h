@@ -7,7 +7,7 @@
  * spell is one party after another, not two at once.
  *
  * One mechanism for the event loop's turns (common/turns.h) and a shared
- * connection's scheduler (gateway/fairq.h). Time is passed in, in
+ * connection's scheduler (gateway/maps/fairq.h). Time is passed in, in
  * microseconds; parties are identities, compared and never followed.
  */
 #ifndef GW_COMMON_CONTENTION_H

@@ -504,7 +504,7 @@ static void check_side_services(const struct conf_report *rep, const struct conf
 
 /*
  * One client's share of the NLM relay's owners or locks cannot be more
- * than the whole (gateway/nlm_state.c refuses such limits, and the route
+ * than the whole (gateway/side/nlm/nlm_state.c refuses such limits, and the route
  * would not start): a larger share, set or the built-in default under a
  * lower total, is the total, i.e. no cap per client beyond it. Not an
  * error, so that each key may be set alone to any value of its range.

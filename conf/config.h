@@ -163,7 +163,7 @@ struct gw_route {
 	uint32_t shared_client_max_in_flight;
 	/*
 	 * The same while more than one client is being served on a shared
-	 * connection (gateway/fairq.h, fairq_set_contended_cap(); 0: none).
+	 * connection (gateway/maps/fairq.h, fairq_set_contended_cap(); 0: none).
 	 */
 	uint32_t shared_client_max_in_flight_contended;
 	/*
@@ -182,7 +182,7 @@ struct gw_route {
 	/*
 	 * NFSv3's side services, further (routes with portmapper_port): the
 	 * server's lockd and statd (0: asked of its portmapper), the limits of the
-	 * NLM relay's lock records (gateway/nlm_state.h), of its calls
+	 * NLM relay's lock records (gateway/side/nlm/nlm_state.h), of its calls
 	 * awaiting the server, of the GRANTED callbacks and _MSG calls
 	 * pending, of the client hosts told of a reboot, and the gateway's
 	 * reclaim window after its own restart.

@@ -265,7 +265,7 @@ const struct conf_option conf_options[] = {
 		.reload = CONF_RELOAD_LIVE,
 		.change = GW_CHANGE_ULB_RULES,
 	},
-	/* NFSv3's side protocols on the route's address (gateway/sideroute.h). */
+	/* NFSv3's side protocols on the route's address (gateway/side/side_route.h). */
 	{
 		.name = "portmapper_port",
 		.type = CONF_OPT_UINT,
@@ -404,7 +404,7 @@ const struct conf_option conf_options[] = {
 	/*
 	 * The NFSv3 side services' limits (issue 13): each sizes a table the
 	 * route's NLM relay, callback, async or notify module allocates when
-	 * it starts (gateway/sideroute.c), hence restart. The defaults are the
+	 * it starts (gateway/side/side_route.c), hence restart. The defaults are the
 	 * modules' own.
 	 */
 	{

@@ -6,7 +6,7 @@
  *   rpcrdma-gw -c FILE            run the gateway
  *   rpcrdma-gw -c FILE --check    validate the configuration and exit
  *   rpcrdma-gw --probe rdma://HOST:PORT
- *   rpcrdma-gw stat [ENDPOINT]    the live view (gateway/gwstat.h)
+ *   rpcrdma-gw stat [ENDPOINT]    the live view (gateway/stat_view.h)
  *   rpcrdma-gw --version | --help
  *
  * Signals: SIGTERM and SIGINT drain (stop accepting, finish calls in
@@ -25,11 +25,11 @@
 #include "common/log.h"
 #include "common/version.h"
 #include "conf/config.h"
-#include "gateway/engine.h"
-#include "gateway/gwstat.h"
+#include "gateway/core/engine.h"
+#include "gateway/stat_view.h"
 #include "gateway/probe.h"
 #include "gateway/sd_notify.h"
-#include "gateway/stats_http.h"
+#include "gateway/stats/stats_http.h"
 #include "gateway/workers.h"
 
 struct gw_main {

@@ -16,8 +16,8 @@
 #include <event2/event.h>
 
 #include "common/log.h"
-#include "gateway/engine.h"
-#include "gateway/handoff.h"
+#include "gateway/core/engine.h"
+#include "gateway/core/handoff.h"
 #include "gateway/modes.h"
 #include "rdma/device.h"
 

@@ -3,7 +3,7 @@
  * gateway/workers.h - the gateway's worker threads.
  *
  * One event loop is one core. With `workers` N the gateway runs N engines
- * (gateway/engine.h), each on an event loop and thread of its own, with
+ * (gateway/core/engine.h), each on an event loop and thread of its own, with
  * its own RDMA resources (device context, completion queues, registered
  * pools), sessions and counters: nothing on the data path is shared, so
  * nothing there takes a lock. Worker 0 runs on the caller's thread and
@@ -17,7 +17,7 @@
  * again after a reconnect, its sessions per address), live in one worker.
  * A reverse route's RDMA listener (an RDMA CM port has one) runs on
  * worker 0, which hands each connection to the worker its client's
- * address hashes to by the same rule (gateway/handoff.h). The NFSv3 side
+ * address hashes to by the same rule (gateway/core/handoff.h). The NFSv3 side
  * relays run on worker 0.
  *
  * The caller's thread talks to the others through a command pipe each:
@@ -33,7 +33,7 @@
 #include <stddef.h>
 
 #include "conf/config.h"
-#include "gateway/counters.h"
+#include "gateway/counters/counters.h"
 
 struct event_base;
 struct gw_workers;

@@ -146,7 +146,7 @@ check "the callbacks went to the holder's own connections ($holder backward call
 # CB_PATH_DOWN, which nfsd raises when the connection carrying the back channel closes:
 # here it never does). Without help the server's next CB_RECALL would find no holder at
 # the gateway and be refused, and nfsd 6.1 would drop it (the conflicting open waiting a
-# lease). The gateway kept the gone connection's back channel (gateway/bc_orphans.h);
+# lease). The gateway kept the gone connection's back channel (gateway/maps/bc_orphans.h);
 # the new connection from that address, the only one made since that goes on with the
 # session, takes it when the recall comes (backchannel_adopted), and the recall is
 # answered: the conflicting write completes promptly. (The job's other connection of

@@ -183,7 +183,7 @@ check "the gateway's log names no error" test -z "$(grep ' error: ' "$GW_LOG")"
 # ---- Reverse mode with two workers ----
 # A reverse route's RDMA listener is worker 0's (an RDMA CM port has one listener); it
 # hands each connection request to the worker the client's address hashes to
-# (gateway/handoff.h), where it is accepted with that worker's RDMA resources. The kernel
+# (gateway/core/handoff.h), where it is accepted with that worker's RDMA resources. The kernel
 # NFS client mounts through two addresses of the gateway on this guest, each the only
 # address of its own subnet on veth1 (rxe1): a connection to it comes from it, so the
 # two mounts' connections come from addresses that the steering gives to workers 0

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target for the NLM codec (gateway/nlm_xdr.c), the decoder every NLM
+ * Fuzz target for the NLM codec (gateway/side/nlm/nlm_xdr.c), the decoder every NLM
  * call and reply through the relay will meet first.
  *
  * Input: byte 0 picks the version (low 2 bits: 1, 3, 4, 4) and the
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gateway/nlm_xdr.h"
+#include "gateway/side/nlm/nlm_xdr.h"
 
 #define check(cond)                                                                                \
 	do {                                                                                       \

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target for the portmapper codec (gateway/portmap.c), the decoders
+ * Fuzz target for the portmapper codec (gateway/side/rpc/portmap.c), the decoders
  * every datagram and record to the gateway's portmapper and MOUNT relay
  * meets first.
  *
@@ -23,7 +23,7 @@
 #include <netinet/in.h>
 
 #include "common/xdr.h"
-#include "gateway/portmap.h"
+#include "gateway/side/rpc/portmap.h"
 
 #define check(cond)                                                                                \
 	do {                                                                                       \

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Tests of gateway/admission.c: the session limits per client address, per
+ * Tests of gateway/core/admission.c: the session limits per client address, per
  * route and per process, what a refusal counts, and that a session's count
  * is given back exactly once.
  */
@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gateway/admission.h"
+#include "gateway/core/admission.h"
 
 static struct sockaddr_storage v4(const char *addr, uint16_t port)
 {

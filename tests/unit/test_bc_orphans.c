@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/unit/test_bc_orphans.c - back channels kept for a gone client's
- * reconnection (gateway/bc_orphans.h): found by session, with the gone
+ * reconnection (gateway/maps/bc_orphans.h): found by session, with the gone
  * client's address and time; claimed once; dropped (not adopted) when
  * moot; gone after the TTL; bounded, the oldest replaced, and one
  * address's share bounded too, its own oldest replaced, so that it cannot
@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "gateway/bc_orphans.h"
+#include "gateway/maps/bc_orphans.h"
 
 static void sid(uint8_t id[ULB_SESSIONID_SIZE], uint32_t n)
 {

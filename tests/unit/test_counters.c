@@ -7,8 +7,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "gateway/counters.h"
-#include "gateway/rpc_names.h"
+#include "gateway/counters/counters.h"
+#include "gateway/counters/rpc_names.h"
 
 /* The bucket a single sample lands in. */
 static unsigned bucket_of(uint64_t us)

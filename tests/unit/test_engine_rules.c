@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "conf/config.h"
-#include "gateway/engine.h"
+#include "gateway/core/engine.h"
 #include "ulb-rules/ulb.h"
 
 static char dir[64];

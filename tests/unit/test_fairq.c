@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
-#include "gateway/fairq.h"
+#include "gateway/maps/fairq.h"
 
 /* A call as a caller would hold one: the item embedded, and who sent it. */
 struct call {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/unit/test_forward_share_pump.c - a shared forward channel's pump
- * (gateway/forward_share.c) when memory windows run out: a call that finds
+ * (gateway/forward/forward_share.c) when memory windows run out: a call that finds
  * no window waits in the channel's queue (fwd_marshal()'s -EAGAIN), neither
  * failed nor sent, and goes, in its turn and with its bytes as the client
  * sent them, once a window comes back:
@@ -62,7 +62,7 @@
 
 #include "common/clock.h"
 #include "common/xdr.h"
-#include "gateway/forward_priv.h"
+#include "gateway/forward/forward_priv.h"
 #include "rdma/conn_priv.h"
 #include "rdma/pool.h"
 #include "tests/unit/nfs4_session_msgs.h"
@@ -367,8 +367,8 @@ static int setup(void **state)
 	rpcrdma_limits_default(&f->route->limits);
 	TAILQ_INIT(&f->route->sessions);
 
-	struct upxid_params up = { .max_entries = 256, .channels = 1, .seed = 1 };
-	if (upxid_init(&f->sh.map, &up) != 0)
+	struct wirexid_params up = { .max_entries = 256, .channels = 1, .seed = 1 };
+	if (wirexid_init(&f->sh.map, &up) != 0)
 		return -1;
 	f->sh.by_entry = calloc(up.max_entries, sizeof(struct fwd_call *));
 	if (!f->sh.by_entry)
@@ -429,7 +429,7 @@ static int teardown(void **state)
 		free(f->bufs[i]->base);
 		free(f->bufs[i]);
 	}
-	upxid_destroy(&f->sh.map);
+	wirexid_destroy(&f->sh.map);
 	bc_orphans_fini(&f->sh.gone_holders);
 	free(f->sh.by_entry);
 	gw_counters_release(&f->route->counters);
@@ -456,7 +456,7 @@ static struct fwd_call *call(struct fixture *f, struct fwd_session *s, uint32_t 
 
 	assert_true(slot < NCALLS);
 	assert_int_equal(slot, s->slots_made); /* slots in order, as fwd_call_get() makes them */
-	*c = (struct fwd_call){ .s = s, .index = slot, .upx = UPXID_NONE, .xid = xid };
+	*c = (struct fwd_call){ .s = s, .index = slot, .upx = WIREXID_NONE, .xid = xid };
 	s->slots_made++;
 	s->busy++;
 	c->rec = test_buf(f, REC_LEN);
@@ -900,7 +900,7 @@ static struct fwd_call *read_call(struct fixture *f, struct ulb_rules *rules, st
 	msg_u32(&m, READ_COUNT);
 
 	assert_int_equal(slot, s->slots_made);
-	*c = (struct fwd_call){ .s = s, .index = slot, .upx = UPXID_NONE, .xid = xid };
+	*c = (struct fwd_call){ .s = s, .index = slot, .upx = WIREXID_NONE, .xid = xid };
 	s->slots_made++;
 	s->busy++;
 	c->rec = test_buf(f, m.len);
@@ -963,12 +963,12 @@ static void test_spliced_reply_makes_a_candidate(void **state)
 	struct fixture *f = *state;
 	struct ulb_rules *rules = msg_rules_load();
 	char tcp_stand_in;
-	struct upxid_key k;
+	struct wirexid_key k;
 
 	assert_non_null(rules);
 	f->b->peer = f->a->peer;
 	((struct sockaddr_in *)&f->b->peer)->sin_port = htons(705);
-	assert_true(upxid_key_from_sockaddr(&k, (const struct sockaddr *)&f->a->peer, 0));
+	assert_true(wirexid_key_from_sockaddr(&k, (const struct sockaddr *)&f->a->peer, 0));
 	bc_orphans_add(&f->sh.gone_holders, sid_x, k.addr, MSG_MAXRESP, gw_now_pass_us());
 	f->b->base.started_us = gw_now_us() + 1000000;
 	f->b->tcp = (struct tcp_conn *)&tcp_stand_in;

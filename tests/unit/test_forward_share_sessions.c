@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/unit/test_forward_share_sessions.c - on a forward route's shared
- * RDMA connections, whom a backward call goes to (gateway/forward_share.c):
+ * RDMA connections, whom a backward call goes to (gateway/forward/forward_share.c):
  * the client holding the back channel of the session its CB_SEQUENCE
  * names, learned from the CREATE_SESSION and BIND_CONN_TO_SESSION replies
  * relayed to the clients (fwd_share_learn_sessions, as forward_complete.c
@@ -33,7 +33,7 @@
 #include <cmocka.h>
 
 #include "common/clock.h"
-#include "gateway/forward_priv.h"
+#include "gateway/forward/forward_priv.h"
 #include "tests/unit/nfs4_session_msgs.h"
 
 static const uint8_t sid_x[ULB_SESSIONID_SIZE] = { 0x5e, 1, 2,	3,  4,	5,  6,	7,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/unit/test_forward_xid_no_room.c - forward mode on a connection of
- * its own, when the session's XID table (gateway/xidmap.h) cannot grow for
+ * its own, when the session's XID table (gateway/maps/xidmap.h) cannot grow for
  * want of memory: the call that needed the room is answered SYSTEM_ERR
  * and counted no_buffers, its slot freed, and the calls already mapped
  * stay as they were. Both places that map an XID:
@@ -27,7 +27,7 @@
 #include <cmocka.h>
 
 #include "common/xdr.h"
-#include "gateway/forward_priv.h"
+#include "gateway/forward/forward_priv.h"
 #include "rdma/pool.h"
 #include "tests/unit/nfs4_session_msgs.h"
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/unit/test_handoff.c - connection requests handed from worker 0 to
- * another worker (gateway/handoff.h). The requests are stand-ins: the
+ * another worker (gateway/core/handoff.h). The requests are stand-ins: the
  * migration and the refusal are linked in with -Wl,--wrap
  * (test_handoff.wrap) and record what was done to which request.
  *
@@ -26,7 +26,7 @@
 
 #include <event2/event.h>
 
-#include "gateway/handoff.h"
+#include "gateway/core/handoff.h"
 #include "rdma/conn.h"
 
 enum { MAX_REQ = 2 * GW_HANDOFF_MAX_QUEUED };

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The server's GRANTED callback relayed to its client (gateway/nlm_callback.c),
+ * The server's GRANTED callback relayed to its client (gateway/side/nlm/nlm_callback.c),
  * on loopback: the "server" is 127.0.0.1 (the upstream-side address), the
  * route listens on 127.0.0.2, the client host is 127.0.0.3 with a fake
  * portmapper and lockd. The server finds the callback service through the
@@ -8,7 +8,7 @@
  * client's answer; the client sees its own svid and oh, from 127.0.0.2. An
  * unknown owner and a client that does not answer are refused (NLM_DENIED).
  *
- * The clients' _MSG calls (gateway/nlm_async.c): a LOCK_MSG goes upstream
+ * The clients' _MSG calls (gateway/side/nlm/nlm_async.c): a LOCK_MSG goes upstream
  * with a cookie of the gateway's, the server's LOCK_RES to the callback
  * service reaches the client's lockd as a LOCK_RES call with the client's
  * cookie and the lock is recorded; a TEST_RES holder is the client's own
@@ -35,11 +35,11 @@
 #include "common/clock.h"
 #include "common/xdr.h"
 #include "conf/config.h"
-#include "gateway/counters.h"
-#include "gateway/nlm_async.h"
-#include "gateway/nlm_callback.h"
-#include "gateway/nlm_relay.h"
-#include "gateway/portmap.h"
+#include "gateway/counters/counters.h"
+#include "gateway/side/nlm/nlm_async.h"
+#include "gateway/side/nlm/nlm_callback.h"
+#include "gateway/side/nlm/nlm_relay.h"
+#include "gateway/side/rpc/portmap.h"
 
 #include "support/loop.h"
 #include "support/rpcmsg.h"
@@ -117,7 +117,7 @@ static void client_locked(struct t *t)
 	size_t len = nlm_call(msg, sizeof(msg), 5, NLMPROC_LOCK, 42,
 			      (struct nlm_bytes){ (const uint8_t *)"own", 3 }),
 	       n;
-	struct sidesvc_peer p = { .addrlen = sizeof(struct sockaddr_in) };
+	struct side_service_peer p = { .addrlen = sizeof(struct sockaddr_in) };
 	struct sockaddr_in a = gwt_sin(CLIENT, 800);
 	struct rpc_call_hdr h;
 	struct nlm_args up;
@@ -125,7 +125,7 @@ static void client_locked(struct t *t)
 	memcpy(&p.addr, &a, sizeof(a));
 	assert_int_equal(rpc_call_decode(msg, len, &h), RPC_HDR_CALL);
 	assert_int_equal(nlm_relay_call_hook(t->rl, &p, &h, msg, len, out, sizeof(out), &n),
-			 SIDERELAY_REWRITTEN);
+			 SIDE_RELAY_REWRITTEN);
 	assert_int_equal(nlm_decode_args(4, NLMPROC_LOCK, out + 40, n - 40, &up), 0);
 	t->up.svid = up.lock.svid;
 	memcpy(t->up.oh, up.lock.oh.p, NLM_TOKEN_LEN);
@@ -379,21 +379,21 @@ static void test_call_not_from_the_server_dropped(void **state)
  * from @ip: the verdict, and the arguments that go upstream in @up (their
  * views into @out).
  */
-static enum siderelay_verdict client_msg(struct t *t, uint32_t ip, uint32_t proc, uint8_t *out,
-					 size_t cap, struct nlm_args *up)
+static enum side_relay_verdict client_msg(struct t *t, uint32_t ip, uint32_t proc, uint8_t *out,
+					  size_t cap, struct nlm_args *up)
 {
 	uint8_t msg[512];
 	size_t len = nlm_call(msg, sizeof(msg), 5, proc, 42,
 			      (struct nlm_bytes){ (const uint8_t *)"own", 3 }),
 	       n;
-	struct sidesvc_peer p = { .addrlen = sizeof(struct sockaddr_in) };
+	struct side_service_peer p = { .addrlen = sizeof(struct sockaddr_in) };
 	struct sockaddr_in a = gwt_sin(ip, 800);
 	struct rpc_call_hdr h;
 
 	memcpy(&p.addr, &a, sizeof(a));
 	assert_int_equal(rpc_call_decode(msg, len, &h), RPC_HDR_CALL);
-	enum siderelay_verdict v = nlm_relay_call_hook(t->rl, &p, &h, msg, len, out, cap, &n);
-	if (v == SIDERELAY_REWRITTEN)
+	enum side_relay_verdict v = nlm_relay_call_hook(t->rl, &p, &h, msg, len, out, cap, &n);
+	if (v == SIDE_RELAY_REWRITTEN)
 		assert_int_equal(nlm_decode_args(4, proc, out + 40, n - 40, up), 0);
 	return v;
 }
@@ -418,7 +418,7 @@ static void test_lock_msg_result_reaches_the_client(void **state)
 	struct nlm_args up;
 
 	assert_int_equal(client_msg(t, CLIENT, NLMPROC_LOCK_MSG, out, sizeof(out), &up),
-			 SIDERELAY_REWRITTEN);
+			 SIDE_RELAY_REWRITTEN);
 	/* Upstream: the gateway's owner and a cookie of its own, not the client's "cb". */
 	assert_int_equal(up.lock.oh.len, NLM_TOKEN_LEN);
 	assert_int_equal(up.cookie.len, NLM_ASYNC_COOKIE_LEN);
@@ -447,9 +447,9 @@ static void test_res_with_unknown_cookie_dropped(void **state)
 	struct nlm_args up1, up2;
 
 	assert_int_equal(client_msg(t, CLIENT, NLMPROC_LOCK_MSG, out1, sizeof(out1), &up1),
-			 SIDERELAY_REWRITTEN);
+			 SIDE_RELAY_REWRITTEN);
 	assert_int_equal(client_msg(t, LISTEN, NLMPROC_LOCK_MSG, out2, sizeof(out2), &up2),
-			 SIDERELAY_REWRITTEN);
+			 SIDE_RELAY_REWRITTEN);
 	assert_memory_not_equal(up1.cookie.p, up2.cookie.p, NLM_ASYNC_COOKIE_LEN);
 	uint8_t forged[NLM_ASYNC_COOKIE_LEN];
 	memcpy(forged, up1.cookie.p, sizeof(forged));
@@ -476,7 +476,7 @@ static void test_test_res_holder_is_the_clients_own(void **state)
 
 	client_locked(t);
 	assert_int_equal(client_msg(t, CLIENT, NLMPROC_TEST_MSG, out, sizeof(out), &up),
-			 SIDERELAY_REWRITTEN);
+			 SIDE_RELAY_REWRITTEN);
 	struct nlm_holder h = { .exclusive = true,
 				.svid = t->up.svid,
 				.oh = { t->up.oh, NLM_TOKEN_LEN } };
@@ -501,7 +501,7 @@ static void test_linux_short_test_res_taken(void **state)
 	struct nlm_args up;
 
 	assert_int_equal(client_msg(t, CLIENT, NLMPROC_TEST_MSG, out, sizeof(out), &up),
-			 SIDERELAY_REWRITTEN);
+			 SIDE_RELAY_REWRITTEN);
 	struct nlm_holder h = { .svid = -173, .offset = 0, .len = 0 };
 	size_t len = server_res(msg, sizeof(msg), 96, NLMPROC_TEST_RES, up.cookie, NLM_DENIED, &h);
 	size_t n = server_call(t, cb_port(t), msg, len - 8, r, sizeof(r), 1000);
@@ -523,7 +523,7 @@ static void test_res_not_from_the_server_dropped(void **state)
 	struct sockaddr_in to = gwt_sin(SERVER, 0);
 
 	assert_int_equal(client_msg(t, CLIENT, NLMPROC_LOCK_MSG, out, sizeof(out), &up),
-			 SIDERELAY_REWRITTEN);
+			 SIDE_RELAY_REWRITTEN);
 	to.sin_port = htons(cb_port(t));
 	size_t len =
 		server_res(msg, sizeof(msg), 94, NLMPROC_LOCK_RES, up.cookie, NLM_GRANTED, NULL);
@@ -544,18 +544,18 @@ static void test_table_bounded_and_entries_expire(void **state)
 	struct nlm_args up;
 
 	assert_int_equal(client_msg(t, CLIENT, NLMPROC_LOCK_MSG, out, sizeof(out), &up),
-			 SIDERELAY_REWRITTEN);
+			 SIDE_RELAY_REWRITTEN);
 	assert_int_equal(client_msg(t, CLIENT, NLMPROC_UNLOCK_MSG, out, sizeof(out), &up),
-			 SIDERELAY_REWRITTEN);
+			 SIDE_RELAY_REWRITTEN);
 	assert_int_equal(client_msg(t, CLIENT, NLMPROC_TEST_MSG, out, sizeof(out), &up),
-			 SIDERELAY_ANSWERED);
+			 SIDE_RELAY_ANSWERED);
 	assert_int_equal(xdr_get32(out + 20), RPCSTAT_SYSTEM_ERR);
 	assert_int_equal(nlm_async_stats(t->as)->full, 1);
 	gwt_spin_for(t->base, 600, client_serve, t); /* timeout_ms 400 */
 	assert_int_equal(nlm_async_pending(t->as), 0);
 	assert_int_equal(nlm_async_stats(t->as)->timed_out, 2);
 	assert_int_equal(client_msg(t, CLIENT, NLMPROC_TEST_MSG, out, sizeof(out), &up),
-			 SIDERELAY_REWRITTEN);
+			 SIDE_RELAY_REWRITTEN);
 }
 
 /*
@@ -570,7 +570,7 @@ static void test_unlock_msg_of_unknown_owner_relayed(void **state)
 	struct nlm_args up;
 
 	assert_int_equal(client_msg(t, CLIENT, NLMPROC_UNLOCK_MSG, out, sizeof(out), &up),
-			 SIDERELAY_REWRITTEN);
+			 SIDE_RELAY_REWRITTEN);
 	assert_int_equal(up.cookie.len, NLM_ASYNC_COOKIE_LEN);
 	assert_int_equal(nlm_async_pending(t->as), 1);
 }
@@ -583,14 +583,14 @@ static void test_res_from_a_client_dropped(void **state)
 	size_t len = server_res(msg, sizeof(msg), 95, NLMPROC_GRANTED_RES,
 				(struct nlm_bytes){ (const uint8_t *)"cb", 2 }, NLM_GRANTED, NULL),
 	       n;
-	struct sidesvc_peer p = { .addrlen = sizeof(struct sockaddr_in) };
+	struct side_service_peer p = { .addrlen = sizeof(struct sockaddr_in) };
 	struct sockaddr_in a = gwt_sin(CLIENT, 800);
 	struct rpc_call_hdr h;
 
 	memcpy(&p.addr, &a, sizeof(a));
 	assert_int_equal(rpc_call_decode(msg, len, &h), RPC_HDR_CALL);
 	assert_int_equal(nlm_relay_call_hook(t->rl, &p, &h, msg, len, out, sizeof(out), &n),
-			 SIDERELAY_ANSWERED);
+			 SIDE_RELAY_ANSWERED);
 	assert_int_equal(n, 24);
 	assert_int_equal(xdr_get32(out + 20), RPCSTAT_SUCCESS);
 	assert_int_equal(nlm_async_stats(t->as)->from_client, 1);
@@ -607,7 +607,7 @@ static void test_failed_callback_forgets_the_blocked_record(void **state)
 	size_t len = nlm_call(msg, sizeof(msg), 6, NLMPROC_LOCK, 42,
 			      (struct nlm_bytes){ (const uint8_t *)"own", 3 }),
 	       n;
-	struct sidesvc_peer p = { .addrlen = sizeof(struct sockaddr_in) };
+	struct side_service_peer p = { .addrlen = sizeof(struct sockaddr_in) };
 	struct sockaddr_in a = gwt_sin(CLIENT, 800);
 	struct rpc_call_hdr h;
 	struct nlm_args upa;
@@ -616,7 +616,7 @@ static void test_failed_callback_forgets_the_blocked_record(void **state)
 	memcpy(&p.addr, &a, sizeof(a));
 	assert_int_equal(rpc_call_decode(msg, len, &h), RPC_HDR_CALL);
 	assert_int_equal(nlm_relay_call_hook(t->rl, &p, &h, msg, len, up, sizeof(up), &n),
-			 SIDERELAY_REWRITTEN);
+			 SIDE_RELAY_REWRITTEN);
 	assert_int_equal(nlm_decode_args(4, NLMPROC_LOCK, up + 40, n - 40, &upa), 0);
 	t->up.svid = upa.lock.svid;
 	memcpy(t->up.oh, upa.lock.oh.p, NLM_TOKEN_LEN);
@@ -651,7 +651,7 @@ static void lock_msg_timed_out(struct t *t, uint8_t cookie[NLM_ASYNC_COOKIE_LEN]
 			       struct nlm_args *up, uint8_t out[1024])
 {
 	assert_int_equal(client_msg(t, CLIENT, NLMPROC_LOCK_MSG, out, 1024, up),
-			 SIDERELAY_REWRITTEN);
+			 SIDE_RELAY_REWRITTEN);
 	memcpy(cookie, up->cookie.p, NLM_ASYNC_COOKIE_LEN);
 	gwt_spin_for(t->base, 600, client_serve, t);
 }
@@ -728,7 +728,7 @@ static void lock_msg_sent_again(struct t *t, uint8_t first[NLM_ASYNC_COOKIE_LEN]
 {
 	lock_msg_timed_out(t, first, up, out);
 	assert_int_equal(client_msg(t, CLIENT, NLMPROC_LOCK_MSG, out, 1024, up),
-			 SIDERELAY_REWRITTEN);
+			 SIDE_RELAY_REWRITTEN);
 }
 
 /*
@@ -802,10 +802,10 @@ static void test_one_client_cannot_take_the_table(void **state)
 
 	t->client_answers = false;
 	for (uint32_t i = 0; i < 64; i++) {
-		enum siderelay_verdict v =
+		enum side_relay_verdict v =
 			client_msg(t, CLIENT, NLMPROC_LOCK_MSG, out, sizeof(out), &up);
-		if (v != SIDERELAY_REWRITTEN) {
-			assert_int_equal(v, SIDERELAY_ANSWERED);
+		if (v != SIDE_RELAY_REWRITTEN) {
+			assert_int_equal(v, SIDE_RELAY_ANSWERED);
 			assert_int_equal(xdr_get32(out + 20), RPCSTAT_SYSTEM_ERR);
 			continue;
 		}
@@ -823,7 +823,7 @@ static void test_one_client_cannot_take_the_table(void **state)
 		     t); /* its 16 results wait at its silent portmapper */
 	assert_int_equal(nlm_async_pending(t->as), 16);
 	assert_int_equal(client_msg(t, LISTEN, NLMPROC_LOCK_MSG, out, sizeof(out), &up),
-			 SIDERELAY_REWRITTEN);
+			 SIDE_RELAY_REWRITTEN);
 	assert_int_equal(nlm_async_pending(t->as), 17);
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The server's SM_NOTIFY (its reboot) relayed to the clients that held
- * locks (gateway/nlm_notify.c, wired into gateway/nlm_callback.c), on
+ * locks (gateway/side/nlm/nlm_notify.c, wired into gateway/side/nlm/nlm_callback.c), on
  * loopback: the "server" is 127.0.0.1 (the upstream-side address), the
  * route listens on 127.0.0.2, client host A is 127.0.0.3 and B 127.0.0.4,
  * each with a fake portmapper and statd; A holds a lock through the relay,
@@ -28,11 +28,11 @@
 
 #include "common/xdr.h"
 #include "conf/config.h"
-#include "gateway/counters.h"
-#include "gateway/nlm_callback.h"
-#include "gateway/nlm_notify.h"
-#include "gateway/nlm_relay.h"
-#include "gateway/portmap.h"
+#include "gateway/counters/counters.h"
+#include "gateway/side/nlm/nlm_callback.h"
+#include "gateway/side/nlm/nlm_notify.h"
+#include "gateway/side/nlm/nlm_relay.h"
+#include "gateway/side/rpc/portmap.h"
 
 #include "support/loop.h"
 #include "support/udp.h"
@@ -135,7 +135,7 @@ static void client_locked(struct t *t, uint32_t ip)
 			  .svid = 42 },
 	};
 	size_t h = rpc_encode_call_hdr(msg, sizeof(msg), 5, NLM_PROG, 4, NLMPROC_LOCK), m, n;
-	struct sidesvc_peer p = { .addrlen = sizeof(struct sockaddr_in) };
+	struct side_service_peer p = { .addrlen = sizeof(struct sockaddr_in) };
 	struct sockaddr_in from = gwt_sin(ip, 800);
 	struct rpc_call_hdr ch;
 
@@ -143,7 +143,7 @@ static void client_locked(struct t *t, uint32_t ip)
 	memcpy(&p.addr, &from, sizeof(from));
 	assert_int_equal(rpc_call_decode(msg, h + m, &ch), RPC_HDR_CALL);
 	assert_int_equal(nlm_relay_call_hook(t->rl, &p, &ch, msg, h + m, out, sizeof(out), &n),
-			 SIDERELAY_REWRITTEN);
+			 SIDE_RELAY_REWRITTEN);
 	struct relay_call c = { .used = true,
 				.peer = p,
 				.vers = 4,

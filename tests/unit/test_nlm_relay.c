@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The NLM relay's rewriting (gateway/nlm_relay.c) on messages built here:
+ * The NLM relay's rewriting (gateway/side/nlm/nlm_relay.c) on messages built here:
  * two clients with the same svid and owner handle get different upstream
  * owners and the gateway's caller name; what does not decode is answered
  * GARBAGE_ARGS, the refused procedures PROC_UNAVAIL; a granted LOCK is
@@ -21,15 +21,15 @@
 
 #include "common/clock.h"
 #include "common/xdr.h"
-#include "gateway/counters.h"
-#include "gateway/nlm_relay.h"
-#include "gateway/portmap.h"
+#include "gateway/counters/counters.h"
+#include "gateway/side/nlm/nlm_relay.h"
+#include "gateway/side/rpc/portmap.h"
 
 #include "support/rpcmsg.h"
 
 static const char GW_NAME[] = "gw.example";
 
-/* The relay's own calls, as the siderelay would send them. */
+/* The relay's own calls, as the side_relay would send them. */
 static uint8_t sent[8][512];
 static size_t sent_len[8], nsent;
 
@@ -43,9 +43,9 @@ static bool capture(void *arg, const uint8_t *msg, size_t len)
 	return true;
 }
 
-static struct sidesvc_peer peer_at(uint32_t ip, uint16_t port)
+static struct side_service_peer peer_at(uint32_t ip, uint16_t port)
 {
-	struct sidesvc_peer p = { .addrlen = sizeof(struct sockaddr_in) };
+	struct side_service_peer p = { .addrlen = sizeof(struct sockaddr_in) };
 	struct sockaddr_in *a = (struct sockaddr_in *)&p.addr;
 	a->sin_family = AF_INET;
 	a->sin_addr.s_addr = htonl(ip);
@@ -117,8 +117,8 @@ static struct nlm_relay *relay_new(struct gw_counters *c)
 }
 
 /* Run the call hook on @msg from @p; the verdict, the output in @out. */
-static enum siderelay_verdict call(struct nlm_relay *rl, const struct sidesvc_peer *p,
-				   const uint8_t *msg, size_t len, uint8_t *out, size_t *n)
+static enum side_relay_verdict call(struct nlm_relay *rl, const struct side_service_peer *p,
+				    const uint8_t *msg, size_t len, uint8_t *out, size_t *n)
 {
 	struct rpc_call_hdr h;
 	assert_int_equal(rpc_call_decode(msg, len, &h), RPC_HDR_CALL);
@@ -133,9 +133,9 @@ static void decode_rewritten(const uint8_t *msg, size_t len, uint32_t proc, stru
 }
 
 /* The server's reply to the rewritten call @up with results @res (@rn bytes). */
-static enum siderelay_verdict reply(struct nlm_relay *rl, const struct sidesvc_peer *p, uint8_t *up,
-				    size_t up_len, uint32_t proc, const uint8_t *res, size_t rn,
-				    uint8_t *out, size_t *n)
+static enum side_relay_verdict reply(struct nlm_relay *rl, const struct side_service_peer *p,
+				     uint8_t *up, size_t up_len, uint32_t proc, const uint8_t *res,
+				     size_t rn, uint8_t *out, size_t *n)
 {
 	struct relay_call c = { .used = true,
 				.peer = *p,
@@ -215,20 +215,20 @@ static void test_reclaim_converted_in_the_gateway_grace(void **state)
 	(void)state;
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = relay_new(&c);
-	struct sidesvc_peer pa = peer_at(0x0a090002, 800), pb = peer_at(0x0a090003, 800);
+	struct side_service_peer pa = peer_at(0x0a090002, 800), pb = peer_at(0x0a090003, 800);
 	uint8_t msg[512], out[4096];
 	size_t len, n;
 	struct nlm_args a;
 
 	/* No window: the reclaim passes as a reclaim (the server's own reboot). */
 	len = lock_flags(msg, sizeof(msg), 1, 10, true, true);
-	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_REWRITTEN);
+	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDE_RELAY_REWRITTEN);
 	decode_rewritten(out, n, NLMPROC_LOCK, &a);
 	assert_true(a.reclaim);
 	assert_true(a.block);
 
 	nlm_relay_set_reclaim_window(rl, gw_now_us() + 60 * 1000000ull);
-	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_REWRITTEN);
+	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDE_RELAY_REWRITTEN);
 	decode_rewritten(out, n, NLMPROC_LOCK, &a);
 	assert_false(a.reclaim);
 	assert_false(a.block);
@@ -238,37 +238,37 @@ static void test_reclaim_converted_in_the_gateway_grace(void **state)
 	/* Another client's new LOCK waits: the reclaims come first. */
 	uint32_t owners = nlm_state_owners(nlm_relay_state(rl));
 	len = lock_flags(msg, sizeof(msg), 2, 20, false, true);
-	assert_int_equal(call(rl, &pb, msg, len, out, &n), SIDERELAY_ANSWERED);
+	assert_int_equal(call(rl, &pb, msg, len, out, &n), SIDE_RELAY_ANSWERED);
 	assert_int_equal(answered_stat(out, n), NLM_DENIED_GRACE_PERIOD);
 	len = lock_call(msg, sizeof(msg), 3, NLMPROC_NM_LOCK, 21);
-	assert_int_equal(call(rl, &pb, msg, len, out, &n), SIDERELAY_ANSWERED);
+	assert_int_equal(call(rl, &pb, msg, len, out, &n), SIDE_RELAY_ANSWERED);
 	assert_int_equal(answered_stat(out, n), NLM_DENIED_GRACE_PERIOD);
 	assert_int_equal(nlm_relay_stats(rl)->grace_refused, 2);
 	assert_int_equal(nlm_state_owners(nlm_relay_state(rl)), owners);
 	len = lock_call(msg, sizeof(msg), 4, NLMPROC_TEST, 20);
-	assert_int_equal(call(rl, &pb, msg, len, out, &n), SIDERELAY_REWRITTEN);
+	assert_int_equal(call(rl, &pb, msg, len, out, &n), SIDE_RELAY_REWRITTEN);
 	/* The TEST left the window open: a reclaim after it is still converted. */
 	len = lock_flags(msg, sizeof(msg), 41, 11, true, true);
-	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_REWRITTEN);
+	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDE_RELAY_REWRITTEN);
 	decode_rewritten(out, n, NLMPROC_LOCK, &a);
 	assert_false(a.reclaim);
 	assert_int_equal(nlm_relay_stats(rl)->reclaims_converted, 2);
 	/* A new SHARE waits too (no owner made); a share reclaim passes. */
 	owners = nlm_state_owners(nlm_relay_state(rl));
 	len = share_call(msg, sizeof(msg), 42, NLMPROC_SHARE, "oh-s", FH);
-	assert_int_equal(call(rl, &pb, msg, len, out, &n), SIDERELAY_ANSWERED);
+	assert_int_equal(call(rl, &pb, msg, len, out, &n), SIDE_RELAY_ANSWERED);
 	assert_int_equal(xdr_get32(out + n - 8), NLM_DENIED_GRACE_PERIOD);
 	assert_int_equal(nlm_state_owners(nlm_relay_state(rl)), owners);
 	xdr_put32(msg + len - 4, 1); /* reclaim */
-	assert_int_equal(call(rl, &pb, msg, len, out, &n), SIDERELAY_REWRITTEN);
+	assert_int_equal(call(rl, &pb, msg, len, out, &n), SIDE_RELAY_REWRITTEN);
 	assert_int_equal(nlm_relay_stats(rl)->grace_refused, 3);
 
 	/* The window over: both as before. */
 	nlm_relay_set_reclaim_window(rl, gw_now_us() - 1);
 	len = lock_flags(msg, sizeof(msg), 5, 20, false, true);
-	assert_int_equal(call(rl, &pb, msg, len, out, &n), SIDERELAY_REWRITTEN);
+	assert_int_equal(call(rl, &pb, msg, len, out, &n), SIDE_RELAY_REWRITTEN);
 	len = lock_flags(msg, sizeof(msg), 6, 10, true, false);
-	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_REWRITTEN);
+	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDE_RELAY_REWRITTEN);
 	decode_rewritten(out, n, NLMPROC_LOCK, &a);
 	assert_true(a.reclaim);
 	assert_int_equal(nlm_relay_stats(rl)->reclaims_converted, 2);
@@ -279,7 +279,7 @@ static void test_reclaim_converted_in_the_gateway_grace(void **state)
 	nlm_relay_set_reclaim_window(rl, gw_now_us() + 60 * 1000000ull);
 	nlm_relay_server_rebooted(rl, hs, 4);
 	len = lock_flags(msg, sizeof(msg), 7, 10, true, false);
-	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_REWRITTEN);
+	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDE_RELAY_REWRITTEN);
 	decode_rewritten(out, n, NLMPROC_LOCK, &a);
 	assert_true(a.reclaim);
 	nlm_relay_free(rl);
@@ -290,13 +290,13 @@ static void test_owners_rewritten_per_client(void **state)
 	(void)state;
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = relay_new(&c);
-	struct sidesvc_peer pa = peer_at(0x0a090002, 800), pb = peer_at(0x0a090003, 800);
+	struct side_service_peer pa = peer_at(0x0a090002, 800), pb = peer_at(0x0a090003, 800);
 	uint8_t msg[512], oa[4096], ob[4096];
 	size_t len = lock_call(msg, sizeof(msg), 1, NLMPROC_LOCK, 4242), na, nb;
 	struct nlm_args a, b;
 
-	assert_int_equal(call(rl, &pa, msg, len, oa, &na), SIDERELAY_REWRITTEN);
-	assert_int_equal(call(rl, &pb, msg, len, ob, &nb), SIDERELAY_REWRITTEN);
+	assert_int_equal(call(rl, &pa, msg, len, oa, &na), SIDE_RELAY_REWRITTEN);
+	assert_int_equal(call(rl, &pb, msg, len, ob, &nb), SIDE_RELAY_REWRITTEN);
 	decode_rewritten(oa, na, NLMPROC_LOCK, &a);
 	decode_rewritten(ob, nb, NLMPROC_LOCK, &b);
 	/* The same svid and oh from two hosts: two owners upstream, neither the client's. */
@@ -312,7 +312,7 @@ static void test_owners_rewritten_per_client(void **state)
 	assert_true(a.exclusive);
 	assert_int_equal(a.cookie.len, 2);
 	/* The same owner again: the same upstream owner. */
-	assert_int_equal(call(rl, &pa, msg, len, ob, &nb), SIDERELAY_REWRITTEN);
+	assert_int_equal(call(rl, &pa, msg, len, ob, &nb), SIDE_RELAY_REWRITTEN);
 	decode_rewritten(ob, nb, NLMPROC_LOCK, &b);
 	assert_int_equal(a.lock.svid, b.lock.svid);
 	nlm_relay_free(rl);
@@ -323,12 +323,12 @@ static void test_bad_calls_answered(void **state)
 	(void)state;
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = relay_new(&c);
-	struct sidesvc_peer pa = peer_at(0x0a090002, 800);
+	struct side_service_peer pa = peer_at(0x0a090002, 800);
 	uint8_t msg[512], out[4096];
 	size_t len = lock_call(msg, sizeof(msg), 9, NLMPROC_LOCK, 1), n;
 
 	/* A lock whose caller name runs past the end. */
-	assert_int_equal(call(rl, &pa, msg, len - 8, out, &n), SIDERELAY_ANSWERED);
+	assert_int_equal(call(rl, &pa, msg, len - 8, out, &n), SIDE_RELAY_ANSWERED);
 	assert_int_equal(n, 24);
 	assert_int_equal(xdr_get32(out), 9);
 	assert_int_equal(xdr_get32(out + 20), RPCSTAT_GARBAGE_ARGS);
@@ -338,7 +338,7 @@ static void test_bad_calls_answered(void **state)
 	for (size_t i = 0; i < 2; i++) {
 		len = lock_call(msg, sizeof(msg), 10, NLMPROC_LOCK, 1);
 		xdr_put32(msg + 20, refused[i]);
-		assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_ANSWERED);
+		assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDE_RELAY_ANSWERED);
 		assert_int_equal(xdr_get32(out + 20), RPCSTAT_PROC_UNAVAIL);
 	}
 	/* Version 1 has no SHARE, NM_LOCK or FREE_ALL. */
@@ -346,17 +346,17 @@ static void test_bad_calls_answered(void **state)
 	for (size_t i = 0; i < 3; i++) {
 		xdr_put32(msg + 16, 1);
 		xdr_put32(msg + 20, v3_only[i]);
-		assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_ANSWERED);
+		assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDE_RELAY_ANSWERED);
 		assert_int_equal(xdr_get32(out + 20), RPCSTAT_PROC_UNAVAIL);
 	}
 	/* Version 2 does not exist. */
 	xdr_put32(msg + 16, 2);
 	xdr_put32(msg + 20, NLMPROC_LOCK);
-	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_ANSWERED);
+	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDE_RELAY_ANSWERED);
 	assert_int_equal(xdr_get32(out + 20), RPCSTAT_PROG_MISMATCH);
 	/* NULL passes. */
 	len = gwt_rpc_call_none(msg, 11, NLM_PROG, 4, NLMPROC_NULL);
-	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_PASS);
+	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDE_RELAY_PASS);
 	nlm_relay_free(rl);
 }
 
@@ -373,7 +373,7 @@ static void test_shares_rewritten_recorded_and_forgotten(void **state)
 	(void)state;
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = relay_new(&c);
-	struct sidesvc_peer pa = peer_at(0x0a090002, 800), pb = peer_at(0x0a090003, 800);
+	struct side_service_peer pa = peer_at(0x0a090002, 800), pb = peer_at(0x0a090003, 800);
 	struct nlm_host ha, hb;
 	uint8_t msg[512], upa[4096], upb[4096], out[4096], res[16];
 	size_t len = share_call(msg, sizeof(msg), 1, NLMPROC_SHARE, "oh-1", FH), na, nb, n;
@@ -381,8 +381,8 @@ static void test_shares_rewritten_recorded_and_forgotten(void **state)
 
 	nlm_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
 	nlm_host_from_sockaddr(&hb, (struct sockaddr *)&pb.addr, pb.addrlen);
-	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDERELAY_REWRITTEN);
-	assert_int_equal(call(rl, &pb, msg, len, upb, &nb), SIDERELAY_REWRITTEN);
+	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDE_RELAY_REWRITTEN);
+	assert_int_equal(call(rl, &pb, msg, len, upb, &nb), SIDE_RELAY_REWRITTEN);
 	decode_rewritten(upa, na, NLMPROC_SHARE, &a);
 	decode_rewritten(upb, nb, NLMPROC_SHARE, &b);
 	assert_int_equal(a.lock.oh.len, NLM_TOKEN_LEN);
@@ -398,10 +398,10 @@ static void test_shares_rewritten_recorded_and_forgotten(void **state)
 	/* A's granted, B's denied: the shareres passes back; only A's recorded. */
 	assert_int_equal(reply(rl, &pa, upa, na, NLMPROC_SHARE, res,
 			       shareres_bytes(res, NLM_GRANTED), out, &n),
-			 SIDERELAY_PASS);
+			 SIDE_RELAY_PASS);
 	assert_int_equal(reply(rl, &pb, upb, nb, NLMPROC_SHARE, res,
 			       shareres_bytes(res, NLM_DENIED), out, &n),
-			 SIDERELAY_PASS);
+			 SIDE_RELAY_PASS);
 	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 1);
 	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &hb), 0);
 
@@ -411,11 +411,11 @@ static void test_shares_rewritten_recorded_and_forgotten(void **state)
 	 * stays recorded.
 	 */
 	len = lock_call(msg, sizeof(msg), 5, NLMPROC_LOCK, 0);
-	assert_int_equal(call(rl, &pa, msg, len, upb, &nb), SIDERELAY_REWRITTEN);
+	assert_int_equal(call(rl, &pa, msg, len, upb, &nb), SIDE_RELAY_REWRITTEN);
 	reply(rl, &pa, upb, nb, NLMPROC_LOCK, res, res_bytes(res, NLM_GRANTED), out, &n);
 	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 2);
 	len = lock_call(msg, sizeof(msg), 6, NLMPROC_UNLOCK, 0);
-	assert_int_equal(call(rl, &pa, msg, len, upb, &nb), SIDERELAY_REWRITTEN);
+	assert_int_equal(call(rl, &pa, msg, len, upb, &nb), SIDE_RELAY_REWRITTEN);
 	reply(rl, &pa, upb, nb, NLMPROC_UNLOCK, res, res_bytes(res, NLM_GRANTED), out, &n);
 	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 1);
 
@@ -423,7 +423,7 @@ static void test_shares_rewritten_recorded_and_forgotten(void **state)
 	uint8_t a_oh[NLM_TOKEN_LEN];
 	memcpy(a_oh, a.lock.oh.p, NLM_TOKEN_LEN);
 	len = share_call(msg, sizeof(msg), 2, NLMPROC_UNSHARE, "oh-1", FH);
-	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDERELAY_REWRITTEN);
+	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDE_RELAY_REWRITTEN);
 	decode_rewritten(upa, na, NLMPROC_UNSHARE, &a);
 	assert_memory_equal(a.lock.oh.p, a_oh, NLM_TOKEN_LEN);
 	/* Not granted: kept. */
@@ -432,38 +432,38 @@ static void test_shares_rewritten_recorded_and_forgotten(void **state)
 	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 1);
 	assert_int_equal(reply(rl, &pa, upa, na, NLMPROC_UNSHARE, res,
 			       shareres_bytes(res, NLM_GRANTED), out, &n),
-			 SIDERELAY_PASS);
+			 SIDE_RELAY_PASS);
 	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 0);
 
 	/* An UNSHARE of an owner never seen: GRANTED, no owner made. */
 	uint32_t owners = nlm_state_owners(nlm_relay_state(rl));
 	len = share_call(msg, sizeof(msg), 3, NLMPROC_UNSHARE, "oh-9", FH);
-	assert_int_equal(call(rl, &pb, msg, len, out, &n), SIDERELAY_ANSWERED);
+	assert_int_equal(call(rl, &pb, msg, len, out, &n), SIDE_RELAY_ANSWERED);
 	assert_int_equal(xdr_get32(out + 20), RPCSTAT_SUCCESS);
 	assert_int_equal(xdr_get32(out + n - 8), NLM_GRANTED);
 	assert_int_equal(nlm_state_owners(nlm_relay_state(rl)), owners);
 
 	/* Truncated, and one byte short of its reclaim flag: GARBAGE_ARGS. */
 	len = share_call(msg, sizeof(msg), 4, NLMPROC_SHARE, "oh-1", FH);
-	assert_int_equal(call(rl, &pa, msg, len - 4, out, &n), SIDERELAY_ANSWERED);
+	assert_int_equal(call(rl, &pa, msg, len - 4, out, &n), SIDE_RELAY_ANSWERED);
 	assert_int_equal(xdr_get32(out + 20), RPCSTAT_GARBAGE_ARGS);
 	xdr_put32(msg + len - 4, 2); /* reclaim: neither TRUE nor FALSE */
-	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_ANSWERED);
+	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDE_RELAY_ANSWERED);
 	assert_int_equal(xdr_get32(out + 20), RPCSTAT_GARBAGE_ARGS);
 	assert_int_equal(c.events[GW_EV_GARBAGE_ARGS], 2);
 	nlm_relay_free(rl);
 }
 
 /* Take a lock (svid 77, "oh-1") and a share ("oh-1") for @p, both granted. */
-static void lock_and_share(struct nlm_relay *rl, const struct sidesvc_peer *p)
+static void lock_and_share(struct nlm_relay *rl, const struct side_service_peer *p)
 {
 	uint8_t msg[512], up[4096], out[4096], res[16];
 	size_t len = lock_call(msg, sizeof(msg), 1, NLMPROC_LOCK, 77), nu, n;
 
-	assert_int_equal(call(rl, p, msg, len, up, &nu), SIDERELAY_REWRITTEN);
+	assert_int_equal(call(rl, p, msg, len, up, &nu), SIDE_RELAY_REWRITTEN);
 	reply(rl, p, up, nu, NLMPROC_LOCK, res, res_bytes(res, NLM_GRANTED), out, &n);
 	len = share_call(msg, sizeof(msg), 2, NLMPROC_SHARE, "oh-1", FH);
-	assert_int_equal(call(rl, p, msg, len, up, &nu), SIDERELAY_REWRITTEN);
+	assert_int_equal(call(rl, p, msg, len, up, &nu), SIDE_RELAY_REWRITTEN);
 	reply(rl, p, up, nu, NLMPROC_SHARE, res, shareres_bytes(res, NLM_GRANTED), out, &n);
 }
 
@@ -479,7 +479,7 @@ static void test_free_all_releases_only_the_senders_locks_and_shares(void **stat
 	(void)state;
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = relay_new(&c);
-	struct sidesvc_peer pa = peer_at(0x0a090002, 800), pb = peer_at(0x0a090003, 800);
+	struct side_service_peer pa = peer_at(0x0a090002, 800), pb = peer_at(0x0a090003, 800);
 	struct nlm_host ha, hb;
 	uint8_t msg[512], out[4096], res[16];
 	size_t n;
@@ -494,13 +494,13 @@ static void test_free_all_releases_only_the_senders_locks_and_shares(void **stat
 
 	/* Garbage: nothing released. */
 	size_t len = free_all_call(msg, 8, 1);
-	assert_int_equal(call(rl, &pa, msg, len - 4, out, &n), SIDERELAY_ANSWERED);
+	assert_int_equal(call(rl, &pa, msg, len - 4, out, &n), SIDE_RELAY_ANSWERED);
 	assert_int_equal(xdr_get32(out + 20), RPCSTAT_GARBAGE_ARGS);
 	assert_int_equal(nsent, 0);
 
 	/* A's, from another port than its lockd's: answered void, never passed upstream. */
-	struct sidesvc_peer pa2 = peer_at(0x0a090002, 1023);
-	assert_int_equal(call(rl, &pa2, msg, len, out, &n), SIDERELAY_ANSWERED);
+	struct side_service_peer pa2 = peer_at(0x0a090002, 1023);
+	assert_int_equal(call(rl, &pa2, msg, len, out, &n), SIDE_RELAY_ANSWERED);
 	assert_int_equal(n, 24);
 	assert_int_equal(xdr_get32(out), 8);
 	assert_int_equal(xdr_get32(out + 20), RPCSTAT_SUCCESS);
@@ -566,13 +566,13 @@ static void test_owner_bound_denies_nolocks(void **state)
 					.send = capture,
 					.limits = { .max_clients = 1 } };
 	struct nlm_relay *rl = nlm_relay_new(&cfg);
-	struct sidesvc_peer pa = peer_at(0x0a090002, 800), pb = peer_at(0x0a090003, 800);
+	struct side_service_peer pa = peer_at(0x0a090002, 800), pb = peer_at(0x0a090003, 800);
 	uint8_t msg[512], out[4096];
 	size_t len = lock_call(msg, sizeof(msg), 12, NLMPROC_LOCK, 1), n;
 
-	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_REWRITTEN);
+	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDE_RELAY_REWRITTEN);
 	/* A second client host over the bound: NLM4_DENIED_NOLOCKS with its cookie. */
-	assert_int_equal(call(rl, &pb, msg, len, out, &n), SIDERELAY_ANSWERED);
+	assert_int_equal(call(rl, &pb, msg, len, out, &n), SIDE_RELAY_ANSWERED);
 	assert_int_equal(n, 24 + 12);
 	assert_int_equal(xdr_get32(out + 20), RPCSTAT_SUCCESS);
 	assert_int_equal(xdr_get32(out + 24), 2);
@@ -592,18 +592,18 @@ static void test_lock_of_forgotten_owner_given_back(void **state)
 	(void)state;
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = relay_new(&c);
-	struct sidesvc_peer pa = peer_at(0x0a090002, 800), pa_statd = peer_at(0x0a090002, 900);
+	struct side_service_peer pa = peer_at(0x0a090002, 800), pa_statd = peer_at(0x0a090002, 900);
 	struct nlm_host ha;
 	uint8_t msg[512], upa[4096], out[4096], res[16], notify[128];
 	size_t len = lock_call(msg, sizeof(msg), 1, NLMPROC_LOCK, 77), na, n, unlocks;
 
 	nlm_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
 	/* A lock held, then a second LOCK on the wire when the client reboots. */
-	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDERELAY_REWRITTEN);
+	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDE_RELAY_REWRITTEN);
 	reply(rl, &pa, upa, na, NLMPROC_LOCK, res, res_bytes(res, NLM_GRANTED), out, &n);
 	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 1);
 	len = lock_call(msg, sizeof(msg), 2, NLMPROC_LOCK, 77);
-	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDERELAY_REWRITTEN);
+	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDE_RELAY_REWRITTEN);
 	size_t h = gwt_rpc_call_none(notify, 5, NSM_PROG, 1, 6);
 	xdr_put32(notify + h, 6);
 	memcpy(notify + h + 4, "host-a\0\0", 8);
@@ -614,7 +614,7 @@ static void test_lock_of_forgotten_owner_given_back(void **state)
 	/* The second LOCK's GRANTED: refused to the client, given back upstream. */
 	assert_int_equal(
 		reply(rl, &pa, upa, na, NLMPROC_LOCK, res, res_bytes(res, NLM_GRANTED), out, &n),
-		SIDERELAY_REWRITTEN);
+		SIDE_RELAY_REWRITTEN);
 	assert_int_equal(xdr_get32(out + n - 4), NLM_DENIED_NOLOCKS);
 	assert_int_equal(nsent, 2);
 	struct rpc_call_hdr uh;
@@ -633,19 +633,19 @@ static void test_cancel_keeps_held_lock(void **state)
 	(void)state;
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = relay_new(&c);
-	struct sidesvc_peer pa = peer_at(0x0a090002, 800);
+	struct side_service_peer pa = peer_at(0x0a090002, 800);
 	struct nlm_host ha;
 	uint8_t msg[512], upa[4096], out[4096], res[16];
 	size_t len = lock_call(msg, sizeof(msg), 1, NLMPROC_LOCK, 77), na, n;
 
 	nlm_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
-	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDERELAY_REWRITTEN);
+	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDE_RELAY_REWRITTEN);
 	reply(rl, &pa, upa, na, NLMPROC_LOCK, res, res_bytes(res, NLM_GRANTED), out, &n);
 	len = lock_call(msg, sizeof(msg), 2, NLMPROC_LOCK, 77);
-	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDERELAY_REWRITTEN);
+	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDE_RELAY_REWRITTEN);
 	reply(rl, &pa, upa, na, NLMPROC_LOCK, res, res_bytes(res, NLM_BLOCKED), out, &n);
 	len = lock_call(msg, sizeof(msg), 3, NLMPROC_CANCEL, 77);
-	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDERELAY_REWRITTEN);
+	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDE_RELAY_REWRITTEN);
 	reply(rl, &pa, upa, na, NLMPROC_CANCEL, res, res_bytes(res, NLM_GRANTED), out, &n);
 	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 1);
 	nlm_relay_free(rl);
@@ -656,7 +656,7 @@ static void test_locks_recorded_and_released_by_notify(void **state)
 	(void)state;
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = relay_new(&c);
-	struct sidesvc_peer pa = peer_at(0x0a090002, 800), pb = peer_at(0x0a090003, 800);
+	struct side_service_peer pa = peer_at(0x0a090002, 800), pb = peer_at(0x0a090003, 800);
 	struct nlm_host ha, hb;
 	uint8_t msg[512], upa[4096], upb[4096], out[4096], res[16];
 	size_t len = lock_call(msg, sizeof(msg), 1, NLMPROC_LOCK, 77), na, nb, n;
@@ -664,15 +664,15 @@ static void test_locks_recorded_and_released_by_notify(void **state)
 
 	nlm_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
 	nlm_host_from_sockaddr(&hb, (struct sockaddr *)&pb.addr, pb.addrlen);
-	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDERELAY_REWRITTEN);
-	assert_int_equal(call(rl, &pb, msg, len, upb, &nb), SIDERELAY_REWRITTEN);
+	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDE_RELAY_REWRITTEN);
+	assert_int_equal(call(rl, &pb, msg, len, upb, &nb), SIDE_RELAY_REWRITTEN);
 	/* A's granted, B's denied: only A's recorded. */
 	assert_int_equal(
 		reply(rl, &pa, upa, na, NLMPROC_LOCK, res, res_bytes(res, NLM_GRANTED), out, &n),
-		SIDERELAY_PASS);
+		SIDE_RELAY_PASS);
 	assert_int_equal(
 		reply(rl, &pb, upb, nb, NLMPROC_LOCK, res, res_bytes(res, NLM_DENIED), out, &n),
-		SIDERELAY_PASS);
+		SIDE_RELAY_PASS);
 	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 1);
 	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &hb), 0);
 
@@ -691,16 +691,16 @@ static void test_locks_recorded_and_released_by_notify(void **state)
 	size_t tn;
 	assert_int_equal(nlm_encode_testres(4, &tr, tres, sizeof(tres), &tn), 0);
 	len = lock_call(msg, sizeof(msg), 2, NLMPROC_TEST, 77);
-	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDERELAY_REWRITTEN);
+	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDE_RELAY_REWRITTEN);
 	assert_int_equal(reply(rl, &pa, upa, na, NLMPROC_TEST, tres, tn, out, &n),
-			 SIDERELAY_REWRITTEN);
+			 SIDE_RELAY_REWRITTEN);
 	struct nlm_testres got;
 	assert_int_equal(nlm_decode_testres(4, out + 24, n - 24, &got), 0);
 	assert_int_equal(got.holder.svid, 77);
 	assert_int_equal(got.holder.oh.len, 4);
-	assert_int_equal(call(rl, &pb, msg, len, upb, &nb), SIDERELAY_REWRITTEN);
+	assert_int_equal(call(rl, &pb, msg, len, upb, &nb), SIDE_RELAY_REWRITTEN);
 	assert_int_equal(reply(rl, &pb, upb, nb, NLMPROC_TEST, tres, tn, out, &n),
-			 SIDERELAY_REWRITTEN);
+			 SIDE_RELAY_REWRITTEN);
 	assert_int_equal(nlm_decode_testres(4, out + 24, n - 24, &got), 0);
 	assert_int_equal(got.holder.svid, a.lock.svid);
 	assert_int_equal(got.holder.oh.len, NLM_TOKEN_LEN);
@@ -717,7 +717,7 @@ static void test_locks_recorded_and_released_by_notify(void **state)
 	assert_int_equal(unlocks, 0);
 	assert_int_equal(nsent, 0);
 	/* A's (from its statd's port, not its lockd's): one UNLOCK of A's owner, sent. */
-	struct sidesvc_peer pa_statd = peer_at(0x0a090002, 900);
+	struct side_service_peer pa_statd = peer_at(0x0a090002, 900);
 	n = nlm_relay_nsm_answer(rl, &pa_statd, notify, h + 16, out, sizeof(out), &unlocks);
 	assert_int_equal(n, 24);
 	assert_int_equal(unlocks, 1);
@@ -736,11 +736,11 @@ static void test_locks_recorded_and_released_by_notify(void **state)
 
 	/* An UNLOCK granted forgets the record. */
 	len = lock_call(msg, sizeof(msg), 3, NLMPROC_LOCK, 5);
-	assert_int_equal(call(rl, &pb, msg, len, upb, &nb), SIDERELAY_REWRITTEN);
+	assert_int_equal(call(rl, &pb, msg, len, upb, &nb), SIDE_RELAY_REWRITTEN);
 	reply(rl, &pb, upb, nb, NLMPROC_LOCK, res, res_bytes(res, NLM_GRANTED), out, &n);
 	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &hb), 1);
 	len = lock_call(msg, sizeof(msg), 4, NLMPROC_UNLOCK, 5);
-	assert_int_equal(call(rl, &pb, msg, len, upb, &nb), SIDERELAY_REWRITTEN);
+	assert_int_equal(call(rl, &pb, msg, len, upb, &nb), SIDE_RELAY_REWRITTEN);
 	reply(rl, &pb, upb, nb, NLMPROC_UNLOCK, res, res_bytes(res, NLM_GRANTED), out, &n);
 	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &hb), 0);
 
@@ -763,7 +763,7 @@ static void test_repeated_notify_state_releases_nothing(void **state)
 	(void)state;
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = relay_new(&c);
-	struct sidesvc_peer pa = peer_at(0x0a090002, 800);
+	struct side_service_peer pa = peer_at(0x0a090002, 800);
 	struct nlm_host ha;
 	uint8_t msg[512], up[4096], out[4096], res[16], notify[128];
 	size_t len, nu, n, unlocks;
@@ -776,7 +776,7 @@ static void test_repeated_notify_state_releases_nothing(void **state)
 	nlm_relay_nsm_answer(rl, &pa, notify, h + 16, out, sizeof(out), &unlocks);
 	/* After its reboot (state 3) it locks. */
 	len = lock_call(msg, sizeof(msg), 1, NLMPROC_LOCK, 77);
-	assert_int_equal(call(rl, &pa, msg, len, up, &nu), SIDERELAY_REWRITTEN);
+	assert_int_equal(call(rl, &pa, msg, len, up, &nu), SIDE_RELAY_REWRITTEN);
 	reply(rl, &pa, up, nu, NLMPROC_LOCK, res, res_bytes(res, NLM_GRANTED), out, &n);
 	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 1);
 	/* State 3 again: answered, nothing released. */
@@ -802,13 +802,13 @@ static void test_unlock_of_unknown_owner_makes_no_owner(void **state)
 	(void)state;
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = relay_new(&c);
-	struct sidesvc_peer pa = peer_at(0x0a090002, 800);
+	struct side_service_peer pa = peer_at(0x0a090002, 800);
 	uint8_t msg[512], out[4096];
 	size_t len, n;
 
 	for (int32_t svid = 1; svid <= 50; svid++) {
 		len = lock_call(msg, sizeof(msg), (uint32_t)svid, NLMPROC_UNLOCK, svid);
-		assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_ANSWERED);
+		assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDE_RELAY_ANSWERED);
 		assert_int_equal(xdr_get32(out), (uint32_t)svid);
 		assert_int_equal(xdr_get32(out + n - 4), NLM_GRANTED);
 	}
@@ -816,9 +816,9 @@ static void test_unlock_of_unknown_owner_makes_no_owner(void **state)
 	assert_int_equal(nlm_state_clients(nlm_relay_state(rl)), 0);
 	/* A known owner's UNLOCK is relayed. */
 	len = lock_call(msg, sizeof(msg), 60, NLMPROC_LOCK, 7);
-	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_REWRITTEN);
+	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDE_RELAY_REWRITTEN);
 	len = lock_call(msg, sizeof(msg), 61, NLMPROC_UNLOCK, 7);
-	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_REWRITTEN);
+	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDE_RELAY_REWRITTEN);
 	assert_int_equal(nlm_state_owners(nlm_relay_state(rl)), 1);
 	nlm_relay_free(rl);
 }
@@ -835,7 +835,7 @@ static uint64_t fake_clock(void)
 
 /*
  * The upstream link of these tests: it keeps every UNLOCK sent and takes
- * one only while @link_room (the siderelay's free slots) allows.
+ * one only while @link_room (the side_relay's free slots) allows.
  */
 enum { LINK_MAX = 1024 };
 static uint8_t link_msg[LINK_MAX][512];
@@ -872,7 +872,7 @@ static struct nlm_relay *release_relay(struct gw_counters *c, uint32_t max_locks
 }
 
 /* A LOCK of (@svid, "oh-1") from @p on the file numbered @file, granted. */
-static void lock_granted(struct nlm_relay *rl, const struct sidesvc_peer *p, int32_t svid,
+static void lock_granted(struct nlm_relay *rl, const struct side_service_peer *p, int32_t svid,
 			 uint32_t file)
 {
 	uint8_t fh[32] = { 0 }, msg[512], up[4096], out[4096], res[16];
@@ -890,12 +890,12 @@ static void lock_granted(struct nlm_relay *rl, const struct sidesvc_peer *p, int
 
 	xdr_put32(fh, file);
 	assert_int_equal(nlm_encode_args(&a, msg + h, sizeof(msg) - h, &m), 0);
-	assert_int_equal(call(rl, p, msg, h + m, up, &nu), SIDERELAY_REWRITTEN);
+	assert_int_equal(call(rl, p, msg, h + m, up, &nu), SIDE_RELAY_REWRITTEN);
 	reply(rl, p, up, nu, NLMPROC_LOCK, res, res_bytes(res, NLM_GRANTED), out, &n);
 }
 
 /* @p's statd says its host rebooted with @st; the UNLOCKs it made. */
-static size_t notify_reboot(struct nlm_relay *rl, const struct sidesvc_peer *p, int32_t st)
+static size_t notify_reboot(struct nlm_relay *rl, const struct side_service_peer *p, int32_t st)
 {
 	uint8_t notify[128], out[64];
 	size_t h = gwt_rpc_call_none(notify, 5, NSM_PROG, 1, 6), unlocks;
@@ -921,7 +921,7 @@ static uint32_t unlock_file(size_t k)
 /* The server answers the UNLOCK sent @k-th with @stat, echoing its cookie. */
 static void answer_unlock(struct nlm_relay *rl, size_t k, uint32_t stat)
 {
-	struct sidesvc_peer none = { .addrlen = 0 };
+	struct side_service_peer none = { .addrlen = 0 };
 	struct nlm_args u;
 	uint8_t res[64], out[4096];
 	size_t rn, n;
@@ -932,13 +932,13 @@ static void answer_unlock(struct nlm_relay *rl, size_t k, uint32_t stat)
 	/* The relay's own call: no service behind it (c->svc NULL). */
 	assert_int_equal(
 		reply(rl, &none, link_msg[k], link_len[k], NLMPROC_UNLOCK, res, rn, out, &n),
-		SIDERELAY_PASS);
+		SIDE_RELAY_PASS);
 }
 
 /* The server answers the UNSHARE sent @k-th with @stat, echoing its cookie. */
 static void answer_unshare(struct nlm_relay *rl, size_t k, uint32_t stat)
 {
-	struct sidesvc_peer none = { .addrlen = 0 };
+	struct side_service_peer none = { .addrlen = 0 };
 	struct rpc_call_hdr h;
 	struct nlm_args u;
 	uint8_t res[64], out[4096];
@@ -951,7 +951,7 @@ static void answer_unshare(struct nlm_relay *rl, size_t k, uint32_t stat)
 	assert_int_equal(nlm_encode_shareres(&r, res, sizeof(res), &rn), 0);
 	assert_int_equal(
 		reply(rl, &none, link_msg[k], link_len[k], NLMPROC_UNSHARE, res, rn, out, &n),
-		SIDERELAY_PASS);
+		SIDE_RELAY_PASS);
 }
 
 /*
@@ -965,14 +965,14 @@ static void test_release_queue_retries_unshare_in_grace(void **state)
 	(void)state;
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = release_relay(&c, 0, 0);
-	struct sidesvc_peer pa = peer_at(0x0a090002, 800);
+	struct side_service_peer pa = peer_at(0x0a090002, 800);
 	uint8_t msg[512], up[4096], out[4096], res[16];
 	size_t len = share_call(msg, sizeof(msg), 1, NLMPROC_SHARE, "oh-1", FH), nu, n;
 
-	assert_int_equal(call(rl, &pa, msg, len, up, &nu), SIDERELAY_REWRITTEN);
+	assert_int_equal(call(rl, &pa, msg, len, up, &nu), SIDE_RELAY_REWRITTEN);
 	reply(rl, &pa, up, nu, NLMPROC_SHARE, res, shareres_bytes(res, NLM_GRANTED), out, &n);
 	len = free_all_call(msg, 2, 1);
-	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDERELAY_ANSWERED);
+	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDE_RELAY_ANSWERED);
 	assert_int_equal(link_n, 1);
 	answer_unshare(rl, 0, NLM_DENIED_GRACE_PERIOD);
 	assert_int_equal(nlm_relay_release_pending(rl), 1);
@@ -997,7 +997,7 @@ static void test_release_queue_sends_all_through_a_narrow_link(void **state)
 	(void)state;
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = release_relay(&c, 0, 0);
-	struct sidesvc_peer pa = peer_at(0x0a090002, 800);
+	struct side_service_peer pa = peer_at(0x0a090002, 800);
 	bool released[300] = { false };
 	size_t answered = 0;
 
@@ -1055,7 +1055,7 @@ static void test_release_queue_sends_all_through_a_narrow_link(void **state)
 static struct nlm_relay *three_locks_released(struct gw_counters *c)
 {
 	struct nlm_relay *rl = release_relay(c, 0, 0);
-	struct sidesvc_peer pa = peer_at(0x0a090002, 800);
+	struct side_service_peer pa = peer_at(0x0a090002, 800);
 
 	lock_granted(rl, &pa, 77, 0);
 	lock_granted(rl, &pa, 77, 1);
@@ -1125,14 +1125,14 @@ static void answer_unlock_rpc_error(struct nlm_relay *rl, size_t k, uint32_t sta
 				.len = (uint32_t)link_len[k] };
 
 	assert_int_equal(nlm_relay_reply_hook(rl, &c, msg, h, out, sizeof(out), &n),
-			 SIDERELAY_PASS);
+			 SIDE_RELAY_PASS);
 }
 
 /*
  * An UNLOCK refused with an RPC error that would come again (GARBAGE_ARGS,
  * PROC_UNAVAIL) is given up at once, not re-sent for ten minutes; one
  * refused with SYSTEM_ERR (the server short of memory now) is sent again.
- * Giving up counts no call_timeout: the siderelay counts its own timeouts.
+ * Giving up counts no call_timeout: the side_relay counts its own timeouts.
  */
 static void test_release_queue_gives_up_refused_unlocks(void **state)
 {
@@ -1163,7 +1163,7 @@ static void test_release_queue_gives_up_refused_unlocks(void **state)
 }
 
 /*
- * An UNLOCK with no answer is sent again once the siderelay has given it
+ * An UNLOCK with no answer is sent again once the side_relay has given it
  * up (its timeout, 15 s by default, and a tick); a late answer to the
  * send given up is not taken for the new one's.
  */
@@ -1172,14 +1172,14 @@ static void test_release_queue_resends_unanswered(void **state)
 	(void)state;
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = release_relay(&c, 0, 0);
-	struct sidesvc_peer pa = peer_at(0x0a090002, 800);
+	struct side_service_peer pa = peer_at(0x0a090002, 800);
 
 	lock_granted(rl, &pa, 77, 9);
 	assert_int_equal(notify_reboot(rl, &pa, 3), 1);
 	assert_int_equal(link_n, 1);
 	fake_us += 15 * 1000000;
 	nlm_relay_release_tick(rl);
-	assert_int_equal(link_n, 1); /* the siderelay may still have it */
+	assert_int_equal(link_n, 1); /* the side_relay may still have it */
 	fake_us += 1000000;
 	nlm_relay_release_tick(rl);
 	assert_int_equal(link_n, 2);
@@ -1204,7 +1204,7 @@ static void test_release_queue_gives_up_after_the_bound(void **state)
 	(void)state;
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = release_relay(&c, 0, 0);
-	struct sidesvc_peer pa = peer_at(0x0a090002, 800);
+	struct side_service_peer pa = peer_at(0x0a090002, 800);
 	uint64_t start = fake_us;
 
 	lock_granted(rl, &pa, 77, 1);
@@ -1222,7 +1222,7 @@ static void test_release_queue_gives_up_after_the_bound(void **state)
 	}
 	assert_int_equal(nlm_relay_release_pending(rl), 0);
 	assert_int_equal(nlm_relay_stats(rl)->release_given_up, 1);
-	/* Its sends' timeouts were the siderelay's to count (a fake link here). */
+	/* Its sends' timeouts were the side_relay's to count (a fake link here). */
 	assert_int_equal(c.events[GW_EV_CALL_TIMEOUT], 0);
 	size_t sent_then = link_n;
 	for (int t = 0; t < 120; t++) {
@@ -1243,7 +1243,7 @@ static void test_release_queue_full_counted(void **state)
 	(void)state;
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = release_relay(&c, 8, 4);
-	struct sidesvc_peer pa = peer_at(0x0a090002, 800), pb = peer_at(0x0a090003, 800);
+	struct side_service_peer pa = peer_at(0x0a090002, 800), pb = peer_at(0x0a090003, 800);
 	struct nlm_host hs[4];
 
 	link_room = 0; /* nothing answered: all stay queued */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The gateway's restart told to the server's statd (gateway/nlm_restart.c),
+ * The gateway's restart told to the server's statd (gateway/side/nlm/nlm_restart.c),
  * on loopback: the "server" is 127.0.0.1 with a fake portmapper and statd.
  * The state number grows across starts (the file), stays odd, goes past
  * the clock and survives the clock going back; an unwritable file still
@@ -27,10 +27,10 @@
 
 #include "common/xdr.h"
 #include "conf/config.h"
-#include "gateway/counters.h"
-#include "gateway/nlm_restart.h"
-#include "gateway/nlm_xdr.h"
-#include "gateway/portmap.h"
+#include "gateway/counters/counters.h"
+#include "gateway/side/nlm/nlm_restart.h"
+#include "gateway/side/nlm/nlm_xdr.h"
+#include "gateway/side/rpc/portmap.h"
 
 #include "support/loop.h"
 #include "support/udp.h"

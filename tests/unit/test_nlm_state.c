@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The NLM relay's state (gateway/nlm_state.c): two clients with the same
+ * The NLM relay's state (gateway/side/nlm/nlm_state.c): two clients with the same
  * svid and owner handle get different upstream owners; an upstream owner
  * (GRANTED callback, TEST holder) maps back to its client and only its
  * client sees its own values; a client's reboot gives UNLOCKs for its locks
@@ -21,7 +21,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "gateway/nlm_state.h"
+#include "gateway/side/nlm/nlm_state.h"
 
 static struct nlm_host host4(uint32_t ip)
 {

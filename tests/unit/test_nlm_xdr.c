@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The NLM codec (gateway/nlm_xdr.c): arguments built here word by word (not
+ * The NLM codec (gateway/side/nlm/nlm_xdr.c): arguments built here word by word (not
  * with the encoder under test) decode to the right fields in v4 and v3;
  * every truncation, every length over its bound, a bad boolean and trailing
  * bytes are refused; a rewritten lock (another owner handle length, another
@@ -17,7 +17,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "gateway/nlm_xdr.h"
+#include "gateway/side/nlm/nlm_xdr.h"
 
 struct buf {
 	uint8_t b[4096];

@@ -25,9 +25,9 @@
 
 #include "common/xdr.h"
 #include "conf/config.h"
-#include "gateway/counters.h"
-#include "gateway/portmap.h"
-#include "gateway/sidesvc.h"
+#include "gateway/counters/counters.h"
+#include "gateway/side/rpc/portmap.h"
+#include "gateway/side/rpc/side_service.h"
 
 static void table_init(struct pmap_table *t, uint16_t pm_port)
 {
@@ -305,7 +305,7 @@ static void test_reply_refused(void **state)
 
 struct server {
 	struct event_base *base;
-	struct sidesvc *svc;
+	struct side_service *svc;
 	struct pmap_table table;
 	struct gw_route route;
 	struct gw_counters counters;
@@ -314,7 +314,7 @@ struct server {
 	uint8_t out[8192];
 };
 
-static void on_call(void *arg, struct sidesvc *svc, const struct sidesvc_peer *peer,
+static void on_call(void *arg, struct side_service *svc, const struct side_service_peer *peer,
 		    const uint8_t *msg, size_t len)
 {
 	struct server *s = arg;
@@ -323,7 +323,7 @@ static void on_call(void *arg, struct sidesvc *svc, const struct sidesvc_peer *p
 
 	pmap_answer(&s->table, msg, len, s->out, sizeof(s->out), &n, &h);
 	if (n)
-		sidesvc_reply(svc, peer, s->out, n);
+		side_service_reply(svc, peer, s->out, n);
 }
 
 static void tick(evutil_socket_t fd, short what, void *arg)
@@ -353,7 +353,7 @@ static struct server *server_start(void)
 
 	s->base = event_base_new();
 	s->route.name = "t";
-	struct sidesvc_config sc = {
+	struct side_service_config sc = {
 		.name = "rpcbind",
 		.route = &s->route,
 		.counters = &s->counters,
@@ -364,9 +364,9 @@ static struct server *server_start(void)
 		.on_msg = on_call,
 		.arg = s,
 	};
-	s->svc = sidesvc_start(s->base, (struct sockaddr *)&a, sizeof(a), &sc);
+	s->svc = side_service_start(s->base, (struct sockaddr *)&a, sizeof(a), &sc);
 	assert_non_null(s->svc);
-	table_init(&s->table, sidesvc_port(s->svc));
+	table_init(&s->table, side_service_port(s->svc));
 	pthread_create(&s->thread, NULL, serve, s);
 	return s;
 }
@@ -375,7 +375,7 @@ static void server_stop(struct server *s)
 {
 	atomic_store(&s->stop, true);
 	pthread_join(s->thread, NULL);
-	sidesvc_stop(s->svc);
+	side_service_stop(s->svc);
 	event_base_free(s->base);
 	free(s);
 }
@@ -384,7 +384,7 @@ static CLIENT *client(struct server *s, bool tcp, u_long vers)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET,
 				 .sin_addr.s_addr = htonl(0x7f000001),
-				 .sin_port = htons(sidesvc_port(s->svc)) };
+				 .sin_port = htons(side_service_port(s->svc)) };
 	struct timeval wait = { 1, 0 };
 	int sock = RPC_ANYSOCK;
 	CLIENT *c = tcp ? clnttcp_create(&a, PMAPPROG, vers, &sock, 0, 0)

@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "gateway/procinfo.h"
+#include "gateway/stats/procinfo.h"
 
 /* Fields 1-24 of proc(5); utime 250, stime 750, starttime 12345, rss 1000 pages. */
 #define TAIL                                                                                       \

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The reverse pipeline's byte arithmetic (gateway/reverse_plan.c): where the
+ * The reverse pipeline's byte arithmetic (gateway/reverse/reverse_plan.c): where the
  * pieces of a call with Read chunks go in the assembled message, which RDMA
  * Reads bring them there, and how a reply goes back (Write chunks, inline,
  * Reply chunk, or ERR_CHUNK), against hand-made headers and the encoder's
@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "common/xdr.h"
-#include "gateway/reverse_plan.h"
+#include "gateway/reverse/reverse_plan.h"
 
 /* ---- building transport headers ---- */
 

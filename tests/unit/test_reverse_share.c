@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/unit/test_reverse_share.c - a reverse route's shared upstream
- * connections (gateway/reverse_share.c): who "the same client" is (the XID
+ * connections (gateway/reverse/reverse_share.c): who "the same client" is (the XID
  * map's key, the connection a client is put on), and the ledger
- * (gateway/reverse_share_map.c) that keeps each call's wire XID and credit:
+ * (gateway/reverse/reverse_share_map.c) that keeps each call's wire XID and credit:
  * per-client caps, replies to the right call only, a client's going
  * releasing its own calls only, and a lost connection's calls sent again
  * under their wire XIDs. And whom a backward call goes to: the client of
@@ -21,8 +21,8 @@
 
 #include <cmocka.h>
 
-#include "gateway/reverse_priv.h"
-#include "gateway/upxid.h"
+#include "gateway/reverse/reverse_priv.h"
+#include "gateway/maps/wirexid.h"
 #include "tests/unit/nfs4_session_msgs.h"
 
 static struct rev_session *session_v4(const char *addr, uint16_t port, uint64_t id)
@@ -54,7 +54,7 @@ static struct rev_session *session_v6(const char *addr, uint16_t port, uint64_t 
 static bool same_key(const struct rev_session *a, uint32_t xa, const struct rev_session *b,
 		     uint32_t xb)
 {
-	struct upxid_key ka, kb;
+	struct wirexid_key ka, kb;
 
 	rev_share_key(a, xa, &ka);
 	rev_share_key(b, xb, &kb);
@@ -169,7 +169,7 @@ static enum rsm_verdict call(struct rev_share_map *m, struct fairq *fq, struct f
 			     uint32_t i, uint32_t xid, uint16_t chan)
 {
 	struct rev_call *c = &f->s->calls[i], *old = NULL;
-	struct upxid_key k;
+	struct wirexid_key k;
 
 	c->xid = xid;
 	xdr_put32(c->msg->base, xid);
@@ -202,7 +202,7 @@ static unsigned pump(struct rev_share_map *m, struct fairq *fq)
 
 static void ledger_init(struct rev_share_map *m, struct fairq *fq, uint32_t grant)
 {
-	const struct upxid_params p = { .max_entries = 64, .channels = 2, .seed = 42 };
+	const struct wirexid_params p = { .max_entries = 64, .channels = 2, .seed = 42 };
 
 	assert_int_equal(rsm_init(m, &p), 0);
 	fairq_init(fq, 1, grant);
@@ -473,7 +473,7 @@ static enum rsm_verdict call_again(struct rev_share_map *m, struct fairq *fq, st
 				   uint32_t i, uint32_t xid, struct rev_call **superseded)
 {
 	struct rev_call *c = &f->s->calls[i];
-	struct upxid_key k;
+	struct wirexid_key k;
 
 	c->xid = xid;
 	xdr_put32(c->msg->base, xid);

@@ -16,9 +16,9 @@
 
 #include <cmocka.h>
 
-#include "gateway/forward_priv.h"
-#include "gateway/mode.h"
-#include "gateway/session.h"
+#include "gateway/forward/forward_priv.h"
+#include "gateway/core/mode.h"
+#include "gateway/core/session.h"
 #include "rdma/conn.h"
 #include "rdma/privdata.h"
 

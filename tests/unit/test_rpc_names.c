@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "gateway/rpc_names.h"
+#include "gateway/counters/rpc_names.h"
 
 static void test_programs(void **state)
 {

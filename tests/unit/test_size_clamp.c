@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * gateway/size_clamp.c: what a route carries (gw_size_caps(), from
+ * gateway/core/size_clamp.c: what a route carries (gw_size_caps(), from
  * max_record_size), and gw_clamp_reply() on a session of a route: the
  * server's FSINFO lowered to it, each reply changed counted (size_clamped)
  * on the session and the route, the first one of the route logged, and a
@@ -16,8 +16,8 @@
 
 #include "nfs4_session_msgs.h"
 
-#include "gateway/session.h"
-#include "gateway/size_clamp.h"
+#include "gateway/core/session.h"
+#include "gateway/core/size_clamp.h"
 
 static void test_caps_from_the_record(void **state)
 {

@@ -32,8 +32,8 @@
 
 #include "common/log.h"
 #include "common/version.h"
-#include "gateway/counters.h"
-#include "gateway/stats_http.h"
+#include "gateway/counters/counters.h"
+#include "gateway/stats/stats_http.h"
 
 #include "support/loop.h"
 

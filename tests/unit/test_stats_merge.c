@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/unit/test_stats_merge.c - one route's figures over several workers
- * (gateway/stats_merge.h): totals summed, the latency by procedure summed
+ * (gateway/stats/stats_merge.h): totals summed, the latency by procedure summed
  * by procedure although each worker's table put it in another slot, shared
  * channels side by side and their XID figures summed, the NLM figures of
  * the one worker that has them, devices summed; and the worker count that
@@ -15,8 +15,8 @@
 
 #include <cmocka.h>
 
-#include "gateway/rpc_names.h"
-#include "gateway/stats_merge.h"
+#include "gateway/counters/rpc_names.h"
+#include "gateway/stats/stats_merge.h"
 #include "gateway/workers.h"
 
 /* A worker's route: its own counters and latency table, slots in its own order. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * /metrics?sessions=1 (gateway/stats_prom.c): per-session latency
+ * /metrics?sessions=1 (gateway/stats/stats_prom.c): per-session latency
  * histograms, and the cap on per-session series: at most 256 sessions of a
  * route are exported, rpcrdma_gw_sessions_not_exported counts the rest,
  * and the route's series still include them. The exposition passes
@@ -18,7 +18,7 @@
 #include <cmocka.h>
 #include <event2/buffer.h>
 
-#include "gateway/stats_render.h"
+#include "gateway/stats/stats_render.h"
 
 enum { MAX_SESSIONS = 300 };
 

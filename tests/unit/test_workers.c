@@ -34,7 +34,7 @@
 
 #include <event2/event.h>
 
-#include "gateway/engine.h"
+#include "gateway/core/engine.h"
 #include "gateway/workers.h"
 
 #include "support/loop.h"

@@ -9,7 +9,7 @@
 #include <sys/mman.h>
 #include <cmocka.h>
 
-#include "gateway/xidmap.h"
+#include "gateway/maps/xidmap.h"
 
 /*
  * Allocation faults (tests/unit/test_xidmap.wrap: this executable links

@@ -1,0 +1,349 @@
+/* SPDX-License-Identifier: MIT */
+#include "gateway/maps/wirexid.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * Both tables are chained through entry indices (key_next, wire_next), with
+ * a bucket per WIREXID_ENTRIES_PER_BUCKET entries rounded up to a power of
+ * two: a load factor of at most four, no allocation after init, and O(1)
+ * removal of an entry whose chain is short. The existing gateway/xidmap is an open-addressing table
+ * of 32-bit keys; these keys are 24 bytes and each entry sits in two tables
+ * at once, which index chains do without a second copy of the key.
+ */
+
+/*
+ * A keyed multiply-xor mix: a client chooses its port and XIDs, and the
+ * secret keeps it from aiming many keys at one bucket. Not a MAC: a chain
+ * is bounded anyway by the entries the client may hold.
+ */
+static uint32_t key_hash(const struct wirexid *m, const struct wirexid_key *k)
+{
+	uint32_t w[sizeof(*k) / 4];
+	uint64_t h = m->secret;
+
+	memcpy(w, k, sizeof(w));
+	for (unsigned i = 0; i < sizeof(w) / 4; i++) {
+		h = (h ^ w[i]) * 0x9e3779b97f4a7c15ull;
+		h ^= h >> 29;
+	}
+	return (uint32_t)(h ^ (h >> 32)) & m->mask;
+}
+
+/* Wire XIDs are the gateway's own, sequential per channel: a multiplicative hash spreads them. */
+static uint32_t wire_hash(const struct wirexid *m, uint16_t chan, uint32_t xid)
+{
+	return ((xid ^ ((uint32_t)chan * 0x9e3779b9u)) * 2654435761u) & m->mask;
+}
+
+static uint64_t splitmix(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+int wirexid_init(struct wirexid *m, const struct wirexid_params *p)
+{
+	uint32_t max = p->max_entries ? p->max_entries : WIREXID_DEFAULT_MAX;
+	uint32_t buckets = 16;
+	uint64_t s = p->seed;
+
+	memset(m, 0, sizeof(*m));
+	if (max > WIREXID_MAX_ENTRIES || p->channels == 0 || p->channels > WIREXID_MAX_CHANNELS)
+		return -EINVAL;
+	/*
+	 * A bucket per WIREXID_ENTRIES_PER_BUCKET entries: the tables are set
+	 * up (touched) whole at init, sized for every slot of every admissible
+	 * client (2 MiB at a route's defaults with max_sessions 1,100, a bucket
+	 * an entry), while the map holds a few calls a client most of the time.
+	 * Chains average up to 4 entries when the map is full, which a busy
+	 * route's answered entries (kept for the TTL) can keep it: a cost in
+	 * time only.
+	 */
+	while ((uint64_t)buckets * WIREXID_ENTRIES_PER_BUCKET < max)
+		buckets *= 2;
+	m->e = calloc(max, sizeof(*m->e));
+	m->key_head = malloc(buckets * sizeof(*m->key_head));
+	m->wire_head = malloc(buckets * sizeof(*m->wire_head));
+	m->next_xid = malloc(p->channels * sizeof(*m->next_xid));
+	if (!m->e || !m->key_head || !m->wire_head || !m->next_xid) {
+		wirexid_destroy(m);
+		return -ENOMEM;
+	}
+	m->max = max;
+	m->ttl_us = p->ttl_us ? p->ttl_us : WIREXID_DEFAULT_TTL_US;
+	m->channels = p->channels;
+	m->mask = buckets - 1;
+	m->secret = splitmix(&s);
+	for (uint32_t b = 0; b < buckets; b++)
+		m->key_head[b] = m->wire_head[b] = WIREXID_NONE;
+	for (uint16_t c = 0; c < p->channels; c++)
+		m->next_xid[c] = (uint32_t)splitmix(&s);
+	m->free_head = WIREXID_NONE; /* entries are taken from made on: none linked yet */
+	m->old_head = m->old_tail = WIREXID_NONE;
+	return 0;
+}
+
+void wirexid_destroy(struct wirexid *m)
+{
+	free(m->e);
+	free(m->key_head);
+	free(m->wire_head);
+	free(m->next_xid);
+	memset(m, 0, sizeof(*m));
+}
+
+bool wirexid_key_from_sockaddr(struct wirexid_key *k, const struct sockaddr *sa, uint32_t xid)
+{
+	memset(k, 0, sizeof(*k));
+	k->xid = xid;
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+		k->addr[10] = k->addr[11] = 0xff;
+		memcpy(&k->addr[12], &in->sin_addr, 4);
+		k->port = ntohs(in->sin_port);
+		return true;
+	}
+	if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+		memcpy(k->addr, &in6->sin6_addr, 16);
+		k->port = ntohs(in6->sin6_port);
+		return true;
+	}
+	return false;
+}
+
+static uint32_t key_find(const struct wirexid *m, const struct wirexid_key *k)
+{
+	for (uint32_t i = m->key_head[key_hash(m, k)]; i != WIREXID_NONE; i = m->e[i].key_next)
+		if (memcmp(&m->e[i].key, k, sizeof(*k)) == 0)
+			return i;
+	return WIREXID_NONE;
+}
+
+/* The live entry (in flight or answered) that holds @xid on @chan. */
+static uint32_t wire_find(const struct wirexid *m, uint16_t chan, uint32_t xid)
+{
+	for (uint32_t i = m->wire_head[wire_hash(m, chan, xid)]; i != WIREXID_NONE;
+	     i = m->e[i].wire_next)
+		if (m->e[i].wire_xid == xid && m->e[i].chan == chan)
+			return i;
+	return WIREXID_NONE;
+}
+
+static void key_link(struct wirexid *m, uint32_t i)
+{
+	uint32_t b = key_hash(m, &m->e[i].key);
+
+	m->e[i].key_next = m->key_head[b];
+	m->key_head[b] = i;
+}
+
+static void key_unlink(struct wirexid *m, uint32_t i)
+{
+	uint32_t *p = &m->key_head[key_hash(m, &m->e[i].key)];
+
+	while (*p != i)
+		p = &m->e[*p].key_next;
+	*p = m->e[i].key_next;
+}
+
+static void wire_link(struct wirexid *m, uint32_t i)
+{
+	uint32_t b = wire_hash(m, m->e[i].chan, m->e[i].wire_xid);
+
+	m->e[i].wire_next = m->wire_head[b];
+	m->wire_head[b] = i;
+}
+
+static void wire_unlink(struct wirexid *m, uint32_t i)
+{
+	uint32_t *p = &m->wire_head[wire_hash(m, m->e[i].chan, m->e[i].wire_xid)];
+
+	while (*p != i)
+		p = &m->e[*p].wire_next;
+	*p = m->e[i].wire_next;
+}
+
+/* Answered entries are appended as they are answered: with one TTL, oldest first is expiry order.
+ */
+static void old_append(struct wirexid *m, uint32_t i)
+{
+	m->e[i].next = WIREXID_NONE;
+	m->e[i].prev = m->old_tail;
+	if (m->old_tail != WIREXID_NONE)
+		m->e[m->old_tail].next = i;
+	else
+		m->old_head = i;
+	m->old_tail = i;
+}
+
+static void old_unlink(struct wirexid *m, uint32_t i)
+{
+	struct wirexid_entry *e = &m->e[i];
+
+	if (e->prev != WIREXID_NONE)
+		m->e[e->prev].next = e->next;
+	else
+		m->old_head = e->next;
+	if (e->next != WIREXID_NONE)
+		m->e[e->next].prev = e->prev;
+	else
+		m->old_tail = e->prev;
+}
+
+static void entry_free(struct wirexid *m, uint32_t i)
+{
+	struct wirexid_entry *e = &m->e[i];
+
+	key_unlink(m, i);
+	wire_unlink(m, i);
+	if (e->state == WIREXID_ANSWERED) {
+		old_unlink(m, i);
+		m->st.answered--;
+	} else {
+		m->st.in_flight--;
+	}
+	e->state = WIREXID_FREE;
+	e->next = m->free_head;
+	m->free_head = i;
+}
+
+void wirexid_expire(struct wirexid *m, uint64_t now_us)
+{
+	while (m->old_head != WIREXID_NONE && m->e[m->old_head].expire_us <= now_us) {
+		entry_free(m, m->old_head);
+		m->st.expired++;
+	}
+}
+
+/*
+ * A freed entry; else one never used; else the oldest answered one,
+ * recycled early; else none: all in flight.
+ */
+static uint32_t entry_take(struct wirexid *m)
+{
+	uint32_t i = m->free_head;
+
+	if (i == WIREXID_NONE && m->made < m->max)
+		return m->made++; /* calloc'd: state WIREXID_FREE */
+	if (i == WIREXID_NONE && m->old_head != WIREXID_NONE) {
+		entry_free(m, m->old_head);
+		m->st.evicted++;
+		i = m->free_head;
+	}
+	if (i != WIREXID_NONE)
+		m->free_head = m->e[i].next;
+	return i;
+}
+
+/*
+ * The next value of the channel's counter that no live entry holds there.
+ * At most st.in_flight + st.answered values can be skipped, and in practice
+ * none: a value comes round only after 2^32 allocations on the channel.
+ */
+static uint32_t wire_alloc(struct wirexid *m, uint16_t chan)
+{
+	uint32_t x;
+
+	do
+		x = m->next_xid[chan]++;
+	while (wire_find(m, chan, x) != WIREXID_NONE);
+	return x;
+}
+
+enum wirexid_verdict wirexid_map(struct wirexid *m, const struct wirexid_key *k, uint16_t chan,
+				 uint64_t owner, uint64_t now_us, uint32_t *idx)
+{
+	struct wirexid_key key = *k;
+	uint32_t i;
+
+	key.zero = 0; /* keys compare as bytes */
+	wirexid_expire(m, now_us);
+	i = key_find(m, &key);
+	if (i != WIREXID_NONE) {
+		struct wirexid_entry *e = &m->e[i];
+
+		e->owner = owner;
+		*idx = i;
+		if (e->state == WIREXID_INFLIGHT) {
+			m->st.hits_in_flight++;
+			return WIREXID_IN_FLIGHT;
+		}
+		old_unlink(m, i);
+		m->st.answered--;
+		m->st.in_flight++;
+		e->state = WIREXID_INFLIGHT;
+		m->st.hits_answered++;
+		return WIREXID_RESEND;
+	}
+	i = entry_take(m);
+	if (i == WIREXID_NONE) {
+		m->st.full++;
+		return WIREXID_FULL;
+	}
+	struct wirexid_entry *e = &m->e[i];
+	e->key = key;
+	e->owner = owner;
+	e->expire_us = 0;
+	/* A channel out of range is the caller's bug; keep the map consistent anyway. */
+	e->chan = chan < m->channels ? chan : (uint16_t)(chan % m->channels);
+	e->wire_xid = wire_alloc(m, e->chan);
+	e->state = WIREXID_INFLIGHT;
+	key_link(m, i);
+	wire_link(m, i);
+	m->st.in_flight++;
+	m->st.new_calls++;
+	*idx = i;
+	return WIREXID_NEW;
+}
+
+uint32_t wirexid_reply(struct wirexid *m, uint16_t chan, uint32_t wire_xid, uint64_t now_us)
+{
+	uint32_t i;
+
+	wirexid_expire(m, now_us);
+	i = chan < m->channels ? wire_find(m, chan, wire_xid) : WIREXID_NONE;
+	if (i == WIREXID_NONE || m->e[i].state != WIREXID_INFLIGHT) {
+		m->st.stray++;
+		return WIREXID_NONE;
+	}
+	m->e[i].state = WIREXID_ANSWERED;
+	m->e[i].expire_us = now_us + m->ttl_us;
+	old_append(m, i);
+	m->st.in_flight--;
+	m->st.answered++;
+	return i;
+}
+
+uint32_t wirexid_lookup_reply(struct wirexid *m, uint16_t chan, uint32_t wire_xid)
+{
+	uint32_t i = chan < m->channels ? wire_find(m, chan, wire_xid) : WIREXID_NONE;
+
+	if (i == WIREXID_NONE || m->e[i].state != WIREXID_INFLIGHT) {
+		m->st.stray++;
+		return WIREXID_NONE;
+	}
+	return i;
+}
+
+void wirexid_cancel(struct wirexid *m, uint32_t idx)
+{
+	if (idx < m->max && m->e[idx].state == WIREXID_INFLIGHT)
+		entry_free(m, idx);
+}
+
+void wirexid_rewire(struct wirexid *m, uint32_t idx)
+{
+	if (idx >= m->max || m->e[idx].state != WIREXID_INFLIGHT)
+		return;
+	wire_unlink(m, idx);
+	m->e[idx].wire_xid = wire_alloc(m, m->e[idx].chan);
+	wire_link(m, idx);
+}

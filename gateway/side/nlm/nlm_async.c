@@ -1,0 +1,625 @@
+/* SPDX-License-Identifier: MIT */
+#include "gateway/side/nlm/nlm_async.h"
+
+#include <errno.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/xdr.h"
+#include "conf/config.h"
+#include "gateway/counters/counters.h"
+#include "gateway/side/nlm/nlm_relay.h"
+#include "gateway/side/rpc/portmap.h"
+
+enum {
+	/* A TEST_RES: header 40, cookie 4+1024, stat, holder (oh 4+1024, range). */
+	AS_MAX_MSG = 2304,
+	AS_DEFAULT_PENDING = 64,
+	AS_DEFAULT_RETRY_MS = 1000,
+	AS_DEFAULT_TIMEOUT_MS = 10000,
+	AS_DEFAULT_PER_CLIENT = 16,
+	AS_RES_OFFSET = NLMPROC_TEST_RES - NLMPROC_TEST_MSG, /* X_RES = X_MSG + 5 */
+	AS_LINUX_SHORT = 8, /* the l_len a Linux v4 TEST_RES leaves out (below) */
+};
+
+enum as_stage {
+	AS_FREE = 0,
+	AS_AWAIT_SERVER, /* the X_MSG went upstream; its X_RES has not come */
+	AS_GETPORT,	 /* asking the client's portmapper for its lockd */
+	AS_DELIVER,	 /* calling X_RES at the client's lockd */
+};
+
+/* The lock of an X_MSG as sent upstream: the bookkeeping of the result needs it. */
+struct as_lock {
+	bool exclusive;
+	int32_t svid;
+	uint8_t oh[NLM_TOKEN_LEN];
+	uint32_t fh_len;
+	uint8_t fh[NLM4_FHSIZE];
+	uint64_t offset, len;
+};
+
+/* One client X_MSG, from its relaying to the client's taking its X_RES. */
+struct as_entry {
+	enum as_stage stage;
+	uint32_t gen; /* with the slot, the cookie upstream */
+	uint32_t vers, proc;
+	struct nlm_host client;
+	uint32_t cookie_len; /* the client's cookie, given back in the X_RES */
+	uint8_t cookie[NLM_MAXNETOBJ];
+	struct as_lock lock;
+	/* Toward the client. */
+	uint64_t deadline_us, sent_us;
+	uint32_t xid;
+	struct sockaddr_storage to;
+	socklen_t tolen;
+	uint32_t msg_len;
+	uint8_t msg[AS_MAX_MSG]; /* the X_RES call */
+	uint32_t getport_len;
+	uint8_t getport[64];
+};
+
+/* A LOCK_MSG that timed out waiting for its LOCK_RES (expire_lock_msg()). */
+struct as_expired {
+	bool used;
+	uint32_t slot, gen, vers;
+	struct as_lock lock;
+};
+
+struct nlm_async {
+	struct nlm_async_config cfg;
+	struct as_entry *ent;
+	struct as_expired *expired; /* max_pending of them, the oldest overwritten */
+	uint32_t next_expired;
+	uint32_t live, next_gen, next_xid;
+	int fd; /* toward clients, bound to the route's listen address */
+	struct event *read_ev, *timer;
+	struct nlm_async_stats stats;
+	uint8_t fixed[AS_MAX_MSG + AS_LINUX_SHORT]; /* a Linux TEST_RES made whole */
+};
+
+bool nlm_async_is_msg(uint32_t proc)
+{
+	return proc >= NLMPROC_TEST_MSG && proc <= NLMPROC_UNLOCK_MSG;
+}
+
+bool nlm_async_is_res(uint32_t proc)
+{
+	return proc >= NLMPROC_TEST_RES && proc <= NLMPROC_UNLOCK_RES;
+}
+
+static void entry_free(struct nlm_async *as, struct as_entry *e)
+{
+	e->stage = AS_FREE;
+	as->live--;
+}
+
+/* ---- a client's X_MSG ----------------------------------------------------------- */
+
+/* A free entry (NULL: none), and how many entries @client holds in *@held. */
+static struct as_entry *free_entry(struct nlm_async *as, const struct nlm_host *client,
+				   uint32_t *slot, uint32_t *held)
+{
+	struct as_entry *e = NULL;
+
+	*held = 0;
+	for (uint32_t i = 0; i < as->cfg.max_pending; i++) {
+		if (as->ent[i].stage == AS_FREE) {
+			if (!e) {
+				*slot = i;
+				e = &as->ent[i];
+			}
+		} else if (memcmp(&as->ent[i].client, client, sizeof(*client)) == 0) {
+			(*held)++;
+		}
+	}
+	return e;
+}
+
+/*
+ * One client host's entries are capped below the table's size: a host
+ * whose portmapper never answers holds each of its entries for both
+ * stages' timeouts, and without the cap could refuse every other client's
+ * _MSG for that long.
+ */
+static bool refuse(struct nlm_async *as, const struct nlm_host *client, bool table_full,
+		   uint32_t held)
+{
+	char who[INET6_ADDRSTRLEN];
+
+	as->cfg.counters->events[GW_EV_NO_BUFFERS]++;
+	if (!table_full && held >= as->cfg.max_pending_per_client) {
+		as->stats.refused_client_cap++;
+		gw_info("%s: nlm async: a _MSG call of client %s refused: it has %u pending "
+			"(max_pending_per_client)",
+			as->cfg.route->name, nlm_host_str(client, who, sizeof(who)), held);
+		return false;
+	}
+	as->stats.full++;
+	gw_info("%s: nlm async: a _MSG call refused: %u pending (max_pending)", as->cfg.route->name,
+		as->live);
+	return false;
+}
+
+bool nlm_async_register(struct nlm_async *as, const struct nlm_host *client, uint32_t vers,
+			uint32_t proc, struct nlm_args *a, uint8_t cookie[NLM_ASYNC_COOKIE_LEN])
+{
+	uint32_t slot = 0, held;
+	struct as_entry *e = free_entry(as, client, &slot, &held);
+
+	/* nlm_decode_args() bounds both; checked again, the copies are fixed arrays. */
+	if (!e || held >= as->cfg.max_pending_per_client || a->cookie.len > sizeof(e->cookie) ||
+	    a->lock.fh.len > sizeof(e->lock.fh) || a->lock.oh.len != NLM_TOKEN_LEN)
+		return refuse(as, client, !e, held);
+	e->stage = AS_AWAIT_SERVER;
+	e->gen = as->next_gen++;
+	e->vers = vers;
+	e->proc = proc;
+	e->client = *client;
+	e->cookie_len = a->cookie.len;
+	memcpy(e->cookie, a->cookie.p, a->cookie.len);
+	e->lock.exclusive = a->exclusive;
+	e->lock.svid = a->lock.svid;
+	memcpy(e->lock.oh, a->lock.oh.p, NLM_TOKEN_LEN);
+	e->lock.fh_len = a->lock.fh.len;
+	memcpy(e->lock.fh, a->lock.fh.p, a->lock.fh.len);
+	e->lock.offset = a->lock.offset;
+	e->lock.len = a->lock.len;
+	e->deadline_us = gw_now_us() + (uint64_t)as->cfg.timeout_ms * 1000;
+	as->live++;
+	as->stats.sent++;
+	xdr_put32(cookie, slot);
+	xdr_put32(cookie + 4, e->gen);
+	a->cookie = (struct nlm_bytes){ cookie, NLM_ASYNC_COOKIE_LEN };
+	return true;
+}
+
+void nlm_async_from_client(struct nlm_async *as)
+{
+	as->stats.from_client++;
+	as->cfg.counters->events[GW_EV_UNMATCHED_REPLY]++;
+}
+
+/* ---- the server's X_RES ----------------------------------------------------------- */
+
+/* The entry a cookie of ours names, waiting for @proc's result; NULL for none. */
+static struct as_entry *entry_of(struct nlm_async *as, uint32_t vers, uint32_t proc,
+				 struct nlm_bytes cookie)
+{
+	struct as_entry *e;
+	uint32_t slot;
+
+	if (cookie.len != NLM_ASYNC_COOKIE_LEN)
+		return NULL;
+	slot = xdr_get32(cookie.p);
+	if (slot >= as->cfg.max_pending)
+		return NULL;
+	e = &as->ent[slot];
+	if (e->stage != AS_AWAIT_SERVER || e->gen != xdr_get32(cookie.p + 4) || e->vers != vers ||
+	    e->proc + AS_RES_OFFSET != proc)
+		return NULL;
+	return e;
+}
+
+/* The _MSG's arguments as they went upstream, for nlm_relay's bookkeeping. */
+static void upstream_args(uint32_t vers, uint32_t proc, const struct as_lock *l, struct nlm_args *a)
+{
+	*a = (struct nlm_args){
+		.vers = vers,
+		.kind = nlm_args_kind(proc),
+		.exclusive = l->exclusive,
+		.lock = { .fh = { l->fh, l->fh_len },
+			  .oh = { l->oh, NLM_TOKEN_LEN },
+			  .svid = l->svid,
+			  .offset = l->offset,
+			  .len = l->len },
+	};
+}
+
+/*
+ * A LOCK_MSG whose LOCK_RES did not come in time is remembered (its
+ * cookie and lock), so that a LOCK_RES that comes later, granted or
+ * blocked, can be given back: the server then holds (or queues) a lock
+ * of an upstream owner that no client UNLOCK will name once the owner is
+ * gone and no client reboot will release, as nothing records it.
+ *
+ * Why not an UNLOCK at the timeout instead: the LOCK_MSG may still be
+ * queued at the server (Linux lockd answers a _MSG from a svc thread and
+ * sends its _RES as a separate async call), so an UNLOCK sent then can
+ * arrive first and the lock be granted after it; and a LOCK_MSG the
+ * server denied would have the UNLOCK drop an earlier lock the same owner
+ * holds on that range. The late LOCK_RES is the proof that the server
+ * holds the lock. A blocked request granted later comes as a GRANTED
+ * callback, not a LOCK_RES: the callback service relays it to the
+ * client's owner, whose lockd refuses a grant it never waited for, and
+ * answers the server DENIED for an owner of none of the gateway's (the
+ * server then unlocks it); the give-back of the BLOCKED LOCK_RES also
+ * cancels the request (a Linux lockd's UNLOCK cancels a blocked one).
+ *
+ * Bounded: max_pending of them, the oldest overwritten (a result later
+ * than max_pending timeouts is dropped as before).
+ */
+static void expire_lock_msg(struct nlm_async *as, uint32_t slot, const struct as_entry *e)
+{
+	struct as_expired *x = &as->expired[as->next_expired];
+
+	as->next_expired = (as->next_expired + 1) % as->cfg.max_pending;
+	*x = (struct as_expired){
+		.used = true, .slot = slot, .gen = e->gen, .vers = e->vers, .lock = e->lock
+	};
+}
+
+/*
+ * A LOCK_MSG of the same upstream owner on the same file pending (the
+ * client sent it again after the first went unanswered): the server
+ * grants it over the late one's lock, and an UNLOCK now could take away
+ * the lock that result gives the client. Its result is recorded instead,
+ * and the client's reboot unlocks the whole file for that owner.
+ */
+static bool lock_msg_pending(const struct nlm_async *as, const struct as_lock *l)
+{
+	for (uint32_t i = 0; i < as->cfg.max_pending; i++) {
+		const struct as_entry *e = &as->ent[i];
+
+		if (e->stage != AS_FREE && e->proc == NLMPROC_LOCK_MSG && e->lock.svid == l->svid &&
+		    memcmp(e->lock.oh, l->oh, NLM_TOKEN_LEN) == 0 && e->lock.fh_len == l->fh_len &&
+		    memcmp(e->lock.fh, l->fh, l->fh_len) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The server's LOCK_RES (@stat, @cookie) for an expired LOCK_MSG: true
+ * when it was one and the lock was given back. A late refusal holds
+ * nothing: false, and it is dropped as an unknown cookie.
+ */
+static bool give_back_late(struct nlm_async *as, uint32_t vers, struct nlm_bytes cookie,
+			   uint32_t stat)
+{
+	struct nlm_args up;
+
+	if (cookie.len != NLM_ASYNC_COOKIE_LEN)
+		return false;
+	for (uint32_t i = 0; i < as->cfg.max_pending; i++) {
+		struct as_expired *x = &as->expired[i];
+
+		if (!x->used || x->slot != xdr_get32(cookie.p) ||
+		    x->gen != xdr_get32(cookie.p + 4) || x->vers != vers)
+			continue;
+		x->used = false;
+		if (stat != NLM_GRANTED && stat != NLM_BLOCKED)
+			return false;
+		if (lock_msg_pending(as, &x->lock)) {
+			gw_info("%s: nlm async: a late LOCK_RES not given back: the same owner's "
+				"LOCK_MSG on that file is pending again",
+				as->cfg.route->name);
+			return false;
+		}
+		upstream_args(vers, NLMPROC_LOCK_MSG, &x->lock, &up);
+		/*
+		 * The owner holds something on that file now (a resend was
+		 * granted and taken since): an UNLOCK would take that away
+		 * on the server and from the records while its client holds
+		 * it. The late lock is recorded instead (or, with no room,
+		 * given back), so the owner's UNLOCK or its client's reboot
+		 * frees it: held a little too long, never lost.
+		 */
+		if (nlm_relay_owner_holds(as->cfg.relay, &up)) {
+			nlm_relay_lock_result(as->cfg.relay, vers, &up, stat);
+			gw_info("%s: nlm async: a late LOCK_RES recorded, not given back: its "
+				"owner holds a lock on that file",
+				as->cfg.route->name);
+			return true;
+		}
+		nlm_relay_give_back(as->cfg.relay, vers, &up);
+		as->stats.late_given_back++;
+		as->cfg.counters->events[GW_EV_UNMATCHED_REPLY]++;
+		gw_info("%s: nlm async: the server's LOCK_RES (%s) came after its LOCK_MSG timed "
+			"out: the lock given back (UNLOCK upstream), the client not told",
+			as->cfg.route->name, stat == NLM_GRANTED ? "granted" : "blocked");
+		return true;
+	}
+	return false;
+}
+
+static void send_current(struct nlm_async *as, struct as_entry *e)
+{
+	const uint8_t *m = e->stage == AS_DELIVER ? e->msg : e->getport;
+	size_t n = e->stage == AS_DELIVER ? e->msg_len : e->getport_len;
+
+	e->sent_us = gw_now_us();
+	if (sendto(as->fd, m, n, 0, (const struct sockaddr *)&e->to, e->tolen) < 0)
+		gw_debug("%s: nlm async: sendto: %s", as->cfg.route->name, strerror(errno));
+}
+
+/*
+ * The X_RES for the client, with its cookie and (TEST_RES) the holder as
+ * it may see it, then the GETPORT that finds its lockd. A TEST's result
+ * without a holder and the others' nlm_res are the same bytes (cookie,
+ * stat): nlm_encode_testres() writes both.
+ */
+static bool start_delivery(struct nlm_async *as, struct as_entry *e, struct nlm_testres *r)
+{
+	size_t hn = rpc_encode_call_hdr(e->msg, sizeof(e->msg), 0, NLM_PROG, e->vers,
+					e->proc + AS_RES_OFFSET),
+	       m;
+
+	r->cookie = (struct nlm_bytes){ e->cookie, e->cookie_len };
+	if (!hn || nlm_encode_testres(e->vers, r, e->msg + hn, sizeof(e->msg) - hn, &m) != 0)
+		return false;
+	e->msg_len = (uint32_t)(hn + m);
+	e->xid = as->next_xid++;
+	e->getport_len = (uint32_t)pmap_encode_getport(e->getport, sizeof(e->getport), e->xid,
+						       NLM_PROG, e->vers, PMAP_IPPROTO_UDP);
+	if (!e->getport_len)
+		return false;
+	nlm_host_to_sockaddr(&e->client, as->cfg.pmap_port, &e->to, &e->tolen);
+	e->stage = AS_GETPORT;
+	e->deadline_us = gw_now_us() + (uint64_t)as->cfg.timeout_ms * 1000;
+	send_current(as, e);
+	return true;
+}
+
+/*
+ * Linux lockd's v4 TEST_RES with a holder (NLM_DENIED) ends 8 bytes short:
+ * its encode_nlm4_holder() reserves 4 + 4 bytes for two 64-bit words, so
+ * the holder's l_len falls outside the message. What a Linux server sends
+ * is then decoded with that length as 0 (to the end of the file), and the
+ * client gets a whole TEST_RES; anything else still has to decode as it is.
+ */
+static int decode_testres(struct nlm_async *as, uint32_t vers, const uint8_t *args, size_t len,
+			  struct nlm_testres *r)
+{
+	if (nlm_decode_testres(vers, args, len, r) == 0)
+		return 0;
+	if (vers != 4 || len + AS_LINUX_SHORT > sizeof(as->fixed))
+		return -EBADMSG;
+	memcpy(as->fixed, args, len);
+	memset(as->fixed + len, 0, AS_LINUX_SHORT);
+	if (nlm_decode_testres(vers, as->fixed, len + AS_LINUX_SHORT, r) != 0 ||
+	    r->stat != NLM_DENIED)
+		return -EBADMSG;
+	return 0;
+}
+
+int nlm_async_on_res(struct nlm_async *as, uint32_t vers, uint32_t proc, const uint8_t *args,
+		     size_t len)
+{
+	struct nlm_testres r;
+	struct nlm_res res;
+	struct nlm_args up;
+	struct as_entry *e;
+	char who[INET6_ADDRSTRLEN];
+
+	if (proc == NLMPROC_TEST_RES ? decode_testres(as, vers, args, len, &r) != 0
+				     : nlm_decode_res(args, len, &res) != 0) {
+		/* Only the server gets here (nlm_callback checks the address): worth a line. */
+		gw_info("%s: nlm async: the server's NLM v%u procedure %u does not decode "
+			"(%zu bytes): GARBAGE_ARGS",
+			as->cfg.route->name, vers, proc, len);
+		return -EBADMSG;
+	}
+	if (proc != NLMPROC_TEST_RES)
+		r = (struct nlm_testres){ .cookie = res.cookie, .stat = res.stat };
+	e = entry_of(as, vers, proc, r.cookie);
+	if (!e && proc == NLMPROC_LOCK_RES && give_back_late(as, vers, r.cookie, r.stat))
+		return 0;
+	if (!e) {
+		as->stats.unknown_cookie++;
+		as->cfg.counters->events[GW_EV_UNMATCHED_REPLY]++;
+		gw_info("%s: nlm async: the server's NLM v%u procedure %u for no pending _MSG of "
+			"ours (cookie of %u bytes): dropped",
+			as->cfg.route->name, vers, proc, r.cookie.len);
+		return -ENOENT;
+	}
+	upstream_args(e->vers, e->proc, &e->lock, &up);
+	switch (proc) {
+	case NLMPROC_LOCK_RES:
+		if (!nlm_relay_lock_result(as->cfg.relay, vers, &up, r.stat))
+			r.stat = NLM_DENIED_NOLOCKS;
+		break;
+	case NLMPROC_UNLOCK_RES:
+		nlm_relay_unlock_result(as->cfg.relay, &up, r.stat);
+		break;
+	case NLMPROC_TEST_RES:
+		if (r.stat == NLM_DENIED)
+			nlm_relay_holder_view(as->cfg.relay, &e->client, &r.holder);
+		break;
+	default: /* CANCEL_RES forgets nothing, as a CANCEL's reply (nlm_relay.c) */
+		break;
+	}
+	if (!start_delivery(as, e, &r)) {
+		gw_warn("%s: nlm async: the result for client %s did not encode: dropped",
+			as->cfg.route->name, nlm_host_str(&e->client, who, sizeof(who)));
+		entry_free(as, e);
+	}
+	return 0;
+}
+
+/* ---- toward the client --------------------------------------------------------------- */
+
+static struct as_entry *find_xid(struct nlm_async *as, uint32_t xid)
+{
+	for (uint32_t i = 0; i < as->cfg.max_pending; i++) {
+		struct as_entry *e = &as->ent[i];
+
+		if ((e->stage == AS_GETPORT || e->stage == AS_DELIVER) && e->xid == xid)
+			return e;
+	}
+	return NULL;
+}
+
+static void client_reply(struct nlm_async *as, struct as_entry *e, const uint8_t *msg, size_t len)
+{
+	char who[INET6_ADDRSTRLEN];
+	uint16_t port;
+	size_t off;
+
+	if (e->stage == AS_GETPORT) {
+		if (pmap_decode_getport_reply(msg, len, &port) != 0 || port == 0) {
+			gw_info("%s: nlm async: client %s has no lockd at its portmapper: its "
+				"result dropped",
+				as->cfg.route->name, nlm_host_str(&e->client, who, sizeof(who)));
+			entry_free(as, e);
+			return;
+		}
+		e->stage = AS_DELIVER;
+		e->xid = as->next_xid++;
+		xdr_put32(e->msg, e->xid);
+		nlm_host_to_sockaddr(&e->client, port, &e->to, &e->tolen);
+		send_current(as, e);
+		return;
+	}
+	/* A _RES has no results; an accepted, successful reply is the client's taking it. */
+	if (rpc_reply_results(msg, len, &off))
+		as->stats.delivered++;
+	else
+		gw_info("%s: nlm async: client %s refused its result", as->cfg.route->name,
+			nlm_host_str(&e->client, who, sizeof(who)));
+	entry_free(as, e);
+}
+
+static void on_client_read(evutil_socket_t fd, short what, void *arg)
+{
+	struct nlm_async *as = arg;
+	uint8_t buf[512];
+	struct sockaddr_storage from;
+	socklen_t flen = sizeof(from);
+	struct nlm_host h;
+	struct as_entry *e;
+	ssize_t n;
+
+	(void)what;
+	while ((n = recvfrom(fd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &flen)) >= 0) {
+		/* Only a reply from the client the call went to, to a call pending. */
+		if (n < 8 || !rpc_msg_is_reply(buf, (size_t)n) ||
+		    !(e = find_xid(as, xdr_get32(buf))) ||
+		    !nlm_host_from_sockaddr(&h, (struct sockaddr *)&from, flen) ||
+		    memcmp(&h, &e->client, sizeof(h)) != 0)
+			as->cfg.counters->events[GW_EV_UNMATCHED_REPLY]++;
+		else
+			client_reply(as, e, buf, (size_t)n);
+		flen = sizeof(from);
+	}
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct nlm_async *as = arg;
+	uint64_t now = gw_now_us();
+	char who[INET6_ADDRSTRLEN];
+
+	(void)fd;
+	(void)what;
+	for (uint32_t i = 0; i < as->cfg.max_pending; i++) {
+		struct as_entry *e = &as->ent[i];
+
+		if (e->stage == AS_FREE)
+			continue;
+		if (now >= e->deadline_us) {
+			as->stats.timed_out++;
+			as->cfg.counters->events[GW_EV_CALL_TIMEOUT]++;
+			gw_info("%s: nlm async: a _MSG of client %s: %s in time, forgotten",
+				as->cfg.route->name, nlm_host_str(&e->client, who, sizeof(who)),
+				e->stage == AS_AWAIT_SERVER ? "no result from the server"
+							    : "the client did not take its result");
+			if (e->stage == AS_AWAIT_SERVER && e->proc == NLMPROC_LOCK_MSG)
+				expire_lock_msg(as, i, e);
+			entry_free(as, e);
+		} else if (e->stage != AS_AWAIT_SERVER &&
+			   now - e->sent_us >= (uint64_t)as->cfg.retry_ms * 1000) {
+			send_current(as, e);
+		}
+	}
+}
+
+/* ---- start and stop -------------------------------------------------------------------- */
+
+struct nlm_async *nlm_async_new(struct event_base *base, const struct nlm_async_config *cfg,
+				char *err, size_t errlen)
+{
+	struct nlm_async *as = calloc(1, sizeof(*as));
+	struct sockaddr_storage la = cfg->route->listen.addr;
+
+	if (!as)
+		goto fail;
+	as->cfg = *cfg;
+	as->fd = -1;
+	if (!as->cfg.max_pending)
+		as->cfg.max_pending = AS_DEFAULT_PENDING;
+	if (!as->cfg.retry_ms)
+		as->cfg.retry_ms = AS_DEFAULT_RETRY_MS;
+	if (!as->cfg.timeout_ms)
+		as->cfg.timeout_ms = AS_DEFAULT_TIMEOUT_MS;
+	if (!as->cfg.max_pending_per_client)
+		as->cfg.max_pending_per_client = AS_DEFAULT_PER_CLIENT;
+	if (as->cfg.max_pending_per_client > as->cfg.max_pending)
+		as->cfg.max_pending_per_client = as->cfg.max_pending;
+	/* Generations and XIDs from the clock: a restarted gateway's differ from before. */
+	as->next_gen = (uint32_t)gw_now_us() * 2246822519u;
+	as->next_xid = (uint32_t)gw_now_us() * 3266489917u;
+	as->ent = calloc(as->cfg.max_pending, sizeof(*as->ent));
+	as->expired = calloc(as->cfg.max_pending, sizeof(*as->expired));
+	if (!as->ent || !as->expired)
+		goto fail;
+	/* From the listen address: the client knows the gateway by it. */
+	if (la.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&la)->sin6_port = 0;
+	else
+		((struct sockaddr_in *)&la)->sin_port = 0;
+	as->fd = socket(la.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (as->fd < 0 || bind(as->fd, (struct sockaddr *)&la, cfg->route->listen.addrlen) != 0)
+		goto fail;
+	as->read_ev = event_new(base, as->fd, EV_READ | EV_PERSIST, on_client_read, as);
+	as->timer = event_new(base, -1, EV_PERSIST, on_timer, as);
+	struct timeval tick = gw_ms_timeval(as->cfg.retry_ms / 2 ? as->cfg.retry_ms / 2 : 1);
+	if (!as->read_ev || !as->timer || event_add(as->read_ev, NULL) != 0 ||
+	    event_add(as->timer, &tick) != 0)
+		goto fail;
+	return as;
+fail:
+	snprintf(err, errlen, "route %s: cannot start the NLM asynchronous results: %s",
+		 cfg->route->name, strerror(errno ? errno : ENOMEM));
+	nlm_async_free(as);
+	return NULL;
+}
+
+void nlm_async_free(struct nlm_async *as)
+{
+	if (!as)
+		return;
+	if (as->read_ev)
+		event_free(as->read_ev);
+	if (as->timer)
+		event_free(as->timer);
+	if (as->fd >= 0)
+		close(as->fd);
+	free(as->ent);
+	free(as->expired);
+	free(as);
+}
+
+uint32_t nlm_async_pending(const struct nlm_async *as)
+{
+	return as->live;
+}
+
+const struct nlm_async_stats *nlm_async_stats(const struct nlm_async *as)
+{
+	return &as->stats;
+}
+
+void nlm_async_set_route(struct nlm_async *as, const struct gw_route *route)
+{
+	as->cfg.route = route;
+}

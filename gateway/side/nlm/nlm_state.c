@@ -1,0 +1,851 @@
+/* SPDX-License-Identifier: MIT */
+#include "gateway/side/nlm/nlm_state.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/*
+ * Owners, clients and lock records live in arrays made at init; free slots
+ * are kept on stacks. Links are indices plus one (0: none).
+ */
+struct nlm_owner {
+	uint32_t client; /* index + 1; 0: free */
+	uint16_t gen;	 /* 1..0x7fff, bumped when the slot is reused */
+	int32_t svid;	 /* the client's */
+	uint32_t oh_len;
+	uint8_t *oh; /* max_oh bytes of the state's store */
+	uint32_t hnext;
+	uint32_t locks;
+	uint64_t used; /* the state's tick when last asked for */
+};
+
+struct nlm_client {
+	bool used;
+	struct nlm_host host;
+	uint32_t owners, locks;
+	uint32_t lock_head;
+};
+
+struct nlm_lockrec {
+	uint32_t owner; /* index + 1; 0: free */
+	uint32_t next;	/* the client's list, or the free list */
+	uint32_t vers;
+	uint32_t fh_len;
+	uint8_t fh[NLM4_FHSIZE];
+	uint64_t offset, len;
+	bool share; /* a SHARE reservation (no range), not a lock */
+};
+
+/*
+ * A client host's last SM_NOTIFY state, kept apart from the client's
+ * record: that is forgotten at the notification itself.
+ */
+struct nlm_notified {
+	bool used;
+	struct nlm_host host;
+	int32_t state;
+	uint64_t at_us; /* when that state came first */
+};
+
+struct nlm_state {
+	struct nlm_state_limits lim;
+	struct nlm_state_stats stats;
+	uint64_t instance;
+	uint64_t tick;
+	struct nlm_owner *owners;
+	uint8_t *oh_store;
+	uint32_t *free_owners, nfree_owners;
+	uint32_t *buckets, nbuckets;
+	struct nlm_client *clients;
+	struct nlm_lockrec *locks;
+	uint32_t free_lock, nlocks;
+	struct nlm_unlock *unlocks;    /* max_locks_per_client, for a reboot */
+	struct nlm_notified *notified; /* max_clients: the last SM_NOTIFY state per host */
+	uint32_t next_notified;	       /* the entry reused when all are taken */
+	bool clients_dirty;	       /* the set of clients holding locks changed since taken */
+};
+
+static void set_default(uint32_t *v, uint32_t def)
+{
+	if (*v == 0)
+		*v = def;
+}
+
+bool nlm_host_from_sockaddr(struct nlm_host *h, const struct sockaddr *sa, socklen_t len)
+{
+	memset(h, 0, sizeof(*h));
+	if (sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
+		h->family = AF_INET;
+		memcpy(h->addr, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+		return true;
+	}
+	if (sa->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
+		const struct in6_addr *a6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+		/* A dual-stack socket shows an IPv4 client as ::ffff:a.b.c.d: one host. */
+		if (IN6_IS_ADDR_V4MAPPED(a6)) {
+			h->family = AF_INET;
+			memcpy(h->addr, a6->s6_addr + 12, 4);
+			return true;
+		}
+		h->family = AF_INET6;
+		memcpy(h->addr, a6, 16);
+		return true;
+	}
+	return false;
+}
+
+void nlm_host_to_sockaddr(const struct nlm_host *h, uint16_t port, struct sockaddr_storage *ss,
+			  socklen_t *len)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (h->family == AF_INET6) {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+		s6->sin6_family = AF_INET6;
+		memcpy(&s6->sin6_addr, h->addr, 16);
+		s6->sin6_port = htons(port);
+		*len = sizeof(*s6);
+	} else {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+		s4->sin_family = AF_INET;
+		memcpy(&s4->sin_addr, h->addr, 4);
+		s4->sin_port = htons(port);
+		*len = sizeof(*s4);
+	}
+}
+
+const char *nlm_host_str(const struct nlm_host *h, char *buf, size_t len)
+{
+	if (!inet_ntop(h->family, h->addr, buf, (socklen_t)len))
+		snprintf(buf, len, "?");
+	return buf;
+}
+
+static bool host_eq(const struct nlm_host *a, const struct nlm_host *b)
+{
+	return a->family == b->family && memcmp(a->addr, b->addr, sizeof(a->addr)) == 0;
+}
+
+struct nlm_state *nlm_state_new(const struct nlm_state_limits *lim, uint64_t instance)
+{
+	struct nlm_state *st = calloc(1, sizeof(*st));
+
+	if (!st)
+		return NULL;
+	st->lim = *lim;
+	set_default(&st->lim.max_clients, 1024);
+	set_default(&st->lim.max_owners, 4096);
+	set_default(&st->lim.max_locks, 16384);
+	set_default(&st->lim.max_locks_per_client, 1024);
+	set_default(&st->lim.max_oh, 256);
+	set_default(&st->lim.max_owners_per_client,
+		    st->lim.max_owners < 1024 ? st->lim.max_owners : 1024);
+	if (st->lim.max_owners > NLM_STATE_MAX_OWNERS || st->lim.max_oh > NLM_MAXNETOBJ ||
+	    st->lim.max_locks_per_client > st->lim.max_locks ||
+	    st->lim.max_owners_per_client > st->lim.max_owners) {
+		free(st);
+		errno = EINVAL;
+		return NULL;
+	}
+	st->instance = instance;
+	st->nbuckets = 1;
+	while (st->nbuckets < 2 * st->lim.max_owners)
+		st->nbuckets <<= 1;
+	st->owners = calloc(st->lim.max_owners, sizeof(*st->owners));
+	st->oh_store = calloc(st->lim.max_owners, st->lim.max_oh);
+	st->free_owners = calloc(st->lim.max_owners, sizeof(*st->free_owners));
+	st->buckets = calloc(st->nbuckets, sizeof(*st->buckets));
+	st->clients = calloc(st->lim.max_clients, sizeof(*st->clients));
+	st->locks = calloc(st->lim.max_locks, sizeof(*st->locks));
+	st->unlocks = calloc(st->lim.max_locks_per_client, sizeof(*st->unlocks));
+	st->notified = calloc(st->lim.max_clients, sizeof(*st->notified));
+	if (!st->owners || !st->oh_store || !st->free_owners || !st->buckets || !st->clients ||
+	    !st->locks || !st->unlocks || !st->notified) {
+		nlm_state_free(st);
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (uint32_t i = 0; i < st->lim.max_owners; i++) {
+		st->owners[i].oh = st->oh_store + (size_t)i * st->lim.max_oh;
+		st->owners[i].gen = 1;
+		st->free_owners[i] = st->lim.max_owners - 1 - i; /* slot 0 first */
+	}
+	st->nfree_owners = st->lim.max_owners;
+	for (uint32_t i = 0; i < st->lim.max_locks; i++)
+		st->locks[i].next = i + 2 <= st->lim.max_locks ? i + 2 : 0;
+	st->free_lock = 1;
+	return st;
+}
+
+void nlm_state_free(struct nlm_state *st)
+{
+	if (!st)
+		return;
+	free(st->owners);
+	free(st->oh_store);
+	free(st->free_owners);
+	free(st->buckets);
+	free(st->clients);
+	free(st->locks);
+	free(st->unlocks);
+	free(st->notified);
+	free(st);
+}
+
+const struct nlm_state_stats *nlm_state_stats(const struct nlm_state *st)
+{
+	return &st->stats;
+}
+
+const struct nlm_state_limits *nlm_state_limits(const struct nlm_state *st)
+{
+	return &st->lim;
+}
+
+/* ---- owners ------------------------------------------------------------------ */
+
+/* FNV-1a over the client's key: the table is small and the key short. */
+static uint32_t owner_hash(const struct nlm_state *st, const struct nlm_host *h, int32_t svid,
+			   struct nlm_bytes oh)
+{
+	uint32_t x = 2166136261u;
+	uint32_t s = (uint32_t)svid;
+
+	for (size_t i = 0; i < sizeof(h->addr); i++)
+		x = (x ^ h->addr[i]) * 16777619u;
+	for (int i = 0; i < 4; i++)
+		x = (x ^ ((s >> (8 * i)) & 0xff)) * 16777619u;
+	for (uint32_t i = 0; i < oh.len; i++)
+		x = (x ^ oh.p[i]) * 16777619u;
+	return x & (st->nbuckets - 1);
+}
+
+/* Upstream svid: generation and slot, positive, never 0. */
+static void owner_id(const struct nlm_state *st, uint32_t slot, struct nlm_owner_id *id)
+{
+	uint16_t gen = st->owners[slot].gen;
+
+	id->svid = (int32_t)(((uint32_t)gen << 16) | slot);
+	for (int i = 0; i < 8; i++)
+		id->oh[i] = (uint8_t)(st->instance >> (56 - 8 * i));
+	for (int i = 0; i < 4; i++) {
+		id->oh[8 + i] = (uint8_t)(slot >> (24 - 8 * i));
+		id->oh[12 + i] = (uint8_t)((uint32_t)gen >> (24 - 8 * i));
+	}
+}
+
+/* The live slot an upstream (svid, oh) names, or -1. */
+static int32_t owner_slot(const struct nlm_state *st, int32_t svid, struct nlm_bytes oh)
+{
+	uint32_t slot = (uint32_t)svid & 0xffff;
+	struct nlm_owner_id id;
+
+	if (svid <= 0 || slot >= st->lim.max_owners || st->owners[slot].client == 0)
+		return -1;
+	owner_id(st, slot, &id);
+	if (id.svid != svid || oh.len != NLM_TOKEN_LEN || memcmp(id.oh, oh.p, NLM_TOKEN_LEN) != 0)
+		return -1;
+	return (int32_t)slot;
+}
+
+bool nlm_state_owner_of_token(struct nlm_bytes oh, struct nlm_owner_id *out)
+{
+	uint32_t slot = 0, gen = 0;
+
+	if (oh.len != NLM_TOKEN_LEN)
+		return false;
+	/* owner_id()'s layout; owner_slot() checks the whole of it when it is used. */
+	for (int i = 0; i < 4; i++) {
+		slot = slot << 8 | oh.p[8 + i];
+		gen = gen << 8 | oh.p[12 + i];
+	}
+	out->svid = (int32_t)((gen & 0xffff) << 16 | (slot & 0xffff));
+	memcpy(out->oh, oh.p, NLM_TOKEN_LEN);
+	return true;
+}
+
+/* Does @oh look like a token of this gateway (a stale one, if not live)? */
+static bool is_our_token(const struct nlm_state *st, struct nlm_bytes oh)
+{
+	uint8_t inst[8];
+
+	for (int i = 0; i < 8; i++)
+		inst[i] = (uint8_t)(st->instance >> (56 - 8 * i));
+	return oh.len == NLM_TOKEN_LEN && memcmp(oh.p, inst, 8) == 0;
+}
+
+static int32_t find_client(const struct nlm_state *st, const struct nlm_host *h)
+{
+	/* A scan: clients are few (max_clients), and NLM calls are rare. */
+	for (uint32_t i = 0; i < st->lim.max_clients; i++)
+		if (st->clients[i].used && host_eq(&st->clients[i].host, h))
+			return (int32_t)i;
+	return -1;
+}
+
+static int32_t add_client(struct nlm_state *st, const struct nlm_host *h)
+{
+	for (uint32_t i = 0; i < st->lim.max_clients; i++) {
+		if (!st->clients[i].used) {
+			memset(&st->clients[i], 0, sizeof(st->clients[i]));
+			st->clients[i].used = true;
+			st->clients[i].host = *h;
+			return (int32_t)i;
+		}
+	}
+	st->stats.clients_full++;
+	return -1;
+}
+
+static void unhash_owner(struct nlm_state *st, uint32_t slot)
+{
+	struct nlm_owner *o = &st->owners[slot];
+	struct nlm_client *c = &st->clients[o->client - 1];
+	uint32_t b = owner_hash(st, &c->host, o->svid, (struct nlm_bytes){ o->oh, o->oh_len });
+	uint32_t *link = &st->buckets[b];
+
+	while (*link && *link != slot + 1)
+		link = &st->owners[*link - 1].hnext;
+	if (*link)
+		*link = o->hnext;
+}
+
+/* Forget an owner (no records left): its slot's next owner has a new generation. */
+static void free_owner(struct nlm_state *st, uint32_t slot)
+{
+	struct nlm_owner *o = &st->owners[slot];
+	struct nlm_client *c = &st->clients[o->client - 1];
+
+	unhash_owner(st, slot);
+	if (--c->owners == 0)
+		c->used = false;
+	o->client = 0;
+	o->locks = 0;
+	o->gen = o->gen >= 0x7fff ? 1 : (uint16_t)(o->gen + 1);
+	st->free_owners[st->nfree_owners++] = slot;
+}
+
+/*
+ * When every slot is taken (or every slot a client may have), the least
+ * recently used owner without locks goes: of any client (@client 0), or of
+ * client index @client - 1.
+ */
+static bool reclaim_owner(struct nlm_state *st, uint32_t client)
+{
+	int64_t best = -1;
+
+	for (uint32_t i = 0; i < st->lim.max_owners; i++) {
+		const struct nlm_owner *o = &st->owners[i];
+		if (o->client && (client == 0 || o->client == client) && o->locks == 0 &&
+		    (best < 0 || o->used < st->owners[best].used))
+			best = i;
+	}
+	if (best < 0)
+		return false;
+	free_owner(st, (uint32_t)best);
+	return true;
+}
+
+/* The owner (slot + 1) of @host's (@svid, @oh) in bucket @b; 0 for none. */
+static uint32_t find_owner(const struct nlm_state *st, uint32_t b, const struct nlm_host *host,
+			   int32_t svid, struct nlm_bytes oh)
+{
+	for (uint32_t i = st->buckets[b]; i; i = st->owners[i - 1].hnext) {
+		const struct nlm_owner *o = &st->owners[i - 1];
+		if (o->svid == svid && o->oh_len == oh.len &&
+		    host_eq(&st->clients[o->client - 1].host, host) &&
+		    (oh.len == 0 || memcmp(o->oh, oh.p, oh.len) == 0))
+			return i;
+	}
+	return 0;
+}
+
+int nlm_state_find_owner(struct nlm_state *st, const struct nlm_host *host, int32_t svid,
+			 struct nlm_bytes oh, struct nlm_owner_id *out)
+{
+	uint32_t i;
+
+	if (oh.len > st->lim.max_oh)
+		return -ENOENT; /* never made: nlm_state_owner() refuses such a handle */
+	i = find_owner(st, owner_hash(st, host, svid, oh), host, svid, oh);
+	if (!i)
+		return -ENOENT;
+	st->owners[i - 1].used = ++st->tick;
+	owner_id(st, i - 1, out);
+	return 0;
+}
+
+int nlm_state_owner(struct nlm_state *st, const struct nlm_host *host, int32_t svid,
+		    struct nlm_bytes oh, struct nlm_owner_id *out)
+{
+	uint32_t b, i;
+	int32_t ci;
+
+	if (oh.len > st->lim.max_oh) {
+		st->stats.oh_too_long++;
+		return -E2BIG;
+	}
+	b = owner_hash(st, host, svid, oh);
+	if ((i = find_owner(st, b, host, svid, oh)) != 0) {
+		st->owners[i - 1].used = ++st->tick;
+		owner_id(st, i - 1, out);
+		return 0;
+	}
+	ci = find_client(st, host);
+	/* One client may not take every owner: its own idle one goes first. */
+	if (ci >= 0 && st->clients[ci].owners >= st->lim.max_owners_per_client &&
+	    !reclaim_owner(st, (uint32_t)ci + 1)) {
+		st->stats.client_owners_full++;
+		return -ENOSPC;
+	}
+	if (ci < 0 && (ci = add_client(st, host)) < 0)
+		return -ENOSPC;
+	if (st->nfree_owners == 0 && !reclaim_owner(st, 0)) {
+		st->stats.owners_full++;
+		if (st->clients[ci].owners == 0)
+			st->clients[ci].used = false;
+		return -ENOSPC;
+	}
+	/* reclaim_owner() may have freed this very client: take it again. */
+	if (!st->clients[ci].used) {
+		st->clients[ci].used = true;
+		st->clients[ci].host = *host;
+	}
+	uint32_t slot = st->free_owners[--st->nfree_owners];
+	struct nlm_owner *o = &st->owners[slot];
+	o->client = (uint32_t)ci + 1;
+	o->svid = svid;
+	o->oh_len = oh.len;
+	if (oh.len)
+		memcpy(o->oh, oh.p, oh.len);
+	o->locks = 0;
+	o->used = ++st->tick;
+	o->hnext = st->buckets[b];
+	st->buckets[b] = slot + 1;
+	st->clients[ci].owners++;
+	owner_id(st, slot, out);
+	return 0;
+}
+
+bool nlm_state_lookup_upstream(struct nlm_state *st, int32_t svid, struct nlm_bytes oh,
+			       struct nlm_client_owner *out)
+{
+	int32_t slot = owner_slot(st, svid, oh);
+
+	if (slot < 0) {
+		if (is_our_token(st, oh))
+			st->stats.stale_owner++;
+		return false;
+	}
+	const struct nlm_owner *o = &st->owners[slot];
+	out->host = st->clients[o->client - 1].host;
+	out->svid = o->svid;
+	out->oh = (struct nlm_bytes){ o->oh, o->oh_len };
+	return true;
+}
+
+void nlm_state_holder_view(struct nlm_state *st, const struct nlm_host *host, struct nlm_holder *h)
+{
+	struct nlm_client_owner co;
+
+	if (!nlm_state_lookup_upstream(st, h->svid, h->oh, &co))
+		return;
+	if (!host_eq(&co.host, host))
+		return; /* another client's: the token tells nothing of it */
+	h->svid = co.svid;
+	h->oh = co.oh;
+}
+
+/* ---- lock records ------------------------------------------------------------- */
+
+static bool fh_eq(const struct nlm_lockrec *r, struct nlm_bytes fh)
+{
+	return r->fh_len == fh.len && memcmp(r->fh, fh.p, fh.len) == 0;
+}
+
+/* A lock or (@share) a share of @owner on @fh; a share has no range (0, 0). */
+static int record(struct nlm_state *st, const struct nlm_owner_id *owner, uint32_t vers,
+		  struct nlm_bytes fh, uint64_t offset, uint64_t len, bool share)
+{
+	struct nlm_bytes tok = { owner->oh, NLM_TOKEN_LEN };
+	int32_t slot = owner_slot(st, owner->svid, tok);
+
+	if (slot < 0)
+		return -ENOENT;
+	if (fh.len > NLM4_FHSIZE)
+		return -EINVAL;
+	struct nlm_owner *o = &st->owners[slot];
+	struct nlm_client *c = &st->clients[o->client - 1];
+	for (uint32_t i = c->lock_head; i; i = st->locks[i - 1].next) {
+		const struct nlm_lockrec *r = &st->locks[i - 1];
+		if (r->owner == (uint32_t)slot + 1 && fh_eq(r, fh) && r->offset == offset &&
+		    r->len == len && r->share == share)
+			return 0; /* a retransmitted LOCK or SHARE, or GRANTED after BLOCKED */
+	}
+	if (c->locks >= st->lim.max_locks_per_client) {
+		st->stats.client_locks_full++;
+		return -ENOSPC;
+	}
+	if (!st->free_lock) {
+		st->stats.locks_full++;
+		return -ENOSPC;
+	}
+	uint32_t i = st->free_lock;
+	struct nlm_lockrec *r = &st->locks[i - 1];
+	st->free_lock = r->next;
+	r->owner = (uint32_t)slot + 1;
+	r->vers = vers;
+	r->fh_len = fh.len;
+	memcpy(r->fh, fh.p, fh.len);
+	r->offset = offset;
+	r->len = len;
+	r->share = share;
+	r->next = c->lock_head;
+	c->lock_head = i;
+	/* A client's first lock: the saved client list no longer matches. */
+	if (c->locks++ == 0)
+		st->clients_dirty = true;
+	o->locks++;
+	st->nlocks++;
+	return 0;
+}
+
+int nlm_state_record_lock(struct nlm_state *st, const struct nlm_owner_id *owner, uint32_t vers,
+			  struct nlm_bytes fh, uint64_t offset, uint64_t len)
+{
+	return record(st, owner, vers, fh, offset, len, false);
+}
+
+int nlm_state_record_share(struct nlm_state *st, const struct nlm_owner_id *owner, uint32_t vers,
+			   struct nlm_bytes fh)
+{
+	return record(st, owner, vers, fh, 0, 0, true);
+}
+
+bool nlm_state_owner_holds(const struct nlm_state *st, const struct nlm_owner_id *owner,
+			   struct nlm_bytes fh)
+{
+	struct nlm_bytes tok = { owner->oh, NLM_TOKEN_LEN };
+	int32_t slot = owner_slot(st, owner->svid, tok);
+
+	if (slot < 0)
+		return false;
+	const struct nlm_client *c = &st->clients[st->owners[slot].client - 1];
+	for (uint32_t i = c->lock_head; i; i = st->locks[i - 1].next) {
+		const struct nlm_lockrec *r = &st->locks[i - 1];
+		if (r->owner == (uint32_t)slot + 1 && fh_eq(r, fh) && !r->share)
+			return true;
+	}
+	return false;
+}
+
+/* Does [uoff, uoff+ulen) cover the record entirely? A length 0 runs to the end. */
+static bool covers(uint64_t uoff, uint64_t ulen, const struct nlm_lockrec *r)
+{
+	if (r->offset < uoff)
+		return false;
+	if (ulen == 0 || uoff + ulen < uoff)
+		return true;
+	return r->len != 0 && r->offset + r->len >= r->offset && r->offset + r->len <= uoff + ulen;
+}
+
+static void release_record(struct nlm_state *st, struct nlm_client *c, uint32_t *link)
+{
+	uint32_t i = *link;
+	struct nlm_lockrec *r = &st->locks[i - 1];
+
+	*link = r->next;
+	st->owners[r->owner - 1].locks--;
+	r->owner = 0;
+	r->next = st->free_lock;
+	st->free_lock = i;
+	if (--c->locks == 0)
+		st->clients_dirty = true;
+	st->nlocks--;
+}
+
+/*
+ * Forget @owner's records on @fh: its shares (@share), else its locks that
+ * [@offset, @offset+@len) covers. A share has no range: an UNSHARE ends it.
+ */
+static void forget_records(struct nlm_state *st, const struct nlm_owner_id *owner,
+			   struct nlm_bytes fh, bool share, uint64_t offset, uint64_t len)
+{
+	struct nlm_bytes tok = { owner->oh, NLM_TOKEN_LEN };
+	int32_t slot = owner_slot(st, owner->svid, tok);
+
+	if (slot < 0)
+		return;
+	struct nlm_client *c = &st->clients[st->owners[slot].client - 1];
+	uint32_t *link = &c->lock_head;
+	while (*link) {
+		const struct nlm_lockrec *r = &st->locks[*link - 1];
+		if (r->owner == (uint32_t)slot + 1 && fh_eq(r, fh) && r->share == share &&
+		    (share || covers(offset, len, r)))
+			release_record(st, c, link);
+		else
+			link = &st->locks[*link - 1].next;
+	}
+}
+
+void nlm_state_unlocked(struct nlm_state *st, const struct nlm_owner_id *owner, struct nlm_bytes fh,
+			uint64_t offset, uint64_t len)
+{
+	forget_records(st, owner, fh, false, offset, len);
+}
+
+void nlm_state_unshared(struct nlm_state *st, const struct nlm_owner_id *owner, struct nlm_bytes fh)
+{
+	forget_records(st, owner, fh, true, 0, 0);
+}
+
+uint32_t nlm_state_client_locks(const struct nlm_state *st, const struct nlm_host *host)
+{
+	int32_t ci = find_client(st, host);
+
+	return ci < 0 ? 0 : st->clients[ci].locks;
+}
+
+uint32_t nlm_state_locks(const struct nlm_state *st)
+{
+	return st->nlocks;
+}
+
+/* A walk of max_clients slots: read per scrape only, not worth a count kept in step. */
+uint32_t nlm_state_clients(const struct nlm_state *st)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < st->lim.max_clients; i++)
+		n += st->clients[i].used;
+	return n;
+}
+
+uint32_t nlm_state_owners(const struct nlm_state *st)
+{
+	return st->lim.max_owners - st->nfree_owners;
+}
+
+static bool already_listed(const struct nlm_unlock *u, size_t n, const struct nlm_owner_id *id,
+			   const struct nlm_lockrec *r)
+{
+	for (size_t k = 0; k < n; k++)
+		if (u[k].owner.svid == id->svid && u[k].unshare == r->share &&
+		    u[k].fh_len == r->fh_len && memcmp(u[k].fh, r->fh, r->fh_len) == 0)
+			return true;
+	return false;
+}
+
+size_t nlm_state_client_rebooted(struct nlm_state *st, const struct nlm_host *host,
+				 const struct nlm_unlock **out)
+{
+	int32_t ci = find_client(st, host);
+	size_t n = 0;
+
+	*out = st->unlocks;
+	if (ci < 0)
+		return 0;
+	struct nlm_client *c = &st->clients[ci];
+	while (c->lock_head) {
+		const struct nlm_lockrec *r = &st->locks[c->lock_head - 1];
+		struct nlm_owner_id id;
+		owner_id(st, r->owner - 1, &id);
+		/* n stays under max_locks_per_client: one entry per record at most. */
+		if (!already_listed(st->unlocks, n, &id, r)) {
+			struct nlm_unlock *u = &st->unlocks[n++];
+			u->vers = r->vers;
+			u->unshare = r->share;
+			u->owner = id;
+			u->fh_len = r->fh_len;
+			memcpy(u->fh, r->fh, r->fh_len);
+		}
+		release_record(st, c, &c->lock_head);
+	}
+	for (uint32_t i = 0; i < st->lim.max_owners && c->used; i++)
+		if (st->owners[i].client == (uint32_t)ci + 1)
+			free_owner(st, i);
+	c->used = false;
+	return n;
+}
+
+size_t nlm_state_server_rebooted(struct nlm_state *st, struct nlm_host *hosts, size_t max)
+{
+	size_t n = 0;
+
+	for (uint32_t i = 0; i < st->lim.max_clients; i++) {
+		struct nlm_client *c = &st->clients[i];
+
+		if (!c->used || !c->lock_head)
+			continue;
+		if (n < max)
+			hosts[n] = c->host;
+		n++;
+		while (c->lock_head)
+			release_record(st, c, &c->lock_head);
+	}
+	return n;
+}
+
+bool nlm_state_client_notified(struct nlm_state *st, const struct nlm_host *host, int32_t state,
+			       uint64_t now_us)
+{
+	struct nlm_notified *free_slot = NULL;
+
+	/* A walk of max_clients entries: once per SM_NOTIFY, a reboot's worth. */
+	for (uint32_t i = 0; i < st->lim.max_clients; i++) {
+		struct nlm_notified *e = &st->notified[i];
+
+		if (!e->used) {
+			if (!free_slot)
+				free_slot = e;
+			continue;
+		}
+		if (!host_eq(&e->host, host))
+			continue;
+		if (e->state == state && now_us - e->at_us < NLM_NOTIFY_REPEAT_US) {
+			st->stats.notify_repeated++;
+			return false;
+		}
+		e->state = state;
+		e->at_us = now_us;
+		return true;
+	}
+	/*
+	 * All taken (max_clients, at least 1, entries): the oldest-made one goes;
+	 * that host's next repeat then acts again.
+	 */
+	if (!free_slot && st->lim.max_clients) {
+		free_slot = &st->notified[st->next_notified];
+		st->next_notified = (st->next_notified + 1) % st->lim.max_clients;
+	}
+	if (free_slot)
+		*free_slot = (struct nlm_notified){
+			.used = true, .host = *host, .state = state, .at_us = now_us
+		};
+	return true;
+}
+
+/* ---- the client list across restarts ------------------------------------------ */
+
+static const char nlm_clients_magic[] = "rpcrdma-gw nlm clients 1";
+
+int nlm_state_save_clients(const struct nlm_state *st, const char *path, char *err, size_t errlen)
+{
+	char tmp[4096], addr[INET6_ADDRSTRLEN];
+	FILE *f;
+	int fd, rc = 0;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
+		snprintf(err, errlen, "%s: path too long", path);
+		return -ENAMETOOLONG;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || !(f = fdopen(fd, "w"))) {
+		rc = -errno;
+		if (fd >= 0)
+			close(fd);
+		snprintf(err, errlen, "%s: %s", tmp, strerror(-rc));
+		return rc;
+	}
+	fprintf(f, "%s\n", nlm_clients_magic);
+	for (uint32_t i = 0; i < st->lim.max_clients; i++) {
+		const struct nlm_client *c = &st->clients[i];
+		if (c->used && c->locks &&
+		    inet_ntop(c->host.family, c->host.addr, addr, sizeof(addr)))
+			fprintf(f, "%s\n", addr);
+	}
+	/* The data reaches the disk before the rename makes it the list. */
+	if (fflush(f) != 0 || fsync(fileno(f)) != 0)
+		rc = -errno;
+	if (fclose(f) != 0 && rc == 0)
+		rc = -errno;
+	if (rc == 0 && rename(tmp, path) != 0)
+		rc = -errno;
+	if (rc) {
+		snprintf(err, errlen, "%s: %s", path, strerror(-rc));
+		unlink(tmp);
+	}
+	return rc;
+}
+
+static bool parse_host(const char *s, struct nlm_host *h)
+{
+	memset(h, 0, sizeof(*h));
+	if (inet_pton(AF_INET, s, h->addr) == 1) {
+		h->family = AF_INET;
+		return true;
+	}
+	if (inet_pton(AF_INET6, s, h->addr) == 1) {
+		h->family = AF_INET6;
+		return true;
+	}
+	return false;
+}
+
+int nlm_state_load_clients(const char *path, struct nlm_host *hosts, size_t max, size_t *n,
+			   char *err, size_t errlen)
+{
+	char line[128];
+	unsigned lineno = 0;
+	int rc = 0;
+	FILE *f = fopen(path, "re");
+
+	*n = 0;
+	if (!f) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(-rc));
+		return rc;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		size_t len = strlen(line);
+		lineno++;
+		if (len == 0 || line[len - 1] != '\n') {
+			snprintf(err, errlen, "%s:%u: line too long or unterminated", path, lineno);
+			rc = -EBADMSG;
+			break;
+		}
+		line[len - 1] = '\0';
+		if (lineno == 1) {
+			if (strcmp(line, nlm_clients_magic) != 0) {
+				snprintf(err, errlen, "%s:1: not a client list (want \"%s\")", path,
+					 nlm_clients_magic);
+				rc = -EBADMSG;
+				break;
+			}
+			continue;
+		}
+		if (*n >= max) {
+			snprintf(err, errlen, "%s:%u: more than %zu clients", path, lineno, max);
+			rc = -EBADMSG;
+			break;
+		}
+		if (!parse_host(line, &hosts[*n])) {
+			snprintf(err, errlen, "%s:%u: not an address: \"%.64s\"", path, lineno,
+				 line);
+			rc = -EBADMSG;
+			break;
+		}
+		(*n)++;
+	}
+	if (rc == 0 && lineno == 0) {
+		snprintf(err, errlen, "%s: empty, not a client list", path);
+		rc = -EBADMSG;
+	}
+	fclose(f);
+	if (rc)
+		*n = 0;
+	return rc;
+}
+
+bool nlm_state_take_clients_dirty(struct nlm_state *st)
+{
+	bool d = st->clients_dirty;
+
+	st->clients_dirty = false;
+	return d;
+}

@@ -1,0 +1,377 @@
+/* SPDX-License-Identifier: MIT */
+#include "gateway/side/rpc/side_service.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "common/addr_text.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "conf/config.h"
+#include "gateway/counters/counters.h"
+#include "tcp/listener.h"
+#include "tcp/record.h"
+
+struct side_service_conn {
+	TAILQ_ENTRY(side_service_conn) link;
+	struct side_service *svc;
+	struct bufferevent *bev;
+	struct side_service_peer peer;
+	/* The record being assembled from its fragments (RFC 5531 section 11). */
+	uint8_t *rec;
+	uint32_t rec_len;
+	/* Inside the owner's handler: a close then waits until it returns. */
+	bool in_handler;
+	bool dead;
+};
+
+struct side_service {
+	struct event_base *base;
+	struct side_service_config cfg;
+	int udp_fd;
+	struct event *udp_ev;
+	struct tcp_listener *tcp;
+	uint16_t port;
+	TAILQ_HEAD(, side_service_conn) conns;
+	size_t nconns;
+	uint64_t next_conn_id;
+	uint8_t *dgram; /* receive buffer: max_msg + 1, to see a datagram that is too long */
+};
+
+uint16_t side_service_port(const struct side_service *svc)
+{
+	return svc->port;
+}
+
+size_t side_service_conns(const struct side_service *svc)
+{
+	return svc->nconns;
+}
+
+static void count_event(struct side_service *svc, enum gw_event_kind k)
+{
+	svc->cfg.counters->events[k]++;
+}
+
+/* ---- TCP connections ---------------------------------------------------- */
+
+static void conn_close(struct side_service_conn *c)
+{
+	struct side_service *svc = c->svc;
+
+	TAILQ_REMOVE(&svc->conns, c, link);
+	svc->nconns--;
+	bufferevent_free(c->bev);
+	free(c->rec);
+	free(c);
+}
+
+static void conn_malformed(struct side_service_conn *c, const char *why)
+{
+	char who[80];
+
+	gw_addr_text((const struct sockaddr *)&c->peer.addr, who, sizeof(who));
+	gw_warn("%s: %s from %s: %s; closing", c->svc->cfg.route->name, c->svc->cfg.name, who, why);
+	count_event(c->svc, GW_EV_MALFORMED_RECORD);
+	conn_close(c);
+}
+
+/*
+ * Take whole fragments off the input and hand each whole record to the
+ * owner. Returns false when the connection was closed.
+ */
+static bool conn_parse(struct side_service_conn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->bev);
+	uint8_t mark[RM_MARK_SIZE];
+
+	for (;;) {
+		if (evbuffer_copyout(in, mark, sizeof(mark)) < (ev_ssize_t)sizeof(mark))
+			return true;
+		uint32_t m = ((uint32_t)mark[0] << 24) | ((uint32_t)mark[1] << 16) |
+			     ((uint32_t)mark[2] << 8) | mark[3];
+		uint32_t flen = m & RM_LEN_MASK;
+		bool last = m & RM_LAST_FRAG;
+		if (flen > c->svc->cfg.max_msg - c->rec_len) {
+			conn_malformed(c, "record larger than the side protocols allow");
+			return false;
+		}
+		if (flen == 0 && !last) {
+			conn_malformed(c, "an empty fragment that is not the last");
+			return false;
+		}
+		if (evbuffer_get_length(in) < sizeof(mark) + flen)
+			return true;
+		evbuffer_drain(in, sizeof(mark));
+		evbuffer_remove(in, c->rec + c->rec_len, flen);
+		c->rec_len += flen;
+		if (!last)
+			continue;
+		if (c->rec_len == 0) {
+			conn_malformed(c, "an empty record");
+			return false;
+		}
+		uint32_t len = c->rec_len;
+		c->rec_len = 0;
+		c->in_handler = true;
+		c->svc->cfg.on_msg(c->svc->cfg.arg, c->svc, &c->peer, c->rec, len);
+		c->in_handler = false;
+		/* Its reply found no room: closed now that the record is no longer in use. */
+		if (c->dead) {
+			conn_close(c);
+			return false;
+		}
+	}
+}
+
+static void conn_read(struct bufferevent *bev, void *arg)
+{
+	(void)bev;
+	conn_parse(arg);
+}
+
+static void conn_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct side_service_conn *c = arg;
+
+	(void)bev;
+	if (what & BEV_EVENT_TIMEOUT)
+		gw_debug("%s: %s connection idle: closing", c->svc->cfg.route->name,
+			 c->svc->cfg.name);
+	conn_close(c);
+}
+
+static bool tcp_admit(const struct sockaddr *peer, socklen_t len, void *arg)
+{
+	struct side_service *svc = arg;
+	char who[80];
+
+	(void)len;
+	if (!gw_route_client_allowed(svc->cfg.route, peer)) {
+		gw_addr_text(peer, who, sizeof(who));
+		gw_warn("%s: %s: refused client %s (not in allowed_clients)", svc->cfg.route->name,
+			svc->cfg.name, who);
+		count_event(svc, GW_EV_REFUSED_CLIENT);
+		return false;
+	}
+	if (svc->nconns >= svc->cfg.max_conns) {
+		gw_warn("%s: %s: %zu connections open, the limit: refusing another",
+			svc->cfg.route->name, svc->cfg.name, svc->nconns);
+		count_event(svc, GW_EV_SESSION_LIMIT);
+		return false;
+	}
+	return true;
+}
+
+static void tcp_accepted(evutil_socket_t fd, const struct sockaddr *peer, socklen_t len, void *arg)
+{
+	struct side_service *svc = arg;
+	struct side_service_conn *c = calloc(1, sizeof(*c));
+
+	if (c)
+		c->rec = malloc(svc->cfg.max_msg);
+	if (c && c->rec)
+		c->bev = bufferevent_socket_new(svc->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (!c || !c->rec || !c->bev) {
+		gw_warn("%s: %s: out of memory for a connection", svc->cfg.route->name,
+			svc->cfg.name);
+		if (c)
+			free(c->rec);
+		free(c);
+		close(fd);
+		return;
+	}
+	c->svc = svc;
+	memcpy(&c->peer.addr, peer, len <= sizeof(c->peer.addr) ? len : sizeof(c->peer.addr));
+	c->peer.addrlen = len;
+	c->peer.conn_id = ++svc->next_conn_id;
+	TAILQ_INSERT_TAIL(&svc->conns, c, link);
+	svc->nconns++;
+	struct timeval idle = gw_ms_timeval(svc->cfg.idle_ms);
+	bufferevent_set_timeouts(c->bev, &idle, &idle);
+	bufferevent_setcb(c->bev, conn_read, NULL, conn_event, c);
+	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+}
+
+static const struct tcp_listener_ops side_service_tcp_ops = {
+	.admit = tcp_admit,
+	.accepted = tcp_accepted,
+};
+
+/* ---- UDP ------------------------------------------------------------------- */
+
+static void udp_read(evutil_socket_t fd, short what, void *arg)
+{
+	struct side_service *svc = arg;
+
+	(void)what;
+	/* A bounded batch per wakeup, so that a flood cannot starve the loop. */
+	for (int i = 0; i < 64; i++) {
+		struct side_service_peer peer = { .addrlen = sizeof(peer.addr) };
+		ssize_t n = recvfrom(fd, svc->dgram, svc->cfg.max_msg + 1, MSG_TRUNC,
+				     (struct sockaddr *)&peer.addr, &peer.addrlen);
+		if (n < 0)
+			return;
+		if (!gw_route_client_allowed(svc->cfg.route, (const struct sockaddr *)&peer.addr)) {
+			count_event(svc, GW_EV_REFUSED_CLIENT);
+			continue;
+		}
+		if ((size_t)n > svc->cfg.max_msg || n == 0) {
+			/* Truncated: its arguments are lost, and no reply could be trusted. */
+			count_event(svc, GW_EV_MALFORMED_RECORD);
+			continue;
+		}
+		svc->cfg.on_msg(svc->cfg.arg, svc, &peer, svc->dgram, (size_t)n);
+	}
+}
+
+bool side_service_reply(struct side_service *svc, const struct side_service_peer *peer,
+			const uint8_t *msg, size_t len)
+{
+	if (peer->conn_id == 0) {
+		return sendto(svc->udp_fd, msg, len, MSG_DONTWAIT,
+			      (const struct sockaddr *)&peer->addr, peer->addrlen) == (ssize_t)len;
+	}
+	struct side_service_conn *c;
+	TAILQ_FOREACH (c, &svc->conns, link) {
+		if (c->peer.conn_id == peer->conn_id)
+			break;
+	}
+	if (!c || c->dead || len > RM_LEN_MASK)
+		return false;
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+	if (evbuffer_get_length(out) + len > svc->cfg.max_output) {
+		gw_warn("%s: %s: a client does not read its replies; closing its connection",
+			svc->cfg.route->name, svc->cfg.name);
+		count_event(svc, GW_EV_OUTPUT_OVERFLOW);
+		if (c->in_handler)
+			c->dead = true;
+		else
+			conn_close(c);
+		return false;
+	}
+	uint32_t m = RM_LAST_FRAG | (uint32_t)len;
+	uint8_t mark[RM_MARK_SIZE] = { m >> 24, m >> 16, m >> 8, m };
+	return evbuffer_add(out, mark, sizeof(mark)) == 0 && evbuffer_add(out, msg, len) == 0;
+}
+
+/* ---- life cycle --------------------------------------------------------- */
+
+static int udp_bind(const struct sockaddr *addr, socklen_t len, uint16_t *port)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	int one = 1;
+	int fd = socket(addr->sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	memset(&ss, 0, sizeof(ss));
+
+	if (fd < 0)
+		return -1;
+	if (addr->sa_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, addr, len) != 0 || getsockname(fd, (struct sockaddr *)&ss, &sl) != 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	*port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+					       : ((struct sockaddr_in *)&ss)->sin_port);
+	return fd;
+}
+
+static void set_port(struct sockaddr_storage *ss, uint16_t port)
+{
+	if (ss->ss_family == AF_INET6)
+		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
+	else
+		((struct sockaddr_in *)ss)->sin_port = htons(port);
+}
+
+struct side_service *side_service_start(struct event_base *base, const struct sockaddr *addr,
+					socklen_t addrlen, const struct side_service_config *cfg)
+{
+	struct side_service *svc = calloc(1, sizeof(*svc));
+	struct sockaddr_storage ss;
+	int e;
+
+	if (!svc || addrlen > sizeof(ss) || cfg->max_msg == 0) {
+		free(svc);
+		errno = ENOMEM;
+		return NULL;
+	}
+	svc->base = base;
+	svc->cfg = *cfg;
+	svc->udp_fd = -1;
+	TAILQ_INIT(&svc->conns);
+	svc->dgram = malloc((size_t)cfg->max_msg + 1);
+	if (!svc->dgram)
+		goto fail;
+	memcpy(&ss, addr, addrlen);
+	/*
+	 * Port 0: the UDP socket takes one and the listener the same. Another
+	 * program may hold that port on TCP: then try another, a few times.
+	 */
+	for (int attempt = 0; attempt < 8; attempt++) {
+		svc->udp_fd = udp_bind((const struct sockaddr *)&ss, addrlen, &svc->port);
+		if (svc->udp_fd < 0)
+			goto fail;
+		struct sockaddr_storage tcp_ss = ss;
+		set_port(&tcp_ss, svc->port);
+		svc->tcp = tcp_listener_new(base, (const struct sockaddr *)&tcp_ss, addrlen, 0,
+					    &side_service_tcp_ops, svc);
+		if (svc->tcp)
+			break;
+		e = errno;
+		close(svc->udp_fd);
+		svc->udp_fd = -1;
+		errno = e;
+		if (e != EADDRINUSE || ntohs(((struct sockaddr_in *)addr)->sin_port) != 0)
+			goto fail;
+	}
+	if (!svc->tcp)
+		goto fail;
+	svc->udp_ev = event_new(base, svc->udp_fd, EV_READ | EV_PERSIST, udp_read, svc);
+	if (!svc->udp_ev || event_add(svc->udp_ev, NULL) != 0)
+		goto fail;
+	return svc;
+fail:
+	e = errno ? errno : ENOMEM;
+	side_service_stop(svc);
+	errno = e;
+	return NULL;
+}
+
+void side_service_stop(struct side_service *svc)
+{
+	if (!svc)
+		return;
+	struct side_service_conn *c, *next;
+	for (c = TAILQ_FIRST(&svc->conns); c; c = next) {
+		next = TAILQ_NEXT(c, link);
+		conn_close(c);
+	}
+	if (svc->tcp)
+		tcp_listener_free(svc->tcp);
+	if (svc->udp_ev)
+		event_free(svc->udp_ev);
+	if (svc->udp_fd >= 0)
+		close(svc->udp_fd);
+	free(svc->dgram);
+	free(svc);
+}
+
+void side_service_set_route(struct side_service *svc, const struct gw_route *route)
+{
+	svc->cfg.route = route;
+}

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gateway/side/rpc/side_service.h - a small RPC service endpoint for the side protocols
+ * of NFSv3 (rpcbind, MOUNT): one UDP socket and one TCP listener on the
+ * same address and port, and the record-marked TCP connections they
+ * accept.
+ *
+ * Each whole RPC message (a datagram, or a TCP record) goes to the owner's
+ * handler with the peer it came from; the owner answers through
+ * side_service_reply(), now or later (a relayed reply). The peer of a TCP
+ * message names its connection by a number, so a reply that comes after
+ * the connection closed is dropped, never sent to another client.
+ *
+ * These are low-rate control protocols, so the endpoint is plain: it
+ * copies messages through libevent buffers and keeps everything bounded
+ * (message size, connections, idle time, queued output) rather than fast.
+ * The NFS data path (tcp/tcp_conn.h) reads into registered memory; none
+ * of that is needed here.
+ */
+#ifndef GW_GATEWAY_SIDE_SERVICE_H
+#define GW_GATEWAY_SIDE_SERVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+struct event_base;
+struct gw_counters;
+struct gw_route;
+struct side_service;
+
+/* Where a message came from, and where its reply goes. */
+struct side_service_peer {
+	struct sockaddr_storage addr;
+	socklen_t addrlen;
+	uint64_t conn_id; /* 0: UDP */
+};
+
+/*
+ * One message from @peer. @msg is valid only during the call. Bad input
+ * is the handler's to count and answer.
+ */
+typedef void (*side_service_msg_fn)(void *arg, struct side_service *svc,
+				    const struct side_service_peer *peer, const uint8_t *msg,
+				    size_t len);
+
+struct side_service_config {
+	const char *name;	      /* "rpcbind", "mount": for logs */
+	const struct gw_route *route; /* its allowed_clients, its name */
+	struct gw_counters *counters; /* the route's: malformed records, refusals */
+	uint32_t max_msg;	      /* largest call accepted (TCP record, datagram) */
+	uint32_t max_conns;	      /* TCP connections at once; more are refused */
+	uint32_t idle_ms;	      /* a TCP connection silent this long is closed */
+	size_t max_output;	      /* queued reply bytes per TCP connection */
+	side_service_msg_fn on_msg;
+	void *arg;
+};
+
+/*
+ * Bind UDP and TCP on @addr (a specific address; port 0: one the system
+ * chooses, the same for both). NULL with errno when either cannot be bound.
+ */
+struct side_service *side_service_start(struct event_base *base, const struct sockaddr *addr,
+					socklen_t addrlen, const struct side_service_config *cfg);
+
+/*
+ * After a configuration reload: the route's new settings (the old ones are
+ * freed once every worker has taken the new configuration).
+ */
+void side_service_set_route(struct side_service *svc, const struct gw_route *route);
+
+/* The port both sockets are bound to. */
+uint16_t side_service_port(const struct side_service *svc);
+
+/*
+ * Send one reply to @peer: a datagram, or a record on its connection.
+ * Returns false (and sends nothing) when the connection is gone or its
+ * queued output is over max_output (it is then closed).
+ */
+bool side_service_reply(struct side_service *svc, const struct side_service_peer *peer,
+			const uint8_t *msg, size_t len);
+
+/* TCP connections open now. */
+size_t side_service_conns(const struct side_service *svc);
+
+void side_service_stop(struct side_service *svc);
+
+#endif

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gateway/stats/stats_http.h - the traffic-statistics endpoint.
+ *
+ * A small HTTP server (libevent's evhttp) on the gateway's event loop,
+ * meant to be bound to loopback:
+ *
+ *   GET /stats             every counter as JSON: routes, their totals and
+ *                          their live sessions (?sessions=0: without them)
+ *   GET /metrics           Prometheus text format 0.0.4, one series set per
+ *                          route; GET /metrics?sessions=1 adds per-session
+ *                          series (opt-in: one set per NFS client is too many
+ *                          for most Prometheus servers)
+ *   GET /healthz           "ok": the event loop is turning
+ *   GET /                  the list of the above
+ *
+ * Other paths answer 404, other methods 405. Each request walks the engine's
+ * counters through @snapshot (gateway/counters/counters.h), on the loop's thread, and
+ * is answered at once; the counters themselves are never locked or copied
+ * on the data path. A client that stalls while sending its request or
+ * reading the answer is dropped after the timeout (10 s by default), so it
+ * holds neither the loop nor more than one answer's memory. At most
+ * max_connections (32 by default) are open at once: while that many are,
+ * newcomers are accepted and closed at once, and counted
+ * (rpcrdma_gw_stats_connections_refused_total; "stats_connections_refused"
+ * in /stats), so that a flood of idle connections cannot hold descriptors
+ * and memory without bound.
+ */
+#ifndef GW_GATEWAY_STATS_HTTP_H
+#define GW_GATEWAY_STATS_HTTP_H
+
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include "gateway/counters/counters.h"
+
+struct event_base;
+struct gw_stats_http;
+
+/*
+ * Listen on @addr (IPv4 or IPv6; port 0 picks a free port) and serve the
+ * counters that @snapshot reports for @engine. NULL, with the reason
+ * logged, when the address cannot be bound.
+ */
+struct gw_stats_http *gw_stats_http_start(struct event_base *base, const struct sockaddr *addr,
+					  socklen_t addrlen, gw_stats_snapshot_fn snapshot,
+					  void *engine);
+
+/* Close the listener and every HTTP connection, and free @sh (NULL is a no-op). */
+void gw_stats_http_stop(struct gw_stats_http *sh);
+
+/* The address actually bound, into @ss; returns its length, 0 on error. */
+socklen_t gw_stats_http_local_addr(const struct gw_stats_http *sh, struct sockaddr_storage *ss);
+
+/*
+ * How long a client may send nothing (mid-request, or idle between requests)
+ * or read nothing of its answer before it is disconnected. Applies to
+ * connections accepted from then on.
+ */
+void gw_stats_http_set_timeout(struct gw_stats_http *sh, const struct timeval *tv);
+
+/* At most @n connections at once (stats.max_connections); 0 is taken as 1. */
+void gw_stats_http_set_max_connections(struct gw_stats_http *sh, unsigned n);
+
+/* Connections open now, and connections refused so far for the cap. */
+unsigned gw_stats_http_connections(const struct gw_stats_http *sh);
+uint64_t gw_stats_http_refused(const struct gw_stats_http *sh);
+
+#endif

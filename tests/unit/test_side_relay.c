@@ -1,0 +1,459 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The MOUNT relay: the XID mapping table on its own, then the relay on
+ * loopback sockets between test clients (UDP and TCP) and a fake mountd and
+ * portmapper played by the test: XIDs mapped and restored, a retransmission
+ * on the same upstream XID, the daemon's port found through the portmapper,
+ * calls given up after their timeout, other programs answered locally,
+ * stray replies counted.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <event2/event.h>
+
+#include "common/xdr.h"
+#include "conf/config.h"
+#include "gateway/counters/counters.h"
+#include "gateway/side/rpc/portmap.h"
+#include "gateway/side/rpc/side_relay.h"
+#include "gateway/side/rpc/side_service.h"
+
+#include "support/loop.h"
+#include "support/rpcmsg.h"
+#include "support/udp.h"
+
+static struct side_service_peer udp_peer(uint32_t ip, uint16_t port)
+{
+	struct side_service_peer p = { .addrlen = sizeof(struct sockaddr_in) };
+	struct sockaddr_in *a = (struct sockaddr_in *)&p.addr;
+	a->sin_family = AF_INET;
+	a->sin_addr.s_addr = htonl(ip);
+	a->sin_port = htons(port);
+	return p;
+}
+
+static void test_table_maps_and_restores(void **state)
+{
+	(void)state;
+	struct relay_table t;
+	uint8_t msg[16] = { 0, 0, 0, 5 };
+	struct side_service_peer a = udp_peer(0x0a000001, 700), b = udp_peer(0x0a000002, 700);
+
+	assert_int_equal(relay_table_init(&t, 4, 64, 1000), 0);
+	/* Two clients with the same XID get different upstream XIDs. */
+	struct relay_call *ca = relay_table_add(&t, NULL, &a, 5, msg, sizeof(msg));
+	struct relay_call *cb = relay_table_add(&t, NULL, &b, 5, msg, sizeof(msg));
+	assert_non_null(ca);
+	assert_non_null(cb);
+	assert_int_not_equal(ca->up_xid, cb->up_xid);
+	/* The stored call carries the upstream XID; the rest is the client's bytes. */
+	assert_int_equal(xdr_get32(ca->msg), ca->up_xid);
+	assert_memory_equal(ca->msg + 4, msg + 4, sizeof(msg) - 4);
+	assert_ptr_equal(relay_table_find_up(&t, cb->up_xid), cb);
+	assert_int_equal(relay_table_find_up(&t, cb->up_xid)->client_xid, 5);
+	/* A retransmission is the same entry; the same XID on TCP is another call. */
+	assert_ptr_equal(relay_table_find_client(&t, &a, 5), ca);
+	struct side_service_peer a_tcp = a;
+	a_tcp.conn_id = 3;
+	assert_null(relay_table_find_client(&t, &a_tcp, 5));
+	/* Bounded: four calls, then none; too long a call is refused. */
+	assert_null(relay_table_add(&t, NULL, &a, 6, msg, 65));
+	assert_non_null(relay_table_add(&t, NULL, &a, 6, msg, sizeof(msg)));
+	assert_non_null(relay_table_add(&t, NULL, &a, 7, msg, sizeof(msg)));
+	assert_null(relay_table_add(&t, NULL, &a, 8, msg, sizeof(msg)));
+	relay_table_remove(&t, ca);
+	assert_null(relay_table_find_up(&t, ca->up_xid));
+	assert_null(relay_table_find_client(&t, &a, 5));
+	assert_non_null(relay_table_add(&t, NULL, &a, 8, msg, sizeof(msg)));
+	relay_table_destroy(&t);
+}
+
+/* An upstream XID still in use is skipped when the counter comes round to it. */
+static void test_table_skips_xids_in_use(void **state)
+{
+	(void)state;
+	struct relay_table t;
+	uint8_t msg[8] = { 0 };
+	struct side_service_peer a = udp_peer(0x0a000001, 700);
+
+	assert_int_equal(relay_table_init(&t, 4, 64, UINT32_MAX), 0);
+	struct relay_call *c1 = relay_table_add(&t, NULL, &a, 1, msg, sizeof(msg));
+	assert_int_equal(c1->up_xid, UINT32_MAX);
+	t.next_xid = UINT32_MAX; /* as if the counter wrapped all the way round */
+	struct relay_call *c2 = relay_table_add(&t, NULL, &a, 2, msg, sizeof(msg));
+	assert_int_not_equal(c2->up_xid, c1->up_xid);
+	relay_table_destroy(&t);
+}
+
+/* ---- the relay on loopback ------------------------------------------------ */
+
+struct rig {
+	struct event_base *base;
+	struct gw_route route;
+	struct gw_counters counters;
+	struct side_service *svc;
+	struct side_relay *relay;
+	int mountd; /* the fake daemon's UDP socket */
+	int pmapd;  /* the fake portmapper's */
+	uint16_t mountd_port, pmapd_port;
+};
+
+/* The hooks the next rig_start() gives its relay (none unless a test sets them). */
+static struct side_relay_hooks rig_hooks;
+
+static void rig_start(struct rig *r, bool configured_port, uint32_t timeout_ms)
+{
+	memset(r, 0, sizeof(*r));
+	r->base = event_base_new();
+	r->route.name = "t";
+	r->mountd = gwt_udp_bind(GWT_LOOPBACK, 0, &r->mountd_port);
+	r->pmapd = gwt_udp_bind(GWT_LOOPBACK, 0, &r->pmapd_port);
+	assert_true(r->mountd >= 0 && r->pmapd >= 0);
+	struct side_relay_config rc = {
+		.name = "mount",
+		.prog = 100005,
+		.vers_lo = 1,
+		.vers_hi = 3,
+		.route = &r->route,
+		.counters = &r->counters,
+		.server_len = sizeof(struct sockaddr_in),
+		.server_port = configured_port ? r->mountd_port : 0,
+		.pmap_port = r->pmapd_port,
+		.max_calls = 8,
+		.max_msg = 1024,
+		.retry_ms = 200,
+		.timeout_ms = timeout_ms,
+		.hooks = rig_hooks,
+	};
+	struct sockaddr_in *s = (struct sockaddr_in *)&rc.server;
+	s->sin_family = AF_INET;
+	s->sin_addr.s_addr = htonl(0x7f000001);
+	r->relay = side_relay_start(r->base, &rc);
+	assert_non_null(r->relay);
+	struct side_service_config sc = {
+		.name = "mount",
+		.route = &r->route,
+		.counters = &r->counters,
+		.max_msg = 1024,
+		.max_conns = 4,
+		.idle_ms = 5000,
+		.max_output = 65536,
+		.on_msg = side_relay_on_call,
+		.arg = r->relay,
+	};
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000001) };
+	r->svc = side_service_start(r->base, (struct sockaddr *)&a, sizeof(a), &sc);
+	assert_non_null(r->svc);
+}
+
+static void rig_stop(struct rig *r)
+{
+	side_relay_forget(r->relay, r->svc);
+	side_service_stop(r->svc);
+	side_relay_stop(r->relay);
+	close(r->mountd);
+	close(r->pmapd);
+	event_base_free(r->base);
+}
+
+static void reply_to(int fd, const uint8_t *call, const struct sockaddr_in *to, uint32_t result)
+{
+	uint8_t r[64];
+	size_t n = rpc_encode_accept_error(r, sizeof(r), xdr_get32(call), RPCSTAT_SUCCESS, 0, 0);
+	xdr_put32(r + n, result);
+	sendto(fd, r, n + 4, 0, (const struct sockaddr *)to, sizeof(*to));
+}
+
+static int client_udp(struct rig *r, struct sockaddr_in *relay)
+{
+	uint16_t p;
+	int fd = gwt_udp_bind(GWT_LOOPBACK, 0, &p);
+
+	assert_true(fd >= 0);
+	memset(relay, 0, sizeof(*relay));
+	relay->sin_family = AF_INET;
+	relay->sin_addr.s_addr = htonl(0x7f000001);
+	relay->sin_port = htons(side_service_port(r->svc));
+	return fd;
+}
+
+static void test_relay_udp_xid_mapping(void **state)
+{
+	(void)state;
+	struct rig r;
+	struct sockaddr_in relay, from;
+	socklen_t fl = sizeof(from);
+	uint8_t b[256], up[256];
+
+	rig_start(&r, true, 5000);
+	int c = client_udp(&r, &relay);
+	size_t n = gwt_rpc_call_none(b, 0xabcd, 100005, 3, 0);
+	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
+	assert_true(gwt_spin_until_readable(r.base, r.mountd, 2000, NULL, NULL));
+	ssize_t un = recvfrom(r.mountd, up, sizeof(up), 0, (struct sockaddr *)&from, &fl);
+	assert_int_equal(un, (ssize_t)n);
+	uint32_t up_xid = xdr_get32(up);
+	/* The same call, under the relay's XID. */
+	assert_memory_equal(up + 4, b + 4, n - 4);
+	assert_int_equal(side_relay_pending(r.relay), 1);
+
+	/* The client retransmits: the same upstream XID goes out again. */
+	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
+	assert_true(gwt_spin_until_readable(r.base, r.mountd, 2000, NULL, NULL));
+	un = recvfrom(r.mountd, up, sizeof(up), 0, (struct sockaddr *)&from, &fl);
+	assert_int_equal(xdr_get32(up), up_xid);
+	assert_int_equal(r.counters.events[GW_EV_RETRANSMIT_ABSORBED], 1);
+	assert_int_equal(side_relay_pending(r.relay), 1);
+
+	/* A reply with an XID nobody used is counted and dropped. */
+	up[0] ^= 0xff;
+	reply_to(r.mountd, up, &from, 1);
+	/* The real one goes back with the client's XID. */
+	up[0] ^= 0xff;
+	reply_to(r.mountd, up, &from, 42);
+	assert_true(gwt_spin_until_readable(r.base, c, 2000, NULL, NULL));
+	uint8_t got[64];
+	ssize_t gn = recv(c, got, sizeof(got), 0);
+	assert_int_equal(gn, 28);
+	assert_int_equal(xdr_get32(got), 0xabcd);
+	assert_int_equal(xdr_get32(got + 24), 42);
+	gwt_spin_until_readable(r.base, c, 50, NULL, NULL);
+	assert_int_equal(r.counters.events[GW_EV_UNMATCHED_REPLY], 1);
+	assert_int_equal(side_relay_pending(r.relay), 0);
+	struct gw_proc_count *pc = gw_counters_proc(&r.counters, 100005, 3, 0);
+	assert_non_null(pc);
+	assert_int_equal(pc->calls, 2);
+	assert_int_equal(pc->replies, 1);
+	close(c);
+	rig_stop(&r);
+}
+
+static void test_relay_answers_other_programs(void **state)
+{
+	(void)state;
+	struct rig r;
+	struct sockaddr_in relay;
+	uint8_t b[256];
+
+	rig_start(&r, true, 5000);
+	int c = client_udp(&r, &relay);
+	size_t n = gwt_rpc_call_none(b, 1, 100021, 4, 0);
+	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
+	assert_true(gwt_spin_until_readable(r.base, c, 2000, NULL, NULL));
+	assert_int_equal(recv(c, b, sizeof(b), 0), 24);
+	assert_int_equal(xdr_get32(b + 20), RPCSTAT_PROG_UNAVAIL);
+	n = gwt_rpc_call_none(b, 2, 100005, 4, 0);
+	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
+	assert_true(gwt_spin_until_readable(r.base, c, 2000, NULL, NULL));
+	assert_int_equal(recv(c, b, sizeof(b), 0), 32);
+	assert_int_equal(xdr_get32(b + 20), RPCSTAT_PROG_MISMATCH);
+	assert_int_equal(xdr_get32(b + 24), 1);
+	assert_int_equal(xdr_get32(b + 28), 3);
+	/* Nothing reached the daemon; a 6-byte datagram is dropped, counted. */
+	sendto(c, b, 6, 0, (struct sockaddr *)&relay, sizeof(relay));
+	assert_false(gwt_spin_until_readable(r.base, r.mountd, 200, NULL, NULL));
+	assert_int_equal(r.counters.events[GW_EV_MALFORMED_RECORD], 1);
+	assert_int_equal(r.counters.events[GW_EV_RPC_ERROR_REPLY], 2);
+	close(c);
+	rig_stop(&r);
+}
+
+/* No port configured: GETPORT to the portmapper first, then the call. */
+static void test_relay_discovers_port(void **state)
+{
+	(void)state;
+	struct rig r;
+	struct sockaddr_in relay, from;
+	socklen_t fl = sizeof(from);
+	uint8_t b[256], q[256];
+
+	rig_start(&r, false, 5000);
+	assert_int_equal(side_relay_server_port(r.relay), 0);
+	int c = client_udp(&r, &relay);
+	size_t n = gwt_rpc_call_none(b, 77, 100005, 3, 5);
+	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
+	assert_true(gwt_spin_until_readable(r.base, r.pmapd, 2000, NULL, NULL));
+	ssize_t qn = recvfrom(r.pmapd, q, sizeof(q), 0, (struct sockaddr *)&from, &fl);
+	struct rpc_call_hdr h;
+	assert_int_equal(rpc_call_decode(q, (size_t)qn, &h), RPC_HDR_CALL);
+	assert_int_equal(h.prog, 100000);
+	assert_int_equal(h.proc, 3);
+	assert_int_equal(xdr_get32(q + h.args_off), 100005);
+	assert_int_equal(xdr_get32(q + h.args_off + 8), 17);
+	reply_to(r.pmapd, q, &from, r.mountd_port);
+	assert_true(gwt_spin_until_readable(r.base, r.mountd, 2000, NULL, NULL));
+	assert_int_equal(side_relay_server_port(r.relay), r.mountd_port);
+	ssize_t un = recv(r.mountd, q, sizeof(q), 0);
+	assert_int_equal(un, (ssize_t)n);
+	close(c);
+	rig_stop(&r);
+}
+
+/* A TCP client: its call is relayed over UDP and its reply comes back as a record. */
+static void test_relay_tcp_client(void **state)
+{
+	(void)state;
+	struct rig r;
+	struct sockaddr_in relay, from;
+	socklen_t fl = sizeof(from);
+	uint8_t b[256], up[256];
+
+	rig_start(&r, true, 5000);
+	close(client_udp(&r, &relay));
+	int c = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(connect(c, (struct sockaddr *)&relay, sizeof(relay)), 0);
+	size_t n = gwt_rpc_call_none(b + 4, 0x55, 100005, 1, 0);
+	xdr_put32(b, 0x80000000u | (uint32_t)n);
+	assert_int_equal(send(c, b, n + 4, 0), (ssize_t)(n + 4));
+	assert_true(gwt_spin_until_readable(r.base, r.mountd, 2000, NULL, NULL));
+	recvfrom(r.mountd, up, sizeof(up), 0, (struct sockaddr *)&from, &fl);
+	/* The call is lost on the way: the relay resends it itself (retry_ms). */
+	assert_true(gwt_spin_until_readable(r.base, r.mountd, 2000, NULL, NULL));
+	ssize_t un = recvfrom(r.mountd, b, sizeof(b), 0, (struct sockaddr *)&from, &fl);
+	assert_int_equal(un, (ssize_t)n);
+	assert_int_equal(xdr_get32(b), xdr_get32(up));
+	reply_to(r.mountd, up, &from, 9);
+	assert_true(gwt_spin_until_readable(r.base, c, 2000, NULL, NULL));
+	assert_int_equal(recv(c, b, 32, MSG_WAITALL), 32);
+	assert_int_equal(xdr_get32(b), 0x80000000u | 28);
+	assert_int_equal(xdr_get32(b + 4), 0x55);
+	assert_int_equal(xdr_get32(b + 28), 9);
+	close(c);
+	rig_stop(&r);
+}
+
+/* A call the daemon never answers is given up after timeout_ms, counted. */
+static void test_relay_timeout(void **state)
+{
+	(void)state;
+	struct rig r;
+	struct sockaddr_in relay;
+	uint8_t b[256];
+
+	rig_start(&r, true, 500);
+	int c = client_udp(&r, &relay);
+	size_t n = gwt_rpc_call_none(b, 3, 100005, 3, 0);
+	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
+	gwt_spin_until_readable(r.base, c, 1200, NULL, NULL);
+	assert_int_equal(side_relay_pending(r.relay), 0);
+	assert_int_equal(r.counters.events[GW_EV_CALL_TIMEOUT], 1);
+	close(c);
+	rig_stop(&r);
+}
+
+/*
+ * Test hooks: a call to procedure 1 gains a word 0x11111111, one to
+ * procedure 2 is answered PROC_UNAVAIL here; every reply's result is
+ * incremented. @arg counts the replies seen.
+ */
+static enum side_relay_verdict test_call_hook(void *arg, const struct side_service_peer *peer,
+					      const struct rpc_call_hdr *h, const uint8_t *msg,
+					      size_t len, uint8_t *out, size_t cap, size_t *n)
+{
+	(void)arg;
+	(void)peer;
+	if (h->proc == 2) {
+		*n = rpc_encode_accept_error(out, cap, h->xid, RPCSTAT_PROC_UNAVAIL, 0, 0);
+		return SIDE_RELAY_ANSWERED;
+	}
+	if (h->proc != 1)
+		return SIDE_RELAY_PASS;
+	memcpy(out, msg, len);
+	xdr_put32(out + len, 0x11111111);
+	*n = len + 4;
+	return SIDE_RELAY_REWRITTEN;
+}
+
+static enum side_relay_verdict test_reply_hook(void *arg, const struct relay_call *c,
+					       const uint8_t *msg, size_t len, uint8_t *out,
+					       size_t cap, size_t *n)
+{
+	(void)c;
+	(void)cap;
+	++*(int *)arg;
+	memcpy(out, msg, len);
+	xdr_put32(out + len - 4, xdr_get32(msg + len - 4) + 1);
+	*n = len;
+	return SIDE_RELAY_REWRITTEN;
+}
+
+static void test_relay_hooks_and_own_calls(void **state)
+{
+	(void)state;
+	struct rig r;
+	struct sockaddr_in relay, from;
+	socklen_t fl = sizeof(from);
+	uint8_t b[256], up[256], got[64];
+	int replies = 0;
+
+	rig_hooks = (struct side_relay_hooks){ test_call_hook, test_reply_hook, &replies };
+	rig_start(&r, true, 5000);
+	rig_hooks = (struct side_relay_hooks){ 0 };
+	int c = client_udp(&r, &relay);
+
+	/* Rewritten: the daemon gets the hook's message under a relay XID. */
+	size_t n = gwt_rpc_call_none(b, 0x51, 100005, 3, 1);
+	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
+	assert_true(gwt_spin_until_readable(r.base, r.mountd, 2000, NULL, NULL));
+	ssize_t un = recvfrom(r.mountd, up, sizeof(up), 0, (struct sockaddr *)&from, &fl);
+	assert_int_equal(un, (ssize_t)n + 4);
+	assert_memory_equal(up + 4, b + 4, n - 4);
+	assert_int_equal(xdr_get32(up + n), 0x11111111);
+	/* The reply, rewritten by the reply hook, goes back under the client's XID. */
+	reply_to(r.mountd, up, &from, 42);
+	assert_true(gwt_spin_until_readable(r.base, c, 2000, NULL, NULL));
+	assert_int_equal(recv(c, got, sizeof(got), 0), 28);
+	assert_int_equal(xdr_get32(got), 0x51);
+	assert_int_equal(xdr_get32(got + 24), 43);
+	assert_int_equal(replies, 1);
+
+	/* Answered by the hook: the daemon sees nothing. */
+	n = gwt_rpc_call_none(b, 0x52, 100005, 3, 2);
+	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
+	assert_true(gwt_spin_until_readable(r.base, c, 2000, NULL, NULL));
+	assert_int_equal(recv(c, got, sizeof(got), 0), 24);
+	assert_int_equal(xdr_get32(got), 0x52);
+	assert_int_equal(xdr_get32(got + 20), RPCSTAT_PROC_UNAVAIL);
+	assert_false(gwt_spin_until_readable(r.base, r.mountd, 100, NULL, NULL));
+
+	/* The relay's own call: sent upstream, its reply seen by the hook only. */
+	n = gwt_rpc_call_none(b, 0, 100005, 3, 0);
+	assert_true(side_relay_call_own(r.relay, b, n));
+	assert_true(gwt_spin_until_readable(r.base, r.mountd, 2000, NULL, NULL));
+	un = recvfrom(r.mountd, up, sizeof(up), 0, (struct sockaddr *)&from, &fl);
+	assert_int_equal(un, (ssize_t)n);
+	assert_int_equal(side_relay_pending(r.relay), 1);
+	reply_to(r.mountd, up, &from, 7);
+	for (int i = 0; i < 50 && replies < 2; i++)
+		gwt_spin_until_readable(r.base, c, 10, NULL, NULL);
+	assert_int_equal(replies, 2);
+	assert_int_equal(side_relay_pending(r.relay), 0);
+	assert_false(gwt_spin_until_readable(r.base, c, 100, NULL, NULL));
+	close(c);
+	rig_stop(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_table_maps_and_restores),
+		cmocka_unit_test(test_table_skips_xids_in_use),
+		cmocka_unit_test(test_relay_udp_xid_mapping),
+		cmocka_unit_test(test_relay_answers_other_programs),
+		cmocka_unit_test(test_relay_discovers_port),
+		cmocka_unit_test(test_relay_tcp_client),
+		cmocka_unit_test(test_relay_timeout),
+		cmocka_unit_test(test_relay_hooks_and_own_calls),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
