@@ -12,6 +12,7 @@
 
 #include <event2/event.h>
 
+#include "common/statefile.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "conf/config.h"
@@ -258,9 +259,13 @@ static bool start_nlm(struct gw_side *side, struct event_base *base,
  * state_directory, else the one systemd's StateDirectory= names (and makes
  * writable under ProtectSystem=strict), else the default; the two not from
  * systemd are made if missing. Its absence is warned by the file's users.
+ * False, with the reason logged, when the directory is one the gateway must
+ * not keep state in (others may write there: gw_statefile_check_dir()).
  */
-static void state_path(const struct gw_route *r, const char *name, char *path, size_t len)
+static bool state_path(const struct gw_route *r, const char *name, char *path, size_t len)
 {
+	char err[600];
+
 	const char *dir = r->state_directory;
 	size_t dl = dir ? strlen(dir) : 0;
 
@@ -277,6 +282,13 @@ static void state_path(const struct gw_route *r, const char *name, char *path, s
 			gw_debug("%s: mkdir %s: %s", r->name, dir, strerror(errno));
 	}
 	snprintf(path, len, "%.*s/%s.%s", (int)dl, dir, r->name, name);
+	char d[512];
+	snprintf(d, sizeof(d), "%.*s", (int)dl, dir);
+	if (gw_statefile_check_dir(d, err, sizeof(err)) == 0)
+		return true;
+	gw_err("%s: %s: its %s is not kept", r->name, err, name);
+	path[0] = '\0';
+	return false;
 }
 
 /*
@@ -297,7 +309,12 @@ static void start_nlm_restart(struct gw_side *side, struct event_base *base)
 		.statd_port = (uint16_t)r->upstream_nsm_port, /* 0: the server's portmapper */
 	};
 
-	state_path(r, "nsm-state", path, sizeof(path));
+	if (!state_path(r, "nsm-state", path, sizeof(path))) {
+		gw_warn("%s: nlm: the server is not told of this restart: locks a previous "
+			"instance held may stay on the server",
+			r->name);
+		return;
+	}
 	side->nlm_rs = nlm_restart_start(base, &c, (const struct sockaddr *)&r->upstream.addr,
 					 r->upstream.addrlen, err, sizeof(err));
 	if (!side->nlm_rs)
@@ -310,7 +327,7 @@ static void save_clients(struct gw_side *side)
 	char err[600];
 
 	side->save_pending |= nlm_relay_take_clients_dirty(side->nlm_rw);
-	if (!side->save_pending)
+	if (!side->save_pending || !side->clients_path[0])
 		return;
 	if (nlm_state_save_clients(nlm_relay_state(side->nlm_rw), side->clients_path, err,
 				   sizeof(err)) == 0) {
@@ -350,11 +367,13 @@ static void start_nlm_clients(struct gw_side *side, struct event_base *base)
 	char err[600];
 	size_t n = 0;
 
-	state_path(r, "nlm-clients", side->clients_path, sizeof(side->clients_path));
+	bool kept = state_path(r, "nlm-clients", side->clients_path, sizeof(side->clients_path));
 	int rc = -ENOMEM;
 
 	snprintf(err, sizeof(err), "out of memory");
-	if (hosts)
+	if (!kept)
+		rc = -ENOENT; /* said by state_path() */
+	else if (hosts)
 		rc = nlm_state_load_clients(side->clients_path, hosts, max, &n, err, sizeof(err));
 	if (rc != 0 && rc != -ENOENT)
 		gw_warn("%s: nlm: the saved client list is not usable (%s): clients that held "

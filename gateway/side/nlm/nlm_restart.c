@@ -14,6 +14,7 @@
 
 #include <event2/event.h>
 
+#include "common/statefile.h"
 #include "common/backoff.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -55,7 +56,7 @@ struct nlm_restart {
 static int32_t read_state(const char *path)
 {
 	char buf[NR_STATE_TEXT], *end;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = gw_statefile_open_read(path);
 	ssize_t n;
 	long v;
 
@@ -77,21 +78,18 @@ static int32_t read_state(const char *path)
 static int write_state(const char *path, int32_t state)
 {
 	char tmp[4096], text[NR_STATE_TEXT];
-	int len = snprintf(text, sizeof(text), "%d\n", state), fd, e = 0;
+	int len = snprintf(text, sizeof(text), "%d\n", state), e = 0;
+	int fd = gw_statefile_create(path, 0644, tmp, sizeof(tmp));
 
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
-		return -errno;
-	if (write(fd, text, (size_t)len) != len || fsync(fd) != 0)
+		return fd;
+	if (write(fd, text, (size_t)len) != len) {
 		e = errno ? -errno : -EIO;
-	if (close(fd) != 0 && !e)
-		e = -errno;
-	if (!e && rename(tmp, path) != 0)
-		e = -errno;
-	if (e)
 		unlink(tmp);
+	} else {
+		e = gw_statefile_commit(fd, tmp, path);
+	}
+	close(fd);
 	return e;
 }
 

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/statefile.h"
+
 /*
  * Owners, clients and lock records live in arrays made at init; free slots
  * are kept on stacks. Links are indices plus one (0: none).
@@ -738,18 +740,16 @@ int nlm_state_save_clients(const struct nlm_state *st, const char *path, char *e
 {
 	char tmp[4096], addr[INET6_ADDRSTRLEN];
 	FILE *f;
-	int fd, rc = 0;
+	int rc = 0;
+	int fd = gw_statefile_create(path, 0600, tmp, sizeof(tmp));
 
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
-		snprintf(err, errlen, "%s: path too long", path);
-		return -ENAMETOOLONG;
-	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0 || !(f = fdopen(fd, "w"))) {
-		rc = -errno;
-		if (fd >= 0)
+		rc = fd < 0 ? fd : -errno;
+		if (fd >= 0) {
 			close(fd);
-		snprintf(err, errlen, "%s: %s", tmp, strerror(-rc));
+			unlink(tmp);
+		}
+		snprintf(err, errlen, "%s: a new version beside it: %s", path, strerror(-rc));
 		return rc;
 	}
 	fprintf(f, "%s\n", nlm_clients_magic);
@@ -760,16 +760,16 @@ int nlm_state_save_clients(const struct nlm_state *st, const char *path, char *e
 			fprintf(f, "%s\n", addr);
 	}
 	/* The data reaches the disk before the rename makes it the list. */
-	if (fflush(f) != 0 || fsync(fileno(f)) != 0)
+	if (fflush(f) != 0) {
 		rc = -errno;
+		unlink(tmp);
+	} else {
+		rc = gw_statefile_commit(fileno(f), tmp, path);
+	}
 	if (fclose(f) != 0 && rc == 0)
 		rc = -errno;
-	if (rc == 0 && rename(tmp, path) != 0)
-		rc = -errno;
-	if (rc) {
+	if (rc)
 		snprintf(err, errlen, "%s: %s", path, strerror(-rc));
-		unlink(tmp);
-	}
 	return rc;
 }
 
@@ -793,11 +793,14 @@ int nlm_state_load_clients(const char *path, struct nlm_host *hosts, size_t max,
 	char line[128];
 	unsigned lineno = 0;
 	int rc = 0;
-	FILE *f = fopen(path, "re");
+	int fd = gw_statefile_open_read(path); /* never through a planted symlink */
+	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
 
 	*n = 0;
 	if (!f) {
-		rc = -errno;
+		rc = fd < 0 ? fd : -errno;
+		if (fd >= 0)
+			close(fd);
 		snprintf(err, errlen, "%s: %s", path, strerror(-rc));
 		return rc;
 	}
