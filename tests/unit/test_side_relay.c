@@ -49,7 +49,7 @@ static void test_table_maps_and_restores(void **state)
 	uint8_t msg[16] = { 0, 0, 0, 5 };
 	struct side_service_peer a = udp_peer(0x0a000001, 700), b = udp_peer(0x0a000002, 700);
 
-	assert_int_equal(relay_table_init(&t, 4, 64, 1000), 0);
+	assert_int_equal(relay_table_init(&t, 4, 64), 0);
 	/* Two clients with the same XID get different upstream XIDs. */
 	struct relay_call *ca = relay_table_add(&t, NULL, &a, 5, msg, sizeof(msg));
 	struct relay_call *cb = relay_table_add(&t, NULL, &b, 5, msg, sizeof(msg));
@@ -79,19 +79,33 @@ static void test_table_maps_and_restores(void **state)
 }
 
 /* An upstream XID still in use is skipped when the counter comes round to it. */
-static void test_table_skips_xids_in_use(void **state)
+/*
+ * The upstream XIDs cannot be guessed (issue: counters started from the
+ * clock let an off-path forger answer the next call): 256 calls of one
+ * client, numbered 1..256 by it, go out under 256 different XIDs, none the
+ * client's, and no two in a row follow one another.
+ */
+static void test_table_xids_unpredictable(void **state)
 {
 	(void)state;
 	struct relay_table t;
 	uint8_t msg[8] = { 0 };
 	struct side_service_peer a = udp_peer(0x0a000001, 700);
+	uint32_t up[256];
+	unsigned sequential = 0;
 
-	assert_int_equal(relay_table_init(&t, 4, 64, UINT32_MAX), 0);
-	struct relay_call *c1 = relay_table_add(&t, NULL, &a, 1, msg, sizeof(msg));
-	assert_int_equal(c1->up_xid, UINT32_MAX);
-	t.next_xid = UINT32_MAX; /* as if the counter wrapped all the way round */
-	struct relay_call *c2 = relay_table_add(&t, NULL, &a, 2, msg, sizeof(msg));
-	assert_int_not_equal(c2->up_xid, c1->up_xid);
+	assert_int_equal(relay_table_init(&t, 256, 64), 0);
+	for (uint32_t i = 0; i < 256; i++) {
+		struct relay_call *c = relay_table_add(&t, NULL, &a, i + 1, msg, sizeof(msg));
+		assert_non_null(c);
+		up[i] = c->up_xid;
+		assert_int_not_equal(up[i], i + 1);
+		for (uint32_t j = 0; j < i; j++)
+			assert_int_not_equal(up[j], up[i]);
+		if (i && (up[i] == up[i - 1] + 1 || up[i] == up[i - 1] - 1))
+			sequential++;
+	}
+	assert_true(sequential < 2); /* by chance: 256 in 2^31 */
 	relay_table_destroy(&t);
 }
 
@@ -234,6 +248,46 @@ static void test_relay_udp_xid_mapping(void **state)
 	assert_non_null(pc);
 	assert_int_equal(pc->calls, 2);
 	assert_int_equal(pc->replies, 1);
+	close(c);
+	rig_stop(&r);
+}
+
+/*
+ * A reply with the pending call's XID from the server's address but not from
+ * its daemon's port (a local process on the server, or a forger who learnt
+ * the XID) is no reply: dropped and counted; the daemon's own answer then
+ * reaches the client.
+ */
+static void test_relay_replies_only_from_the_daemons_port(void **state)
+{
+	(void)state;
+	struct rig r;
+	struct sockaddr_in relay, from, to;
+	socklen_t fl = sizeof(from);
+	uint8_t b[256], up[256], got[64];
+
+	rig_start(&r, true, 5000);
+	int c = client_udp(&r, &relay);
+	size_t n = gwt_rpc_call_none(b, 0x5151, 100005, 3, 0);
+	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
+	assert_true(gwt_spin_until_readable(r.base, r.mountd, 2000, NULL, NULL));
+	assert_true(recvfrom(r.mountd, up, sizeof(up), 0, (struct sockaddr *)&from, &fl) > 0);
+	/* the relay's socket, as the daemon saw it: where a forger aims too */
+	to = from;
+	uint16_t p;
+	int other = gwt_udp_bind(GWT_LOOPBACK, 0, &p); /* the server's address, another port */
+	assert_true(other >= 0);
+	reply_to(other, up, &to, 666);
+	reply_to(r.pmapd, up, &to, 667); /* its portmapper's port is no daemon either */
+	assert_false(gwt_spin_until_readable(r.base, c, 200, NULL, NULL));
+	assert_int_equal(r.counters.events[GW_EV_UNMATCHED_REPLY], 2);
+	assert_int_equal(side_relay_pending(r.relay), 1);
+	reply_to(r.mountd, up, &to, 42);
+	assert_true(gwt_spin_until_readable(r.base, c, 2000, NULL, NULL));
+	assert_int_equal(recv(c, got, sizeof(got), 0), 28);
+	assert_int_equal(xdr_get32(got), 0x5151);
+	assert_int_equal(xdr_get32(got + 24), 42);
+	close(other);
 	close(c);
 	rig_stop(&r);
 }
@@ -447,7 +501,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table_maps_and_restores),
-		cmocka_unit_test(test_table_skips_xids_in_use),
+		cmocka_unit_test(test_table_xids_unpredictable),
+		cmocka_unit_test(test_relay_replies_only_from_the_daemons_port),
 		cmocka_unit_test(test_relay_udp_xid_mapping),
 		cmocka_unit_test(test_relay_answers_other_programs),
 		cmocka_unit_test(test_relay_discovers_port),

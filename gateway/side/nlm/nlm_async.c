@@ -14,6 +14,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/random.h"
 #include "common/xdr.h"
 #include "conf/config.h"
 #include "gateway/counters/counters.h"
@@ -80,7 +81,7 @@ struct nlm_async {
 	struct as_entry *ent;
 	struct as_expired *expired; /* max_pending of them, the oldest overwritten */
 	uint32_t next_expired;
-	uint32_t live, next_gen, next_xid;
+	uint32_t live;
 	int fd; /* toward clients, bound to the route's listen address */
 	struct event *read_ev, *timer;
 	struct nlm_async_stats stats;
@@ -95,6 +96,27 @@ bool nlm_async_is_msg(uint32_t proc)
 bool nlm_async_is_res(uint32_t proc)
 {
 	return proc >= NLMPROC_TEST_RES && proc <= NLMPROC_UNLOCK_RES;
+}
+
+static struct as_entry *find_xid(struct nlm_async *as, uint32_t xid)
+{
+	for (uint32_t i = 0; i < as->cfg.max_pending; i++) {
+		struct as_entry *e = &as->ent[i];
+
+		if ((e->stage == AS_GETPORT || e->stage == AS_DELIVER) && e->xid == xid)
+			return e;
+	}
+	return NULL;
+}
+
+/* A random XID for a call to a client (common/random.h), none of another in flight. */
+static uint32_t fresh_xid(struct nlm_async *as)
+{
+	uint32_t xid = gw_random32();
+
+	while (find_xid(as, xid))
+		xid = gw_random32();
+	return xid;
 }
 
 static void entry_free(struct nlm_async *as, struct as_entry *e)
@@ -161,7 +183,7 @@ bool nlm_async_register(struct nlm_async *as, const struct nlm_host *client, uin
 	    a->lock.fh.len > sizeof(e->lock.fh) || a->lock.oh.len != NLM_TOKEN_LEN)
 		return refuse(as, client, !e, held);
 	e->stage = AS_AWAIT_SERVER;
-	e->gen = as->next_gen++;
+	e->gen = gw_random32(); /* the cookie's second half: unguessable (common/random.h) */
 	e->vers = vers;
 	e->proc = proc;
 	e->client = *client;
@@ -358,7 +380,7 @@ static bool start_delivery(struct nlm_async *as, struct as_entry *e, struct nlm_
 	if (!hn || nlm_encode_testres(e->vers, r, e->msg + hn, sizeof(e->msg) - hn, &m) != 0)
 		return false;
 	e->msg_len = (uint32_t)(hn + m);
-	e->xid = as->next_xid++;
+	e->xid = fresh_xid(as);
 	e->getport_len = (uint32_t)pmap_encode_getport(e->getport, sizeof(e->getport), e->xid,
 						       NLM_PROG, e->vers, PMAP_IPPROTO_UDP);
 	if (!e->getport_len)
@@ -448,17 +470,6 @@ int nlm_async_on_res(struct nlm_async *as, uint32_t vers, uint32_t proc, const u
 
 /* ---- toward the client --------------------------------------------------------------- */
 
-static struct as_entry *find_xid(struct nlm_async *as, uint32_t xid)
-{
-	for (uint32_t i = 0; i < as->cfg.max_pending; i++) {
-		struct as_entry *e = &as->ent[i];
-
-		if ((e->stage == AS_GETPORT || e->stage == AS_DELIVER) && e->xid == xid)
-			return e;
-	}
-	return NULL;
-}
-
 static void client_reply(struct nlm_async *as, struct as_entry *e, const uint8_t *msg, size_t len)
 {
 	char who[INET6_ADDRSTRLEN];
@@ -474,7 +485,7 @@ static void client_reply(struct nlm_async *as, struct as_entry *e, const uint8_t
 			return;
 		}
 		e->stage = AS_DELIVER;
-		e->xid = as->next_xid++;
+		e->xid = fresh_xid(as);
 		xdr_put32(e->msg, e->xid);
 		nlm_host_to_sockaddr(&e->client, port, &e->to, &e->tolen);
 		send_current(as, e);
@@ -566,8 +577,6 @@ struct nlm_async *nlm_async_new(struct event_base *base, const struct nlm_async_
 	if (as->cfg.max_pending_per_client > as->cfg.max_pending)
 		as->cfg.max_pending_per_client = as->cfg.max_pending;
 	/* Generations and XIDs from the clock: a restarted gateway's differ from before. */
-	as->next_gen = (uint32_t)gw_now_us() * 2246822519u;
-	as->next_xid = (uint32_t)gw_now_us() * 3266489917u;
 	as->ent = calloc(as->cfg.max_pending, sizeof(*as->ent));
 	as->expired = calloc(as->cfg.max_pending, sizeof(*as->expired));
 	if (!as->ent || !as->expired)

@@ -16,6 +16,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/random.h"
 #include "common/xdr.h"
 #include "conf/config.h"
 #include "gateway/counters/counters.h"
@@ -73,7 +74,7 @@ struct nlm_callback {
 	int fd;		       /* toward clients, bound to the route's listen address */
 	struct event *read_ev, *timer;
 	struct cb_pending *pend;
-	uint32_t live, next_xid;
+	uint32_t live;
 	struct nlm_callback_stats stats;
 	uint8_t out[CB_MAX_MSG];
 };
@@ -165,6 +166,16 @@ static struct cb_pending *find_xid(struct nlm_callback *cb, uint32_t xid)
 	return NULL;
 }
 
+/* A random XID for a call to a client (common/random.h), none of another in flight. */
+static uint32_t fresh_xid(struct nlm_callback *cb)
+{
+	uint32_t xid = gw_random32();
+
+	while (find_xid(cb, xid))
+		xid = gw_random32();
+	return xid;
+}
+
 /* The client's portmapper or lockd answered @p. */
 static void client_reply(struct nlm_callback *cb, struct cb_pending *p, const uint8_t *msg,
 			 size_t len)
@@ -179,7 +190,7 @@ static void client_reply(struct nlm_callback *cb, struct cb_pending *p, const ui
 			return;
 		}
 		p->have_port = true;
-		p->xid = cb->next_xid++;
+		p->xid = fresh_xid(cb);
 		xdr_put32(p->msg, p->xid);
 		nlm_host_to_sockaddr(&p->client, port, &p->to, &p->tolen);
 		send_current(cb, p);
@@ -305,7 +316,7 @@ static bool start_pending(struct nlm_callback *cb, struct cb_pending *p,
 	p->server_xid = h->xid;
 	p->cookie_len = a->cookie.len;
 	memcpy(p->cookie, a->cookie.p, a->cookie.len);
-	p->xid = cb->next_xid++;
+	p->xid = fresh_xid(cb);
 	p->getport_len = (uint32_t)pmap_encode_getport(p->getport, sizeof(p->getport), p->xid,
 						       NLM_PROG, h->vers, PMAP_IPPROTO_UDP);
 	if (!p->getport_len)
@@ -675,7 +686,6 @@ struct nlm_callback *nlm_callback_start(struct event_base *base,
 		cb->cfg.timeout_ms = CB_DEFAULT_TIMEOUT_MS;
 	cb->route = *cfg->route;
 	cb->route.allowed_clients_count = 0; /* the server: checked by address in on_server_call */
-	cb->next_xid = (uint32_t)gw_now_us() * 2654435761u;
 	cb->pend = calloc(cb->cfg.max_pending, sizeof(*cb->pend));
 	if (!cb->pend || !nlm_host_from_sockaddr(&cb->server, server, server_len))
 		goto fail;

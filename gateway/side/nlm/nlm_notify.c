@@ -16,6 +16,7 @@
 #include "common/backoff.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/random.h"
 #include "common/xdr.h"
 #include "conf/config.h"
 #include "gateway/counters/counters.h"
@@ -57,7 +58,7 @@ struct nlm_notify {
 	uint64_t deadline_us;
 	struct nt_slot *slots;
 	struct nlm_host *queue; /* max_clients hosts still to start, from qhead to qlen */
-	uint32_t qhead, qlen, live, next_xid;
+	uint32_t qhead, qlen, live;
 	int fd; /* toward clients, bound to the route's listen address */
 	struct event *read_ev, *timer;
 	struct nlm_notify_stats stats;
@@ -90,12 +91,31 @@ static size_t encode_notify(struct nlm_notify *nt, uint32_t xid, uint8_t *out, s
 	return h + 4 + xdr_align(nl) + 4;
 }
 
+static struct nt_slot *find_xid(struct nlm_notify *nt, uint32_t xid)
+{
+	for (uint32_t i = 0; i < nt->cfg.max_inflight; i++) {
+		if (nt->slots[i].used && nt->slots[i].xid == xid)
+			return &nt->slots[i];
+	}
+	return NULL;
+}
+
+/* A random XID for an SM_NOTIFY (common/random.h), none of another in flight. */
+static uint32_t fresh_xid(struct nlm_notify *nt)
+{
+	uint32_t xid = gw_random32();
+
+	while (find_xid(nt, xid))
+		xid = gw_random32();
+	return xid;
+}
+
 /* Start telling @host: ask its portmapper for its statd first. */
 static bool start_slot(struct nlm_notify *nt, struct nt_slot *s, const struct nlm_host *host)
 {
 	memset(s, 0, offsetof(struct nt_slot, msg));
 	s->client = *host;
-	s->xid = nt->next_xid++;
+	s->xid = fresh_xid(nt);
 	s->getport_len = (uint32_t)pmap_encode_getport(s->getport, sizeof(s->getport), s->xid,
 						       NSM_PROG, NSM_VERS, PMAP_IPPROTO_UDP);
 	if (!s->getport_len)
@@ -150,7 +170,7 @@ static void client_reply(struct nlm_notify *nt, struct nt_slot *s, const uint8_t
 			return;
 		}
 		s->have_port = true;
-		s->xid = nt->next_xid++;
+		s->xid = fresh_xid(nt);
 		s->len = (uint32_t)encode_notify(nt, s->xid, s->msg, sizeof(s->msg));
 		if (!s->len) {
 			end_slot(nt, s, false, "the SM_NOTIFY did not encode");
@@ -166,15 +186,6 @@ static void client_reply(struct nlm_notify *nt, struct nt_slot *s, const uint8_t
 		return;
 	}
 	end_slot(nt, s, true, NULL);
-}
-
-static struct nt_slot *find_xid(struct nlm_notify *nt, uint32_t xid)
-{
-	for (uint32_t i = 0; i < nt->cfg.max_inflight; i++) {
-		if (nt->slots[i].used && nt->slots[i].xid == xid)
-			return &nt->slots[i];
-	}
-	return NULL;
 }
 
 static void on_client_read(evutil_socket_t fd, short what, void *arg)
@@ -380,7 +391,6 @@ struct nlm_notify *nlm_notify_start(struct event_base *base, const struct nlm_no
 		nt->cfg.retry_ms = NT_DEFAULT_RETRY_MS;
 	if (!nt->cfg.timeout_ms)
 		nt->cfg.timeout_ms = NT_DEFAULT_TIMEOUT_MS;
-	nt->next_xid = (uint32_t)gw_now_us() * 2246822519u;
 	nt->slots = calloc(nt->cfg.max_inflight, sizeof(*nt->slots));
 	nt->queue = calloc(nt->cfg.max_clients, sizeof(*nt->queue));
 	if (!nt->slots || !nt->queue || !nlm_host_from_sockaddr(&nt->server, server, server_len))

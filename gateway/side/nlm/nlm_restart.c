@@ -18,6 +18,7 @@
 #include "common/backoff.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/random.h"
 #include "common/xdr.h"
 #include "conf/config.h"
 #include "gateway/counters/counters.h"
@@ -178,7 +179,7 @@ static void on_reply(struct nlm_restart *nr, const uint8_t *msg, size_t len)
 	else
 		((struct sockaddr_in *)&to)->sin_port = htons(port);
 	nr->have_port = true;
-	nr->xid++;
+	nr->xid = gw_random32();
 	nr->len = encode_notify(nr);
 	if (!nr->len || connect(nr->fd, (struct sockaddr *)&to, nr->server_len) != 0) {
 		finish(nr, false, "the SM_NOTIFY could not be sent");
@@ -280,7 +281,7 @@ struct nlm_restart *nlm_restart_start(struct event_base *base, const struct nlm_
 	what = "the socket toward the server's statd";
 	if (!open_socket(nr))
 		goto fail;
-	nr->xid = (uint32_t)gw_now_us() * 2654435761u;
+	nr->xid = gw_random32(); /* unguessable (common/random.h) */
 	/* statd's port known: its SM_NOTIFY at once, no portmapper asked. */
 	nr->have_port = nr->cfg.statd_port != 0;
 	nr->len = nr->have_port ? encode_notify(nr)

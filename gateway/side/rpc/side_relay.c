@@ -10,6 +10,7 @@
 #include <event2/event.h>
 #include <rpc/rpc.h>
 
+#include "common/random.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/xdr.h"
@@ -19,8 +20,7 @@
 
 /* ---- the mapping table ---------------------------------------------------- */
 
-int relay_table_init(struct relay_table *t, uint32_t max_calls, uint32_t max_msg,
-		     uint32_t first_xid)
+int relay_table_init(struct relay_table *t, uint32_t max_calls, uint32_t max_msg)
 {
 	memset(t, 0, sizeof(*t));
 	if (max_calls == 0 || max_msg < 4)
@@ -35,7 +35,6 @@ int relay_table_init(struct relay_table *t, uint32_t max_calls, uint32_t max_msg
 		t->calls[i].msg = t->store + (size_t)i * max_msg;
 	t->max_calls = max_calls;
 	t->max_msg = max_msg;
-	t->next_xid = first_xid;
 	return 0;
 }
 
@@ -101,9 +100,13 @@ struct relay_call *relay_table_add(struct relay_table *t, struct side_service *s
 		;
 	if (slot == t->max_calls)
 		return NULL;
-	/* The table holds fewer XIDs than there are, so a free one is always near. */
-	while (xidmap_find(&t->by_up_xid, t->next_xid) != XIDMAP_NONE)
-		t->next_xid++;
+	/*
+	 * A random XID (common/random.h: an off-path forger must not guess the
+	 * next one), drawn again while one in flight has it.
+	 */
+	uint32_t up = gw_random32();
+	while (xidmap_find(&t->by_up_xid, up) != XIDMAP_NONE)
+		up = gw_random32();
 	struct relay_call *c = &t->calls[slot];
 	uint8_t *store = c->msg;
 	memset(c, 0, sizeof(*c));
@@ -112,7 +115,7 @@ struct relay_call *relay_table_add(struct relay_table *t, struct side_service *s
 	c->svc = svc;
 	c->peer = *peer;
 	c->client_xid = xid;
-	c->up_xid = t->next_xid++;
+	c->up_xid = up;
 	c->len = (uint32_t)len;
 	memcpy(c->msg, msg, len);
 	xdr_put32(c->msg, c->up_xid);
@@ -191,7 +194,7 @@ static void discover(struct side_relay *r, uint64_t now)
 	if (r->pmap_sent_us && now - r->pmap_sent_us < (uint64_t)r->cfg.retry_ms * 1000)
 		return;
 	if (!r->pmap_sent_us) {
-		r->pmap_xid = r->table.next_xid++;
+		r->pmap_xid = gw_random32();
 		r->pmap_first_us = now;
 	}
 	n = pmap_encode_getport(r->out, sizeof(r->out), r->pmap_xid, r->cfg.prog, r->cfg.vers_hi,
@@ -406,6 +409,15 @@ static void up_read(evutil_socket_t fd, short what, void *arg)
 			on_getport_reply(r, r->in, (size_t)n, now);
 			continue;
 		}
+		/*
+		 * Only the daemon answers its calls: a datagram from another port
+		 * of the server's address (any local process there, or a forger
+		 * who guessed the XID) is no reply.
+		 */
+		if (r->port == 0 || port != r->port) {
+			r->cfg.counters->events[GW_EV_UNMATCHED_REPLY]++;
+			continue;
+		}
 		on_reply(r, r->in, (size_t)n);
 	}
 }
@@ -460,8 +472,7 @@ struct side_relay *side_relay_start(struct event_base *base, const struct side_r
 	r->cfg = *cfg;
 	r->port = cfg->server_port;
 	r->fd = -1;
-	if (relay_table_init(&r->table, cfg->max_calls, cfg->max_msg,
-			     (uint32_t)gw_now_us() * 2654435761u) != 0) {
+	if (relay_table_init(&r->table, cfg->max_calls, cfg->max_msg) != 0) {
 		errno = ENOMEM;
 		goto fail;
 	}

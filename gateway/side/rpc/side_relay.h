@@ -60,13 +60,11 @@ struct relay_table {
 	uint32_t live;
 	uint32_t max_msg;
 	uint8_t *store;
-	struct xidmap by_up_xid; /* upstream XID -> slot */
-	uint32_t next_xid;
+	struct xidmap by_up_xid; /* upstream XID -> slot: each random (common/random.h) */
 };
 
 /* Room for @max_calls pending calls of up to @max_msg bytes. -ENOMEM or 0. */
-int relay_table_init(struct relay_table *t, uint32_t max_calls, uint32_t max_msg,
-		     uint32_t first_xid);
+int relay_table_init(struct relay_table *t, uint32_t max_calls, uint32_t max_msg);
 void relay_table_destroy(struct relay_table *t);
 
 /* The pending call @xid from @peer (a retransmission), or NULL. */
