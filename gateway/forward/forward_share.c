@@ -320,6 +320,28 @@ void fwd_share_admit(struct fwd_session *s, struct fwd_call *c)
 		v = wirexid_map(&sh->map, &k, ch->chan_idx, s->base.id, now_us(), &idx);
 	if (v == WIREXID_IN_FLIGHT) {
 		gw_count_event(&s->base, GW_EV_RETRANSMIT_ABSORBED);
+		struct fwd_call *old = sh->by_entry[idx];
+		/*
+		 * Taken over before it went: the first copy waits in the queue of
+		 * the connection that sent it, which is gone or going (the client
+		 * reconnected from the same port), and would be dropped with it,
+		 * leaving the client to wait for its next retransmission. This
+		 * copy takes its place in the entry (now this connection's); the
+		 * first leaves its queue without cancelling the entry.
+		 */
+		if (old && old->s != s && old->state == FC_QUEUED && old->s->ch == ch) {
+			fairq_remove(&ch->fq, &old->fqi);
+			old->s->queued--;
+			sh->by_entry[idx] = NULL; /* its release must not cancel the entry */
+			old->upx = WIREXID_NONE;
+			old->state = FC_DONE;
+			fwd_call_put(old);
+			c->upx = idx;
+			sh->by_entry[idx] = c;
+			share_take_wire_xid(c);
+			share_enqueue(s, c);
+			return;
+		}
 		c->state = FC_DONE;
 		fwd_call_put(c);
 		return;

@@ -93,6 +93,7 @@ struct fixture {
 	struct fwd_route fr; /* the route's forward state: sh */
 	struct fwd_session *ch;
 	struct fwd_session *a, *b;
+	struct fwd_session *a2; /* A reconnected from the same port, when a test makes it */
 	/* The channel's connection on the fake provider. */
 	struct ibv_context ctx;
 	struct ibv_qp qp;
@@ -408,10 +409,12 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fixture *f = *state;
-	struct fwd_session *clients[] = { f->a, f->b };
+	struct fwd_session *clients[] = { f->a, f->b, f->a2 };
 
 	for (size_t k = 0; k < sizeof(clients) / sizeof(clients[0]); k++) {
 		struct fwd_session *s = clients[k];
+		if (!s)
+			continue;
 		/* Header buffers of calls whose Send never completed here. */
 		for (uint32_t i = 0; i < s->slots_made; i++) {
 			if (s->calls[i].hdr)
@@ -614,6 +617,46 @@ static void test_orphan_pumps_the_channel_later(void **state)
 	assert_ptr_equal(b->exp[0].mw->mw, &f->spare[0]); /* B's call went through the new window */
 	assert_int_equal(f->sh.orphaned[0], 1);
 	assert_int_equal(f->ch->orphans, 1);
+}
+
+/*
+ * A reconnected client's retransmission of a call still queued (issue: the
+ * queued copy was cancelled with the old connection, and the client waited
+ * for its next retransmission, 60 s): A's call waits for a window; A comes
+ * back from the same port (A2) and sends it again before A's connection is
+ * gone. When A goes, the call is still queued, now A2's, and goes when a
+ * window comes back, intact, under the entry's wire XID.
+ */
+static void test_taken_over_queued_call_goes_for_its_new_owner(void **state)
+{
+	struct fixture *f = *state;
+	struct fwd_call *a[NMW];
+
+	for (uint32_t i = 0; i < NMW; i++) {
+		a[i] = call(f, f->a, i, 0xa000 + i);
+		send_completes(f, a[i]);
+	}
+	struct fwd_call *x = call(f, f->a, NMW, 0xa0ff);
+	assert_int_equal(x->state, FC_QUEUED);
+	uint32_t wire = x->wire_xid;
+
+	f->a2 = client(f, 3, "192.0.2.1", 700); /* A's address and port */
+	struct fwd_call *y = call(f, f->a2, 0, 0xa0ff);
+	assert_int_equal(y->state, FC_QUEUED);
+	assert_int_equal(y->wire_xid, wire);
+	assert_int_equal(f->a2->base.counters.events[GW_EV_RETRANSMIT_ABSORBED], 1);
+	assert_int_equal(f->a->queued, 0);
+	assert_int_equal(f->a2->queued, 1);
+
+	f->a->state = FS_CLOSING;
+	fwd_share_client_close(f->a);
+	assert_int_equal(y->state, FC_QUEUED);
+	assert_int_equal(f->nsent, NMW);
+
+	reply(f, a[0]->wire_xid); /* a window comes back */
+	assert_int_equal(f->nsent, NMW + 1);
+	assert_int_equal(y->state, FC_SENT);
+	assert_sent_as(f, NMW, y);
 }
 
 /* The fence of answered call @c (its windows' local invalidation) completed. */
@@ -1048,6 +1091,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_orphan_pumps_the_channel_later, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_taken_over_queued_call_goes_for_its_new_owner,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_client_at_memory_limit_waits_alone, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_client_with_nothing_in_flight_is_resumed,
