@@ -238,6 +238,72 @@ static void test_uaddr_and_getport_codec(void **state)
 	assert_int_equal(pmap_decode_getport_reply(b, r, &port), -1);
 }
 
+/*
+ * Asking an IPv6 peer's rpcbind where a UDP service is: rpcbind v3 GETADDR of "udp6"
+ * (GETPORT would give the IPv4 socket's port), answered here by the gateway's own
+ * responder with an IPv6 table; an IPv4 peer still gets GETPORT.
+ */
+static void test_udp_lookup_ipv6(void **state)
+{
+	(void)state;
+	struct pmap_table t = { 0 };
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&t.addr;
+	struct rpc_call_hdr h;
+	uint8_t b[256], out[512];
+	size_t n, r;
+	uint16_t port = 1;
+
+	s6->sin6_family = AF_INET6;
+	inet_pton(AF_INET6, "fd00:2::1", &s6->sin6_addr);
+	t.addrlen = sizeof(*s6);
+	assert_true(pmap_table_add(&t, 100005, 3, PMAP_IPPROTO_UDP, 45763));
+	assert_true(pmap_table_add(&t, 100005, 3, PMAP_IPPROTO_TCP, 41000));
+
+	n = pmap_encode_udp_lookup(b, sizeof(b), 5, AF_INET6, 100005, 3);
+	assert_int_equal(n, 64);
+	assert_int_equal(pmap_encode_udp_lookup(b, 63, 5, AF_INET6, 100005, 3), 0);
+	assert_int_equal(rpc_call_decode(b, n, &h), RPC_HDR_CALL);
+	assert_int_equal(h.prog, 100000);
+	assert_int_equal(h.vers, 3);
+	assert_int_equal(h.proc, 3); /* GETADDR */
+	assert_int_equal(pmap_answer(&t, b, n, out, sizeof(out), &r, &h), PMAP_ANSWERED);
+	assert_int_equal(pmap_decode_udp_lookup_reply(out, r, AF_INET6, &port), 0);
+	assert_int_equal(port, 45763); /* the UDP entry's, "fd00:2::1.178.195" */
+
+	/* Not registered: rpcbind's empty address, port 0. */
+	n = pmap_encode_udp_lookup(b, sizeof(b), 6, AF_INET6, 100021, 4);
+	assert_int_equal(pmap_answer(&t, b, n, out, sizeof(out), &r, &h), PMAP_ANSWERED);
+	assert_int_equal(pmap_decode_udp_lookup_reply(out, r, AF_INET6, &port), 0);
+	assert_int_equal(port, 0);
+
+	/* Universal addresses without a port, or with a part out of range, are refused. */
+	const char *bad[] = { "fd00::1.178", "fd00::1.256.1", "fd00::1.1.x", ".1.2", "fd00::1..1" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		size_t k = strlen(bad[i]);
+		r = rpc_encode_accept_error(out, sizeof(out), 7, RPCSTAT_SUCCESS, 0, 0);
+		xdr_put32(out + r, (uint32_t)k);
+		memset(out + r + 4, 0, (k + 3) & ~(size_t)3);
+		memcpy(out + r + 4, bad[i], k);
+		assert_int_equal(pmap_decode_udp_lookup_reply(out, r + 4 + ((k + 3) & ~(size_t)3),
+							      AF_INET6, &port),
+				 -1);
+	}
+	/* A string longer than the reply: refused. */
+	r = rpc_encode_accept_error(out, sizeof(out), 7, RPCSTAT_SUCCESS, 0, 0);
+	xdr_put32(out + r, 40);
+	assert_int_equal(pmap_decode_udp_lookup_reply(out, r + 8, AF_INET6, &port), -1);
+
+	/* IPv4: GETPORT (portmapper v2) as before. */
+	n = pmap_encode_udp_lookup(b, sizeof(b), 8, AF_INET, 100005, 3);
+	assert_int_equal(n, 56);
+	assert_int_equal(rpc_call_decode(b, n, &h), RPC_HDR_CALL);
+	assert_int_equal(h.vers, 2);
+	r = rpc_encode_accept_error(out, sizeof(out), 8, RPCSTAT_SUCCESS, 0, 0);
+	xdr_put32(out + r, 20048);
+	assert_int_equal(pmap_decode_udp_lookup_reply(out, r + 4, AF_INET, &port), 0);
+	assert_int_equal(port, 20048);
+}
+
 /* Results only after an accepted SUCCESS, past a verifier of any allowed length. */
 static void test_reply_results(void **state)
 {
@@ -493,6 +559,7 @@ int main(void)
 		cmocka_unit_test(test_reply_refused),
 		cmocka_unit_test(test_libtirpc_pmap2),
 		cmocka_unit_test(test_libtirpc_rpcb34),
+		cmocka_unit_test(test_udp_lookup_ipv6),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -381,8 +381,8 @@ static bool start_delivery(struct nlm_async *as, struct as_entry *e, struct nlm_
 		return false;
 	e->msg_len = (uint32_t)(hn + m);
 	e->xid = fresh_xid(as);
-	e->getport_len = (uint32_t)pmap_encode_getport(e->getport, sizeof(e->getport), e->xid,
-						       NLM_PROG, e->vers, PMAP_IPPROTO_UDP);
+	e->getport_len = (uint32_t)pmap_encode_udp_lookup(e->getport, sizeof(e->getport), e->xid,
+							  e->client.family, NLM_PROG, e->vers);
 	if (!e->getport_len)
 		return false;
 	nlm_host_to_sockaddr(&e->client, as->cfg.pmap_port, &e->to, &e->tolen);
@@ -477,7 +477,8 @@ static void client_reply(struct nlm_async *as, struct as_entry *e, const uint8_t
 	size_t off;
 
 	if (e->stage == AS_GETPORT) {
-		if (pmap_decode_getport_reply(msg, len, &port) != 0 || port == 0) {
+		if (pmap_decode_udp_lookup_reply(msg, len, e->client.family, &port) != 0 ||
+		    port == 0) {
 			gw_info("%s: nlm async: client %s has no lockd at its portmapper: its "
 				"result dropped",
 				as->cfg.route->name, nlm_host_str(&e->client, who, sizeof(who)));

@@ -185,7 +185,8 @@ static void client_reply(struct nlm_callback *cb, struct cb_pending *p, const ui
 	size_t off;
 
 	if (!p->have_port) {
-		if (pmap_decode_getport_reply(msg, len, &port) != 0 || port == 0) {
+		if (pmap_decode_udp_lookup_reply(msg, len, p->client.family, &port) != 0 ||
+		    port == 0) {
 			finish(cb, p, NLM_DENIED, "no lockd registered at its portmapper");
 			return;
 		}
@@ -317,8 +318,8 @@ static bool start_pending(struct nlm_callback *cb, struct cb_pending *p,
 	p->cookie_len = a->cookie.len;
 	memcpy(p->cookie, a->cookie.p, a->cookie.len);
 	p->xid = fresh_xid(cb);
-	p->getport_len = (uint32_t)pmap_encode_getport(p->getport, sizeof(p->getport), p->xid,
-						       NLM_PROG, h->vers, PMAP_IPPROTO_UDP);
+	p->getport_len = (uint32_t)pmap_encode_udp_lookup(p->getport, sizeof(p->getport), p->xid,
+							  p->client.family, NLM_PROG, h->vers);
 	if (!p->getport_len)
 		return false;
 	nlm_host_to_sockaddr(&o->host, cb->cfg.pmap_port, &p->to, &p->tolen);

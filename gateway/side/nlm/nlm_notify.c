@@ -116,8 +116,8 @@ static bool start_slot(struct nlm_notify *nt, struct nt_slot *s, const struct nl
 	memset(s, 0, offsetof(struct nt_slot, msg));
 	s->client = *host;
 	s->xid = fresh_xid(nt);
-	s->getport_len = (uint32_t)pmap_encode_getport(s->getport, sizeof(s->getport), s->xid,
-						       NSM_PROG, NSM_VERS, PMAP_IPPROTO_UDP);
+	s->getport_len = (uint32_t)pmap_encode_udp_lookup(s->getport, sizeof(s->getport), s->xid,
+							  host->family, NSM_PROG, NSM_VERS);
 	if (!s->getport_len)
 		return false;
 	nlm_host_to_sockaddr(host, nt->cfg.pmap_port, &s->to, &s->tolen);
@@ -165,7 +165,8 @@ static void client_reply(struct nlm_notify *nt, struct nt_slot *s, const uint8_t
 	size_t off;
 
 	if (!s->have_port) {
-		if (pmap_decode_getport_reply(msg, len, &port) != 0 || port == 0) {
+		if (pmap_decode_udp_lookup_reply(msg, len, s->client.family, &port) != 0 ||
+		    port == 0) {
 			end_slot(nt, s, false, "no statd registered at its portmapper");
 			return;
 		}

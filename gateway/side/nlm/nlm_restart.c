@@ -170,7 +170,7 @@ static void on_reply(struct nlm_restart *nr, const uint8_t *msg, size_t len)
 			finish(nr, false, "its statd refused the SM_NOTIFY");
 		return;
 	}
-	if (pmap_decode_getport_reply(msg, len, &port) != 0 || port == 0) {
+	if (pmap_decode_udp_lookup_reply(msg, len, to.ss_family, &port) != 0 || port == 0) {
 		finish(nr, false, "no NSM (statd) registered at its portmapper");
 		return;
 	}
@@ -285,8 +285,8 @@ struct nlm_restart *nlm_restart_start(struct event_base *base, const struct nlm_
 	/* statd's port known: its SM_NOTIFY at once, no portmapper asked. */
 	nr->have_port = nr->cfg.statd_port != 0;
 	nr->len = nr->have_port ? encode_notify(nr)
-				: pmap_encode_getport(nr->msg, sizeof(nr->msg), nr->xid, NSM_PROG,
-						      NSM_VERS, PMAP_IPPROTO_UDP);
+				: pmap_encode_udp_lookup(nr->msg, sizeof(nr->msg), nr->xid,
+							 nr->server.ss_family, NSM_PROG, NSM_VERS);
 	nr->read_ev = event_new(base, nr->fd, EV_READ | EV_PERSIST, on_read, nr);
 	nr->timer = event_new(base, -1, EV_PERSIST, on_timer, nr);
 	struct timeval tick = gw_ms_timeval(nr->cfg.retry_ms / 4 ? nr->cfg.retry_ms / 4 : 1);

@@ -511,3 +511,72 @@ int pmap_decode_getport_reply(const uint8_t *msg, size_t len, uint16_t *port)
 	*port = (uint16_t)p;
 	return 0;
 }
+
+/* ---- asking a peer's rpcbind where a UDP service is ------------------------ */
+
+size_t pmap_encode_udp_lookup(uint8_t *out, size_t cap, uint32_t xid, int family, uint32_t prog,
+			      uint32_t vers)
+{
+	if (family != AF_INET6)
+		return pmap_encode_getport(out, cap, xid, prog, vers, PMAP_IPPROTO_UDP);
+	/* rpcbind v3 GETADDR of (prog, vers, "udp6", r_addr "", r_owner "") */
+	size_t h = rpc_encode_call_hdr(out, cap, xid, PMAP_PROG, 3, GW_RPCBPROC_GETADDR);
+
+	if (!h || cap - h < 24)
+		return 0;
+	xdr_put32(out + h, prog);
+	xdr_put32(out + h + 4, vers);
+	xdr_put32(out + h + 8, 4);
+	static const uint8_t udp6[4] = { 'u', 'd', 'p', '6' }; /* the netid, XDR string body */
+	memcpy(out + h + 12, udp6, sizeof(udp6));
+	xdr_put32(out + h + 16, 0);
+	xdr_put32(out + h + 20, 0);
+	return h + 24;
+}
+
+/* The port of a universal address, its last two dotted numbers ("...p1.p2"). */
+static bool uaddr_port(const char *u, size_t n, uint16_t *port)
+{
+	unsigned p[2];
+	size_t end = n;
+
+	for (int i = 1; i >= 0; i--) {
+		size_t dot = end;
+		while (dot > 0 && u[dot - 1] != '.')
+			dot--;
+		if (dot == 0 || dot == end || end - dot > 3)
+			return false;
+		p[i] = 0;
+		for (size_t k = dot; k < end; k++) {
+			if (u[k] < '0' || u[k] > '9')
+				return false;
+			p[i] = p[i] * 10 + (unsigned)(u[k] - '0');
+		}
+		if (p[i] > 255)
+			return false;
+		end = dot - 1;
+	}
+	if (end == 0) /* no host part before the port */
+		return false;
+	*port = (uint16_t)(p[0] << 8 | p[1]);
+	return true;
+}
+
+int pmap_decode_udp_lookup_reply(const uint8_t *msg, size_t len, int family, uint16_t *port)
+{
+	size_t off;
+	uint32_t n;
+
+	if (family != AF_INET6)
+		return pmap_decode_getport_reply(msg, len, port);
+	if (!rpc_reply_results(msg, len, &off) || len - off < 4)
+		return -1;
+	n = xdr_get32(msg + off);
+	if (n > RPCB_STR_MAX || len - off - 4 < n)
+		return -1;
+	if (n == 0) { /* not registered */
+		*port = 0;
+		return 0;
+	}
+	return uaddr_port((const char *)msg + off + 4, n, port) ? 0 : -1;
+}

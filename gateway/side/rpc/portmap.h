@@ -149,6 +149,22 @@ size_t pmap_encode_getport(uint8_t *out, size_t cap, uint32_t xid, uint32_t prog
  */
 int pmap_decode_getport_reply(const uint8_t *msg, size_t len, uint16_t *port);
 
+/*
+ * Ask a peer's rpcbind where (@prog, @vers) is over UDP, the peer being of address
+ * family @family. AF_INET: portmapper v2 GETPORT. AF_INET6: rpcbind v3 GETADDR of
+ * netid "udp6", because GETPORT is answered from the IPv4 ("udp") registrations, and a
+ * daemon's udp6 socket has a port of its own (mountd, statd: unless told a port, each
+ * socket gets its own). Returns the call's length, 0 when @cap is short.
+ */
+size_t pmap_encode_udp_lookup(uint8_t *out, size_t cap, uint32_t xid, int family, uint32_t prog,
+			      uint32_t vers);
+/*
+ * The port in the reply to pmap_encode_udp_lookup() for @family: 0 with *@port set (0
+ * when the service is not registered: GETADDR's empty address), or -1 when @msg is no
+ * successful reply or its universal address has no port.
+ */
+int pmap_decode_udp_lookup_reply(const uint8_t *msg, size_t len, int family, uint16_t *port);
+
 /* The XID of any RPC message; false when it is shorter than one. */
 bool rpc_msg_xid(const uint8_t *msg, size_t len, uint32_t *xid);
 /* Whether @msg is an RPC reply (msg_type REPLY) of at least a header's length. */

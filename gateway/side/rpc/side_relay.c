@@ -197,8 +197,8 @@ static void discover(struct side_relay *r, uint64_t now)
 		r->pmap_xid = gw_random32();
 		r->pmap_first_us = now;
 	}
-	n = pmap_encode_getport(r->out, sizeof(r->out), r->pmap_xid, r->cfg.prog, r->cfg.vers_hi,
-				PMAP_IPPROTO_UDP);
+	n = pmap_encode_udp_lookup(r->out, sizeof(r->out), r->pmap_xid, r->cfg.server.ss_family,
+				   r->cfg.prog, r->cfg.vers_hi);
 	if (n)
 		send_up(r, r->out, n, r->cfg.pmap_port);
 	r->pmap_sent_us = now;
@@ -325,7 +325,8 @@ static void on_getport_reply(struct side_relay *r, const uint8_t *msg, size_t le
 {
 	uint16_t port;
 
-	if (pmap_decode_getport_reply(msg, len, &port) != 0 || port == 0) {
+	if (pmap_decode_udp_lookup_reply(msg, len, r->cfg.server.ss_family, &port) != 0 ||
+	    port == 0) {
 		gw_warn("%s: %s relay: the server's portmapper does not offer program %u over UDP",
 			r->cfg.route->name, r->cfg.name, r->cfg.prog);
 		r->cfg.counters->events[GW_EV_UPSTREAM_FAILURE]++;
