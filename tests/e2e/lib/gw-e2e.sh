@@ -4,6 +4,18 @@
 # failed, so a job runs all its checks and reports every failure, not just the first.
 
 E2E_FAILS=0
+# The mounts of the NFS data jobs (forward_nfs.sh, reverse_nfs.sh) as VERSION:RSIZE
+# words: E2E_RUNS when set, else every version of E2E_VERSIONS with every size of
+# E2E_SIZES (by default 3, 4.0, 4.1 and 4.2 with 4 KiB and 1 MiB).
+e2e_runs() {
+    local v s runs=${E2E_RUNS:-}
+    if [[ -z $runs ]]; then
+        for v in ${E2E_VERSIONS:-3 4.0 4.1 4.2}; do
+            for s in ${E2E_SIZES:-4096 1048576}; do runs+="$v:$s "; done
+        done
+    fi
+    echo $runs
+}
 E2E_WORK=${E2E_WORK:-/tmp/e2e}
 mkdir -p "$E2E_WORK"
 
