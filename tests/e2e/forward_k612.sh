@@ -11,5 +11,7 @@ if [[ $(uname -r) != 6.12.* ]]; then
     echo "FAIL: the guest runs $(uname -r), not Linux 6.12"; exit 1
 fi
 echo "ok: the guest runs Linux 6.12"
-export E2E_RUNS="3:1048576 4.2:4096 4.2:1048576" E2E_BIG_MB=16 E2E_WORKLOADS=core
+# NFSv3 locks would only test the guest's own lockd (the route has no side services),
+# and under a loaded host 6.12's NLM client sometimes waits its 30 s retry for a grant.
+export E2E_RUNS="3:1048576 4.2:4096 4.2:1048576" E2E_BIG_MB=16 E2E_WORKLOADS=core E2E_V3_LOCKS=0
 source "$GW_SRC/tests/e2e/forward_nfs.sh"
