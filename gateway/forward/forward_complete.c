@@ -213,24 +213,24 @@ static void fwd_deliver(struct fwd_session *s, struct fwd_call *c)
 		xdr_put32((uint8_t *)inl, c->xid);
 
 	int err;
-	bool any_write = false;
+	/* Bit k: the server wrote Write chunk k (the reply is reduced by it). */
 	uint32_t moved = 0;
-	for (uint32_t k = 0; k < c->nwrites; k++) {
-		any_write |= c->wlen[k] != 0;
+	for (uint32_t k = 0; k < c->nwrites; k++)
 		moved |= (c->wlen[k] != 0 ? 1u : 0u) << k;
-	}
 	/*
+	 * An inline NFSv4 reply teaches the session table NFSv4.1 sessions for
+	 * reply bounds and, on a shared route, the back channels backward calls
+	 * are routed by (a spliced one in fwd_deliver_spliced()): before the
+	 * sizes are lowered, so that the reply bound stays the server's own.
 	 * FSINFO, an NFSv4 GETATTR of maxread/maxwrite, CREATE_SESSION: what
 	 * the server advertises is lowered to what the route carries (the
 	 * bytes are the gateway's own receive or Reply-chunk buffer, fenced).
-	 * The session table learns the server's own limits first (below and in
-	 * fwd_share_learn_sessions()): the reply bound is the server's.
 	 */
-	if (u->advertises_sizes && !any_write && u->prog == 100003 && u->vers == 4)
+	if (!moved && u->prog == 100003 && u->vers == 4)
 		fwd_share_learn_sessions(s, u, inl, inl_len);
 	if (u->advertises_sizes)
 		gw_clamp_reply(&s->base, u, (uint8_t *)inl, inl_len, moved);
-	if (any_write) {
+	if (moved) {
 		err = fwd_deliver_spliced(s, c, inl_buf, inl, inl_len);
 		if (err == -EPROTO) {
 			gw_warn("forward %s: reply xid %#x does not match its Write chunks",
@@ -239,12 +239,6 @@ static void fwd_deliver(struct fwd_session *s, struct fwd_call *c)
 			return;
 		}
 	} else {
-		if (u->prog == 100003 && u->vers == 4 && !u->advertises_sizes) {
-			/* Learn NFSv4.1 sessions for reply bounds and, on a shared
-			 * route, the back channels backward calls are routed by
-			 * (above, for a reply whose sizes were lowered). */
-			fwd_share_learn_sessions(s, u, inl, inl_len);
-		}
 		err = tcp_conn_send_ref(s->tcp, inl_buf, (uint32_t)(inl - inl_buf->base), inl_len);
 		err = err == 0 ? 0 : -errno;
 		if (!err)
