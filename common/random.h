@@ -10,6 +10,7 @@
 #ifndef GW_COMMON_RANDOM_H
 #define GW_COMMON_RANDOM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/random.h>
 
@@ -28,6 +29,19 @@ static inline uint32_t gw_random32(void)
 	if (getrandom(&v, sizeof(v), 0) == (ssize_t)sizeof(v))
 		return v;
 	return (uint32_t)(gw_now_us() * 2654435761u) ^ (uint32_t)(gw_now_us() >> 32);
+}
+
+/*
+ * A random XID for a new call that @in_use says no call in flight holds:
+ * a reply is matched by its XID, so two calls out at once must differ.
+ */
+static inline uint32_t gw_random_xid(bool (*in_use)(void *arg, uint32_t xid), void *arg)
+{
+	uint32_t xid = gw_random32();
+
+	while (in_use(arg, xid))
+		xid = gw_random32();
+	return xid;
 }
 
 #endif

@@ -14,15 +14,12 @@
  * nothing (the values are not part of the walk, so the walk finds them again).
  */
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/version.h"
 #include "common/xdr.h"
+#include "support/ulbfuzz.h"
 #include "ulb-rules/ulb.h"
-
-static struct ulb_rules *rules;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -67,31 +64,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static const struct ulb_size_caps tiny = { .io_max = 1, .msg_max = 1 };
 	static const struct ulb_size_caps usual = { .io_max = 1u << 20,
 						    .msg_max = (1u << 20) + 4096 };
+	struct gwt_call_reply in;
 	struct ulb_call call;
 
-	if (!rules) {
-		char err[512];
-		struct ulb_options o = { .stock_dir = GW_SOURCE_RULES_DIR };
-		rules = ulb_rules_load(&o, err, sizeof(err));
-		if (!rules) {
-			fprintf(stderr, "%s\n", err);
-			abort();
-		}
-	}
-	if (size < 3)
+	if (!gwt_call_reply_split(data, size, &in))
 		return 0;
-	uint32_t moved = data[0];
-	size_t clen = (size_t)data[1] << 8 | data[2];
-	if (clen > size - 3)
-		return 0;
-	uint8_t *cmsg = malloc(clen ? clen : 1);
-	if (!cmsg)
-		abort();
-	memcpy(cmsg, data + 3, clen);
-	ulb_parse_call(rules, NULL, cmsg, clen, &call);
-	free(cmsg);
-
-	check(&call, data + 3 + clen, size - 3 - clen, moved, &tiny);
-	check(&call, data + 3 + clen, size - 3 - clen, moved, &usual);
+	ulb_parse_call(gwt_stock_rules(), NULL, in.call, in.call_len, &call);
+	check(&call, in.reply, in.reply_len, in.moved, &tiny);
+	check(&call, in.reply, in.reply_len, in.moved, &usual);
+	gwt_call_reply_free(&in);
 	return 0;
 }

@@ -9,49 +9,25 @@
  * its back channel.
  */
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/version.h"
+#include "support/ulbfuzz.h"
 #include "ulb-rules/ulb.h"
-
-static struct ulb_rules *rules;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct ulb_sessions sessions;
+	struct gwt_call_reply in;
 	struct ulb_call call;
 	struct ulb_reply reply;
 
-	if (!rules) {
-		char err[512];
-		struct ulb_options o = { .stock_dir = GW_SOURCE_RULES_DIR };
-		rules = ulb_rules_load(&o, err, sizeof(err));
-		if (!rules) {
-			fprintf(stderr, "%s\n", err);
-			abort();
-		}
-	}
-	if (size < 3)
+	if (!gwt_call_reply_split(data, size, &in))
 		return 0;
-	uint32_t moved = data[0];
-	size_t clen = (size_t)data[1] << 8 | data[2];
-	if (clen > size - 3)
-		return 0;
-	/* exact-size copies: ASan sees a read past either message */
-	uint8_t *cmsg = malloc(clen ? clen : 1);
-	uint8_t *rmsg = malloc(size - 3 - clen ? size - 3 - clen : 1);
-	if (!cmsg || !rmsg)
-		abort();
-	memcpy(cmsg, data + 3, clen);
-	size_t rlen = size - 3 - clen;
-	memcpy(rmsg, data + 3 + clen, rlen);
-
-	ulb_parse_call(rules, &sessions, cmsg, clen, &call);
-	ulb_parse_reply(&call, &sessions, rmsg, rlen, moved, &reply);
+	ulb_parse_call(gwt_stock_rules(), &sessions, in.call, in.call_len, &call);
+	ulb_parse_reply(&call, &sessions, in.reply, in.reply_len, in.moved, &reply);
 	if (reply.n_items > ULB_MAX_ITEMS)
 		abort();
 	if (reply.binds_back &&
@@ -60,12 +36,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	for (unsigned i = 0; i < reply.n_items; i++) {
 		const struct ulb_reply_item *it = &reply.items[i];
-		if (it->offset < 4 || it->offset > rlen)
+		if (it->offset < 4 || it->offset > in.reply_len)
 			abort();
-		if (!it->moved && it->length > rlen - it->offset)
+		if (!it->moved && it->length > in.reply_len - it->offset)
 			abort();
 	}
-	free(cmsg);
-	free(rmsg);
+	gwt_call_reply_free(&in);
 	return 0;
 }

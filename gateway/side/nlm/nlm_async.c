@@ -109,14 +109,10 @@ static struct as_entry *find_xid(struct nlm_async *as, uint32_t xid)
 	return NULL;
 }
 
-/* A random XID for a call to a client (common/random.h), none of another in flight. */
-static uint32_t fresh_xid(struct nlm_async *as)
+/* Whether a call in flight holds @xid: gw_random_xid() draws again. */
+static bool xid_in_use(void *arg, uint32_t xid)
 {
-	uint32_t xid = gw_random32();
-
-	while (find_xid(as, xid))
-		xid = gw_random32();
-	return xid;
+	return find_xid(arg, xid) != NULL;
 }
 
 static void entry_free(struct nlm_async *as, struct as_entry *e)
@@ -380,7 +376,7 @@ static bool start_delivery(struct nlm_async *as, struct as_entry *e, struct nlm_
 	if (!hn || nlm_encode_testres(e->vers, r, e->msg + hn, sizeof(e->msg) - hn, &m) != 0)
 		return false;
 	e->msg_len = (uint32_t)(hn + m);
-	e->xid = fresh_xid(as);
+	e->xid = gw_random_xid(xid_in_use, as);
 	e->getport_len = (uint32_t)pmap_encode_udp_lookup(e->getport, sizeof(e->getport), e->xid,
 							  e->client.family, NLM_PROG, e->vers);
 	if (!e->getport_len)
@@ -486,7 +482,7 @@ static void client_reply(struct nlm_async *as, struct as_entry *e, const uint8_t
 			return;
 		}
 		e->stage = AS_DELIVER;
-		e->xid = fresh_xid(as);
+		e->xid = gw_random_xid(xid_in_use, as);
 		xdr_put32(e->msg, e->xid);
 		nlm_host_to_sockaddr(&e->client, port, &e->to, &e->tolen);
 		send_current(as, e);

@@ -166,14 +166,10 @@ static struct cb_pending *find_xid(struct nlm_callback *cb, uint32_t xid)
 	return NULL;
 }
 
-/* A random XID for a call to a client (common/random.h), none of another in flight. */
-static uint32_t fresh_xid(struct nlm_callback *cb)
+/* Whether a call in flight holds @xid: gw_random_xid() draws again. */
+static bool xid_in_use(void *arg, uint32_t xid)
 {
-	uint32_t xid = gw_random32();
-
-	while (find_xid(cb, xid))
-		xid = gw_random32();
-	return xid;
+	return find_xid(arg, xid) != NULL;
 }
 
 /* The client's portmapper or lockd answered @p. */
@@ -191,7 +187,7 @@ static void client_reply(struct nlm_callback *cb, struct cb_pending *p, const ui
 			return;
 		}
 		p->have_port = true;
-		p->xid = fresh_xid(cb);
+		p->xid = gw_random_xid(xid_in_use, cb);
 		xdr_put32(p->msg, p->xid);
 		nlm_host_to_sockaddr(&p->client, port, &p->to, &p->tolen);
 		send_current(cb, p);
@@ -317,7 +313,7 @@ static bool start_pending(struct nlm_callback *cb, struct cb_pending *p,
 	p->server_xid = h->xid;
 	p->cookie_len = a->cookie.len;
 	memcpy(p->cookie, a->cookie.p, a->cookie.len);
-	p->xid = fresh_xid(cb);
+	p->xid = gw_random_xid(xid_in_use, cb);
 	p->getport_len = (uint32_t)pmap_encode_udp_lookup(p->getport, sizeof(p->getport), p->xid,
 							  p->client.family, NLM_PROG, h->vers);
 	if (!p->getport_len)

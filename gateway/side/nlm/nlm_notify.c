@@ -100,14 +100,10 @@ static struct nt_slot *find_xid(struct nlm_notify *nt, uint32_t xid)
 	return NULL;
 }
 
-/* A random XID for an SM_NOTIFY (common/random.h), none of another in flight. */
-static uint32_t fresh_xid(struct nlm_notify *nt)
+/* Whether a call in flight holds @xid: gw_random_xid() draws again. */
+static bool xid_in_use(void *arg, uint32_t xid)
 {
-	uint32_t xid = gw_random32();
-
-	while (find_xid(nt, xid))
-		xid = gw_random32();
-	return xid;
+	return find_xid(arg, xid) != NULL;
 }
 
 /* Start telling @host: ask its portmapper for its statd first. */
@@ -115,7 +111,7 @@ static bool start_slot(struct nlm_notify *nt, struct nt_slot *s, const struct nl
 {
 	memset(s, 0, offsetof(struct nt_slot, msg));
 	s->client = *host;
-	s->xid = fresh_xid(nt);
+	s->xid = gw_random_xid(xid_in_use, nt);
 	s->getport_len = (uint32_t)pmap_encode_udp_lookup(s->getport, sizeof(s->getport), s->xid,
 							  host->family, NSM_PROG, NSM_VERS);
 	if (!s->getport_len)
@@ -171,7 +167,7 @@ static void client_reply(struct nlm_notify *nt, struct nt_slot *s, const uint8_t
 			return;
 		}
 		s->have_port = true;
-		s->xid = fresh_xid(nt);
+		s->xid = gw_random_xid(xid_in_use, nt);
 		s->len = (uint32_t)encode_notify(nt, s->xid, s->msg, sizeof(s->msg));
 		if (!s->len) {
 			end_slot(nt, s, false, "the SM_NOTIFY did not encode");
