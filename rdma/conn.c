@@ -298,8 +298,23 @@ static void rconn_timeout(evutil_socket_t fd, short what, void *arg)
 {
 	struct rconn *c = arg;
 
-	if (c->state < RCONN_CONNECTED)
+	static const char *const stage[] = {
+		[RCONN_RESOLVING_ADDR] = "resolving the address",
+		[RCONN_RESOLVING_ROUTE] = "resolving the route",
+		[RCONN_CONNECTING] = "waiting for the server's connect reply",
+	};
+
+	if (c->state < RCONN_CONNECTED) {
+		/*
+		 * Which CM step never finished tells a dead route from a stuck
+		 * server; accepted connections stay quiet (a client could make
+		 * every one of its attempts a log line).
+		 */
+		if (!c->accepted)
+			gw_info("rdma: connect timed out after %u ms while %s",
+				c->params.connect_timeout_ms, stage[c->state]);
 		rconn_fail(c, RCONN_CLOSE_TIMEOUT);
+	}
 }
 
 /*

@@ -32,7 +32,7 @@ for run in $RUNS; do
     vers=${run%:*} size=${run#*:}
     mnt=/mnt/v$vers-$size; mkdir -p "$mnt"
     if [[ $vers == 3 ]]; then src=192.0.2.2:/export; else src=192.0.2.2:/; fi
-    echo "--- NFSv$vers rsize=wsize=$size through the gateway"
+    echo "--- NFSv$vers rsize=wsize=$size through the gateway ($(date +%T))"
     if ! mount -t nfs -o vers=$vers,proto=tcp,port=2049,rsize=$size,wsize=$size "$src" "$mnt"; then
         fail "mount NFSv$vers through the gateway"; continue
     fi
