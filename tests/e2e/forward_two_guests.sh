@@ -3,8 +3,8 @@
 # Forward mode with RoCEv2 on a wire: guest A is the NFS server alone (kernel nfsd on
 # RDMA only, 192.0.2.1); guest B runs the gateway (TCP 192.0.2.2:2049 -> RDMA
 # 192.0.2.1:20049) and the kernel NFS client, and captures the RDMA traffic between its
-# gateway and the server with tshark. The workload runs for NFSv3, 4.1 and 4.2 with
-# checksums. The host then decodes the capture: every captured RPC-over-RDMA message
+# gateway and the server with tshark. A short workload runs for NFSv3 and 4.2 with
+# checksums (the full matrix is forward_nfs.sh's). The host then decodes the capture: every captured RPC-over-RDMA message
 # must decode, be of a type the gateway may send or receive, and no frame may be
 # malformed.
 # NFSv3 runs with nolock here: NLM goes to the mount's address, which is the gateway's
@@ -68,7 +68,11 @@ cat >"$E2E_WORK/gw.json" <<JSON
 JSON
 gw_start forward "$E2E_WORK/gw.json" || { touch "$GW_OUT/client-done"; e2e_finish; }
 
-for vers in 3 4.1 4.2; do
+# A focused run: the full matrix of versions and workloads is forward_nfs.sh's; here
+# every kind of RPC-over-RDMA message the gateway exchanges crosses the wire once in
+# each direction (Read, Write and Reply chunks, Position-Zero, inline), with data enough
+# for tshark to check and no more (the capture is decoded on the host).
+for vers in 3 4.2; do
     m=/mnt/v$vers; mkdir -p $m
     echo "--- NFSv$vers over the wire"
     if [[ $vers == 3 ]]; then
@@ -78,15 +82,14 @@ for vers in 3 4.1 4.2; do
     fi
     mount -t nfs -o "$opts,rsize=1048576,wsize=1048576" $src $m || { fail "mount NFSv$vers"; continue; }
     d=$m/w$vers; mkdir -p $d
-    wl_bigfile $d 16
+    wl_bigfile $d 8
     wl_oddsizes $d
     wl_symlink $d
-    wl_rename_setattr $d
     [[ $vers != 3 ]] && wl_locks $d
     [[ $vers == 3 ]] && wl_bigacl $d 300
     [[ $vers != 3 ]] && wl_nfs4acl $d 190
-    wl_bigdir $d 1000
-    wl_concurrent $d 4 4
+    wl_bigdir $d 300
+    wl_concurrent $d 4 2
     rm -rf $d
     umount $m
 done
