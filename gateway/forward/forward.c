@@ -25,10 +25,12 @@
  * delivered (or the connection is gone) and its windows are fenced: the
  * server may read or write the call's memory until then.
  *
- * The RDMA and TCP connections live and die together: when either side
- * goes, the other is closed, and the client reconnects and retransmits as
- * it would after a server restart. Calls lost with the RDMA connection are
- * simply not answered.
+ * The stages know the RDMA connection a session's calls go on only
+ * through its upstream (forward_upstream.h): a connection of its own
+ * (forward_own.c), which lives and dies with the client's TCP connection
+ * (when either goes, the other is closed, and the client reconnects and
+ * retransmits as it would after a server restart), or one of the route's
+ * shared channels (forward_share.c), which outlives its clients.
  *
  * This file holds the session's life; forward_priv.h lists the stages.
  */
@@ -68,8 +70,7 @@ static void fwd_tcp_pressure(struct tcp_conn *tc, bool congested, void *arg)
 	 * come. On a shared connection only this client's calls stop.
 	 */
 	s->out_congested = congested;
-	if (s->ch)
-		fwd_share_client_pause_update(s);
+	s->up->pause_changed(s);
 	if (!congested)
 		fwd_pump(s);
 }
@@ -125,29 +126,7 @@ static void fwd_established(struct rconn *rc, void *owner, const uint8_t *pdata,
 	gw_addr_text(rconn_local_addr(rc), s->base.upstream, sizeof(s->base.upstream));
 	gw_debug("forward %s: connected upstream from %s (inline %u/%u)", s->base.client,
 		 s->base.upstream, s->thr.send, s->thr.recv);
-	if (s->is_channel && s->dev && s->dev != rconn_device(rc)) {
-		/*
-		 * A channel made again on another device: its clients' records
-		 * lie in the old device's pool, which the new connection cannot
-		 * reach. They close, as with a connection lost for good.
-		 */
-		gw_warn("forward %s: connected again through another RDMA device: closing its "
-			"clients",
-			s->base.client);
-		s->reconnecting = false;
-		fwd_session_close(s);
-		return;
-	}
-	s->dev = rconn_device(rc);
-	if (s->is_channel) {
-		memcpy(&s->local, rconn_local_addr(rc),
-		       rconn_local_addr(rc)->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-								   : sizeof(struct sockaddr_in));
-		s->state = FS_READY;
-		fwd_share_channel_ready(s);
-		return;
-	}
-	fwd_client_ready(s);
+	s->up->conn_ready(s, rc);
 }
 
 /*
@@ -157,10 +136,6 @@ static void fwd_established(struct rconn *rc, void *owner, const uint8_t *pdata,
  */
 void fwd_client_ready(struct fwd_session *s)
 {
-	if (s->ch) {
-		s->dev = s->ch->dev;
-		memcpy(s->base.upstream, s->ch->base.upstream, sizeof(s->base.upstream));
-	}
 	s->tcp = tcp_conn_new(gw_engine_base(s->base.route->eng), s->fd, &s->base.route->tcp_cfg,
 			      rdma_pool_source(fwd_pool(s)), &fwd_tcp_ops, s);
 	if (!s->tcp) {
@@ -191,7 +166,7 @@ static void fwd_rdma_closed(struct rconn *rc, void *owner, enum rconn_close_reas
 			rconn_close_reason_str(reason));
 		gw_count_event(&s->base, GW_EV_CONNECTION_LOST);
 	}
-	if (s->is_channel && fwd_share_channel_lost(s, reason))
+	if (s->up->conn_lost(s, reason))
 		return; /* made again; its clients stay */
 	fwd_session_close(s);
 }
@@ -215,6 +190,11 @@ void fwd_session_close(struct fwd_session *s)
 {
 	if (s->in_close)
 		return;
+	/*
+	 * A shared channel is another kind of session (no TCP side, no call
+	 * slots, not the engine's): its close and free are forward_share.c's.
+	 * Which kind a session is, not which upstream it has, decides here.
+	 */
 	if (s->is_channel) {
 		fwd_share_channel_close(s);
 		return;
@@ -222,8 +202,7 @@ void fwd_session_close(struct fwd_session *s)
 	s->in_close = true;
 	if (s->state != FS_CLOSING) {
 		s->state = FS_CLOSING;
-		if (s->ch)
-			fwd_share_client_close(s); /* its queued calls, not its calls in flight */
+		s->up->client_close(s); /* on a shared channel: its queued calls */
 		while (!TAILQ_EMPTY(&s->queue)) {
 			struct fwd_call *c = TAILQ_FIRST(&s->queue);
 			TAILQ_REMOVE(&s->queue, c, qlink);
@@ -244,15 +223,8 @@ void fwd_session_close(struct fwd_session *s)
 		if (s->rdma && !s->rdma_closed)
 			rconn_close(s->rdma);
 	}
-	/*
-	 * Calls still waiting for their replies end once the RDMA side is gone
-	 * (ops->closed has run: every work request has completed). They are not
-	 * answered; the client retransmits them after it reconnects. On a
-	 * shared channel, which stays, they wait for their replies (the server
-	 * may still write into their buffers): fwd_fence_done() drops those.
-	 */
-	if (s->rdma_closed && !s->ch)
-		fwd_abandon_sent_calls(s);
+	/* Calls still on the wire end if nothing can answer them any more. */
+	s->up->close_sent(s);
 	s->in_close = false;
 	fwd_maybe_free(s);
 }
@@ -269,7 +241,7 @@ void fwd_abandon_sent_calls(struct fwd_session *s)
 
 void fwd_maybe_free(struct fwd_session *s)
 {
-	if (s->is_channel) {
+	if (s->is_channel) { /* a channel's life is forward_share.c's (fwd_session_close()) */
 		fwd_share_channel_free(s);
 		return;
 	}
@@ -289,13 +261,11 @@ void fwd_maybe_free(struct fwd_session *s)
 		munmap(s->calls, (size_t)s->ncalls * sizeof(*s->calls));
 	free(s->bcalls);
 	free(s->refusals);
-	struct fwd_session *ch = s->ch;
+	struct fwd_session *held = s->up->detach(s);
 	gw_session_unregister(&s->base);
 	free(s);
-	if (ch) {
-		ch->users--;
-		fwd_maybe_free(ch); /* a channel lost and no longer pointed at */
-	}
+	if (held)
+		fwd_maybe_free(held); /* a channel lost and no longer pointed at */
 }
 
 static const char *fwd_state_name(const struct gw_session *g)
@@ -311,13 +281,13 @@ static void fwd_credits(const struct gw_session *g, struct gw_credit_state *out,
 	const struct fwd_session *s = (const struct fwd_session *)g;
 
 	memset(out, 0, sizeof(*out));
-	out->granted = fwd_ch(s)->granted;
+	out->granted = s->conn->granted;
 	out->in_use = s->in_flight;
 	out->queued = s->queued;
 	out->backward_granted = s->nbcalls;
 	out->backward_in_use = s->bc_busy;
-	*inline_send = fwd_ch(s)->thr.send;
-	*inline_recv = fwd_ch(s)->thr.recv;
+	*inline_send = s->conn->thr.send;
+	*inline_recv = s->conn->thr.recv;
 }
 
 static void fwd_drain(struct gw_session *g)
@@ -343,107 +313,23 @@ static bool fwd_idle(const struct gw_session *g)
 
 /*
  * Once a second (the engine's sweep): no client waits for ever. A call the
- * server has not answered within call_timeout resets the session, as the
- * kernel's RPC-over-RDMA client does after a major timeout: both sides
- * close, the client reconnects and retransmits, and the server's duplicate
- * request cache answers what it had already done. A backward call the
- * client has not answered in that time is answered SYSTEM_ERR and its
- * credit freed. Returns true when the session was closed (it may be gone).
+ * server has not answered within call_timeout is given up, and with it the
+ * session on a connection of its own (forward_own.c), the call alone on a
+ * shared channel (forward_share.c). A backward call the client has not
+ * answered in that time is answered SYSTEM_ERR and its credit freed.
+ * Returns true when the session was closed (it may be gone).
  */
-/*
- * The calls of @s on a shared channel the server has not answered within
- * @limit are given up one by one (fwd_share_orphan()), the channel and
- * its other clients kept. Only when the channel cannot spare another
- * credit is it reset, which closes its clients, @s too. Asked of closing
- * clients as well: their calls on the wire still hold the channel's
- * credits and map entries, and nothing else would ever end them. The
- * reset is deferred to the RDMA teardown: the engine is walking its
- * sessions. Returns true when @s may have been freed (it was closing and
- * its last call went).
- */
-static bool fwd_sweep_shared_calls(struct fwd_session *s, uint64_t now, uint64_t limit)
-{
-	struct fwd_session *ch = s->ch;
-
-	if (s->in_flight == 0 || ch->draining || ch->rdma_closed)
-		return false;
-	s->in_close = true; /* an orphaned call must not free s under us */
-	for (uint32_t i = 0; i < s->slots_made; i++) {
-		struct fwd_call *c = &s->calls[i];
-		if (c->state != FC_SENT || now - c->t_sent < limit)
-			continue;
-		gw_count_event(&s->base, GW_EV_CALL_TIMEOUT);
-		uint32_t xid = c->xid;
-		unsigned long long age_s = (now - c->t_sent) / 1000000;
-		if (fwd_share_orphan(c)) {
-			gw_warn("forward %s: the server has not answered xid %#x in %llu s: "
-				"given up, shared connection %u kept",
-				s->base.client, xid, age_s, ch->chan_idx);
-			continue;
-		}
-		gw_warn("forward %s: the server has not answered xid %#x in %llu s: resetting "
-			"shared connection %u",
-			s->base.client, xid, age_s, ch->chan_idx);
-		ch->draining = true;
-		rconn_close(ch->rdma);
-		break;
-	}
-	s->in_close = false;
-	if (s->state != FS_CLOSING)
-		return false;
-	fwd_maybe_free(s);
-	return true;
-}
-
 static bool fwd_sweep(struct gw_session *g, uint64_t now)
 {
 	struct fwd_session *s = fwd_of(g);
-	uint64_t limit = (uint64_t)g->route->cfg->call_timeout_ms * 1000;
 
-	if (s->ch)
-		fwd_share_release_idle_slots(s, now);
-	if (!limit)
-		return false;
-	if (s->ch && fwd_sweep_shared_calls(s, now, limit))
-		return true;
-	if (s->state != FS_READY)
-		return false;
-	for (uint32_t i = 0; i < s->nbcalls; i++) {
-		struct fwd_bcall *b = &s->bcalls[i];
-		if (b->busy && !b->send_pending && now - b->t_in >= limit) {
-			gw_warn("forward %s: backward call xid %#x unanswered by the client "
-				"for %llu s: answered SYSTEM_ERR",
-				s->base.client, b->xid, (unsigned long long)(limit / 1000000));
-			gw_count_event(&s->base, GW_EV_CALL_TIMEOUT);
-			fwd_backward_refuse(s, b->xid);
-			fwd_bcall_release(b);
-		}
-	}
-	if (s->ch) {
-		fwd_share_bcalls_expire(s, now, limit); /* its callbacks, in the channels' slots */
-		return false;
-	}
-	if (s->in_flight == 0)
-		return false;
-	for (uint32_t i = 0; i < s->slots_made; i++) {
-		const struct fwd_call *c = &s->calls[i];
-		if (c->state == FC_SENT && now - c->t_sent >= limit) {
-			gw_warn("forward %s: the server has not answered xid %#x in %llu s: "
-				"resetting the session",
-				s->base.client, c->xid,
-				(unsigned long long)((now - c->t_sent) / 1000000));
-			gw_count_event(&s->base, GW_EV_CALL_TIMEOUT);
-			fwd_session_close(s);
-			return true;
-		}
-	}
-	return false;
+	return s->up->sweep(s, now, (uint64_t)g->route->cfg->call_timeout_ms * 1000);
 }
 
 /* The version calls go in, once connected and settled (0 before). */
 static uint32_t fwd_rpcrdma_version(const struct gw_session *g)
 {
-	const struct fwd_session *s = fwd_ch((const struct fwd_session *)g);
+	const struct fwd_session *s = ((const struct fwd_session *)g)->conn;
 
 	return s->state == FS_CONNECTING || !s->version_settled ? 0 : s->version;
 }
@@ -547,31 +433,21 @@ int fwd_alloc_slots(struct fwd_session *s, const struct gw_route *r, bool calls,
 	return 0;
 }
 
+/*
+ * The client has spoken: its call slots, and the connection its calls go
+ * on, its own or one of the route's shared channels.
+ */
 static void fwd_connect_upstream(struct fwd_session *s)
 {
-	struct gw_route_rt *route = s->base.route;
-	const struct gw_route *r = route->cfg;
+	const struct gw_route *r = s->base.route->cfg;
 
 	if (fwd_alloc_slots(s, r, true, r->upstream_connections == 0) != 0) {
 		gw_err("forward %s: out of memory for the session", s->base.client);
 		fwd_session_close(s);
 		return;
 	}
-	if (r->upstream_connections > 0) {
-		if (!fwd_share_attach(s))
-			fwd_session_close(s);
-		return;
-	}
-	struct rconn_params params = fwd_rdma_params(r, &s->own_pd);
-	s->rdma_closed = false;
-	s->rdma = rconn_connect(gw_engine_rdma(route->eng),
-				(const struct sockaddr *)&r->upstream.addr, NULL, &params,
-				&fwd_rdma_ops, s);
-	if (!s->rdma) {
-		gw_count_event(&s->base, GW_EV_UPSTREAM_FAILURE);
-		s->rdma_closed = true;
+	if (!(r->upstream_connections > 0 ? fwd_share_attach(s) : fwd_own_connect(s)))
 		fwd_session_close(s);
-	}
 }
 
 /*
@@ -671,6 +547,9 @@ void gw_forward_accept(struct gw_route_rt *route, int fd, const struct sockaddr 
 		return;
 	}
 	TAILQ_INIT(&s->queue);
+	/* A connection of its own until fwd_share_attach() puts it on a shared one. */
+	s->up = &fwd_own_upstream;
+	s->conn = s;
 	s->granted = 1; /* until the first reply (RFC 8166) */
 	s->next_retry_xid = (uint32_t)gw_now_us() ^ 0x5a5a0000u;
 	s->window = r->credits;

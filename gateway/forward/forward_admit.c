@@ -76,11 +76,8 @@ void fwd_call_put(struct fwd_call *c)
 	if (c->send_pending || c->fence_pending)
 		return;
 	fwd_call_release_buffers(c);
-	if (s->ch && c->upx != WIREXID_NONE)
-		fwd_share_forget(c);
 	s->mem_held -= c->mem;
-	if (s->ch)
-		fwd_share_mem_freed(s);
+	s->up->call_freed(c);
 	uint32_t index = c->index;
 	memset(c, 0, sizeof(*c));
 	c->s = s;
@@ -114,12 +111,8 @@ void fwd_call_abandon(struct fwd_call *c)
 {
 	struct fwd_session *s = c->s;
 
-	if (c->state == FC_SENT && s->ch) {
-		fwd_share_call_done(c, false);
-	} else if (c->state == FC_SENT) {
-		xidmap_remove(&s->xids, c->wire_xid);
-		s->in_flight--;
-	}
+	if (c->state == FC_SENT)
+		s->up->call_done(c, false);
 	c->state = FC_DONE;
 	fwd_call_put(c);
 }
@@ -161,33 +154,7 @@ static void fwd_call_admit(struct fwd_session *s, struct gw_buf *buf, uint32_t o
 			c->ulb.reply_max = rdma_pool_max_size(fwd_pool(s));
 	}
 	gw_count_call(&s->base, c->ulb.prog, c->ulb.vers, c->ulb.proc);
-
-	if (s->ch) {
-		fwd_share_admit(s, c);
-		return;
-	}
-	enum xidmap_put_result put = xidmap_put(&s->xids, c->xid, c->index);
-	if (put != XIDMAP_ADDED) {
-		if (put == XIDMAP_DUPLICATE) {
-			/* The client sent this XID again while the first is in flight. */
-			gw_count_event(&s->base, GW_EV_RETRANSMIT_ABSORBED);
-		} else {
-			/* The XID table could not grow (out of memory): refused as unservable now.
-			 */
-			gw_count_event(&s->base, GW_EV_NO_BUFFERS);
-			fwd_reply_error(s, c->xid, RPC_ACC_SYSTEM_ERR);
-		}
-		c->state = FC_DONE;
-		fwd_call_put(c);
-		return;
-	}
-	c->state = FC_QUEUED;
-	TAILQ_INSERT_TAIL(&s->queue, c, qlink);
-	s->queued++;
-	uint32_t window = s->granted < s->window ? s->granted : s->window;
-	if (s->in_flight >= window)
-		GW_COUNT(&s->base, calls_queued_for_credits, 1);
-	fwd_pump(s);
+	s->up->admit(s, c); /* mapped to its wire XID, queued, sent when it may */
 }
 
 /*

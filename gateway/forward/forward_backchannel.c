@@ -133,16 +133,6 @@ bool fwd_backward_refuse(struct fwd_session *s, uint32_t xid)
 	return true;
 }
 
-static struct fwd_bcall *fwd_bcall_by_xid(struct fwd_session *s, uint32_t xid)
-{
-	for (uint32_t i = 0; i < s->nbcalls; i++) {
-		struct fwd_bcall *b = &s->bcalls[i];
-		if (b->busy && !b->send_pending && b->xid == xid)
-			return b;
-	}
-	return NULL;
-}
-
 /*
  * The client answered a backward call: send its reply to the server as an
  * inline RDMA_MSG with no chunks, straight from the record buffer, on the
@@ -154,7 +144,7 @@ static struct fwd_bcall *fwd_bcall_by_xid(struct fwd_session *s, uint32_t xid)
 void fwd_backward_reply(struct fwd_session *s, struct gw_buf *buf, uint32_t off, uint32_t len,
 			uint32_t xid)
 {
-	struct fwd_bcall *b = s->ch ? fwd_share_bcall_of(s, xid) : fwd_bcall_by_xid(s, xid);
+	struct fwd_bcall *b = s->up->bcall_of(s, xid);
 
 	if (!b) {
 		gw_count_event(&s->base, GW_EV_UNMATCHED_REPLY);
@@ -197,30 +187,22 @@ void fwd_backward_reply(struct fwd_session *s, struct gw_buf *buf, uint32_t off,
 }
 
 /*
- * The client a backward call on @s goes to, or NULL with @why. On a
- * shared channel, the client that holds the session the call names.
+ * The client a backward call on @s goes to, or NULL with @why: on a
+ * connection of its own its client, on a shared channel the client that
+ * holds the session the call names.
  */
 static struct fwd_session *fwd_backward_dest(struct fwd_session *s, const struct fwd_bcall *b,
 					     struct gw_buf *buf, const struct rpcrdma_hdr *h,
 					     const char **why)
 {
-	struct fwd_session *to;
-
 	if (!b)
 		*why = "more than the backward credits granted";
 	else if (h->nreads || h->nwrites || h->has_reply)
 		*why = "it has chunks";
 	else if (s->state != FS_READY)
 		*why = "the connection is closing";
-	else if (s->is_channel) {
-		to = fwd_share_cb_client(s, buf->base + h->hdr_len, h->inline_len, why);
-		if (!to)
-			gw_count_event(&s->base, GW_EV_BACKWARD_NO_SESSION);
-		return to;
-	} else if (!s->tcp)
-		*why = "the client is gone";
 	else
-		return s;
+		return s->up->bcall_client(s, buf, h, why);
 	return NULL;
 }
 
@@ -267,6 +249,26 @@ void fwd_backward_call(struct fwd_session *s, struct gw_buf *buf, const struct r
 		GW_COUNT(&to->base, tcp_bytes_out, (uint64_t)h->inline_len + 4);
 	}
 	gw_buf_put(buf);
+}
+
+/*
+ * Backward calls in @s's own slots (a connection of its own) that its
+ * client has not answered within @limit: answered SYSTEM_ERR, their
+ * credits freed (a shared channel's are its clients': fwd_share_bcalls_expire()).
+ */
+void fwd_bcalls_expire(struct fwd_session *s, uint64_t now, uint64_t limit)
+{
+	for (uint32_t i = 0; i < s->nbcalls; i++) {
+		struct fwd_bcall *b = &s->bcalls[i];
+		if (b->busy && !b->send_pending && now - b->t_in >= limit) {
+			gw_warn("forward %s: backward call xid %#x unanswered by the client "
+				"for %llu s: answered SYSTEM_ERR",
+				s->base.client, b->xid, (unsigned long long)(limit / 1000000));
+			gw_count_event(&s->base, GW_EV_CALL_TIMEOUT);
+			fwd_backward_refuse(s, b->xid);
+			fwd_bcall_release(b);
+		}
+	}
 }
 
 /* Backward calls still waiting for the client when the session closes. */

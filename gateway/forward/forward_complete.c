@@ -110,12 +110,12 @@ static int fwd_deliver_spliced(struct fwd_session *s, struct fwd_call *c, struct
 		return -EPROTO;
 	}
 	/*
-	 * What the inline path learns (fwd_share_learn_sessions()): a
-	 * reconnected client that only READs large files must become a
-	 * candidate for its gone connection's back channel all the same.
+	 * What the inline path learns (fwd_learn_sessions()): on a shared
+	 * route a reconnected client that only READs large files must become
+	 * a candidate for its gone connection's back channel all the same.
 	 */
 	if (c->ulb.prog == 100003 && c->ulb.vers == 4)
-		fwd_share_sessions_learned(s, &c->ulb, &rep);
+		s->up->sessions_learned(s, &c->ulb, &rep);
 	for (uint32_t k = 0; k < rep.n_items && k < c->nwrites; k++) {
 		const struct ulb_reply_item *it = &rep.items[k];
 		if (!it->moved)
@@ -155,6 +155,22 @@ static int fwd_deliver_spliced(struct fwd_session *s, struct fwd_call *c, struct
 		return -errno;
 	GW_COUNT(&s->base, tcp_bytes_out, (uint64_t)out.len + 4);
 	return 0;
+}
+
+/*
+ * Learn from the inline reply @msg (@len bytes) to @s's NFSv4 call @u what
+ * its sessions are: @s's session table (reply bounds), and on a shared
+ * route the back channels backward calls are routed by
+ * (fwd_share_sessions_learned()). A reply that does not parse teaches
+ * nothing (counted by ulb_counters).
+ */
+void fwd_learn_sessions(struct fwd_session *s, const struct ulb_call *u, const uint8_t *msg,
+			uint32_t len)
+{
+	struct ulb_reply rep;
+
+	ulb_parse_reply(u, &s->ulb_sessions, msg, len, 0, &rep);
+	s->up->sessions_learned(s, u, &rep);
 }
 
 /*
@@ -227,7 +243,7 @@ static void fwd_deliver(struct fwd_session *s, struct fwd_call *c)
 	 * bytes are the gateway's own receive or Reply-chunk buffer, fenced).
 	 */
 	if (!moved && u->prog == 100003 && u->vers == 4)
-		fwd_share_learn_sessions(s, u, inl, inl_len);
+		fwd_learn_sessions(s, u, inl, inl_len);
 	if (u->advertises_sizes)
 		gw_clamp_reply(&s->base, u, (uint8_t *)inl, inl_len, moved);
 	if (moved) {
@@ -278,35 +294,22 @@ static void fwd_fence_done(struct rconn_wr *wr, enum ibv_wc_status status)
 	}
 	/*
 	 * A flushed fence: the connection is gone, and with it the reply's
-	 * client. On a shared channel the reply goes to the connection that
-	 * owns the call now (a client that reconnected and retransmitted it),
-	 * or nowhere; and it goes even when the fence was flushed, for the
-	 * clients stay while the channel is made again: rconn failed the
+	 * client, unless the connection is made again (remade): then the
+	 * reply goes all the same, for the clients stay: rconn failed the
 	 * connection before completing this (the queue pair is in the error
 	 * state, the server reaches none of the call's memory), and the
-	 * reply, which followed the server's Writes in order, is whole.
+	 * reply, which followed the server's Writes in order, is whole. On a
+	 * shared channel it goes to the connection that owns the call now (a
+	 * client that reconnected and retransmitted it), or nowhere.
 	 */
-	struct fwd_session *to = s->ch			  ? fwd_share_reply_owner(c)
-				 : s->state != FS_CLOSING ? s
-							  : NULL;
-	if (to && (status == IBV_WC_SUCCESS || s->ch))
+	struct fwd_session *to = s->up->reply_to(c);
+	if (to && (status == IBV_WC_SUCCESS || s->up->remade))
 		fwd_deliver(to, c);
 	c->state = FC_DONE;
 	fwd_call_put(c);
 }
 
 /* ---- replies from the server ---- */
-
-static struct fwd_call *fwd_call_by_xid(struct fwd_session *s, uint32_t xid)
-{
-	if (s->is_channel)
-		return fwd_share_call_by_xid(s, xid);
-	uint32_t i = xidmap_find(&s->xids, xid);
-
-	if (i == XIDMAP_NONE || s->calls[i].state != FC_SENT)
-		return NULL;
-	return &s->calls[i];
-}
 
 /* Whether @rkey is one of @c's windows, still bound. */
 static bool fwd_call_window(const struct fwd_call *c, uint32_t rkey)
@@ -330,13 +333,8 @@ static void fwd_call_answered(struct fwd_session *s, struct fwd_call *c, uint32_
 	} else {
 		inv_rkey = 0;
 	}
-	if (s->is_channel) {
-		/* A call sent again (retry, version fallback) keeps its entry in flight. */
-		fwd_share_call_done(c, !c->retry && !c->resend);
-	} else {
-		xidmap_remove(&s->xids, c->wire_xid);
-		s->in_flight--;
-	}
+	/* A call sent again (retry, version fallback) keeps its entry in flight. */
+	s->up->call_done(c, !c->retry && !c->resend);
 	c->t_reply = gw_now_pass_us();
 	gw_session_touch(&c->s->base, c->t_reply);
 	c->state = FC_FENCING;
@@ -406,7 +404,7 @@ static bool fwd_version_fallback(struct fwd_session *s, struct fwd_call *c,
 
 static void fwd_recv_error(struct fwd_session *s, const struct rpcrdma_hdr *h, uint32_t inv_rkey)
 {
-	struct fwd_call *c = fwd_call_by_xid(s, h->xid);
+	struct fwd_call *c = s->up->call_by_xid(s, h->xid);
 
 	if (h->err == RPCRDMA_ERR_VERS) {
 		gw_warn("forward %s: server answered ERR_VERS (%u..%u) for xid %#x", s->base.client,
@@ -504,15 +502,14 @@ static void fwd_recv_message(struct fwd_session *s, struct gw_buf *buf, uint32_t
 	}
 	/* A grant of 0 is forbidden; read it as 1 (RFC 8166). */
 	s->granted = h.credits ? h.credits : 1;
-	if (s->is_channel)
-		fwd_share_set_grant(s);
+	s->up->grant_changed(s);
 	if (h.proc == RPCRDMA_ERROR) {
 		fwd_recv_error(s, &h, inv_rkey);
 		gw_buf_put(buf);
 		return;
 	}
 
-	struct fwd_call *c = fwd_call_by_xid(s, h.xid);
+	struct fwd_call *c = s->up->call_by_xid(s, h.xid);
 	if (!c) {
 		gw_count_event(&s->base, GW_EV_UNMATCHED_REPLY);
 		gw_buf_put(buf);

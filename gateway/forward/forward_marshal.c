@@ -42,7 +42,7 @@ static void fwd_send_done(struct rconn_wr *wr, enum ibv_wc_status status)
 		c->hdr = NULL;
 	}
 	/* A client closing on a shared channel that stays: its call waits for its reply. */
-	if (fwd_ch(c->s)->state == FS_CLOSING)
+	if (c->s->conn->state == FS_CLOSING)
 		fwd_call_abandon(c);
 	else if (c->state == FC_DONE)
 		fwd_call_put(c);
@@ -174,12 +174,13 @@ static void fwd_seg_from(struct rpcrdma_seg *seg, const struct rconn_exposure *e
  * own max_session_memory has no room for it until its calls in flight
  * complete; -EAGAIN when it must wait for what the connection lacks
  * (buffers, windows or send-queue room); or another -errno when the call
- * cannot be sent at all. The two waits differ on a shared channel: one
- * client's limit must not hold up the others (fwd_share_pump()).
+ * cannot be sent at all. The pump decides how to wait for the first: on a
+ * shared channel one client's limit must not hold up the others
+ * (fwd_share_pump()).
  */
 int fwd_marshal(struct fwd_session *s, struct fwd_call *c)
 {
-	struct fwd_session *ch = fwd_ch(s); /* the RDMA connection: s itself unless shared */
+	struct fwd_session *ch = s->conn; /* the RDMA connection: s itself unless shared */
 	struct rdma_pool *pool = fwd_pool(s);
 	const uint8_t *msg = c->rec->base + c->rec_off;
 	const struct ulb_call *u = &c->ulb;
@@ -194,9 +195,6 @@ int fwd_marshal(struct fwd_session *s, struct fwd_call *c)
 	if (s->in_flight > 0 && s->mem_held + need > s->base.route->cfg->max_session_memory) {
 		gw_count_event(&s->base, GW_EV_SESSION_MEMORY_LIMIT);
 		s->mem_wait_need = need;
-		/* A shared channel's client is resumed by fwd_share_mem_freed() instead. */
-		if (!s->ch)
-			rdma_dev_wait_for_buffers(s->dev, &s->pool_waiter);
 		return -EDQUOT;
 	}
 
@@ -390,7 +388,7 @@ static void fwd_unexpose_done(struct rconn_wr *wr, enum ibv_wc_status status)
  */
 void fwd_call_unexpose(struct fwd_session *s, struct fwd_call *c)
 {
-	struct fwd_session *ch = fwd_ch(s);
+	struct fwd_session *ch = s->conn;
 
 	if (c->nexp == 0 || ch->rdma_closed)
 		return;
@@ -409,7 +407,7 @@ void fwd_call_unexpose(struct fwd_session *s, struct fwd_call *c)
  */
 void fwd_call_withdraw(struct fwd_session *s, struct fwd_call *c)
 {
-	struct fwd_session *ch = fwd_ch(s);
+	struct fwd_session *ch = s->conn;
 
 	if (c->nexp == 0 || ch->rdma_closed)
 		return;
@@ -421,7 +419,10 @@ void fwd_call_withdraw(struct fwd_session *s, struct fwd_call *c)
  * Undo what fwd_marshal() did for @c, whose Send has completed and whose
  * windows are fenced or gone with their connection: the buffers offered
  * for the reply go back to the pool and the call holds its record only,
- * ready to be marshalled again (new windows, new rkeys).
+ * ready to be marshalled again (new windows, new rkeys). The client's
+ * mem_held comes down: the upstream hears of it from the caller (the
+ * requeue that follows, or forward_share.c taking the call off a lost
+ * connection).
  */
 void fwd_call_unmarshal(struct fwd_call *c)
 {
@@ -443,8 +444,6 @@ void fwd_call_unmarshal(struct fwd_call *c)
 	c->nexp = 0;
 	s->mem_held -= c->mem - c->rec_len;
 	c->mem = c->rec_len;
-	if (s->ch)
-		fwd_share_mem_freed(s);
 	c->reply_len = c->reply_chunk_len = c->reply_proc = c->reply_hdr_len = 0;
 	memset(c->wlen, 0, sizeof(c->wlen));
 }
@@ -461,10 +460,10 @@ void fwd_call_retry(struct fwd_call *c, enum ibv_wc_status status)
 
 	/*
 	 * A flushed work request: the connection is going, the call with it,
-	 * unless it is a shared channel's, which is made again: the call waits
-	 * in the queue for the new connection.
+	 * unless it is made again (a shared channel's): the call waits in the
+	 * queue for the new connection.
 	 */
-	if (status != IBV_WC_SUCCESS && !s->ch)
+	if (status != IBV_WC_SUCCESS && !s->up->remade)
 		c->failed_retry = true;
 	if (c->send_pending || c->fence_pending)
 		return;
@@ -482,71 +481,7 @@ void fwd_call_retry(struct fwd_call *c, enum ibv_wc_status status)
 		c->retried = true;
 		c->ulb.reply_max = rdma_pool_max_size(fwd_pool(s));
 	}
-	if (s->ch) {
-		fwd_share_requeue(c); /* a fresh wire XID from the route's map */
-		return;
-	}
-	/*
-	 * Any XID that is not in flight will do; a client call that later comes
-	 * with the same one while the retry is out is taken for a retransmit
-	 * (one chance in four billion per retry).
-	 */
-	enum xidmap_put_result put;
-	do {
-		c->wire_xid = s->next_retry_xid++;
-		put = c->wire_xid == c->xid ? XIDMAP_DUPLICATE
-					    : xidmap_put(&s->xids, c->wire_xid, c->index);
-	} while (put == XIDMAP_DUPLICATE);
-	if (put == XIDMAP_NO_ROOM) {
-		/* The XID table could not grow (out of memory): the retry cannot go out. */
-		gw_count_event(&s->base, GW_EV_NO_BUFFERS);
-		fwd_reply_error(s, c->xid, RPC_ACC_SYSTEM_ERR);
-		fwd_call_put(c); /* FC_DONE already, its windows fenced */
-		return;
-	}
-	xdr_put32(c->rec->base + c->rec_off, c->wire_xid);
-	c->state = FC_QUEUED;
-	TAILQ_INSERT_HEAD(&s->queue, c, qlink);
-	s->queued++;
-	fwd_pump(s);
-}
-
-/* Send queued calls while the server's grant, the send queue and buffers allow. */
-void fwd_pump(struct fwd_session *s)
-{
-	if (s->is_channel || s->ch) {
-		fwd_share_pump(fwd_ch(s));
-		return;
-	}
-	if (s->state != FS_READY)
-		return;
-	while (!TAILQ_EMPTY(&s->queue) && !s->out_congested) {
-		uint32_t window = s->granted < s->window ? s->granted : s->window;
-		if (s->in_flight >= window)
-			break;
-		struct fwd_call *c = TAILQ_FIRST(&s->queue);
-		int err = fwd_marshal(s, c);
-		if (err == -EAGAIN || err == -EDQUOT)
-			break;
-		TAILQ_REMOVE(&s->queue, c, qlink);
-		s->queued--;
-		if (err) {
-			/* Could not be sent: the connection is failing, or the call is unsendable.
-			 */
-			xidmap_remove(&s->xids, c->wire_xid);
-			if (s->state == FS_READY)
-				fwd_reply_error(s, c->xid, RPC_ACC_SYSTEM_ERR);
-			c->state = FC_DONE;
-			fwd_call_unexpose(s, c);
-			fwd_call_put(c);
-			if (s->state != FS_READY)
-				return;
-			continue;
-		}
-		c->state = FC_SENT;
-		c->t_sent = gw_now_pass_us();
-		s->in_flight++;
-	}
+	s->up->requeue(c); /* under a new wire XID, first in its queue */
 }
 
 /* Buffers came back: resume a client read that found the pool dry, and queued calls. */

@@ -10,14 +10,18 @@
  *   forward_marshal.c      the reply plan, exposure and the Send of a call
  *   forward_complete.c     replies from the server: fence, rebuild, deliver
  *   forward_backchannel.c  backward calls (RFC 8167) and their refusals
- *   forward_share.c        shared upstream connections (upstream_connections > 0)
+ *   forward_upstream.h     the connection a session's calls go on, as the stages see it
+ *   forward_own.c          ... a connection of its own (upstream_connections 0)
+ *   forward_share.c        ... a shared channel (upstream_connections > 0)
+ *   forward_share_cb.c     ... a shared channel's backward calls: which client they are for
  *
- * With upstream_connections 0 a session is both a client and its own RDMA
- * connection. With N > 0 a route has N channel sessions (is_channel: an
- * RDMA connection, no TCP side, never registered with the engine) and each
- * client session points at one of them (ch): what concerns the RDMA
- * connection is the channel's (fwd_ch()), what concerns the client is the
- * session's own.
+ * The stages reach the upstream only through the session's table (up,
+ * forward_upstream.h) and its connection (conn). With upstream_connections
+ * 0 a session is both a client and its own RDMA connection (conn is
+ * itself). With N > 0 a route has N channel sessions (is_channel: an RDMA
+ * connection, no TCP side, never registered with the engine) and each
+ * client session's conn is one of them: what concerns the RDMA connection
+ * is conn's, what concerns the client is the session's own.
  */
 #ifndef GW_GATEWAY_FORWARD_PRIV_H
 #define GW_GATEWAY_FORWARD_PRIV_H
@@ -39,6 +43,7 @@
 #include "tcp/tcp_conn.h"
 #include "ulb-rules/rpc_msg.h"
 #include "ulb-rules/ulb.h"
+#include "gateway/forward/forward_upstream.h"
 
 /* Exposures per call: Read chunks for the call's items, Write chunks, a Reply chunk. */
 enum { FWD_MAX_EXPOSE = 2 * ULB_MAX_ITEMS + 2, FWD_MAX_SGE = ULB_MAX_ITEMS + 3 };
@@ -164,6 +169,10 @@ enum fwd_state {
 
 struct fwd_session {
 	struct gw_session base; /* first */
+	/* The upstream's operations (forward_upstream.h): own, until put on a shared channel. */
+	const struct fwd_upstream_ops *up;
+	/* The session that holds the RDMA connection the calls go on: itself, or its channel. */
+	struct fwd_session *conn;
 	enum fwd_state state;
 	int fd; /* the accepted socket until the TCP side is set up, else -1 */
 	struct tcp_conn *tcp;
@@ -227,8 +236,8 @@ struct fwd_session {
 
 	/* The device the session's buffers come from, once connected. */
 	struct rdma_dev *dev;
-	/* Shared upstream connections (forward_share.c). */
-	struct fwd_session *ch;	       /* client: its channel; NULL: its own connection */
+	/* Shared upstream connections: fwd_share_upstream's state (forward_share.c). */
+	struct fwd_session *ch;	       /* client: its channel (its conn); NULL: on none */
 	struct fairq_client fq_client; /* client: its place in its channel's scheduler */
 	bool fq_detached;	       /* client: gone from the scheduler (closing) */
 	struct sockaddr_storage peer;  /* client: the wirexid key's address and port */
@@ -293,7 +302,6 @@ _Static_assert(64 <= WIREXID_MAX_CHANNELS, "a route's channels are wirexid chann
 /* forward_admit.c */
 void fwd_call_put(struct fwd_call *c);
 void fwd_call_abandon(struct fwd_call *c);
-void fwd_abandon_sent_calls(struct fwd_session *s);
 void fwd_record(struct tcp_conn *tc, struct gw_buf *buf, uint32_t off, uint32_t len, void *arg);
 void fwd_oversized(struct tcp_conn *tc, const uint8_t *head, uint32_t head_len, uint64_t record_len,
 		   void *arg);
@@ -301,6 +309,9 @@ void fwd_oversized(struct tcp_conn *tc, const uint8_t *head, uint32_t head_len, 
 /* forward_complete.c */
 void fwd_reply_error(struct fwd_session *s, uint32_t xid, enum rpc_accept_stat stat);
 bool fwd_may_retry(const struct fwd_session *s, const struct fwd_call *c);
+/* What the inline reply @msg to @s's NFSv4 call @u says of its NFSv4.1 sessions. */
+void fwd_learn_sessions(struct fwd_session *s, const struct ulb_call *u, const uint8_t *msg,
+			uint32_t len);
 void fwd_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t len, uint32_t inv_rkey);
 
 /* forward_marshal.c */
@@ -309,7 +320,6 @@ bool fwd_retry_safe(const struct fwd_call *c);
 void fwd_plan_reply(const struct fwd_session *s, const struct fwd_call *c, uint32_t *nwrites,
 		    bool *reply_chunk, uint32_t *reply_size);
 void fwd_call_retry(struct fwd_call *c, enum ibv_wc_status status);
-void fwd_pump(struct fwd_session *s);
 int fwd_marshal(struct fwd_session *s, struct fwd_call *c);
 void fwd_call_unexpose(struct fwd_session *s, struct fwd_call *c);
 /* A call given up on the wire: its windows replaced, so that the server can name none of them. */
@@ -324,8 +334,10 @@ void fwd_backward_reply(struct fwd_session *s, struct gw_buf *buf, uint32_t off,
 			uint32_t xid);
 void fwd_backward_call(struct fwd_session *s, struct gw_buf *buf, const struct rpcrdma_hdr *h);
 void fwd_bcalls_abandon(struct fwd_session *s);
+/* Backward calls in @s's own slots that its client has not answered within @limit. */
+void fwd_bcalls_expire(struct fwd_session *s, uint64_t now, uint64_t limit);
 
-/* forward_share.c */
+/* forward_share.c, forward_share_cb.c: fwd_share_upstream's, and the channels' life */
 bool fwd_share_attach(struct fwd_session *s);
 void fwd_share_admit(struct fwd_session *s, struct fwd_call *c);
 void fwd_share_pump(struct fwd_session *ch);
@@ -340,12 +352,9 @@ void fwd_share_client_close(struct fwd_session *s);
 void fwd_share_client_pause_update(struct fwd_session *s);
 void fwd_share_mem_freed(struct fwd_session *s);
 void fwd_share_keep_back_channels(struct fwd_session *s);
-void fwd_share_channel_ready(struct fwd_session *ch);
 void fwd_share_channel_close(struct fwd_session *ch);
 bool fwd_share_channel_lost(struct fwd_session *ch, enum rconn_close_reason reason);
 void fwd_share_channel_free(struct fwd_session *ch);
-void fwd_share_learn_sessions(struct fwd_session *s, const struct ulb_call *u, const uint8_t *msg,
-			      uint32_t len);
 void fwd_share_sessions_learned(struct fwd_session *s, const struct ulb_call *u,
 				const struct ulb_reply *rep);
 struct fwd_session *fwd_share_cb_client(struct fwd_session *ch, const uint8_t *msg, uint32_t len,
@@ -361,6 +370,7 @@ int fwd_alloc_slots(struct fwd_session *s, const struct gw_route *r, bool calls,
 struct rconn_params fwd_rdma_params(const struct gw_route *r, struct rpcrdma_privdata *pd);
 extern const struct rconn_ops fwd_rdma_ops;
 void fwd_maybe_free(struct fwd_session *s);
+void fwd_abandon_sent_calls(struct fwd_session *s);
 /* The server fell back to @version: new connections of the route open in it for a while. */
 void fwd_remember_version(struct fwd_session *s, uint32_t version);
 uint32_t fwd_opening_version(struct fwd_session *s);
@@ -392,10 +402,10 @@ static inline struct fwd_session *fwd_of(struct gw_session *g)
 	return (struct fwd_session *)g;
 }
 
-/* The session that holds the RDMA connection @s's calls go on. */
-static inline struct fwd_session *fwd_ch(const struct fwd_session *s)
+/* Send what the grant of the connection @s's calls go on allows (@s: a client, or that). */
+static inline void fwd_pump(struct fwd_session *s)
 {
-	return s->ch ? s->ch : (struct fwd_session *)s;
+	s->up->pump(s);
 }
 
 static inline struct rdma_pool *fwd_pool(const struct fwd_session *s)

@@ -182,6 +182,8 @@ static struct fwd_session *channel_open(struct fwd_share *sh, uint16_t idx)
 	if (!ch)
 		return NULL;
 	ch->is_channel = true;
+	ch->up = &fwd_share_upstream;
+	ch->conn = ch;
 	ch->share = sh;
 	ch->chan_idx = idx;
 	ch->base.route = route;
@@ -219,6 +221,14 @@ static struct fwd_session *channel_open(struct fwd_share *sh, uint16_t idx)
 	return ch;
 }
 
+/* Client @s of a connected channel starts relaying: it reads into the channel's device's pool. */
+static void share_client_ready(struct fwd_session *s)
+{
+	s->dev = s->ch->dev;
+	memcpy(s->base.upstream, s->ch->base.upstream, sizeof(s->base.upstream));
+	fwd_client_ready(s);
+}
+
 /*
  * A client that has spoken joins its channel (opened now if it is not);
  * its TCP side is set up once the channel is connected. False: no channel
@@ -243,19 +253,42 @@ bool fwd_share_attach(struct fwd_session *s)
 	if (!ch)
 		return false;
 	s->ch = ch;
+	s->conn = ch;
+	s->up = &fwd_share_upstream;
 	ch->users++;
 	fairq_client_init(&s->fq_client, sh->cap);
 	gw_debug("forward %s: on shared connection %u", s->base.client, idx);
 	if (ch->state == FS_READY)
-		fwd_client_ready(s);
+		share_client_ready(s);
 	return true;
 }
 
-/* The channel is connected: the clients waiting for it start relaying. */
-void fwd_share_channel_ready(struct fwd_session *ch)
+/*
+ * Channel @ch is connected (rc): the calls that were on its lost connection
+ * go again, and the clients waiting for it start relaying.
+ */
+static void share_conn_ready(struct fwd_session *ch, struct rconn *rc)
 {
 	struct gw_session *g, *next;
 
+	if (ch->dev && ch->dev != rconn_device(rc)) {
+		/*
+		 * A channel made again on another device: its clients' records
+		 * lie in the old device's pool, which the new connection cannot
+		 * reach. They close, as with a connection lost for good.
+		 */
+		gw_warn("forward %s: connected again through another RDMA device: closing its "
+			"clients",
+			ch->base.client);
+		ch->reconnecting = false;
+		fwd_share_channel_close(ch);
+		return;
+	}
+	ch->dev = rconn_device(rc);
+	memcpy(&ch->local, rconn_local_addr(rc),
+	       rconn_local_addr(rc)->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+							   : sizeof(struct sockaddr_in));
+	ch->state = FS_READY;
 	gw_info("forward %s: connected from %s (inline %u/%u)", ch->base.client, ch->base.upstream,
 		ch->thr.send, ch->thr.recv);
 	if (ch->reconnecting) {
@@ -269,7 +302,7 @@ void fwd_share_channel_ready(struct fwd_session *ch)
 		next = TAILQ_NEXT(g, link);
 		struct fwd_session *s = fwd_of_base(g);
 		if (s->ch == ch && s->state == FS_CONNECTING && s->fd >= 0)
-			fwd_client_ready(s); /* may close s */
+			share_client_ready(s); /* may close s */
 	}
 }
 
@@ -365,9 +398,13 @@ void fwd_share_admit(struct fwd_session *s, struct fwd_call *c)
 	share_enqueue(s, c);
 }
 
-/* The RFC 8267 retry or a version fallback: the same call again, under a fresh wire XID. */
+/*
+ * The RFC 8267 retry or a version fallback: the same call again, under a
+ * fresh wire XID, its reply buffers given back (fwd_call_unmarshal()).
+ */
 void fwd_share_requeue(struct fwd_call *c)
 {
+	fwd_share_mem_freed(c->s);
 	wirexid_rewire(&c->s->ch->share->map, c->upx);
 	share_take_wire_xid(c);
 	share_enqueue(c->s, c);
@@ -686,6 +723,7 @@ static void share_unsend(struct fwd_session *ch, struct fwd_session *s, struct f
 	s->in_flight--;
 	ch->in_flight--;
 	fwd_call_unmarshal(c);
+	fwd_share_mem_freed(s);
 	c->state = FC_QUEUED;
 	s->queued++;
 	ch->share->resent[ch->chan_idx]++;
@@ -919,6 +957,136 @@ void fwd_share_channel_free(struct fwd_session *ch)
 	ch->share->live--;
 	free(ch);
 }
+
+/* ---- timeouts ---- */
+
+/*
+ * The calls of @s the server has not answered within @limit are given up
+ * one by one (fwd_share_orphan()), the channel and its other clients
+ * kept. Only when the channel cannot spare another credit is it reset,
+ * which closes its clients, @s too. Asked of closing clients as well:
+ * their calls on the wire still hold the channel's credits and map
+ * entries, and nothing else would ever end them. The reset is deferred to
+ * the RDMA teardown: the engine is walking its sessions. Returns true
+ * when @s may have been freed (it was closing and its last call went).
+ */
+static bool share_sweep_calls(struct fwd_session *s, uint64_t now, uint64_t limit)
+{
+	struct fwd_session *ch = s->ch;
+
+	if (s->in_flight == 0 || ch->draining || ch->rdma_closed)
+		return false;
+	s->in_close = true; /* an orphaned call must not free s under us */
+	for (uint32_t i = 0; i < s->slots_made; i++) {
+		struct fwd_call *c = &s->calls[i];
+		if (c->state != FC_SENT || now - c->t_sent < limit)
+			continue;
+		gw_count_event(&s->base, GW_EV_CALL_TIMEOUT);
+		uint32_t xid = c->xid;
+		unsigned long long age_s = (now - c->t_sent) / 1000000;
+		if (fwd_share_orphan(c)) {
+			gw_warn("forward %s: the server has not answered xid %#x in %llu s: "
+				"given up, shared connection %u kept",
+				s->base.client, xid, age_s, ch->chan_idx);
+			continue;
+		}
+		gw_warn("forward %s: the server has not answered xid %#x in %llu s: resetting "
+			"shared connection %u",
+			s->base.client, xid, age_s, ch->chan_idx);
+		ch->draining = true;
+		rconn_close(ch->rdma);
+		break;
+	}
+	s->in_close = false;
+	if (s->state != FS_CLOSING)
+		return false;
+	fwd_maybe_free(s);
+	return true;
+}
+
+/*
+ * The engine's sweep of client @s: its idle call slots given back, its
+ * calls and the backward calls given to it (in the channels' slots: it
+ * has none of its own) that have waited @limit given up.
+ */
+static bool share_sweep(struct fwd_session *s, uint64_t now, uint64_t limit)
+{
+	fwd_share_release_idle_slots(s, now);
+	if (!limit)
+		return false;
+	if (share_sweep_calls(s, now, limit))
+		return true;
+	if (s->state != FS_READY)
+		return false;
+	fwd_share_bcalls_expire(s, now, limit);
+	return false;
+}
+
+/* ---- the upstream's operations (forward_upstream.h) ---- */
+
+/* A client's calls, or a channel's: the channel's pump. */
+static void share_pump(struct fwd_session *s)
+{
+	fwd_share_pump(s->conn);
+}
+
+/* @c's slot is free: a mapping still in flight for it is forgotten, its client's memory back. */
+static void share_call_freed(struct fwd_call *c)
+{
+	if (c->upx != WIREXID_NONE)
+		fwd_share_forget(c);
+	fwd_share_mem_freed(c->s);
+}
+
+/*
+ * The channel stays: a closing client's calls on the wire wait for their
+ * replies (the server may still write into their buffers; fwd_fence_done()
+ * drops them), or end with the channel (fwd_share_channel_close()).
+ */
+static void share_close_sent(struct fwd_session *s)
+{
+	(void)s;
+}
+
+/* The client goes: its channel has one user less, and may go too if it was lost. */
+static struct fwd_session *share_detach(struct fwd_session *s)
+{
+	s->ch->users--;
+	return s->ch;
+}
+
+static struct fwd_session *share_bcall_client(struct fwd_session *ch, struct gw_buf *buf,
+					      const struct rpcrdma_hdr *h, const char **why)
+{
+	struct fwd_session *to =
+		fwd_share_cb_client(ch, buf->base + h->hdr_len, h->inline_len, why);
+
+	if (!to)
+		gw_count_event(&ch->base, GW_EV_BACKWARD_NO_SESSION);
+	return to;
+}
+
+const struct fwd_upstream_ops fwd_share_upstream = {
+	.remade = true,
+	.admit = fwd_share_admit,
+	.pump = share_pump,
+	.requeue = fwd_share_requeue,
+	.call_done = fwd_share_call_done,
+	.call_freed = share_call_freed,
+	.reply_to = fwd_share_reply_owner,
+	.sessions_learned = fwd_share_sessions_learned,
+	.bcall_of = fwd_share_bcall_of,
+	.pause_changed = fwd_share_client_pause_update,
+	.client_close = fwd_share_client_close,
+	.close_sent = share_close_sent,
+	.detach = share_detach,
+	.sweep = share_sweep,
+	.call_by_xid = fwd_share_call_by_xid,
+	.grant_changed = fwd_share_set_grant,
+	.bcall_client = share_bcall_client,
+	.conn_ready = share_conn_ready,
+	.conn_lost = fwd_share_channel_lost,
+};
 
 /* ---- /stats ---- */
 

@@ -64,7 +64,7 @@ void fwd_share_keep_back_channels(struct fwd_session *s)
 static void share_note_candidate(struct fwd_session *s, const uint8_t id[ULB_SESSIONID_SIZE],
 				 const struct ulb_reply *rep)
 {
-	/* The caller checked s->ch: its channel's share is the route's (channel_open()). */
+	/* A client on a channel (fwd_share_upstream): its channel's share is the route's. */
 	struct fwd_share *sh = s->ch->share;
 	uint8_t addr[16];
 
@@ -155,12 +155,9 @@ static struct fwd_session *share_adopt_back_channel(struct fwd_session *ch,
 void fwd_share_sessions_learned(struct fwd_session *s, const struct ulb_call *u,
 				const struct ulb_reply *rep)
 {
-	struct fwd_share *sh;
+	struct fwd_share *sh = s->ch->share; /* the route's (channel_open()) */
 	struct gw_session *g;
 
-	if (!s->ch)
-		return;
-	sh = s->ch->share; /* the route's (channel_open()) */
 	/* A session destroyed is not to be adopted: what a gone client left of it goes. */
 	if (rep->destroys && sh)
 		bc_orphans_drop(&sh->gone_holders, rep->destroyed_id);
@@ -185,25 +182,11 @@ void fwd_share_sessions_learned(struct fwd_session *s, const struct ulb_call *u,
 }
 
 /*
- * Learn from the inline reply @msg (@len bytes) to @s's NFSv4 call @u what
- * its sessions are (fwd_share_sessions_learned()). A reply that does not
- * parse teaches nothing (counted by ulb_counters).
- */
-void fwd_share_learn_sessions(struct fwd_session *s, const struct ulb_call *u, const uint8_t *msg,
-			      uint32_t len)
-{
-	struct ulb_reply rep;
-
-	ulb_parse_reply(u, &s->ulb_sessions, msg, len, 0, &rep);
-	fwd_share_sessions_learned(s, u, &rep);
-}
-
-/*
  * The client a backward call on channel @ch is for: the one live client of
  * the route that holds the back channel of the session its CB_SEQUENCE
  * names. A client's table (ulb_sessions, ULB_SESSIONS_MAX entries) learns a
  * session from the CREATE_SESSION reply relayed to it, or its back channel
- * from a BIND_CONN_TO_SESSION reply (fwd_share_learn_sessions), and forgets
+ * from a BIND_CONN_TO_SESSION reply (fwd_share_sessions_learned), and forgets
  * it on DESTROY_SESSION; it goes with the client. Ids are the server's, so
  * two live clients holding one is a server's fault or a stale entry: the
  * call goes to neither, rather than maybe to the wrong one. NULL with @why:

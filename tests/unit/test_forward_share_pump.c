@@ -22,7 +22,7 @@
  *
  * A reconnected client's NFSv4.1 READ whose data comes in a Write chunk
  * (fwd_deliver_spliced()) makes it a candidate for its gone connection's
- * back channel, as an inline reply does (fwd_share_learn_sessions()).
+ * back channel, as an inline reply does (fwd_learn_sessions()).
  *
  * A reply is written to its client at once (tcp_conn_flush_now()) when the
  * client holds no other call, and left to the loop pass's flush, where
@@ -327,6 +327,8 @@ static struct fwd_session *client(struct fixture *f, uint64_t id, const char *ad
 	s->state = FS_READY;
 	s->fd = -1;
 	s->ch = f->ch;
+	s->conn = f->ch;
+	s->up = &fwd_share_upstream;
 	s->dev = (struct rdma_dev *)&f->dev;
 	TAILQ_INIT(&s->queue);
 	s->calls = calloc(NCALLS, sizeof(*s->calls));
@@ -383,6 +385,8 @@ static int setup(void **state)
 	channel_connection(f);
 	struct fwd_session *ch = f->ch;
 	ch->is_channel = true;
+	ch->up = &fwd_share_upstream;
+	ch->conn = ch;
 	ch->share = &f->sh;
 	ch->base.route = f->route;
 	snprintf(ch->base.client, sizeof(ch->base.client), "share shared connection 0");

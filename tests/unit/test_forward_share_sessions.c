@@ -4,7 +4,7 @@
  * RDMA connections, whom a backward call goes to (gateway/forward/forward_share.c):
  * the client holding the back channel of the session its CB_SEQUENCE
  * names, learned from the CREATE_SESSION and BIND_CONN_TO_SESSION replies
- * relayed to the clients (fwd_share_learn_sessions, as forward_complete.c
+ * relayed to the clients (fwd_learn_sessions, as forward_complete.c
  * calls it). A bind of the back channel (both directions, or back only)
  * moves the session's callbacks to the binder; a fore-channel bind, a
  * failed bind, a reply naming another session or a reply that does not
@@ -59,6 +59,8 @@ static struct fwd_session *client(struct fixture *f, uint64_t id, const char *na
 	snprintf(s->base.client, sizeof(s->base.client), "%s", name);
 	s->state = FS_READY;
 	s->ch = f->ch;
+	s->conn = f->ch;
+	s->up = &fwd_share_upstream;
 	s->tcp = (struct tcp_conn *)&f->tcp_stand_in;
 	TAILQ_INSERT_TAIL(&f->route->sessions, &s->base, link);
 	/* "a.b.c.d:port": its address, the key of what it leaves behind */
@@ -90,6 +92,8 @@ static int setup(void **state)
 	f->ch->share = fwd_route(f->route)->share; /* a channel's share is its route's */
 	TAILQ_INIT(&f->route->sessions);
 	f->ch->is_channel = true;
+	f->ch->up = &fwd_share_upstream;
+	f->ch->conn = f->ch;
 	f->ch->state = FS_READY;
 	f->ch->base.route = f->route;
 	f->a = client(f, 1, "192.0.2.1:700");
@@ -127,7 +131,7 @@ static void relay(struct fixture *f, struct fwd_session *s, const struct msg *ca
 	assert_int_equal(msg_parse_call(f->rules, call, &u), ULB_OK);
 	uint8_t *p = msg_dup(rep, len);
 	assert_non_null(p);
-	fwd_share_learn_sessions(s, &u, p, len);
+	fwd_learn_sessions(s, &u, p, len);
 	free(p);
 }
 

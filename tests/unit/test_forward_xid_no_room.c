@@ -126,6 +126,8 @@ static int setup(void **state)
 	s->base.route = f->route;
 	s->base.rules = f->rules;
 	snprintf(s->base.client, sizeof(s->base.client), "192.0.2.1:700");
+	s->up = &fwd_own_upstream;
+	s->conn = s;
 	s->state = FS_READY;
 	s->fd = -1;
 	s->tcp = (struct tcp_conn *)&f->tcp_stand_in;
