@@ -44,8 +44,10 @@
  * only by the send queue, and each slot carries a segment array for every
  * chunk a client may offer.
  *
- * The upstream. One TCP connection per RDMA connection, made when the RDMA
- * connection is established; calls wait until it is up. When it drops (a
+ * The upstream (reverse_upstream.h: the stages call it through the
+ * session's table and never ask which it is). With upstream_connections 0
+ * (reverse_own.c): one TCP connection per RDMA connection, made when the
+ * RDMA connection is established; calls wait until it is up. When it drops (a
  * server restart) the gateway reconnects with a growing delay, for up to
  * connect_timeout, and calls wait meanwhile (at most queue_limit of them;
  * beyond that they are answered SYSTEM_ERR). The calls that were in flight
@@ -54,6 +56,9 @@
  * RDMA client a pause and not an I/O error. If the upstream cannot be
  * (re)connected in time, the RDMA connection is closed: the client
  * reconnects and retransmits as after any server restart.
+ * With upstream_connections N > 0 (reverse_share.c) the route's clients
+ * share N such connections (calls under wire XIDs, a fair queue on each),
+ * made and made again the same way.
  *
  * A call the upstream does not answer within call_timeout is counted
  * (call_timeout) and the upstream connection is started over, which sends
@@ -64,7 +69,7 @@
  * upstream (the sent queue is in the order sent), not a timer per call.
  *
  * When the session
- * ends, the upstream connection gets a normal close (its output flushed,
+ * ends, its own upstream connection gets a normal close (its output flushed,
  * FIN, the server's FIN awaited within close_timeout), so the server sees a
  * client leave and not a failure; only a client that broke the rules (a
  * protocol violation, a credit overrun) or an upstream that did (a bad
@@ -148,11 +153,7 @@ static void rev_established(struct rconn *rc, void *owner, const uint8_t *pdata,
 	s->state = RS_READY;
 	gw_debug("reverse %s: established (inline %u/%u, %u credits, %u RDMA Reads at a time)",
 		 s->base.client, s->thr.send, s->thr.recv, s->grant, s->read_depth);
-	s->up_missing_since = gw_now_us();
-	gw_backoff_init(&s->backoff, REV_BACKOFF_MIN_MS, REV_BACKOFF_MAX_MS);
-	if (s->base.route->cfg->upstream_connections == 0)
-		rev_up_connect(s);
-	else if (!rev_share_attach(s))
+	if (!s->up->open(s))
 		rev_session_close(s);
 }
 
@@ -217,34 +218,13 @@ void rev_session_close(struct rev_session *s)
 	s->in_close = true;
 	if (s->state != RS_CLOSING) {
 		s->state = RS_CLOSING;
-		if (s->retry_timer)
-			evtimer_del(s->retry_timer);
 		if (s->call_timer)
 			evtimer_del(s->call_timer);
 		if (s->mem_ev)
 			evtimer_del(s->mem_ev);
-		if (s->connect) {
-			tcp_connect_cancel(s->connect);
-			s->connect = NULL;
-		}
-		const struct gw_route *r = s->base.route->cfg;
-		bool linger =
-			!s->reset_upstream && (r->source_port != GW_SOURCE_PORT_RESERVED ||
-					       gw_upstream_may_linger(s->base.route, gw_now_us()));
-		if (s->tcp && !linger) {
-			tcp_conn_free(s->tcp);
-			s->tcp = NULL;
-		} else if (s->tcp) {
-			/*
-			 * The client is gone or going: its calls' replies have
-			 * nowhere to go, but what was sent goes, and the server
-			 * sees a FIN. The session waits for rev_tcp_closed().
-			 */
-			tcp_conn_close(s->tcp);
-		}
-		s->up = UP_NONE;
-		if (s->ch)
-			rev_share_detach(s); /* its calls on the channel lose their owner */
+		/* Its own connection gets a normal close; its calls on a shared one lose their
+		 * owner. */
+		s->up->close(s);
 		if (s->rdma && !s->rdma_closed)
 			rconn_close(s->rdma);
 	}
@@ -275,7 +255,7 @@ void rev_session_fail(struct rev_session *s)
  */
 void rev_maybe_free(struct rev_session *s)
 {
-	if (s->in_close || s->state != RS_CLOSING || s->tcp || s->connect || !s->rdma_closed ||
+	if (s->in_close || s->state != RS_CLOSING || s->up->holds(s) || !s->rdma_closed ||
 	    s->busy || s->bc_busy)
 		return;
 	for (uint32_t b = 0; b < s->nhdr_bufs; b++)
@@ -306,7 +286,7 @@ static const char *rev_state_name(const struct gw_session *g)
 
 	if (s->state == RS_CLOSING)
 		return "closing";
-	return s->state == RS_READY && rev_up_conn(s) ? "ready" : "connecting";
+	return s->state == RS_READY && s->up->conn(s) ? "ready" : "connecting";
 }
 
 static void rev_credits(const struct gw_session *g, struct gw_credit_state *out,
@@ -317,7 +297,7 @@ static void rev_credits(const struct gw_session *g, struct gw_credit_state *out,
 	memset(out, 0, sizeof(*out));
 	out->granted = s->grant;
 	out->in_use = s->outstanding;
-	out->queued = s->upq.n + s->fq_client.queued;
+	out->queued = s->up->queued(s);
 	out->backward_granted = s->bc_grant;
 	out->backward_in_use = s->bc_out;
 	*inline_send = s->thr.send;
@@ -345,10 +325,8 @@ static void rev_shutdown(struct gw_session *g)
 
 	if (s->base.route->draining) {
 		s->reset_upstream = true;
-		if (s->state == RS_CLOSING && s->tcp) {
-			tcp_conn_free(s->tcp);
-			s->tcp = NULL;
-		}
+		if (s->state == RS_CLOSING)
+			s->up->reset(s);
 	}
 	rev_session_close(s); /* may free s */
 }
@@ -522,6 +500,8 @@ bool gw_reverse_accept(struct gw_route_rt *route, const struct sockaddr *peer, c
 	for (uint32_t i = 0; i < s->nbcalls; i++)
 		s->bcalls[i].s = s;
 	s->bc_grant = 1; /* until the client's first backward reply grants more */
+	/* The one place that asks which upstream: the route's, for the session's life. */
+	s->up = r->upstream_connections ? &rev_share_upstream : &rev_own_upstream;
 	s->pool_waiter.fn = rev_pool_wake;
 	s->own_pd = (struct rpcrdma_privdata){ .remote_inv = false,
 					       .send_size = r->inline_send_size,

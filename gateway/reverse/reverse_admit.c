@@ -121,6 +121,16 @@ void rev_mem_wake(evutil_socket_t fd, short what, void *arg)
 		rev_rx_pump(s);
 }
 
+/* Pool buffers are back: a connection that waited for them reads again, then Read chunks go. */
+void rev_pool_wake(struct rdma_pool_waiter *w)
+{
+	struct rev_session *s =
+		(struct rev_session *)((char *)w - offsetof(struct rev_session, pool_waiter));
+
+	s->up->buffers_back(s);
+	rev_reads_pump(s);
+}
+
 /* Return @c to the free list, unless a work request still refers to its memory. */
 void rev_call_put(struct rev_call *c)
 {
@@ -243,7 +253,7 @@ static void rev_call_ready(struct rev_session *s, struct rev_call *c)
 		return;
 	}
 	c->in_xidmap = true;
-	rev_call_to_upstream(s, c);
+	s->up->call(s, c);
 }
 
 /* A call assembled from Read chunks: is it the call the transport header announced? */

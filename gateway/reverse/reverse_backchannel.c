@@ -17,28 +17,6 @@ static void rev_bc_release(struct rev_bcall *b)
 }
 
 /*
- * A message for the upstream found no room in its output: the server has
- * stopped reading (output room is sized for everything it was sent).
- * Rather than lose the message on a live connection, where the server
- * would wait for it until its own timeout, start over on a new one, as
- * when the server goes away: calls in flight go again.
- */
-void rev_up_overflow(struct rev_session *s, const char *what, uint32_t xid)
-{
-	int err = errno;
-
-	gw_warn("reverse %s: %s xid %#x could not be queued to the upstream (%s): reconnecting",
-		s->base.client, what, xid, strerror(err));
-	gw_count_event(&s->base, GW_EV_OUTPUT_OVERFLOW);
-	if (s->ch) {
-		rev_share_overflow(s);
-		return;
-	}
-	struct tcp_close_info why = { .reason = TCP_CLOSE_ERROR, .err = err };
-	rev_tcp_closed(s->tcp, &why, s);
-}
-
-/*
  * A backward call that cannot reach the client: the server gets SYSTEM_ERR
  * (RFC 5531) at once, rather than waiting for a reply that will never come.
  */
@@ -50,13 +28,13 @@ static void rev_bc_refuse(struct rev_session *s, uint32_t xid, const char *why)
 	gw_warn("reverse %s: backward call xid %#x cannot be delivered (%s): SYSTEM_ERR",
 		s->base.client, xid, why);
 	gw_count_event(&s->base, GW_EV_BACKWARD_UNDELIVERABLE);
-	struct tcp_conn *up = rev_up_conn(s);
+	struct tcp_conn *up = s->up->conn(s);
 	if (!n || !up)
 		return;
 	if (tcp_conn_send_copy(up, msg, n) == 0)
 		GW_COUNT(&s->base, tcp_bytes_out, (uint64_t)n + 4);
-	else if (s->ch || s->tcp) /* a failed send may have closed its own upstream */
-		rev_up_overflow(s, "the error reply to backward call", xid);
+	else
+		s->up->overflow(s, "the error reply to backward call", xid);
 }
 
 static void rev_bc_send_done(struct rconn_wr *wr, enum ibv_wc_status status)
@@ -138,7 +116,7 @@ void rev_bc_call(struct rev_session *s, struct gw_buf *buf, uint32_t off, uint32
 	}
 	b->state = BC_WAITING;
 	b->xid = xid;
-	b->up_gen = rev_up_generation(s);
+	b->up_gen = s->up->generation(s);
 	b->rec = buf;
 	b->rec_off = off;
 	b->rec_len = len;
@@ -171,16 +149,15 @@ void rev_bc_reply(struct rev_session *s, struct gw_buf *buf, const struct rpcrdm
 	s->bc_out--;
 	s->bc_grant = h->credits == 0 ? 1 : h->credits < s->nbcalls ? h->credits : s->nbcalls;
 	b->state = BC_DONE;
-	struct tcp_conn *up = rev_up_conn(s);
-	if (b->up_gen != rev_up_generation(s) || !up) {
+	struct tcp_conn *up = s->up->conn(s);
+	if (b->up_gen != s->up->generation(s) || !up) {
 		gw_info("reverse %s: the reply to backward call xid %#x is dropped: the server's "
 			"connection that sent the call is gone",
 			s->base.client, h->xid);
 		gw_count_event(&s->base, GW_EV_BACKWARD_UNDELIVERABLE);
 	} else if (tcp_conn_send_ref(up, buf, h->hdr_len, h->inline_len) != 0) {
 		gw_count_event(&s->base, GW_EV_BACKWARD_UNDELIVERABLE);
-		if (s->ch || s->tcp)
-			rev_up_overflow(s, "the reply to backward call", h->xid);
+		s->up->overflow(s, "the reply to backward call", h->xid);
 	} else {
 		GW_COUNT(&s->base, backward_replies, 1);
 		GW_COUNT(&s->base, tcp_bytes_out, (uint64_t)h->inline_len + 4);

@@ -8,11 +8,20 @@
  *   reverse.c              session life: accept, the RDMA connection, close
  *   reverse_admit.c        slots and queues; receives from the client, Read
  *                          chunks pulled, the call assembled and parsed
- *   reverse_upstream.c     the TCP upstream: calls out, reply records in,
- *                          reconnects and the call timeout
+ *   reverse_upstream.c     the call out and its reply in, whichever the
+ *                          upstream: the reply matched, the call timeout
  *   reverse_answer.c       answers to the client: Write chunks, Reply chunk,
  *                          inline Send, RDMA_ERROR and RPC errors
  *   reverse_backchannel.c  the server's callbacks to the client (RFC 8167)
+ *   reverse_upstream.h     the TCP connection a session's calls go on, as the stages see it
+ *   reverse_own.c          ... a connection of its own (upstream_connections 0):
+ *                          calls out, reply records in, reconnects
+ *   reverse_share.c        ... one of the route's shared connections
+ *                          (upstream_connections > 0)
+ *   reverse_share_map.c    ... the shared connections' ledger: wire XIDs, calls, credits
+ *
+ * The stages reach the upstream only through the session's table (up,
+ * reverse_upstream.h), chosen at accept by the route's upstream_connections.
  */
 #ifndef GW_GATEWAY_REVERSE_PRIV_H
 #define GW_GATEWAY_REVERSE_PRIV_H
@@ -46,6 +55,7 @@
 #include "tcp/tcp_conn.h"
 #include "ulb-rules/rpc_msg.h"
 #include "ulb-rules/ulb.h"
+#include "gateway/reverse/reverse_upstream.h"
 
 enum {
 	/* RDMA Reads the gateway has outstanding per connection, at most. */
@@ -231,14 +241,18 @@ struct rev_session {
 	uint32_t reads_in_flight;
 	struct rev_read_wr rwr[REV_MAX_READ_DEPTH];
 
-	/* The upstream. */
-	enum rev_up_state up;
+	/* The upstream's operations (reverse_upstream.h): its own or a shared one, for life. */
+	const struct rev_upstream_ops *up;
+	struct event *call_timer; /* the oldest call on the upstream, for call_timeout */
+
+	/* rev_own_upstream's state (reverse_own.c): the session's own TCP connection. */
+	enum rev_up_state up_state;
 	struct tcp_conn *tcp;
 	struct tcp_connect *connect;
 	struct event *retry_timer;
-	struct event *call_timer;  /* the oldest call on the upstream, for call_timeout */
 	uint64_t up_missing_since; /* when the upstream was last found missing */
 	struct gw_backoff backoff; /* the delay before the next connect */
+	uint32_t up_gen;	   /* connections made */
 	bool up_reached;	   /* connected at least once */
 	bool out_congested;
 	bool tcp_starved;
@@ -250,7 +264,7 @@ struct rev_session {
 	struct rev_call *free_list;
 	struct xidmap xids;
 	struct rev_queue readq; /* pulling Read chunks, in arrival order */
-	struct rev_queue upq;	/* waiting for the upstream */
+	struct rev_queue upq;	/* waiting for its own upstream (reverse_own.c) */
 	struct rev_queue sentq; /* on the upstream, in the order sent */
 	struct rev_queue sqq;	/* answers waiting for send-queue room */
 	struct rev_rx *rxq;	/* received messages waiting for a slot, a ring */
@@ -280,11 +294,10 @@ struct rev_session {
 	uint32_t bc_busy;  /* slots not free */
 	uint32_t bc_out;   /* backward calls posted and not answered */
 	uint32_t bc_grant; /* the client's backward credits (1 until it says) */
-	uint32_t up_gen;   /* upstream connections made */
 	struct gw_buf *bc_hdr_buf;
 	TAILQ_HEAD(, rev_bcall) bcq;
 
-	/* Shared upstream (route key upstream_connections, reverse_share.c): NULL when its own. */
+	/* rev_share_upstream's state (reverse_share.c): its channel, once put on one. */
 	struct rev_chan *ch;
 	TAILQ_ENTRY(rev_session) ch_link; /* on its channel's list of clients */
 	struct fairq_client fq_client;
@@ -301,6 +314,7 @@ void rev_reads_pump(struct rev_session *s);
 void rev_rx_drop_all(struct rev_session *s);
 void rev_rx_pump(struct rev_session *s);
 void rev_mem_wake(evutil_socket_t fd, short what, void *arg);
+void rev_pool_wake(struct rdma_pool_waiter *w);
 void rev_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t len, uint32_t inv_rkey);
 
 /* reverse_answer.c */
@@ -308,12 +322,16 @@ void rev_sq_pump(struct rev_session *s);
 void rev_answer(struct rev_session *s, struct rev_call *c, enum rev_answer a);
 
 /* reverse_upstream.c */
-void rev_call_to_upstream(struct rev_session *s, struct rev_call *c);
-void rev_pool_wake(struct rdma_pool_waiter *w);
-void rev_up_retry(evutil_socket_t fd, short what, void *arg);
-void rev_up_connect(struct rev_session *s);
-void rev_tcp_closed(struct tcp_conn *tc, const struct tcp_close_info *why, void *arg);
+void rev_call_timer_arm(struct rev_session *s);
 void rev_call_timeout(evutil_socket_t fd, short what, void *arg);
+/* The reply record to @c, a call on the upstream: to the client. */
+void rev_reply_to_call(struct rev_session *s, struct rev_call *c, struct gw_buf *buf, uint32_t off,
+		       uint32_t len);
+/* A message for the upstream found no room in its output (@err): said and counted. */
+void rev_up_overflow_warn(struct rev_session *s, const char *what, uint32_t xid, int err);
+
+/* reverse_own.c: the session's retry_timer, made at accept */
+void rev_up_retry(evutil_socket_t fd, short what, void *arg);
 
 /* reverse_backchannel.c */
 void rev_bc_pump(struct rev_session *s);
@@ -322,13 +340,6 @@ void rev_bc_call(struct rev_session *s, struct gw_buf *buf, uint32_t off, uint32
 void rev_bc_reply(struct rev_session *s, struct gw_buf *buf, const struct rpcrdma_hdr *h);
 void rev_bc_drop_waiting(struct rev_session *s);
 void rev_bc_abandon(struct rev_session *s);
-
-/* reverse_upstream.c, shared with reverse_share.c */
-void rev_call_timer_arm(struct rev_session *s);
-void rev_reply_to_call(struct rev_session *s, struct rev_call *c, struct gw_buf *buf, uint32_t off,
-		       uint32_t len);
-/* reverse_backchannel.c: a message found no room in the upstream's output */
-void rev_up_overflow(struct rev_session *s, const char *what, uint32_t xid);
 
 /*
  * reverse_share_map.c: the ledger of the shared connections: the XID map,
@@ -380,13 +391,6 @@ void rsm_requeue(struct rev_share_map *m, struct fairq *fq, uint16_t chan, uint6
 		 void (*unsend)(struct rev_call *c));
 
 /* reverse_share.c: the route's pool of upstream connections (upstream_connections > 0) */
-bool rev_share_attach(struct rev_session *s);
-void rev_share_detach(struct rev_session *s);
-void rev_share_call(struct rev_session *s, struct rev_call *c);
-void rev_share_timeout(struct rev_session *s);
-void rev_share_overflow(struct rev_session *s);
-struct tcp_conn *rev_share_tcp(const struct rev_chan *ch);
-uint32_t rev_share_gen(const struct rev_chan *ch);
 /* A channel's clients; the lookups below take it (tests build one). */
 TAILQ_HEAD(rev_client_list, rev_session);
 /* The client on @clients a backward call is for, by its CB_SEQUENCE's session; NULL with @why. */
@@ -395,7 +399,6 @@ struct rev_session *rev_share_cb_client(const struct rev_client_list *clients, c
 /* @s, one of @clients, bound session @id's back channel: the others lose it. */
 void rev_share_take_back(struct rev_client_list *clients, const struct rev_session *s,
 			 const uint8_t id[ULB_SESSIONID_SIZE]);
-void rev_share_bound_back(struct rev_session *s, const uint8_t id[ULB_SESSIONID_SIZE]);
 /* The XID map's key of a client's call, and the channel a client is put on (tests use them). */
 void rev_share_key(const struct rev_session *s, uint32_t xid, struct wirexid_key *k);
 uint16_t rev_share_channel_of(const struct rev_session *s, uint16_t nchan);
@@ -433,20 +436,6 @@ static inline struct rev_share *rev_route_share(const struct gw_route_rt *route)
 static inline uint32_t rev_hdr_min(uint32_t version)
 {
 	return version == RPCRDMA_V2 ? RPCRDMA2_HDR_MIN_SIZE : RPCRDMA_HDR_MIN_SIZE;
-}
-
-/* The upstream connection the session's messages go on now, its own or its channel's; or NULL. */
-static inline struct tcp_conn *rev_up_conn(const struct rev_session *s)
-{
-	if (s->ch)
-		return rev_share_tcp(s->ch);
-	return s->up == UP_READY ? s->tcp : NULL;
-}
-
-/* Which upstream connection that is: a backward call's reply goes only on the one that sent it. */
-static inline uint32_t rev_up_generation(const struct rev_session *s)
-{
-	return s->ch ? rev_share_gen(s->ch) : s->up_gen;
 }
 
 /* The version of the connection's backward calls: the client's (Version One before it spoke). */

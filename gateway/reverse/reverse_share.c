@@ -273,7 +273,8 @@ static void share_open_all(struct rev_share *sh, struct rdma_dev *dev)
 	}
 }
 
-bool rev_share_attach(struct rev_session *s)
+/* The client is put on its channel; the route's channels open with the first client. */
+static bool share_open(struct rev_session *s)
 {
 	struct rev_share *sh = share_get(s->base.route);
 
@@ -308,10 +309,12 @@ bool rev_share_attach(struct rev_session *s)
  * wire lose their owner (their replies will be dropped; their credits are
  * real until then), and no other client's call is touched.
  */
-void rev_share_detach(struct rev_session *s)
+static void share_close(struct rev_session *s)
 {
 	struct rev_chan *ch = s->ch;
 
+	if (!ch)
+		return; /* never put on one: closed before or as it was established */
 	rsm_detach(&ch->sh->ledger, &ch->fq, s);
 	TAILQ_REMOVE(&ch->clients, s, ch_link);
 	ch->nclients--;
@@ -319,14 +322,38 @@ void rev_share_detach(struct rev_session *s)
 	chan_sweep_arm(ch); /* its calls on the wire are orphans now */
 }
 
-struct tcp_conn *rev_share_tcp(const struct rev_chan *ch)
+/* (ch is NULL only before the client's open and after its close.) */
+static struct tcp_conn *share_conn(const struct rev_session *s)
 {
-	return ch->up == UP_READY ? ch->tcp : NULL;
+	return s->ch && s->ch->up == UP_READY ? s->ch->tcp : NULL;
 }
 
-uint32_t rev_share_gen(const struct rev_chan *ch)
+static uint32_t share_generation(const struct rev_session *s)
 {
-	return ch->gen;
+	return s->ch ? s->ch->gen : 0;
+}
+
+static uint32_t share_queued(const struct rev_session *s)
+{
+	return s->fq_client.queued;
+}
+
+/* The channel waits for buffers with a waiter of its own (chan_pool_wake()). */
+static void share_buffers_back(struct rev_session *s)
+{
+	(void)s;
+}
+
+/* Nothing of a channel waits for one client. */
+static void share_reset(struct rev_session *s)
+{
+	(void)s;
+}
+
+static bool share_holds(const struct rev_session *s)
+{
+	(void)s;
+	return false;
 }
 
 /* ---- calls out ---- */
@@ -371,7 +398,7 @@ static void share_refuse(struct rev_session *s, struct rev_call *c)
 	rev_answer(s, c, RA_RPC_ERROR);
 }
 
-void rev_share_call(struct rev_session *s, struct rev_call *c)
+static void share_call(struct rev_session *s, struct rev_call *c)
 {
 	struct rev_chan *ch = s->ch;
 	struct wirexid_key k;
@@ -461,7 +488,7 @@ void rev_share_take_back(struct rev_client_list *clients, const struct rev_sessi
 	}
 }
 
-void rev_share_bound_back(struct rev_session *s, const uint8_t id[ULB_SESSIONID_SIZE])
+static void share_back_bound(struct rev_session *s, const uint8_t id[ULB_SESSIONID_SIZE])
 {
 	if (s->ch)
 		rev_share_take_back(&s->ch->clients, s, id);
@@ -688,22 +715,37 @@ static void chan_restart(struct rev_chan *ch)
 	chan_connect(ch);
 }
 
-void rev_share_timeout(struct rev_session *s)
+/* The channel starts over: the calls in flight of all its clients go again. */
+static void share_timed_out(struct rev_session *s, const struct rev_call *c)
 {
-	struct rev_call *c;
-
+	(void)c;
 	gw_warn("reverse %s: no reply from the upstream within %u ms: shared upstream connection "
 		"%u starts over, its calls in flight go again",
 		s->base.client, s->base.route->cfg->call_timeout_ms, s->ch->idx);
-	TAILQ_FOREACH (c, &s->sentq.head, link)
-		c->timed_out = true;
 	chan_restart(s->ch);
 }
 
-void rev_share_overflow(struct rev_session *s)
+static void share_overflow(struct rev_session *s, const char *what, uint32_t xid)
 {
+	rev_up_overflow_warn(s, what, xid, errno);
 	chan_restart(s->ch);
 }
+
+const struct rev_upstream_ops rev_share_upstream = {
+	.learns_sessions = true,
+	.call = share_call,
+	.timed_out = share_timed_out,
+	.back_bound = share_back_bound,
+	.conn = share_conn,
+	.generation = share_generation,
+	.overflow = share_overflow,
+	.buffers_back = share_buffers_back,
+	.queued = share_queued,
+	.open = share_open,
+	.close = share_close,
+	.reset = share_reset,
+	.holds = share_holds,
+};
 
 /* ---- the route's view (gateway/core/engine.c) ---- */
 
