@@ -3,7 +3,7 @@
 # Reverse mode across the wire: guest A (192.0.2.1) runs the kernel NFS server on TCP and
 # the gateway in reverse mode (RDMA 192.0.2.1:20049 -> TCP 192.0.2.1:2049); guest B
 # (192.0.2.2) mounts the gateway with proto=rdma, so RoCEv2 crosses the Ethernet link
-# between the guests, and runs the workload for NFSv3 and NFSv4.1 with 1 MiB
+# between the guests, and runs a short workload for NFSv3 and NFSv4.1 with 1 MiB
 # rsize/wsize. B captures the link (udp/4791) with tshark; the host decodes the capture
 # and fails on any malformed or erroneous frame, on any RPC-over-RDMA message that is not a known type of Version One,
 # and unless the capture shows the gateway's Write chunks, Reply chunks and RDMA_NOMSG
@@ -177,13 +177,14 @@ b)
         if ((ok_mount == 0)); then fail "mount NFSv$vers over RDMA from guest B"; continue; fi
         check "NFSv$vers mount is RDMA to guest A" grep -q "$mnt nfs.*proto=rdma.*addr=192.0.2.1" /proc/mounts
         d=$mnt/t-$vers; mkdir -p "$d"
+        # Every kind of message once each way, no more: the full matrix is
+        # reverse_nfs.sh's, and the capture is decoded on the host.
         wl_bigfile "$d" "$MB"
         wl_oddsizes "$d"
         wl_symlink "$d"
-        wl_rename_setattr "$d"
         wl_locks "$d"
-        wl_bigdir "$d" 1000
-        wl_concurrent "$d" 4 4
+        wl_bigdir "$d" 300
+        wl_concurrent "$d" 4 2
         rm -rf "$d"
         umount "$mnt"
     done
