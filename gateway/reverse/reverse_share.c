@@ -700,6 +700,15 @@ static void chan_restart(struct rev_chan *ch)
 		tcp_conn_free(ch->tcp);
 		ch->tcp = NULL;
 	}
+	/*
+	 * Restarted twice (a failed backward send closes the connection, whose
+	 * close restarts it, and the overflow path restarts it again): the
+	 * first attempt's connect goes, or it would be leaked and answer later.
+	 */
+	if (ch->connect) {
+		tcp_connect_cancel(ch->connect);
+		ch->connect = NULL;
+	}
 	ch->up = UP_NONE;
 	ch->gen++; /* replies to backward calls of the old connection are dropped */
 	ch->out_congested = false;
