@@ -57,6 +57,8 @@ enum gw_event_kind {
 	GW_EV_SIZE_CLAMPED, /* a reply's advertised sizes lowered to what the route carries */
 	GW_EV_RECORD_TOO_LARGE_ANSWERED, /* forward: a record over max_record_size skipped,
 					  * answered GARBAGE_ARGS */
+	GW_EV_UDP_REPLY_TOO_LARGE,    /* side services: a UDP reply over 4x its call: SYSTEM_ERR */
+	GW_EV_UDP_REPLY_RATE_LIMITED, /* side services: a UDP reply over its network's budget */
 	GW_EV_KIND_COUNT
 };
 

@@ -14,6 +14,9 @@
 #    and RFC 1833 give (GARBAGE_ARGS, PROG_UNAVAIL, PROG_MISMATCH, PROC_UNAVAIL, MSG_DENIED,
 #    SET refused), nothing for what cannot be answered, an oversized record closes only
 #    its own connection; the gateway keeps serving (rpcinfo, a new mount) and counts it.
+#    No reflector: over UDP the portmapper's DUMP and the server's long export list
+#    (MOUNT EXPORT) are answered SYSTEM_ERR (a reply at most 4 times its call), over TCP
+#    whole; the callback service's portmapper does not answer a client at all.
 #  - locks (NLM through the relay, owners rewritten per client): an exclusive fcntl lock
 #    taken by the client in c2 is refused to a second client host behind the gateway
 #    (namespace c3, 10.9.1.2, its own rpcbind and rpc.statd) and to a process on the
@@ -43,6 +46,9 @@
 #    the gateway, sent upstream as an ordinary LOCK: a process on the server is refused the
 #    lock again, and gets it once c2 releases it (/stats nlm.gateway_restart delivered 1,
 #    clients_told 1, reclaims_converted >= 1).
+#  - client_reserved_port turned on by SIGHUP: c2's mount, data and lock go on (the kernel,
+#    mount.nfs and lockd use reserved ports); a program on an ordinary port is refused at
+#    the NFS port and the MOUNT relay, answered by the portmapper; the refusals counted.
 # Then a reverse route on the same address (Soft-RoCE on the gateway's side of the c2 link,
 # the server's NFS over TCP): the client mounts with vers=3,proto=rdma and no address or
 # port of the server; the
@@ -56,6 +62,12 @@ if [[ $GWVM_ROLE == a ]]; then
     gwvm-nfsd /export # TCP 2049 for the reverse route, RDMA 20049 for the forward one
     # lockd monitors each host that locks (SM_MON): without statd it refuses every lock.
     pgrep -x rpc.statd >/dev/null || rpc.statd
+    # A long export list (about 1 KB): asked over UDP, the MOUNT relay must not reflect it.
+    mkdir -p /more && mount -t tmpfs more /more
+    for i in $(seq 10 21); do
+        mkdir -p /more/an-export-with-a-rather-long-name-$i
+        exportfs -o ro,insecure,no_subtree_check,fsid=$((200 + i)) "*:/more/an-export-with-a-rather-long-name-$i"
+    done
     rpcinfo -p 127.0.0.1 | grep -E 'mountd|portmapper|nlockmgr|status' | head -8
     touch "$GW_OUT/server-ready"
     # Until the client is done, answer its lock probes: a process here tries the lock
@@ -255,6 +267,20 @@ for name, send in (("udp", lambda p, m: udp(p, m)), ("tcp", tcp)):
     expect(name + " NSM SM_NOTIFY cut short: GARBAGE_ARGS", send(sport, call(27, 100024, 1, 6, struct.pack(">I", 100))), 27, 4)
     expect(name + " NSM NULL answered", send(sport, call(28, 100024, 1, 0)), 28, 0)
 
+# No reflector (docs/security.md): a UDP reply is at most 4 times its call (or 256 bytes);
+# the long answers (the portmapper's DUMP, about 1.3 KB; the server's export list, about
+# 1 KB) go over TCP whole and are answered SYSTEM_ERR over UDP.
+expect("udp portmapper DUMP: SYSTEM_ERR, not the list", udp(111, call(40, 100000, 2, 4)), 40, 5)
+r = tcp(111, call(41, 100000, 2, 4))
+if r is None or len(r) < 400: fails.append("tcp portmapper DUMP: not the whole list: %r" % (r,))
+mport = struct.unpack(">I", tcp(111, call(42, 100000, 2, 3, struct.pack(">IIII", 100005, 3, 17, 0)))[24:28])[0]
+r = udp(mport, call(43, 100005, 3, 5))
+expect("udp MOUNT EXPORT: SYSTEM_ERR, not the list", r, 43, 5)
+if r is not None and len(r) > 256: fails.append("udp MOUNT EXPORT: a reply of %d bytes" % len(r))
+r = tcp(mport, call(44, 100005, 3, 5))
+if r is None or b"an-export-with-a-rather-long-name-21" not in r:
+    fails.append("tcp MOUNT EXPORT: not the whole list: %r" % (r,))
+
 # What cannot be answered gets nothing: a datagram shorter than a call header.
 if udp(111, b"\x00\x00\x00\x01\x00\x00") is not None: fails.append("a 6-byte datagram was answered")
 if udp(111, struct.pack(">II", 14, 1) + b"\0" * 16) is not None: fails.append("a REPLY was answered")
@@ -439,6 +465,19 @@ fi
 e2e_finish
 CLIENT
 check "the client scenario in namespace c2" ip netns exec c2 bash "$E2E_WORK/client.sh"
+# The NLM callback service's portmapper, on the gateway's address toward the server
+# (192.0.2.2:111), answers the server alone: a DUMP from another address gets nothing
+# (before, about 1 KB to whatever source the datagram claimed).
+/usr/bin/python3 - <<'PY' && ok "the callback portmapper does not answer a host other than the server" || fail "the callback portmapper answered another host"
+import socket, struct, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2)
+s.bind(("10.9.0.1", 0))
+s.sendto(struct.pack(">IIIIIIIIII", 45, 0, 2, 100000, 2, 4, 0, 0, 0, 0), ("192.0.2.2", 111))
+try:
+    print("answered: %d bytes" % len(s.recv(65536))); sys.exit(1)
+except socket.timeout:
+    sys.exit(0)
+PY
 
 calls() { gw_jq "sum(p['calls'] for p in s['routes'][0]['totals']['procedures'] if p['program_name'] == '$1')"; }
 echo "per-procedure counters:"; gw_metrics | grep -E 'program="(rpcbind|mount)"' | grep -v '^#' | head -30
@@ -450,9 +489,10 @@ grep -E "nlm callback" "$GW_LOG"
 check "NLM calls counted ($(calls nlm))" test "$(calls nlm)" -ge 6
 check "NSM calls counted ($(calls nsm))" test "$(calls nsm)" -ge 1
 cb() { gw_jq "s['routes'][0]['nlm']['granted_callbacks']['$1']"; }
+# not_from_server: the one DUMP sent to the callback portmapper from another address above.
 check "GRANTED callbacks in /stats: relayed $(cb relayed), granted $(cb granted), timed_out $(cb timed_out), not_from_server $(cb not_from_server), pending $(cb pending)" \
     test "$(cb relayed)" -ge 1 -a "$(cb granted)" -ge 1 -a "$(cb timed_out)" = 0 -a \
-    "$(cb not_from_server)" = 0 -a "$(cb pending)" = 0
+    "$(cb not_from_server)" = 1 -a "$(cb pending)" = 0
 gw_metrics | grep -E 'program="nlm"' | grep -v '^#'
 grep -E "nlm async" "$GW_LOG"
 async_st() { gw_jq "s['routes'][0]['nlm']['async']['$1']"; }
@@ -470,6 +510,10 @@ grep -E "nlm (relay|notify)" "$GW_LOG"
 ev() { gw_jq "s['routes'][0]['totals']['events']['$1']"; }
 check "bad input counted: garbage_args $(ev garbage_args), rpc_error_reply $(ev rpc_error_reply), malformed_record $(ev malformed_record)" \
     test "$(ev garbage_args)" -ge 2 -a "$(ev rpc_error_reply)" -ge 10 -a "$(ev malformed_record)" -ge 2
+check "UDP replies too long for their calls counted (udp_reply_too_large $(ev udp_reply_too_large))" \
+    test "$(ev udp_reply_too_large)" -ge 2
+check "one line a second for them in the log" \
+    test "$(grep -c 'UDP call from .* answered SYSTEM_ERR instead' "$GW_LOG")" -le 2
 
 echo "--- a gateway restart (crash): the server drops the previous instance's locks, c2 reclaims"
 # c2 holds a lock through the gateway; the gateway is killed and started again. Its start
@@ -544,6 +588,68 @@ check "the restarted gateway told the server's statd (logged)" \
     grep -q "the server's statd was told this gateway restarted" "$GW_LOG"
 check "the restarted gateway told c2 (logged)" \
     grep -q "gateway restart relayed to client 10.9.0.2" "$GW_LOG"
+
+echo "--- client_reserved_port (SIGHUP): kernel clients pass, ordinary source ports are refused"
+# What an export's `secure` option asks, asked by the gateway: the kernel client,
+# mount.nfs and lockd come from reserved ports and go on; a program on an ordinary
+# port is refused at the NFS port and the MOUNT relay, not at the portmapper.
+refused0=$(ev refused_client)
+python3 - "$E2E_WORK/gw.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1])); c["routes"][0]["client_reserved_port"] = True
+json.dump(c, open(sys.argv[1], "w"))
+PY
+kill -HUP "$GW_PID"; sleep 1
+check "SIGHUP: reloaded with client_reserved_port" grep -q "configuration reloaded" "$GW_LOG"
+cat >"$E2E_WORK/client-resv.sh" <<'CLIENT'
+set -u
+source "$GW_SRC/tests/e2e/lib/gw-e2e.sh"
+gw=10.9.0.1; m=/mnt/v3p; mkdir -p $m
+if mount -t nfs -o vers=3 $gw:/export $m; then
+    d=$m/resv-$$; mkdir -p $d
+    wl_bigfile $d 4
+    wl_locks $d
+    rm -rf $d
+    check "client_reserved_port: umount" umount $m
+else
+    fail "client_reserved_port: mount -o vers=3 (mount.nfs and the kernel on reserved ports)"
+fi
+/usr/bin/python3 - $gw <<'PY' && ok "client_reserved_port: ordinary ports refused at NFS and MOUNT, the portmapper answers" || fail "client_reserved_port"
+import socket, struct, sys
+gw = sys.argv[1]; fails = []
+def call(xid, prog, vers, proc, args=b""):
+    return struct.pack(">IIIIIIIIII", xid, 0, 2, prog, vers, proc, 0, 0, 0, 0) + args
+def udp(port, msg, bind_port=0):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2)
+    s.bind(("", bind_port)); s.sendto(msg, (gw, port))
+    try: return s.recv(65536)
+    except socket.timeout: return None
+def reserved_udp(port, msg):
+    for p in range(1023, 600, -1):
+        try: return udp(port, msg, p)
+        except OSError: continue
+    fails.append("no reserved UDP port free")
+mport = udp(111, call(1, 100000, 2, 3, struct.pack(">IIII", 100005, 3, 17, 0)))
+if mport is None: fails.append("the portmapper did not answer an ordinary port")
+else:
+    mport = struct.unpack(">I", mport[24:28])[0]
+    if udp(mport, call(2, 100005, 3, 0)) is not None: fails.append("MOUNT answered an ordinary port")
+    if reserved_udp(mport, call(3, 100005, 3, 0)) is None: fails.append("MOUNT did not answer a reserved port")
+t = socket.create_connection((gw, 2049), timeout=5)
+t.sendall(struct.pack(">I", 0x80000028) + call(4, 100003, 3, 0))
+try: closed = t.recv(4) == b""
+except ConnectionResetError: closed = True
+except socket.timeout: closed = False
+if not closed: fails.append("NFS answered a TCP client on an ordinary port")
+for f in fails: print("  " + f)
+sys.exit(1 if fails else 0)
+PY
+e2e_finish
+CLIENT
+check "the client_reserved_port scenario in namespace c2" ip netns exec c2 bash "$E2E_WORK/client-resv.sh"
+refused1=$(ev refused_client)
+check "client_reserved_port: refusals counted (refused_client $refused0 -> $refused1)" \
+    test "$refused1" -ge $((refused0 + 2))
 gw_stop
 
 echo "=== reverse mode: an RDMA client mounts GATEWAY:/export with vers=3,proto=rdma"

@@ -372,6 +372,27 @@ static void test_call_not_from_the_server_dropped(void **state)
 	assert_int_equal(nlm_callback_pending(t->cb), 0);
 }
 
+static void test_portmapper_answers_only_the_server(void **state)
+{
+	struct t *t = *state;
+	uint8_t getport[128], dump[64], r[2048];
+	size_t gl = pmap_encode_getport(getport, sizeof(getport), 9, NLM_PROG, 4, PMAP_IPPROTO_UDP);
+	size_t dl = gwt_rpc_call_none(dump, 10, 100000, 2, 4); /* PMAPPROC_DUMP */
+	struct sockaddr_in to = gwt_sin(SERVER, t->pmap_port);
+	/* Another host, or a forged source (a reflector's victim): no answer at all. */
+	int other = gwt_udp_bind(0x7f000004u, 0, NULL);
+
+	sendto(other, getport, gl, 0, (struct sockaddr *)&to, sizeof(to));
+	sendto(other, dump, dl, 0, (struct sockaddr *)&to, sizeof(to));
+	assert_false(gwt_spin_until_readable(t->base, other, 200, NULL, NULL));
+	assert_int_equal(recv(other, r, sizeof(r), MSG_DONTWAIT), -1);
+	close(other);
+	assert_int_equal(nlm_callback_stats(t->cb)->not_from_server, 2);
+	assert_int_equal(t->counters.events[GW_EV_REFUSED_CLIENT], 2);
+	/* The server still finds the callback service. */
+	assert_int_not_equal(cb_port(t), 0);
+}
+
 /* ---- the clients' _MSG calls -------------------------------------------------- */
 
 /*
@@ -838,6 +859,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_failed_callback_forgets_the_blocked_record,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_call_not_from_the_server_dropped, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_portmapper_answers_only_the_server, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_lock_msg_result_reaches_the_client, setup,
 						teardown),

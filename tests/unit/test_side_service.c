@@ -4,7 +4,11 @@
  * assembled from fragments, what closes a TCP connection (a record over
  * the limit, an empty fragment that is not the last), the connection
  * limit, allowed_clients on UDP and TCP, and a reply for a connection
- * that has gone dropped rather than sent anywhere else.
+ * that has gone dropped rather than sent anywhere else; and the defences
+ * against a hostile peer: a UDP reply many times its call (a reflector for
+ * forged sources) answered SYSTEM_ERR, one network's replies held to a
+ * budget, one address's share of the TCP connections, and a deadline for
+ * a whole record against a client that sends a byte a minute.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -57,7 +61,14 @@ static void on_msg(void *arg, struct side_service *svc, const struct side_servic
 		side_service_reply(svc, peer, msg, len);
 }
 
+static void rig_start_ex(struct rig *r, uint32_t max_conns, uint32_t record_ms);
+
 static void rig_start(struct rig *r, uint32_t max_conns)
+{
+	rig_start_ex(r, max_conns, 0);
+}
+
+static void rig_start_ex(struct rig *r, uint32_t max_conns, uint32_t record_ms)
 {
 	memset(r, 0, sizeof(*r));
 	r->base = event_base_new();
@@ -69,6 +80,7 @@ static void rig_start(struct rig *r, uint32_t max_conns)
 		.max_msg = 128,
 		.max_conns = max_conns,
 		.idle_ms = 5000,
+		.record_ms = record_ms,
 		.max_output = 4096,
 		.on_msg = on_msg,
 		.arg = r,
@@ -234,6 +246,190 @@ static void test_allowed_clients_and_datagrams(void **state)
 	rig_stop(&r);
 }
 
+static int tcp_client_from(struct rig *r, uint32_t ip)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in from = gwt_sin(ip, 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&from, sizeof(from)), 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&r->at, sizeof(r->at)), 0);
+	return fd;
+}
+
+/* A UDP peer at @ip:@port that sent a call of @call_len bytes. */
+static struct side_service_peer udp_peer(uint32_t ip, uint16_t port, uint32_t call_len)
+{
+	struct side_service_peer p = { .addrlen = sizeof(struct sockaddr_in),
+				       .call_len = call_len };
+	struct sockaddr_in a = gwt_sin(ip, port);
+	memcpy(&p.addr, &a, sizeof(a));
+	return p;
+}
+
+static void test_udp_reply_many_times_its_call(void **state)
+{
+	(void)state;
+	struct rig r;
+	rig_start(&r, 4);
+	uint16_t port;
+	int u = gwt_udp_bind(GWT_LOOPBACK, 0, &port);
+	uint8_t reply[1024] = { 0 }, b[2048];
+	xdr_put32(reply, 0x12345678); /* its XID */
+	/* 40 bytes of call: 256 bytes may go back (the floor), 257 may not. */
+	struct side_service_peer p = udp_peer(GWT_LOOPBACK, port, 40);
+	assert_true(side_service_reply(r.svc, &p, reply, 256));
+	assert_int_equal(recv(u, b, sizeof(b), 0), 256);
+	assert_false(side_service_reply(r.svc, &p, reply, 257));
+	/* What goes instead: an accepted reply, SYSTEM_ERR, to the same XID. */
+	assert_int_equal(recv(u, b, sizeof(b), 0), 24);
+	assert_int_equal(xdr_get32(b), 0x12345678);
+	assert_int_equal(xdr_get32(b + 4), 1);	/* REPLY */
+	assert_int_equal(xdr_get32(b + 8), 0);	/* MSG_ACCEPTED */
+	assert_int_equal(xdr_get32(b + 20), 5); /* SYSTEM_ERR */
+	assert_int_equal(r.counters.events[GW_EV_UDP_REPLY_TOO_LARGE], 1);
+	/* Four times a 200-byte call may go; a TCP reply is not bounded by its call. */
+	p.call_len = 200;
+	assert_true(side_service_reply(r.svc, &p, reply, 800));
+	assert_int_equal(recv(u, b, sizeof(b), 0), 800);
+	assert_int_equal(r.counters.events[GW_EV_UDP_REPLY_TOO_LARGE], 1);
+	close(u);
+	rig_stop(&r);
+}
+
+static void test_udp_budget_per_network(void **state)
+{
+	(void)state;
+	struct rig r;
+	rig_start(&r, 4);
+	uint16_t port;
+	int u = gwt_udp_bind(GWT_LOOPBACK, 0, &port);
+	uint8_t reply[200] = { 0 };
+	/* Forged sources all over one /24: they share its budget. */
+	unsigned sent = 0;
+	for (unsigned i = 0; i < 4000; i++) {
+		struct side_service_peer p = udp_peer(0x7f000100u | (i % 250), port, 200);
+		if (!side_service_reply(r.svc, &p, reply, sizeof(reply)))
+			break;
+		sent++;
+	}
+	/* The burst, and what the rate added while the loop ran (well under a second). */
+	assert_true(sent * sizeof(reply) >= SIDE_UDP_BUDGET_BURST - sizeof(reply));
+	assert_true(sent * sizeof(reply) < SIDE_UDP_BUDGET_BURST + SIDE_UDP_BUDGET_RATE);
+	assert_int_equal(r.counters.events[GW_EV_UDP_REPLY_RATE_LIMITED], 1);
+	/* Another network is not held up by the first one's. */
+	struct side_service_peer other = udp_peer(0x7f010105u, port, 200);
+	assert_true(side_service_reply(r.svc, &other, reply, sizeof(reply)));
+	close(u);
+	rig_stop(&r);
+}
+
+static void test_tcp_share_per_address(void **state)
+{
+	(void)state;
+	struct rig r;
+	rig_start(&r, 16); /* 16 connections: 2 an address */
+	int a = tcp_client_from(&r, 0x7f000002u), b = tcp_client_from(&r, 0x7f000002u);
+	gwt_spin_for(r.base, 50, NULL, NULL);
+	int c = tcp_client_from(&r, 0x7f000002u);
+	assert_true(closed(&r, c));
+	assert_int_equal(r.counters.events[GW_EV_CLIENT_SESSION_LIMIT], 1);
+	/* Another host still gets in. */
+	int d = tcp_client_from(&r, 0x7f000003u);
+	gwt_spin_for(r.base, 50, NULL, NULL);
+	assert_false(closed(&r, d));
+	assert_int_equal(side_service_conns(r.svc), 3);
+	close(a);
+	close(b);
+	close(c);
+	close(d);
+	rig_stop(&r);
+}
+
+static void test_record_deadline(void **state)
+{
+	(void)state;
+	struct rig r;
+	rig_start_ex(&r, 4, 300);
+	r.echo = true;
+	/* Whole records, however slowly they follow one another, are served. */
+	int good = tcp_client(&r);
+	send_frag(good, "ping", 4, true);
+	gwt_spin_for(r.base, 400, NULL, NULL);
+	send_frag(good, "ping", 4, true);
+	gwt_spin_for(r.base, 100, NULL, NULL);
+	assert_int_equal(r.msgs, 2);
+	/* A record that trickles in, a byte every 100 ms (never idle): closed at 300 ms. */
+	int slow = tcp_client(&r);
+	uint8_t mark[4];
+	xdr_put32(mark, 0x80000000u | 64);
+	assert_int_equal(send(slow, mark, 4, 0), 4);
+	bool gone = false;
+	for (int i = 0; i < 10 && !gone; i++) {
+		gwt_spin_for(r.base, 100, NULL, NULL);
+		gone = send(slow, "x", 1, MSG_NOSIGNAL) != 1 || side_service_conns(r.svc) == 1;
+	}
+	assert_true(gone);
+	assert_int_equal(side_service_conns(r.svc), 1);
+	assert_int_equal(r.counters.events[GW_EV_RECORD_TIMEOUT], 1);
+	/* A partial record and then silence: closed at the deadline, not the idle time. */
+	int quiet = tcp_client(&r);
+	assert_int_equal(send(quiet, mark, 2, 0), 2);
+	assert_true(closed(&r, quiet) ||
+		    (gwt_spin_for(r.base, 500, NULL, NULL), closed(&r, quiet)));
+	assert_int_equal(r.counters.events[GW_EV_RECORD_TIMEOUT], 2);
+	close(good);
+	close(slow);
+	close(quiet);
+	rig_stop(&r);
+}
+
+static void test_reserved_port_required_where_asked(void **state)
+{
+	(void)state;
+	struct rig r;
+	uint8_t msg[8] = { 0 };
+	rig_start(&r, 4);
+	r.route.client_reserved_port = 1;
+	int u = gwt_udp_bind(GWT_LOOPBACK, 0, NULL); /* an ordinary (ephemeral) port */
+	/* A service that does not ask (a portmapper, NSM) serves it. */
+	sendto(u, msg, sizeof(msg), 0, (struct sockaddr *)&r.at, sizeof(r.at));
+	gwt_spin_for(r.base, 100, NULL, NULL);
+	assert_int_equal(r.msgs, 1);
+	rig_stop(&r);
+	/* A relay that asks (MOUNT, NLM) refuses it, on UDP and on TCP. */
+	rig_start(&r, 4);
+	r.route.client_reserved_port = 1;
+	side_service_stop(r.svc);
+	struct side_service_config sc = {
+		.name = "mount",
+		.route = &r.route,
+		.counters = &r.counters,
+		.max_msg = 128,
+		.max_conns = 4,
+		.idle_ms = 5000,
+		.max_output = 4096,
+		.on_msg = on_msg,
+		.arg = &r,
+		.check_port = true,
+	};
+	r.at.sin_port = 0;
+	r.svc = side_service_start(r.base, (struct sockaddr *)&r.at, sizeof(r.at), &sc);
+	assert_non_null(r.svc);
+	r.at.sin_port = htons(side_service_port(r.svc));
+	sendto(u, msg, sizeof(msg), 0, (struct sockaddr *)&r.at, sizeof(r.at));
+	int t = tcp_client(&r);
+	assert_true(closed(&r, t));
+	assert_int_equal(r.msgs, 0);
+	assert_int_equal(r.counters.events[GW_EV_REFUSED_CLIENT], 2);
+	/* The key off again (SIGHUP): served. */
+	r.route.client_reserved_port = 0;
+	sendto(u, msg, sizeof(msg), 0, (struct sockaddr *)&r.at, sizeof(r.at));
+	gwt_spin_for(r.base, 100, NULL, NULL);
+	assert_int_equal(r.msgs, 1);
+	close(t);
+	close(u);
+	rig_stop(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -241,6 +437,11 @@ int main(void)
 		cmocka_unit_test(test_bad_records_close_only_their_connection),
 		cmocka_unit_test(test_connection_limit_and_late_reply),
 		cmocka_unit_test(test_allowed_clients_and_datagrams),
+		cmocka_unit_test(test_udp_reply_many_times_its_call),
+		cmocka_unit_test(test_udp_budget_per_network),
+		cmocka_unit_test(test_tcp_share_per_address),
+		cmocka_unit_test(test_record_deadline),
+		cmocka_unit_test(test_reserved_port_required_where_asked),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

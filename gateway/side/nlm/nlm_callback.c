@@ -513,8 +513,20 @@ static void pmap_on_call(void *arg, struct side_service *svc, const struct side_
 {
 	struct nlm_callback *cb = arg;
 	struct rpc_call_hdr h;
+	struct nlm_host from;
 	size_t n = 0;
 
+	/*
+	 * Only the server looks up the callback service here (its lockd for
+	 * GRANTED, its statd for SM_NOTIFY): anyone else, a forged source
+	 * above all, would get a DUMP many times its call for nothing.
+	 */
+	if (!nlm_host_from_sockaddr(&from, (const struct sockaddr *)&peer->addr, peer->addrlen) ||
+	    memcmp(&from, &cb->server, sizeof(from)) != 0) {
+		cb->stats.not_from_server++;
+		cb->cfg.counters->events[GW_EV_REFUSED_CLIENT]++;
+		return;
+	}
 	if (pmap_answer(&cb->table, msg, len, cb->out, sizeof(cb->out), &n, &h) == PMAP_NO_REPLY)
 		cb->cfg.counters->events[GW_EV_MALFORMED_RECORD]++;
 	if (n)

@@ -16,8 +16,12 @@
 #include "common/addr_text.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/ratelimit.h"
+#include "common/tbucket.h"
+#include "common/xdr.h"
 #include "conf/config.h"
 #include "gateway/counters/counters.h"
+#include "gateway/side/rpc/portmap.h"
 #include "tcp/listener.h"
 #include "tcp/record.h"
 
@@ -29,9 +33,17 @@ struct side_service_conn {
 	/* The record being assembled from its fragments (RFC 5531 section 11). */
 	uint8_t *rec;
 	uint32_t rec_len;
+	/* When the record being read began (its first byte); 0: none under way. */
+	uint64_t rec_start_us;
 	/* Inside the owner's handler: a close then waits until it returns. */
 	bool in_handler;
 	bool dead;
+};
+
+/* The reply budget of one network (side_service.h), found by a hash of its prefix. */
+struct udp_budget {
+	uint8_t key[9]; /* the family, then the /24 or /64; all zero: unused */
+	struct gw_tbucket tb;
 };
 
 struct side_service {
@@ -45,6 +57,12 @@ struct side_service {
 	size_t nconns;
 	uint64_t next_conn_id;
 	uint8_t *dgram; /* receive buffer: max_msg + 1, to see a datagram that is too long */
+	struct udp_budget budget[SIDE_UDP_BUDGET_SLOTS];
+	/* What a peer can repeat at will is logged at most once a second, with a count. */
+	struct gw_ratelimit refuse_rl;
+	struct gw_ratelimit record_rl;
+	struct gw_ratelimit udp_large_rl;
+	struct gw_ratelimit udp_budget_rl;
 };
 
 uint16_t side_service_port(const struct side_service *svc)
@@ -60,6 +78,13 @@ size_t side_service_conns(const struct side_service *svc)
 static void count_event(struct side_service *svc, enum gw_event_kind k)
 {
 	svc->cfg.counters->events[k]++;
+}
+
+/* The route's allowed_clients, and its client_reserved_port where cfg.check_port asks. */
+static bool peer_admitted(const struct side_service *svc, const struct sockaddr *peer)
+{
+	return gw_route_client_allowed(svc->cfg.route, peer) &&
+	       (!svc->cfg.check_port || gw_route_client_port_allowed(svc->cfg.route, peer));
 }
 
 /* ---- TCP connections ---------------------------------------------------- */
@@ -133,10 +158,59 @@ static bool conn_parse(struct side_service_conn *c)
 	}
 }
 
+/*
+ * The idle timer restarts with every byte, so a client sending one byte
+ * a minute would hold its connection for ever: a record under way must be
+ * whole within record_ms of its first byte. The read timeout is the sooner
+ * of the two (a timeout closes, conn_event()).
+ */
+static void record_timed_out(struct side_service_conn *c)
+{
+	struct side_service *svc = c->svc;
+	uint64_t more;
+
+	count_event(svc, GW_EV_RECORD_TIMEOUT);
+	if (gw_ratelimit_allow(&svc->record_rl, gw_now_us(), &more)) {
+		char who[80];
+		gw_addr_text((const struct sockaddr *)&c->peer.addr, who, sizeof(who));
+		gw_warn("%s: %s: %s sent no whole record in %u ms; closing (%llu more since "
+			"the last line)",
+			svc->cfg.route->name, svc->cfg.name, who, svc->cfg.record_ms,
+			(unsigned long long)more);
+	}
+	conn_close(c);
+}
+
+static void conn_deadline(struct side_service_conn *c)
+{
+	struct side_service *svc = c->svc;
+	uint64_t now = gw_now_us();
+	uint32_t ms = svc->cfg.idle_ms;
+
+	if (c->rec_len == 0 && evbuffer_get_length(bufferevent_get_input(c->bev)) == 0) {
+		c->rec_start_us = 0;
+	} else {
+		if (c->rec_start_us == 0)
+			c->rec_start_us = now;
+		uint64_t spent_ms = (now - c->rec_start_us) / 1000;
+		if (spent_ms >= svc->cfg.record_ms) {
+			record_timed_out(c);
+			return;
+		}
+		if (svc->cfg.record_ms - spent_ms < ms)
+			ms = (uint32_t)(svc->cfg.record_ms - spent_ms);
+	}
+	struct timeval rt = gw_ms_timeval(ms), idle = gw_ms_timeval(svc->cfg.idle_ms);
+	bufferevent_set_timeouts(c->bev, &rt, &idle);
+}
+
 static void conn_read(struct bufferevent *bev, void *arg)
 {
+	struct side_service_conn *c = arg;
+
 	(void)bev;
-	conn_parse(arg);
+	if (conn_parse(c))
+		conn_deadline(c);
 }
 
 static void conn_event(struct bufferevent *bev, short what, void *arg)
@@ -144,10 +218,43 @@ static void conn_event(struct bufferevent *bev, short what, void *arg)
 	struct side_service_conn *c = arg;
 
 	(void)bev;
+	if ((what & BEV_EVENT_TIMEOUT) && c->rec_start_us) {
+		/* The read timeout was the record's deadline, or the idle time within it. */
+		record_timed_out(c);
+		return;
+	}
 	if (what & BEV_EVENT_TIMEOUT)
 		gw_debug("%s: %s connection idle: closing", c->svc->cfg.route->name,
 			 c->svc->cfg.name);
 	conn_close(c);
+}
+
+/* The address of @a without its port, to compare hosts: the family, then 4 or 16 bytes. */
+static size_t host_key(const struct sockaddr *a, uint8_t key[17])
+{
+	key[0] = (uint8_t)a->sa_family;
+	if (a->sa_family == AF_INET6) {
+		memcpy(key + 1, &((const struct sockaddr_in6 *)a)->sin6_addr, 16);
+		return 17;
+	}
+	memcpy(key + 1, &((const struct sockaddr_in *)a)->sin_addr, 4);
+	return 5;
+}
+
+/* TCP connections open from @peer's address (a few dozen at most: a scan). */
+static uint32_t conns_of(const struct side_service *svc, const struct sockaddr *peer)
+{
+	uint8_t want[17], have[17];
+	size_t n = host_key(peer, want);
+	uint32_t count = 0;
+	const struct side_service_conn *c;
+
+	TAILQ_FOREACH (c, &svc->conns, link) {
+		if (host_key((const struct sockaddr *)&c->peer.addr, have) == n &&
+		    memcmp(want, have, n) == 0)
+			count++;
+	}
+	return count;
 }
 
 static bool tcp_admit(const struct sockaddr *peer, socklen_t len, void *arg)
@@ -155,21 +262,34 @@ static bool tcp_admit(const struct sockaddr *peer, socklen_t len, void *arg)
 	struct side_service *svc = arg;
 	char who[80];
 
+	uint64_t more;
+	const char *why = NULL;
+	enum gw_event_kind k = GW_EV_SESSION_LIMIT;
+
 	(void)len;
 	if (!gw_route_client_allowed(svc->cfg.route, peer)) {
+		why = "not in allowed_clients";
+		k = GW_EV_REFUSED_CLIENT;
+	} else if (!peer_admitted(svc, peer)) {
+		why = "its source port is not reserved: client_reserved_port";
+		k = GW_EV_REFUSED_CLIENT;
+	} else if (svc->nconns >= svc->cfg.max_conns) {
+		why = "the service's connections are all open";
+	} else if (conns_of(svc, peer) >= svc->cfg.max_conns_per_addr) {
+		/* TCP cannot be forged: one host does not take the others' connections. */
+		why = "the address has its share of the connections";
+		k = GW_EV_CLIENT_SESSION_LIMIT;
+	}
+	if (!why)
+		return true;
+	count_event(svc, k);
+	if (gw_ratelimit_allow(&svc->refuse_rl, gw_now_us(), &more)) {
 		gw_addr_text(peer, who, sizeof(who));
-		gw_warn("%s: %s: refused client %s (not in allowed_clients)", svc->cfg.route->name,
-			svc->cfg.name, who);
-		count_event(svc, GW_EV_REFUSED_CLIENT);
-		return false;
+		gw_warn("%s: %s: refused a connection from %s (%s; %llu more refused since the "
+			"last line)",
+			svc->cfg.route->name, svc->cfg.name, who, why, (unsigned long long)more);
 	}
-	if (svc->nconns >= svc->cfg.max_conns) {
-		gw_warn("%s: %s: %zu connections open, the limit: refusing another",
-			svc->cfg.route->name, svc->cfg.name, svc->nconns);
-		count_event(svc, GW_EV_SESSION_LIMIT);
-		return false;
-	}
-	return true;
+	return false;
 }
 
 static void tcp_accepted(evutil_socket_t fd, const struct sockaddr *peer, socklen_t len, void *arg)
@@ -221,7 +341,7 @@ static void udp_read(evutil_socket_t fd, short what, void *arg)
 				     (struct sockaddr *)&peer.addr, &peer.addrlen);
 		if (n < 0)
 			return;
-		if (!gw_route_client_allowed(svc->cfg.route, (const struct sockaddr *)&peer.addr)) {
+		if (!peer_admitted(svc, (const struct sockaddr *)&peer.addr)) {
 			count_event(svc, GW_EV_REFUSED_CLIENT);
 			continue;
 		}
@@ -230,16 +350,93 @@ static void udp_read(evutil_socket_t fd, short what, void *arg)
 			count_event(svc, GW_EV_MALFORMED_RECORD);
 			continue;
 		}
+		peer.call_len = (uint32_t)n;
 		svc->cfg.on_msg(svc->cfg.arg, svc, &peer, svc->dgram, (size_t)n);
 	}
+}
+
+/* The budget slot of @to's network: its own, a free one, or one it shares (side_service.h). */
+static struct udp_budget *budget_of(struct side_service *svc, const struct sockaddr *to,
+				    uint64_t now)
+{
+	uint8_t key[9] = { (uint8_t)to->sa_family };
+	uint32_t h = 2166136261u; /* FNV-1a: spreads the prefixes over the slots */
+
+	if (to->sa_family == AF_INET6)
+		memcpy(key + 1, &((const struct sockaddr_in6 *)to)->sin6_addr, 8);
+	else
+		memcpy(key + 1, &((const struct sockaddr_in *)to)->sin_addr, 3);
+	for (size_t i = 0; i < sizeof(key); i++)
+		h = (h ^ key[i]) * 16777619u;
+	struct udp_budget *b = &svc->budget[h % SIDE_UDP_BUDGET_SLOTS];
+	/*
+	 * Another network's slot is taken over once its bucket is full again
+	 * (nothing sent to it for a while); until then the two share it, which
+	 * errs toward sending less.
+	 */
+	if (memcmp(b->key, key, sizeof(key)) != 0 &&
+	    gw_tbucket_full(&b->tb, now, SIDE_UDP_BUDGET_RATE, SIDE_UDP_BUDGET_BURST))
+		memcpy(b->key, key, sizeof(key));
+	return b;
+}
+
+/*
+ * A datagram reply to a source that may be forged (side_service.h): the
+ * length sent within a few times the call's, and within the network's
+ * budget. Returns the length to send (@msg's, or the SYSTEM_ERR put in
+ * @alt), 0 to send nothing.
+ */
+static size_t udp_reply_guard(struct side_service *svc, const struct side_service_peer *peer,
+			      const uint8_t *msg, size_t len, uint8_t *alt, size_t altcap,
+			      const uint8_t **out)
+{
+	uint64_t now = gw_now_us(), more;
+	char who[80];
+
+	*out = msg;
+	if (len > SIDE_UDP_REPLY_FLOOR && len > (size_t)SIDE_UDP_REPLY_FACTOR * peer->call_len) {
+		count_event(svc, GW_EV_UDP_REPLY_TOO_LARGE);
+		if (gw_ratelimit_allow(&svc->udp_large_rl, now, &more)) {
+			gw_addr_text((const struct sockaddr *)&peer->addr, who, sizeof(who));
+			gw_warn("%s: %s: a %zu-byte reply to a %u-byte UDP call from %s answered "
+				"SYSTEM_ERR instead (a UDP reply may be %u times its call: "
+				"asked over TCP it goes whole; %llu more since the last line)",
+				svc->cfg.route->name, svc->cfg.name, len, peer->call_len, who,
+				SIDE_UDP_REPLY_FACTOR, (unsigned long long)more);
+		}
+		len = rpc_encode_accept_error(alt, altcap, xdr_get32(msg), RPCSTAT_SYSTEM_ERR, 0,
+					      0);
+		*out = alt;
+	}
+	struct udp_budget *b = budget_of(svc, (const struct sockaddr *)&peer->addr, now);
+	if (!gw_tbucket_take(&b->tb, now, len, SIDE_UDP_BUDGET_RATE, SIDE_UDP_BUDGET_BURST)) {
+		count_event(svc, GW_EV_UDP_REPLY_RATE_LIMITED);
+		if (gw_ratelimit_allow(&svc->udp_budget_rl, now, &more)) {
+			gw_addr_text((const struct sockaddr *)&peer->addr, who, sizeof(who));
+			gw_warn("%s: %s: UDP replies to %s's network over %u KiB/s: not sent (the "
+				"client asks again; %llu more since the last line)",
+				svc->cfg.route->name, svc->cfg.name, who,
+				SIDE_UDP_BUDGET_RATE / 1024, (unsigned long long)more);
+		}
+		return 0;
+	}
+	return len;
 }
 
 bool side_service_reply(struct side_service *svc, const struct side_service_peer *peer,
 			const uint8_t *msg, size_t len)
 {
 	if (peer->conn_id == 0) {
-		return sendto(svc->udp_fd, msg, len, MSG_DONTWAIT,
-			      (const struct sockaddr *)&peer->addr, peer->addrlen) == (ssize_t)len;
+		uint8_t alt[64];
+		const uint8_t *send = msg;
+		size_t n = len >= 4 ? udp_reply_guard(svc, peer, msg, len, alt, sizeof(alt), &send)
+				    : 0;
+		if (!n)
+			return false;
+		bool sent =
+			sendto(svc->udp_fd, send, n, MSG_DONTWAIT,
+			       (const struct sockaddr *)&peer->addr, peer->addrlen) == (ssize_t)n;
+		return sent && send == msg;
 	}
 	struct side_service_conn *c;
 	TAILQ_FOREACH (c, &svc->conns, link) {
@@ -312,6 +509,15 @@ struct side_service *side_service_start(struct event_base *base, const struct so
 	}
 	svc->base = base;
 	svc->cfg = *cfg;
+	if (!svc->cfg.max_conns_per_addr)
+		svc->cfg.max_conns_per_addr =
+			cfg->max_conns >= 16 ? cfg->max_conns / 8 : cfg->max_conns;
+	if (!svc->cfg.record_ms)
+		svc->cfg.record_ms = SIDE_RECORD_MS;
+	gw_ratelimit_init(&svc->refuse_rl, 1000000);
+	gw_ratelimit_init(&svc->record_rl, 1000000);
+	gw_ratelimit_init(&svc->udp_large_rl, 1000000);
+	gw_ratelimit_init(&svc->udp_budget_rl, 1000000);
 	svc->udp_fd = -1;
 	TAILQ_INIT(&svc->conns);
 	svc->dgram = malloc((size_t)cfg->max_msg + 1);

@@ -34,7 +34,27 @@ struct side_service;
 struct side_service_peer {
 	struct sockaddr_storage addr;
 	socklen_t addrlen;
-	uint64_t conn_id; /* 0: UDP */
+	uint64_t conn_id;  /* 0: UDP */
+	uint32_t call_len; /* UDP: the call's length, which bounds its reply's (below) */
+};
+
+/*
+ * UDP source addresses can be forged, so a reply to one must not make the
+ * gateway a reflector: a reply longer than SIDE_UDP_REPLY_FACTOR times its
+ * call (and than SIDE_UDP_REPLY_FLOOR bytes) is answered SYSTEM_ERR instead
+ * (the large ones, a MOUNT EXPORT or DUMP list, are asked over TCP by
+ * showmount and rpcinfo), and the replies to one network (a /24, an IPv6
+ * /64) share a budget of SIDE_UDP_BUDGET_RATE bytes a second
+ * (SIDE_UDP_BUDGET_BURST at once), beyond which they are dropped and the
+ * client asks again.
+ */
+enum {
+	SIDE_UDP_REPLY_FACTOR = 4,
+	SIDE_UDP_REPLY_FLOOR = 256,
+	SIDE_UDP_BUDGET_RATE = 128 * 1024,
+	SIDE_UDP_BUDGET_BURST = 256 * 1024,
+	SIDE_UDP_BUDGET_SLOTS = 256,
+	SIDE_RECORD_MS = 10000,
 };
 
 /*
@@ -51,10 +71,17 @@ struct side_service_config {
 	struct gw_counters *counters; /* the route's: malformed records, refusals */
 	uint32_t max_msg;	      /* largest call accepted (TCP record, datagram) */
 	uint32_t max_conns;	      /* TCP connections at once; more are refused */
-	uint32_t idle_ms;	      /* a TCP connection silent this long is closed */
-	size_t max_output;	      /* queued reply bytes per TCP connection */
+	/* TCP connections of one address at once; 0: max_conns / 8 (max_conns below 16: all). */
+	uint32_t max_conns_per_addr;
+	uint32_t idle_ms; /* a TCP connection silent this long is closed */
+	/* A TCP record not whole this long after its first byte closes its connection;
+	 * 0: SIDE_RECORD_MS. */
+	uint32_t record_ms;
+	size_t max_output; /* queued reply bytes per TCP connection */
 	side_service_msg_fn on_msg;
 	void *arg;
+	/* Callers held to the route's client_reserved_port (gw_route_client_port_allowed()). */
+	bool check_port;
 };
 
 /*
@@ -76,7 +103,9 @@ uint16_t side_service_port(const struct side_service *svc);
 /*
  * Send one reply to @peer: a datagram, or a record on its connection.
  * Returns false (and sends nothing) when the connection is gone or its
- * queued output is over max_output (it is then closed).
+ * queued output is over max_output (it is then closed), or when a
+ * datagram is over its network's budget; a datagram too long for its call
+ * goes as SYSTEM_ERR (above), and false is returned.
  */
 bool side_service_reply(struct side_service *svc, const struct side_service_peer *peer,
 			const uint8_t *msg, size_t len);
