@@ -511,6 +511,8 @@ static void check_side_services(const struct conf_report *rep, const struct conf
  */
 static void clamp_nlm_shares(struct gw_route *r)
 {
+	if (r->nlm_max_clients_per_prefix > r->nlm_max_clients)
+		r->nlm_max_clients_per_prefix = r->nlm_max_clients;
 	if (r->nlm_max_owners_per_client > r->nlm_max_owners)
 		r->nlm_max_owners_per_client = r->nlm_max_owners;
 	if (r->nlm_max_locks_per_client > r->nlm_max_locks)

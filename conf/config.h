@@ -196,6 +196,7 @@ struct gw_route {
 	uint32_t upstream_nlm_port;
 	uint32_t upstream_nsm_port; /* the server's statd (0: asked of its portmapper) */
 	uint32_t nlm_max_clients;
+	uint32_t nlm_max_clients_per_prefix; /* of one /24 or /64; 0: the default share */
 	uint32_t nlm_max_owners;
 	uint32_t nlm_max_owners_per_client; /* at most nlm_max_owners */
 	uint32_t nlm_max_locks;

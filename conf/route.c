@@ -451,6 +451,17 @@ const struct conf_option conf_options[] = {
 		.restart_why = restart_nlm,
 	},
 	{
+		.name = "nlm_max_clients_per_prefix",
+		.type = CONF_OPT_UINT,
+		.offset = ROUTE_FIELD(nlm_max_clients_per_prefix),
+		.min = 0,
+		.max = 65536,
+		.step = 1,
+		.def = 0,
+		.reload = CONF_RELOAD_RESTART,
+		.restart_why = restart_nlm,
+	},
+	{
 		.name = "nlm_max_owners",
 		.type = CONF_OPT_UINT,
 		.offset = ROUTE_FIELD(nlm_max_owners),

@@ -223,6 +223,7 @@ static bool start_nlm(struct gw_side *side, struct event_base *base,
 							  : RELAY_TIMEOUT_MS,
 		.limits = {
 			.max_clients = r->nlm_max_clients,
+			.max_clients_per_prefix = r->nlm_max_clients_per_prefix,
 			.max_owners = r->nlm_max_owners,
 			.max_locks = r->nlm_max_locks,
 			.max_locks_per_client = r->nlm_max_locks_per_client,
@@ -243,8 +244,10 @@ static bool start_nlm(struct gw_side *side, struct event_base *base,
 		rc.max_calls = r->nlm_max_pending_calls;
 	if (r->nlm_call_timeout_ms)
 		rc.timeout_ms = r->nlm_call_timeout_ms;
-	rc.hooks = (struct side_relay_hooks){ nlm_relay_call_hook, nlm_relay_reply_hook,
-					      side->nlm_rw };
+	rc.hooks = (struct side_relay_hooks){ .call = nlm_relay_call_hook,
+					      .reply = nlm_relay_reply_hook,
+					      .gone = nlm_relay_gone_hook,
+					      .arg = side->nlm_rw };
 	*what = "the NLM relay's upstream socket";
 	side->nlm_relay = side_relay_start(base, &rc);
 	if (!side->nlm_relay)
@@ -468,6 +471,7 @@ bool gw_side_nlm_stats(const struct gw_side *side, struct gw_stats_nlm *out)
 		.oh_too_long = ss->oh_too_long,
 		.stale_owner = ss->stale_owner,
 		.client_owners_full = ss->client_owners_full,
+		.client_prefix_full = ss->client_prefix_full,
 	};
 	/* Started last: absent only while gw_side_start() fails. */
 	if (side->nlm_cb) {

@@ -324,6 +324,7 @@ static json_t *json_nlm(const struct gw_stats_nlm *n)
 	ok &= put(refused, "oh_too_long", ju64(n->oh_too_long));
 	ok &= put(refused, "stale_owner", ju64(n->stale_owner));
 	ok &= put(refused, "client_owners_full", ju64(n->client_owners_full));
+	ok &= put(refused, "client_prefix_full", ju64(n->client_prefix_full));
 	ok &= put(cb, "pending", json_integer(n->callbacks_pending));
 	ok &= put(cb, "relayed", ju64(n->cb_relayed));
 	ok &= put(cb, "granted", ju64(n->cb_granted));

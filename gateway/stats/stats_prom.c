@@ -234,7 +234,8 @@ static const struct prom_family_desc {
 	[FAM_NLM_REFUSED] = { "nlm_refused_total", "counter", ON_ROUTE,
 			      "NLM calls or callbacks the relay's state refused, by reason: "
 			      "clients_full, owners_full, locks_full, client_locks_full, "
-			      "oh_too_long, stale_owner, client_owners_full." },
+			      "oh_too_long, stale_owner, client_owners_full, "
+			      "client_prefix_full." },
 	[FAM_NLM_CALLBACKS] = { "nlm_granted_callbacks_total", "counter", ON_ROUTE,
 				"The server's GRANTED callbacks, by outcome: relayed (answered by "
 				"the client), granted (of which the client took the lock), stale, "
@@ -602,6 +603,7 @@ static void prom_nlm(struct prom *p, const struct gw_stats_nlm *n)
 		{ FAM_NLM_REFUSED, "reason=\"oh_too_long\"", n->oh_too_long },
 		{ FAM_NLM_REFUSED, "reason=\"stale_owner\"", n->stale_owner },
 		{ FAM_NLM_REFUSED, "reason=\"client_owners_full\"", n->client_owners_full },
+		{ FAM_NLM_REFUSED, "reason=\"client_prefix_full\"", n->client_prefix_full },
 		{ FAM_NLM_CALLBACKS, "outcome=\"relayed\"", n->cb_relayed },
 		{ FAM_NLM_CALLBACKS, "outcome=\"granted\"", n->cb_granted },
 		{ FAM_NLM_CALLBACKS, "outcome=\"stale\"", n->cb_stale },

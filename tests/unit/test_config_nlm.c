@@ -28,6 +28,8 @@ static const struct {
 	    "65536"),
 	KEY("nlm_max_clients", nlm_max_clients, 1024, "10", 10, "an integer 1..65536", "0",
 	    "65537"),
+	KEY("nlm_max_clients_per_prefix", nlm_max_clients_per_prefix, 0, "3", 3,
+	    "an integer 0..65536", "-1", "65537"),
 	KEY("nlm_max_owners", nlm_max_owners, 4096, "2000", 2000, "an integer 1..65535", "0",
 	    "65536"),
 	KEY("nlm_max_owners_per_client", nlm_max_owners_per_client, 1024, "3", 3,
@@ -144,6 +146,9 @@ static void test_per_client_shares(void **state)
 	gw_config_free(cfg);
 	cfg = load_ok(ROUTE_HEAD "'nlm_async_max_pending': 8}]}");
 	assert_int_equal(cfg->routes[0].nlm_async_max_pending_per_client, 8);
+	gw_config_free(cfg);
+	cfg = load_ok(ROUTE_HEAD "'nlm_max_clients': 10, 'nlm_max_clients_per_prefix': 20}]}");
+	assert_int_equal(cfg->routes[0].nlm_max_clients_per_prefix, 10);
 	gw_config_free(cfg);
 	/* Smaller shares are kept. */
 	cfg = load_ok(ROUTE_HEAD "'nlm_max_owners': 100, 'nlm_max_owners_per_client': 99}]}");

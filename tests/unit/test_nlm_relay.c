@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -102,18 +103,25 @@ struct fixture {
 	struct nlm_relay *rl;
 };
 
-static struct nlm_relay *relay_new(struct gw_counters *c)
+/* A relay with the state's limits @lim (0: a default), its own calls captured. */
+static struct nlm_relay *relay_with(struct gw_counters *c, struct nlm_state_limits lim)
 {
 	struct nlm_relay_config cfg = {
 		.route_name = "t",
 		.caller_name = GW_NAME,
 		.counters = c,
 		.send = capture,
+		.limits = lim,
 	};
 	nsent = 0;
 	struct nlm_relay *rl = nlm_relay_new(&cfg);
 	assert_non_null(rl);
 	return rl;
+}
+
+static struct nlm_relay *relay_new(struct gw_counters *c)
+{
+	return relay_with(c, (struct nlm_state_limits){ 0 });
 }
 
 /* Run the call hook on @msg from @p; the verdict, the output in @out. */
@@ -132,12 +140,24 @@ static void decode_rewritten(const uint8_t *msg, size_t len, uint32_t proc, stru
 	assert_int_equal(nlm_decode_args(4, proc, msg + h.args_off, len - h.args_off, a), 0);
 }
 
-/* The server's reply to the rewritten call @up with results @res (@rn bytes). */
+/*
+ * The side service a client's call came in by: never looked into, only
+ * told from NULL (the relay's own calls).
+ */
+static char client_svc_stands_in;
+#define CLIENT_SVC ((struct side_service *)(void *)&client_svc_stands_in)
+
+/*
+ * The server's reply to the rewritten call @up with results @res (@rn
+ * bytes): a client's call from @p, or the relay's own for a @p without an
+ * address.
+ */
 static enum side_relay_verdict reply(struct nlm_relay *rl, const struct side_service_peer *p,
 				     uint8_t *up, size_t up_len, uint32_t proc, const uint8_t *res,
 				     size_t rn, uint8_t *out, size_t *n)
 {
 	struct relay_call c = { .used = true,
+				.svc = p->addrlen ? CLIENT_SVC : NULL,
 				.peer = *p,
 				.vers = 4,
 				.proc = proc,
@@ -525,7 +545,8 @@ static void test_free_all_releases_only_the_senders_locks_and_shares(void **stat
 			unshared = true;
 			/* The server's shareres: the queue's entry is done. */
 			uint32_t pending = nlm_relay_release_pending(rl);
-			reply(rl, &pa, sent[i], sent_len[i], NLMPROC_UNSHARE, res,
+			struct side_service_peer own = { .addrlen = 0 };
+			reply(rl, &own, sent[i], sent_len[i], NLMPROC_UNSHARE, res,
 			      shareres_bytes(res, NLM_GRANTED), out, &n);
 			assert_int_equal(nlm_relay_release_pending(rl), pending - 1);
 		} else {
@@ -560,12 +581,7 @@ static void test_owner_bound_denies_nolocks(void **state)
 {
 	(void)state;
 	struct gw_counters c = { 0 };
-	struct nlm_relay_config cfg = { .route_name = "t",
-					.caller_name = GW_NAME,
-					.counters = &c,
-					.send = capture,
-					.limits = { .max_clients = 1 } };
-	struct nlm_relay *rl = nlm_relay_new(&cfg);
+	struct nlm_relay *rl = relay_with(&c, (struct nlm_state_limits){ .max_clients = 1 });
 	struct side_service_peer pa = peer_at(0x0a090002, 800), pb = peer_at(0x0a090003, 800);
 	uint8_t msg[512], out[4096];
 	size_t len = lock_call(msg, sizeof(msg), 12, NLMPROC_LOCK, 1), n;
@@ -1271,6 +1287,277 @@ static void test_release_queue_full_counted(void **state)
 	nlm_relay_free(rl);
 }
 
+/* ---- the state a datagram's sender can make the relay hold ------------------ */
+
+/* A fixture: a relay with the default limits. */
+static int relay_setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	f->rl = relay_new(&f->counters);
+	*state = f;
+	return 0;
+}
+
+static int relay_teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	nlm_relay_free(f->rl);
+	free(f);
+	return 0;
+}
+
+/* The relay's state holds @clients client hosts and @owners owners. */
+static void assert_held(const struct nlm_state *st, uint32_t clients, uint32_t owners)
+{
+	assert_int_equal(nlm_state_clients(st), clients);
+	assert_int_equal(nlm_state_owners(st), owners);
+}
+
+static struct side_service_peer peer6(const char *addr)
+{
+	struct side_service_peer p = { .addrlen = sizeof(struct sockaddr_in6) };
+	struct sockaddr_in6 *a = (struct sockaddr_in6 *)&p.addr;
+	a->sin6_family = AF_INET6;
+	a->sin6_port = htons(800);
+	assert_int_equal(inet_pton(AF_INET6, addr, &a->sin6_addr), 1);
+	return p;
+}
+
+/*
+ * A TEST (or LOCK...) of @p's (@svid, "oh-1"), relayed and answered @stat
+ * by the server: the call hook's verdict, and what the client gets in @out.
+ */
+static enum side_relay_verdict ask(struct nlm_relay *rl, const struct side_service_peer *p,
+				   uint32_t proc, int32_t svid, uint32_t stat, uint8_t *out,
+				   size_t *n)
+{
+	uint8_t msg[512], up[4096], res[16];
+	size_t len = lock_call(msg, sizeof(msg), (uint32_t)svid, proc, svid), nu;
+	enum side_relay_verdict v = call(rl, p, msg, len, up, &nu);
+
+	if (v != SIDE_RELAY_REWRITTEN) {
+		memcpy(out, up, nu);
+		*n = nu;
+		return v;
+	}
+	size_t rn = res_bytes(res, stat);
+	if (reply(rl, p, up, nu, proc, res, rn, out, n) == SIDE_RELAY_PASS) {
+		/* What the client gets then: the server's reply as it came. */
+		*n = rpc_encode_accept_error(out, 4096, 7, RPCSTAT_SUCCESS, 0, 0);
+		memcpy(out + *n, res, rn);
+		*n += rn;
+	}
+	return v;
+}
+
+/*
+ * The side_relay ends @p's call @up (@n bytes) without a reply: given up
+ * unanswered (@went_up: it went upstream), or never sent.
+ */
+static void give_up(struct nlm_relay *rl, const struct side_service_peer *p, uint32_t proc,
+		    uint8_t *up, size_t n, bool went_up)
+{
+	struct relay_call c = { .svc = CLIENT_SVC,
+				.peer = *p,
+				.vers = 4,
+				.proc = proc,
+				.sent_us = went_up ? 1 : 0,
+				.msg = up,
+				.len = (uint32_t)n };
+
+	nlm_relay_gone_hook(rl, &c);
+}
+
+/*
+ * 1,100 TESTs, each from another forged address (more than nlm_max_clients,
+ * 1024), each answered by the server: none refused, and none leaves a
+ * client or owner behind; a LOCK from a new host afterwards is relayed and
+ * its grant recorded, not answered DENIED_NOLOCKS.
+ */
+static void test_forged_tests_do_not_fill_the_client_table(void **state)
+{
+	struct fixture *f = *state;
+	struct nlm_relay *rl = f->rl;
+	const struct nlm_state *st = nlm_relay_state(rl);
+	uint8_t out[4096];
+	size_t n;
+
+	for (uint32_t i = 0; i < 1100; i++) {
+		struct side_service_peer p = peer_at(0x0a100000 + i, 800);
+		assert_int_equal(ask(rl, &p, NLMPROC_TEST, 5, NLM_GRANTED, out, &n),
+				 SIDE_RELAY_REWRITTEN);
+		assert_held(st, 0, 0);
+	}
+	struct side_service_peer pa = peer_at(0x0a090002, 800);
+	struct nlm_host ha;
+	nlm_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
+	assert_int_equal(ask(rl, &pa, NLMPROC_LOCK, 7, NLM_GRANTED, out, &n), SIDE_RELAY_REWRITTEN);
+	assert_int_equal(answered_stat(out, n), NLM_GRANTED);
+	assert_int_equal(nlm_state_client_locks(st, &ha), 1);
+	assert_int_equal(nlm_state_clients(st), 1);
+	assert_int_equal(f->counters.events[GW_EV_NO_BUFFERS], 0);
+}
+
+/*
+ * What holds nothing upstream does not outlive its reply: a TEST, a LOCK
+ * the server denied, an UNLOCK of the owner's last lock. A lock granted
+ * keeps its owner and client.
+ */
+static void test_nothing_held_leaves_no_entry(void **state)
+{
+	struct fixture *f = *state;
+	struct nlm_relay *rl = f->rl;
+	const struct nlm_state *st = nlm_relay_state(rl);
+	struct side_service_peer pa = peer_at(0x0a090002, 800);
+	uint8_t out[4096];
+	size_t n;
+
+	assert_int_equal(ask(rl, &pa, NLMPROC_TEST, 7, NLM_DENIED, out, &n), SIDE_RELAY_REWRITTEN);
+	assert_held(st, 0, 0);
+	assert_int_equal(ask(rl, &pa, NLMPROC_LOCK, 7, NLM_DENIED, out, &n), SIDE_RELAY_REWRITTEN);
+	assert_held(st, 0, 0);
+	assert_int_equal(ask(rl, &pa, NLMPROC_LOCK, 7, NLM_GRANTED, out, &n), SIDE_RELAY_REWRITTEN);
+	assert_int_equal(nlm_state_owners(st), 1);
+	assert_int_equal(nlm_state_locks(st), 1);
+	/* A TEST by the same owner leaves it as it was. */
+	assert_int_equal(ask(rl, &pa, NLMPROC_TEST, 7, NLM_GRANTED, out, &n), SIDE_RELAY_REWRITTEN);
+	assert_int_equal(nlm_state_owners(st), 1);
+	assert_int_equal(ask(rl, &pa, NLMPROC_UNLOCK, 7, NLM_GRANTED, out, &n),
+			 SIDE_RELAY_REWRITTEN);
+	assert_int_equal(nlm_state_locks(st), 0);
+	assert_held(st, 0, 0);
+	/* A share refused, then one granted. */
+	uint8_t msg[512], up[4096], res[16];
+	size_t len = share_call(msg, sizeof(msg), 20, NLMPROC_SHARE, "oh-s", FH), nu;
+	assert_int_equal(call(rl, &pa, msg, len, up, &nu), SIDE_RELAY_REWRITTEN);
+	reply(rl, &pa, up, nu, NLMPROC_SHARE, res, shareres_bytes(res, NLM_DENIED), out, &n);
+	assert_int_equal(nlm_state_owners(st), 0);
+	assert_int_equal(call(rl, &pa, msg, len, up, &nu), SIDE_RELAY_REWRITTEN);
+	reply(rl, &pa, up, nu, NLMPROC_SHARE, res, shareres_bytes(res, NLM_GRANTED), out, &n);
+	assert_int_equal(nlm_state_owners(st), 1);
+}
+
+/*
+ * A call the side_relay gives up unanswered (its gone hook): a TEST's
+ * owner goes; a LOCK's stays, idle (the server may hold that lock), so the
+ * client's retransmission goes upstream under the same owner; one never
+ * sent (the relay's table full) leaves nothing.
+ */
+static void test_unanswered_calls_end(void **state)
+{
+	struct fixture *f = *state;
+	struct nlm_relay *rl = f->rl;
+	const struct nlm_state *st = nlm_relay_state(rl);
+	struct side_service_peer pa = peer_at(0x0a090002, 800);
+	uint8_t msg[512], up[4096];
+	size_t len, nu;
+	struct nlm_args a, again;
+
+	len = lock_call(msg, sizeof(msg), 1, NLMPROC_TEST, 7);
+	assert_int_equal(call(rl, &pa, msg, len, up, &nu), SIDE_RELAY_REWRITTEN);
+	give_up(rl, &pa, NLMPROC_TEST, up, nu, true);
+	assert_int_equal(nlm_state_owners(st), 0);
+
+	len = lock_call(msg, sizeof(msg), 2, NLMPROC_LOCK, 7);
+	assert_int_equal(call(rl, &pa, msg, len, up, &nu), SIDE_RELAY_REWRITTEN);
+	decode_rewritten(up, nu, NLMPROC_LOCK, &a);
+	int32_t svid = a.lock.svid;
+	give_up(rl, &pa, NLMPROC_LOCK, up, nu, true);
+	assert_int_equal(nlm_state_owners(st), 1);
+	assert_int_equal(call(rl, &pa, msg, len, up, &nu), SIDE_RELAY_REWRITTEN);
+	decode_rewritten(up, nu, NLMPROC_LOCK, &again);
+	assert_int_equal(again.lock.svid, svid);
+	/* Never sent: the same LOCK leaves nothing now. */
+	give_up(rl, &pa, NLMPROC_LOCK, up, nu, false);
+	assert_held(st, 0, 0);
+}
+
+/*
+ * A LOCK in flight keeps its client and owner under any pressure: with
+ * the table full of calls in flight a new host is refused rather than
+ * one of them reclaimed, and the LOCK's grant, when it comes, is recorded
+ * under the owner it went with (not given back, not DENIED_NOLOCKS). An
+ * idle client (its LOCK given up unanswered) is reclaimed for a new host.
+ */
+static void test_lock_in_flight_survives_pressure(void **state)
+{
+	(void)state;
+	struct gw_counters c = { 0 };
+	struct nlm_relay *rl = relay_with(&c, (struct nlm_state_limits){ .max_clients = 2 });
+	const struct nlm_state *st = nlm_relay_state(rl);
+	struct side_service_peer pa = peer_at(0x0a090002, 800), pb = peer_at(0x0a0a0002, 800);
+	uint8_t msg[512], upa[4096], upb[4096], out[4096], res[16];
+	size_t len = lock_call(msg, sizeof(msg), 1, NLMPROC_LOCK, 7), na, nb, n;
+	struct nlm_host ha;
+
+	nlm_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
+	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDE_RELAY_REWRITTEN);
+	/* Forged TESTs from many hosts pass through the one free slot. */
+	for (uint32_t i = 0; i < 100; i++) {
+		struct side_service_peer p = peer_at(0x0b000000 + i * 256, 800);
+		assert_int_equal(ask(rl, &p, NLMPROC_TEST, 5, NLM_GRANTED, out, &n),
+				 SIDE_RELAY_REWRITTEN);
+	}
+	/* Another LOCK in flight: the table is full of calls in flight. */
+	assert_int_equal(call(rl, &pb, msg, len, upb, &nb), SIDE_RELAY_REWRITTEN);
+	struct side_service_peer pc = peer_at(0x0c000001, 800);
+	assert_int_equal(ask(rl, &pc, NLMPROC_TEST, 5, NLM_GRANTED, out, &n), SIDE_RELAY_ANSWERED);
+	assert_int_equal(xdr_get32(out + n - 4), NLM_DENIED_NOLOCKS);
+	assert_int_equal(nlm_state_stats(st)->clients_full, 1);
+	/* A's grant: recorded, passed to A unchanged, nothing given back. */
+	assert_int_equal(
+		reply(rl, &pa, upa, na, NLMPROC_LOCK, res, res_bytes(res, NLM_GRANTED), out, &n),
+		SIDE_RELAY_PASS);
+	assert_int_equal(nlm_state_client_locks(st, &ha), 1);
+	assert_int_equal(nsent, 0);
+	/* B's LOCK given up unanswered: idle, so C's TEST takes its place. */
+	give_up(rl, &pb, NLMPROC_LOCK, upb, nb, true);
+	assert_int_equal(ask(rl, &pc, NLMPROC_TEST, 5, NLM_GRANTED, out, &n), SIDE_RELAY_REWRITTEN);
+	assert_int_equal(nlm_state_stats(st)->clients_reclaimed, 1);
+	assert_int_equal(nlm_state_client_locks(st, &ha), 1);
+	nlm_relay_free(rl);
+}
+
+/*
+ * One network's forged sources cannot take the client table: with the
+ * default limits (1024 client hosts, a quarter per prefix), 300 hosts of
+ * one IPv6 /64 each take a lock; the first 256 get it, the rest are
+ * answered DENIED_NOLOCKS (counted as client_prefix_full); hosts of another
+ * /64, and IPv4 hosts, still get theirs.
+ */
+static void test_one_prefix_cannot_take_the_table(void **state)
+{
+	struct fixture *f = *state;
+	struct nlm_relay *rl = f->rl;
+	const struct nlm_state *st = nlm_relay_state(rl);
+	uint8_t out[4096];
+	size_t n;
+	uint32_t granted = 0;
+
+	for (uint32_t i = 1; i <= 300; i++) {
+		char addr[64];
+		snprintf(addr, sizeof(addr), "fd00:1:2:3::%x", i);
+		struct side_service_peer p = peer6(addr);
+		if (ask(rl, &p, NLMPROC_LOCK, 7, NLM_GRANTED, out, &n) == SIDE_RELAY_REWRITTEN) {
+			granted++;
+			continue;
+		}
+		assert_int_equal(xdr_get32(out + n - 4), NLM_DENIED_NOLOCKS);
+	}
+	assert_int_equal(granted, 256);
+	assert_int_equal(nlm_state_stats(st)->client_prefix_full, 44);
+	assert_int_equal(nlm_state_stats(st)->clients_full, 0);
+	struct side_service_peer other = peer6("fd00:1:2:4::1"), v4 = peer_at(0x0a090002, 800);
+	assert_int_equal(ask(rl, &other, NLMPROC_LOCK, 7, NLM_GRANTED, out, &n),
+			 SIDE_RELAY_REWRITTEN);
+	assert_int_equal(answered_stat(out, n), NLM_GRANTED);
+	assert_int_equal(ask(rl, &v4, NLMPROC_LOCK, 7, NLM_GRANTED, out, &n), SIDE_RELAY_REWRITTEN);
+	assert_int_equal(nlm_state_clients(st), 258);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1292,6 +1579,15 @@ int main(void)
 		cmocka_unit_test(test_shares_rewritten_recorded_and_forgotten),
 		cmocka_unit_test(test_free_all_releases_only_the_senders_locks_and_shares),
 		cmocka_unit_test(test_release_queue_retries_unshare_in_grace),
+		cmocka_unit_test_setup_teardown(test_forged_tests_do_not_fill_the_client_table,
+						relay_setup, relay_teardown),
+		cmocka_unit_test_setup_teardown(test_nothing_held_leaves_no_entry, relay_setup,
+						relay_teardown),
+		cmocka_unit_test_setup_teardown(test_unanswered_calls_end, relay_setup,
+						relay_teardown),
+		cmocka_unit_test(test_lock_in_flight_survives_pressure),
+		cmocka_unit_test_setup_teardown(test_one_prefix_cannot_take_the_table, relay_setup,
+						relay_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

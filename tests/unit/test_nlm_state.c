@@ -258,12 +258,16 @@ static void limits_refuse_and_count(void **state)
 
 	nlm_state_free(st);
 
-	/* Clients: four. A client that rebooted leaves room for another. */
+	/*
+	 * Clients: four, each with a call in flight (none to reclaim). A client
+	 * that rebooted leaves room for another.
+	 */
 	st = new_state(16, 64, 32);
-	assert_int_equal(nlm_state_owner(st, &a, 1, bytes("1"), &x), 0);
-	assert_int_equal(nlm_state_owner(st, &b, 1, bytes("1"), &x), 0);
-	assert_int_equal(nlm_state_owner(st, &c, 1, bytes("1"), &x), 0);
-	assert_int_equal(nlm_state_owner(st, &d, 1, bytes("1"), &x), 0);
+	const struct nlm_host four[] = { a, b, c, d };
+	for (size_t i = 0; i < 4; i++) {
+		assert_int_equal(nlm_state_owner(st, &four[i], 1, bytes("1"), &x), 0);
+		assert_true(nlm_state_call_begin(st, &x));
+	}
 	assert_int_equal(nlm_state_owner(st, &e, 1, bytes("1"), &x), -ENOSPC);
 	assert_int_equal(nlm_state_stats(st)->clients_full, 1);
 	assert_int_equal(nlm_state_client_rebooted(st, &b, &u), 0);
@@ -430,6 +434,184 @@ static void owners_per_client_bounded(void **state)
 	assert_null(nlm_state_new(&bad, 1));
 }
 
+/*
+ * An owner lives while it holds a lock or has a call in flight: the end of
+ * its last call, answered, gives it back at once with its client; one
+ * with a lock, or another call in flight, stays; a LOCK given up
+ * unanswered (not settled) leaves it idle, found again by the client's
+ * retransmission. A stale owner's end (its client rebooted) changes
+ * nothing.
+ */
+static void owners_live_while_they_hold_or_wait(void **state)
+{
+	struct nlm_state *st = new_state(16, 64, 32);
+	struct nlm_host a = host4(0x0a000001);
+	struct nlm_owner_id o, again;
+	const struct nlm_unlock *u;
+
+	(void)state;
+	/* A TEST: its owner, and the client, gone at the answer. */
+	assert_int_equal(nlm_state_owner(st, &a, 1, bytes("1"), &o), 0);
+	assert_true(nlm_state_call_begin(st, &o));
+	assert_int_equal(nlm_state_clients(st), 1);
+	nlm_state_call_end(st, &o, true);
+	assert_int_equal(nlm_state_owners(st), 0);
+	assert_int_equal(nlm_state_clients(st), 0);
+	assert_false(nlm_state_call_begin(st, &o)); /* stale now */
+
+	/* Two calls in flight: the first end keeps it; a lock keeps it past the last. */
+	assert_int_equal(nlm_state_owner(st, &a, 1, bytes("1"), &o), 0);
+	assert_true(nlm_state_call_begin(st, &o));
+	assert_true(nlm_state_call_begin(st, &o));
+	nlm_state_call_end(st, &o, true);
+	assert_int_equal(nlm_state_owners(st), 1);
+	assert_int_equal(nlm_state_record_lock(st, &o, 4, FH_A, 0, 1), 0);
+	nlm_state_call_end(st, &o, true);
+	assert_int_equal(nlm_state_owners(st), 1);
+	nlm_state_call_end(st, &o, true); /* one end too many: no underflow */
+	assert_int_equal(nlm_state_owners(st), 1);
+	/* Its last lock unlocked, no call in flight: given back. */
+	nlm_state_unlocked(st, &o, FH_A, 0, 0);
+	assert_int_equal(nlm_state_owners(st), 0);
+	assert_int_equal(nlm_state_clients(st), 0);
+
+	/* A LOCK given up unanswered: the owner stays, the same for the resend. */
+	assert_int_equal(nlm_state_owner(st, &a, 1, bytes("1"), &o), 0);
+	assert_true(nlm_state_call_begin(st, &o));
+	nlm_state_call_end(st, &o, false);
+	assert_int_equal(nlm_state_owners(st), 1);
+	assert_int_equal(nlm_state_owner(st, &a, 1, bytes("1"), &again), 0);
+	assert_int_equal(again.svid, o.svid);
+
+	/* The client reboots with a call in flight: its late end is stale. */
+	assert_true(nlm_state_call_begin(st, &o));
+	assert_int_equal(nlm_state_client_rebooted(st, &a, &u), 0);
+	assert_int_equal(nlm_state_owners(st), 0);
+	assert_int_equal(nlm_state_owner(st, &a, 1, bytes("1"), &again), 0);
+	assert_true(nlm_state_call_begin(st, &again));
+	nlm_state_call_end(st, &o, true);
+	assert_int_equal(nlm_state_owners(st), 1);
+	nlm_state_call_end(st, &again, true);
+	assert_int_equal(nlm_state_owners(st), 0);
+	nlm_state_free(st);
+}
+
+/*
+ * A full client table takes the least recently used client that holds
+ * nothing and has no call in flight for a new host; one with a lock or a
+ * call in flight is never taken, and with only those left a new host is
+ * refused.
+ */
+static void idle_clients_reclaimed_lru(void **state)
+{
+	struct nlm_state *st = new_state(16, 64, 32);
+	struct nlm_host h[7];
+	struct nlm_owner_id o[7], x;
+	struct nlm_client_owner co;
+
+	(void)state;
+	for (uint32_t i = 0; i < 7; i++)
+		h[i] = host4(0x0a000001 + i);
+	/* Four idle clients (owners kept across a server reboot, say): 0 .. 3. */
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(nlm_state_owner(st, &h[i], 1, bytes("1"), &o[i]), 0);
+	/* 0 used again: 1 is the least recently used now. */
+	assert_int_equal(nlm_state_find_owner(st, &h[0], 1, bytes("1"), &x), 0);
+	/* 2 holds a lock, 3 has a call in flight: never taken. */
+	assert_int_equal(nlm_state_record_lock(st, &o[2], 4, FH_A, 0, 1), 0);
+	assert_true(nlm_state_call_begin(st, &o[3]));
+
+	assert_int_equal(nlm_state_owner(st, &h[4], 1, bytes("1"), &o[4]), 0);
+	assert_false(nlm_state_lookup_upstream(st, o[1].svid,
+					       (struct nlm_bytes){ o[1].oh, NLM_TOKEN_LEN }, &co));
+	assert_true(nlm_state_lookup_upstream(st, o[0].svid,
+					      (struct nlm_bytes){ o[0].oh, NLM_TOKEN_LEN }, &co));
+	/* Then 0, then 4: the idle ones, oldest first. */
+	assert_int_equal(nlm_state_owner(st, &h[5], 1, bytes("1"), &o[5]), 0);
+	assert_false(nlm_state_lookup_upstream(st, o[0].svid,
+					       (struct nlm_bytes){ o[0].oh, NLM_TOKEN_LEN }, &co));
+	assert_true(nlm_state_call_begin(st, &o[5]));
+	assert_int_equal(nlm_state_owner(st, &h[6], 1, bytes("1"), &o[6]), 0);
+	assert_false(nlm_state_lookup_upstream(st, o[4].svid,
+					       (struct nlm_bytes){ o[4].oh, NLM_TOKEN_LEN }, &co));
+	assert_int_equal(nlm_state_stats(st)->clients_reclaimed, 3);
+	assert_int_equal(nlm_state_stats(st)->clients_full, 0);
+	/* 2 holds a lock, 3 and 5 wait for answers; 6 too from now ... */
+	assert_true(nlm_state_call_begin(st, &o[6]));
+	/* ... so nothing is idle: the next new host is refused. */
+	assert_int_equal(nlm_state_owner(st, &h[1], 1, bytes("1"), &x), -ENOSPC);
+	assert_int_equal(nlm_state_stats(st)->clients_full, 1);
+	assert_int_equal(nlm_state_client_locks(st, &h[2]), 1);
+	nlm_state_free(st);
+}
+
+/*
+ * One /24 (IPv4) or /64 (IPv6) holds at most max_clients_per_prefix client
+ * hosts: a new host of a full prefix takes an idle one of its own prefix,
+ * or is refused (client_prefix_full), while other prefixes still get in.
+ * The default share is a quarter of max_clients, never under 256 (a whole
+ * /24), never over max_clients.
+ */
+static void prefix_share_bounded(void **state)
+{
+	struct nlm_state_limits lim = { .max_clients = 8, .max_clients_per_prefix = 2 };
+	struct nlm_state *st = nlm_state_new(&lim, 3);
+	struct nlm_host a1 = host4(0x0a000101), a2 = host4(0x0a000102), a3 = host4(0x0a0001fe);
+	struct nlm_host b1 = host4(0x0a000201);
+	struct nlm_owner_id o1, o2, x;
+
+	(void)state;
+	assert_non_null(st);
+	assert_int_equal(nlm_state_owner(st, &a1, 1, bytes("1"), &o1), 0);
+	assert_true(nlm_state_call_begin(st, &o1));
+	assert_int_equal(nlm_state_owner(st, &a2, 1, bytes("1"), &o2), 0);
+	assert_int_equal(nlm_state_record_lock(st, &o2, 4, FH_A, 0, 1), 0);
+	assert_int_equal(nlm_state_owner(st, &a3, 1, bytes("1"), &x), -ENOSPC);
+	assert_int_equal(nlm_state_stats(st)->client_prefix_full, 1);
+	assert_int_equal(nlm_state_stats(st)->clients_full, 0);
+	assert_int_equal(nlm_state_owner(st, &b1, 1, bytes("1"), &x), 0);
+	/* a1's LOCK given up unanswered: idle, so a3 takes its place in the prefix. */
+	nlm_state_call_end(st, &o1, false);
+	assert_int_equal(nlm_state_owner(st, &a3, 1, bytes("1"), &x), 0);
+	assert_int_equal(nlm_state_stats(st)->clients_reclaimed, 1);
+	assert_int_equal(nlm_state_clients(st), 3);
+
+	/* IPv6: the /64 is the prefix. */
+	struct sockaddr_in6 s6 = { .sin6_family = AF_INET6 };
+	struct nlm_host v6[3];
+	const char *addrs[] = { "fd00:1:2:3::1", "fd00:1:2:3:ffff::2", "fd00:1:2:4::1" };
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(inet_pton(AF_INET6, addrs[i], &s6.sin6_addr), 1);
+		assert_true(nlm_host_from_sockaddr(&v6[i], (struct sockaddr *)&s6, sizeof(s6)));
+	}
+	struct nlm_host v6c = v6[0];
+	v6c.addr[15] = 3;
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(nlm_state_owner(st, &v6[i], 1, bytes("1"), &x), 0);
+		assert_true(nlm_state_call_begin(st, &x));
+	}
+	assert_int_equal(nlm_state_owner(st, &v6c, 1, bytes("1"), &x), -ENOSPC);
+	assert_int_equal(nlm_state_stats(st)->client_prefix_full, 2);
+	assert_int_equal(nlm_state_owner(st, &v6[2], 1, bytes("1"), &x), 0);
+	nlm_state_free(st);
+
+	/* The defaults, and a share over the table refused. */
+	lim = (struct nlm_state_limits){ 0 };
+	st = nlm_state_new(&lim, 3);
+	assert_int_equal(nlm_state_limits(st)->max_clients_per_prefix, 256);
+	nlm_state_free(st);
+	lim = (struct nlm_state_limits){ .max_clients = 4096 };
+	st = nlm_state_new(&lim, 3);
+	assert_int_equal(nlm_state_limits(st)->max_clients_per_prefix, 1024);
+	nlm_state_free(st);
+	lim = (struct nlm_state_limits){ .max_clients = 100 };
+	st = nlm_state_new(&lim, 3);
+	assert_int_equal(nlm_state_limits(st)->max_clients_per_prefix, 100);
+	nlm_state_free(st);
+	lim = (struct nlm_state_limits){ .max_clients = 100, .max_clients_per_prefix = 101 };
+	assert_null(nlm_state_new(&lim, 3));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -442,6 +624,9 @@ int main(void)
 		cmocka_unit_test(clients_dirty_only_when_the_set_changes),
 		cmocka_unit_test(owners_per_client_bounded),
 		cmocka_unit_test(repeated_notify_state_is_new_after_the_window),
+		cmocka_unit_test(owners_live_while_they_hold_or_wait),
+		cmocka_unit_test(idle_clients_reclaimed_lru),
+		cmocka_unit_test(prefix_share_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -450,7 +450,9 @@ static void test_relay_hooks_and_own_calls(void **state)
 	uint8_t b[256], up[256], got[64];
 	int replies = 0;
 
-	rig_hooks = (struct side_relay_hooks){ test_call_hook, test_reply_hook, &replies };
+	rig_hooks = (struct side_relay_hooks){ .call = test_call_hook,
+					       .reply = test_reply_hook,
+					       .arg = &replies };
 	rig_start(&r, true, 5000);
 	rig_hooks = (struct side_relay_hooks){ 0 };
 	int c = client_udp(&r, &relay);
@@ -497,6 +499,88 @@ static void test_relay_hooks_and_own_calls(void **state)
 	rig_stop(&r);
 }
 
+/* What the gone hook saw. */
+struct gone_seen {
+	int n, unsent, with_svc;
+	uint32_t last_proc;
+};
+
+static void test_gone_hook(void *arg, const struct relay_call *c)
+{
+	struct gone_seen *g = arg;
+
+	g->n++;
+	g->unsent += c->sent_us == 0;
+	g->with_svc += c->svc != NULL;
+	g->last_proc = c->proc;
+}
+
+static enum side_relay_verdict pass_call_hook(void *arg, const struct side_service_peer *peer,
+					      const struct rpc_call_hdr *h, const uint8_t *msg,
+					      size_t len, uint8_t *out, size_t cap, size_t *n)
+{
+	(void)arg;
+	(void)peer;
+	(void)h;
+	(void)msg;
+	(void)len;
+	(void)out;
+	(void)cap;
+	*n = 0;
+	return SIDE_RELAY_PASS;
+}
+
+/*
+ * Every call that ends without a reply reaches the gone hook: one the
+ * table has no room for (never sent), the ones given up after timeout_ms,
+ * and one forgotten with its side service.
+ */
+static void test_relay_gone_hook(void **state)
+{
+	(void)state;
+	struct rig r;
+	struct sockaddr_in relay;
+	uint8_t b[256];
+	struct gone_seen g = { 0 };
+
+	rig_hooks = (struct side_relay_hooks){ .call = pass_call_hook,
+					       .gone = test_gone_hook,
+					       .arg = &g };
+	rig_start(&r, true, 500);
+	rig_hooks = (struct side_relay_hooks){ 0 };
+	int c = client_udp(&r, &relay);
+
+	/* max_calls 8: the ninth is not relayed. */
+	for (uint32_t i = 0; i < 9; i++) {
+		size_t n = gwt_rpc_call_none(b, 0x100 + i, 100005, 3, i < 8 ? 1 : 9);
+		sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
+	}
+	for (int i = 0; i < 50 && g.n < 1; i++)
+		gwt_spin_until_readable(r.base, c, 10, NULL, NULL);
+	assert_int_equal(g.n, 1);
+	assert_int_equal(g.unsent, 1);
+	assert_int_equal(g.last_proc, 9);
+	assert_int_equal(side_relay_pending(r.relay), 8);
+	/* The daemon never answers: all eight given up, each heard of. */
+	gwt_spin_until_readable(r.base, c, 1200, NULL, NULL);
+	assert_int_equal(side_relay_pending(r.relay), 0);
+	assert_int_equal(g.n, 9);
+	assert_int_equal(g.unsent, 1);
+	assert_int_equal(g.with_svc, 9);
+	assert_int_equal(g.last_proc, 1);
+
+	/* One pending when its service goes. */
+	size_t n = gwt_rpc_call_none(b, 0x200, 100005, 3, 2);
+	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
+	for (int i = 0; i < 50 && side_relay_pending(r.relay) < 1; i++)
+		gwt_spin_until_readable(r.base, c, 10, NULL, NULL);
+	side_relay_forget(r.relay, r.svc);
+	assert_int_equal(g.n, 10);
+	assert_int_equal(g.last_proc, 2);
+	close(c);
+	rig_stop(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -509,6 +593,7 @@ int main(void)
 		cmocka_unit_test(test_relay_tcp_client),
 		cmocka_unit_test(test_relay_timeout),
 		cmocka_unit_test(test_relay_hooks_and_own_calls),
+		cmocka_unit_test(test_relay_gone_hook),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -202,6 +202,7 @@ static void fake_engine_init(struct fake_engine *e)
 					.oh_too_long = 10,
 					.stale_owner = 12,
 					.client_owners_full = 71,
+					.client_prefix_full = 73,
 					.cb_relayed = 13,
 					.cb_granted = 14,
 					.cb_stale = 15,
@@ -881,6 +882,7 @@ static void test_stats_json_nlm(void **state)
 	assert_int_equal(jint(root, "routes.0.nlm.refused.oh_too_long"), 10);
 	assert_int_equal(jint(root, "routes.0.nlm.refused.stale_owner"), 12);
 	assert_int_equal(jint(root, "routes.0.nlm.refused.client_owners_full"), 71);
+	assert_int_equal(jint(root, "routes.0.nlm.refused.client_prefix_full"), 73);
 	assert_int_equal(jint(root, "routes.0.nlm.granted_callbacks.pending"), 1);
 	assert_int_equal(jint(root, "routes.0.nlm.granted_callbacks.relayed"), 13);
 	assert_int_equal(jint(root, "routes.0.nlm.granted_callbacks.granted"), 14);
@@ -1472,6 +1474,7 @@ static void test_metrics_nlm(void **state)
 	assert_true(sample(fams, r, R, "nfs-fwd", "reason", "oh_too_long", NULL) == 10);
 	assert_true(sample(fams, r, R, "nfs-fwd", "reason", "stale_owner", NULL) == 12);
 	assert_true(sample(fams, r, R, "nfs-fwd", "reason", "client_owners_full", NULL) == 71);
+	assert_true(sample(fams, r, R, "nfs-fwd", "reason", "client_prefix_full", NULL) == 73);
 	const char *c = "rpcrdma_gw_nlm_granted_callbacks_total";
 	assert_true(sample(fams, c, R, "nfs-fwd", "outcome", "relayed", NULL) == 13);
 	assert_true(sample(fams, c, R, "nfs-fwd", "outcome", "granted", NULL) == 14);
@@ -1519,7 +1522,7 @@ static void test_metrics_nlm(void **state)
 	assert_int_equal(family_size(fams, gs), 2);
 	/* Only the route that has an NLM relay. */
 	assert_int_equal(family_size(fams, h), 6);
-	assert_int_equal(family_size(fams, "rpcrdma_gw_nlm_refused"), 7);
+	assert_int_equal(family_size(fams, "rpcrdma_gw_nlm_refused"), 8);
 	assert_int_equal(family_size(fams, "rpcrdma_gw_nlm_granted_callbacks"), 6);
 	json_decref(fams);
 }

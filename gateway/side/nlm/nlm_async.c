@@ -456,6 +456,8 @@ int nlm_async_on_res(struct nlm_async *as, uint32_t vers, uint32_t proc, const u
 	default: /* CANCEL_RES forgets nothing, as a CANCEL's reply (nlm_relay.c) */
 		break;
 	}
+	/* The server has answered: the owner's call in flight ends (after the bookkeeping). */
+	nlm_relay_call_done(as->cfg.relay, &up, true);
 	if (!start_delivery(as, e, &r)) {
 		gw_warn("%s: nlm async: the result for client %s did not encode: dropped",
 			as->cfg.route->name, nlm_host_str(&e->client, who, sizeof(who)));
@@ -541,8 +543,17 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 				as->cfg.route->name, nlm_host_str(&e->client, who, sizeof(who)),
 				e->stage == AS_AWAIT_SERVER ? "no result from the server"
 							    : "the client did not take its result");
-			if (e->stage == AS_AWAIT_SERVER && e->proc == NLMPROC_LOCK_MSG)
-				expire_lock_msg(as, i, e);
+			if (e->stage == AS_AWAIT_SERVER) {
+				struct nlm_args up;
+				if (e->proc == NLMPROC_LOCK_MSG)
+					expire_lock_msg(as, i, e);
+				/*
+				 * Its call in flight ends unanswered: a LOCK_MSG's owner
+				 * stays, idle, for the client's resend (lock_msg_pending()).
+				 */
+				upstream_args(e->vers, e->proc, &e->lock, &up);
+				nlm_relay_call_done(as->cfg.relay, &up, false);
+			}
 			entry_free(as, e);
 		} else if (e->stage != AS_AWAIT_SERVER &&
 			   now - e->sent_us >= (uint64_t)as->cfg.retry_ms * 1000) {

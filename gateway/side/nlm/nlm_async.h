@@ -20,15 +20,16 @@
  * client, its cookie and the lock; the X_RES gets the bookkeeping of the
  * synchronous reply (a LOCK granted or blocked recorded, an UNLOCK
  * forgotten, a TEST holder shown as the client may see it) and the client's
- * cookie back. The table is bounded (max_pending) and every entry has a
- * deadline: a result the server never sends, or a client that never takes
- * it, frees its slot; one client host may hold at most
- * max_pending_per_client of the slots, so that a host whose portmapper
- * never answers cannot starve the others. An X_RES from anyone but the
- * server is dropped by the callback service; one with no pending cookie
- * here is dropped and counted, except a LOCK_RES granted (or blocked) for
- * a LOCK_MSG that timed out waiting for it: that lock is given back
- * upstream (the table remembers the last max_pending such LOCK_MSGs).
+ * cookie back. Its upstream owner has the call counted in flight
+ * (nlm_state_call_begin()) from the X_MSG to its X_RES, or to the timeout
+ * that gives the X_RES up: the relay's reply to the X_MSG itself is empty. The table is bounded
+ * (max_pending) and every entry has a deadline: a result the server never sends, or a client that
+ * never takes it, frees its slot; one client host may hold at most max_pending_per_client of the
+ * slots, so that a host whose portmapper never answers cannot starve the others. An X_RES from
+ * anyone but the server is dropped by the callback service; one with no pending cookie here is
+ * dropped and counted, except a LOCK_RES granted (or blocked) for a LOCK_MSG that timed out waiting
+ * for it: that lock is given back upstream (the table remembers the last max_pending such
+ * LOCK_MSGs).
  *
  * Clients never see a GRANTED_MSG from the gateway (the callback service
  * relays the server's GRANTED_MSG as GRANTED), so a client's GRANTED_RES,

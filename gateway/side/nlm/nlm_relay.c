@@ -275,7 +275,8 @@ static size_t free_all(struct nlm_relay *rl, const struct side_service_peer *pee
  * owner the gateway never saw holds nothing: answered GRANTED, as Linux
  * lockd answers an UNSHARE that finds nothing, without making an owner.
  * 0: @a rewritten (its owner handle points into @id); else the answer's
- * length in *@n.
+ * length in *@n. The owner has the call counted in flight
+ * (nlm_state_call_begin()) until its reply or its end unanswered.
  */
 static int share_owner(struct nlm_relay *rl, const struct nlm_host *host,
 		       const struct rpc_call_hdr *h, struct nlm_args *a, struct nlm_owner_id *id,
@@ -291,6 +292,7 @@ static int share_owner(struct nlm_relay *rl, const struct nlm_host *host,
 		*n = answer_share_stat(h->xid, a->cookie, NLM_DENIED_NOLOCKS, out, cap);
 		return -ENOSPC;
 	}
+	nlm_state_call_begin(rl->st, id);
 	a->lock.oh = (struct nlm_bytes){ id->oh, NLM_TOKEN_LEN };
 	a->lock.caller = (struct nlm_bytes){ (const uint8_t *)rl->cfg.caller_name, rl->name_len };
 	return 0;
@@ -373,18 +375,29 @@ enum side_relay_verdict nlm_relay_call_hook(void *arg, const struct side_service
 						cap);
 		return SIDE_RELAY_ANSWERED;
 	}
+	/*
+	 * In flight from here: neither it nor its client is reclaimed until its
+	 * end (nlm_relay_reply_hook(), nlm_relay_gone_hook(); for a _MSG, its
+	 * _RES or the asynchronous table's timeout), which gives back an owner
+	 * that then holds nothing.
+	 */
+	nlm_state_call_begin(rl->st, &id);
 	a.lock.svid = id.svid;
 	a.lock.oh = (struct nlm_bytes){ id.oh, NLM_TOKEN_LEN };
 	a.lock.caller = (struct nlm_bytes){ (const uint8_t *)rl->cfg.caller_name, rl->name_len };
 	uint8_t cookie[NLM_ASYNC_COOKIE_LEN];
 	if (msg_form && !nlm_async_register(rl->async, &host, h->vers, h->proc, &a, cookie)) {
 		/* No room to remember where its result goes: the client's RPC fails. */
+		nlm_state_call_end(rl->st, &id, true);
 		*n = answer_rpc_error(rl, h->xid, RPCSTAT_SYSTEM_ERR, 0, 0, out, cap);
 		return SIDE_RELAY_ANSWERED;
 	}
 encode:
 	if (cap < h->args_off ||
 	    nlm_encode_args(&a, out + h->args_off, cap - h->args_off, &m) != 0) {
+		/* Never sent: it ends here (a _MSG's entry ends it at its timeout). */
+		if (!msg_form)
+			nlm_state_call_end(rl->st, &id, true);
 		*n = answer_rpc_error(rl, h->xid, RPCSTAT_SYSTEM_ERR, 0, 0, out, cap);
 		return SIDE_RELAY_ANSWERED;
 	}
@@ -517,33 +530,66 @@ static enum side_relay_verdict test_result(struct nlm_relay *rl, const struct re
 	return SIDE_RELAY_REWRITTEN;
 }
 
-enum side_relay_verdict nlm_relay_reply_hook(void *arg, const struct relay_call *c,
-					     const uint8_t *msg, size_t len, uint8_t *out,
-					     size_t cap, size_t *n)
+/* The arguments of @c as they went upstream (the upstream owner in them). */
+static bool sent_args(const struct relay_call *c, struct nlm_args *a)
 {
-	struct nlm_relay *rl = arg;
 	struct rpc_call_hdr ch;
+
+	return nlm_args_kind(c->proc) && rpc_call_decode(c->msg, c->len, &ch) == RPC_HDR_CALL &&
+	       nlm_decode_args(c->vers, c->proc, c->msg + ch.args_off, c->len - ch.args_off, a) ==
+		       0;
+}
+
+void nlm_relay_call_done(struct nlm_relay *rl, const struct nlm_args *a, bool answered)
+{
+	struct nlm_owner_id id;
+	/* Only a LOCK or a SHARE can leave the server holding something unrecorded. */
+	bool settled = answered || (a->kind != NLM_ARGS_LOCK && a->kind != NLM_ARGS_SHARE);
+
+	if (a->kind == NLM_ARGS_SHARE ? share_owner_of(&a->lock, &id) : owner_of(&a->lock, &id))
+		nlm_state_call_end(rl->st, &id, settled);
+}
+
+/*
+ * Whether @c's end is the end of a call the call hook counted in flight:
+ * a client's, not a _MSG (whose asynchronous entry ends it), not one of
+ * the relay's own (@c->svc NULL: nothing counted).
+ */
+static bool counted_call(const struct relay_call *c)
+{
+	return c->svc && !nlm_async_is_msg(c->proc);
+}
+
+void nlm_relay_gone_hook(void *arg, const struct relay_call *c)
+{
 	struct nlm_args a;
+
+	/* Never sent (the port unknown, the table full): nothing can be held for it. */
+	if (counted_call(c) && sent_args(c, &a))
+		nlm_relay_call_done(arg, &a, c->sent_us == 0);
+}
+
+/* The server's answer to @c, whose arguments upstream were @a: its bookkeeping. */
+static enum side_relay_verdict reply_results(struct nlm_relay *rl, const struct relay_call *c,
+					     const struct nlm_args *a, const uint8_t *msg,
+					     size_t len, uint8_t *out, size_t cap, size_t *n)
+{
 	struct nlm_res res;
 	struct nlm_owner_id id;
 	size_t off;
 
-	*n = 0;
-	if (!nlm_args_kind(c->proc) || rpc_call_decode(c->msg, c->len, &ch) != RPC_HDR_CALL ||
-	    nlm_decode_args(c->vers, c->proc, c->msg + ch.args_off, c->len - ch.args_off, &a) != 0)
-		return SIDE_RELAY_PASS;
 	/* Before the results are looked at: an RPC error is an answer to it too. */
-	if (nlm_release_reply(rl, c, &a, msg, len) || !rpc_reply_results(msg, len, &off))
+	if (nlm_release_reply(rl, c, a, msg, len) || !rpc_reply_results(msg, len, &off))
 		return SIDE_RELAY_PASS;
-	switch (a.kind) {
+	switch (a->kind) {
 	case NLM_ARGS_TEST:
 		return test_result(rl, c, msg, len, off, out, cap, n);
 	case NLM_ARGS_LOCK:
-		return lock_result(rl, c, &a, msg, len, off, out, cap, n);
+		return lock_result(rl, c, a, msg, len, off, out, cap, n);
 	case NLM_ARGS_UNLOCK:
 		if (nlm_decode_res(msg + off, len - off, &res) == 0 && res.stat == NLM_GRANTED &&
-		    owner_of(&a.lock, &id))
-			nlm_state_unlocked(rl->st, &id, a.lock.fh, a.lock.offset, a.lock.len);
+		    owner_of(&a->lock, &id))
+			nlm_state_unlocked(rl->st, &id, a->lock.fh, a->lock.offset, a->lock.len);
 		return SIDE_RELAY_PASS;
 	case NLM_ARGS_CANCEL:
 		/*
@@ -556,11 +602,31 @@ enum side_relay_verdict nlm_relay_reply_hook(void *arg, const struct relay_call 
 		 */
 		return SIDE_RELAY_PASS;
 	case NLM_ARGS_SHARE:
-		return share_result(rl, c, &a, msg, len, off, out, cap, n);
+		return share_result(rl, c, a, msg, len, off, out, cap, n);
 	case NLM_ARGS_NONE:
 		break;
 	}
 	return SIDE_RELAY_PASS;
+}
+
+enum side_relay_verdict nlm_relay_reply_hook(void *arg, const struct relay_call *c,
+					     const uint8_t *msg, size_t len, uint8_t *out,
+					     size_t cap, size_t *n)
+{
+	struct nlm_relay *rl = arg;
+	struct nlm_args a;
+
+	*n = 0;
+	if (!sent_args(c, &a))
+		return SIDE_RELAY_PASS;
+	enum side_relay_verdict v = reply_results(rl, c, &a, msg, len, out, cap, n);
+	/*
+	 * After the bookkeeping: a lock granted keeps its owner, a TEST or a
+	 * refused LOCK leaves nothing behind.
+	 */
+	if (counted_call(c))
+		nlm_relay_call_done(rl, &a, true);
+	return v;
 }
 
 /* ---- the relay's own calls and the NSM service ------------------------------- */

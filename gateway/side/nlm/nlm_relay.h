@@ -9,6 +9,9 @@
  * and writes it, and the gateway's own name as caller_name, into the lock;
  * the reply hook records the locks granted (or blocked) per client, forgets
  * the ones unlocked or cancelled, and maps a TEST holder back.
+ * From the call hook to the reply (or the call given up: the gone hook)
+ * the owner has a call in flight, which keeps it and its client; at the
+ * reply an owner left holding nothing is given back at once.
  *
  * The NSM service answers a client's SM_NOTIFY (its reboot) itself: the
  * client's locks become whole-file UNLOCKs sent upstream as the relay's own
@@ -93,6 +96,23 @@ enum side_relay_verdict nlm_relay_call_hook(void *arg, const struct side_service
 enum side_relay_verdict nlm_relay_reply_hook(void *arg, const struct relay_call *c,
 					     const uint8_t *msg, size_t len, uint8_t *out,
 					     size_t cap, size_t *n);
+/*
+ * A client's call ended without its reply (given up, or never sent): its
+ * owner's call in flight ends (nlm_relay_call_done(), answered when it
+ * never left).
+ */
+void nlm_relay_gone_hook(void *arg, const struct relay_call *c);
+
+/*
+ * A call of the upstream owner in @a (its arguments as sent upstream) that
+ * the call hook counted in flight has ended, @answered by the server (or
+ * never sent): nlm_state_call_end(), which gives back an owner, and a
+ * client, left holding nothing; settled unless a LOCK or SHARE went
+ * unanswered (the server may hold it: the owner stays, idle). The reply
+ * hook and nlm_relay_gone_hook() call it for the synchronous calls, the
+ * asynchronous table for a _MSG (at its _RES, or when it gives that up).
+ */
+void nlm_relay_call_done(struct nlm_relay *rl, const struct nlm_args *a, bool answered);
 
 /* The NSM service, a side_service_msg_fn: @arg is the nlm_relay. */
 void nlm_relay_on_nsm(void *arg, struct side_service *svc, const struct side_service_peer *peer,

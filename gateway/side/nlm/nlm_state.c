@@ -24,14 +24,17 @@ struct nlm_owner {
 	uint8_t *oh; /* max_oh bytes of the state's store */
 	uint32_t hnext;
 	uint32_t locks;
-	uint64_t used; /* the state's tick when last asked for */
+	uint32_t calls; /* relayed calls in flight (nlm_state_call_begin()) */
+	uint64_t used;	/* the state's tick when last asked for */
 };
 
 struct nlm_client {
 	bool used;
 	struct nlm_host host;
 	uint32_t owners, locks;
+	uint32_t calls; /* its owners' calls in flight */
 	uint32_t lock_head;
+	uint64_t last; /* the state's tick when one of its owners was last asked for */
 };
 
 struct nlm_lockrec {
@@ -133,6 +136,13 @@ static bool host_eq(const struct nlm_host *a, const struct nlm_host *b)
 	return a->family == b->family && memcmp(a->addr, b->addr, sizeof(a->addr)) == 0;
 }
 
+/* The same /24 (IPv4) or /64 (IPv6): one network's hosts, or one forger's sources. */
+static bool same_prefix(const struct nlm_host *a, const struct nlm_host *b)
+{
+	return a->family == b->family &&
+	       memcmp(a->addr, b->addr, a->family == AF_INET6 ? 8 : 3) == 0;
+}
+
 struct nlm_state *nlm_state_new(const struct nlm_state_limits *lim, uint64_t instance)
 {
 	struct nlm_state *st = calloc(1, sizeof(*st));
@@ -147,9 +157,15 @@ struct nlm_state *nlm_state_new(const struct nlm_state_limits *lim, uint64_t ins
 	set_default(&st->lim.max_oh, 256);
 	set_default(&st->lim.max_owners_per_client,
 		    st->lim.max_owners < 1024 ? st->lim.max_owners : 1024);
+	uint32_t share = st->lim.max_clients / 4;
+	if (share < NLM_PREFIX_SHARE_FLOOR)
+		share = NLM_PREFIX_SHARE_FLOOR;
+	set_default(&st->lim.max_clients_per_prefix,
+		    share < st->lim.max_clients ? share : st->lim.max_clients);
 	if (st->lim.max_owners > NLM_STATE_MAX_OWNERS || st->lim.max_oh > NLM_MAXNETOBJ ||
 	    st->lim.max_locks_per_client > st->lim.max_locks ||
-	    st->lim.max_owners_per_client > st->lim.max_owners) {
+	    st->lim.max_owners_per_client > st->lim.max_owners ||
+	    st->lim.max_clients_per_prefix > st->lim.max_clients) {
 		free(st);
 		errno = EINVAL;
 		return NULL;
@@ -290,18 +306,79 @@ static int32_t find_client(const struct nlm_state *st, const struct nlm_host *h)
 	return -1;
 }
 
+static void free_owner(struct nlm_state *st, uint32_t slot);
+
+/* Forget every owner of client @ci (its records gone already), and the client. */
+static void forget_client(struct nlm_state *st, uint32_t ci)
+{
+	struct nlm_client *c = &st->clients[ci];
+
+	for (uint32_t i = 0; i < st->lim.max_owners && c->used; i++)
+		if (st->owners[i].client == ci + 1)
+			free_owner(st, i);
+	c->used = false;
+}
+
+/*
+ * The least recently used client host holding nothing (no lock, no share,
+ * no call in flight) is forgotten with its owners: of @prefix's prefix, or
+ * of any (@prefix NULL). Its slot, or -1 for none such.
+ */
+static int32_t reclaim_client(struct nlm_state *st, const struct nlm_host *prefix)
+{
+	int32_t best = -1;
+
+	for (uint32_t i = 0; i < st->lim.max_clients; i++) {
+		const struct nlm_client *c = &st->clients[i];
+		if (c->used && c->locks == 0 && c->calls == 0 &&
+		    (!prefix || same_prefix(&c->host, prefix)) &&
+		    (best < 0 || c->last < st->clients[best].last))
+			best = (int32_t)i;
+	}
+	if (best < 0)
+		return -1;
+	forget_client(st, (uint32_t)best);
+	st->stats.clients_reclaimed++;
+	return best;
+}
+
+/*
+ * A new client host: a free slot, else the least recently used idle
+ * client's. A prefix at its share takes the slot of an idle client of its
+ * own, or none: forged sources of one network cannot take the table.
+ */
 static int32_t add_client(struct nlm_state *st, const struct nlm_host *h)
 {
+	int32_t slot = -1;
+	uint32_t in_prefix = 0;
+
+	/* A scan, as find_client(): once per new client host. */
 	for (uint32_t i = 0; i < st->lim.max_clients; i++) {
 		if (!st->clients[i].used) {
-			memset(&st->clients[i], 0, sizeof(st->clients[i]));
-			st->clients[i].used = true;
-			st->clients[i].host = *h;
-			return (int32_t)i;
+			if (slot < 0)
+				slot = (int32_t)i;
+		} else if (same_prefix(&st->clients[i].host, h)) {
+			in_prefix++;
 		}
 	}
-	st->stats.clients_full++;
-	return -1;
+	if (st->lim.max_clients_per_prefix < st->lim.max_clients &&
+	    in_prefix >= st->lim.max_clients_per_prefix) {
+		int32_t got = reclaim_client(st, h);
+		if (got < 0) {
+			st->stats.client_prefix_full++;
+			return -1;
+		}
+		slot = slot < 0 ? got : slot;
+	}
+	if (slot < 0 && (slot = reclaim_client(st, NULL)) < 0) {
+		st->stats.clients_full++;
+		return -1;
+	}
+	memset(&st->clients[slot], 0, sizeof(st->clients[slot]));
+	st->clients[slot].used = true;
+	st->clients[slot].host = *h;
+	st->clients[slot].last = ++st->tick;
+	return slot;
 }
 
 static void unhash_owner(struct nlm_state *st, uint32_t slot)
@@ -324,18 +401,21 @@ static void free_owner(struct nlm_state *st, uint32_t slot)
 	struct nlm_client *c = &st->clients[o->client - 1];
 
 	unhash_owner(st, slot);
+	/* A client's reboot forgets its owners with their calls: a late answer is stale. */
+	c->calls -= o->calls;
 	if (--c->owners == 0)
 		c->used = false;
 	o->client = 0;
 	o->locks = 0;
+	o->calls = 0;
 	o->gen = o->gen >= 0x7fff ? 1 : (uint16_t)(o->gen + 1);
 	st->free_owners[st->nfree_owners++] = slot;
 }
 
 /*
  * When every slot is taken (or every slot a client may have), the least
- * recently used owner without locks goes: of any client (@client 0), or of
- * client index @client - 1.
+ * recently used owner without locks or calls in flight goes: of any client
+ * (@client 0), or of client index @client - 1.
  */
 static bool reclaim_owner(struct nlm_state *st, uint32_t client)
 {
@@ -344,7 +424,7 @@ static bool reclaim_owner(struct nlm_state *st, uint32_t client)
 	for (uint32_t i = 0; i < st->lim.max_owners; i++) {
 		const struct nlm_owner *o = &st->owners[i];
 		if (o->client && (client == 0 || o->client == client) && o->locks == 0 &&
-		    (best < 0 || o->used < st->owners[best].used))
+		    o->calls == 0 && (best < 0 || o->used < st->owners[best].used))
 			best = i;
 	}
 	if (best < 0)
@@ -367,6 +447,15 @@ static uint32_t find_owner(const struct nlm_state *st, uint32_t b, const struct 
 	return 0;
 }
 
+/* The owner in @slot is asked for: the most recently used, it and its client. */
+static void touch_owner(struct nlm_state *st, uint32_t slot)
+{
+	struct nlm_owner *o = &st->owners[slot];
+
+	o->used = ++st->tick;
+	st->clients[o->client - 1].last = o->used;
+}
+
 int nlm_state_find_owner(struct nlm_state *st, const struct nlm_host *host, int32_t svid,
 			 struct nlm_bytes oh, struct nlm_owner_id *out)
 {
@@ -377,7 +466,7 @@ int nlm_state_find_owner(struct nlm_state *st, const struct nlm_host *host, int3
 	i = find_owner(st, owner_hash(st, host, svid, oh), host, svid, oh);
 	if (!i)
 		return -ENOENT;
-	st->owners[i - 1].used = ++st->tick;
+	touch_owner(st, i - 1);
 	owner_id(st, i - 1, out);
 	return 0;
 }
@@ -394,7 +483,7 @@ int nlm_state_owner(struct nlm_state *st, const struct nlm_host *host, int32_t s
 	}
 	b = owner_hash(st, host, svid, oh);
 	if ((i = find_owner(st, b, host, svid, oh)) != 0) {
-		st->owners[i - 1].used = ++st->tick;
+		touch_owner(st, i - 1);
 		owner_id(st, i - 1, out);
 		return 0;
 	}
@@ -426,12 +515,45 @@ int nlm_state_owner(struct nlm_state *st, const struct nlm_host *host, int32_t s
 	if (oh.len)
 		memcpy(o->oh, oh.p, oh.len);
 	o->locks = 0;
-	o->used = ++st->tick;
+	o->calls = 0;
 	o->hnext = st->buckets[b];
 	st->buckets[b] = slot + 1;
 	st->clients[ci].owners++;
+	touch_owner(st, slot);
 	owner_id(st, slot, out);
 	return 0;
+}
+
+/* The owner in @slot is forgotten if it holds nothing and has no call in flight. */
+static void collect_owner(struct nlm_state *st, uint32_t slot)
+{
+	const struct nlm_owner *o = &st->owners[slot];
+
+	if (o->client && o->locks == 0 && o->calls == 0)
+		free_owner(st, slot);
+}
+
+bool nlm_state_call_begin(struct nlm_state *st, const struct nlm_owner_id *owner)
+{
+	int32_t slot = owner_slot(st, owner->svid, (struct nlm_bytes){ owner->oh, NLM_TOKEN_LEN });
+
+	if (slot < 0)
+		return false;
+	st->owners[slot].calls++;
+	st->clients[st->owners[slot].client - 1].calls++;
+	return true;
+}
+
+void nlm_state_call_end(struct nlm_state *st, const struct nlm_owner_id *owner, bool settled)
+{
+	int32_t slot = owner_slot(st, owner->svid, (struct nlm_bytes){ owner->oh, NLM_TOKEN_LEN });
+
+	if (slot < 0 || st->owners[slot].calls == 0)
+		return;
+	st->owners[slot].calls--;
+	st->clients[st->owners[slot].client - 1].calls--;
+	if (settled)
+		collect_owner(st, (uint32_t)slot);
 }
 
 bool nlm_state_lookup_upstream(struct nlm_state *st, int32_t svid, struct nlm_bytes oh,
@@ -593,6 +715,8 @@ static void forget_records(struct nlm_state *st, const struct nlm_owner_id *owne
 		else
 			link = &st->locks[*link - 1].next;
 	}
+	/* Its last record gone and no call of its in flight (a refused GRANTED): forgotten. */
+	collect_owner(st, (uint32_t)slot);
 }
 
 void nlm_state_unlocked(struct nlm_state *st, const struct nlm_owner_id *owner, struct nlm_bytes fh,
@@ -668,10 +792,7 @@ size_t nlm_state_client_rebooted(struct nlm_state *st, const struct nlm_host *ho
 		}
 		release_record(st, c, &c->lock_head);
 	}
-	for (uint32_t i = 0; i < st->lim.max_owners && c->used; i++)
-		if (st->owners[i].client == (uint32_t)ci + 1)
-			free_owner(st, i);
-	c->used = false;
+	forget_client(st, (uint32_t)ci);
 	return n;
 }
 

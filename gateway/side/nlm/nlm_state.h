@@ -24,6 +24,18 @@
  * Everything is allocated at init and bounded; a refusal is counted in
  * nlm_state_stats. Client hosts are told apart by address only (as lockd
  * does): a client's lockd and statd use different ports.
+ *
+ * Nothing is held for a datagram's sender that holds nothing upstream: an
+ * owner lives while it has a lock or share recorded or a call in flight
+ * (nlm_state_call_begin() .. nlm_state_call_end()), and is given back
+ * when the last of those ends answered, its client with its last owner; so
+ * a TEST, or a LOCK the server refused, leaves no entry behind. What holds
+ * nothing but stays (an owner whose LOCK went unanswered, the owners kept
+ * across a server reboot) is reclaimed, least recently used first, when a
+ * table is full; an entry with a lock, a share or a call in flight never
+ * is. A UDP source address can be forged, so one address is not taken for
+ * one host: the client hosts of one address prefix (an IPv4 /24, an IPv6
+ * /64) may hold at most max_clients_per_prefix of the client table.
  */
 #ifndef GW_GATEWAY_NLM_STATE_H
 #define GW_GATEWAY_NLM_STATE_H
@@ -69,7 +81,16 @@ struct nlm_state_limits {
 	uint32_t max_locks_per_client;	/* (default 1024) */
 	uint32_t max_oh;		/* longest client owner handle kept (default 256) */
 	uint32_t max_owners_per_client; /* (default 1024, at most max_owners) */
+	/*
+	 * Client hosts of one /24 (IPv4) or /64 (IPv6) at once (default a
+	 * quarter of max_clients, but at least NLM_PREFIX_SHARE_FLOOR, at most
+	 * max_clients: no share then).
+	 */
+	uint32_t max_clients_per_prefix;
 };
+
+/* The default prefix share's floor: a whole IPv4 /24 of real hosts fits in it. */
+#define NLM_PREFIX_SHARE_FLOOR 256
 
 struct nlm_state_stats {
 	uint64_t clients_full, owners_full, locks_full, client_locks_full;
@@ -77,6 +98,8 @@ struct nlm_state_stats {
 	uint64_t stale_owner;	     /* a callback or holder for no live owner of ours */
 	uint64_t notify_repeated;    /* a client's SM_NOTIFY with the state it sent last */
 	uint64_t client_owners_full; /* a client at max_owners_per_client, none of them idle */
+	uint64_t client_prefix_full; /* a new client whose prefix holds max_clients_per_prefix */
+	uint64_t clients_reclaimed;  /* idle client hosts forgotten for a new one (LRU) */
 };
 
 /* An upstream owner, as the relay writes it into a call. */
@@ -112,10 +135,32 @@ const struct nlm_state_limits *nlm_state_limits(const struct nlm_state *st);
 
 /*
  * The upstream owner of @host's (@svid, @oh), made if new. 0; -ENOSPC when
- * a table is full, -E2BIG for an owner handle over max_oh (both counted).
+ * a table is full, or @host's prefix holds its share of the clients, and
+ * nothing idle can be reclaimed; -E2BIG for an owner handle over max_oh
+ * (each counted). An owner made holds nothing until a call of its begins
+ * (nlm_state_call_begin()) or a lock is recorded: the first to be reclaimed.
  */
 int nlm_state_owner(struct nlm_state *st, const struct nlm_host *host, int32_t svid,
 		    struct nlm_bytes oh, struct nlm_owner_id *out);
+
+/*
+ * A call of the upstream owner @owner is relayed: until its
+ * nlm_state_call_end(), the owner and its client are neither reclaimed nor
+ * given back, so that the server's answer finds them. False for no live
+ * owner (nothing counted then).
+ */
+bool nlm_state_call_begin(struct nlm_state *st, const struct nlm_owner_id *owner);
+/*
+ * That call ended. @settled: the server answered it (or it never left, or
+ * it could not have left anything upstream), so the records say all the
+ * owner holds: an owner then holding no lock, no share and no call in
+ * flight is forgotten at once, and its client with its last owner. Not
+ * settled (a LOCK given up unanswered: the server may hold it), the owner
+ * stays, idle, for the client's retransmission to find under the same
+ * upstream owner; reclaimed only when a table is full. A stale @owner
+ * (forgotten meanwhile, at its client's reboot) is ignored.
+ */
+void nlm_state_call_end(struct nlm_state *st, const struct nlm_owner_id *owner, bool settled);
 
 /*
  * The upstream owner of @host's (@svid, @oh) if it exists: 0, or -ENOENT

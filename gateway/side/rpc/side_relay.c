@@ -281,6 +281,18 @@ void side_relay_on_call(void *arg, struct side_service *svc, const struct side_s
 	}
 	c = relay_table_add(&r->table, svc, peer, h.xid, msg, len);
 	if (!c) {
+		if (r->cfg.hooks.gone) {
+			struct relay_call never = { .svc = svc,
+						    .peer = *peer,
+						    .client_xid = h.xid,
+						    .prog = h.prog,
+						    .vers = h.vers,
+						    .proc = h.proc,
+						    .first_us = now,
+						    .len = (uint32_t)len,
+						    .msg = (uint8_t *)msg };
+			r->cfg.hooks.gone(r->cfg.hooks.arg, &never);
+		}
 		/* A UDP client retransmits later; a TCP one gets an answer now. */
 		r->cfg.counters->events[GW_EV_NO_BUFFERS]++;
 		gw_debug("%s: %s relay: %u calls pending, the limit: call dropped",
@@ -423,6 +435,14 @@ static void up_read(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+/* @c ends unanswered: the hook hears of it, then it goes. */
+static void call_gone(struct side_relay *r, struct relay_call *c)
+{
+	if (r->cfg.hooks.gone)
+		r->cfg.hooks.gone(r->cfg.hooks.arg, c);
+	relay_table_remove(&r->table, c);
+}
+
 /* Resend what waited retry_ms, give up what waited timeout_ms. */
 static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
@@ -439,7 +459,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 			continue;
 		if (now - c->first_us >= limit) {
 			r->cfg.counters->events[GW_EV_CALL_TIMEOUT]++;
-			relay_table_remove(&r->table, c);
+			call_gone(r, c);
 			gave_up = true;
 		} else if (!c->sent_us || now - c->sent_us >= retry) {
 			send_call(r, c, now);
@@ -503,7 +523,7 @@ void side_relay_forget(struct side_relay *r, const struct side_service *svc)
 {
 	for (uint32_t i = 0; r && i < r->table.max_calls; i++) {
 		if (r->table.calls[i].used && r->table.calls[i].svc == svc)
-			relay_table_remove(&r->table, &r->table.calls[i]);
+			call_gone(r, &r->table.calls[i]);
 	}
 }
 

@@ -114,6 +114,14 @@ struct side_relay_hooks {
 	enum side_relay_verdict (*reply)(void *arg, const struct relay_call *c, const uint8_t *msg,
 					 size_t len, uint8_t *out, size_t cap, size_t *n);
 	void *arg;
+	/*
+	 * A call that ends without a reply: given up after timeout_ms,
+	 * forgotten with its side service (side_relay_forget()), or, after the
+	 * call hook passed or rewrote it, never relayed (the table full: @c is
+	 * then the call as it would have gone, not a table entry). Not called
+	 * by side_relay_stop(). Also for the relay's own calls (@c->svc NULL).
+	 */
+	void (*gone)(void *arg, const struct relay_call *c);
 };
 
 struct side_relay_config {
