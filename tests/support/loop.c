@@ -17,6 +17,14 @@ uint64_t gwt_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+double gwt_now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 void gwt_run_for(struct event_base *base, unsigned int ms)
 {
 	uint64_t deadline = gwt_now_ms() + ms;

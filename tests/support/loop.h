@@ -25,6 +25,9 @@
 /* Milliseconds of CLOCK_MONOTONIC. */
 uint64_t gwt_now_ms(void);
 
+/* Seconds of CLOCK_MONOTONIC, to the nanosecond. */
+double gwt_now_s(void);
+
 /* Blocking turns of @base until @ms pass. */
 void gwt_run_for(struct event_base *base, unsigned int ms);
 

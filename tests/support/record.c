@@ -30,6 +30,12 @@ uint8_t gwt_pattern(unsigned int r, size_t i)
 	return (uint8_t)(r * 131u + i * 7u + (i >> 8));
 }
 
+void gwt_pattern_fill(uint8_t *p, unsigned int r, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		p[i] = gwt_pattern(r, i);
+}
+
 void gwt_stream_record(struct gwt_stream *s, unsigned int r, size_t len, size_t frag)
 {
 	size_t done = 0;

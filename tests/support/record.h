@@ -27,6 +27,9 @@ void gwt_stream_mark(struct gwt_stream *s, uint32_t len, bool last);
 /* Payload byte @i of record @r: recognisable, and different from record to record. */
 uint8_t gwt_pattern(unsigned int r, size_t i);
 
+/* @len bytes of record @r's payload (gwt_pattern(@r, 0...)) into @p. */
+void gwt_pattern_fill(uint8_t *p, unsigned int r, size_t len);
+
 /*
  * Appends record @r of @len bytes of gwt_pattern(), cut into fragments of at
  * most @frag bytes (0: one fragment).
