@@ -376,22 +376,6 @@ bool conf_cidr_equal(const struct gw_cidr *a, const struct gw_cidr *b)
 	return memcmp(&a->addr.v6, &b->addr.v6, sizeof(a->addr.v6)) == 0;
 }
 
-bool gw_route_client_port_allowed(const struct gw_route *route, const struct sockaddr *peer)
-{
-	uint16_t port;
-
-	if (!route->client_reserved_port)
-		return true;
-	if (peer->sa_family == AF_INET)
-		port = ntohs(((const struct sockaddr_in *)peer)->sin_port);
-	else if (peer->sa_family == AF_INET6)
-		port = ntohs(((const struct sockaddr_in6 *)peer)->sin6_port);
-	else
-		return false;
-	/* IPPORT_RESERVED: what only root binds, and what `secure` trusts. */
-	return port > 0 && port < 1024;
-}
-
 bool gw_route_client_allowed(const struct gw_route *route, const struct sockaddr *peer)
 {
 	const uint8_t *bytes;

@@ -180,12 +180,6 @@ struct gw_route {
 	/* Forward routes: Send With Invalidate offered to the server (0 or 1). */
 	uint32_t remote_invalidation;
 	/*
-	 * 1: TCP clients and the MOUNT and NLM relays' callers must come from a
-	 * reserved source port (below 1024), as an export's `secure` option asks
-	 * (docs/security.md); others are refused like unlisted clients.
-	 */
-	uint32_t client_reserved_port;
-	/*
 	 * NFSv3's side services, further (routes with portmapper_port): the
 	 * server's lockd and statd (0: asked of its portmapper), the limits of the
 	 * NLM relay's lock records (gateway/side/nlm/nlm_state.h), of its calls
@@ -291,12 +285,6 @@ const struct gw_route *gw_config_route(const struct gw_config *cfg, const char *
  * allocation, no system call.
  */
 bool gw_route_client_allowed(const struct gw_route *route, const struct sockaddr *peer);
-
-/*
- * Whether @peer's source port passes @route's client_reserved_port: any
- * port when it is off, else one below 1024 (not 0).
- */
-bool gw_route_client_port_allowed(const struct gw_route *route, const struct sockaddr *peer);
 
 /* ---- reload -------------------------------------------------------------- */
 

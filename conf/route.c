@@ -236,16 +236,6 @@ const struct conf_option conf_options[] = {
 		.change = GW_CHANGE_LIMITS,
 	},
 	{
-		.name = "client_reserved_port",
-		.type = CONF_OPT_BOOL,
-		.offset = ROUTE_FIELD(client_reserved_port),
-		.min = 0,
-		.max = 1,
-		.def = 0,
-		.reload = CONF_RELOAD_LIVE,
-		.change = GW_CHANGE_CLIENTS,
-	},
-	{
 		.name = "source_port",
 		.type = CONF_OPT_SOURCE_PORT,
 		.def = GW_SOURCE_PORT_RESERVED,

@@ -165,9 +165,9 @@ static bool admission_refuse(struct gw_admission *a, const struct gw_admission_l
 	return false;
 }
 
-void gw_admission_refuse_client(struct gw_admission *a, const char *route,
-				const struct sockaddr *peer, const char *why,
-				struct gw_counters *totals, uint64_t now_us)
+void gw_admission_refuse_unlisted(struct gw_admission *a, const char *route,
+				  const struct sockaddr *peer, struct gw_counters *totals,
+				  uint64_t now_us)
 {
 	char host[INET6_ADDRSTRLEN] = "?";
 	struct gw_client_key k;
@@ -179,10 +179,11 @@ void gw_admission_refuse_client(struct gw_admission *a, const char *route,
 	if (client_key(peer, &k))
 		inet_ntop(k.family, k.addr, host, sizeof(host));
 	if (tally > 1)
-		gw_warn("%s: refused client %s (%s) (%llu refused since the last such message)",
-			route, host, why, (unsigned long long)tally - 1);
+		gw_warn("%s: refused client %s (not in allowed_clients) (%llu refused since the "
+			"last such message)",
+			route, host, (unsigned long long)tally - 1);
 	else
-		gw_warn("%s: refused client %s (%s)", route, host, why);
+		gw_warn("%s: refused client %s (not in allowed_clients)", route, host);
 }
 
 bool gw_admission_check(struct gw_admission *a, const struct gw_admission_limits *lim,

@@ -69,14 +69,13 @@ bool gw_admission_check(struct gw_admission *a, const struct gw_admission_limits
 			const struct sockaddr *peer, struct gw_counters *totals, uint64_t now_us);
 
 /*
- * Count a client the route does not admit (@why: "not in allowed_clients",
- * a source port that is not reserved) as GW_EV_REFUSED_CLIENT on @totals,
- * and log it, under the same once-a-second limit as the session-limit
- * refusals: a flood of refused clients is one line a second.
+ * Count a client refused by the route's allowed_clients (GW_EV_REFUSED_CLIENT
+ * on @totals) and log it, under the same once-a-second limit as the
+ * session-limit refusals: a flood of unlisted clients is one line a second.
  */
-void gw_admission_refuse_client(struct gw_admission *a, const char *route,
-				const struct sockaddr *peer, const char *why,
-				struct gw_counters *totals, uint64_t now_us);
+void gw_admission_refuse_unlisted(struct gw_admission *a, const char *route,
+				  const struct sockaddr *peer, struct gw_counters *totals,
+				  uint64_t now_us);
 
 /*
  * A session from @peer starts: count it against its address. False only

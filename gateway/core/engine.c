@@ -157,11 +157,10 @@ static bool engine_admit(const struct sockaddr *peer, socklen_t len, void *arg)
 	if (route->draining || (eng->shared && atomic_load(&eng->shared->draining)))
 		return false;
 	if (!gw_route_client_allowed(route->cfg, peer)) {
-		gw_admission_refuse_client(&route->admission, route->cfg->name, peer,
-					   "not in allowed_clients", &route->counters, gw_now_us());
+		gw_admission_refuse_unlisted(&route->admission, route->cfg->name, peer,
+					     &route->counters, gw_now_us());
 		return false;
 	}
-
 	struct gw_admission_limits lim = {
 		.route = route->cfg->name,
 		.route_live = engine_route_live(route),
@@ -173,25 +172,6 @@ static bool engine_admit(const struct sockaddr *peer, socklen_t len, void *arg)
 	return gw_admission_check(&route->admission, &lim, peer, &route->counters, gw_now_us());
 }
 
-/*
- * A TCP client's source port, besides: what an export's `secure` option
- * would have seen (an RDMA client's CM port means nothing of the kind, and
- * the Linux server takes every RPC-over-RDMA request as from a secure one).
- */
-static bool engine_tcp_admit(const struct sockaddr *peer, socklen_t len, void *arg)
-{
-	struct gw_route_rt *route = arg;
-
-	if (gw_route_client_allowed(route->cfg, peer) &&
-	    !gw_route_client_port_allowed(route->cfg, peer)) {
-		gw_admission_refuse_client(&route->admission, route->cfg->name, peer,
-					   "its source port is not reserved: client_reserved_port",
-					   &route->counters, gw_now_us());
-		return false;
-	}
-	return engine_admit(peer, len, arg);
-}
-
 static void engine_tcp_accepted(evutil_socket_t fd, const struct sockaddr *peer, socklen_t len,
 				void *arg)
 {
@@ -201,7 +181,7 @@ static void engine_tcp_accepted(evutil_socket_t fd, const struct sockaddr *peer,
 }
 
 static const struct tcp_listener_ops engine_tcp_listener_ops = {
-	.admit = engine_tcp_admit,
+	.admit = engine_admit,
 	.accepted = engine_tcp_accepted,
 };
 
@@ -249,8 +229,8 @@ static bool engine_rdma_steer(struct rlistener *l, void *owner, const struct soc
 		return true;
 	}
 	if (!gw_route_client_allowed(route->cfg, peer)) {
-		gw_admission_refuse_client(&route->admission, route->cfg->name, peer,
-					   "not in allowed_clients", &route->counters, gw_now_us());
+		gw_admission_refuse_unlisted(&route->admission, route->cfg->name, peer,
+					     &route->counters, gw_now_us());
 		rconn_request_reject(r);
 		return true;
 	}

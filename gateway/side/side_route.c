@@ -166,13 +166,9 @@ static bool fill_table(struct gw_side *side)
 	return ok;
 }
 
-/*
- * @secure: a relay of calls that an export's `secure` option judges (MOUNT,
- * NLM), whose callers are held to the route's client_reserved_port.
- */
 static struct side_service *start_svc(struct gw_side *side, struct event_base *base,
-				      const char *name, uint16_t port, bool secure,
-				      side_service_msg_fn fn, void *arg)
+				      const char *name, uint16_t port, side_service_msg_fn fn,
+				      void *arg)
 {
 	struct sockaddr_storage ss = side->route->listen.addr;
 	struct side_service_config sc = {
@@ -185,7 +181,6 @@ static struct side_service *start_svc(struct gw_side *side, struct event_base *b
 		.max_output = SIDE_MAX_OUTPUT,
 		.on_msg = fn,
 		.arg = arg,
-		.check_port = secure,
 	};
 
 	addr_set_port(&ss, port);
@@ -254,11 +249,11 @@ static bool start_nlm(struct gw_side *side, struct event_base *base,
 		return false;
 	nlm_relay_set_send(side->nlm_rw, send_own, side->nlm_relay);
 	*what = "the NLM relay";
-	side->nlm = start_svc(side, base, "nlm", 0, true, side_relay_on_call, side->nlm_relay);
+	side->nlm = start_svc(side, base, "nlm", 0, side_relay_on_call, side->nlm_relay);
 	if (!side->nlm)
 		return false;
 	*what = "the NSM service";
-	side->nsm = start_svc(side, base, "nsm", 0, false, nlm_relay_on_nsm, side->nlm_rw);
+	side->nsm = start_svc(side, base, "nsm", 0, nlm_relay_on_nsm, side->nlm_rw);
 	return side->nsm != NULL;
 }
 
@@ -580,15 +575,15 @@ struct gw_side *gw_side_start(struct event_base *base, const struct gw_route *r,
 	if (!side->mount_relay)
 		goto fail;
 	what = "the MOUNT relay";
-	side->mount = start_svc(side, base, "mount", (uint16_t)r->mount_port, true,
-				side_relay_on_call, side->mount_relay);
+	side->mount = start_svc(side, base, "mount", (uint16_t)r->mount_port, side_relay_on_call,
+				side->mount_relay);
 	if (!side->mount)
 		goto fail;
 	if (!start_nlm(side, base, &rc, &what))
 		goto fail;
 	what = "the portmapper";
-	side->pmap = start_svc(side, base, "rpcbind", (uint16_t)r->portmapper_port, false,
-			       pmap_on_call, side);
+	side->pmap =
+		start_svc(side, base, "rpcbind", (uint16_t)r->portmapper_port, pmap_on_call, side);
 	if (!side->pmap)
 		goto fail;
 	if (!fill_table(side)) {

@@ -249,16 +249,14 @@ static void test_unlisted_refusals_logged_once_a_second(void **state)
 	(void)state;
 	route_init(&r, 480, 32);
 	for (int i = 0; i < 500; i++)
-		gw_admission_refuse_client(&r.adm, "test", SA(a), "not in allowed_clients",
-					   &r.totals, r.now_us);
+		gw_admission_refuse_unlisted(&r.adm, "test", SA(a), &r.totals, r.now_us);
 	assert_int_equal(r.totals.events[GW_EV_REFUSED_CLIENT], 500);
 	assert_int_equal(r.totals.events[GW_EV_CLIENT_SESSION_LIMIT], 0);
 	/* the first was logged; 499 wait for the next message's tally */
 	assert_int_equal(r.adm.unlogged, 499);
 	assert_int_equal(r.adm.last_log_us, r.now_us);
 	r.now_us += 1000000;
-	gw_admission_refuse_client(&r.adm, "test", SA(a), "not in allowed_clients", &r.totals,
-				   r.now_us);
+	gw_admission_refuse_unlisted(&r.adm, "test", SA(a), &r.totals, r.now_us);
 	assert_int_equal(r.adm.unlogged, 0);
 	assert_int_equal(r.adm.last_log_us, r.now_us);
 	assert_int_equal(r.totals.events[GW_EV_REFUSED_CLIENT], 501);

@@ -500,41 +500,6 @@ static void test_client_networks(void **state)
 	gw_config_free(cfg);
 }
 
-static bool port_allowed(const struct gw_route *r, const char *addr, uint16_t port)
-{
-	struct sockaddr_storage ss = peer(addr);
-
-	if (ss.ss_family == AF_INET6)
-		((struct sockaddr_in6 *)&ss)->sin6_port = htons(port);
-	else
-		((struct sockaddr_in *)&ss)->sin_port = htons(port);
-	return gw_route_client_port_allowed(r, (const struct sockaddr *)&ss);
-}
-
-static void test_client_reserved_port(void **state)
-{
-	const struct gw_config *cfg =
-		load_ok("{'routes': [" ROUTE_FWD ",\n"
-			"  {'name': 'b', 'mode': 'forward', 'listen': 'tcp://0.0.0.0:3049',\n"
-			"   'upstream': 'rdma://192.0.2.1', 'client_reserved_port': true}]}");
-
-	(void)state;
-	/* Off by default: any port. */
-	assert_int_equal(cfg->routes[0].client_reserved_port, 0);
-	assert_true(port_allowed(&cfg->routes[0], "203.0.113.5", 40000));
-	/* On: below 1024 only, and never port 0; IPv6 alike. */
-	assert_int_equal(cfg->routes[1].client_reserved_port, 1);
-	assert_true(port_allowed(&cfg->routes[1], "203.0.113.5", 1023));
-	assert_true(port_allowed(&cfg->routes[1], "203.0.113.5", 665));
-	assert_false(port_allowed(&cfg->routes[1], "203.0.113.5", 1024));
-	assert_false(port_allowed(&cfg->routes[1], "203.0.113.5", 0));
-	assert_true(port_allowed(&cfg->routes[1], "2001:db8::5", 800));
-	assert_false(port_allowed(&cfg->routes[1], "2001:db8::5", 50000));
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	assert_false(gw_route_client_port_allowed(&cfg->routes[1], (const struct sockaddr *)&sun));
-	gw_config_free(cfg);
-}
-
 static void test_client_networks_absent_or_everything(void **state)
 {
 	const struct gw_config *cfg =
@@ -707,7 +672,6 @@ int main(void)
 		cmocka_unit_test(test_route_lookup),
 		cmocka_unit_test(test_client_networks),
 		cmocka_unit_test(test_client_networks_absent_or_everything),
-		cmocka_unit_test(test_client_reserved_port),
 		cmocka_unit_test(test_rule_paths_relative_to_file),
 		cmocka_unit_test(test_examples_load),
 		cmocka_unit_test(test_chain_example_has_both_modes),

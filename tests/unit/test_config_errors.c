@@ -391,7 +391,6 @@ static void test_boolean_options(void **state)
 {
 	(void)state;
 	check_option("remote_invalidation", "1", "expected true or false, got 1");
-	check_option("client_reserved_port", "'yes'", "expected true or false, got \"yes\"");
 	check_option("remote_invalidation", "'yes'", "expected true or false, got \"yes\"");
 	check_option("remote_invalidation", "null", "expected true or false, got null");
 }

@@ -382,54 +382,6 @@ static void test_record_deadline(void **state)
 	rig_stop(&r);
 }
 
-static void test_reserved_port_required_where_asked(void **state)
-{
-	(void)state;
-	struct rig r;
-	uint8_t msg[8] = { 0 };
-	rig_start(&r, 4);
-	r.route.client_reserved_port = 1;
-	int u = gwt_udp_bind(GWT_LOOPBACK, 0, NULL); /* an ordinary (ephemeral) port */
-	/* A service that does not ask (a portmapper, NSM) serves it. */
-	sendto(u, msg, sizeof(msg), 0, (struct sockaddr *)&r.at, sizeof(r.at));
-	gwt_spin_for(r.base, 100, NULL, NULL);
-	assert_int_equal(r.msgs, 1);
-	rig_stop(&r);
-	/* A relay that asks (MOUNT, NLM) refuses it, on UDP and on TCP. */
-	rig_start(&r, 4);
-	r.route.client_reserved_port = 1;
-	side_service_stop(r.svc);
-	struct side_service_config sc = {
-		.name = "mount",
-		.route = &r.route,
-		.counters = &r.counters,
-		.max_msg = 128,
-		.max_conns = 4,
-		.idle_ms = 5000,
-		.max_output = 4096,
-		.on_msg = on_msg,
-		.arg = &r,
-		.check_port = true,
-	};
-	r.at.sin_port = 0;
-	r.svc = side_service_start(r.base, (struct sockaddr *)&r.at, sizeof(r.at), &sc);
-	assert_non_null(r.svc);
-	r.at.sin_port = htons(side_service_port(r.svc));
-	sendto(u, msg, sizeof(msg), 0, (struct sockaddr *)&r.at, sizeof(r.at));
-	int t = tcp_client(&r);
-	assert_true(closed(&r, t));
-	assert_int_equal(r.msgs, 0);
-	assert_int_equal(r.counters.events[GW_EV_REFUSED_CLIENT], 2);
-	/* The key off again (SIGHUP): served. */
-	r.route.client_reserved_port = 0;
-	sendto(u, msg, sizeof(msg), 0, (struct sockaddr *)&r.at, sizeof(r.at));
-	gwt_spin_for(r.base, 100, NULL, NULL);
-	assert_int_equal(r.msgs, 1);
-	close(t);
-	close(u);
-	rig_stop(&r);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -441,7 +393,6 @@ int main(void)
 		cmocka_unit_test(test_udp_budget_per_network),
 		cmocka_unit_test(test_tcp_share_per_address),
 		cmocka_unit_test(test_record_deadline),
-		cmocka_unit_test(test_reserved_port_required_where_asked),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

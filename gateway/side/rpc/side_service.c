@@ -80,13 +80,6 @@ static void count_event(struct side_service *svc, enum gw_event_kind k)
 	svc->cfg.counters->events[k]++;
 }
 
-/* The route's allowed_clients, and its client_reserved_port where cfg.check_port asks. */
-static bool peer_admitted(const struct side_service *svc, const struct sockaddr *peer)
-{
-	return gw_route_client_allowed(svc->cfg.route, peer) &&
-	       (!svc->cfg.check_port || gw_route_client_port_allowed(svc->cfg.route, peer));
-}
-
 /* ---- TCP connections ---------------------------------------------------- */
 
 static void conn_close(struct side_service_conn *c)
@@ -270,9 +263,6 @@ static bool tcp_admit(const struct sockaddr *peer, socklen_t len, void *arg)
 	if (!gw_route_client_allowed(svc->cfg.route, peer)) {
 		why = "not in allowed_clients";
 		k = GW_EV_REFUSED_CLIENT;
-	} else if (!peer_admitted(svc, peer)) {
-		why = "its source port is not reserved: client_reserved_port";
-		k = GW_EV_REFUSED_CLIENT;
 	} else if (svc->nconns >= svc->cfg.max_conns) {
 		why = "the service's connections are all open";
 	} else if (conns_of(svc, peer) >= svc->cfg.max_conns_per_addr) {
@@ -341,7 +331,7 @@ static void udp_read(evutil_socket_t fd, short what, void *arg)
 				     (struct sockaddr *)&peer.addr, &peer.addrlen);
 		if (n < 0)
 			return;
-		if (!peer_admitted(svc, (const struct sockaddr *)&peer.addr)) {
+		if (!gw_route_client_allowed(svc->cfg.route, (const struct sockaddr *)&peer.addr)) {
 			count_event(svc, GW_EV_REFUSED_CLIENT);
 			continue;
 		}

@@ -80,8 +80,6 @@ struct side_service_config {
 	size_t max_output; /* queued reply bytes per TCP connection */
 	side_service_msg_fn on_msg;
 	void *arg;
-	/* Callers held to the route's client_reserved_port (gw_route_client_port_allowed()). */
-	bool check_port;
 };
 
 /*
