@@ -17,6 +17,8 @@
 #    No reflector: over UDP the portmapper's DUMP and the server's long export list
 #    (MOUNT EXPORT) are answered SYSTEM_ERR (a reply at most 4 times its call), over TCP
 #    whole; the callback service's portmapper does not answer a client at all.
+#  - 2,000 NLM TESTs from forged source addresses (a raw socket): their client entries go
+#    with their replies (/stats nlm.clients), so the hosts below still get locks.
 #  - locks (NLM through the relay, owners rewritten per client): an exclusive fcntl lock
 #    taken by the client in c2 is refused to a second client host behind the gateway
 #    (namespace c3, 10.9.1.2, its own rpcbind and rpc.statd) and to a process on the
@@ -46,9 +48,6 @@
 #    the gateway, sent upstream as an ordinary LOCK: a process on the server is refused the
 #    lock again, and gets it once c2 releases it (/stats nlm.gateway_restart delivered 1,
 #    clients_told 1, reclaims_converted >= 1).
-#  - client_reserved_port turned on by SIGHUP: c2's mount, data and lock go on (the kernel,
-#    mount.nfs and lockd use reserved ports); a program on an ordinary port is refused at
-#    the NFS port and the MOUNT relay, answered by the portmapper; the refusals counted.
 # Then a reverse route on the same address (Soft-RoCE on the gateway's side of the c2 link,
 # the server's NFS over TCP): the client mounts with vers=3,proto=rdma and no address or
 # port of the server; the
@@ -464,6 +463,39 @@ else
 fi
 e2e_finish
 CLIENT
+echo "--- 2,000 NLM TESTs from forged addresses, then real hosts lock"
+# UDP sources can be forged: 2,000 TESTs claiming 2,000 hosts (8 /24s of 250) must not
+# hold the relay's table of client hosts (1,024), or every new host's LOCK below would
+# be answered DENIED_NOLOCKS until a restart. A TEST holds nothing at the server: its
+# entry goes with its reply. Sent from a raw socket, paced, to the NLM relay's UDP port.
+/usr/bin/python3 - 10.9.0.1 <<'PY' && ok "2,000 forged NLM TESTs sent" || fail "the forged NLM TESTs"
+import socket, struct, sys, time
+gw = sys.argv[1]
+def call(xid, prog, vers, proc, args=b""):
+    return struct.pack(">IIIIIIIIII", xid, 0, 2, prog, vers, proc, 0, 0, 0, 0) + args
+def opaque(b):
+    return struct.pack(">I", len(b)) + b + b"\0" * (-len(b) % 4)
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.settimeout(3)
+u.sendto(call(1, 100000, 2, 3, struct.pack(">IIII", 100021, 4, 17, 0)), (gw, 111))
+nport = struct.unpack(">I", u.recv(100)[24:28])[0]
+raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+for i in range(2000):
+    args = opaque(b"ck") + struct.pack(">I", 1) + opaque(b"forged-%d" % i) + \
+        opaque(b"\1" * 32) + opaque(b"owner") + struct.pack(">iQQ", 7, 0, 1)
+    udp = struct.pack(">HHHH", 700, nport, 8 + len(call(0, 0, 0, 0, args)), 0) + call(1000 + i, 100021, 4, 1, args)
+    src = socket.inet_aton("10.77.%d.%d" % (i // 250, 1 + i % 250))
+    ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), i, 0, 64, 17, 0, src, socket.inet_aton(gw))
+    raw.sendto(ip + udp, (gw, 0))
+    if i % 100 == 99:
+        time.sleep(0.05)
+PY
+nlm_clients() { gw_jq "s['routes'][0]['nlm']['clients']"; }
+for _ in $(seq 1 30); do (($(nlm_clients) <= 2)) && break; sleep 1; done
+check "the forged hosts' entries went with their replies (/stats nlm.clients $(nlm_clients))" \
+    test "$(nlm_clients)" -le 2
+nlm_calls=$(gw_jq "sum(p['calls'] for p in s['routes'][0]['totals']['procedures'] if p['program_name'] == 'nlm')")
+check "the forged TESTs reached the relay (NLM calls counted: $nlm_calls)" test "$nlm_calls" -ge 1000
+
 check "the client scenario in namespace c2" ip netns exec c2 bash "$E2E_WORK/client.sh"
 # The NLM callback service's portmapper, on the gateway's address toward the server
 # (192.0.2.2:111), answers the server alone: a DUMP from another address gets nothing
@@ -589,67 +621,6 @@ check "the restarted gateway told the server's statd (logged)" \
 check "the restarted gateway told c2 (logged)" \
     grep -q "gateway restart relayed to client 10.9.0.2" "$GW_LOG"
 
-echo "--- client_reserved_port (SIGHUP): kernel clients pass, ordinary source ports are refused"
-# What an export's `secure` option asks, asked by the gateway: the kernel client,
-# mount.nfs and lockd come from reserved ports and go on; a program on an ordinary
-# port is refused at the NFS port and the MOUNT relay, not at the portmapper.
-refused0=$(ev refused_client)
-python3 - "$E2E_WORK/gw.json" <<'PY'
-import json, sys
-c = json.load(open(sys.argv[1])); c["routes"][0]["client_reserved_port"] = True
-json.dump(c, open(sys.argv[1], "w"))
-PY
-kill -HUP "$GW_PID"; sleep 1
-check "SIGHUP: reloaded with client_reserved_port" grep -q "configuration reloaded" "$GW_LOG"
-cat >"$E2E_WORK/client-resv.sh" <<'CLIENT'
-set -u
-source "$GW_SRC/tests/e2e/lib/gw-e2e.sh"
-gw=10.9.0.1; m=/mnt/v3p; mkdir -p $m
-if mount -t nfs -o vers=3 $gw:/export $m; then
-    d=$m/resv-$$; mkdir -p $d
-    wl_bigfile $d 4
-    wl_locks $d
-    rm -rf $d
-    check "client_reserved_port: umount" umount $m
-else
-    fail "client_reserved_port: mount -o vers=3 (mount.nfs and the kernel on reserved ports)"
-fi
-/usr/bin/python3 - $gw <<'PY' && ok "client_reserved_port: ordinary ports refused at NFS and MOUNT, the portmapper answers" || fail "client_reserved_port"
-import socket, struct, sys
-gw = sys.argv[1]; fails = []
-def call(xid, prog, vers, proc, args=b""):
-    return struct.pack(">IIIIIIIIII", xid, 0, 2, prog, vers, proc, 0, 0, 0, 0) + args
-def udp(port, msg, bind_port=0):
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2)
-    s.bind(("", bind_port)); s.sendto(msg, (gw, port))
-    try: return s.recv(65536)
-    except socket.timeout: return None
-def reserved_udp(port, msg):
-    for p in range(1023, 600, -1):
-        try: return udp(port, msg, p)
-        except OSError: continue
-    fails.append("no reserved UDP port free")
-mport = udp(111, call(1, 100000, 2, 3, struct.pack(">IIII", 100005, 3, 17, 0)))
-if mport is None: fails.append("the portmapper did not answer an ordinary port")
-else:
-    mport = struct.unpack(">I", mport[24:28])[0]
-    if udp(mport, call(2, 100005, 3, 0)) is not None: fails.append("MOUNT answered an ordinary port")
-    if reserved_udp(mport, call(3, 100005, 3, 0)) is None: fails.append("MOUNT did not answer a reserved port")
-t = socket.create_connection((gw, 2049), timeout=5)
-t.sendall(struct.pack(">I", 0x80000028) + call(4, 100003, 3, 0))
-try: closed = t.recv(4) == b""
-except ConnectionResetError: closed = True
-except socket.timeout: closed = False
-if not closed: fails.append("NFS answered a TCP client on an ordinary port")
-for f in fails: print("  " + f)
-sys.exit(1 if fails else 0)
-PY
-e2e_finish
-CLIENT
-check "the client_reserved_port scenario in namespace c2" ip netns exec c2 bash "$E2E_WORK/client-resv.sh"
-refused1=$(ev refused_client)
-check "client_reserved_port: refusals counted (refused_client $refused0 -> $refused1)" \
-    test "$refused1" -ge $((refused0 + 2))
 gw_stop
 
 echo "=== reverse mode: an RDMA client mounts GATEWAY:/export with vers=3,proto=rdma"
