@@ -48,7 +48,10 @@ for run in $RUNS; do
         wl_symlink "$d"
         wl_rename_setattr "$d"
     fi
-    wl_locks "$d"
+    # NFSv3 locks here go to the guest's own lockd over IP, not through the gateway (this
+    # route has no side services: nfsv3_plain and reverse_locks have those);
+    # E2E_V3_LOCKS=0 leaves them out.
+    [[ $vers == 3 && ${E2E_V3_LOCKS:-1} == 0 ]] || wl_locks "$d"
     if [[ $WORKLOADS == all ]]; then
         [[ $vers == 3 && $size == 4096 ]] && wl_bigacl "$d" 300
         [[ $vers != 3 && $size == 4096 ]] && wl_nfs4acl "$d" 190
