@@ -24,12 +24,17 @@ struct gw_tbucket {
 	uint64_t last_us;      /* when they were counted; 0: never (full) */
 };
 
+/* What a full bucket holds, in millionths of a unit; saturated past 2^44 units (no limit). */
+static inline uint64_t gw_tbucket_cap(uint64_t burst)
+{
+	return burst > UINT64_MAX / 1000000 ? UINT64_MAX : burst * 1000000;
+}
+
 /* The bucket brought up to @now_us: what it holds, in millionths of a unit. */
 static inline uint64_t gw_tbucket_fill(struct gw_tbucket *b, uint64_t now_us, uint64_t rate,
 				       uint64_t burst)
 {
-	/* Saturate rather than overflow: a burst past 2^44 units is not a limit. */
-	uint64_t cap = burst > UINT64_MAX / 1000000 ? UINT64_MAX : burst * 1000000;
+	uint64_t cap = gw_tbucket_cap(burst);
 
 	if (b->last_us == 0 || now_us < b->last_us) {
 		b->micro_tokens = cap;
@@ -63,9 +68,7 @@ static inline bool gw_tbucket_take(struct gw_tbucket *b, uint64_t now_us, uint64
 static inline bool gw_tbucket_full(struct gw_tbucket *b, uint64_t now_us, uint64_t rate,
 				   uint64_t burst)
 {
-	uint64_t cap = burst > UINT64_MAX / 1000000 ? UINT64_MAX : burst * 1000000;
-
-	return gw_tbucket_fill(b, now_us, rate, burst) >= cap;
+	return gw_tbucket_fill(b, now_us, rate, burst) >= gw_tbucket_cap(burst);
 }
 
 #endif

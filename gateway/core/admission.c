@@ -11,50 +11,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/host.h"
 #include "common/log.h"
 
 /* Refusal messages per route: at most one per this many microseconds. */
 #define GW_ADMISSION_LOG_US 1000000u
 
 /* A client address as the table keys it: IPv4 in the first 4 bytes. */
-struct gw_client_key {
-	sa_family_t family; /* AF_INET or AF_INET6 */
-	uint8_t addr[16];
-};
-
 struct gw_client_entry {
 	struct gw_client_entry *next;
-	struct gw_client_key key;
+	struct gw_host key;
 	uint32_t sessions;
 };
 
-static bool client_key(const struct sockaddr *sa, struct gw_client_key *k)
+/*
+ * The engine's peers are whole addresses of their family (from accept() or
+ * rdma_cm), so the storage's size stands for their length.
+ */
+static bool client_key(const struct sockaddr *sa, struct gw_host *k)
 {
 	memset(k, 0, sizeof(*k));
-	if (sa && sa->sa_family == AF_INET) {
-		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
-		k->family = AF_INET;
-		memcpy(k->addr, &in->sin_addr, 4);
-		return true;
-	}
-	if (sa && sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
-		/* A dual-stack listener sees IPv4 clients as ::ffff:a.b.c.d: one client, one key.
-		 */
-		if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
-			k->family = AF_INET;
-			memcpy(k->addr, &in6->sin6_addr.s6_addr[12], 4);
-		} else {
-			k->family = AF_INET6;
-			memcpy(k->addr, &in6->sin6_addr, 16);
-		}
-		return true;
-	}
-	return false;
+	return sa && gw_host_from_sockaddr(k, sa, sizeof(struct sockaddr_storage));
 }
 
 /* FNV-1a over the key, seeded. */
-static uint32_t client_bucket(const struct gw_admission *a, const struct gw_client_key *k)
+static uint32_t client_bucket(const struct gw_admission *a, const struct gw_host *k)
 {
 	uint32_t h = 2166136261u ^ a->seed;
 	size_t n = k->family == AF_INET ? 4 : 16;
@@ -67,27 +48,22 @@ static uint32_t client_bucket(const struct gw_admission *a, const struct gw_clie
 	return h & (GW_ADMISSION_BUCKETS - 1);
 }
 
-static bool client_key_equal(const struct gw_client_key *x, const struct gw_client_key *y)
-{
-	return x->family == y->family && memcmp(x->addr, y->addr, sizeof(x->addr)) == 0;
-}
-
 /* The link that points at @k's entry, or the NULL link at the end of its bucket. */
-static struct gw_client_entry **client_find(struct gw_admission *a, const struct gw_client_key *k)
+static struct gw_client_entry **client_find(struct gw_admission *a, const struct gw_host *k)
 {
 	struct gw_client_entry **pp = &a->buckets[client_bucket(a, k)];
 
-	while (*pp && !client_key_equal(&(*pp)->key, k))
+	while (*pp && !gw_host_equal(&(*pp)->key, k))
 		pp = &(*pp)->next;
 	return pp;
 }
 
 static const struct gw_client_entry *client_lookup(const struct gw_admission *a,
-						   const struct gw_client_key *k)
+						   const struct gw_host *k)
 {
 	const struct gw_client_entry *e = a->buckets[client_bucket(a, k)];
 
-	while (e && !client_key_equal(&e->key, k))
+	while (e && !gw_host_equal(&e->key, k))
 		e = e->next;
 	return e;
 }
@@ -112,7 +88,7 @@ void gw_admission_fini(struct gw_admission *a)
 
 uint32_t gw_admission_client_sessions(const struct gw_admission *a, const struct sockaddr *peer)
 {
-	struct gw_client_key k;
+	struct gw_host k;
 
 	if (!client_key(peer, &k))
 		return 0;
@@ -146,7 +122,7 @@ static bool admission_refuse(struct gw_admission *a, const struct gw_admission_l
 			     const char *key, uint64_t now_us)
 {
 	char host[INET6_ADDRSTRLEN] = "?";
-	struct gw_client_key k;
+	struct gw_host k;
 	uint64_t tally;
 
 	totals->events[kind]++;
@@ -170,7 +146,7 @@ void gw_admission_refuse_unlisted(struct gw_admission *a, const char *route,
 				  uint64_t now_us)
 {
 	char host[INET6_ADDRSTRLEN] = "?";
-	struct gw_client_key k;
+	struct gw_host k;
 	uint64_t tally;
 
 	totals->events[GW_EV_REFUSED_CLIENT]++;
@@ -204,7 +180,7 @@ bool gw_admission_check(struct gw_admission *a, const struct gw_admission_limits
 bool gw_admission_enter(struct gw_admission *a, const struct sockaddr *peer,
 			struct gw_admission_ticket *t)
 {
-	struct gw_client_key k;
+	struct gw_host k;
 
 	t->entry = NULL;
 	if (!client_key(peer, &k))

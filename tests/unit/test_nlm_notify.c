@@ -264,11 +264,11 @@ static bool notify_from(struct t *t, int fd, uint16_t port, uint32_t xid, int32_
 static void test_server_reboot_relayed_to_the_client_with_locks(void **state)
 {
 	struct t *t = *state;
-	struct nlm_host ha;
+	struct gw_host ha;
 	struct sockaddr_in sa = gwt_sin(CLIENT_A, 0);
 
 	client_locked(t, CLIENT_A);
-	assert_true(nlm_host_from_sockaddr(&ha, (struct sockaddr *)&sa, sizeof(sa)));
+	assert_true(gw_host_from_sockaddr(&ha, (struct sockaddr *)&sa, sizeof(sa)));
 	assert_int_equal(nlm_state_client_locks(nlm_relay_state(t->rl), &ha), 1);
 	assert_true(notify_from(t, t->server, nsm_port(t), 90, 5));
 	gwt_spin_for(t->base, 300, hosts_serve, t);
@@ -338,11 +338,11 @@ static void test_silent_client_given_up_after_timeout(void **state)
 static void test_gateway_restart_tells_the_saved_clients(void **state)
 {
 	struct t *t = *state;
-	struct nlm_host hosts[2];
+	struct gw_host hosts[2];
 	struct sockaddr_in sa = gwt_sin(CLIENT_A, 0), sb = gwt_sin(CLIENT_B, 0);
 
-	assert_true(nlm_host_from_sockaddr(&hosts[0], (struct sockaddr *)&sa, sizeof(sa)));
-	assert_true(nlm_host_from_sockaddr(&hosts[1], (struct sockaddr *)&sb, sizeof(sb)));
+	assert_true(gw_host_from_sockaddr(&hosts[0], (struct sockaddr *)&sa, sizeof(sa)));
+	assert_true(gw_host_from_sockaddr(&hosts[1], (struct sockaddr *)&sb, sizeof(sb)));
 	client_locked(t, CLIENT_A); /* a reclaim already back: stays recorded */
 	assert_int_equal(nlm_notify_gateway_restarted(t->nt, hosts, 2, 1234567), 2);
 	gwt_spin_for(t->base, 300, hosts_serve, t);
@@ -359,7 +359,7 @@ static void test_gateway_restart_tells_the_saved_clients(void **state)
 	assert_int_equal(nlm_notify_pending(t->nt), 0);
 
 	/* Bounded: with max_clients 1024, 2000 hosts tell 1024 and count the rest. */
-	static struct nlm_host many[2000];
+	static struct gw_host many[2000];
 	for (size_t i = 0; i < 2000; i++)
 		many[i] = hosts[i % 2];
 	assert_int_equal(nlm_notify_gateway_restarted(t->nt, many, 2000, 1234569), 1024);

@@ -295,7 +295,7 @@ static void test_reclaim_converted_in_the_gateway_grace(void **state)
 	assert_int_equal(nlm_relay_stats(rl)->grace_refused, 3);
 
 	/* The server's own reboot ends the window: its grace wants real reclaims. */
-	struct nlm_host hs[4];
+	struct gw_host hs[4];
 	nlm_relay_set_reclaim_window(rl, gw_now_us() + 60 * 1000000ull);
 	nlm_relay_server_rebooted(rl, hs, 4);
 	len = lock_flags(msg, sizeof(msg), 7, 10, true, false);
@@ -394,13 +394,13 @@ static void test_shares_rewritten_recorded_and_forgotten(void **state)
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = relay_new(&c);
 	struct side_service_peer pa = peer_at(0x0a090002, 800), pb = peer_at(0x0a090003, 800);
-	struct nlm_host ha, hb;
+	struct gw_host ha, hb;
 	uint8_t msg[512], upa[4096], upb[4096], out[4096], res[16];
 	size_t len = share_call(msg, sizeof(msg), 1, NLMPROC_SHARE, "oh-1", FH), na, nb, n;
 	struct nlm_args a, b;
 
-	nlm_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
-	nlm_host_from_sockaddr(&hb, (struct sockaddr *)&pb.addr, pb.addrlen);
+	gw_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
+	gw_host_from_sockaddr(&hb, (struct sockaddr *)&pb.addr, pb.addrlen);
 	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDE_RELAY_REWRITTEN);
 	assert_int_equal(call(rl, &pb, msg, len, upb, &nb), SIDE_RELAY_REWRITTEN);
 	decode_rewritten(upa, na, NLMPROC_SHARE, &a);
@@ -500,12 +500,12 @@ static void test_free_all_releases_only_the_senders_locks_and_shares(void **stat
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = relay_new(&c);
 	struct side_service_peer pa = peer_at(0x0a090002, 800), pb = peer_at(0x0a090003, 800);
-	struct nlm_host ha, hb;
+	struct gw_host ha, hb;
 	uint8_t msg[512], out[4096], res[16];
 	size_t n;
 
-	nlm_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
-	nlm_host_from_sockaddr(&hb, (struct sockaddr *)&pb.addr, pb.addrlen);
+	gw_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
+	gw_host_from_sockaddr(&hb, (struct sockaddr *)&pb.addr, pb.addrlen);
 	lock_and_share(rl, &pa);
 	lock_and_share(rl, &pb);
 	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 2);
@@ -609,11 +609,11 @@ static void test_lock_of_forgotten_owner_given_back(void **state)
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = relay_new(&c);
 	struct side_service_peer pa = peer_at(0x0a090002, 800), pa_statd = peer_at(0x0a090002, 900);
-	struct nlm_host ha;
+	struct gw_host ha;
 	uint8_t msg[512], upa[4096], out[4096], res[16], notify[128];
 	size_t len = lock_call(msg, sizeof(msg), 1, NLMPROC_LOCK, 77), na, n, unlocks;
 
-	nlm_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
+	gw_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
 	/* A lock held, then a second LOCK on the wire when the client reboots. */
 	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDE_RELAY_REWRITTEN);
 	reply(rl, &pa, upa, na, NLMPROC_LOCK, res, res_bytes(res, NLM_GRANTED), out, &n);
@@ -650,11 +650,11 @@ static void test_cancel_keeps_held_lock(void **state)
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = relay_new(&c);
 	struct side_service_peer pa = peer_at(0x0a090002, 800);
-	struct nlm_host ha;
+	struct gw_host ha;
 	uint8_t msg[512], upa[4096], out[4096], res[16];
 	size_t len = lock_call(msg, sizeof(msg), 1, NLMPROC_LOCK, 77), na, n;
 
-	nlm_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
+	gw_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
 	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDE_RELAY_REWRITTEN);
 	reply(rl, &pa, upa, na, NLMPROC_LOCK, res, res_bytes(res, NLM_GRANTED), out, &n);
 	len = lock_call(msg, sizeof(msg), 2, NLMPROC_LOCK, 77);
@@ -673,13 +673,13 @@ static void test_locks_recorded_and_released_by_notify(void **state)
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = relay_new(&c);
 	struct side_service_peer pa = peer_at(0x0a090002, 800), pb = peer_at(0x0a090003, 800);
-	struct nlm_host ha, hb;
+	struct gw_host ha, hb;
 	uint8_t msg[512], upa[4096], upb[4096], out[4096], res[16];
 	size_t len = lock_call(msg, sizeof(msg), 1, NLMPROC_LOCK, 77), na, nb, n;
 	struct nlm_args a;
 
-	nlm_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
-	nlm_host_from_sockaddr(&hb, (struct sockaddr *)&pb.addr, pb.addrlen);
+	gw_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
+	gw_host_from_sockaddr(&hb, (struct sockaddr *)&pb.addr, pb.addrlen);
 	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDE_RELAY_REWRITTEN);
 	assert_int_equal(call(rl, &pb, msg, len, upb, &nb), SIDE_RELAY_REWRITTEN);
 	/* A's granted, B's denied: only A's recorded. */
@@ -780,12 +780,12 @@ static void test_repeated_notify_state_releases_nothing(void **state)
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = relay_new(&c);
 	struct side_service_peer pa = peer_at(0x0a090002, 800);
-	struct nlm_host ha;
+	struct gw_host ha;
 	uint8_t msg[512], up[4096], out[4096], res[16], notify[128];
 	size_t len, nu, n, unlocks;
 	size_t h = gwt_rpc_call_none(notify, 5, NSM_PROG, 1, 6);
 
-	nlm_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
+	gw_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
 	xdr_put32(notify + h, 6);
 	memcpy(notify + h + 4, "host-a\0\0", 8);
 	xdr_put32(notify + h + 12, 3);
@@ -1260,7 +1260,7 @@ static void test_release_queue_full_counted(void **state)
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = release_relay(&c, 8, 4);
 	struct side_service_peer pa = peer_at(0x0a090002, 800), pb = peer_at(0x0a090003, 800);
-	struct nlm_host hs[4];
+	struct gw_host hs[4];
 
 	link_room = 0; /* nothing answered: all stay queued */
 	for (uint32_t f = 0; f < 4; f++) {
@@ -1392,8 +1392,8 @@ static void test_forged_tests_do_not_fill_the_client_table(void **state)
 		assert_held(st, 0, 0);
 	}
 	struct side_service_peer pa = peer_at(0x0a090002, 800);
-	struct nlm_host ha;
-	nlm_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
+	struct gw_host ha;
+	gw_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
 	assert_int_equal(ask(rl, &pa, NLMPROC_LOCK, 7, NLM_GRANTED, out, &n), SIDE_RELAY_REWRITTEN);
 	assert_int_equal(answered_stat(out, n), NLM_GRANTED);
 	assert_int_equal(nlm_state_client_locks(st, &ha), 1);
@@ -1491,9 +1491,9 @@ static void test_lock_in_flight_survives_pressure(void **state)
 	struct side_service_peer pa = peer_at(0x0a090002, 800), pb = peer_at(0x0a0a0002, 800);
 	uint8_t msg[512], upa[4096], upb[4096], out[4096], res[16];
 	size_t len = lock_call(msg, sizeof(msg), 1, NLMPROC_LOCK, 7), na, nb, n;
-	struct nlm_host ha;
+	struct gw_host ha;
 
-	nlm_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
+	gw_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
 	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDE_RELAY_REWRITTEN);
 	/* Forged TESTs from many hosts pass through the one free slot. */
 	for (uint32_t i = 0; i < 100; i++) {

@@ -23,13 +23,13 @@
 
 #include "gateway/side/nlm/nlm_state.h"
 
-static struct nlm_host host4(uint32_t ip)
+static struct gw_host host4(uint32_t ip)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(700) };
-	struct nlm_host h;
+	struct gw_host h;
 
 	sa.sin_addr.s_addr = htonl(ip);
-	assert_true(nlm_host_from_sockaddr(&h, (struct sockaddr *)&sa, sizeof(sa)));
+	assert_true(gw_host_from_sockaddr(&h, (struct sockaddr *)&sa, sizeof(sa)));
 	return h;
 }
 
@@ -60,7 +60,7 @@ static struct nlm_state *new_state(uint32_t owners, uint32_t locks, uint32_t per
 static void same_owner_two_clients(void **state)
 {
 	struct nlm_state *st = new_state(16, 64, 32);
-	struct nlm_host a = host4(0x0a000001), b = host4(0x0a000002);
+	struct gw_host a = host4(0x0a000001), b = host4(0x0a000002);
 	struct nlm_owner_id ia, ib, ia2;
 
 	(void)state;
@@ -86,7 +86,7 @@ static void same_owner_two_clients(void **state)
 	st = nlm_state_new(&lim, 1);
 	assert_non_null(st);
 	for (uint32_t i = 0; i < 200; i++) {
-		struct nlm_host h = host4(0x0a000000 + ((i * 2654435761u) & 0xffffff));
+		struct gw_host h = host4(0x0a000000 + ((i * 2654435761u) & 0xffffff));
 		assert_int_equal(nlm_state_owner(st, &h, 1, bytes("1@box"), &ids[i]), 0);
 		for (uint32_t k = 0; k < i; k++)
 			assert_int_not_equal(ids[k].svid, ids[i].svid);
@@ -97,7 +97,7 @@ static void same_owner_two_clients(void **state)
 static void callback_and_holder_map_back(void **state)
 {
 	struct nlm_state *st = new_state(16, 64, 32);
-	struct nlm_host a = host4(0x0a000001), b = host4(0x0a000002);
+	struct gw_host a = host4(0x0a000001), b = host4(0x0a000002);
 	struct nlm_owner_id ia, ib;
 	struct nlm_client_owner co;
 
@@ -137,7 +137,7 @@ static void callback_and_holder_map_back(void **state)
 static void reboot_unlocks_only_that_client(void **state)
 {
 	struct nlm_state *st = new_state(16, 64, 32);
-	struct nlm_host a = host4(0x0a000001), b = host4(0x0a000002);
+	struct gw_host a = host4(0x0a000001), b = host4(0x0a000002);
 	struct nlm_owner_id ia1, ia2, ib;
 	const struct nlm_unlock *u;
 
@@ -197,7 +197,7 @@ static void reboot_unlocks_only_that_client(void **state)
 static void unlock_forgets_what_it_covers(void **state)
 {
 	struct nlm_state *st = new_state(16, 64, 32);
-	struct nlm_host a = host4(0x0a000001);
+	struct gw_host a = host4(0x0a000001);
 	struct nlm_owner_id o;
 
 	(void)state;
@@ -220,7 +220,7 @@ static void unlock_forgets_what_it_covers(void **state)
 static void limits_refuse_and_count(void **state)
 {
 	struct nlm_state *st = new_state(3, 4, 3);
-	struct nlm_host a = host4(1), b = host4(2), c = host4(3), d = host4(4), e = host4(5);
+	struct gw_host a = host4(1), b = host4(2), c = host4(3), d = host4(4), e = host4(5);
 	struct nlm_owner_id o[3], x;
 	char big[66];
 
@@ -263,7 +263,7 @@ static void limits_refuse_and_count(void **state)
 	 * that rebooted leaves room for another.
 	 */
 	st = new_state(16, 64, 32);
-	const struct nlm_host four[] = { a, b, c, d };
+	const struct gw_host four[] = { a, b, c, d };
 	for (size_t i = 0; i < 4; i++) {
 		assert_int_equal(nlm_state_owner(st, &four[i], 1, bytes("1"), &x), 0);
 		assert_true(nlm_state_call_begin(st, &x));
@@ -282,9 +282,9 @@ static void limits_refuse_and_count(void **state)
 static void clients_survive_restart(void **state)
 {
 	struct nlm_state *st = new_state(16, 64, 32);
-	struct nlm_host a = host4(0x0a000001), idle = host4(0x0a000003);
+	struct gw_host a = host4(0x0a000001), idle = host4(0x0a000003);
 	struct sockaddr_in6 s6 = { .sin6_family = AF_INET6 };
-	struct nlm_host v6, got[8];
+	struct gw_host v6, got[8];
 	struct nlm_owner_id o;
 	char dir[] = "/tmp/nlmstateXXXXXX", path[256], err[256];
 	size_t n;
@@ -293,13 +293,13 @@ static void clients_survive_restart(void **state)
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/clients", dir);
 	inet_pton(AF_INET6, "fd00::5", &s6.sin6_addr);
-	assert_true(nlm_host_from_sockaddr(&v6, (struct sockaddr *)&s6, sizeof(s6)));
+	assert_true(gw_host_from_sockaddr(&v6, (struct sockaddr *)&s6, sizeof(s6)));
 	assert_int_equal(nlm_state_load_clients(path, got, 8, &n, err, sizeof(err)), -ENOENT);
 	/* An IPv4 client seen through a dual-stack socket is the same host. */
-	struct nlm_host mapped;
+	struct gw_host mapped;
 	s6.sin6_addr = (struct in6_addr){ 0 };
 	inet_pton(AF_INET6, "::ffff:10.0.0.1", &s6.sin6_addr);
-	assert_true(nlm_host_from_sockaddr(&mapped, (struct sockaddr *)&s6, sizeof(s6)));
+	assert_true(gw_host_from_sockaddr(&mapped, (struct sockaddr *)&s6, sizeof(s6)));
 	assert_memory_equal(&mapped, &a, sizeof(a));
 
 	assert_int_equal(nlm_state_owner(st, &a, 1, bytes("1"), &o), 0);
@@ -349,7 +349,7 @@ static void clients_survive_restart(void **state)
 static void clients_dirty_only_when_the_set_changes(void **state)
 {
 	struct nlm_state *st = new_state(16, 64, 32);
-	struct nlm_host a = host4(0x0a000001), b = host4(0x0a000002);
+	struct gw_host a = host4(0x0a000001), b = host4(0x0a000002);
 	struct nlm_owner_id oa, ob;
 	const struct nlm_unlock *u;
 
@@ -386,7 +386,7 @@ static void clients_dirty_only_when_the_set_changes(void **state)
 static void repeated_notify_state_is_new_after_the_window(void **state)
 {
 	struct nlm_state *st = new_state(8, 8, 8);
-	struct nlm_host a = host4(1), b = host4(2);
+	struct gw_host a = host4(1), b = host4(2);
 	uint64_t t0 = 1000000;
 
 	(void)state;
@@ -411,7 +411,7 @@ static void owners_per_client_bounded(void **state)
 		.max_owners_per_client = 2,
 	};
 	struct nlm_state *st = nlm_state_new(&lim, 7);
-	struct nlm_host a = host4(1), b = host4(2);
+	struct gw_host a = host4(1), b = host4(2);
 	struct nlm_owner_id o1, o2, x;
 
 	(void)state;
@@ -445,7 +445,7 @@ static void owners_per_client_bounded(void **state)
 static void owners_live_while_they_hold_or_wait(void **state)
 {
 	struct nlm_state *st = new_state(16, 64, 32);
-	struct nlm_host a = host4(0x0a000001);
+	struct gw_host a = host4(0x0a000001);
 	struct nlm_owner_id o, again;
 	const struct nlm_unlock *u;
 
@@ -505,7 +505,7 @@ static void owners_live_while_they_hold_or_wait(void **state)
 static void idle_clients_reclaimed_lru(void **state)
 {
 	struct nlm_state *st = new_state(16, 64, 32);
-	struct nlm_host h[7];
+	struct gw_host h[7];
 	struct nlm_owner_id o[7], x;
 	struct nlm_client_owner co;
 
@@ -556,8 +556,8 @@ static void prefix_share_bounded(void **state)
 {
 	struct nlm_state_limits lim = { .max_clients = 8, .max_clients_per_prefix = 2 };
 	struct nlm_state *st = nlm_state_new(&lim, 3);
-	struct nlm_host a1 = host4(0x0a000101), a2 = host4(0x0a000102), a3 = host4(0x0a0001fe);
-	struct nlm_host b1 = host4(0x0a000201);
+	struct gw_host a1 = host4(0x0a000101), a2 = host4(0x0a000102), a3 = host4(0x0a0001fe);
+	struct gw_host b1 = host4(0x0a000201);
 	struct nlm_owner_id o1, o2, x;
 
 	(void)state;
@@ -578,13 +578,13 @@ static void prefix_share_bounded(void **state)
 
 	/* IPv6: the /64 is the prefix. */
 	struct sockaddr_in6 s6 = { .sin6_family = AF_INET6 };
-	struct nlm_host v6[3];
+	struct gw_host v6[3];
 	const char *addrs[] = { "fd00:1:2:3::1", "fd00:1:2:3:ffff::2", "fd00:1:2:4::1" };
 	for (int i = 0; i < 3; i++) {
 		assert_int_equal(inet_pton(AF_INET6, addrs[i], &s6.sin6_addr), 1);
-		assert_true(nlm_host_from_sockaddr(&v6[i], (struct sockaddr *)&s6, sizeof(s6)));
+		assert_true(gw_host_from_sockaddr(&v6[i], (struct sockaddr *)&s6, sizeof(s6)));
 	}
-	struct nlm_host v6c = v6[0];
+	struct gw_host v6c = v6[0];
 	v6c.addr[15] = 3;
 	for (int i = 0; i < 2; i++) {
 		assert_int_equal(nlm_state_owner(st, &v6[i], 1, bytes("1"), &x), 0);

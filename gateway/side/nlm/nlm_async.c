@@ -54,7 +54,7 @@ struct as_entry {
 	enum as_stage stage;
 	uint32_t gen; /* with the slot, the cookie upstream */
 	uint32_t vers, proc;
-	struct nlm_host client;
+	struct gw_host client;
 	uint32_t cookie_len; /* the client's cookie, given back in the X_RES */
 	uint8_t cookie[NLM_MAXNETOBJ];
 	struct as_lock lock;
@@ -124,7 +124,7 @@ static void entry_free(struct nlm_async *as, struct as_entry *e)
 /* ---- a client's X_MSG ----------------------------------------------------------- */
 
 /* A free entry (NULL: none), and how many entries @client holds in *@held. */
-static struct as_entry *free_entry(struct nlm_async *as, const struct nlm_host *client,
+static struct as_entry *free_entry(struct nlm_async *as, const struct gw_host *client,
 				   uint32_t *slot, uint32_t *held)
 {
 	struct as_entry *e = NULL;
@@ -149,7 +149,7 @@ static struct as_entry *free_entry(struct nlm_async *as, const struct nlm_host *
  * stages' timeouts, and without the cap could refuse every other client's
  * _MSG for that long.
  */
-static bool refuse(struct nlm_async *as, const struct nlm_host *client, bool table_full,
+static bool refuse(struct nlm_async *as, const struct gw_host *client, bool table_full,
 		   uint32_t held)
 {
 	char who[INET6_ADDRSTRLEN];
@@ -159,7 +159,7 @@ static bool refuse(struct nlm_async *as, const struct nlm_host *client, bool tab
 		as->stats.refused_client_cap++;
 		gw_info("%s: nlm async: a _MSG call of client %s refused: it has %u pending "
 			"(max_pending_per_client)",
-			as->cfg.route->name, nlm_host_str(client, who, sizeof(who)), held);
+			as->cfg.route->name, gw_host_str(client, who, sizeof(who)), held);
 		return false;
 	}
 	as->stats.full++;
@@ -168,7 +168,7 @@ static bool refuse(struct nlm_async *as, const struct nlm_host *client, bool tab
 	return false;
 }
 
-bool nlm_async_register(struct nlm_async *as, const struct nlm_host *client, uint32_t vers,
+bool nlm_async_register(struct nlm_async *as, const struct gw_host *client, uint32_t vers,
 			uint32_t proc, struct nlm_args *a, uint8_t cookie[NLM_ASYNC_COOKIE_LEN])
 {
 	uint32_t slot = 0, held;
@@ -381,7 +381,7 @@ static bool start_delivery(struct nlm_async *as, struct as_entry *e, struct nlm_
 							  e->client.family, NLM_PROG, e->vers);
 	if (!e->getport_len)
 		return false;
-	nlm_host_to_sockaddr(&e->client, as->cfg.pmap_port, &e->to, &e->tolen);
+	gw_host_to_sockaddr(&e->client, as->cfg.pmap_port, &e->to, &e->tolen);
 	e->stage = AS_GETPORT;
 	e->deadline_us = gw_now_us() + (uint64_t)as->cfg.timeout_ms * 1000;
 	send_current(as, e);
@@ -460,7 +460,7 @@ int nlm_async_on_res(struct nlm_async *as, uint32_t vers, uint32_t proc, const u
 	nlm_relay_call_done(as->cfg.relay, &up, true);
 	if (!start_delivery(as, e, &r)) {
 		gw_warn("%s: nlm async: the result for client %s did not encode: dropped",
-			as->cfg.route->name, nlm_host_str(&e->client, who, sizeof(who)));
+			as->cfg.route->name, gw_host_str(&e->client, who, sizeof(who)));
 		entry_free(as, e);
 	}
 	return 0;
@@ -479,14 +479,14 @@ static void client_reply(struct nlm_async *as, struct as_entry *e, const uint8_t
 		    port == 0) {
 			gw_info("%s: nlm async: client %s has no lockd at its portmapper: its "
 				"result dropped",
-				as->cfg.route->name, nlm_host_str(&e->client, who, sizeof(who)));
+				as->cfg.route->name, gw_host_str(&e->client, who, sizeof(who)));
 			entry_free(as, e);
 			return;
 		}
 		e->stage = AS_DELIVER;
 		e->xid = gw_random_xid(xid_in_use, as);
 		xdr_put32(e->msg, e->xid);
-		nlm_host_to_sockaddr(&e->client, port, &e->to, &e->tolen);
+		gw_host_to_sockaddr(&e->client, port, &e->to, &e->tolen);
 		send_current(as, e);
 		return;
 	}
@@ -495,7 +495,7 @@ static void client_reply(struct nlm_async *as, struct as_entry *e, const uint8_t
 		as->stats.delivered++;
 	else
 		gw_info("%s: nlm async: client %s refused its result", as->cfg.route->name,
-			nlm_host_str(&e->client, who, sizeof(who)));
+			gw_host_str(&e->client, who, sizeof(who)));
 	entry_free(as, e);
 }
 
@@ -505,7 +505,7 @@ static void on_client_read(evutil_socket_t fd, short what, void *arg)
 	uint8_t buf[512];
 	struct sockaddr_storage from;
 	socklen_t flen = sizeof(from);
-	struct nlm_host h;
+	struct gw_host h;
 	struct as_entry *e;
 	ssize_t n;
 
@@ -514,7 +514,7 @@ static void on_client_read(evutil_socket_t fd, short what, void *arg)
 		/* Only a reply from the client the call went to, to a call pending. */
 		if (n < 8 || !rpc_msg_is_reply(buf, (size_t)n) ||
 		    !(e = find_xid(as, xdr_get32(buf))) ||
-		    !nlm_host_from_sockaddr(&h, (struct sockaddr *)&from, flen) ||
+		    !gw_host_from_sockaddr(&h, (struct sockaddr *)&from, flen) ||
 		    memcmp(&h, &e->client, sizeof(h)) != 0)
 			as->cfg.counters->events[GW_EV_UNMATCHED_REPLY]++;
 		else
@@ -540,7 +540,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 			as->stats.timed_out++;
 			as->cfg.counters->events[GW_EV_CALL_TIMEOUT]++;
 			gw_info("%s: nlm async: a _MSG of client %s: %s in time, forgotten",
-				as->cfg.route->name, nlm_host_str(&e->client, who, sizeof(who)),
+				as->cfg.route->name, gw_host_str(&e->client, who, sizeof(who)),
 				e->stage == AS_AWAIT_SERVER ? "no result from the server"
 							    : "the client did not take its result");
 			if (e->stage == AS_AWAIT_SERVER) {

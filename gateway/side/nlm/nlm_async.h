@@ -101,7 +101,7 @@ bool nlm_async_is_res(uint32_t proc);
  * table is full, or @client holds max_pending_per_client entries (each
  * counted): the relay refuses the call.
  */
-bool nlm_async_register(struct nlm_async *as, const struct nlm_host *client, uint32_t vers,
+bool nlm_async_register(struct nlm_async *as, const struct gw_host *client, uint32_t vers,
 			uint32_t proc, struct nlm_args *a, uint8_t cookie[NLM_ASYNC_COOKIE_LEN]);
 
 /*

@@ -40,7 +40,7 @@ struct cb_pending {
 	bool used;
 	bool have_port;		    /* the client's lockd port is known: GRANTED sent */
 	uint32_t xid;		    /* of the gateway's call to the client (GETPORT, GRANTED) */
-	struct nlm_host client;	    /* its address */
+	struct gw_host client;	    /* its address */
 	struct sockaddr_storage to; /* where the current call goes */
 	socklen_t tolen;
 	uint64_t deadline_us, sent_us;
@@ -63,7 +63,7 @@ struct cb_pending {
 struct nlm_callback {
 	struct nlm_callback_config cfg;
 	struct gw_route route; /* the route with every peer allowed: the server calls here */
-	struct nlm_host server;
+	struct gw_host server;
 	struct sockaddr_storage local; /* the upstream-side address */
 	socklen_t local_len;
 	struct side_service *svc;  /* the NLM callback service there */
@@ -189,7 +189,7 @@ static void client_reply(struct nlm_callback *cb, struct cb_pending *p, const ui
 		p->have_port = true;
 		p->xid = gw_random_xid(xid_in_use, cb);
 		xdr_put32(p->msg, p->xid);
-		nlm_host_to_sockaddr(&p->client, port, &p->to, &p->tolen);
+		gw_host_to_sockaddr(&p->client, port, &p->to, &p->tolen);
 		send_current(cb, p);
 		return;
 	}
@@ -210,7 +210,7 @@ static void on_client_read(evutil_socket_t fd, short what, void *arg)
 	uint8_t buf[CB_MAX_MSG];
 	struct sockaddr_storage from;
 	socklen_t flen = sizeof(from);
-	struct nlm_host h;
+	struct gw_host h;
 	struct cb_pending *p;
 	ssize_t n;
 
@@ -218,7 +218,7 @@ static void on_client_read(evutil_socket_t fd, short what, void *arg)
 	while ((n = recvfrom(fd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &flen)) >= 0) {
 		/* Only a reply from the client the call went to, to a call pending. */
 		if (n < 8 || !(p = find_xid(cb, xdr_get32(buf))) ||
-		    !nlm_host_from_sockaddr(&h, (struct sockaddr *)&from, flen) ||
+		    !gw_host_from_sockaddr(&h, (struct sockaddr *)&from, flen) ||
 		    memcmp(&h, &p->client, sizeof(h)) != 0) {
 			cb->cfg.counters->events[GW_EV_UNMATCHED_REPLY]++;
 		} else {
@@ -318,7 +318,7 @@ static bool start_pending(struct nlm_callback *cb, struct cb_pending *p,
 							  p->client.family, NLM_PROG, h->vers);
 	if (!p->getport_len)
 		return false;
-	nlm_host_to_sockaddr(&o->host, cb->cfg.pmap_port, &p->to, &p->tolen);
+	gw_host_to_sockaddr(&o->host, cb->cfg.pmap_port, &p->to, &p->tolen);
 	p->deadline_us = gw_now_us() + (uint64_t)cb->cfg.timeout_ms * 1000;
 	p->used = true;
 	cb->live++;
@@ -391,12 +391,24 @@ static void on_async_res(struct nlm_callback *cb, const struct side_service_peer
 	gw_counters_count_reply(cb->cfg.counters, h->prog, h->vers, h->proc);
 }
 
+/* Whether @peer is the server's host; if not, counted as refused. */
+static bool from_server(struct nlm_callback *cb, const struct side_service_peer *peer)
+{
+	struct gw_host from;
+
+	if (gw_host_from_sockaddr(&from, (const struct sockaddr *)&peer->addr, peer->addrlen) &&
+	    gw_host_equal(&from, &cb->server))
+		return true;
+	cb->stats.not_from_server++;
+	cb->cfg.counters->events[GW_EV_REFUSED_CLIENT]++;
+	return false;
+}
+
 static void on_server_call(void *arg, struct side_service *svc,
 			   const struct side_service_peer *peer, const uint8_t *msg, size_t len)
 {
 	struct nlm_callback *cb = arg;
 	struct rpc_call_hdr h;
-	struct nlm_host from;
 	struct nlm_args a;
 
 	(void)svc;
@@ -410,12 +422,8 @@ static void on_server_call(void *arg, struct side_service *svc,
 		return;
 	}
 	/* Only the server's lockd calls back; nobody else may grant a client's lock. */
-	if (!nlm_host_from_sockaddr(&from, (const struct sockaddr *)&peer->addr, peer->addrlen) ||
-	    memcmp(&from, &cb->server, sizeof(from)) != 0) {
-		cb->stats.not_from_server++;
-		cb->cfg.counters->events[GW_EV_REFUSED_CLIENT]++;
+	if (!from_server(cb, peer))
 		return;
-	}
 	enum rpc_hdr_status st = rpc_call_decode(msg, len, &h);
 	if (st == RPC_HDR_BAD_RPCVERS || st == RPC_HDR_BAD_AUTH) {
 		size_t n =
@@ -513,7 +521,6 @@ static void pmap_on_call(void *arg, struct side_service *svc, const struct side_
 {
 	struct nlm_callback *cb = arg;
 	struct rpc_call_hdr h;
-	struct nlm_host from;
 	size_t n = 0;
 
 	/*
@@ -521,12 +528,8 @@ static void pmap_on_call(void *arg, struct side_service *svc, const struct side_
 	 * GRANTED, its statd for SM_NOTIFY): anyone else, a forged source
 	 * above all, would get a DUMP many times its call for nothing.
 	 */
-	if (!nlm_host_from_sockaddr(&from, (const struct sockaddr *)&peer->addr, peer->addrlen) ||
-	    memcmp(&from, &cb->server, sizeof(from)) != 0) {
-		cb->stats.not_from_server++;
-		cb->cfg.counters->events[GW_EV_REFUSED_CLIENT]++;
+	if (!from_server(cb, peer))
 		return;
-	}
 	if (pmap_answer(&cb->table, msg, len, cb->out, sizeof(cb->out), &n, &h) == PMAP_NO_REPLY)
 		cb->cfg.counters->events[GW_EV_MALFORMED_RECORD]++;
 	if (n)
@@ -547,11 +550,11 @@ static bool add_nlm(struct pmap_table *t, uint16_t port)
 
 static bool same_host(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
 {
-	struct nlm_host ha, hb;
+	struct gw_host ha, hb;
 
-	return nlm_host_from_sockaddr(&ha, (const struct sockaddr *)a, sizeof(*a)) &&
-	       nlm_host_from_sockaddr(&hb, (const struct sockaddr *)b, sizeof(*b)) &&
-	       memcmp(&ha, &hb, sizeof(ha)) == 0;
+	return gw_host_from_sockaddr(&ha, (const struct sockaddr *)a, sizeof(*a)) &&
+	       gw_host_from_sockaddr(&hb, (const struct sockaddr *)b, sizeof(*b)) &&
+	       gw_host_equal(&ha, &hb);
 }
 
 /*
@@ -696,7 +699,7 @@ struct nlm_callback *nlm_callback_start(struct event_base *base,
 	cb->route = *cfg->route;
 	cb->route.allowed_clients_count = 0; /* the server: checked by address in on_server_call */
 	cb->pend = calloc(cb->cfg.max_pending, sizeof(*cb->pend));
-	if (!cb->pend || !nlm_host_from_sockaddr(&cb->server, server, server_len))
+	if (!cb->pend || !gw_host_from_sockaddr(&cb->server, server, server_len))
 		goto fail;
 	what = "the upstream-side address";
 	if (!upstream_side_addr(cb, server, server_len))

@@ -37,7 +37,7 @@ struct nt_slot {
 	bool used;
 	bool have_port; /* its statd's port is known: SM_NOTIFY sent */
 	uint32_t xid;
-	struct nlm_host client;
+	struct gw_host client;
 	struct sockaddr_storage to;
 	socklen_t tolen;
 	uint64_t sent_us;
@@ -49,7 +49,7 @@ struct nt_slot {
 
 struct nlm_notify {
 	struct nlm_notify_config cfg;
-	struct nlm_host server;
+	struct gw_host server;
 	char mon_name[INET6_ADDRSTRLEN]; /* the listen address, as the clients mounted it */
 	bool have_state;
 	int32_t state;	     /* the server's last state relayed */
@@ -57,7 +57,7 @@ struct nlm_notify {
 	bool restart_round;  /* the round tells of the gateway's restart, not the server's */
 	uint64_t deadline_us;
 	struct nt_slot *slots;
-	struct nlm_host *queue; /* max_clients hosts still to start, from qhead to qlen */
+	struct gw_host *queue; /* max_clients hosts still to start, from qhead to qlen */
 	uint32_t qhead, qlen, live;
 	int fd; /* toward clients, bound to the route's listen address */
 	struct event *read_ev, *timer;
@@ -107,7 +107,7 @@ static bool xid_in_use(void *arg, uint32_t xid)
 }
 
 /* Start telling @host: ask its portmapper for its statd first. */
-static bool start_slot(struct nlm_notify *nt, struct nt_slot *s, const struct nlm_host *host)
+static bool start_slot(struct nlm_notify *nt, struct nt_slot *s, const struct gw_host *host)
 {
 	memset(s, 0, offsetof(struct nt_slot, msg));
 	s->client = *host;
@@ -116,7 +116,7 @@ static bool start_slot(struct nlm_notify *nt, struct nt_slot *s, const struct nl
 							  host->family, NSM_PROG, NSM_VERS);
 	if (!s->getport_len)
 		return false;
-	nlm_host_to_sockaddr(host, nt->cfg.pmap_port, &s->to, &s->tolen);
+	gw_host_to_sockaddr(host, nt->cfg.pmap_port, &s->to, &s->tolen);
 	gw_backoff_init(&s->backoff, nt->cfg.retry_ms, NT_MAX_BACKOFF_MS);
 	s->used = true;
 	nt->live++;
@@ -137,7 +137,7 @@ static void end_slot(struct nlm_notify *nt, struct nt_slot *s, bool delivered, c
 {
 	char who[INET6_ADDRSTRLEN];
 
-	nlm_host_str(&s->client, who, sizeof(who));
+	gw_host_str(&s->client, who, sizeof(who));
 	const char *what = nt->restart_round ? "gateway restart" : "server reboot";
 	if (delivered) {
 		nt->stats.delivered++;
@@ -173,7 +173,7 @@ static void client_reply(struct nlm_notify *nt, struct nt_slot *s, const uint8_t
 			end_slot(nt, s, false, "the SM_NOTIFY did not encode");
 			return;
 		}
-		nlm_host_to_sockaddr(&s->client, port, &s->to, &s->tolen);
+		gw_host_to_sockaddr(&s->client, port, &s->to, &s->tolen);
 		gw_backoff_init(&s->backoff, nt->cfg.retry_ms, NT_MAX_BACKOFF_MS);
 		send_current(nt, s);
 		return;
@@ -191,7 +191,7 @@ static void on_client_read(evutil_socket_t fd, short what, void *arg)
 	uint8_t buf[NT_MAX_MSG];
 	struct sockaddr_storage from;
 	socklen_t flen = sizeof(from);
-	struct nlm_host h;
+	struct gw_host h;
 	struct nt_slot *s;
 	ssize_t n;
 
@@ -199,7 +199,7 @@ static void on_client_read(evutil_socket_t fd, short what, void *arg)
 	while ((n = recvfrom(fd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &flen)) >= 0) {
 		/* Only a reply from the host the call went to, to a call pending. */
 		if (n < 8 || !(s = find_xid(nt, xdr_get32(buf))) ||
-		    !nlm_host_from_sockaddr(&h, (struct sockaddr *)&from, flen) ||
+		    !gw_host_from_sockaddr(&h, (struct sockaddr *)&from, flen) ||
 		    memcmp(&h, &s->client, sizeof(h)) != 0)
 			nt->cfg.counters->events[GW_EV_UNMATCHED_REPLY]++;
 		else
@@ -286,7 +286,7 @@ static void server_rebooted(struct nlm_notify *nt, int32_t state)
 	start_queued(nt);
 }
 
-size_t nlm_notify_gateway_restarted(struct nlm_notify *nt, const struct nlm_host *hosts, size_t n,
+size_t nlm_notify_gateway_restarted(struct nlm_notify *nt, const struct gw_host *hosts, size_t n,
 				    int32_t state)
 {
 	size_t q = n < nt->cfg.max_clients ? n : nt->cfg.max_clients;
@@ -319,11 +319,11 @@ size_t nlm_notify_on_call(struct nlm_notify *nt, const struct sockaddr *peer, so
 			  const uint8_t *msg, size_t len, uint8_t *out, size_t cap)
 {
 	struct rpc_call_hdr h;
-	struct nlm_host from;
+	struct gw_host from;
 	int32_t state;
 
 	/* Only the server may say that it rebooted: anyone else would undo clients' locks. */
-	if (!nlm_host_from_sockaddr(&from, peer, peer_len) ||
+	if (!gw_host_from_sockaddr(&from, peer, peer_len) ||
 	    memcmp(&from, &nt->server, sizeof(from)) != 0) {
 		nt->stats.not_from_server++;
 		nt->cfg.counters->events[GW_EV_REFUSED_CLIENT]++;
@@ -390,7 +390,7 @@ struct nlm_notify *nlm_notify_start(struct event_base *base, const struct nlm_no
 		nt->cfg.timeout_ms = NT_DEFAULT_TIMEOUT_MS;
 	nt->slots = calloc(nt->cfg.max_inflight, sizeof(*nt->slots));
 	nt->queue = calloc(nt->cfg.max_clients, sizeof(*nt->queue));
-	if (!nt->slots || !nt->queue || !nlm_host_from_sockaddr(&nt->server, server, server_len))
+	if (!nt->slots || !nt->queue || !gw_host_from_sockaddr(&nt->server, server, server_len))
 		goto fail;
 	what = "the listen address";
 	if (!listen_name(nt))

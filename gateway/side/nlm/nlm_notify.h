@@ -91,7 +91,7 @@ size_t nlm_notify_on_call(struct nlm_notify *nt, const struct sockaddr *peer, so
  * reclaim (nlm_relay_set_reclaim_window()). Replaces a round still going.
  * Returns how many are told (at most max_clients; the rest counted).
  */
-size_t nlm_notify_gateway_restarted(struct nlm_notify *nt, const struct nlm_host *hosts, size_t n,
+size_t nlm_notify_gateway_restarted(struct nlm_notify *nt, const struct gw_host *hosts, size_t n,
 				    int32_t state);
 
 /* Clients being notified or queued now. */

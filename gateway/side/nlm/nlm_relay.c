@@ -241,7 +241,7 @@ static size_t free_all(struct nlm_relay *rl, const struct side_service_peer *pee
 		       const struct rpc_call_hdr *h, const uint8_t *msg, size_t len, uint8_t *out,
 		       size_t cap)
 {
-	struct nlm_host host;
+	struct gw_host host;
 	struct nlm_bytes name;
 	int32_t state;
 
@@ -250,7 +250,7 @@ static size_t free_all(struct nlm_relay *rl, const struct side_service_peer *pee
 			 rl->cfg.route_name);
 		return answer_rpc_error(rl, h->xid, RPCSTAT_GARBAGE_ARGS, 0, 0, out, cap);
 	}
-	if (!nlm_host_from_sockaddr(&host, (const struct sockaddr *)&peer->addr, peer->addrlen))
+	if (!gw_host_from_sockaddr(&host, (const struct sockaddr *)&peer->addr, peer->addrlen))
 		return answer_rpc_error(rl, h->xid, RPCSTAT_SYSTEM_ERR, 0, 0, out, cap);
 	/*
 	 * Debug only: a peer repeating FREE_ALL must not fill the log (a
@@ -278,7 +278,7 @@ static size_t free_all(struct nlm_relay *rl, const struct side_service_peer *pee
  * length in *@n. The owner has the call counted in flight
  * (nlm_state_call_begin()) until its reply or its end unanswered.
  */
-static int share_owner(struct nlm_relay *rl, const struct nlm_host *host,
+static int share_owner(struct nlm_relay *rl, const struct gw_host *host,
 		       const struct rpc_call_hdr *h, struct nlm_args *a, struct nlm_owner_id *id,
 		       uint8_t *out, size_t cap, size_t *n)
 {
@@ -303,7 +303,7 @@ enum side_relay_verdict nlm_relay_call_hook(void *arg, const struct side_service
 					    size_t len, uint8_t *out, size_t cap, size_t *n)
 {
 	struct nlm_relay *rl = arg;
-	struct nlm_host host;
+	struct gw_host host;
 	struct nlm_args a;
 	struct nlm_owner_id id;
 	size_t m;
@@ -329,7 +329,7 @@ enum side_relay_verdict nlm_relay_call_hook(void *arg, const struct side_service
 		*n = answer_rpc_error(rl, h->xid, RPCSTAT_PROC_UNAVAIL, 0, 0, out, cap);
 		return SIDE_RELAY_ANSWERED;
 	}
-	if (!nlm_host_from_sockaddr(&host, (const struct sockaddr *)&peer->addr, peer->addrlen)) {
+	if (!gw_host_from_sockaddr(&host, (const struct sockaddr *)&peer->addr, peer->addrlen)) {
 		*n = answer_rpc_error(rl, h->xid, RPCSTAT_SYSTEM_ERR, 0, 0, out, cap);
 		return SIDE_RELAY_ANSWERED;
 	}
@@ -515,11 +515,11 @@ static enum side_relay_verdict test_result(struct nlm_relay *rl, const struct re
 					   size_t cap, size_t *n)
 {
 	struct nlm_testres r;
-	struct nlm_host host;
+	struct gw_host host;
 	size_t m;
 
-	if (!nlm_host_from_sockaddr(&host, (const struct sockaddr *)&c->peer.addr,
-				    c->peer.addrlen) ||
+	if (!gw_host_from_sockaddr(&host, (const struct sockaddr *)&c->peer.addr,
+				   c->peer.addrlen) ||
 	    nlm_decode_testres(c->vers, msg + off, len - off, &r) != 0 || r.stat != NLM_DENIED)
 		return SIDE_RELAY_PASS;
 	nlm_state_holder_view(rl->st, &host, &r.holder);
@@ -671,7 +671,7 @@ size_t nlm_relay_nsm_answer(struct nlm_relay *rl, const struct side_service_peer
 			    size_t *unlocks)
 {
 	struct rpc_call_hdr h;
-	struct nlm_host host;
+	struct gw_host host;
 	int32_t state;
 
 	*unlocks = 0;
@@ -705,8 +705,8 @@ size_t nlm_relay_nsm_answer(struct nlm_relay *rl, const struct side_service_peer
 		 * it sent last again is a retransmission (or a replay): the
 		 * locks taken since that reboot stay.
 		 */
-		if (nlm_host_from_sockaddr(&host, (const struct sockaddr *)&peer->addr,
-					   peer->addrlen)) {
+		if (gw_host_from_sockaddr(&host, (const struct sockaddr *)&peer->addr,
+					  peer->addrlen)) {
 			if (nlm_state_client_notified(rl->st, &host, state, rl->cfg.now_us()))
 				*unlocks = nlm_release_client(rl, &host, "SM_NOTIFY");
 			else
@@ -771,12 +771,12 @@ void nlm_relay_unlock_result(struct nlm_relay *rl, const struct nlm_args *a, uin
 		nlm_state_unlocked(rl->st, &id, a->lock.fh, a->lock.offset, a->lock.len);
 }
 
-void nlm_relay_holder_view(struct nlm_relay *rl, const struct nlm_host *host, struct nlm_holder *h)
+void nlm_relay_holder_view(struct nlm_relay *rl, const struct gw_host *host, struct nlm_holder *h)
 {
 	nlm_state_holder_view(rl->st, host, h);
 }
 
-size_t nlm_relay_server_rebooted(struct nlm_relay *rl, struct nlm_host *hosts, size_t max)
+size_t nlm_relay_server_rebooted(struct nlm_relay *rl, struct gw_host *hosts, size_t max)
 {
 	size_t n = nlm_state_server_rebooted(rl->st, hosts, max);
 

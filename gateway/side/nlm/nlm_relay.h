@@ -166,13 +166,13 @@ void nlm_relay_give_back(struct nlm_relay *rl, uint32_t vers, const struct nlm_a
 /* Does the upstream owner in @a hold anything recorded on @a's file? */
 bool nlm_relay_owner_holds(struct nlm_relay *rl, const struct nlm_args *a);
 /* A TEST_RES holder as @host may see it (nlm_state_holder_view()). */
-void nlm_relay_holder_view(struct nlm_relay *rl, const struct nlm_host *host, struct nlm_holder *h);
+void nlm_relay_holder_view(struct nlm_relay *rl, const struct gw_host *host, struct nlm_holder *h);
 
 /*
  * The server rebooted (its SM_NOTIFY): the client hosts that held locks in
  * @hosts (the first @max; their count returned, which may be more); the lock records forgotten.
  */
-size_t nlm_relay_server_rebooted(struct nlm_relay *rl, struct nlm_host *hosts, size_t max);
+size_t nlm_relay_server_rebooted(struct nlm_relay *rl, struct gw_host *hosts, size_t max);
 
 /*
  * The server was told NLM_DENIED for its GRANTED of @owner's lock on @fh

@@ -77,7 +77,7 @@ void nlm_release_on_timer(evutil_socket_t fd, short what, void *arg);
 bool nlm_release_reply(struct nlm_relay *rl, const struct relay_call *c, const struct nlm_args *a,
 		       const uint8_t *msg, size_t len);
 /* @host rebooted: its locks and shares released upstream; how many were queued. */
-size_t nlm_release_client(struct nlm_relay *rl, const struct nlm_host *host, const char *why);
+size_t nlm_release_client(struct nlm_relay *rl, const struct gw_host *host, const char *why);
 void nlm_release_drop_all(struct nlm_relay *rl);
 
 #endif

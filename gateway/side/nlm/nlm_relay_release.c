@@ -242,7 +242,7 @@ static bool release_queue_add(struct nlm_relay *rl, const struct nlm_unlock *u, 
  * already: an UNLOCK the queue has no room for leaves that lock on the
  * server (logged, counted).
  */
-size_t nlm_release_client(struct nlm_relay *rl, const struct nlm_host *host, const char *why)
+size_t nlm_release_client(struct nlm_relay *rl, const struct gw_host *host, const char *why)
 {
 	const struct nlm_unlock *u;
 	size_t count = nlm_state_client_rebooted(rl->st, host, &u), full = 0;

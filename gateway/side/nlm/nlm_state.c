@@ -30,7 +30,7 @@ struct nlm_owner {
 
 struct nlm_client {
 	bool used;
-	struct nlm_host host;
+	struct gw_host host;
 	uint32_t owners, locks;
 	uint32_t calls; /* its owners' calls in flight */
 	uint32_t lock_head;
@@ -53,7 +53,7 @@ struct nlm_lockrec {
  */
 struct nlm_notified {
 	bool used;
-	struct nlm_host host;
+	struct gw_host host;
 	int32_t state;
 	uint64_t at_us; /* when that state came first */
 };
@@ -80,67 +80,6 @@ static void set_default(uint32_t *v, uint32_t def)
 {
 	if (*v == 0)
 		*v = def;
-}
-
-bool nlm_host_from_sockaddr(struct nlm_host *h, const struct sockaddr *sa, socklen_t len)
-{
-	memset(h, 0, sizeof(*h));
-	if (sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
-		h->family = AF_INET;
-		memcpy(h->addr, &((const struct sockaddr_in *)sa)->sin_addr, 4);
-		return true;
-	}
-	if (sa->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
-		const struct in6_addr *a6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-		/* A dual-stack socket shows an IPv4 client as ::ffff:a.b.c.d: one host. */
-		if (IN6_IS_ADDR_V4MAPPED(a6)) {
-			h->family = AF_INET;
-			memcpy(h->addr, a6->s6_addr + 12, 4);
-			return true;
-		}
-		h->family = AF_INET6;
-		memcpy(h->addr, a6, 16);
-		return true;
-	}
-	return false;
-}
-
-void nlm_host_to_sockaddr(const struct nlm_host *h, uint16_t port, struct sockaddr_storage *ss,
-			  socklen_t *len)
-{
-	memset(ss, 0, sizeof(*ss));
-	if (h->family == AF_INET6) {
-		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-		s6->sin6_family = AF_INET6;
-		memcpy(&s6->sin6_addr, h->addr, 16);
-		s6->sin6_port = htons(port);
-		*len = sizeof(*s6);
-	} else {
-		struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-		s4->sin_family = AF_INET;
-		memcpy(&s4->sin_addr, h->addr, 4);
-		s4->sin_port = htons(port);
-		*len = sizeof(*s4);
-	}
-}
-
-const char *nlm_host_str(const struct nlm_host *h, char *buf, size_t len)
-{
-	if (!inet_ntop(h->family, h->addr, buf, (socklen_t)len))
-		snprintf(buf, len, "?");
-	return buf;
-}
-
-static bool host_eq(const struct nlm_host *a, const struct nlm_host *b)
-{
-	return a->family == b->family && memcmp(a->addr, b->addr, sizeof(a->addr)) == 0;
-}
-
-/* The same /24 (IPv4) or /64 (IPv6): one network's hosts, or one forger's sources. */
-static bool same_prefix(const struct nlm_host *a, const struct nlm_host *b)
-{
-	return a->family == b->family &&
-	       memcmp(a->addr, b->addr, a->family == AF_INET6 ? 8 : 3) == 0;
 }
 
 struct nlm_state *nlm_state_new(const struct nlm_state_limits *lim, uint64_t instance)
@@ -228,7 +167,7 @@ const struct nlm_state_limits *nlm_state_limits(const struct nlm_state *st)
 /* ---- owners ------------------------------------------------------------------ */
 
 /* FNV-1a over the client's key: the table is small and the key short. */
-static uint32_t owner_hash(const struct nlm_state *st, const struct nlm_host *h, int32_t svid,
+static uint32_t owner_hash(const struct nlm_state *st, const struct gw_host *h, int32_t svid,
 			   struct nlm_bytes oh)
 {
 	uint32_t x = 2166136261u;
@@ -297,11 +236,11 @@ static bool is_our_token(const struct nlm_state *st, struct nlm_bytes oh)
 	return oh.len == NLM_TOKEN_LEN && memcmp(oh.p, inst, 8) == 0;
 }
 
-static int32_t find_client(const struct nlm_state *st, const struct nlm_host *h)
+static int32_t find_client(const struct nlm_state *st, const struct gw_host *h)
 {
 	/* A scan: clients are few (max_clients), and NLM calls are rare. */
 	for (uint32_t i = 0; i < st->lim.max_clients; i++)
-		if (st->clients[i].used && host_eq(&st->clients[i].host, h))
+		if (st->clients[i].used && gw_host_equal(&st->clients[i].host, h))
 			return (int32_t)i;
 	return -1;
 }
@@ -324,14 +263,14 @@ static void forget_client(struct nlm_state *st, uint32_t ci)
  * no call in flight) is forgotten with its owners: of @prefix's prefix, or
  * of any (@prefix NULL). Its slot, or -1 for none such.
  */
-static int32_t reclaim_client(struct nlm_state *st, const struct nlm_host *prefix)
+static int32_t reclaim_client(struct nlm_state *st, const struct gw_host *prefix)
 {
 	int32_t best = -1;
 
 	for (uint32_t i = 0; i < st->lim.max_clients; i++) {
 		const struct nlm_client *c = &st->clients[i];
 		if (c->used && c->locks == 0 && c->calls == 0 &&
-		    (!prefix || same_prefix(&c->host, prefix)) &&
+		    (!prefix || gw_host_same_prefix(&c->host, prefix)) &&
 		    (best < 0 || c->last < st->clients[best].last))
 			best = (int32_t)i;
 	}
@@ -347,7 +286,7 @@ static int32_t reclaim_client(struct nlm_state *st, const struct nlm_host *prefi
  * client's. A prefix at its share takes the slot of an idle client of its
  * own, or none: forged sources of one network cannot take the table.
  */
-static int32_t add_client(struct nlm_state *st, const struct nlm_host *h)
+static int32_t add_client(struct nlm_state *st, const struct gw_host *h)
 {
 	int32_t slot = -1;
 	uint32_t in_prefix = 0;
@@ -357,7 +296,7 @@ static int32_t add_client(struct nlm_state *st, const struct nlm_host *h)
 		if (!st->clients[i].used) {
 			if (slot < 0)
 				slot = (int32_t)i;
-		} else if (same_prefix(&st->clients[i].host, h)) {
+		} else if (gw_host_same_prefix(&st->clients[i].host, h)) {
 			in_prefix++;
 		}
 	}
@@ -434,13 +373,13 @@ static bool reclaim_owner(struct nlm_state *st, uint32_t client)
 }
 
 /* The owner (slot + 1) of @host's (@svid, @oh) in bucket @b; 0 for none. */
-static uint32_t find_owner(const struct nlm_state *st, uint32_t b, const struct nlm_host *host,
+static uint32_t find_owner(const struct nlm_state *st, uint32_t b, const struct gw_host *host,
 			   int32_t svid, struct nlm_bytes oh)
 {
 	for (uint32_t i = st->buckets[b]; i; i = st->owners[i - 1].hnext) {
 		const struct nlm_owner *o = &st->owners[i - 1];
 		if (o->svid == svid && o->oh_len == oh.len &&
-		    host_eq(&st->clients[o->client - 1].host, host) &&
+		    gw_host_equal(&st->clients[o->client - 1].host, host) &&
 		    (oh.len == 0 || memcmp(o->oh, oh.p, oh.len) == 0))
 			return i;
 	}
@@ -456,7 +395,7 @@ static void touch_owner(struct nlm_state *st, uint32_t slot)
 	st->clients[o->client - 1].last = o->used;
 }
 
-int nlm_state_find_owner(struct nlm_state *st, const struct nlm_host *host, int32_t svid,
+int nlm_state_find_owner(struct nlm_state *st, const struct gw_host *host, int32_t svid,
 			 struct nlm_bytes oh, struct nlm_owner_id *out)
 {
 	uint32_t i;
@@ -471,7 +410,7 @@ int nlm_state_find_owner(struct nlm_state *st, const struct nlm_host *host, int3
 	return 0;
 }
 
-int nlm_state_owner(struct nlm_state *st, const struct nlm_host *host, int32_t svid,
+int nlm_state_owner(struct nlm_state *st, const struct gw_host *host, int32_t svid,
 		    struct nlm_bytes oh, struct nlm_owner_id *out)
 {
 	uint32_t b, i;
@@ -573,13 +512,13 @@ bool nlm_state_lookup_upstream(struct nlm_state *st, int32_t svid, struct nlm_by
 	return true;
 }
 
-void nlm_state_holder_view(struct nlm_state *st, const struct nlm_host *host, struct nlm_holder *h)
+void nlm_state_holder_view(struct nlm_state *st, const struct gw_host *host, struct nlm_holder *h)
 {
 	struct nlm_client_owner co;
 
 	if (!nlm_state_lookup_upstream(st, h->svid, h->oh, &co))
 		return;
-	if (!host_eq(&co.host, host))
+	if (!gw_host_equal(&co.host, host))
 		return; /* another client's: the token tells nothing of it */
 	h->svid = co.svid;
 	h->oh = co.oh;
@@ -730,7 +669,7 @@ void nlm_state_unshared(struct nlm_state *st, const struct nlm_owner_id *owner, 
 	forget_records(st, owner, fh, true, 0, 0);
 }
 
-uint32_t nlm_state_client_locks(const struct nlm_state *st, const struct nlm_host *host)
+uint32_t nlm_state_client_locks(const struct nlm_state *st, const struct gw_host *host)
 {
 	int32_t ci = find_client(st, host);
 
@@ -767,7 +706,7 @@ static bool already_listed(const struct nlm_unlock *u, size_t n, const struct nl
 	return false;
 }
 
-size_t nlm_state_client_rebooted(struct nlm_state *st, const struct nlm_host *host,
+size_t nlm_state_client_rebooted(struct nlm_state *st, const struct gw_host *host,
 				 const struct nlm_unlock **out)
 {
 	int32_t ci = find_client(st, host);
@@ -796,7 +735,7 @@ size_t nlm_state_client_rebooted(struct nlm_state *st, const struct nlm_host *ho
 	return n;
 }
 
-size_t nlm_state_server_rebooted(struct nlm_state *st, struct nlm_host *hosts, size_t max)
+size_t nlm_state_server_rebooted(struct nlm_state *st, struct gw_host *hosts, size_t max)
 {
 	size_t n = 0;
 
@@ -814,7 +753,7 @@ size_t nlm_state_server_rebooted(struct nlm_state *st, struct nlm_host *hosts, s
 	return n;
 }
 
-bool nlm_state_client_notified(struct nlm_state *st, const struct nlm_host *host, int32_t state,
+bool nlm_state_client_notified(struct nlm_state *st, const struct gw_host *host, int32_t state,
 			       uint64_t now_us)
 {
 	struct nlm_notified *free_slot = NULL;
@@ -828,7 +767,7 @@ bool nlm_state_client_notified(struct nlm_state *st, const struct nlm_host *host
 				free_slot = e;
 			continue;
 		}
-		if (!host_eq(&e->host, host))
+		if (!gw_host_equal(&e->host, host))
 			continue;
 		if (e->state == state && now_us - e->at_us < NLM_NOTIFY_REPEAT_US) {
 			st->stats.notify_repeated++;
@@ -894,7 +833,7 @@ int nlm_state_save_clients(const struct nlm_state *st, const char *path, char *e
 	return rc;
 }
 
-static bool parse_host(const char *s, struct nlm_host *h)
+static bool parse_host(const char *s, struct gw_host *h)
 {
 	memset(h, 0, sizeof(*h));
 	if (inet_pton(AF_INET, s, h->addr) == 1) {
@@ -908,7 +847,7 @@ static bool parse_host(const char *s, struct nlm_host *h)
 	return false;
 }
 
-int nlm_state_load_clients(const char *path, struct nlm_host *hosts, size_t max, size_t *n,
+int nlm_state_load_clients(const char *path, struct gw_host *hosts, size_t max, size_t *n,
 			   char *err, size_t errlen)
 {
 	char line[128];

@@ -45,6 +45,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "common/host.h"
 #include "gateway/side/nlm/nlm_xdr.h"
 
 enum {
@@ -59,20 +60,6 @@ enum {
  * one each time), whose locks must go.
  */
 #define NLM_NOTIFY_REPEAT_US (15ULL * 60 * 1000000)
-
-/* A client host: its address without the port. */
-struct nlm_host {
-	uint8_t family; /* AF_INET or AF_INET6 */
-	uint8_t addr[16];
-};
-
-/* @sa as a host; false for another family. */
-bool nlm_host_from_sockaddr(struct nlm_host *h, const struct sockaddr *sa, socklen_t len);
-/* @h at @port, for sendto(). */
-void nlm_host_to_sockaddr(const struct nlm_host *h, uint16_t port, struct sockaddr_storage *ss,
-			  socklen_t *len);
-/* @h printed into @buf ("?" if it cannot be), for logs; returns @buf. */
-const char *nlm_host_str(const struct nlm_host *h, char *buf, size_t len);
 
 struct nlm_state_limits {
 	uint32_t max_clients;		/* client hosts with an owner (default 1024) */
@@ -110,7 +97,7 @@ struct nlm_owner_id {
 
 /* A client's own view of one of its owners. */
 struct nlm_client_owner {
-	struct nlm_host host;
+	struct gw_host host;
 	int32_t svid;
 	struct nlm_bytes oh; /* the state's copy, valid until the owner is forgotten */
 };
@@ -140,7 +127,7 @@ const struct nlm_state_limits *nlm_state_limits(const struct nlm_state *st);
  * (each counted). An owner made holds nothing until a call of its begins
  * (nlm_state_call_begin()) or a lock is recorded: the first to be reclaimed.
  */
-int nlm_state_owner(struct nlm_state *st, const struct nlm_host *host, int32_t svid,
+int nlm_state_owner(struct nlm_state *st, const struct gw_host *host, int32_t svid,
 		    struct nlm_bytes oh, struct nlm_owner_id *out);
 
 /*
@@ -166,7 +153,7 @@ void nlm_state_call_end(struct nlm_state *st, const struct nlm_owner_id *owner, 
  * The upstream owner of @host's (@svid, @oh) if it exists: 0, or -ENOENT
  * (nothing made: an UNLOCK of an owner the gateway never saw holds nothing).
  */
-int nlm_state_find_owner(struct nlm_state *st, const struct nlm_host *host, int32_t svid,
+int nlm_state_find_owner(struct nlm_state *st, const struct gw_host *host, int32_t svid,
 			 struct nlm_bytes oh, struct nlm_owner_id *out);
 
 /*
@@ -189,7 +176,7 @@ bool nlm_state_lookup_upstream(struct nlm_state *st, int32_t svid, struct nlm_by
  * upstream values (the gateway's token, nothing of the other client) when
  * it is another client's; unchanged when it is not the gateway's at all.
  */
-void nlm_state_holder_view(struct nlm_state *st, const struct nlm_host *host, struct nlm_holder *h);
+void nlm_state_holder_view(struct nlm_state *st, const struct gw_host *host, struct nlm_holder *h);
 
 /*
  * A lock of the upstream owner @owner on (@fh, @offset, @len) was granted
@@ -218,7 +205,7 @@ bool nlm_state_owner_holds(const struct nlm_state *st, const struct nlm_owner_id
 			   struct nlm_bytes fh);
 
 /* Locks recorded for @host, and in all. */
-uint32_t nlm_state_client_locks(const struct nlm_state *st, const struct nlm_host *host);
+uint32_t nlm_state_client_locks(const struct nlm_state *st, const struct gw_host *host);
 uint32_t nlm_state_locks(const struct nlm_state *st);
 /* Client hosts and owners held now (for /stats). */
 uint32_t nlm_state_clients(const struct nlm_state *st);
@@ -229,7 +216,7 @@ uint32_t nlm_state_owners(const struct nlm_state *st);
  * (owner, file handle), and an UNSHARE per (owner, file handle) shared, in *@out (the state's
  * array, valid until the next call); their count is returned. Its owners and records are forgotten.
  */
-size_t nlm_state_client_rebooted(struct nlm_state *st, const struct nlm_host *host,
+size_t nlm_state_client_rebooted(struct nlm_state *st, const struct gw_host *host,
 				 const struct nlm_unlock **out);
 
 /*
@@ -238,7 +225,7 @@ size_t nlm_state_client_rebooted(struct nlm_state *st, const struct nlm_host *ho
  * NLM_NOTIFY_REPEAT_US (a retransmission or a replay: the locks taken since
  * must stay; counted). Kept for max_clients hosts.
  */
-bool nlm_state_client_notified(struct nlm_state *st, const struct nlm_host *host, int32_t state,
+bool nlm_state_client_notified(struct nlm_state *st, const struct gw_host *host, int32_t state,
 			       uint64_t now_us);
 
 /*
@@ -248,7 +235,7 @@ bool nlm_state_client_notified(struct nlm_state *st, const struct nlm_host *host
  * lock record is forgotten; the owners stay, so that the clients' reclaims
  * come back under the same upstream owners and are recorded again.
  */
-size_t nlm_state_server_rebooted(struct nlm_state *st, struct nlm_host *hosts, size_t max);
+size_t nlm_state_server_rebooted(struct nlm_state *st, struct gw_host *hosts, size_t max);
 
 /*
  * The client hosts that hold locks, kept across a gateway restart so that
@@ -258,7 +245,7 @@ size_t nlm_state_server_rebooted(struct nlm_state *st, struct nlm_host *hosts, s
  * -ENOENT for no file, -EBADMSG with the line in @err for a corrupt one.
  */
 int nlm_state_save_clients(const struct nlm_state *st, const char *path, char *err, size_t errlen);
-int nlm_state_load_clients(const char *path, struct nlm_host *hosts, size_t max, size_t *n,
+int nlm_state_load_clients(const char *path, struct gw_host *hosts, size_t max, size_t *n,
 			   char *err, size_t errlen);
 
 /*

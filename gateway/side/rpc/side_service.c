@@ -15,6 +15,7 @@
 
 #include "common/addr_text.h"
 #include "common/clock.h"
+#include "common/host.h"
 #include "common/log.h"
 #include "common/ratelimit.h"
 #include "common/tbucket.h"
@@ -42,7 +43,7 @@ struct side_service_conn {
 
 /* The reply budget of one network (side_service.h), found by a hash of its prefix. */
 struct udp_budget {
-	uint8_t key[9]; /* the family, then the /24 or /64; all zero: unused */
+	struct gw_host net; /* a host of the network; family 0: unused */
 	struct gw_tbucket tb;
 };
 
@@ -222,29 +223,19 @@ static void conn_event(struct bufferevent *bev, short what, void *arg)
 	conn_close(c);
 }
 
-/* The address of @a without its port, to compare hosts: the family, then 4 or 16 bytes. */
-static size_t host_key(const struct sockaddr *a, uint8_t key[17])
+/* TCP connections open from @peer's host (a few dozen at most: a scan). */
+static uint32_t conns_of(const struct side_service *svc, const struct sockaddr *peer, socklen_t len)
 {
-	key[0] = (uint8_t)a->sa_family;
-	if (a->sa_family == AF_INET6) {
-		memcpy(key + 1, &((const struct sockaddr_in6 *)a)->sin6_addr, 16);
-		return 17;
-	}
-	memcpy(key + 1, &((const struct sockaddr_in *)a)->sin_addr, 4);
-	return 5;
-}
-
-/* TCP connections open from @peer's address (a few dozen at most: a scan). */
-static uint32_t conns_of(const struct side_service *svc, const struct sockaddr *peer)
-{
-	uint8_t want[17], have[17];
-	size_t n = host_key(peer, want);
+	struct gw_host want, have;
 	uint32_t count = 0;
 	const struct side_service_conn *c;
 
+	if (!gw_host_from_sockaddr(&want, peer, len))
+		return 0;
 	TAILQ_FOREACH (c, &svc->conns, link) {
-		if (host_key((const struct sockaddr *)&c->peer.addr, have) == n &&
-		    memcmp(want, have, n) == 0)
+		if (gw_host_from_sockaddr(&have, (const struct sockaddr *)&c->peer.addr,
+					  c->peer.addrlen) &&
+		    gw_host_equal(&want, &have))
 			count++;
 	}
 	return count;
@@ -254,18 +245,16 @@ static bool tcp_admit(const struct sockaddr *peer, socklen_t len, void *arg)
 {
 	struct side_service *svc = arg;
 	char who[80];
-
 	uint64_t more;
 	const char *why = NULL;
 	enum gw_event_kind k = GW_EV_SESSION_LIMIT;
 
-	(void)len;
 	if (!gw_route_client_allowed(svc->cfg.route, peer)) {
 		why = "not in allowed_clients";
 		k = GW_EV_REFUSED_CLIENT;
 	} else if (svc->nconns >= svc->cfg.max_conns) {
 		why = "the service's connections are all open";
-	} else if (conns_of(svc, peer) >= svc->cfg.max_conns_per_addr) {
+	} else if (conns_of(svc, peer, len) >= svc->cfg.max_conns_per_addr) {
 		/* TCP cannot be forged: one host does not take the others' connections. */
 		why = "the address has its share of the connections";
 		k = GW_EV_CLIENT_SESSION_LIMIT;
@@ -345,28 +334,27 @@ static void udp_read(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-/* The budget slot of @to's network: its own, a free one, or one it shares (side_service.h). */
-static struct udp_budget *budget_of(struct side_service *svc, const struct sockaddr *to,
+/* The budget slot of @peer's network: its own, a free one, or one it shares (side_service.h). */
+static struct udp_budget *budget_of(struct side_service *svc, const struct side_service_peer *peer,
 				    uint64_t now)
 {
-	uint8_t key[9] = { (uint8_t)to->sa_family };
-	uint32_t h = 2166136261u; /* FNV-1a: spreads the prefixes over the slots */
+	struct gw_host h;
+	uint32_t hash = 2166136261u; /* FNV-1a: spreads the networks over the slots */
 
-	if (to->sa_family == AF_INET6)
-		memcpy(key + 1, &((const struct sockaddr_in6 *)to)->sin6_addr, 8);
-	else
-		memcpy(key + 1, &((const struct sockaddr_in *)to)->sin_addr, 3);
-	for (size_t i = 0; i < sizeof(key); i++)
-		h = (h ^ key[i]) * 16777619u;
-	struct udp_budget *b = &svc->budget[h % SIDE_UDP_BUDGET_SLOTS];
+	if (!gw_host_from_sockaddr(&h, (const struct sockaddr *)&peer->addr, peer->addrlen))
+		memset(&h, 0, sizeof(h)); /* not IP: one slot for them all */
+	hash = (hash ^ h.family) * 16777619u;
+	for (size_t i = 0; i < gw_host_prefix_len(h.family); i++)
+		hash = (hash ^ h.addr[i]) * 16777619u;
+	struct udp_budget *b = &svc->budget[hash % SIDE_UDP_BUDGET_SLOTS];
 	/*
 	 * Another network's slot is taken over once its bucket is full again
 	 * (nothing sent to it for a while); until then the two share it, which
 	 * errs toward sending less.
 	 */
-	if (memcmp(b->key, key, sizeof(key)) != 0 &&
+	if (!gw_host_same_prefix(&b->net, &h) &&
 	    gw_tbucket_full(&b->tb, now, SIDE_UDP_BUDGET_RATE, SIDE_UDP_BUDGET_BURST))
-		memcpy(b->key, key, sizeof(key));
+		b->net = h;
 	return b;
 }
 
@@ -398,7 +386,7 @@ static size_t udp_reply_guard(struct side_service *svc, const struct side_servic
 					      0);
 		*out = alt;
 	}
-	struct udp_budget *b = budget_of(svc, (const struct sockaddr *)&peer->addr, now);
+	struct udp_budget *b = budget_of(svc, peer, now);
 	if (!gw_tbucket_take(&b->tb, now, len, SIDE_UDP_BUDGET_RATE, SIDE_UDP_BUDGET_BURST)) {
 		count_event(svc, GW_EV_UDP_REPLY_RATE_LIMITED);
 		if (gw_ratelimit_allow(&svc->udp_budget_rl, now, &more)) {
