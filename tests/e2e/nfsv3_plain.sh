@@ -467,28 +467,8 @@ echo "--- 2,000 NLM TESTs from forged addresses, then real hosts lock"
 # UDP sources can be forged: 2,000 TESTs claiming 2,000 hosts (8 /24s of 250) must not
 # hold the relay's table of client hosts (1,024), or every new host's LOCK below would
 # be answered DENIED_NOLOCKS until a restart. A TEST holds nothing at the server: its
-# entry goes with its reply. Sent from a raw socket, paced, to the NLM relay's UDP port.
-/usr/bin/python3 - 10.9.0.1 <<'PY' && ok "2,000 forged NLM TESTs sent" || fail "the forged NLM TESTs"
-import socket, struct, sys, time
-gw = sys.argv[1]
-def call(xid, prog, vers, proc, args=b""):
-    return struct.pack(">IIIIIIIIII", xid, 0, 2, prog, vers, proc, 0, 0, 0, 0) + args
-def opaque(b):
-    return struct.pack(">I", len(b)) + b + b"\0" * (-len(b) % 4)
-u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.settimeout(3)
-u.sendto(call(1, 100000, 2, 3, struct.pack(">IIII", 100021, 4, 17, 0)), (gw, 111))
-nport = struct.unpack(">I", u.recv(100)[24:28])[0]
-raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
-for i in range(2000):
-    args = opaque(b"ck") + struct.pack(">I", 1) + opaque(b"forged-%d" % i) + \
-        opaque(b"\1" * 32) + opaque(b"owner") + struct.pack(">iQQ", 7, 0, 1)
-    udp = struct.pack(">HHHH", 700, nport, 8 + len(call(0, 0, 0, 0, args)), 0) + call(1000 + i, 100021, 4, 1, args)
-    src = socket.inet_aton("10.77.%d.%d" % (i // 250, 1 + i % 250))
-    ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), i, 0, 64, 17, 0, src, socket.inet_aton(gw))
-    raw.sendto(ip + udp, (gw, 0))
-    if i % 100 == 99:
-        time.sleep(0.05)
-PY
+# entry goes with its reply. Sent from a raw socket, paced (tests/e2e/lib/nlm_forged.py).
+check "2,000 forged NLM TESTs sent" nlm_forged.py 10.9.0.1 2000
 nlm_clients() { gw_jq "s['routes'][0]['nlm']['clients']"; }
 for _ in $(seq 1 30); do (($(nlm_clients) <= 2)) && break; sleep 1; done
 check "the forged hosts' entries went with their replies (/stats nlm.clients $(nlm_clients))" \
