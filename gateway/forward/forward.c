@@ -232,7 +232,7 @@ void fwd_session_close(struct fwd_session *s)
 /* The RDMA side under @s's calls on the wire is gone: they end unanswered. */
 void fwd_abandon_sent_calls(struct fwd_session *s)
 {
-	for (uint32_t i = 0; i < s->slots_made; i++) {
+	for (uint32_t i = 0; i < s->slots.made; i++) {
 		struct fwd_call *c = &s->calls[i];
 		if (c->state == FC_SENT && !c->send_pending)
 			fwd_call_abandon(c);
@@ -245,7 +245,7 @@ void fwd_maybe_free(struct fwd_session *s)
 		fwd_share_channel_free(s);
 		return;
 	}
-	if (s->in_close || s->state != FS_CLOSING || s->tcp || !s->rdma_closed || s->busy ||
+	if (s->in_close || s->state != FS_CLOSING || s->tcp || !s->rdma_closed || s->slots.busy ||
 	    s->bc_busy || s->refusals_busy)
 		return;
 	if (s->dev)
@@ -295,7 +295,7 @@ static void fwd_drain(struct gw_session *g)
 	struct fwd_session *s = fwd_of(g);
 
 	s->draining = true;
-	if (s->busy == 0)
+	if (s->slots.busy == 0)
 		fwd_session_close(s);
 }
 
@@ -308,7 +308,7 @@ static bool fwd_idle(const struct gw_session *g)
 {
 	const struct fwd_session *s = (const struct fwd_session *)g;
 
-	return s->state == FS_READY && s->busy == 0 && s->bc_busy == 0;
+	return s->state == FS_READY && s->slots.busy == 0 && s->bc_busy == 0;
 }
 
 /*
@@ -421,6 +421,8 @@ int fwd_alloc_slots(struct fwd_session *s, const struct gw_route *r, bool calls,
 		if (!(s->calls = fwd_map_slots(ncalls)))
 			return -ENOMEM;
 		s->ncalls = ncalls; /* the mapping's size, for munmap */
+		gw_slots_init(&s->slots, s->calls, sizeof(*s->calls),
+			      offsetof(struct fwd_call, next_free), ncalls);
 		if (xidmap_init(&s->xids, ncalls) != 0)
 			return -ENOMEM; /* fwd_maybe_free() frees what was had */
 	}

@@ -34,21 +34,15 @@
 /* A freed slot; else one never used (fwd_alloc_slots() says why they are made late). */
 static struct fwd_call *fwd_call_get(struct fwd_session *s)
 {
-	struct fwd_call *c = s->free_list;
+	bool fresh;
+	struct fwd_call *c = gw_slots_get(&s->slots, &fresh);
 
-	if (c) {
-		s->free_list = c->next_free;
-		c->next_free = NULL;
-	} else if (s->slots_made < s->ncalls) {
-		c = &s->calls[s->slots_made];
+	if (c && fresh) {
 		c->s = s;
-		c->index = s->slots_made++;
+		c->index = (uint32_t)(c - s->calls);
 		c->upx = WIREXID_NONE;
 		c->state = FC_FREE;
-	} else {
-		return NULL;
 	}
-	s->busy++;
 	return c;
 }
 
@@ -84,9 +78,7 @@ void fwd_call_put(struct fwd_call *c)
 	c->index = index;
 	c->upx = WIREXID_NONE;
 	c->state = FC_FREE;
-	c->next_free = s->free_list;
-	s->free_list = c;
-	s->busy--;
+	gw_slots_put(&s->slots, c);
 	if (s->mem_paused && s->mem_held <= s->base.route->cfg->max_session_memory / 2)
 		s->mem_paused = false;
 	if (s->read_paused && !s->mem_paused && s->state == FS_READY &&
@@ -94,7 +86,7 @@ void fwd_call_put(struct fwd_call *c)
 		s->read_paused = false;
 		tcp_conn_resume_read(s->tcp);
 	}
-	if (s->draining && s->busy == 0) {
+	if (s->draining && s->slots.busy == 0) {
 		fwd_session_close(s); /* may free s */
 		return;
 	}
@@ -229,8 +221,8 @@ void fwd_record(struct tcp_conn *tc, struct gw_buf *buf, uint32_t off, uint32_t 
 		s->mem_paused = true;
 		gw_count_event(&s->base, GW_EV_SESSION_MEMORY_LIMIT);
 	}
-	if ((!s->free_list && s->slots_made == s->ncalls) ||
-	    s->queued >= s->base.route->cfg->queue_limit || s->mem_paused) {
+	if (gw_slots_full(&s->slots) || s->queued >= s->base.route->cfg->queue_limit ||
+	    s->mem_paused) {
 		s->read_paused = true;
 		tcp_conn_pause_read(s->tcp);
 	}

@@ -184,7 +184,7 @@ void fwd_learn_sessions(struct fwd_session *s, const struct ulb_call *u, const u
  */
 static void fwd_reply_flush(struct fwd_session *s, const struct fwd_call *c)
 {
-	if (s->busy <= (c->s == s ? 1u : 0u))
+	if (s->slots.busy <= (c->s == s ? 1u : 0u))
 		tcp_conn_flush_now(s->tcp);
 }
 

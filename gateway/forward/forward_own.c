@@ -201,7 +201,7 @@ static bool own_sweep(struct fwd_session *s, uint64_t now, uint64_t limit)
 	fwd_bcalls_expire(s, now, limit);
 	if (s->in_flight == 0)
 		return false;
-	for (uint32_t i = 0; i < s->slots_made; i++) {
+	for (uint32_t i = 0; i < s->slots.made; i++) {
 		const struct fwd_call *c = &s->calls[i];
 		if (c->state == FC_SENT && now - c->t_sent >= limit) {
 			gw_warn("forward %s: the server has not answered xid %#x in %llu s: "

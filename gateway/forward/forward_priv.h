@@ -31,6 +31,7 @@
 #include <sys/queue.h>
 #include <sys/socket.h>
 
+#include "common/slots.h"
 #include "gateway/maps/bc_orphans.h"
 #include "gateway/maps/fairq.h"
 #include "gateway/core/session.h"
@@ -73,7 +74,7 @@ struct fwd_call {
 	uint32_t index;
 	enum fwd_call_state state;
 	TAILQ_ENTRY(fwd_call) qlink;
-	struct fwd_call *next_free;
+	void *next_free; /* struct gw_slots' link */
 	/* Shared channel: the call's place in the channel's fairq and its wirexid entry. */
 	struct fairq_item fqi;
 	uint32_t upx;	/* WIREXID_NONE: none */
@@ -199,9 +200,7 @@ struct fwd_session {
 
 	struct fwd_call *calls;
 	uint32_t ncalls;
-	uint32_t slots_made; /* slots [0, slots_made) set up; the rest are made when needed */
-	uint32_t busy;
-	struct fwd_call *free_list;
+	struct gw_slots slots; /* of calls[]: made as first needed (fwd_alloc_slots() says why) */
 	struct xidmap xids;
 	TAILQ_HEAD(, fwd_call) queue;
 	uint32_t queued;

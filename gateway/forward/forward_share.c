@@ -740,7 +740,7 @@ static void share_unsend_all(struct fwd_session *ch)
 		if (s->ch != ch)
 			continue;
 		s->in_close = true; /* an abandoned call must not free s under us */
-		for (uint32_t i = 0; i < s->slots_made; i++) {
+		for (uint32_t i = 0; i < s->slots.made; i++) {
 			if (s->calls[i].state == FC_SENT && !s->calls[i].send_pending)
 				share_unsend(ch, s, &s->calls[i]);
 		}
@@ -929,13 +929,12 @@ void fwd_share_channel_close(struct fwd_session *ch)
  */
 void fwd_share_release_idle_slots(struct fwd_session *s, uint64_t now)
 {
-	if (s->state != FS_READY || s->busy || !s->slots_made || s->xids.count ||
+	if (s->state != FS_READY || s->slots.busy || !s->slots.made || s->xids.count ||
 	    now - s->base.active_us < 1000000)
 		return;
-	if (madvise(s->calls, (size_t)s->slots_made * sizeof(*s->calls), MADV_DONTNEED) != 0)
+	if (madvise(s->calls, (size_t)s->slots.made * sizeof(*s->calls), MADV_DONTNEED) != 0)
 		return; /* kept as they are: still valid */
-	s->slots_made = 0;
-	s->free_list = NULL;
+	gw_slots_forget(&s->slots);
 }
 
 void fwd_share_channel_free(struct fwd_session *ch)
@@ -977,7 +976,7 @@ static bool share_sweep_calls(struct fwd_session *s, uint64_t now, uint64_t limi
 	if (s->in_flight == 0 || ch->draining || ch->rdma_closed)
 		return false;
 	s->in_close = true; /* an orphaned call must not free s under us */
-	for (uint32_t i = 0; i < s->slots_made; i++) {
+	for (uint32_t i = 0; i < s->slots.made; i++) {
 		struct fwd_call *c = &s->calls[i];
 		if (c->state != FC_SENT || now - c->t_sent < limit)
 			continue;

@@ -256,7 +256,7 @@ void rev_session_fail(struct rev_session *s)
 void rev_maybe_free(struct rev_session *s)
 {
 	if (s->in_close || s->state != RS_CLOSING || s->up->holds(s) || !s->rdma_closed ||
-	    s->busy || s->bc_busy)
+	    s->slots.busy || s->bc_busy)
 		return;
 	for (uint32_t b = 0; b < s->nhdr_bufs; b++)
 		gw_buf_put(s->hdr_bufs[b]);
@@ -309,7 +309,7 @@ static void rev_drain(struct gw_session *g)
 	struct rev_session *s = rev_of(g);
 
 	s->draining = true;
-	if (s->busy == 0)
+	if (s->slots.busy == 0)
 		rev_session_close(s);
 }
 
@@ -335,7 +335,7 @@ static bool rev_idle(const struct gw_session *g)
 {
 	const struct rev_session *s = (const struct rev_session *)g;
 
-	return s->state == RS_READY && s->busy == 0 && s->bc_busy == 0;
+	return s->state == RS_READY && s->slots.busy == 0 && s->bc_busy == 0;
 }
 
 static uint32_t rev_rpcrdma_version(const struct gw_session *g)
@@ -484,14 +484,14 @@ bool gw_reverse_accept(struct gw_route_rt *route, const struct sockaddr *peer, c
 		rev_free_unregistered(s);
 		return false;
 	}
-	for (uint32_t i = s->ncalls; i-- > 0;) {
+	for (uint32_t i = 0; i < s->ncalls; i++) {
 		struct rev_call *c = &s->calls[i];
 		c->s = s;
 		c->index = i;
 		c->segs = s->segs + i * segs_per_call;
-		c->next_free = s->free_list;
-		s->free_list = c;
 	}
+	gw_slots_init(&s->slots, s->calls, sizeof(*s->calls), offsetof(struct rev_call, next_free),
+		      s->ncalls);
 	TAILQ_INIT(&s->readq.head);
 	TAILQ_INIT(&s->upq.head);
 	TAILQ_INIT(&s->sentq.head);

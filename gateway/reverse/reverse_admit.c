@@ -27,14 +27,9 @@ void rev_dequeue(struct rev_call *c)
 
 static struct rev_call *rev_call_get(struct rev_session *s)
 {
-	struct rev_call *c = s->free_list;
+	bool fresh; /* nothing to do: every slot was set up at the start */
 
-	if (!c)
-		return NULL;
-	s->free_list = c->next_free;
-	c->next_free = NULL;
-	s->busy++;
-	return c;
+	return gw_slots_get(&s->slots, &fresh);
 }
 
 void rev_put_buf(struct gw_buf **b)
@@ -160,10 +155,8 @@ void rev_call_put(struct rev_call *c)
 	c->room = room;
 	c->room_lkey = room_lkey;
 	c->state = RC_FREE;
-	c->next_free = s->free_list;
-	s->free_list = c;
-	s->busy--;
-	if (s->draining && s->busy == 0 && s->state != RS_CLOSING && !s->in_close) {
+	gw_slots_put(&s->slots, c);
+	if (s->draining && s->slots.busy == 0 && s->state != RS_CLOSING && !s->in_close) {
 		rev_session_close(s); /* may free s */
 		return;
 	}
@@ -641,7 +634,7 @@ static bool rev_recv_msg(struct rev_session *s, struct gw_buf *buf, uint32_t len
 	if (!rev_mem_admit(s, need))
 		return false;
 	/* A call, or a message to answer: it holds a credit until answered. */
-	switch (rev_admit_call(s->outstanding, s->grant, s->ncalls - s->busy)) {
+	switch (rev_admit_call(s->outstanding, s->grant, s->ncalls - s->slots.busy)) {
 	case REV_ADMIT_WAIT:
 		return false;
 	case REV_ADMIT_OVERRUN:
@@ -725,7 +718,7 @@ void rev_rx_pump(struct rev_session *s)
 	if (s->rx_pumping)
 		return;
 	s->rx_pumping = true;
-	while (s->state == RS_READY && s->rxq_n && s->busy < s->ncalls) {
+	while (s->state == RS_READY && s->rxq_n && !gw_slots_full(&s->slots)) {
 		struct rev_rx rx = s->rxq[s->rxq_head];
 		/* Off the ring first: a close inside drops what is still on it. */
 		s->rxq[s->rxq_head].buf = NULL;

@@ -40,6 +40,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/xdr.h"
+#include "common/slots.h"
 #include "gateway/maps/fairq.h"
 #include "gateway/reverse/reverse_plan.h"
 #include "gateway/maps/wirexid.h"
@@ -113,7 +114,7 @@ struct rev_call {
 	struct rev_session *s;
 	TAILQ_ENTRY(rev_call) link;
 	struct rev_queue *q; /* the queue it is on, or NULL */
-	struct rev_call *next_free;
+	void *next_free;     /* struct gw_slots' link */
 
 	/* The call: in its receive buffer (inline) or assembled in a pool buffer. */
 	struct gw_buf *msg;
@@ -260,8 +261,7 @@ struct rev_session {
 	/* Call slots and their queues. */
 	struct rev_call *calls;
 	uint32_t ncalls;
-	uint32_t busy;
-	struct rev_call *free_list;
+	struct gw_slots slots; /* of calls[], each set up at start (gw_reverse_accept()) */
 	struct xidmap xids;
 	struct rev_queue readq; /* pulling Read chunks, in arrival order */
 	struct rev_queue upq;	/* waiting for its own upstream (reverse_own.c) */

@@ -334,6 +334,8 @@ static struct fwd_session *client(struct fixture *f, uint64_t id, const char *ad
 	s->calls = calloc(NCALLS, sizeof(*s->calls));
 	assert_non_null(s->calls);
 	s->ncalls = NCALLS;
+	gw_slots_init(&s->slots, s->calls, sizeof(*s->calls), offsetof(struct fwd_call, next_free),
+		      NCALLS);
 	struct sockaddr_in *sin = (struct sockaddr_in *)&s->peer;
 	sin->sin_family = AF_INET;
 	sin->sin_port = htons(port);
@@ -420,7 +422,7 @@ static int teardown(void **state)
 		if (!s)
 			continue;
 		/* Header buffers of calls whose Send never completed here. */
-		for (uint32_t i = 0; i < s->slots_made; i++) {
+		for (uint32_t i = 0; i < s->slots.made; i++) {
 			if (s->calls[i].hdr)
 				gw_buf_put(s->calls[i].hdr);
 		}
@@ -459,13 +461,13 @@ static uint8_t rec_byte(uint32_t xid, uint32_t i)
 /* Client @s sends a call of REC_LEN bytes, XID @xid, in slot @slot: admitted on the channel. */
 static struct fwd_call *call(struct fixture *f, struct fwd_session *s, uint32_t slot, uint32_t xid)
 {
-	struct fwd_call *c = &s->calls[slot];
+	bool fresh;
+	struct fwd_call *c = gw_slots_get(&s->slots, &fresh);
 
+	(void)fresh;
 	assert_true(slot < NCALLS);
-	assert_int_equal(slot, s->slots_made); /* slots in order, as fwd_call_get() makes them */
+	assert_ptr_equal(c, &s->calls[slot]); /* the slot fwd_call_get() would take */
 	*c = (struct fwd_call){ .s = s, .index = slot, .upx = WIREXID_NONE, .xid = xid };
-	s->slots_made++;
-	s->busy++;
 	c->rec = test_buf(f, REC_LEN);
 	c->rec_len = REC_LEN;
 	xdr_put32(c->rec->base, xid);
@@ -556,7 +558,7 @@ static void test_calls_wait_for_windows_and_go_in_order(void **state)
 	assert_int_equal(f->a->queued, 3);
 	assert_int_equal(f->ch->in_flight, NMW);
 	/* waiting is not failing: no call was ended, no error counted */
-	assert_int_equal(f->a->busy, 6);
+	assert_int_equal(f->a->slots.busy, 6);
 
 	for (uint32_t i = 0; i < 3; i++) {
 		reply(f, c[i]->wire_xid);
@@ -700,9 +702,9 @@ static void test_client_at_memory_limit_waits_alone(void **state)
 	assert_int_equal(f->nsent, 1);
 	assert_true(f->a->base.counters.events[GW_EV_SESSION_MEMORY_LIMIT] > 0);
 
-	/* B, one call after another (the same limit holds for it), is served. */
+	/* B, one call after another (the same limit holds for it), is served, in one slot. */
 	for (uint32_t i = 0; i < 3; i++) {
-		struct fwd_call *b = call(f, f->b, i, 0xb000 + i);
+		struct fwd_call *b = call(f, f->b, 0, 0xb000 + i);
 		assert_int_equal(b->state, FC_SENT);
 		assert_int_equal(f->nsent, 2 + i);
 		assert_sent_as(f, 1 + i, b);
@@ -912,8 +914,8 @@ static void test_reply_written_at_once_when_nothing_else_is_held(void **state)
 	assert_int_equal(f->nflushed, 2);
 	assert_ptr_equal(f->flushed[1], &tcp_a);
 	assert_int_equal(f->flushed_after[1], 3);
-	assert_int_equal(f->a->busy, 0);
-	assert_int_equal(f->b->busy, 0);
+	assert_int_equal(f->a->slots.busy, 0);
+	assert_int_equal(f->b->slots.busy, 0);
 	f->a->tcp = NULL;
 	f->b->tcp = NULL;
 }
@@ -946,10 +948,11 @@ static struct fwd_call *read_call(struct fixture *f, struct ulb_rules *rules, st
 	msg_u32(&m, 0);
 	msg_u32(&m, READ_COUNT);
 
-	assert_int_equal(slot, s->slots_made);
+	bool fresh;
+
+	assert_ptr_equal(gw_slots_get(&s->slots, &fresh),
+			 c); /* the slot fwd_call_get() would take */
 	*c = (struct fwd_call){ .s = s, .index = slot, .upx = WIREXID_NONE, .xid = xid };
-	s->slots_made++;
-	s->busy++;
 	c->rec = test_buf(f, m.len);
 	memcpy(c->rec->base, m.buf, m.len);
 	c->rec_len = m.len;

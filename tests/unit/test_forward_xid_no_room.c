@@ -139,6 +139,8 @@ static int setup(void **state)
 	if (!s->calls || xidmap_init(&s->xids, NCALLS) != 0)
 		return -1;
 	s->ncalls = NCALLS;
+	gw_slots_init(&s->slots, s->calls, sizeof(*s->calls), offsetof(struct fwd_call, next_free),
+		      NCALLS);
 	s->next_retry_xid = 0x77000000u;
 	*state = f;
 	return 0;
@@ -238,7 +240,7 @@ static void test_client_call_without_room(void **state)
 	assert_int_equal(event(f, GW_EV_RPC_ERROR_REPLY), 1);
 	assert_int_equal(f->nout, 1);
 	assert_system_err(f, 0, 0x900);
-	assert_int_equal(f->s->busy, FULL);	  /* its slot is free again */
+	assert_int_equal(f->s->slots.busy, FULL); /* its slot is free again */
 	assert_int_equal(f->bufs[FULL]->refs, 0); /* and its record */
 	assert_int_equal(f->s->queued, FULL);
 	assert_int_equal(f->s->xids.count, FULL);
@@ -287,7 +289,7 @@ static void test_retry_without_room(void **state)
 	assert_int_equal(f->nout, 1);
 	assert_system_err(f, 0, 0x100);
 	assert_int_equal(c->state, FC_FREE);
-	assert_int_equal(f->s->busy, FULL);
+	assert_int_equal(f->s->slots.busy, FULL);
 	assert_int_equal(f->s->queued, FULL);
 	assert_int_equal(f->s->xids.count, FULL);
 	assert_int_equal(f->s->xids.mask + 1, XIDMAP_START_SIZE);
