@@ -277,6 +277,7 @@ struct gw_stats_nlm {
 	uint64_t async_sent, async_delivered, async_full, async_unknown_cookie;
 	uint64_t async_from_client, async_timed_out;
 	uint64_t async_refused_client_cap, async_late_given_back;
+	uint64_t async_portmapper_silent, async_yielded;
 	/* The server's SM_NOTIFY (its reboot) relayed to the clients
 	 * (gateway/side/nlm/nlm_notify.h). */
 	uint32_t notify_pending;

@@ -490,6 +490,8 @@ bool gw_side_nlm_stats(const struct gw_side *side, struct gw_stats_nlm *out)
 		out->async_timed_out = as->timed_out;
 		out->async_refused_client_cap = as->refused_client_cap;
 		out->async_late_given_back = as->late_given_back;
+		out->async_portmapper_silent = as->portmapper_silent;
+		out->async_yielded = as->yielded;
 	}
 	if (side->nlm_nt) {
 		const struct nlm_notify_stats *ns = nlm_notify_stats(side->nlm_nt);

@@ -343,6 +343,8 @@ static json_t *json_nlm(const struct gw_stats_nlm *n)
 	ok &= put(as, "timed_out", ju64(n->async_timed_out));
 	ok &= put(as, "refused_client_cap", ju64(n->async_refused_client_cap));
 	ok &= put(as, "late_given_back", ju64(n->async_late_given_back));
+	ok &= put(as, "portmapper_silent", ju64(n->async_portmapper_silent));
+	ok &= put(as, "yielded", ju64(n->async_yielded));
 	ok &= put(o, "async", as);
 	ok &= put(o, "server_reboots", json_server_reboots(n));
 	ok &= put(o, "gateway_restart", json_gateway_restart(n));

@@ -250,8 +250,11 @@ static const struct prom_family_desc {
 			    "gateway's), delivered (the client took its _RES), full, "
 			    "unknown_cookie (a server _RES for no pending call), from_client (a "
 			    "_RES a client sent), timed_out, refused_client_cap (a client host "
-			    "at max_pending_per_client), late_given_back (a LOCK_RES after "
-			    "its _MSG timed out: the lock given back upstream)." },
+			    "or its network at its share), late_given_back (a LOCK_RES after "
+			    "its _MSG timed out: the lock given back upstream), "
+			    "portmapper_silent (the client's portmapper did not answer: the "
+			    "result dropped), yielded (a result waiting for a silent portmapper "
+			    "dropped for a new call, the table being full)." },
 	[FAM_NLM_SERVER_REBOOTS] = { "nlm_server_reboot_notifications_total", "counter", ON_ROUTE,
 				     "The server's SM_NOTIFY and its relay to the clients that "
 				     "held locks, by what: received, repeated, delivered, "
@@ -619,6 +622,8 @@ static void prom_nlm(struct prom *p, const struct gw_stats_nlm *n)
 		{ FAM_NLM_ASYNC, "outcome=\"timed_out\"", n->async_timed_out },
 		{ FAM_NLM_ASYNC, "outcome=\"refused_client_cap\"", n->async_refused_client_cap },
 		{ FAM_NLM_ASYNC, "outcome=\"late_given_back\"", n->async_late_given_back },
+		{ FAM_NLM_ASYNC, "outcome=\"portmapper_silent\"", n->async_portmapper_silent },
+		{ FAM_NLM_ASYNC, "outcome=\"yielded\"", n->async_yielded },
 		{ FAM_NLM_HELD, "what=\"notify_pending\"", n->notify_pending },
 		{ FAM_NLM_SERVER_REBOOTS, "what=\"received\"", n->sn_received },
 		{ FAM_NLM_SERVER_REBOOTS, "what=\"repeated\"", n->sn_repeated },

@@ -167,6 +167,8 @@ void gwt_fake_engine_init(struct gwt_fake_engine *e)
 					.async_timed_out = 25,
 					.async_refused_client_cap = 26,
 					.async_late_given_back = 27,
+					.async_portmapper_silent = 28,
+					.async_yielded = 29,
 					.notify_pending = 2,
 					.sn_received = 19,
 					.sn_repeated = 20,

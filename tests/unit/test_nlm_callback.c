@@ -81,6 +81,7 @@ struct t {
 	uint16_t clockd_port;
 	struct nlm_owner_id up; /* the upstream owner of the client's (42, "own") */
 	bool client_answers;
+	uint32_t client_getports; /* GETPORTs the client's portmapper received */
 	int32_t client_saw_svid;
 	char client_saw_oh[16];
 	uint32_t client_saw_from;
@@ -161,6 +162,8 @@ static void client_serve(void *arg)
 	struct rpc_call_hdr h;
 	struct nlm_args a;
 
+	if (r > 0)
+		t->client_getports++;
 	if (r > 0 && t->client_answers) {
 		size_t n = rpc_encode_accept_error(out, sizeof(out), xdr_get32(b), 0, 0, 0);
 		xdr_put32(out + n, t->clockd_port);
@@ -203,8 +206,8 @@ static size_t server_call(struct t *t, uint16_t port, const uint8_t *msg, size_t
 	return r > 0 ? (size_t)r : 0;
 }
 
-/* @max_pending 0: the module's default limits (64, 16 per client). */
-static int setup_with(void **state, uint32_t max_pending)
+/* @max_pending 0: the module's default limits (64, 16 per client); each stage @timeout_ms. */
+static int setup_with(void **state, uint32_t max_pending, uint32_t timeout_ms)
 {
 	struct t *t = calloc(1, sizeof(*t));
 	char err[256];
@@ -236,7 +239,7 @@ static int setup_with(void **state, uint32_t max_pending)
 				       .pmap_port = t->pmap_port,
 				       .max_pending = max_pending,
 				       .retry_ms = 100,
-				       .timeout_ms = 400 };
+				       .timeout_ms = timeout_ms };
 	t->as = nlm_async_new(t->base, &ac, err, sizeof(err));
 	assert_non_null(t->as);
 	nlm_relay_set_async(t->rl, t->as);
@@ -258,12 +261,18 @@ static int setup_with(void **state, uint32_t max_pending)
 
 static int setup(void **state)
 {
-	return setup_with(state, 2);
+	return setup_with(state, 2, 400);
 }
 
 static int setup_default_limits(void **state)
 {
-	return setup_with(state, 0);
+	return setup_with(state, 0, 400);
+}
+
+/* Default limits, and stages long enough for every GETPORT a result may send. */
+static int setup_default_limits_slow(void **state)
+{
+	return setup_with(state, 0, 3000);
 }
 
 static int teardown(void **state)
@@ -848,6 +857,129 @@ static void test_one_client_cannot_take_the_table(void **state)
 	assert_int_equal(nlm_async_pending(t->as), 17);
 }
 
+/* Host @n (0..) of network @net: 127.1.net.n+1, nobody's portmapper. */
+static uint32_t forged(uint32_t net, uint32_t n)
+{
+	return 0x7f010001u + (net << 8) + n;
+}
+
+/* The server answers the _MSG of @up on the callback port @port: its result starts out. */
+static void server_answers(struct t *t, uint16_t port, uint32_t xid, const struct nlm_args *up)
+{
+	uint8_t msg[512], r[128];
+	size_t len = server_res(msg, sizeof(msg), xid, NLMPROC_LOCK_RES, up->cookie,
+				NLM_DENIED_NOLOCKS, NULL);
+
+	assert_int_equal(server_call(t, port, msg, len, r, sizeof(r), 1000), 24);
+	assert_int_equal(xdr_get32(r + 20), RPCSTAT_SUCCESS);
+}
+
+/*
+ * Issue 32 item 4. Forged LOCK_MSGs from four networks' hosts, whose
+ * results wait for portmappers that never answer, fill the table (64): a
+ * real client's LOCK_MSG still goes, in the place of one of them, and its
+ * result reaches it. One network holds at most half of the table.
+ */
+static void test_forged_hosts_cannot_hold_the_table(void **state)
+{
+	struct t *t = *state;
+	uint8_t out[1024];
+	struct nlm_args up;
+	uint16_t port = cb_port(t);
+	uint32_t xid = 100;
+
+	/* One network: two hosts' 16 each, then a third host of it is refused. */
+	for (uint32_t n = 0; n < 3; n++) {
+		for (uint32_t i = 0; i < 16; i++) {
+			enum side_relay_verdict v = client_msg(t, forged(0, n), NLMPROC_LOCK_MSG,
+							       out, sizeof(out), &up);
+			if (n == 2) {
+				assert_int_equal(v, SIDE_RELAY_ANSWERED);
+				assert_int_equal(xdr_get32(out + 20), RPCSTAT_SYSTEM_ERR);
+				continue;
+			}
+			assert_int_equal(v, SIDE_RELAY_REWRITTEN);
+			server_answers(t, port, xid++, &up);
+		}
+	}
+	assert_int_equal(nlm_async_stats(t->as)->refused_client_cap, 16);
+	/* A second network takes the other half. */
+	for (uint32_t n = 0; n < 2; n++) {
+		for (uint32_t i = 0; i < 16; i++) {
+			assert_int_equal(client_msg(t, forged(1, n), NLMPROC_LOCK_MSG, out,
+						    sizeof(out), &up),
+					 SIDE_RELAY_REWRITTEN);
+			server_answers(t, port, xid++, &up);
+		}
+	}
+	assert_int_equal(nlm_async_pending(t->as), 64);
+
+	/* The real client's call takes a silent host's place, and its result comes. */
+	assert_int_equal(client_msg(t, CLIENT, NLMPROC_LOCK_MSG, out, sizeof(out), &up),
+			 SIDE_RELAY_REWRITTEN);
+	assert_int_equal(nlm_async_stats(t->as)->yielded, 1);
+	assert_int_equal(nlm_async_stats(t->as)->full, 0);
+	assert_int_equal(nlm_async_pending(t->as), 64);
+	server_answers(t, port, xid++, &up);
+	gwt_spin_for(t->base, 300, client_serve, t);
+	assert_int_equal(t->client_saw_proc, NLMPROC_LOCK_RES);
+	assert_int_equal(t->client_saw_stat, NLM_DENIED_NOLOCKS);
+	assert_string_equal(t->client_saw_cookie, "cb");
+	assert_int_equal(nlm_async_stats(t->as)->delivered, 1);
+}
+
+/* GETPORTs a silent portmapper at forged(2, 0) received within @ms. */
+static uint32_t getports_seen(struct t *t, int pmap, unsigned int ms)
+{
+	uint8_t b[256];
+	uint32_t n = 0;
+
+	gwt_spin_for(t->base, ms, client_serve, t);
+	while (recv(pmap, b, sizeof(b), MSG_DONTWAIT) > 0)
+		n++;
+	return n;
+}
+
+/*
+ * A result for a host whose portmapper does not answer costs that host at
+ * most three GETPORTs (retry_ms, then twice that, apart), and one while it
+ * is known silent; a portmapper that answered is not asked again for the
+ * next result.
+ */
+static void test_getports_bounded_and_remembered(void **state)
+{
+	struct t *t = *state;
+	uint8_t out[1024];
+	struct nlm_args up;
+	uint16_t port = cb_port(t);
+	int silent = gwt_udp_bind(forged(2, 0), t->pmap_port, NULL);
+
+	assert_true(silent > 0);
+	assert_int_equal(client_msg(t, forged(2, 0), NLMPROC_LOCK_MSG, out, sizeof(out), &up),
+			 SIDE_RELAY_REWRITTEN);
+	server_answers(t, port, 200, &up);
+	assert_int_equal(getports_seen(t, silent, 1200), 3); /* at 0, 100 and 300 ms */
+	assert_int_equal(nlm_async_stats(t->as)->portmapper_silent, 1);
+	assert_int_equal(nlm_async_pending(t->as), 0);
+
+	assert_int_equal(client_msg(t, forged(2, 0), NLMPROC_LOCK_MSG, out, sizeof(out), &up),
+			 SIDE_RELAY_REWRITTEN);
+	server_answers(t, port, 201, &up);
+	assert_int_equal(getports_seen(t, silent, 800), 1);
+	assert_int_equal(nlm_async_stats(t->as)->portmapper_silent, 2);
+	close(silent);
+
+	/* The answering client: one GETPORT for two results. */
+	for (uint32_t i = 0; i < 2; i++) {
+		assert_int_equal(client_msg(t, CLIENT, NLMPROC_LOCK_MSG, out, sizeof(out), &up),
+				 SIDE_RELAY_REWRITTEN);
+		server_answers(t, port, 300 + i, &up);
+		gwt_spin_for(t->base, 300, client_serve, t);
+	}
+	assert_int_equal(nlm_async_stats(t->as)->delivered, 2);
+	assert_int_equal(t->client_getports, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -885,6 +1017,10 @@ int main(void)
 			test_late_lock_res_kept_when_the_owner_holds_the_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_one_client_cannot_take_the_table,
 						setup_default_limits, teardown),
+		cmocka_unit_test_setup_teardown(test_forged_hosts_cannot_hold_the_table,
+						setup_default_limits_slow, teardown),
+		cmocka_unit_test_setup_teardown(test_getports_bounded_and_remembered,
+						setup_default_limits_slow, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

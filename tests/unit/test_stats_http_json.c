@@ -333,6 +333,8 @@ static void test_stats_json_nlm(void **state)
 	assert_int_equal(gwt_json_int(root, "routes.0.nlm.async.timed_out"), 25);
 	assert_int_equal(gwt_json_int(root, "routes.0.nlm.async.refused_client_cap"), 26);
 	assert_int_equal(gwt_json_int(root, "routes.0.nlm.async.late_given_back"), 27);
+	assert_int_equal(gwt_json_int(root, "routes.0.nlm.async.portmapper_silent"), 28);
+	assert_int_equal(gwt_json_int(root, "routes.0.nlm.async.yielded"), 29);
 	assert_int_equal(gwt_json_int(root, "routes.0.nlm.server_reboots.pending"), 2);
 	assert_int_equal(gwt_json_int(root, "routes.0.nlm.server_reboots.received"), 19);
 	assert_int_equal(gwt_json_int(root, "routes.0.nlm.server_reboots.repeated"), 20);

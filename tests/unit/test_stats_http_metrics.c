@@ -383,7 +383,10 @@ static void test_metrics_nlm(void **state)
 		    26);
 	assert_true(gwt_prom_sample(fams, a, R, "nfs-fwd", "outcome", "late_given_back", NULL) ==
 		    27);
-	assert_int_equal(gwt_prom_family_size(fams, "rpcrdma_gw_nlm_async"), 8);
+	assert_true(gwt_prom_sample(fams, a, R, "nfs-fwd", "outcome", "portmapper_silent", NULL) ==
+		    28);
+	assert_true(gwt_prom_sample(fams, a, R, "nfs-fwd", "outcome", "yielded", NULL) == 29);
+	assert_int_equal(gwt_prom_family_size(fams, "rpcrdma_gw_nlm_async"), 10);
 	assert_true(gwt_prom_sample(fams, h, R, "nfs-fwd", "what", "notify_pending", NULL) == 2);
 	const char *sr = "rpcrdma_gw_nlm_server_reboot_notifications_total";
 	check_family(fams, "rpcrdma_gw_nlm_server_reboot_notifications", "counter");

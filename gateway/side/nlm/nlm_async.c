@@ -15,6 +15,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/random.h"
+#include "common/ratelimit.h"
 #include "common/xdr.h"
 #include "conf/config.h"
 #include "gateway/counters/counters.h"
@@ -28,6 +29,16 @@ enum {
 	AS_DEFAULT_RETRY_MS = 1000,
 	AS_DEFAULT_TIMEOUT_MS = 10000,
 	AS_DEFAULT_PER_CLIENT = 16,
+	/*
+	 * GETPORTs for one result at most, resent after retry_ms, then twice
+	 * that: a forged _MSG makes the gateway call port 111 of whatever
+	 * address it claims, so what one call may cost that third party is
+	 * bounded (about 170 bytes), and a host that does not answer holds
+	 * its slot for 7 x retry_ms, not the stage's whole timeout.
+	 */
+	AS_MAX_GETPORTS = 3,
+	AS_PORT_TTL_MS = 60000,	  /* a client's lockd port, once its portmapper said it */
+	AS_SILENT_TTL_MS = 30000, /* a host whose portmapper did not answer: one GETPORT */
 	AS_RES_OFFSET = NLMPROC_TEST_RES - NLMPROC_TEST_MSG, /* X_RES = X_MSG + 5 */
 	AS_LINUX_SHORT = 8, /* the l_len a Linux v4 TEST_RES leaves out (below) */
 };
@@ -60,6 +71,7 @@ struct as_entry {
 	struct as_lock lock;
 	/* Toward the client. */
 	uint64_t deadline_us, sent_us;
+	uint32_t sends; /* of the current stage's message */
 	uint32_t xid;
 	struct sockaddr_storage to;
 	socklen_t tolen;
@@ -67,6 +79,17 @@ struct as_entry {
 	uint8_t msg[AS_MAX_MSG]; /* the X_RES call */
 	uint32_t getport_len;
 	uint8_t getport[64];
+};
+
+/*
+ * What a client host's portmapper said of its lockd (port), or that it did
+ * not answer (port 0), until @until_us: results for that host skip the
+ * GETPORT, or try it once.
+ */
+struct as_port {
+	struct gw_host host;
+	uint16_t port;
+	uint64_t until_us; /* 0: unused */
 };
 
 /* A LOCK_MSG that timed out waiting for its LOCK_RES (expire_lock_msg()). */
@@ -80,6 +103,8 @@ struct nlm_async {
 	struct nlm_async_config cfg;
 	struct as_entry *ent;
 	struct as_expired *expired; /* max_pending of them, the oldest overwritten */
+	struct as_port *ports;	    /* max_pending of them, the soonest to end overwritten */
+	struct gw_ratelimit refusal_log;
 	uint32_t next_expired;
 	uint32_t live;
 	int fd; /* toward clients, bound to the route's listen address */
@@ -123,24 +148,61 @@ static void entry_free(struct nlm_async *as, struct as_entry *e)
 
 /* ---- a client's X_MSG ----------------------------------------------------------- */
 
-/* A free entry (NULL: none), and how many entries @client holds in *@held. */
+/*
+ * An entry that yields to a new call when the table is full: one whose
+ * result waits for a portmapper that has not answered a GETPORT yet. The
+ * server is done with it, and a host that is silent is most likely not
+ * there at all: a forged source address. The one closest to giving up.
+ */
+static struct as_entry *silent_entry(struct nlm_async *as, uint32_t *slot)
+{
+	struct as_entry *best = NULL;
+
+	for (uint32_t i = 0; i < as->cfg.max_pending; i++) {
+		struct as_entry *e = &as->ent[i];
+
+		if (e->stage == AS_GETPORT && e->sends &&
+		    (!best || e->sends > best->sends ||
+		     (e->sends == best->sends && e->sent_us < best->sent_us))) {
+			best = e;
+			*slot = i;
+		}
+	}
+	return best;
+}
+
+/*
+ * A free entry (NULL: none), and how many entries @client holds in *@held
+ * and its network (common/host.h, a /24 or /64) in *@net_held.
+ */
 static struct as_entry *free_entry(struct nlm_async *as, const struct gw_host *client,
-				   uint32_t *slot, uint32_t *held)
+				   uint32_t *slot, uint32_t *held, uint32_t *net_held)
 {
 	struct as_entry *e = NULL;
 
 	*held = 0;
+	*net_held = 0;
 	for (uint32_t i = 0; i < as->cfg.max_pending; i++) {
 		if (as->ent[i].stage == AS_FREE) {
 			if (!e) {
 				*slot = i;
 				e = &as->ent[i];
 			}
-		} else if (memcmp(&as->ent[i].client, client, sizeof(*client)) == 0) {
-			(*held)++;
+		} else if (gw_host_same_prefix(&as->ent[i].client, client)) {
+			(*net_held)++;
+			if (gw_host_equal(&as->ent[i].client, client))
+				(*held)++;
 		}
 	}
 	return e;
+}
+
+/* One network's share of the table: half, and never less than one host's. */
+static uint32_t net_cap(const struct nlm_async *as)
+{
+	uint32_t half = as->cfg.max_pending / 2;
+
+	return half > as->cfg.max_pending_per_client ? half : as->cfg.max_pending_per_client;
 }
 
 /*
@@ -150,35 +212,58 @@ static struct as_entry *free_entry(struct nlm_async *as, const struct gw_host *c
  * _MSG for that long.
  */
 static bool refuse(struct nlm_async *as, const struct gw_host *client, bool table_full,
-		   uint32_t held)
+		   uint32_t held, uint32_t net_held)
 {
 	char who[INET6_ADDRSTRLEN];
+	uint64_t more = 0;
+	/* A flood of _MSG calls (forged ones too) is a line a second, with its count. */
+	bool log = gw_ratelimit_allow(&as->refusal_log, gw_now_us(), &more);
 
 	as->cfg.counters->events[GW_EV_NO_BUFFERS]++;
-	if (!table_full && held >= as->cfg.max_pending_per_client) {
+	if (!table_full && (held >= as->cfg.max_pending_per_client || net_held >= net_cap(as))) {
 		as->stats.refused_client_cap++;
-		gw_info("%s: nlm async: a _MSG call of client %s refused: it has %u pending "
-			"(max_pending_per_client)",
-			as->cfg.route->name, gw_host_str(client, who, sizeof(who)), held);
+		if (log)
+			gw_info("%s: nlm async: a _MSG call of client %s refused: it has %u "
+				"pending, its network %u (max_pending_per_client %u, a network "
+				"half of max_pending); %llu more refused since the last line",
+				as->cfg.route->name, gw_host_str(client, who, sizeof(who)), held,
+				net_held, as->cfg.max_pending_per_client, (unsigned long long)more);
 		return false;
 	}
 	as->stats.full++;
-	gw_info("%s: nlm async: a _MSG call refused: %u pending (max_pending)", as->cfg.route->name,
-		as->live);
+	if (log)
+		gw_info("%s: nlm async: a _MSG call refused: %u pending (max_pending), none "
+			"waiting for a silent portmapper; %llu more refused since the last line",
+			as->cfg.route->name, as->live, (unsigned long long)more);
 	return false;
 }
 
 bool nlm_async_register(struct nlm_async *as, const struct gw_host *client, uint32_t vers,
 			uint32_t proc, struct nlm_args *a, uint8_t cookie[NLM_ASYNC_COOKIE_LEN])
 {
-	uint32_t slot = 0, held;
-	struct as_entry *e = free_entry(as, client, &slot, &held);
+	uint32_t slot = 0, held, net_held;
+	struct as_entry *e = free_entry(as, client, &slot, &held, &net_held);
+
+	bool within_share = held < as->cfg.max_pending_per_client && net_held < net_cap(as);
 
 	/* nlm_decode_args() bounds both; checked again, the copies are fixed arrays. */
-	if (!e || held >= as->cfg.max_pending_per_client || a->cookie.len > sizeof(e->cookie) ||
-	    a->lock.fh.len > sizeof(e->lock.fh) || a->lock.oh.len != NLM_TOKEN_LEN)
-		return refuse(as, client, !e, held);
+	if (a->cookie.len > NLM_MAXNETOBJ || a->lock.fh.len > NLM4_FHSIZE ||
+	    a->lock.oh.len != NLM_TOKEN_LEN)
+		return refuse(as, client, !e, held, net_held);
+	/* A host or network at its share takes no other host's place. */
+	if (!e && within_share && (e = silent_entry(as, &slot))) {
+		char who[INET6_ADDRSTRLEN];
+
+		as->stats.yielded++;
+		gw_debug("%s: nlm async: the result for client %s, whose portmapper is silent, "
+			 "gives its place to a new call",
+			 as->cfg.route->name, gw_host_str(&e->client, who, sizeof(who)));
+		entry_free(as, e);
+	}
+	if (!e || !within_share)
+		return refuse(as, client, !e, held, net_held);
 	e->stage = AS_AWAIT_SERVER;
+	e->sends = 0;
 	e->gen = gw_random32(); /* the cookie's second half: unguessable (common/random.h) */
 	e->vers = vers;
 	e->proc = proc;
@@ -350,14 +435,64 @@ static bool give_back_late(struct nlm_async *as, uint32_t vers, struct nlm_bytes
 	return false;
 }
 
+/* ---- what clients' portmappers said ---------------------------------------------------- */
+
+static struct as_port *port_find(struct nlm_async *as, const struct gw_host *h, uint64_t now)
+{
+	for (uint32_t i = 0; i < as->cfg.max_pending; i++) {
+		struct as_port *p = &as->ports[i];
+
+		if (p->until_us > now && gw_host_equal(&p->host, h))
+			return p;
+	}
+	return NULL;
+}
+
+/* Remember @port (0: silent) for @h for @ttl_ms, in its old place or the one soonest to end. */
+static void port_note(struct nlm_async *as, const struct gw_host *h, uint16_t port, uint32_t ttl_ms,
+		      uint64_t now)
+{
+	struct as_port *slot = port_find(as, h, now);
+
+	for (uint32_t i = 0; !slot && i < as->cfg.max_pending; i++) {
+		struct as_port *p = &as->ports[i];
+
+		if (!slot || p->until_us < slot->until_us)
+			slot = p;
+	}
+	*slot = (struct as_port){ .host = *h, .port = port, .until_us = now + ttl_ms * 1000ull };
+}
+
+static void port_forget(struct nlm_async *as, const struct gw_host *h, uint64_t now)
+{
+	struct as_port *p = port_find(as, h, now);
+
+	if (p)
+		p->until_us = 0;
+}
+
+/* ---- toward the client --------------------------------------------------------------- */
+
 static void send_current(struct nlm_async *as, struct as_entry *e)
 {
 	const uint8_t *m = e->stage == AS_DELIVER ? e->msg : e->getport;
 	size_t n = e->stage == AS_DELIVER ? e->msg_len : e->getport_len;
 
 	e->sent_us = gw_now_us();
+	e->sends++;
 	if (sendto(as->fd, m, n, 0, (const struct sockaddr *)&e->to, e->tolen) < 0)
 		gw_debug("%s: nlm async: sendto: %s", as->cfg.route->name, strerror(errno));
+}
+
+/* The X_RES call, at the client's lockd on @port. */
+static void deliver(struct nlm_async *as, struct as_entry *e, uint16_t port)
+{
+	e->stage = AS_DELIVER;
+	e->sends = 0;
+	e->xid = gw_random_xid(xid_in_use, as);
+	xdr_put32(e->msg, e->xid);
+	gw_host_to_sockaddr(&e->client, port, &e->to, &e->tolen);
+	send_current(as, e);
 }
 
 /*
@@ -376,6 +511,14 @@ static bool start_delivery(struct nlm_async *as, struct as_entry *e, struct nlm_
 	if (!hn || nlm_encode_testres(e->vers, r, e->msg + hn, sizeof(e->msg) - hn, &m) != 0)
 		return false;
 	e->msg_len = (uint32_t)(hn + m);
+	uint64_t now = gw_now_us();
+	const struct as_port *known = port_find(as, &e->client, now);
+
+	e->deadline_us = now + (uint64_t)as->cfg.timeout_ms * 1000;
+	if (known && known->port) {
+		deliver(as, e, known->port); /* its portmapper said so lately: no GETPORT */
+		return true;
+	}
 	e->xid = gw_random_xid(xid_in_use, as);
 	e->getport_len = (uint32_t)pmap_encode_udp_lookup(e->getport, sizeof(e->getport), e->xid,
 							  e->client.family, NLM_PROG, e->vers);
@@ -383,7 +526,8 @@ static bool start_delivery(struct nlm_async *as, struct as_entry *e, struct nlm_
 		return false;
 	gw_host_to_sockaddr(&e->client, as->cfg.pmap_port, &e->to, &e->tolen);
 	e->stage = AS_GETPORT;
-	e->deadline_us = gw_now_us() + (uint64_t)as->cfg.timeout_ms * 1000;
+	/* A host silent lately is asked once (AS_MAX_GETPORTS - 1 sends already counted). */
+	e->sends = known ? AS_MAX_GETPORTS - 1 : 0;
 	send_current(as, e);
 	return true;
 }
@@ -466,8 +610,6 @@ int nlm_async_on_res(struct nlm_async *as, uint32_t vers, uint32_t proc, const u
 	return 0;
 }
 
-/* ---- toward the client --------------------------------------------------------------- */
-
 static void client_reply(struct nlm_async *as, struct as_entry *e, const uint8_t *msg, size_t len)
 {
 	char who[INET6_ADDRSTRLEN];
@@ -483,11 +625,8 @@ static void client_reply(struct nlm_async *as, struct as_entry *e, const uint8_t
 			entry_free(as, e);
 			return;
 		}
-		e->stage = AS_DELIVER;
-		e->xid = gw_random_xid(xid_in_use, as);
-		xdr_put32(e->msg, e->xid);
-		gw_host_to_sockaddr(&e->client, port, &e->to, &e->tolen);
-		send_current(as, e);
+		port_note(as, &e->client, port, AS_PORT_TTL_MS, gw_now_us());
+		deliver(as, e, port);
 		return;
 	}
 	/* A _RES has no results; an accepted, successful reply is the client's taking it. */
@@ -523,6 +662,30 @@ static void on_client_read(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+/*
+ * When @e's message is sent again: retry_ms after the first send, then
+ * twice as long each time (at most 8 x retry_ms apart).
+ */
+static uint64_t resend_due(const struct nlm_async *as, const struct as_entry *e)
+{
+	uint32_t doublings = e->sends > 4 ? 3 : e->sends - 1;
+
+	return e->sent_us + ((uint64_t)as->cfg.retry_ms * 1000 << doublings);
+}
+
+/* A host that did not answer its GETPORTs: its result is dropped, the host asked once next. */
+static void portmapper_silent(struct nlm_async *as, struct as_entry *e, uint64_t now)
+{
+	char who[INET6_ADDRSTRLEN];
+
+	as->stats.portmapper_silent++;
+	port_note(as, &e->client, 0, AS_SILENT_TTL_MS, now);
+	gw_debug("%s: nlm async: client %s's portmapper did not answer %u GETPORTs: its result "
+		 "dropped",
+		 as->cfg.route->name, gw_host_str(&e->client, who, sizeof(who)), e->sends);
+	entry_free(as, e);
+}
+
 static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
 	struct nlm_async *as = arg;
@@ -536,7 +699,11 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 
 		if (e->stage == AS_FREE)
 			continue;
-		if (now >= e->deadline_us) {
+		if (e->stage == AS_GETPORT &&
+		    (now >= e->deadline_us ||
+		     (e->sends >= AS_MAX_GETPORTS && now >= resend_due(as, e)))) {
+			portmapper_silent(as, e, now);
+		} else if (now >= e->deadline_us) {
 			as->stats.timed_out++;
 			as->cfg.counters->events[GW_EV_CALL_TIMEOUT]++;
 			gw_info("%s: nlm async: a _MSG of client %s: %s in time, forgotten",
@@ -553,10 +720,12 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 				 */
 				upstream_args(e->vers, e->proc, &e->lock, &up);
 				nlm_relay_call_done(as->cfg.relay, &up, false);
+			} else {
+				/* Its lockd did not take it: ask the portmapper again next time. */
+				port_forget(as, &e->client, now);
 			}
 			entry_free(as, e);
-		} else if (e->stage != AS_AWAIT_SERVER &&
-			   now - e->sent_us >= (uint64_t)as->cfg.retry_ms * 1000) {
+		} else if (e->stage != AS_AWAIT_SERVER && now >= resend_due(as, e)) {
 			send_current(as, e);
 		}
 	}
@@ -587,8 +756,10 @@ struct nlm_async *nlm_async_new(struct event_base *base, const struct nlm_async_
 	/* Generations and XIDs from the clock: a restarted gateway's differ from before. */
 	as->ent = calloc(as->cfg.max_pending, sizeof(*as->ent));
 	as->expired = calloc(as->cfg.max_pending, sizeof(*as->expired));
-	if (!as->ent || !as->expired)
+	as->ports = calloc(as->cfg.max_pending, sizeof(*as->ports));
+	if (!as->ent || !as->expired || !as->ports)
 		goto fail;
+	gw_ratelimit_init(&as->refusal_log, 1000000);
 	/* From the listen address: the client knows the gateway by it. */
 	if (la.ss_family == AF_INET6)
 		((struct sockaddr_in6 *)&la)->sin6_port = 0;
@@ -623,6 +794,7 @@ void nlm_async_free(struct nlm_async *as)
 		close(as->fd);
 	free(as->ent);
 	free(as->expired);
+	free(as->ports);
 	free(as);
 }
 

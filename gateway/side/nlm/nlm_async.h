@@ -76,6 +76,10 @@ struct nlm_async_stats {
 	uint64_t refused_client_cap; /* _MSG refused: its client host at max_pending_per_client */
 	uint64_t late_given_back;    /* a LOCK_RES granted/blocked after its _MSG timed out:
 					the lock given back upstream (UNLOCK) */
+	uint64_t portmapper_silent;  /* a result dropped: the client's portmapper did not
+					answer (3 GETPORTs; one for a host silent lately) */
+	uint64_t yielded;	     /* a result waiting for a silent portmapper dropped for
+					a new call, the table being full */
 };
 
 /* NULL with a message in @err. 0 in a limit of @cfg: its default. */
