@@ -271,6 +271,7 @@ struct gw_stats_nlm {
 	uint64_t oh_too_long, stale_owner;
 	uint64_t client_owners_full; /* a client at nlm_max_owners_per_client */
 	uint64_t client_prefix_full; /* a new client whose /24 or /64 is at its share */
+	uint64_t clients_reclaimed;  /* idle client hosts forgotten for a new one (LRU) */
 	uint64_t cb_relayed, cb_granted, cb_stale, cb_full, cb_timed_out, cb_not_from_server;
 	/* The clients' _MSG calls and their _RES (gateway/side/nlm/nlm_async.h). */
 	uint32_t async_pending;

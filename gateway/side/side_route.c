@@ -467,6 +467,7 @@ bool gw_side_nlm_stats(const struct gw_side *side, struct gw_stats_nlm *out)
 		.stale_owner = ss->stale_owner,
 		.client_owners_full = ss->client_owners_full,
 		.client_prefix_full = ss->client_prefix_full,
+		.clients_reclaimed = ss->clients_reclaimed,
 	};
 	/* Started last: absent only while gw_side_start() fails. */
 	if (side->nlm_cb) {

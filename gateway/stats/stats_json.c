@@ -317,6 +317,7 @@ static json_t *json_nlm(const struct gw_stats_nlm *n)
 	ok &= put(o, "clients", json_integer(n->clients));
 	ok &= put(o, "owners", json_integer(n->owners));
 	ok &= put(o, "locks", json_integer(n->locks));
+	ok &= put(o, "clients_reclaimed", ju64(n->clients_reclaimed));
 	ok &= put(refused, "clients_full", ju64(n->clients_full));
 	ok &= put(refused, "owners_full", ju64(n->owners_full));
 	ok &= put(refused, "locks_full", ju64(n->locks_full));

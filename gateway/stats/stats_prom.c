@@ -97,6 +97,7 @@ enum prom_family {
 	FAM_XID_MAP_EVENTS,
 	FAM_NLM_HELD,
 	FAM_NLM_REFUSED,
+	FAM_NLM_RECLAIMED,
 	FAM_NLM_CALLBACKS,
 	FAM_SHARED_QUEUE_TIME,
 	FAM_NLM_ASYNC,
@@ -236,6 +237,11 @@ static const struct prom_family_desc {
 			      "clients_full, owners_full, locks_full, client_locks_full, "
 			      "oh_too_long, stale_owner, client_owners_full, "
 			      "client_prefix_full." },
+	[FAM_NLM_RECLAIMED] = { "nlm_clients_reclaimed_total", "counter", ON_ROUTE,
+				"Client hosts holding nothing (no lock, share or call at the "
+				"server) "
+				"forgotten, least recently used first, to make room for a new one: "
+				"a high rate is many hosts, or forged sources." },
 	[FAM_NLM_CALLBACKS] = { "nlm_granted_callbacks_total", "counter", ON_ROUTE,
 				"The server's GRANTED callbacks, by outcome: relayed (answered by "
 				"the client), granted (of which the client took the lock), stale, "
@@ -607,6 +613,7 @@ static void prom_nlm(struct prom *p, const struct gw_stats_nlm *n)
 		{ FAM_NLM_REFUSED, "reason=\"stale_owner\"", n->stale_owner },
 		{ FAM_NLM_REFUSED, "reason=\"client_owners_full\"", n->client_owners_full },
 		{ FAM_NLM_REFUSED, "reason=\"client_prefix_full\"", n->client_prefix_full },
+		{ FAM_NLM_RECLAIMED, NULL, n->clients_reclaimed },
 		{ FAM_NLM_CALLBACKS, "outcome=\"relayed\"", n->cb_relayed },
 		{ FAM_NLM_CALLBACKS, "outcome=\"granted\"", n->cb_granted },
 		{ FAM_NLM_CALLBACKS, "outcome=\"stale\"", n->cb_stale },

@@ -152,6 +152,7 @@ void gwt_fake_engine_init(struct gwt_fake_engine *e)
 					.stale_owner = 12,
 					.client_owners_full = 71,
 					.client_prefix_full = 73,
+					.clients_reclaimed = 74,
 					.cb_relayed = 13,
 					.cb_granted = 14,
 					.cb_stale = 15,

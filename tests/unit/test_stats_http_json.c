@@ -317,6 +317,7 @@ static void test_stats_json_nlm(void **state)
 	assert_int_equal(gwt_json_int(root, "routes.0.nlm.refused.stale_owner"), 12);
 	assert_int_equal(gwt_json_int(root, "routes.0.nlm.refused.client_owners_full"), 71);
 	assert_int_equal(gwt_json_int(root, "routes.0.nlm.refused.client_prefix_full"), 73);
+	assert_int_equal(gwt_json_int(root, "routes.0.nlm.clients_reclaimed"), 74);
 	assert_int_equal(gwt_json_int(root, "routes.0.nlm.granted_callbacks.pending"), 1);
 	assert_int_equal(gwt_json_int(root, "routes.0.nlm.granted_callbacks.relayed"), 13);
 	assert_int_equal(gwt_json_int(root, "routes.0.nlm.granted_callbacks.granted"), 14);

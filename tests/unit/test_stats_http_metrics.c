@@ -361,6 +361,9 @@ static void test_metrics_nlm(void **state)
 		    71);
 	assert_true(gwt_prom_sample(fams, r, R, "nfs-fwd", "reason", "client_prefix_full", NULL) ==
 		    73);
+	check_family(fams, "rpcrdma_gw_nlm_clients_reclaimed", "counter");
+	assert_true(gwt_prom_sample(fams, "rpcrdma_gw_nlm_clients_reclaimed_total", R, "nfs-fwd",
+				    NULL) == 74);
 	const char *c = "rpcrdma_gw_nlm_granted_callbacks_total";
 	assert_true(gwt_prom_sample(fams, c, R, "nfs-fwd", "outcome", "relayed", NULL) == 13);
 	assert_true(gwt_prom_sample(fams, c, R, "nfs-fwd", "outcome", "granted", NULL) == 14);
