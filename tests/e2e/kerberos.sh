@@ -136,7 +136,7 @@ krb_run() {
         fail "NFSv$vers sec=$sec: mount $host:$path $label"; return 1
     fi
     check "NFSv$vers sec=$sec: /proc/mounts shows sec=$sec $label" \
-        grep -qE "^$host:$path $mnt nfs4? .*[,]sec=$sec[, ]" /proc/mounts
+        grep -qE "^$host:$path $mnt nfs4? .*,sec=${sec}[, ]" /proc/mounts
     d=$mnt/t-$label-$vers-$sec
     # The data test, gw-e2e.sh's, run as alice: its ok/FAIL lines print from there.
     rc=0
