@@ -87,7 +87,9 @@ setpriv --reuid=$AUID --regid=$AUID --clear-groups klist | sed 's/^/  alice: /'
 # ---- the server: gssproxy for nfsd, the kernel NFS server on RDMA only ----
 modprobe sunrpc; modprobe auth_rpcgss; modprobe rpcsec_gss_krb5; modprobe nfsd
 # gssproxy serves nfsd's RPCSEC_GSS upcalls (it writes 1 to use-gss-proxy) with the
-# keytab /etc/krb5.keytab (Debian's /etc/gssproxy/24-nfs-server.conf, the default).
+# keytab /etc/krb5.keytab (Debian's /etc/gssproxy/24-nfs-server.conf, the default):
+# the interface current distributions use. The legacy rpc.svcgssd (run instead, by
+# hand, 2026-12-07) passes the same six mounts on 6.12.
 gssproxy -i -d >"$GW_OUT/gssproxy.log" 2>&1 &
 for _ in $(seq 1 50); do [[ $(cat /proc/net/rpc/use-gss-proxy 2>/dev/null) == 1 ]] && break; sleep 0.2; done
 check "gssproxy serves the kernel NFS server (use-gss-proxy 1)" \
