@@ -23,9 +23,9 @@
  * The caller's thread talks to the others through a command pipe each:
  * drain, reload, stop, and "park" for the stats endpoint, which reads
  * every worker's engine while the other threads wait in a callback of
- * their own loop (a scrape pauses them for the time it takes to render;
- * the alternative, locks or atomics on every counter, would cost every
- * call).
+ * their own loop (a scrape pauses them for the time it takes to copy the
+ * figures, gateway/stats/stats_copy.h, and renders once they go on; the
+ * alternative, locks or atomics on every counter, would cost every call).
  */
 #ifndef GW_GATEWAY_WORKERS_H
 #define GW_GATEWAY_WORKERS_H

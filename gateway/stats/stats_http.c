@@ -3,7 +3,8 @@
  * gateway/stats/stats_http.c - the traffic-statistics endpoint on evhttp: the
  * listener, the endpoints (/stats, /metrics, /healthz, /) and the cap on
  * connections. The documents are rendered by stats_json.c and
- * stats_prom.c (gateway/stats/stats_render.h).
+ * stats_prom.c (gateway/stats/stats_render.h) from a copy of the engines'
+ * figures (gateway/stats/stats_copy.h).
  */
 #include "gateway/stats/stats_http.h"
 
@@ -28,6 +29,7 @@
 #include "common/addr_text.h"
 #include "common/log.h"
 #include "common/version.h"
+#include "gateway/stats/stats_copy.h"
 #include "gateway/stats/stats_render.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -46,6 +48,8 @@ enum {
 	/* Connections refused per readiness event while full, before others get a turn. */
 	REFUSE_PER_EVENT = 64,
 };
+
+enum stats_format { FORMAT_JSON, FORMAT_PROMETHEUS, FORMAT_COUNT };
 
 /*
  * One HTTP connection, known by its bufferevent. evhttp (libevent 2.1)
@@ -66,6 +70,7 @@ struct gw_stats_http {
 	struct evhttp_bound_socket *bound; /* owned by http */
 	gw_stats_snapshot_fn snapshot;
 	void *engine;
+	struct gw_stats_copy copy; /* empty between requests */
 	/* Connection cap: at max_conns, the listener is off and refuse_ev closes newcomers. */
 	struct stats_conn *conns;
 	unsigned live_conns;
@@ -103,15 +108,10 @@ static void send_text(struct evhttp_request *req, int code, const char *reason, 
 		evbuffer_free(body);
 }
 
-static void send_rendered(struct evhttp_request *req, struct evbuffer *body, bool ok,
-			  const char *type)
+static void send_no_memory(struct evhttp_request *req)
 {
-	if (ok) {
-		send_answer(req, HTTP_OK, "OK", type, body);
-	} else {
-		gw_warn("stats: out of memory while answering %s", evhttp_request_get_uri(req));
-		send_text(req, HTTP_INTERNAL, "Internal Server Error", "out of memory\n");
-	}
+	gw_warn("stats: out of memory while answering %s", evhttp_request_get_uri(req));
+	send_text(req, HTTP_INTERNAL, "Internal Server Error", "out of memory\n");
 }
 
 static void serve_index(struct gw_stats_http *sh, struct evhttp_request *req)
@@ -163,42 +163,54 @@ static void bad_sessions_param(struct evhttp_request *req)
 	send_text(req, HTTP_BADREQUEST, "Bad Request", "sessions= takes 1, true, 0 or false\n");
 }
 
+/*
+ * Copy the engines' figures, and render from the copy: the walk (and the
+ * park of the other workers, gateway/workers.h) lasts only as long as the
+ * copy.
+ */
+static void serve_document(struct gw_stats_http *sh, struct evhttp_request *req,
+			   enum stats_format format, bool sessions, const char *type)
+{
+	struct evbuffer *body = evbuffer_new();
+	bool ok = body && gw_stats_copy_take(&sh->copy, sh->snapshot, sh->engine, sessions);
+
+	if (ok && format == FORMAT_JSON)
+		ok = stats_render_json(gw_stats_copy_replay, &sh->copy, sh->refused, sessions,
+				       body);
+	else if (ok)
+		ok = stats_render_prometheus(gw_stats_copy_replay, &sh->copy, sh->refused, sessions,
+					     body);
+	gw_stats_copy_clear(&sh->copy);
+	if (ok)
+		send_answer(req, HTTP_OK, "OK", type, body);
+	else
+		send_no_memory(req);
+	if (body)
+		evbuffer_free(body);
+}
+
 /* Sessions are in by default: the document is for people and scripts. */
 static void serve_stats(struct gw_stats_http *sh, struct evhttp_request *req)
 {
-	struct evbuffer *body;
 	bool sessions;
 
 	if (!sessions_param(req, true, &sessions)) {
 		bad_sessions_param(req);
 		return;
 	}
-	body = evbuffer_new();
-	send_rendered(
-		req, body,
-		body && stats_render_json(sh->snapshot, sh->engine, sh->refused, sessions, body),
-		JSON_TYPE);
-	if (body)
-		evbuffer_free(body);
+	serve_document(sh, req, FORMAT_JSON, sessions, JSON_TYPE);
 }
 
 /* Sessions are out by default: one series set per NFS client is too many. */
 static void serve_metrics(struct gw_stats_http *sh, struct evhttp_request *req)
 {
-	struct evbuffer *body;
 	bool sessions;
 
 	if (!sessions_param(req, false, &sessions)) {
 		bad_sessions_param(req);
 		return;
 	}
-	body = evbuffer_new();
-	send_rendered(req, body,
-		      body && stats_render_prometheus(sh->snapshot, sh->engine, sh->refused,
-						      sessions, body),
-		      PROMETHEUS_TYPE);
-	if (body)
-		evbuffer_free(body);
+	serve_document(sh, req, FORMAT_PROMETHEUS, sessions, PROMETHEUS_TYPE);
 }
 
 static const struct endpoint {
@@ -394,6 +406,7 @@ struct gw_stats_http *gw_stats_http_start(struct event_base *base, const struct 
 		goto nomem;
 	sh->snapshot = snapshot;
 	sh->engine = engine;
+	gw_stats_copy_init(&sh->copy);
 	sh->max_conns = DEFAULT_MAX_CONNECTIONS;
 	sh->sweep_ev = event_new(base, -1, EV_PERSIST, stats_sweep_and_hook, sh);
 	if (!sh->sweep_ev)
@@ -451,6 +464,7 @@ void gw_stats_http_stop(struct gw_stats_http *sh)
 	}
 	if (sh->sweep_ev)
 		event_free(sh->sweep_ev);
+	gw_stats_copy_clear(&sh->copy);
 	free(sh);
 }
 

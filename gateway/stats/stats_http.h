@@ -14,10 +14,12 @@
  *   GET /healthz           "ok": the event loop is turning
  *   GET /                  the list of the above
  *
- * Other paths answer 404, other methods 405. Each request walks the engine's
- * counters through @snapshot (gateway/counters/counters.h), on the loop's thread, and
- * is answered at once; the counters themselves are never locked or copied
- * on the data path. A client that stalls while sending its request or
+ * Other paths answer 404, other methods 405. A request walks the engine's
+ * counters through @snapshot (gateway/counters/counters.h), on the loop's
+ * thread, copying them (gateway/stats/stats_copy.h), and its document is
+ * rendered from the copy once the walk is over: the walk, which parks the
+ * gateway's other workers, lasts only as long as the copy, and the counters
+ * are never locked on the data path. A client that stalls while sending its request or
  * reading the answer is dropped after the timeout (10 s by default), so it
  * holds neither the loop nor more than one answer's memory. At most
  * max_connections (32 by default) are open at once: while that many are,

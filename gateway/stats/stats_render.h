@@ -9,7 +9,9 @@
  *   stats_render.c   the helpers both renderers use
  *
  * A renderer walks the engine through @snapshot and writes as it goes;
- * it returns false when memory ran out on the way.
+ * it returns false when memory ran out on the way. The endpoint hands it
+ * a copy of the engines' figures to walk (gateway/stats/stats_copy.h), so
+ * that the workers are not parked while it writes.
  */
 #ifndef GW_GATEWAY_STATS_RENDER_H
 #define GW_GATEWAY_STATS_RENDER_H

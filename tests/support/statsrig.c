@@ -28,6 +28,7 @@ void gwt_fake_snapshot(void *arg, struct gw_stats_visitor *v)
 	struct gw_stats_session s;
 
 	e->walks++;
+	e->walking = true;
 	for (unsigned i = 0; i < e->nroutes; i++) {
 		struct gwt_fake_route *fr = &e->routes[i];
 		r = fr->r;
@@ -41,6 +42,7 @@ void gwt_fake_snapshot(void *arg, struct gw_stats_visitor *v)
 		struct gw_stats_device d = e->devices[i];
 		v->device(v, &d);
 	}
+	e->walking = false;
 }
 
 static void fill_route_totals(struct gw_counters *c)

@@ -13,6 +13,7 @@
 #define GW_TESTS_SUPPORT_STATSRIG_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <sys/socket.h>
 
 #include <event2/event.h>
@@ -45,6 +46,8 @@ struct gwt_fake_engine {
 	struct gw_stats_device devices[2];
 	unsigned ndevices;
 	unsigned walks;
+	/* True during a walk: what the gateway's other workers are parked for. */
+	bool walking;
 };
 
 /* The second route's name: a quote, a backslash and a newline. */
@@ -54,10 +57,10 @@ extern const char gwt_fake_weird_name[];
 void gwt_fake_engine_init(struct gwt_fake_engine *e);
 
 /*
- * The engine's snapshot function (@arg the engine): it counts its walks, and
- * hands out temporaries (one struct reused for every route and one for every
- * session), so that a renderer that kept a pointer past its callback would
- * show the wrong route's values.
+ * The engine's snapshot function (@arg the engine): it counts its walks, is
+ * walking while it runs, and hands out temporaries (one struct reused for
+ * every route and one for every session), so that a renderer that kept a
+ * pointer past its callback would show the wrong route's values.
  */
 void gwt_fake_snapshot(void *arg, struct gw_stats_visitor *v);
 
