@@ -4,7 +4,8 @@
  * listener, the endpoints (/stats, /metrics, /healthz, /) and the cap on
  * connections. The documents are rendered by stats_json.c and
  * stats_prom.c (gateway/stats/stats_render.h) from a copy of the engines'
- * figures (gateway/stats/stats_copy.h).
+ * figures (gateway/stats/stats_copy.h), and kept for a moment for the
+ * requests that follow.
  */
 #include "gateway/stats/stats_http.h"
 
@@ -27,6 +28,7 @@
 #include <event2/util.h>
 
 #include "common/addr_text.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/version.h"
 #include "gateway/stats/stats_copy.h"
@@ -47,9 +49,36 @@ enum {
 	DEFAULT_MAX_CONNECTIONS = 32,
 	/* Connections refused per readiness event while full, before others get a turn. */
 	REFUSE_PER_EVENT = 64,
+	/*
+	 * A document is reused for ten times what it cost to make (the walk,
+	 * the copy and the render), and never past a second: under a flood
+	 * of scrapes the loop, which also serves worker 0's clients, spends at
+	 * most about a tenth of its time making each kind of document, and a
+	 * small gateway's, made in a millisecond, is at most ten milliseconds
+	 * old when it is sent.
+	 */
+	DOC_REUSE_PER_COST = 10,
+	DOC_REUSE_MAX_US = 1000000,
 };
 
 enum stats_format { FORMAT_JSON, FORMAT_PROMETHEUS, FORMAT_COUNT };
+
+/*
+ * A document as rendered, shared by the answers that send it: each answer's
+ * body refers to it (evbuffer_add_reference()), and whoever lets go last,
+ * the cache or an answer sent, frees it.
+ */
+struct stats_doc {
+	unsigned refs;
+	size_t len;
+	char data[];
+};
+
+/* The last document of a format and a sessions= choice, and until when it is reused. */
+struct stats_cached {
+	struct stats_doc *doc;
+	uint64_t until_us;
+};
 
 /*
  * One HTTP connection, known by its bufferevent. evhttp (libevent 2.1)
@@ -70,7 +99,8 @@ struct gw_stats_http {
 	struct evhttp_bound_socket *bound; /* owned by http */
 	gw_stats_snapshot_fn snapshot;
 	void *engine;
-	struct gw_stats_copy copy; /* empty between requests */
+	struct gw_stats_copy copy;		   /* empty between requests */
+	struct stats_cached docs[FORMAT_COUNT][2]; /* [format][sessions] */
 	/* Connection cap: at max_conns, the listener is off and refuse_ev closes newcomers. */
 	struct stats_conn *conns;
 	unsigned live_conns;
@@ -90,7 +120,7 @@ static void send_answer(struct evhttp_request *req, int code, const char *reason
 	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
 
 	evhttp_add_header(h, "Content-Type", type);
-	/* counters: every answer is fresh */
+	/* counters: no cache between may keep them (ours keeps one a second at most) */
 	evhttp_add_header(h, "Cache-Control", "no-store");
 	evhttp_send_reply(req, code, reason, body);
 }
@@ -163,28 +193,95 @@ static void bad_sessions_param(struct evhttp_request *req)
 	send_text(req, HTTP_BADREQUEST, "Bad Request", "sessions= takes 1, true, 0 or false\n");
 }
 
+static void doc_put(struct stats_doc *doc)
+{
+	if (doc && --doc->refs == 0)
+		free(doc);
+}
+
+/* An answer's reference let go: its body was sent, or its connection closed. */
+static void doc_sent(const void *data, size_t len, void *arg)
+{
+	(void)data;
+	(void)len;
+	doc_put(arg);
+}
+
 /*
  * Copy the engines' figures, and render from the copy: the walk (and the
  * park of the other workers, gateway/workers.h) lasts only as long as the
- * copy.
+ * copy. NULL when memory ran out.
  */
+static struct stats_doc *doc_make(struct gw_stats_http *sh, enum stats_format format, bool sessions)
+{
+	struct evbuffer *out = evbuffer_new();
+	struct stats_doc *doc = NULL;
+	bool ok = out && gw_stats_copy_take(&sh->copy, sh->snapshot, sh->engine, sessions);
+
+	if (ok && format == FORMAT_JSON)
+		ok = stats_render_json(gw_stats_copy_replay, &sh->copy, sh->refused, sessions, out);
+	else if (ok)
+		ok = stats_render_prometheus(gw_stats_copy_replay, &sh->copy, sh->refused, sessions,
+					     out);
+	gw_stats_copy_clear(&sh->copy);
+	if (ok) {
+		size_t len = evbuffer_get_length(out);
+		doc = malloc(sizeof(*doc) + len);
+		if (doc && evbuffer_remove(out, doc->data, len) == (ev_ssize_t)len) {
+			doc->refs = 1;
+			doc->len = len;
+		} else {
+			free(doc);
+			doc = NULL;
+		}
+	}
+	if (out)
+		evbuffer_free(out);
+	return doc;
+}
+
+/* Let go of the documents past their time: they are not kept for a request that may not come. */
+static void docs_expire(struct gw_stats_http *sh, uint64_t now)
+{
+	for (unsigned f = 0; f < FORMAT_COUNT; f++) {
+		for (unsigned k = 0; k < 2; k++) {
+			struct stats_cached *slot = &sh->docs[f][k];
+			if (slot->doc && now >= slot->until_us) {
+				doc_put(slot->doc);
+				slot->doc = NULL;
+			}
+		}
+	}
+}
+
+/* The document of @format and @sessions, the one made a moment ago or a new one. */
 static void serve_document(struct gw_stats_http *sh, struct evhttp_request *req,
 			   enum stats_format format, bool sessions, const char *type)
 {
-	struct evbuffer *body = evbuffer_new();
-	bool ok = body && gw_stats_copy_take(&sh->copy, sh->snapshot, sh->engine, sessions);
+	struct stats_cached *slot = &sh->docs[format][sessions];
+	uint64_t now = gw_now_us();
+	struct evbuffer *body;
 
-	if (ok && format == FORMAT_JSON)
-		ok = stats_render_json(gw_stats_copy_replay, &sh->copy, sh->refused, sessions,
-				       body);
-	else if (ok)
-		ok = stats_render_prometheus(gw_stats_copy_replay, &sh->copy, sh->refused, sessions,
-					     body);
-	gw_stats_copy_clear(&sh->copy);
-	if (ok)
-		send_answer(req, HTTP_OK, "OK", type, body);
-	else
+	docs_expire(sh, now);
+	if (!slot->doc) {
+		slot->doc = doc_make(sh, format, sessions);
+		if (!slot->doc) {
+			send_no_memory(req);
+			return;
+		}
+		uint64_t cost = gw_now_us() - now;
+		slot->until_us = now + (cost < DOC_REUSE_MAX_US / DOC_REUSE_PER_COST
+						? cost * DOC_REUSE_PER_COST
+						: DOC_REUSE_MAX_US);
+	}
+	body = evbuffer_new();
+	if (!body || evbuffer_add_reference(body, slot->doc->data, slot->doc->len, doc_sent,
+					    slot->doc) != 0) {
 		send_no_memory(req);
+	} else {
+		slot->doc->refs++;
+		send_answer(req, HTTP_OK, "OK", type, body);
+	}
 	if (body)
 		evbuffer_free(body);
 }
@@ -375,6 +472,7 @@ static void stats_sweep_and_hook(evutil_socket_t fd, short what, void *arg)
 {
 	stats_sweep(fd, what, arg);
 	stats_conns_hook(arg);
+	docs_expire(arg, gw_now_us());
 }
 
 static struct evhttp *http_new(struct event_base *base, struct gw_stats_http *sh)
@@ -464,6 +562,11 @@ void gw_stats_http_stop(struct gw_stats_http *sh)
 	}
 	if (sh->sweep_ev)
 		event_free(sh->sweep_ev);
+	/* The answers' references went with their connections: the cache's are the last. */
+	for (unsigned f = 0; f < FORMAT_COUNT; f++) {
+		for (unsigned k = 0; k < 2; k++)
+			doc_put(sh->docs[f][k].doc);
+	}
 	gw_stats_copy_clear(&sh->copy);
 	free(sh);
 }

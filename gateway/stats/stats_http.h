@@ -19,7 +19,10 @@
  * thread, copying them (gateway/stats/stats_copy.h), and its document is
  * rendered from the copy once the walk is over: the walk, which parks the
  * gateway's other workers, lasts only as long as the copy, and the counters
- * are never locked on the data path. A client that stalls while sending its request or
+ * are never locked on the data path. A document is reused for the requests
+ * that come within ten times what it cost to make, and never more than a
+ * second after it was made: a burst of scrapes costs the loop one document
+ * of each kind. A client that stalls while sending its request or
  * reading the answer is dropped after the timeout (10 s by default), so it
  * holds neither the loop nor more than one answer's memory. At most
  * max_connections (32 by default) are open at once: while that many are,

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
 
@@ -29,6 +30,8 @@ void gwt_fake_snapshot(void *arg, struct gw_stats_visitor *v)
 
 	e->walks++;
 	e->walking = true;
+	if (e->walk_us)
+		usleep(e->walk_us);
 	for (unsigned i = 0; i < e->nroutes; i++) {
 		struct gwt_fake_route *fr = &e->routes[i];
 		r = fr->r;

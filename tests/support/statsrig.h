@@ -46,6 +46,8 @@ struct gwt_fake_engine {
 	struct gw_stats_device devices[2];
 	unsigned ndevices;
 	unsigned walks;
+	/* Each walk lasts at least this long: the engine of a large gateway. */
+	unsigned walk_us;
 	/* True during a walk: what the gateway's other workers are parked for. */
 	bool walking;
 };
@@ -58,9 +60,10 @@ void gwt_fake_engine_init(struct gwt_fake_engine *e);
 
 /*
  * The engine's snapshot function (@arg the engine): it counts its walks, is
- * walking while it runs, and hands out temporaries (one struct reused for
- * every route and one for every session), so that a renderer that kept a
- * pointer past its callback would show the wrong route's values.
+ * walking while it runs (for walk_us at least), and hands out temporaries
+ * (one struct reused for every route and one for every session), so that a
+ * renderer that kept a pointer past its callback would show the wrong
+ * route's values.
  */
 void gwt_fake_snapshot(void *arg, struct gw_stats_visitor *v);
 

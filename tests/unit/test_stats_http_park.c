@@ -9,9 +9,13 @@
  *   /metrics, with and without sessions, are rendered once the walk is over
  *   (evbuffer_add and evbuffer_add_printf, through which every byte of
  *   both renderers goes, are watched: test_stats_http_park.wrap);
+ * - requests in a burst are answered from one walk, each kind of document
+ *   (format, sessions=) from its own;
+ * - a document is reused for ten times what it cost, never past a second;
  * - out of memory for the copy, the answer is a 500 and nobody is parked.
  *
- * The fake engine (support/statsrig.h) says when it is being walked.
+ * The fake engine (support/statsrig.h) says when it is being walked, and
+ * can be made to take its time, as a large gateway's engines do.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,6 +29,8 @@
 #include <unistd.h>
 
 #include <event2/buffer.h>
+
+#include "common/clock.h"
 
 #include "support/statsrig.h"
 
@@ -121,6 +127,61 @@ static void test_rendered_after_the_walk(void **state)
 	assert_int_equal(written_while_walking, 0);
 }
 
+static void test_burst_walks_once(void **state)
+{
+	struct gwt_stats_rig *f = *state;
+	char *first, *body;
+
+	/* 50 ms a walk: each document is reused for at least half a second */
+	f->engine.walk_us = 50000;
+	assert_int_equal(get(f, "/stats", &first), 200);
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(get(f, "/stats", &body), 200);
+		assert_string_equal(body, first);
+		free(body);
+	}
+	assert_int_equal(f->engine.walks, 1);
+	free(first);
+	/* each kind of document is made from a walk of its own */
+	assert_int_equal(get(f, "/stats?sessions=0", NULL), 200);
+	assert_int_equal(get(f, "/stats?sessions=false", NULL), 200);
+	assert_int_equal(f->engine.walks, 2);
+	assert_int_equal(get(f, "/metrics", NULL), 200);
+	assert_int_equal(get(f, "/metrics?sessions=1", NULL), 200);
+	assert_int_equal(get(f, "/metrics?sessions=0", NULL), 200);
+	assert_int_equal(f->engine.walks, 4);
+}
+
+static void test_reused_for_ten_times_its_cost(void **state)
+{
+	struct gwt_stats_rig *f = *state;
+	uint64_t t0;
+
+	/* 20 ms to make: reused for about 200 ms */
+	f->engine.walk_us = 20000;
+	assert_int_equal(get(f, "/metrics", NULL), 200);
+	assert_int_equal(get(f, "/metrics", NULL), 200);
+	assert_int_equal(f->engine.walks, 1);
+	usleep(600000);
+	assert_int_equal(get(f, "/metrics", NULL), 200);
+	assert_int_equal(f->engine.walks, 2);
+
+	/* 200 ms to make: ten times that is 2 s, but a second at most */
+	f->engine.walk_us = 200000;
+	usleep(600000);
+	t0 = gw_now_us();
+	assert_int_equal(get(f, "/metrics", NULL), 200);
+	assert_int_equal(f->engine.walks, 3);
+	usleep(500000);
+	assert_int_equal(get(f, "/metrics", NULL), 200);
+	if (gw_now_us() - t0 < 950000) /* not reached on a machine that slow */
+		assert_int_equal(f->engine.walks, 3);
+	while (gw_now_us() - t0 < 1050000)
+		usleep(10000);
+	assert_int_equal(get(f, "/metrics", NULL), 200);
+	assert_int_equal(f->engine.walks, 4);
+}
+
 static void test_out_of_memory_parks_nobody(void **state)
 {
 	struct gwt_stats_rig *f = *state;
@@ -142,6 +203,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_rendered_after_the_walk, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_burst_walks_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reused_for_ten_times_its_cost, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_out_of_memory_parks_nobody, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
