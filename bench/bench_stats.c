@@ -21,6 +21,7 @@
  *     renders and sends) over that time.
  *
  * Usage: bench_stats [SESSIONS...]   (default 480 4096)
+ *        BENCH_STATS_VERBOSE=1 prints every request's park and time.
  *
  * It uses only the endpoint's interface, so the same file builds against an
  * older tree for a before/after comparison. Build with

@@ -3,7 +3,7 @@
  * gateway/stats/stats_copy.h - the engines' figures copied out, to render from.
  *
  * A scrape reads every worker's engine while the other workers are parked
- * (gateway/workers.h). Rendering takes tens of times longer than reading:
+ * (gateway/workers.h). Rendering takes a hundred times longer than copying:
  * JSON objects or text lines for every counter of every session, 30-60 ms
  * at 480 sessions and up to 0.7 s at 4,096 on a small machine, all of it
  * with the data path stopped. So the endpoint copies what the walk hands
@@ -22,9 +22,9 @@
  * finds the room too small (the first, or a gateway that has grown since
  * the last) goes on measuring without copying, and the take walks again
  * into room of the size measured: two short parks instead of a long one.
- * About 1.7 KiB per live session with its counters (more for a session
- * whose table by procedure grew), under 200 bytes without; one copy at a
- * time, let go by gw_stats_copy_clear() once the document is rendered.
+ * 1.7 KiB per live session with its counters (2.2 KiB once its table by
+ * procedure has grown past 6 procedures), under 200 bytes without; one copy
+ * at a time, let go by gw_stats_copy_clear() once the document is rendered.
  *
  * Single-threaded: the stats endpoint's loop takes, replays and clears.
  */
