@@ -284,6 +284,21 @@ enum ulb_status ulb_parse_call(const struct ulb_rules *rules, const struct ulb_s
  */
 bool ulb_call_read_only(const struct ulb_call *call);
 
+/*
+ * May @call reach the server a second time under an XID its duplicate
+ * request cache does not know, with no harm done? True when it only reads
+ * (ulb_call_read_only()), or when it is an NFSv4.1+ COMPOUND starting with
+ * SEQUENCE, whose repeat the server answers from the session slot's reply
+ * cache instead of executing it. Never an RPCSEC_GSS call, whatever its
+ * service: its verifier is a checksum of the header from the XID on (RFC
+ * 2203 section 5.3.1), so the server refuses it under another XID, and the
+ * client takes that refusal for a dead context and starts again, for ever.
+ * The RFC 8267 retry asks it (forward mode), and so does a shared route's
+ * XID map, which keeps the answered calls this refuses for their client's
+ * retransmissions (gateway/maps/wirexid.h).
+ */
+bool ulb_call_safe_twice(const struct ulb_call *call);
+
 /* ------------------------------------------------------------------ */
 /* Replies                                                            */
 

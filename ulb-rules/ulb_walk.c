@@ -414,6 +414,16 @@ bool ulb_call_read_only(const struct ulb_call *call)
 	return call->proc < 32 && (read_only_procs(call->prog, call->vers) >> call->proc & 1u);
 }
 
+bool ulb_call_safe_twice(const struct ulb_call *call)
+{
+	if (call->flavor == RPC_AUTH_GSS)
+		return false;
+	if (call->prog == 100003 && call->vers == 4 && call->minorversion >= 1 &&
+	    call->has_sequence)
+		return true;
+	return ulb_call_read_only(call);
+}
+
 enum ulb_reply_status ulb_parse_reply(const struct ulb_call *call, struct ulb_sessions *sessions,
 				      const uint8_t *msg, size_t len, uint32_t moved,
 				      struct ulb_reply *reply)

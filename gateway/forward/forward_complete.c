@@ -354,7 +354,7 @@ static void fwd_call_answered(struct fwd_session *s, struct fwd_call *c, uint32_
  */
 bool fwd_may_retry(const struct fwd_session *s, const struct fwd_call *c)
 {
-	return !c->ulb.reply_exact && !c->retried && fwd_retry_safe(c) &&
+	return !c->ulb.reply_exact && !c->retried && ulb_call_safe_twice(&c->ulb) &&
 	       (!c->has_reply_chunk || c->rseg.length < rdma_pool_max_size(fwd_pool(s)));
 }
 

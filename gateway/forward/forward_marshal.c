@@ -50,29 +50,6 @@ static void fwd_send_done(struct rconn_wr *wr, enum ibv_wc_status status)
 		fwd_call_retry(c, status);
 }
 
-/*
- * May @c be sent a second time under a new XID (the RFC 8267 retry)? The
- * server's duplicate request cache does not know the new XID, so only
- * when a second execution is harmless: the call only reads, or it is an
- * NFSv4.1+ COMPOUND starting with SEQUENCE, whose repeat the server answers
- * from the session slot's reply cache instead of executing it. Never an
- * RPCSEC_GSS call, whatever its service: its verifier is a checksum of
- * the header from the XID on (RFC 2203 section 5.3.1), so the server
- * refuses it under another XID, and the client takes that refusal for a
- * dead context and starts again, for ever (krb5p through a route whose
- * estimate was too small).
- */
-bool fwd_retry_safe(const struct fwd_call *c)
-{
-	const struct ulb_call *u = &c->ulb;
-
-	if (u->flavor == RPC_AUTH_GSS)
-		return false;
-	if (u->prog == 100003 && u->vers == 4 && u->minorversion >= 1 && u->has_sequence)
-		return true;
-	return ulb_call_read_only(u);
-}
-
 /* Largest transport header of a reply that returns @nwrites Write chunks of one segment. */
 static uint32_t fwd_reply_hdr_size(const struct fwd_session *s, uint32_t nwrites)
 {
@@ -105,7 +82,7 @@ void fwd_plan_reply(const struct fwd_session *s, const struct fwd_call *c, uint3
 	/*
 	 * RPCSEC_GSS privacy: the procedure is encrypted, so the reply
 	 * cannot be sized, and the call can never be sent again
-	 * (fwd_retry_safe()). It is offered room for the largest reply the
+	 * (ulb_call_safe_twice()). It is offered room for the largest reply the
 	 * route carries (a record of max_record_size) and the GSS wrapping
 	 * around it, whatever reply_size_estimate says. (Integrity leaves the
 	 * procedure readable: its reply is bounded like any other, and an
@@ -130,7 +107,7 @@ void fwd_plan_reply(const struct fwd_session *s, const struct fwd_call *c, uint3
 	 * a Reply chunk costs a window, an RDMA Write and clearing), else a
 	 * Reply chunk of that size, not the largest.
 	 */
-	if (!u->reply_exact && !c->retried && !fwd_retry_safe(c)) {
+	if (!u->reply_exact && !c->retried && !ulb_call_safe_twice(&c->ulb)) {
 		uint64_t room = 2 * (uint64_t)u->reply_max;
 		if (room + fwd_hdr_min(s->version) <= s->thr.recv)
 			return;

@@ -314,7 +314,6 @@ void fwd_learn_sessions(struct fwd_session *s, const struct ulb_call *u, const u
 void fwd_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t len, uint32_t inv_rkey);
 
 /* forward_marshal.c */
-bool fwd_retry_safe(const struct fwd_call *c);
 /* How @c's reply comes back: @nwrites Write chunks, or a Reply chunk of @reply_size, or inline. */
 void fwd_plan_reply(const struct fwd_session *s, const struct fwd_call *c, uint32_t *nwrites,
 		    bool *reply_chunk, uint32_t *reply_size);

@@ -1063,18 +1063,18 @@ static void test_gss_calls_never_retried_and_krb5p_sized_for_the_route(void **st
 	c.ulb.minorversion = 1;
 	c.ulb.has_sequence = true;
 	c.ulb.flavor = RPC_AUTH_SYS;
-	assert_true(fwd_retry_safe(&c)); /* the session slot's cache answers a repeat */
-	c.ulb.flavor = RPC_AUTH_GSS;	 /* krb5: svc none */
+	assert_true(ulb_call_safe_twice(&c.ulb)); /* the session slot's cache answers a repeat */
+	c.ulb.flavor = RPC_AUTH_GSS;		  /* krb5: svc none */
 	c.ulb.gss_proc = RPC_GSS_PROC_DATA;
 	c.ulb.gss_service = RPC_GSS_SVC_NONE;
-	assert_false(fwd_retry_safe(&c));
+	assert_false(ulb_call_safe_twice(&c.ulb));
 
 	/* krb5p: nothing of the COMPOUND is visible (no SEQUENCE, no operation) */
 	c.ulb.gss_service = RPC_GSS_SVC_PRIVACY;
 	c.ulb.has_sequence = false;
 	c.ulb.reply_max = 512; /* reply_size_estimate, lowered */
 	c.ulb.reply_exact = false;
-	assert_false(fwd_retry_safe(&c));
+	assert_false(ulb_call_safe_twice(&c.ulb));
 	f->cfg.max_record_size = 2048;
 	fwd_plan_reply(f->ch, &c, &nwrites, &chunk, &size);
 	assert_true(chunk);

@@ -698,6 +698,62 @@ static void test_read_only_calls(void **state)
 	assert_false(ulb_call_read_only(&c));
 }
 
+/*
+ * What may reach the server again under an XID its duplicate request cache
+ * does not know: a call that only reads, or an NFSv4.1 COMPOUND opening
+ * with SEQUENCE (the slot's reply cache answers its repeat), whatever it
+ * does; not an NFSv4.0 or NFSv3 REMOVE, nor any RPCSEC_GSS call.
+ */
+static void test_safe_twice_calls(void **state)
+{
+	struct xb b;
+	struct ulb_call c;
+
+	compound_hdr(&b, 80, 1, 3); /* SEQUENCE, PUTFH, REMOVE "x" */
+	op_sequence(&b, sid_a);
+	op_putfh(&b);
+	u32(&b, 28);
+	opaque(&b, 'x', 1);
+	assert_int_equal(parse(&b, b.len, &c, NULL), ULB_OK);
+	assert_false(ulb_call_read_only(&c));
+	assert_true(ulb_call_safe_twice(&c));
+
+	compound_hdr(&b, 81, 0, 2); /* NFSv4.0: PUTFH, REMOVE "x" */
+	op_putfh(&b);
+	u32(&b, 28);
+	opaque(&b, 'x', 1);
+	assert_int_equal(parse(&b, b.len, &c, NULL), ULB_OK);
+	assert_false(ulb_call_safe_twice(&c));
+
+	call_hdr(&b, 82, NFS_PROG, 3, 12); /* NFSv3 REMOVE */
+	u32(&b, 8);
+	fixed(&b, 1, 8);
+	opaque(&b, 'x', 1);
+	assert_int_equal(parse(&b, b.len, &c, NULL), ULB_OK);
+	assert_false(ulb_call_safe_twice(&c));
+
+	call_hdr(&b, 83, NFS_PROG, 3, 6); /* NFSv3 READ */
+	u32(&b, 8);
+	fixed(&b, 1, 8);
+	u64(&b, 0);
+	u32(&b, 4096);
+	assert_int_equal(parse(&b, b.len, &c, NULL), ULB_OK);
+	assert_true(ulb_call_safe_twice(&c));
+
+	/* krb5i READ: it only reads, but its verifier covers the XID */
+	call_hdr_flavor(&b, 84, NFS_PROG, 3, 6, RPC_AUTH_GSS, RPC_GSS_SVC_INTEGRITY);
+	u32(&b, 4 + 4 + 32 + 8 + 4);
+	u32(&b, 7);
+	opaque(&b, 0xf0, 32);
+	u64(&b, 0);
+	u32(&b, 4096);
+	u32(&b, 16);
+	fixed(&b, 0x33, 16);
+	parse(&b, b.len, &c, NULL);
+	assert_true(ulb_call_read_only(&c));
+	assert_false(ulb_call_safe_twice(&c));
+}
+
 static void test_compound_unknown_op(void **state)
 {
 	struct xb b;
@@ -1104,6 +1160,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_v3_write),
 		cmocka_unit_test(test_read_only_calls),
+		cmocka_unit_test(test_safe_twice_calls),
 		cmocka_unit_test(test_v3_read_and_reply),
 		cmocka_unit_test(test_v3_symlink_readlink_readdir),
 		cmocka_unit_test(test_v2_symlink_item_in_the_middle),
