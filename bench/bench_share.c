@@ -74,14 +74,15 @@ static int bench_wirexid(uint32_t clients)
 
 	t0 = now_ns();
 	for (uint32_t i = 0; i < n; i++)
-		wirexid_map(&m, &keys[i], (uint16_t)(i & 1), i % clients, now, &idx[i]);
+		wirexid_map(&m, &keys[i], (uint16_t)(i & 1), i % clients, WIREXID_SAFE_TWICE, now,
+			    &idx[i]);
 	report("map, new call (free entry)", t0, n);
 	for (uint32_t i = 0; i < n; i++)
 		wire[i] = wirexid_get(&m, idx[i])->wire_xid;
 
 	t0 = now_ns();
 	for (uint32_t i = 0; i < n; i++)
-		wirexid_map(&m, &keys[i], 0, i % clients, now, &sink);
+		wirexid_map(&m, &keys[i], 0, i % clients, WIREXID_SAFE_TWICE, now, &sink);
 	report("map, retransmission of a call in flight", t0, n);
 
 	t0 = now_ns();
@@ -96,7 +97,7 @@ static int bench_wirexid(uint32_t clients)
 
 	t0 = now_ns();
 	for (uint32_t i = 0; i < n; i++)
-		wirexid_map(&m, &keys[i], 0, i % clients, now, &idx[i]);
+		wirexid_map(&m, &keys[i], 0, i % clients, WIREXID_SAFE_TWICE, now, &idx[i]);
 	report("map, retransmission of an answered call", t0, n);
 	for (uint32_t i = 0; i < n; i++)
 		wirexid_reply(&m, wirexid_get(&m, idx[i])->chan, wirexid_get(&m, idx[i])->wire_xid,
@@ -104,7 +105,8 @@ static int bench_wirexid(uint32_t clients)
 
 	t0 = now_ns();
 	for (uint32_t i = 0; i < n; i++)
-		wirexid_map(&m, &keys[n + i], (uint16_t)(i & 1), i % clients, now, &idx[i]);
+		wirexid_map(&m, &keys[n + i], (uint16_t)(i & 1), i % clients, WIREXID_SAFE_TWICE,
+			    now, &idx[i]);
 	report("map, new call recycling an answered entry", t0, n);
 
 	printf("  (stray %llu, evicted %llu, checksum %u)\n", (unsigned long long)m.st.stray,

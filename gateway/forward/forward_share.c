@@ -349,8 +349,16 @@ void fwd_share_admit(struct fwd_session *s, struct fwd_call *c)
 	uint32_t idx = WIREXID_NONE;
 	enum wirexid_verdict v = WIREXID_FULL;
 
+	/*
+	 * A call that must not run twice keeps its answered entry against
+	 * other clients' calls, so that its retransmission reaches the
+	 * server's duplicate request cache under the same wire XID.
+	 */
+	enum wirexid_twice twice =
+		ulb_call_safe_twice(&c->ulb) ? WIREXID_SAFE_TWICE : WIREXID_RUN_ONCE;
+
 	if (wirexid_key_from_sockaddr(&k, (const struct sockaddr *)&s->peer, c->xid))
-		v = wirexid_map(&sh->map, &k, ch->chan_idx, s->base.id, now_us(), &idx);
+		v = wirexid_map(&sh->map, &k, ch->chan_idx, s->base.id, twice, now_us(), &idx);
 	if (v == WIREXID_IN_FLIGHT) {
 		gw_count_event(&s->base, GW_EV_RETRANSMIT_ABSORBED);
 		struct fwd_call *old = sh->by_entry[idx];

@@ -33,6 +33,20 @@ static uint32_t key_hash(const struct wirexid *m, const struct wirexid_key *k)
 	return (uint32_t)(h ^ (h >> 32)) & m->mask;
 }
 
+/* The ledger's hash: the address alone (keyed as key_hash(), another constant). */
+static uint32_t addr_hash(const struct wirexid *m, const uint8_t addr[16])
+{
+	uint32_t w[4];
+	uint64_t h = m->secret ^ 0x5851f42d4c957f2dull;
+
+	memcpy(w, addr, sizeof(w));
+	for (unsigned i = 0; i < 4; i++) {
+		h = (h ^ w[i]) * 0x9e3779b97f4a7c15ull;
+		h ^= h >> 29;
+	}
+	return (uint32_t)(h ^ (h >> 32)) & m->mask;
+}
+
 /* Wire XIDs are the gateway's own, sequential per channel: a multiplicative hash spreads them. */
 static uint32_t wire_hash(const struct wirexid *m, uint16_t chan, uint32_t xid)
 {
@@ -72,7 +86,17 @@ int wirexid_init(struct wirexid *m, const struct wirexid_params *p)
 	m->key_head = malloc(buckets * sizeof(*m->key_head));
 	m->wire_head = malloc(buckets * sizeof(*m->wire_head));
 	m->next_xid = malloc(p->channels * sizeof(*m->next_xid));
-	if (!m->e || !m->key_head || !m->wire_head || !m->next_xid) {
+	/*
+	 * The ledger: an address holds a kept entry or is not in it, so max
+	 * records (record 0 unused) always suffice, whoever calls. Its tables
+	 * say "none" with 0, so calloc'd they start empty, and pages no
+	 * address reached are never touched.
+	 */
+	m->cl = calloc((size_t)max + 1, sizeof(*m->cl));
+	m->cl_head = calloc(buckets, sizeof(*m->cl_head));
+	m->by_kept = calloc((size_t)max + 1, sizeof(*m->by_kept));
+	if (!m->e || !m->key_head || !m->wire_head || !m->next_xid || !m->cl || !m->cl_head ||
+	    !m->by_kept) {
 		wirexid_destroy(m);
 		return -ENOMEM;
 	}
@@ -86,7 +110,9 @@ int wirexid_init(struct wirexid *m, const struct wirexid_params *p)
 	for (uint16_t c = 0; c < p->channels; c++)
 		m->next_xid[c] = (uint32_t)splitmix(&s);
 	m->free_head = WIREXID_NONE; /* entries are taken from made on: none linked yet */
-	m->old_head = m->old_tail = WIREXID_NONE;
+	m->safe.head = m->safe.tail = WIREXID_NONE;
+	m->kept.head = m->kept.tail = WIREXID_NONE;
+	m->cl_made = 1;
 	return 0;
 }
 
@@ -96,6 +122,9 @@ void wirexid_destroy(struct wirexid *m)
 	free(m->key_head);
 	free(m->wire_head);
 	free(m->next_xid);
+	free(m->cl);
+	free(m->cl_head);
+	free(m->by_kept);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -171,31 +200,171 @@ static void wire_unlink(struct wirexid *m, uint32_t i)
 	*p = m->e[i].wire_next;
 }
 
-/* Answered entries are appended as they are answered: with one TTL, oldest first is expiry order.
+/*
+ * Answered entries are appended to their age list as they are answered:
+ * with one TTL, oldest first is expiry order.
  */
-static void old_append(struct wirexid *m, uint32_t i)
+static void age_append(struct wirexid *m, struct wirexid_age *a, uint32_t i)
 {
 	m->e[i].next = WIREXID_NONE;
-	m->e[i].prev = m->old_tail;
-	if (m->old_tail != WIREXID_NONE)
-		m->e[m->old_tail].next = i;
+	m->e[i].prev = a->tail;
+	if (a->tail != WIREXID_NONE)
+		m->e[a->tail].next = i;
 	else
-		m->old_head = i;
-	m->old_tail = i;
+		a->head = i;
+	a->tail = i;
 }
 
-static void old_unlink(struct wirexid *m, uint32_t i)
+static void age_unlink(struct wirexid *m, struct wirexid_age *a, uint32_t i)
 {
 	struct wirexid_entry *e = &m->e[i];
 
 	if (e->prev != WIREXID_NONE)
 		m->e[e->prev].next = e->next;
 	else
-		m->old_head = e->next;
+		a->head = e->next;
 	if (e->next != WIREXID_NONE)
 		m->e[e->next].prev = e->prev;
 	else
-		m->old_tail = e->prev;
+		a->tail = e->prev;
+}
+
+/* ---- the ledger: addresses and their kept entries ---- */
+
+static uint32_t client_find(const struct wirexid *m, const uint8_t addr[16])
+{
+	for (uint32_t c = m->cl_head[addr_hash(m, addr)]; c != 0; c = m->cl[c].hnext)
+		if (memcmp(m->cl[c].addr, addr, 16) == 0)
+			return c;
+	return 0;
+}
+
+/* A record for @addr, holding nothing yet; 0 when none is left (never: see wirexid_init()). */
+static uint32_t client_make(struct wirexid *m, const uint8_t addr[16])
+{
+	uint32_t c = m->cl_free;
+
+	if (c != 0)
+		m->cl_free = m->cl[c].hnext;
+	else if (m->cl_made <= m->max)
+		c = m->cl_made++;
+	else
+		return 0;
+	struct wirexid_client *r = &m->cl[c];
+	memset(r, 0, sizeof(*r));
+	memcpy(r->addr, addr, 16);
+	r->head = r->tail = WIREXID_NONE;
+	uint32_t b = addr_hash(m, addr);
+	r->hnext = m->cl_head[b];
+	m->cl_head[b] = c;
+	return c;
+}
+
+static void client_release(struct wirexid *m, uint32_t c)
+{
+	uint32_t *p = &m->cl_head[addr_hash(m, m->cl[c].addr)];
+
+	while (*p != c)
+		p = &m->cl[*p].hnext;
+	*p = m->cl[c].hnext;
+	m->cl[c].hnext = m->cl_free;
+	m->cl_free = c;
+}
+
+/*
+ * The addresses holding n kept entries are listed in by_kept[n], and most
+ * is the largest n listed: a count moves by one at a time, so keeping it
+ * is O(1), and so is finding an address that holds the most.
+ */
+static void count_link(struct wirexid *m, uint32_t c)
+{
+	struct wirexid_client *r = &m->cl[c];
+	uint32_t *head = &m->by_kept[r->kept];
+
+	r->bprev = 0;
+	r->bnext = *head;
+	if (*head != 0)
+		m->cl[*head].bprev = c;
+	*head = c;
+	if (r->kept > m->most)
+		m->most = r->kept;
+}
+
+static void count_unlink(struct wirexid *m, uint32_t c)
+{
+	struct wirexid_client *r = &m->cl[c];
+
+	if (r->bprev != 0)
+		m->cl[r->bprev].bnext = r->bnext;
+	else
+		m->by_kept[r->kept] = r->bnext;
+	if (r->bnext != 0)
+		m->cl[r->bnext].bprev = r->bprev;
+	/* The last of the most: the next most is one less, this address's count once dropped. */
+	if (m->by_kept[r->kept] == 0 && m->most == r->kept)
+		m->most--;
+}
+
+/* Answered entry @i of a run-once call is kept for address @c: the newest of its entries. */
+static void client_add(struct wirexid *m, uint32_t c, uint32_t i)
+{
+	struct wirexid_client *r = &m->cl[c];
+	struct wirexid_entry *e = &m->e[i];
+
+	e->client = c;
+	e->cnext = WIREXID_NONE;
+	e->cprev = r->tail;
+	if (r->tail != WIREXID_NONE)
+		m->e[r->tail].cnext = i;
+	else
+		r->head = i;
+	r->tail = i;
+	if (r->kept == 0)
+		m->st.kept_clients++;
+	else
+		count_unlink(m, c);
+	r->kept++;
+	count_link(m, c);
+	m->st.kept++;
+}
+
+/* Kept entry @i leaves its address (recycled, or its call sent again); an empty record goes. */
+static void client_drop(struct wirexid *m, uint32_t i)
+{
+	struct wirexid_entry *e = &m->e[i];
+	uint32_t c = e->client;
+	struct wirexid_client *r = &m->cl[c];
+
+	if (e->cprev != WIREXID_NONE)
+		m->e[e->cprev].cnext = e->cnext;
+	else
+		r->head = e->cnext;
+	if (e->cnext != WIREXID_NONE)
+		m->e[e->cnext].cprev = e->cprev;
+	else
+		r->tail = e->cprev;
+	e->client = 0;
+	count_unlink(m, c);
+	r->kept--;
+	m->st.kept--;
+	if (r->kept != 0) {
+		count_link(m, c);
+	} else {
+		client_release(m, c);
+		m->st.kept_clients--;
+	}
+}
+
+/* Answered entry @i is taken off its lists (it is recycled, or its call goes again). */
+static void answered_unlink(struct wirexid *m, uint32_t i)
+{
+	if (m->e[i].client != 0) {
+		age_unlink(m, &m->kept, i);
+		client_drop(m, i);
+	} else {
+		age_unlink(m, &m->safe, i);
+	}
+	m->st.answered--;
 }
 
 static void entry_free(struct wirexid *m, uint32_t i)
@@ -204,12 +373,10 @@ static void entry_free(struct wirexid *m, uint32_t i)
 
 	key_unlink(m, i);
 	wire_unlink(m, i);
-	if (e->state == WIREXID_ANSWERED) {
-		old_unlink(m, i);
-		m->st.answered--;
-	} else {
+	if (e->state == WIREXID_ANSWERED)
+		answered_unlink(m, i);
+	else
 		m->st.in_flight--;
-	}
 	e->state = WIREXID_FREE;
 	e->next = m->free_head;
 	m->free_head = i;
@@ -217,29 +384,59 @@ static void entry_free(struct wirexid *m, uint32_t i)
 
 void wirexid_expire(struct wirexid *m, uint64_t now_us)
 {
-	while (m->old_head != WIREXID_NONE && m->e[m->old_head].expire_us <= now_us) {
-		entry_free(m, m->old_head);
+	while (m->safe.head != WIREXID_NONE && m->e[m->safe.head].expire_us <= now_us) {
+		entry_free(m, m->safe.head);
+		m->st.expired++;
+	}
+	while (m->kept.head != WIREXID_NONE && m->e[m->kept.head].expire_us <= now_us) {
+		entry_free(m, m->kept.head);
 		m->st.expired++;
 	}
 }
 
 /*
- * A freed entry; else one never used; else the oldest answered one,
- * recycled early; else none: all in flight.
+ * The answered entry to recycle early for a new call from @addr, or
+ * WIREXID_NONE when every entry is in flight (wirexid.h, "Retention"):
+ * the oldest safe-twice one; else the caller's own oldest kept one when it
+ * holds at least an equal share of them; else the oldest of an address
+ * that holds the most, which a caller below its share never is.
  */
-static uint32_t entry_take(struct wirexid *m)
+static uint32_t entry_victim(struct wirexid *m, const uint8_t addr[16])
+{
+	if (m->safe.head != WIREXID_NONE) {
+		m->st.evicted_safe++;
+		return m->safe.head;
+	}
+	if (m->kept.head == WIREXID_NONE)
+		return WIREXID_NONE;
+	uint32_t c = client_find(m, addr);
+	if (c != 0 && (uint64_t)m->cl[c].kept * m->st.kept_clients >= m->st.kept) {
+		m->st.evicted_own++;
+		return m->cl[c].head;
+	}
+	m->st.evicted_other++;
+	return m->cl[m->by_kept[m->most]].head;
+}
+
+/*
+ * A freed entry; else one never used; else an answered one, recycled
+ * early (entry_victim()); else none: all in flight.
+ */
+static uint32_t entry_take(struct wirexid *m, const uint8_t addr[16])
 {
 	uint32_t i = m->free_head;
 
 	if (i == WIREXID_NONE && m->made < m->max)
-		return m->made++; /* calloc'd: state WIREXID_FREE */
-	if (i == WIREXID_NONE && m->old_head != WIREXID_NONE) {
-		entry_free(m, m->old_head);
+		return m->made++; /* calloc'd: state WIREXID_FREE, no client */
+	if (i == WIREXID_NONE) {
+		uint32_t v = entry_victim(m, addr);
+		if (v == WIREXID_NONE)
+			return WIREXID_NONE;
+		entry_free(m, v);
 		m->st.evicted++;
 		i = m->free_head;
 	}
-	if (i != WIREXID_NONE)
-		m->free_head = m->e[i].next;
+	m->free_head = m->e[i].next;
 	return i;
 }
 
@@ -259,7 +456,8 @@ static uint32_t wire_alloc(struct wirexid *m, uint16_t chan)
 }
 
 enum wirexid_verdict wirexid_map(struct wirexid *m, const struct wirexid_key *k, uint16_t chan,
-				 uint64_t owner, uint64_t now_us, uint32_t *idx)
+				 uint64_t owner, enum wirexid_twice twice, uint64_t now_us,
+				 uint32_t *idx)
 {
 	struct wirexid_key key = *k;
 	uint32_t i;
@@ -272,18 +470,20 @@ enum wirexid_verdict wirexid_map(struct wirexid *m, const struct wirexid_key *k,
 
 		e->owner = owner;
 		*idx = i;
+		/* One copy that may not run twice is enough: the same call, kept then. */
+		if (twice == WIREXID_RUN_ONCE)
+			e->twice = WIREXID_RUN_ONCE;
 		if (e->state == WIREXID_INFLIGHT) {
 			m->st.hits_in_flight++;
 			return WIREXID_IN_FLIGHT;
 		}
-		old_unlink(m, i);
-		m->st.answered--;
+		answered_unlink(m, i);
 		m->st.in_flight++;
 		e->state = WIREXID_INFLIGHT;
 		m->st.hits_answered++;
 		return WIREXID_RESEND;
 	}
-	i = entry_take(m);
+	i = entry_take(m, key.addr);
 	if (i == WIREXID_NONE) {
 		m->st.full++;
 		return WIREXID_FULL;
@@ -292,6 +492,7 @@ enum wirexid_verdict wirexid_map(struct wirexid *m, const struct wirexid_key *k,
 	e->key = key;
 	e->owner = owner;
 	e->expire_us = 0;
+	e->twice = twice == WIREXID_SAFE_TWICE ? WIREXID_SAFE_TWICE : WIREXID_RUN_ONCE;
 	/* A channel out of range is the caller's bug; keep the map consistent anyway. */
 	e->chan = chan < m->channels ? chan : (uint16_t)(chan % m->channels);
 	e->wire_xid = wire_alloc(m, e->chan);
@@ -316,7 +517,23 @@ uint32_t wirexid_reply(struct wirexid *m, uint16_t chan, uint32_t wire_xid, uint
 	}
 	m->e[i].state = WIREXID_ANSWERED;
 	m->e[i].expire_us = now_us + m->ttl_us;
-	old_append(m, i);
+	/*
+	 * A run-once call's entry is kept for its address. A record is always
+	 * there to be had (wirexid_init()); were none, the entry would be
+	 * recyclable by anyone, as before the ledger, rather than lost.
+	 */
+	uint32_t c = 0;
+	if (m->e[i].twice == WIREXID_RUN_ONCE) {
+		c = client_find(m, m->e[i].key.addr);
+		if (c == 0)
+			c = client_make(m, m->e[i].key.addr);
+	}
+	if (c != 0) {
+		age_append(m, &m->kept, i);
+		client_add(m, c, i);
+	} else {
+		age_append(m, &m->safe, i);
+	}
 	m->st.in_flight--;
 	m->st.answered++;
 	return i;

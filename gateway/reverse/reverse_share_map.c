@@ -91,7 +91,10 @@ enum rsm_verdict rsm_map(struct rev_share_map *m, struct fairq *fq, const struct
 			 struct rev_call **superseded)
 {
 	uint32_t idx;
-	enum wirexid_verdict v = wirexid_map(&m->map, k, chan, c->s->base.id, now_us, &idx);
+	/* As forward mode: a call that must not run twice keeps its answered entry. */
+	enum wirexid_twice twice =
+		ulb_call_safe_twice(&c->ulb) ? WIREXID_SAFE_TWICE : WIREXID_RUN_ONCE;
+	enum wirexid_verdict v = wirexid_map(&m->map, k, chan, c->s->base.id, twice, now_us, &idx);
 
 	*superseded = NULL;
 	if (v == WIREXID_FULL)

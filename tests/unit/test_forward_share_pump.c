@@ -458,8 +458,12 @@ static uint8_t rec_byte(uint32_t xid, uint32_t i)
 	return (uint8_t)(xid * 31u + i * 7u + (i >> 8));
 }
 
-/* Client @s sends a call of REC_LEN bytes, XID @xid, in slot @slot: admitted on the channel. */
-static struct fwd_call *call(struct fixture *f, struct fwd_session *s, uint32_t slot, uint32_t xid)
+/*
+ * Client @s sends an NFSv3 call of procedure @proc, REC_LEN bytes, XID @xid,
+ * in slot @slot: admitted on the channel.
+ */
+static struct fwd_call *call_proc(struct fixture *f, struct fwd_session *s, uint32_t slot,
+				  uint32_t xid, uint32_t proc)
 {
 	bool fresh;
 	struct fwd_call *c = gw_slots_get(&s->slots, &fresh);
@@ -478,11 +482,17 @@ static struct fwd_call *call(struct fixture *f, struct fwd_session *s, uint32_t 
 	c->ulb.status = ULB_OK;
 	c->ulb.prog = 100003;
 	c->ulb.vers = 3;
-	c->ulb.proc = 7; /* WRITE: not read-only, its reply exact and small */
+	c->ulb.proc = proc;
 	c->ulb.reply_exact = true;
 	c->ulb.reply_max = 200;
 	fwd_share_admit(s, c);
 	return c;
+}
+
+/* A WRITE: not read-only, its reply exact and small. */
+static struct fwd_call *call(struct fixture *f, struct fwd_session *s, uint32_t slot, uint32_t xid)
+{
+	return call_proc(f, s, slot, xid, 7);
 }
 
 /* Send @n went out as call @c: its wire XID, and the record's bytes, the XID aside, intact. */
@@ -920,6 +930,35 @@ static void test_reply_written_at_once_when_nothing_else_is_held(void **state)
 	f->b->tcp = NULL;
 }
 
+/*
+ * What the route's XID map keeps of an answered call is what the call
+ * does: A's WRITE must not run twice, so its entry is kept for A's address
+ * against other clients' calls; B's GETATTR only reads, so its entry is
+ * any client's to recycle (gateway/maps/wirexid.h, "Retention").
+ */
+static void test_answered_entries_kept_by_what_the_call_does(void **state)
+{
+	struct fixture *f = *state;
+	const struct wirexid *m = &f->sh.map;
+
+	struct fwd_call *a0 = call_proc(f, f->a, 0, 0xa000, 7); /* WRITE */
+	struct fwd_call *b0 = call_proc(f, f->b, 0, 0xb000, 1); /* GETATTR */
+	uint32_t ia = a0->upx, ib = b0->upx;
+	send_completes(f, a0);
+	send_completes(f, b0);
+	reply(f, a0->wire_xid);
+	fence_completes(f, a0);
+	reply(f, b0->wire_xid);
+	fence_completes(f, b0);
+	assert_int_equal(m->st.answered, 2);
+	assert_int_equal(m->st.kept, 1);
+	assert_int_equal(m->st.kept_clients, 1);
+	assert_int_equal(wirexid_get(m, ia)->state, WIREXID_ANSWERED);
+	assert_int_not_equal(wirexid_get(m, ia)->client, 0);
+	assert_int_equal(wirexid_get(m, ib)->state, WIREXID_ANSWERED);
+	assert_int_equal(wirexid_get(m, ib)->client, 0);
+}
+
 /* ---- a READ whose data comes in a Write chunk ---- */
 
 enum { OP_PUTFH = 22, OP_READ = 25, READ_COUNT = 1500, READ_GOT = 1200 };
@@ -1106,6 +1145,8 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_client_closing_while_waiting_for_memory, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_answered_entries_kept_by_what_the_call_does,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_spliced_reply_makes_a_candidate, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(

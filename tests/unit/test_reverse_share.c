@@ -557,6 +557,57 @@ static void test_ledger_retransmission_same_wire_xid(void **state)
 	rsm_destroy(&m);
 }
 
+/* Call slot @i of @f as an NFSv3 call of procedure @proc (what the ULB would have parsed). */
+static void nfs3_proc(struct fake_client *f, uint32_t i, uint32_t proc)
+{
+	struct rev_call *c = &f->s->calls[i];
+
+	memset(&c->ulb, 0, sizeof(c->ulb));
+	c->ulb.status = ULB_OK;
+	c->ulb.prog = 100003;
+	c->ulb.vers = 3;
+	c->ulb.proc = proc;
+}
+
+/*
+ * Client A's REMOVE was answered (its reply lost); client B, another host,
+ * then makes four times the map's size in GETATTRs. A's retransmission
+ * still goes under the REMOVE's wire XID, for the server's duplicate
+ * request cache: B's reads recycled only reads.
+ */
+static void test_ledger_read_flood_keeps_a_remove(void **state)
+{
+	(void)state;
+	struct rev_share_map m;
+	struct fairq fq;
+	struct fake_client a, b;
+	bool stray;
+
+	ledger_init(&m, &fq, 16);
+	fake_client_init(&a, "192.0.2.2", 1000, 1, 4);
+	fake_client_init(&b, "192.0.2.3", 1000, 2, 4);
+	nfs3_proc(&a, 0, 12); /* REMOVE */
+	assert_int_equal(call(&m, &fq, &a, 0, 0xabc, 0), RSM_QUEUED);
+	uint32_t w = wire_xid(&a.s->calls[0]);
+	assert_int_equal(pump(&m, &fq), 1);
+	assert_non_null(rsm_reply(&m, &fq, 0, w, 3000, &stray));
+	for (uint32_t n = 0; n < 4 * 64; n++) {
+		nfs3_proc(&b, 0, 1); /* GETATTR */
+		assert_int_equal(call(&m, &fq, &b, 0, 0x1000 + n, 0), RSM_QUEUED);
+		assert_int_equal(pump(&m, &fq), 1);
+		assert_non_null(rsm_reply(&m, &fq, 0, wire_xid(&b.s->calls[0]), 3000, &stray));
+	}
+	nfs3_proc(&a, 1, 12);
+	assert_int_equal(call(&m, &fq, &a, 1, 0xabc, 0), RSM_QUEUED);
+	assert_int_equal(wire_xid(&a.s->calls[1]), w);
+	assert_int_equal(m.map.st.hits_answered, 1);
+	assert_true(m.map.st.evicted > 0);
+	assert_true(m.map.st.evicted == m.map.st.evicted_safe);
+	fake_client_free(&a);
+	fake_client_free(&b);
+	rsm_destroy(&m);
+}
+
 /* ---- backward calls: the session's owner on the channel ---- */
 
 static const uint8_t sid_x[ULB_SESSIONID_SIZE] = { 0x5e, 1, 2,	3,  4,	5,  6,	7,
@@ -723,6 +774,7 @@ int main(void)
 		cmocka_unit_test(test_ledger_takeover_resent_under_wire_xid),
 		cmocka_unit_test(test_ledger_reply_to_waiting_call_is_stray),
 		cmocka_unit_test(test_ledger_oldest_orphan),
+		cmocka_unit_test(test_ledger_read_flood_keeps_a_remove),
 		cmocka_unit_test(test_bc_bind_moves_callbacks),
 		cmocka_unit_test(test_bc_bind_that_moves_nothing),
 		cmocka_unit_test(test_bc_bind_truncated),
