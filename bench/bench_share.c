@@ -3,7 +3,9 @@
  * bench_share: cost of the two modules of a shared upstream (issue 17):
  *   - gateway/wirexid: memory per entry (entry plus its share of both hash
  *     tables), ns per new call mapped, per reply, per retransmission found,
- *     per stray reply refused, per new call that recycles an answered entry;
+ *     per stray reply refused, per new call that recycles an answered entry
+ *     (of a call safe to run twice; of one that must not: kept, its own
+ *     address's or the largest holder's);
  *   - gateway/fairq: ns per enqueue and per pick (+ completion), with many
  *     clients in the ring.
  * Usage: bench_share [CLIENTS]   (default 1000)
@@ -65,12 +67,19 @@ static int bench_wirexid(uint32_t clients)
 	for (uint32_t i = 0; i < 2 * n; i++)
 		key_of(&keys[i], i, clients, 0x5000);
 
+	/* The ledger at its largest: a record per entry (one address per kept call), its tables. */
+	size_t ledger = sizeof(struct wirexid_client) * ((size_t)n + 1) +
+			sizeof(uint32_t) * ((size_t)m.mask + 1) +
+			sizeof(uint32_t) * ((size_t)n + 1);
+
 	printf("wirexid: %u entries, %u clients, 2 channels\n", n, clients);
 	printf("  %-44s %8zu B\n", "memory per entry (entry + both tables)",
 	       sizeof(struct wirexid_entry) + 2 * sizeof(uint32_t) * (m.mask + 1) / n);
+	printf("  %-44s %8zu B\n", "ledger per entry, at most (made as used)", ledger / n);
 	printf("  %-44s %8.2f MiB\n", "memory of the map",
 	       (double)(sizeof(struct wirexid_entry) * n + 2 * sizeof(uint32_t) * (m.mask + 1)) /
 		       (1 << 20));
+	printf("  %-44s %8.2f MiB\n", "the ledger, at most", (double)ledger / (1 << 20));
 
 	t0 = now_ns();
 	for (uint32_t i = 0; i < n; i++)
@@ -111,6 +120,43 @@ static int bench_wirexid(uint32_t clients)
 
 	printf("  (stray %llu, evicted %llu, checksum %u)\n", (unsigned long long)m.st.stray,
 	       (unsigned long long)m.st.evicted, sink & 1);
+	wirexid_destroy(&m);
+
+	/*
+	 * Calls that must not run twice (REMOVE...): the map full of them,
+	 * answered, kept for their addresses. New ones from the same clients
+	 * recycle kept entries (their own, or the largest holder's when below
+	 * their share); then a new address's, which holds none, take the
+	 * largest holder's oldest each time.
+	 */
+	if (wirexid_init(&m, &p) != 0)
+		return 1;
+	for (uint32_t i = 0; i < n; i++) {
+		wirexid_map(&m, &keys[i], (uint16_t)(i & 1), i % clients, WIREXID_RUN_ONCE, now,
+			    &idx[i]);
+		wirexid_reply(&m, wirexid_get(&m, idx[i])->chan, wirexid_get(&m, idx[i])->wire_xid,
+			      now);
+	}
+	t0 = now_ns();
+	for (uint32_t i = 0; i < n / 2; i++)
+		wirexid_map(&m, &keys[n + i], (uint16_t)(i & 1), i % clients, WIREXID_RUN_ONCE, now,
+			    &idx[i]);
+	report("map, new run-once call recycling a kept entry", t0, n / 2);
+	for (uint32_t i = 0; i < n / 2; i++)
+		wirexid_reply(&m, wirexid_get(&m, idx[i])->chan, wirexid_get(&m, idx[i])->wire_xid,
+			      now);
+	uint64_t own = m.st.evicted_own, other = m.st.evicted_other;
+	for (uint32_t i = 0; i < n / 2; i++) { /* one address, 11.0.0.0, that holds nothing */
+		key_of(&keys[i], i, 1, 0x9000);
+		keys[i].addr[12] = 11;
+	}
+	t0 = now_ns();
+	for (uint32_t i = 0; i < n / 2; i++)
+		wirexid_map(&m, &keys[i], (uint16_t)(i & 1), 0, WIREXID_RUN_ONCE, now, &idx[i]);
+	report("map, new call taking the largest holder's", t0, n / 2);
+	printf("  (kept recycled: own %llu, other %llu; then other %llu; %u addresses)\n",
+	       (unsigned long long)own, (unsigned long long)other,
+	       (unsigned long long)(m.st.evicted_other - other), m.st.kept_clients);
 	free(idx);
 	free(wire);
 	free(keys);
