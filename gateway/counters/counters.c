@@ -299,11 +299,16 @@ void gw_stats_shared_xids(struct gw_stats_shared *out, const struct wirexid *map
 	out->xid_entries = map->max;
 	out->xid_in_flight = st->in_flight;
 	out->xid_answered = st->answered;
+	out->xid_kept = st->kept;
+	out->xid_kept_clients = st->kept_clients;
 	out->xid_new = st->new_calls;
 	out->xid_retransmit_in_flight = st->hits_in_flight;
 	out->xid_retransmit_answered = st->hits_answered;
 	out->xid_expired = st->expired;
 	out->xid_evicted = st->evicted;
+	out->xid_evicted_safe_twice = st->evicted_safe;
+	out->xid_evicted_own = st->evicted_own;
+	out->xid_evicted_other = st->evicted_other;
 	out->xid_full = st->full;
 	out->xid_stray = st->stray;
 }

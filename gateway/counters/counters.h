@@ -235,12 +235,17 @@ struct gw_stats_shared {
 	struct gw_stats_channel channels[GW_STATS_MAX_CHANNELS];
 	uint32_t xid_entries; /* the map's size */
 	uint32_t xid_in_flight;
-	uint32_t xid_answered; /* kept for retransmissions */
+	uint32_t xid_answered;	   /* kept for retransmissions */
+	uint32_t xid_kept;	   /* of them, calls that must not run twice, kept per address */
+	uint32_t xid_kept_clients; /* addresses holding those */
 	uint64_t xid_new;
 	uint64_t xid_retransmit_in_flight;
 	uint64_t xid_retransmit_answered;
 	uint64_t xid_expired;
-	uint64_t xid_evicted;
+	uint64_t xid_evicted; /* the three below */
+	uint64_t xid_evicted_safe_twice;
+	uint64_t xid_evicted_own;
+	uint64_t xid_evicted_other;
 	uint64_t xid_full;
 	uint64_t xid_stray;
 	/* Back channels of gone clients (gateway/maps/bc_orphans.h), forward routes. */

@@ -236,11 +236,16 @@ static json_t *json_shared(const struct gw_stats_shared *sh)
 	ok &= put(map, "entries", json_integer(sh->xid_entries));
 	ok &= put(map, "in_flight", json_integer(sh->xid_in_flight));
 	ok &= put(map, "answered", json_integer(sh->xid_answered));
+	ok &= put(map, "kept", json_integer(sh->xid_kept));
+	ok &= put(map, "kept_clients", json_integer(sh->xid_kept_clients));
 	ok &= put(map, "new", ju64(sh->xid_new));
 	ok &= put(map, "retransmit_in_flight", ju64(sh->xid_retransmit_in_flight));
 	ok &= put(map, "retransmit_answered", ju64(sh->xid_retransmit_answered));
 	ok &= put(map, "expired", ju64(sh->xid_expired));
 	ok &= put(map, "evicted", ju64(sh->xid_evicted));
+	ok &= put(map, "evicted_safe_twice", ju64(sh->xid_evicted_safe_twice));
+	ok &= put(map, "evicted_own", ju64(sh->xid_evicted_own));
+	ok &= put(map, "evicted_other", ju64(sh->xid_evicted_other));
 	ok &= put(map, "full", ju64(sh->xid_full));
 	ok &= put(map, "stray", ju64(sh->xid_stray));
 	ok &= put(o, "channels", chans);

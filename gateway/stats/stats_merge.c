@@ -60,11 +60,16 @@ static void acc_add_shared(struct gw_stats_shared *into, const struct gw_stats_s
 	into->xid_entries += from->xid_entries;
 	into->xid_in_flight += from->xid_in_flight;
 	into->xid_answered += from->xid_answered;
+	into->xid_kept += from->xid_kept;
+	into->xid_kept_clients += from->xid_kept_clients;
 	into->xid_new += from->xid_new;
 	into->xid_retransmit_in_flight += from->xid_retransmit_in_flight;
 	into->xid_retransmit_answered += from->xid_retransmit_answered;
 	into->xid_expired += from->xid_expired;
 	into->xid_evicted += from->xid_evicted;
+	into->xid_evicted_safe_twice += from->xid_evicted_safe_twice;
+	into->xid_evicted_own += from->xid_evicted_own;
+	into->xid_evicted_other += from->xid_evicted_other;
 	into->xid_full += from->xid_full;
 	into->xid_stray += from->xid_stray;
 	into->bc_kept_now += from->bc_kept_now;

@@ -95,6 +95,8 @@ enum prom_family {
 	FAM_SHARED_ORPHANED,
 	FAM_XID_MAP_ENTRIES,
 	FAM_XID_MAP_EVENTS,
+	FAM_XID_MAP_EVICTED,
+	FAM_XID_MAP_KEPT_CLIENTS,
 	FAM_NLM_HELD,
 	FAM_NLM_REFUSED,
 	FAM_NLM_RECLAIMED,
@@ -223,11 +225,23 @@ static const struct prom_family_desc {
 				  "the connection kept." },
 	[FAM_XID_MAP_ENTRIES] = { "shared_xid_map_entries", "gauge", ON_ROUTE,
 				  "Entries of the shared connections' XID map, by state: "
-				  "in_flight, answered (kept for retransmissions), size." },
+				  "in_flight, answered (kept for retransmissions), kept (of "
+				  "answered, calls that must not run twice, kept for their "
+				  "address), size." },
 	[FAM_XID_MAP_EVENTS] = { "shared_xid_map_total", "counter", ON_ROUTE,
 				 "Calls and replies through the shared connections' XID map, by "
 				 "what: new, retransmit_in_flight, retransmit_answered, expired, "
 				 "evicted, full, stray (a reply for no call in flight, dropped)." },
+	[FAM_XID_MAP_EVICTED] = { "shared_xid_map_evicted_total", "counter", ON_ROUTE,
+				  "Answered entries of the shared connections' XID map recycled "
+				  "early for room, by whose: safe_twice (a call safe to run "
+				  "twice, any client's), own (a kept call of the calling "
+				  "address), other (a kept call of the address holding the "
+				  "most)." },
+	[FAM_XID_MAP_KEPT_CLIENTS] = { "shared_xid_map_kept_clients", "gauge", ON_ROUTE,
+				       "Client addresses holding kept entries (answered calls "
+				       "that must not run twice) in the shared connections' XID "
+				       "map." },
 	/* The NLM relay of a route with a portmapper. */
 	[FAM_NLM_HELD] = { "nlm_held", "gauge", ON_ROUTE,
 			   "What the NLM relay holds now, by what: clients, owners, locks, "
@@ -587,8 +601,18 @@ static void prom_shared(struct prom *p, const struct gw_stats_shared *sh)
 		sh->xid_in_flight);
 	put_u64(p, SCOPE_ROUTE, FAM_XID_MAP_ENTRIES, "", p->route_labels, "state=\"answered\"",
 		sh->xid_answered);
+	put_u64(p, SCOPE_ROUTE, FAM_XID_MAP_ENTRIES, "", p->route_labels, "state=\"kept\"",
+		sh->xid_kept);
 	put_u64(p, SCOPE_ROUTE, FAM_XID_MAP_ENTRIES, "", p->route_labels, "state=\"size\"",
 		sh->xid_entries);
+	put_u64(p, SCOPE_ROUTE, FAM_XID_MAP_EVICTED, "", p->route_labels, "of=\"safe_twice\"",
+		sh->xid_evicted_safe_twice);
+	put_u64(p, SCOPE_ROUTE, FAM_XID_MAP_EVICTED, "", p->route_labels, "of=\"own\"",
+		sh->xid_evicted_own);
+	put_u64(p, SCOPE_ROUTE, FAM_XID_MAP_EVICTED, "", p->route_labels, "of=\"other\"",
+		sh->xid_evicted_other);
+	put_u64(p, SCOPE_ROUTE, FAM_XID_MAP_KEPT_CLIENTS, "", p->route_labels, NULL,
+		sh->xid_kept_clients);
 	for (size_t i = 0; i < ARRAY_SIZE(map); i++)
 		put_u64(p, SCOPE_ROUTE, FAM_XID_MAP_EVENTS, "", p->route_labels, map[i].what,
 			map[i].v);

@@ -274,6 +274,13 @@ static void test_stats_json_shared(void **state)
 			 1);
 	assert_int_equal(gwt_json_int(root, "routes.0.shared_upstream.xid_map.expired"), 700);
 	assert_int_equal(gwt_json_int(root, "routes.0.shared_upstream.xid_map.stray"), 5);
+	assert_int_equal(gwt_json_int(root, "routes.0.shared_upstream.xid_map.kept"), 40);
+	assert_int_equal(gwt_json_int(root, "routes.0.shared_upstream.xid_map.kept_clients"), 3);
+	assert_int_equal(gwt_json_int(root, "routes.0.shared_upstream.xid_map.evicted"), 9);
+	assert_int_equal(gwt_json_int(root, "routes.0.shared_upstream.xid_map.evicted_safe_twice"),
+			 6);
+	assert_int_equal(gwt_json_int(root, "routes.0.shared_upstream.xid_map.evicted_own"), 2);
+	assert_int_equal(gwt_json_int(root, "routes.0.shared_upstream.xid_map.evicted_other"), 1);
 	/* A route without: no member at all. */
 	assert_null(json_object_get(rb, "shared_upstream"));
 	json_decref(root);

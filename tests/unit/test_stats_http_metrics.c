@@ -247,6 +247,8 @@ static void test_metrics_shared(void **state)
 	check_family(fams, "rpcrdma_gw_shared_channel_stalls", "counter");
 	check_family(fams, "rpcrdma_gw_shared_xid_map", "counter");
 	check_family(fams, "rpcrdma_gw_shared_xid_map_entries", "gauge");
+	check_family(fams, "rpcrdma_gw_shared_xid_map_evicted", "counter");
+	check_family(fams, "rpcrdma_gw_shared_xid_map_kept_clients", "gauge");
 	const char *g = "rpcrdma_gw_shared_channel_credits_granted";
 	assert_true(gwt_prom_sample(fams, g, R, "nfs-fwd", "channel", "0", NULL) == 64);
 	assert_true(gwt_prom_sample(fams, g, R, "nfs-fwd", "channel", "1", NULL) == 0);
@@ -289,6 +291,15 @@ static void test_metrics_shared(void **state)
 	const char *e = "rpcrdma_gw_shared_xid_map_entries";
 	assert_true(gwt_prom_sample(fams, e, R, "nfs-fwd", "state", "in_flight", NULL) == 3);
 	assert_true(gwt_prom_sample(fams, e, R, "nfs-fwd", "state", "answered", NULL) == 250);
+	assert_true(gwt_prom_sample(fams, e, R, "nfs-fwd", "state", "kept", NULL) == 40);
+	assert_true(gwt_prom_sample(fams, m, R, "nfs-fwd", "what", "evicted", NULL) == 9);
+	const char *ev = "rpcrdma_gw_shared_xid_map_evicted_total";
+	assert_true(gwt_prom_sample(fams, ev, R, "nfs-fwd", "of", "safe_twice", NULL) == 6);
+	assert_true(gwt_prom_sample(fams, ev, R, "nfs-fwd", "of", "own", NULL) == 2);
+	assert_true(gwt_prom_sample(fams, ev, R, "nfs-fwd", "of", "other", NULL) == 1);
+	assert_true(gwt_prom_sample(fams, "rpcrdma_gw_shared_xid_map_kept_clients", R, "nfs-fwd",
+				    NULL) == 3);
+	assert_int_equal(gwt_prom_family_size(fams, "rpcrdma_gw_shared_xid_map_evicted"), 3);
 	/* Only the route that has them. */
 	assert_int_equal(gwt_prom_family_size(fams, g), 2);
 	assert_int_equal(gwt_prom_family_size(fams, "rpcrdma_gw_shared_xid_map"), 7);

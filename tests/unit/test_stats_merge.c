@@ -197,12 +197,17 @@ static void test_shared_channels_side_by_side(void **state)
 	a.shared.xid_entries = 1024;
 	a.shared.xid_new = 10;
 	a.shared.bc_adopted = 1;
+	a.shared.xid_kept_clients = 3;
+	a.shared.xid_evicted_own = 7;
 	b.shared.nchannels = 2;
 	b.shared.channels[0].calls_in_flight = 3;
 	b.shared.channels[1].calls_in_flight = 4;
 	b.shared.xid_entries = 1024;
 	b.shared.xid_new = 5;
 	b.shared.bc_kept_now = 2;
+	b.shared.xid_kept_clients = 1;
+	b.shared.xid_evicted_own = 1;
+	b.shared.xid_evicted_other = 4;
 	a.r.shared = &a.shared;
 	b.r.shared = &b.shared;
 
@@ -217,6 +222,9 @@ static void test_shared_channels_side_by_side(void **state)
 	assert_int_equal(acc.route.shared->xid_new, 15);
 	assert_int_equal(acc.route.shared->bc_adopted, 1);
 	assert_int_equal(acc.route.shared->bc_kept_now, 2);
+	assert_int_equal(acc.route.shared->xid_kept_clients, 4); /* each worker's map its own */
+	assert_int_equal(acc.route.shared->xid_evicted_own, 8);
+	assert_int_equal(acc.route.shared->xid_evicted_other, 4);
 	gw_stats_route_acc_fini(&acc);
 
 	/* More channels than the view holds: the first GW_STATS_MAX_CHANNELS, no overrun. */
