@@ -471,7 +471,7 @@ enum wirexid_verdict wirexid_map(struct wirexid *m, const struct wirexid_key *k,
 		e->owner = owner;
 		*idx = i;
 		/* One copy that may not run twice is enough: the same call, kept then. */
-		if (twice == WIREXID_RUN_ONCE)
+		if (twice != WIREXID_SAFE_TWICE)
 			e->twice = WIREXID_RUN_ONCE;
 		if (e->state == WIREXID_INFLIGHT) {
 			m->st.hits_in_flight++;
