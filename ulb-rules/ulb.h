@@ -299,6 +299,13 @@ bool ulb_call_read_only(const struct ulb_call *call);
  */
 bool ulb_call_safe_twice(const struct ulb_call *call);
 
+/*
+ * Must @call reach the server under the XID its client gave it? True for
+ * RPCSEC_GSS (its verifier covers the XID, RFC 2203 section 5.3.1): a
+ * shared route sends it under its own XID (wirexid_map_own_xid()).
+ */
+bool ulb_call_keeps_xid(const struct ulb_call *call);
+
 /* ------------------------------------------------------------------ */
 /* Replies                                                            */
 

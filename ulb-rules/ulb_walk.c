@@ -424,6 +424,11 @@ bool ulb_call_safe_twice(const struct ulb_call *call)
 	return ulb_call_read_only(call);
 }
 
+bool ulb_call_keeps_xid(const struct ulb_call *call)
+{
+	return call->flavor == RPC_AUTH_GSS;
+}
+
 enum ulb_reply_status ulb_parse_reply(const struct ulb_call *call, struct ulb_sessions *sessions,
 				      const uint8_t *msg, size_t len, uint32_t moved,
 				      struct ulb_reply *reply)

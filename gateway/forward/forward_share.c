@@ -357,8 +357,27 @@ void fwd_share_admit(struct fwd_session *s, struct fwd_call *c)
 	enum wirexid_twice twice =
 		ulb_call_safe_twice(&c->ulb) ? WIREXID_SAFE_TWICE : WIREXID_RUN_ONCE;
 
-	if (wirexid_key_from_sockaddr(&k, (const struct sockaddr *)&s->peer, c->xid))
+	if (!wirexid_key_from_sockaddr(&k, (const struct sockaddr *)&s->peer, c->xid))
+		v = WIREXID_FULL;
+	else if (ulb_call_keeps_xid(&c->ulb))
+		v = wirexid_map_own_xid(&sh->map, &k, ch->chan_idx, s->base.id, now_us(), &idx);
+	else
 		v = wirexid_map(&sh->map, &k, ch->chan_idx, s->base.id, twice, now_us(), &idx);
+	if (v == WIREXID_XID_BUSY) {
+		/*
+		 * A GSS call whose XID another call on the wire of this channel
+		 * holds (one value in 2^32 per call in flight): it cannot go under
+		 * another XID, and is answered SYSTEM_ERR rather than left to the
+		 * client's timeout.
+		 */
+		gw_warn("forward %s: xid %#x: a GSS call's XID is held on the wire by another "
+			"call: SYSTEM_ERR",
+			s->base.client, c->xid);
+		fwd_reply_error(s, c->xid, RPC_ACC_SYSTEM_ERR);
+		c->state = FC_DONE;
+		fwd_call_put(c);
+		return;
+	}
 	if (v == WIREXID_IN_FLIGHT) {
 		gw_count_event(&s->base, GW_EV_RETRANSMIT_ABSORBED);
 		struct fwd_call *old = sh->by_entry[idx];

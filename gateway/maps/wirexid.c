@@ -455,9 +455,9 @@ static uint32_t wire_alloc(struct wirexid *m, uint16_t chan)
 	return x;
 }
 
-enum wirexid_verdict wirexid_map(struct wirexid *m, const struct wirexid_key *k, uint16_t chan,
-				 uint64_t owner, enum wirexid_twice twice, uint64_t now_us,
-				 uint32_t *idx)
+static enum wirexid_verdict map_call(struct wirexid *m, const struct wirexid_key *k, uint16_t chan,
+				     uint64_t owner, enum wirexid_twice twice, bool own_xid,
+				     uint64_t now_us, uint32_t *idx)
 {
 	struct wirexid_key key = *k;
 	uint32_t i;
@@ -483,6 +483,16 @@ enum wirexid_verdict wirexid_map(struct wirexid *m, const struct wirexid_key *k,
 		m->st.hits_answered++;
 		return WIREXID_RESEND;
 	}
+	/* A channel out of range is the caller's bug; keep the map consistent anyway. */
+	chan = chan < m->channels ? chan : (uint16_t)(chan % m->channels);
+	if (own_xid && (i = wire_find(m, chan, key.xid)) != WIREXID_NONE) {
+		if (m->e[i].state == WIREXID_INFLIGHT) {
+			m->st.own_xid_busy++;
+			return WIREXID_XID_BUSY;
+		}
+		entry_free(m, i);
+		m->st.own_xid_displaced++;
+	}
 	i = entry_take(m, key.addr);
 	if (i == WIREXID_NONE) {
 		m->st.full++;
@@ -493,9 +503,9 @@ enum wirexid_verdict wirexid_map(struct wirexid *m, const struct wirexid_key *k,
 	e->owner = owner;
 	e->expire_us = 0;
 	e->twice = twice == WIREXID_SAFE_TWICE ? WIREXID_SAFE_TWICE : WIREXID_RUN_ONCE;
-	/* A channel out of range is the caller's bug; keep the map consistent anyway. */
-	e->chan = chan < m->channels ? chan : (uint16_t)(chan % m->channels);
-	e->wire_xid = wire_alloc(m, e->chan);
+	e->chan = chan;
+	e->own_xid = own_xid;
+	e->wire_xid = own_xid ? key.xid : wire_alloc(m, e->chan);
 	e->state = WIREXID_INFLIGHT;
 	key_link(m, i);
 	wire_link(m, i);
@@ -503,6 +513,20 @@ enum wirexid_verdict wirexid_map(struct wirexid *m, const struct wirexid_key *k,
 	m->st.new_calls++;
 	*idx = i;
 	return WIREXID_NEW;
+}
+
+enum wirexid_verdict wirexid_map(struct wirexid *m, const struct wirexid_key *k, uint16_t chan,
+				 uint64_t owner, enum wirexid_twice twice, uint64_t now_us,
+				 uint32_t *idx)
+{
+	return map_call(m, k, chan, owner, twice, false, now_us, idx);
+}
+
+enum wirexid_verdict wirexid_map_own_xid(struct wirexid *m, const struct wirexid_key *k,
+					 uint16_t chan, uint64_t owner, uint64_t now_us,
+					 uint32_t *idx)
+{
+	return map_call(m, k, chan, owner, WIREXID_RUN_ONCE, true, now_us, idx);
 }
 
 uint32_t wirexid_reply(struct wirexid *m, uint16_t chan, uint32_t wire_xid, uint64_t now_us)
@@ -558,7 +582,8 @@ void wirexid_cancel(struct wirexid *m, uint32_t idx)
 
 void wirexid_rewire(struct wirexid *m, uint32_t idx)
 {
-	if (idx >= m->max || m->e[idx].state != WIREXID_INFLIGHT)
+	/* An own-XID call goes under its own XID or not at all. */
+	if (idx >= m->max || m->e[idx].state != WIREXID_INFLIGHT || m->e[idx].own_xid)
 		return;
 	wire_unlink(m, idx);
 	m->e[idx].wire_xid = wire_alloc(m, m->e[idx].chan);

@@ -130,8 +130,9 @@ struct wirexid_entry {
 	uint32_t cprev, cnext; /* answered and kept: its address's kept entries, oldest first */
 	uint32_t client;       /* answered and kept: its address's ledger record */
 	uint16_t chan;
-	uint8_t state; /* enum wirexid_state */
-	uint8_t twice; /* enum wirexid_twice: WIREXID_RUN_ONCE if any copy of the call said so */
+	uint8_t state;	 /* enum wirexid_state */
+	uint8_t twice;	 /* enum wirexid_twice: WIREXID_RUN_ONCE if any copy of the call said so */
+	uint8_t own_xid; /* its wire XID is the client's own (wirexid_map_own_xid()) */
 };
 
 /*
@@ -148,20 +149,22 @@ struct wirexid_client {
 };
 
 struct wirexid_stats {
-	uint64_t new_calls;	 /* calls given a fresh wire XID */
-	uint64_t hits_in_flight; /* retransmissions of a call still in flight (absorbed) */
-	uint64_t hits_answered;	 /* retransmissions of an answered call (sent again) */
-	uint64_t expired;	 /* answered entries recycled after their TTL */
-	uint64_t evicted;	 /* answered entries recycled early, for want of room: */
-	uint64_t evicted_safe;	 /*   safe twice (any address's, oldest first) */
-	uint64_t evicted_own;	 /*   kept, the calling address's own oldest */
-	uint64_t evicted_other;	 /*   kept, the oldest of the address holding the most */
-	uint64_t full;		 /* calls refused: every entry in flight */
-	uint64_t stray;		 /* replies with no in-flight entry: dropped */
-	uint32_t in_flight;	 /* entries now in flight */
-	uint32_t answered;	 /* entries now kept for retransmissions */
-	uint32_t kept;		 /* of them, run-once calls' (kept for their address) */
-	uint32_t kept_clients;	 /* addresses holding those */
+	uint64_t new_calls;	    /* calls given a fresh wire XID */
+	uint64_t hits_in_flight;    /* retransmissions of a call still in flight (absorbed) */
+	uint64_t hits_answered;	    /* retransmissions of an answered call (sent again) */
+	uint64_t expired;	    /* answered entries recycled after their TTL */
+	uint64_t evicted;	    /* answered entries recycled early, for want of room: */
+	uint64_t evicted_safe;	    /*   safe twice (any address's, oldest first) */
+	uint64_t evicted_own;	    /*   kept, the calling address's own oldest */
+	uint64_t evicted_other;	    /*   kept, the oldest of the address holding the most */
+	uint64_t full;		    /* calls refused: every entry in flight */
+	uint64_t own_xid_busy;	    /* own-XID calls refused: a call in flight holds that XID */
+	uint64_t own_xid_displaced; /* answered entries recycled for an own-XID call's XID */
+	uint64_t stray;		    /* replies with no in-flight entry: dropped */
+	uint32_t in_flight;	    /* entries now in flight */
+	uint32_t answered;	    /* entries now kept for retransmissions */
+	uint32_t kept;		    /* of them, run-once calls' (kept for their address) */
+	uint32_t kept_clients;	    /* addresses holding those */
 };
 
 struct wirexid_params {
@@ -214,6 +217,7 @@ enum wirexid_verdict {
 			    * owner
 			    */
 	WIREXID_FULL,	   /* every entry in flight: refuse the call for now */
+	WIREXID_XID_BUSY,  /* wirexid_map_own_xid(): a call in flight holds its XID */
 };
 
 /*
@@ -228,6 +232,23 @@ enum wirexid_verdict {
 enum wirexid_verdict wirexid_map(struct wirexid *m, const struct wirexid_key *k, uint16_t chan,
 				 uint64_t owner, enum wirexid_twice twice, uint64_t now_us,
 				 uint32_t *idx);
+
+/*
+ * wirexid_map() for a call whose XID must reach the server as the client
+ * sent it: an RPCSEC_GSS call, whose verifier is a checksum of the call's
+ * header from the XID on (RFC 2203 section 5.3.1), so that the server
+ * refuses it under any other XID. Its wire XID is its own XID. Should an
+ * answered entry of the channel hold that wire XID, it is recycled (counted
+ * own_xid_displaced): the own-XID call cannot go under another, and the
+ * chance is that of one 32-bit value among the channel's entries. Should a
+ * call in flight hold it, the new call is refused for now
+ * (WIREXID_XID_BUSY, counted own_xid_busy) and takes no entry. The call is
+ * run-once (its retransmission keeps the same entry); wirexid_rewire()
+ * leaves its wire XID as it is.
+ */
+enum wirexid_verdict wirexid_map_own_xid(struct wirexid *m, const struct wirexid_key *k,
+					 uint16_t chan, uint64_t owner, uint64_t now_us,
+					 uint32_t *idx);
 
 /*
  * A reply came on @chan with @wire_xid: the entry's index, now answered

@@ -354,9 +354,10 @@ struct rev_share_map {
 };
 
 enum rsm_verdict {
-	RSM_QUEUED,  /* queued on the connection under its wire XID (written in the call) */
-	RSM_ON_WIRE, /* a retransmission of a call on the wire: its reply answers this one */
-	RSM_FULL,    /* every entry in flight */
+	RSM_QUEUED,   /* queued on the connection under its wire XID (written in the call) */
+	RSM_ON_WIRE,  /* a retransmission of a call on the wire: its reply answers this one */
+	RSM_FULL,     /* every entry in flight */
+	RSM_XID_BUSY, /* a GSS call whose XID a call on the wire of that connection holds */
 };
 
 int rsm_init(struct rev_share_map *m, const struct wirexid_params *p);

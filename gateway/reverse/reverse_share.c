@@ -415,6 +415,13 @@ static void share_call(struct rev_session *s, struct rev_call *c)
 			s->base.client, c->xid);
 		share_refuse(s, c);
 		return;
+	case RSM_XID_BUSY:
+		/* As forward mode: a GSS call goes under its own XID or not at all. */
+		gw_warn("reverse %s: xid %#x: a GSS call's XID is held on the wire by another "
+			"call: SYSTEM_ERR",
+			s->base.client, c->xid);
+		share_refuse(s, c);
+		return;
 	case RSM_ON_WIRE:
 		c->t_sent = gw_now_pass_us();
 		rev_enqueue(&s->sentq, c);

@@ -94,11 +94,16 @@ enum rsm_verdict rsm_map(struct rev_share_map *m, struct fairq *fq, const struct
 	/* As forward mode: a call that must not run twice keeps its answered entry. */
 	enum wirexid_twice twice =
 		ulb_call_safe_twice(&c->ulb) ? WIREXID_SAFE_TWICE : WIREXID_RUN_ONCE;
-	enum wirexid_verdict v = wirexid_map(&m->map, k, chan, c->s->base.id, twice, now_us, &idx);
+	enum wirexid_verdict v =
+		ulb_call_keeps_xid(&c->ulb)
+			? wirexid_map_own_xid(&m->map, k, chan, c->s->base.id, now_us, &idx)
+			: wirexid_map(&m->map, k, chan, c->s->base.id, twice, now_us, &idx);
 
 	*superseded = NULL;
 	if (v == WIREXID_FULL)
 		return RSM_FULL;
+	if (v == WIREXID_XID_BUSY)
+		return RSM_XID_BUSY;
 	/*
 	 * Either way the call carries the entry's wire XID: one on the wire
 	 * already is sent again from this message when its connection is lost

@@ -462,8 +462,8 @@ static uint8_t rec_byte(uint32_t xid, uint32_t i)
  * Client @s sends an NFSv3 call of procedure @proc, REC_LEN bytes, XID @xid,
  * in slot @slot: admitted on the channel.
  */
-static struct fwd_call *call_proc(struct fixture *f, struct fwd_session *s, uint32_t slot,
-				  uint32_t xid, uint32_t proc)
+static struct fwd_call *call_as(struct fixture *f, struct fwd_session *s, uint32_t slot,
+				uint32_t xid, uint32_t proc, uint32_t flavor)
 {
 	bool fresh;
 	struct fwd_call *c = gw_slots_get(&s->slots, &fresh);
@@ -483,10 +483,17 @@ static struct fwd_call *call_proc(struct fixture *f, struct fwd_session *s, uint
 	c->ulb.prog = 100003;
 	c->ulb.vers = 3;
 	c->ulb.proc = proc;
+	c->ulb.flavor = flavor;
 	c->ulb.reply_exact = true;
 	c->ulb.reply_max = 200;
 	fwd_share_admit(s, c);
 	return c;
+}
+
+static struct fwd_call *call_proc(struct fixture *f, struct fwd_session *s, uint32_t slot,
+				  uint32_t xid, uint32_t proc)
+{
+	return call_as(f, s, slot, xid, proc, 0);
 }
 
 /* A WRITE: not read-only, its reply exact and small. */
@@ -959,6 +966,39 @@ static void test_answered_entries_kept_by_what_the_call_does(void **state)
 	assert_int_equal(wirexid_get(m, ib)->client, 0);
 }
 
+/*
+ * RPCSEC_GSS through a shared channel (issue 30): the call goes on the wire
+ * under the client's own XID, which the GSS verifier covers; a second
+ * client's GSS call with that XID, while the first is on the wire, is
+ * answered SYSTEM_ERR and sends nothing; once the first is answered, it
+ * goes, under that XID too.
+ */
+static void test_gss_call_keeps_its_xid(void **state)
+{
+	struct fixture *f = *state;
+
+	struct fwd_call *a0 = call_as(f, f->a, 0, 0x9a55, 7, RPC_AUTH_GSS);
+	assert_int_equal(a0->state, FC_SENT);
+	assert_int_equal(a0->wire_xid, 0x9a55);
+	assert_sent_as(f, 0, a0);
+
+	struct fwd_call *b0 = call_as(f, f->b, 0, 0x9a55, 7, RPC_AUTH_GSS);
+	assert_int_equal(b0->state, FC_FREE); /* refused: its slot is back */
+	assert_int_equal(f->nsent, 1);
+	assert_int_equal(f->sh.map.st.own_xid_busy, 1);
+
+	send_completes(f, a0);
+	reply(f, 0x9a55);
+	fence_completes(f, a0);
+	assert_int_equal(f->ndelivered, 1);
+	assert_int_equal(f->delivered[0], 0x9a55);
+	b0 = call_as(f, f->b, 0, 0x9a55, 7, RPC_AUTH_GSS);
+	assert_int_equal(b0->state, FC_SENT);
+	assert_int_equal(b0->wire_xid, 0x9a55);
+	assert_sent_as(f, 1, b0);
+	assert_int_equal(f->sh.map.st.own_xid_displaced, 1);
+}
+
 /* ---- a READ whose data comes in a Write chunk ---- */
 
 enum { OP_PUTFH = 22, OP_READ = 25, READ_COUNT = 1500, READ_GOT = 1200 };
@@ -1147,6 +1187,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_answered_entries_kept_by_what_the_call_does,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gss_call_keeps_its_xid, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_spliced_reply_makes_a_candidate, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(

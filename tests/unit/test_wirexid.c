@@ -1016,6 +1016,71 @@ static void test_memory_bounded_after_init(void **state)
 	wirexid_destroy(&m);
 }
 
+/*
+ * An RPCSEC_GSS call keeps its XID on the wire (issue 30: the GSS verifier
+ * covers it): its wire XID is the client's own, its retransmission goes
+ * again under it, a rewire leaves it, and the channel's counter skips it.
+ */
+static void test_own_xid_goes_under_its_own_xid(void **state)
+{
+	(void)state;
+	struct wirexid m;
+	uint32_t idx, other;
+	struct wirexid_key a = key_of(1, 800, 0x5eed0001);
+
+	map_init(&m, 64, 2);
+	assert_int_equal(wirexid_map_own_xid(&m, &a, 1, 7, 0, &idx), WIREXID_NEW);
+	assert_int_equal(wirexid_get(&m, idx)->wire_xid, 0x5eed0001);
+	assert_int_equal(wirexid_get(&m, idx)->chan, 1);
+	wirexid_rewire(&m, idx);
+	assert_int_equal(wirexid_get(&m, idx)->wire_xid, 0x5eed0001);
+	assert_int_equal(wirexid_reply(&m, 1, 0x5eed0001, 10), idx);
+	/* Its retransmission: the same entry and XID; it is kept as a run-once call. */
+	assert_int_equal(wirexid_map_own_xid(&m, &a, 1, 8, 20, &other), WIREXID_RESEND);
+	assert_int_equal(other, idx);
+	assert_int_equal(wirexid_get(&m, idx)->wire_xid, 0x5eed0001);
+	assert_int_equal(wirexid_get(&m, idx)->twice, WIREXID_RUN_ONCE);
+	/* The counter never hands out a value an own-XID call holds. */
+	m.next_xid[1] = 0x5eed0001;
+	struct wirexid_key b = key_of(2, 800, 0x77);
+	assert_int_equal(wirexid_map(&m, &b, 1, 9, WIREXID_RUN_ONCE, 30, &other), WIREXID_NEW);
+	assert_int_equal(wirexid_get(&m, other)->wire_xid, 0x5eed0002);
+	check_ledger(&m);
+	wirexid_destroy(&m);
+}
+
+/*
+ * Two clients' GSS calls with one XID: on another channel both go; on the
+ * same channel, while the first is in flight the second is refused and
+ * takes nothing; once the first is answered, the second displaces it.
+ */
+static void test_own_xid_held_by_another_call(void **state)
+{
+	(void)state;
+	struct wirexid m;
+	uint32_t ia, ib;
+	struct wirexid_key a = key_of(1, 800, 0xabc), b = key_of(2, 900, 0xabc);
+
+	map_init(&m, 64, 2);
+	assert_int_equal(wirexid_map_own_xid(&m, &a, 0, 1, 0, &ia), WIREXID_NEW);
+	assert_int_equal(wirexid_map_own_xid(&m, &b, 0, 2, 0, &ib), WIREXID_XID_BUSY);
+	assert_int_equal(m.st.own_xid_busy, 1);
+	assert_int_equal(m.st.in_flight, 1);
+	assert_int_equal(wirexid_map_own_xid(&m, &b, 1, 2, 0, &ib), WIREXID_NEW);
+	assert_int_equal(wirexid_get(&m, ib)->wire_xid, 0xabc);
+	wirexid_cancel(&m, ib);
+
+	assert_int_equal(wirexid_reply(&m, 0, 0xabc, 10), ia);
+	assert_int_equal(wirexid_map_own_xid(&m, &b, 0, 2, 20, &ib), WIREXID_NEW);
+	assert_int_equal(m.st.own_xid_displaced, 1);
+	assert_int_equal(wirexid_get(&m, ib)->wire_xid, 0xabc);
+	/* B's reply on that channel is B's, never A's. */
+	assert_int_equal(wirexid_reply(&m, 0, 0xabc, 30), ib);
+	assert_memory_equal(wirexid_get(&m, ib)->key.addr, b.addr, 16);
+	check_ledger(&m);
+	wirexid_destroy(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1042,6 +1107,8 @@ int main(void)
 		cmocka_unit_test(test_retransmission_keeps_ledger_straight),
 		cmocka_unit_test(test_ttl_expiry_frees_every_kind),
 		cmocka_unit_test(test_memory_bounded_after_init),
+		cmocka_unit_test(test_own_xid_goes_under_its_own_xid),
+		cmocka_unit_test(test_own_xid_held_by_another_call),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
