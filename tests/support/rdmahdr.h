@@ -10,6 +10,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
+
+#include "rdma/rpcrdma_hdr.h"
 
 /* The words given as an array and their count: two arguments, for the functions below. */
 #define GWT_WORDS(...)                                                                             \
@@ -21,5 +24,31 @@
 
 /* The @n words of @w into @b (4 * @n bytes), in network order. */
 void gwt_put_words(uint8_t *b, const uint32_t *w, size_t n);
+
+/*
+ * A heap copy of exactly @len bytes, so that AddressSanitizer sees a read
+ * past its end: the @n words of @w in network order, cut short where @len
+ * ends inside them, then bytes 0xab up to @len (where a test puts the RPC
+ * message that follows a header). The caller frees it; it aborts when
+ * memory runs out: a test cannot go on.
+ */
+uint8_t *gwt_words_dup(const uint32_t *w, size_t n, size_t len);
+
+/*
+ * 0 when the @len bytes at @b are exactly the @n words of @w in network
+ * order, as an encoder must have written them; -1 otherwise, the length or
+ * the first word that differs said on stderr. @len is signed so that an
+ * encoder's result, an error included, is passed as it came.
+ */
+int gwt_words_cmp(const uint8_t *b, ssize_t len, const uint32_t *w, size_t n);
+
+/*
+ * Every cut of the header @w (@n words), from @from bytes up to one byte
+ * short of the whole, decoded under @lim from a copy of exactly its length
+ * (gwt_words_dup()): the first length whose reason is not @want (said on
+ * stderr), or 4 * @n when every cut's is.
+ */
+size_t gwt_hdr_first_cut_not(const uint32_t *w, size_t n, size_t from,
+			     const struct rpcrdma_limits *lim, enum rpcrdma_reason want);
 
 #endif

@@ -15,6 +15,8 @@
 
 #include "rdma/rpcrdma_hdr.h"
 
+#include "support/rdmahdr.h"
+
 #define XID 0xcafe0001u
 
 static struct rpcrdma_limits lim;
@@ -24,16 +26,6 @@ static int setup(void **state)
 	(void)state;
 	rpcrdma_limits_default(&lim);
 	return 0;
-}
-
-/* buf holds exactly the words w[0..n) */
-static void assert_words(const uint8_t *buf, size_t len, const uint32_t *w, size_t n)
-{
-	assert_int_equal(len, n * 4);
-	for (size_t i = 0; i < n; i++) {
-		if (xdr_get32(buf + 4 * i) != w[i])
-			fail_msg("word %zu: %#x, expected %#x", i, xdr_get32(buf + 4 * i), w[i]);
-	}
 }
 
 static const struct rpcrdma_seg rsegs[2] = { { 0x10, 65536, 0x1000000000ull },
@@ -116,10 +108,10 @@ static void test_call_long(void **state)
 	struct rpcrdma_hdr h;
 	ssize_t n = rpcrdma_encode_call(buf, sizeof(buf), &d);
 
-	assert_words(buf, (size_t)n,
-		     (const uint32_t[]){ XID, 1, 1, RPCRDMA_NOMSG, 1, 0, 0x10, 65536, 0x10, 0, 0, 0,
-					 1, 1, 0x30, 8192, 0, 0x6000 },
-		     18);
+	assert_int_equal(gwt_words_cmp(buf, n,
+				       GWT_WORDS(XID, 1, 1, RPCRDMA_NOMSG, 1, 0, 0x10, 65536, 0x10,
+						 0, 0, 0, 1, 1, 0x30, 8192, 0, 0x6000)),
+			 0);
 	assert_int_equal(rpcrdma_hdr_decode(&h, buf, (size_t)n, &lim), RPCRDMA_OK);
 	assert_true(rpcrdma_hdr_has_p0(&h));
 	assert_int_equal(rpcrdma_hdr_check_call(&h), RPCRDMA_OK);
@@ -241,16 +233,16 @@ static void test_reply_write_echo(void **state)
 	struct rpcrdma_hdr h;
 	const struct rpcrdma_offer offer = { 2, writes, NULL };
 
-	assert_words(buf, (size_t)n,
-		     (const uint32_t[]){ XID, 1, 64, RPCRDMA_MSG, 0,
-					 /* 5001 = 4096 + 905 + 0 */
-					 1, 3, 0x20, 4096, 0, 0x3000, 0x21, 905, 0, 0x4000, 0x22, 0,
-					 0, 0x5000,
-					 /* unused: one segment, length 0 */
-					 1, 1, 0x22, 0, 0, 0x5000, 0,
-					 /* no Reply chunk */
-					 0 },
-		     27);
+	assert_int_equal(gwt_words_cmp(buf, n,
+				       GWT_WORDS(XID, 1, 64, RPCRDMA_MSG, 0,
+						 /* 5001 = 4096 + 905 + 0 */
+						 1, 3, 0x20, 4096, 0, 0x3000, 0x21, 905, 0, 0x4000,
+						 0x22, 0, 0, 0x5000,
+						 /* unused: one segment, length 0 */
+						 1, 1, 0x22, 0, 0, 0x5000, 0,
+						 /* no Reply chunk */
+						 0)),
+			 0);
 	assert_int_equal(rpcrdma_hdr_decode(&h, buf, (size_t)n, &lim), RPCRDMA_OK);
 	assert_int_equal(h.write[0].length, 5001);
 	assert_int_equal(h.write[1].length, 0);
@@ -328,7 +320,7 @@ static void test_inline_and_backward(void **state)
 	uint8_t buf[64];
 	ssize_t n = rpcrdma_encode_msg_inline(buf, sizeof(buf), RPCRDMA_V1, XID, 2);
 
-	assert_words(buf, (size_t)n, (const uint32_t[]){ XID, 1, 2, RPCRDMA_MSG, 0, 0, 0 }, 7);
+	assert_int_equal(gwt_words_cmp(buf, n, GWT_WORDS(XID, 1, 2, RPCRDMA_MSG, 0, 0, 0)), 0);
 	assert_int_equal(n, RPCRDMA_HDR_MIN_SIZE);
 	/* Version Two needs the direction that only rpcrdma_encode_inline() is given */
 	assert_int_equal(rpcrdma_encode_msg_inline(buf, sizeof(buf), RPCRDMA_V2, XID, 2), -EINVAL);
@@ -342,8 +334,9 @@ static void test_errors(void **state)
 	struct rpcrdma_hdr h;
 	ssize_t n = rpcrdma_encode_err_vers(buf, sizeof(buf), XID, 64, 1, 1);
 
-	assert_words(buf, (size_t)n,
-		     (const uint32_t[]){ XID, 1, 64, RPCRDMA_ERROR, RPCRDMA_ERR_VERS, 1, 1 }, 7);
+	assert_int_equal(
+		gwt_words_cmp(buf, n, GWT_WORDS(XID, 1, 64, RPCRDMA_ERROR, RPCRDMA_ERR_VERS, 1, 1)),
+		0);
 	assert_int_equal(rpcrdma_hdr_decode(&h, buf, (size_t)n, &lim), RPCRDMA_OK);
 	assert_int_equal(h.err, RPCRDMA_ERR_VERS);
 	assert_int_equal(h.vers_low, 1);
@@ -351,8 +344,8 @@ static void test_errors(void **state)
 	assert_int_equal(rpcrdma_encode_err_vers(buf, sizeof(buf), XID, 64, 2, 1), -EINVAL);
 
 	n = rpcrdma_encode_err_chunk(buf, sizeof(buf), XID, 64);
-	assert_words(buf, (size_t)n,
-		     (const uint32_t[]){ XID, 1, 64, RPCRDMA_ERROR, RPCRDMA_ERR_CHUNK }, 5);
+	assert_int_equal(
+		gwt_words_cmp(buf, n, GWT_WORDS(XID, 1, 64, RPCRDMA_ERROR, RPCRDMA_ERR_CHUNK)), 0);
 	assert_int_equal(rpcrdma_hdr_decode(&h, buf, (size_t)n, &lim), RPCRDMA_OK);
 	assert_int_equal(h.err, RPCRDMA_ERR_CHUNK);
 }
@@ -369,15 +362,15 @@ static void test_v2_gets_err_vers(void **state)
 	/* draft-cel-nfsv4-rpcrdma-version-two-01: xid, 2, credit, RDMA2_MSG, direction CALL,
 	 * three empty lists */
 	const uint32_t v2[] = { XID, RPCRDMA_V2, 32, 0, 0, 0, 0, 0 };
-	for (int i = 0; i < 8; i++)
-		xdr_put32(in + 4 * i, v2[i]);
+	gwt_put_words(in, v2, 8);
 	enum rpcrdma_reason r = rpcrdma_hdr_decode(&h, in, sizeof(in), &lim);
 	assert_int_equal(r, RPCRDMA_R_BAD_VERSION);
 	assert_int_equal(rpcrdma_reason_action(r), RPCRDMA_ACT_ERR_VERS);
 	rpcrdma_versions_range(&lim, &low, &high);
 	n = rpcrdma_encode_err_vers(out, sizeof(out), h.xid, 64, low, high);
-	assert_words(out, (size_t)n,
-		     (const uint32_t[]){ XID, 1, 64, RPCRDMA_ERROR, RPCRDMA_ERR_VERS, 1, 1 }, 7);
+	assert_int_equal(
+		gwt_words_cmp(out, n, GWT_WORDS(XID, 1, 64, RPCRDMA_ERROR, RPCRDMA_ERR_VERS, 1, 1)),
+		0);
 }
 
 int main(void)
