@@ -30,6 +30,14 @@ static void queue_calls(struct fairq *q, struct fairq_client *c, struct call *ca
 	}
 }
 
+/* A new client @c of @q, with no cap of its own, that queues @n calls at time 0 as client @who. */
+static void client_queues(struct fairq *q, struct fairq_client *c, struct call *calls, unsigned n,
+			  unsigned who)
+{
+	fairq_client_init(c, 0);
+	queue_calls(q, c, calls, n, who, 0);
+}
+
 /* One client with 64 calls queued, another with 1 after it: the second goes within 2 picks. */
 static void test_deep_queue_does_not_starve(void **state)
 {
@@ -40,10 +48,8 @@ static void test_deep_queue_does_not_starve(void **state)
 
 	for (uint32_t grant = 1; grant <= 64; grant *= 8) {
 		fairq_init(&q, 1, grant);
-		fairq_client_init(&a, 0);
-		fairq_client_init(&b, 0);
-		queue_calls(&q, &a, ca, 64, 0, 0);
-		queue_calls(&q, &b, cb, 1, 1, 0);
+		client_queues(&q, &a, ca, 64, 0);
+		client_queues(&q, &b, cb, 1, 1);
 		unsigned picks = 0, b_at = 0;
 		while (!b_at) {
 			struct call *c = call_of(fairq_pick(&q, 1));
@@ -81,22 +87,16 @@ static void test_round_robin_and_quantum(void **state)
 	const unsigned want4[] = { 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 0, 0 };
 
 	fairq_init(&q, 1, 100);
-	fairq_client_init(&a, 0);
-	fairq_client_init(&b, 0);
-	fairq_client_init(&c, 0);
-	queue_calls(&q, &a, ca, 8, 0, 0);
-	queue_calls(&q, &b, cb, 8, 1, 0);
-	queue_calls(&q, &c, cc, 8, 2, 0);
+	client_queues(&q, &a, ca, 8, 0);
+	client_queues(&q, &b, cb, 8, 1);
+	client_queues(&q, &c, cc, 8, 2);
 	for (unsigned i = 0; i < 6; i++)
 		assert_int_equal(call_of(fairq_pick(&q, 0))->client, want1[i]);
 
 	fairq_init(&q, 4, 100);
-	fairq_client_init(&a, 0);
-	fairq_client_init(&b, 0);
-	fairq_client_init(&c, 0);
-	queue_calls(&q, &a, ca, 8, 0, 0);
-	queue_calls(&q, &b, cb, 8, 1, 0);
-	queue_calls(&q, &c, cc, 8, 2, 0);
+	client_queues(&q, &a, ca, 8, 0);
+	client_queues(&q, &b, cb, 8, 1);
+	client_queues(&q, &c, cc, 8, 2);
 	for (unsigned i = 0; i < 14; i++)
 		assert_int_equal(call_of(fairq_pick(&q, 0))->client, want4[i]);
 }
@@ -167,10 +167,8 @@ static void test_detach_drops_only_its_calls(void **state)
 	unsigned dropped = 0;
 
 	fairq_init(&q, 1, 2);
-	fairq_client_init(&a, 0);
-	fairq_client_init(&b, 0);
-	queue_calls(&q, &a, ca, 5, 0, 0);
-	queue_calls(&q, &b, cb, 3, 1, 0);
+	client_queues(&q, &a, ca, 5, 0);
+	client_queues(&q, &b, cb, 3, 1);
 	assert_int_equal(call_of(fairq_pick(&q, 0))->client, 0);
 	assert_int_equal(call_of(fairq_pick(&q, 0))->client, 1);
 	fairq_client_detach(&q, &a, count_drop, &dropped);
@@ -202,8 +200,7 @@ static void test_grant_changes(void **state)
 	unsigned n = 0;
 
 	fairq_init(&q, 1, 4);
-	fairq_client_init(&a, 0);
-	queue_calls(&q, &a, ca, 20, 0, 0);
+	client_queues(&q, &a, ca, 20, 0);
 	while (fairq_pick(&q, 0))
 		n++;
 	assert_int_equal(n, 4);
@@ -261,10 +258,8 @@ static void test_remove_one(void **state)
 	struct call ca[2], cb[1];
 
 	fairq_init(&q, 1, 8);
-	fairq_client_init(&a, 0);
-	fairq_client_init(&b, 0);
-	queue_calls(&q, &a, ca, 2, 0, 0);
-	queue_calls(&q, &b, cb, 1, 1, 0);
+	client_queues(&q, &a, ca, 2, 0);
+	client_queues(&q, &b, cb, 1, 1);
 	fairq_remove(&q, &ca[0].it);
 	fairq_remove(&q, &cb[0].it);
 	assert_ptr_equal(fairq_pick(&q, 0), &ca[1].it);
@@ -284,10 +279,8 @@ static void test_pause_skips_only_that_client(void **state)
 	struct call ca[4], cb[2];
 
 	fairq_init(&q, 1, 8);
-	fairq_client_init(&a, 0);
-	fairq_client_init(&b, 0);
-	queue_calls(&q, &a, ca, 2, 0, 0);
-	queue_calls(&q, &b, cb, 2, 1, 0);
+	client_queues(&q, &a, ca, 2, 0);
+	client_queues(&q, &b, cb, 2, 1);
 	fairq_client_pause(&q, &a, true);
 	queue_calls(&q, &a, ca + 2, 2, 0, 0); /* queued while paused: still not picked */
 	assert_ptr_equal(fairq_pick(&q, 0), &cb[0].it);
@@ -313,10 +306,8 @@ static void test_unpick_keeps_the_turn(void **state)
 	struct call ca[2], cb[1];
 
 	fairq_init(&q, 1, 1);
-	fairq_client_init(&a, 0);
-	fairq_client_init(&b, 0);
-	queue_calls(&q, &a, ca, 2, 0, 0);
-	queue_calls(&q, &b, cb, 1, 1, 0);
+	client_queues(&q, &a, ca, 2, 0);
+	client_queues(&q, &b, cb, 1, 1);
 	struct fairq_item *it = fairq_pick(&q, 5);
 	assert_ptr_equal(it, &ca[0].it);
 	assert_null(fairq_pick(&q, 5)); /* grant 1, in use */
