@@ -16,12 +16,15 @@ static const char doc[] = "{\n"
 			  "  \"caf\xc3\xa9\": \"\xc3\xa9t\xc3\xa9\", \"s\": \"x\"\n"
 			  "}\n";
 
-static struct json_pos pos_of(const struct json_pos_index *idx, const char *ptr, bool key)
+/* The value (or, with @key, the member name) at @ptr is found at @line, @column. */
+static void assert_pos(const struct json_pos_index *idx, const char *ptr, bool key, int line,
+		       int column)
 {
 	struct json_pos p = { 0, 0 };
 	bool found = key ? json_pos_key(idx, ptr, &p) : json_pos_value(idx, ptr, &p);
 	assert_true(found);
-	return p;
+	assert_int_equal(p.line, line);
+	assert_int_equal(p.column, column);
 }
 
 static void test_values_and_keys(void **state)
@@ -30,32 +33,16 @@ static void test_values_and_keys(void **state)
 	struct json_pos_index *idx = json_pos_index_build(doc, strlen(doc));
 	assert_non_null(idx);
 
-	struct json_pos p = pos_of(idx, "", false);
-	assert_int_equal(p.line, 1);
-	assert_int_equal(p.column, 1);
-	p = pos_of(idx, "/routes", true);
-	assert_int_equal(p.line, 2);
-	assert_int_equal(p.column, 3);
-	p = pos_of(idx, "/routes", false);
-	assert_int_equal(p.line, 2);
-	assert_int_equal(p.column, 13);
-	p = pos_of(idx, "/routes/0/name", false);
-	assert_int_equal(p.line, 3);
-	assert_int_equal(p.column, 15);
-	p = pos_of(idx, "/routes/0/port", true);
-	assert_int_equal(p.line, 3);
-	assert_int_equal(p.column, 22);
+	assert_pos(idx, "", false, 1, 1);
+	assert_pos(idx, "/routes", true, 2, 3);
+	assert_pos(idx, "/routes", false, 2, 13);
+	assert_pos(idx, "/routes/0/name", false, 3, 15);
+	assert_pos(idx, "/routes/0/port", true, 3, 22);
 	/* RFC 6901 escapes: '/' is ~1 and '~' is ~0 */
-	p = pos_of(idx, "/routes/1/a~1b", false);
-	assert_int_equal(p.line, 4);
-	assert_int_equal(p.column, 13);
-	p = pos_of(idx, "/routes/1/t~0x/1/k", false);
-	assert_int_equal(p.line, 4);
-	assert_int_equal(p.column, 36);
+	assert_pos(idx, "/routes/1/a~1b", false, 4, 13);
+	assert_pos(idx, "/routes/1/t~0x/1/k", false, 4, 36);
 	/* columns count characters, not UTF-8 bytes */
-	p = pos_of(idx, "/s", true);
-	assert_int_equal(p.line, 6);
-	assert_int_equal(p.column, 18);
+	assert_pos(idx, "/s", true, 6, 18);
 
 	struct json_pos none;
 	assert_false(json_pos_value(idx, "/routes/2", &none));
