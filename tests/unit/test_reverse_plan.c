@@ -74,6 +74,13 @@ static void decode(const struct hb *b, struct rpcrdma_hdr *h)
 	assert_int_equal(rpcrdma_hdr_check_call(h), RPCRDMA_OK);
 }
 
+/* The call @b decoded into @h and laid out in @l, as a call of at most 1 MiB. */
+static void lay_out(const struct hb *b, struct rpcrdma_hdr *h, struct rev_call_layout *l)
+{
+	decode(b, h);
+	assert_int_equal(rev_call_layout(h, 1 << 20, l), REV_LAYOUT_OK);
+}
+
 /* Collect every Read of a call. */
 static unsigned all_reads(const struct rev_call_layout *l, const struct rpcrdma_hdr *h,
 			  struct rev_read_op *ops, unsigned cap)
@@ -102,8 +109,7 @@ static void test_layout_write_with_tail(void **state)
 	hdr_start(&b, RPCRDMA_MSG);
 	read_seg(&b, 100, 1021, 0x5000); /* 1021 bytes: 3 bytes of pad in the message */
 	hdr_finish(&b, 108);		 /* 100 head + 8 tail */
-	decode(&b, &h);
-	assert_int_equal(rev_call_layout(&h, 1 << 20, &l), REV_LAYOUT_OK);
+	lay_out(&b, &h, &l);
 	assert_false(l.p0);
 	assert_int_equal(l.base_len, 108);
 	assert_int_equal(l.total_len, 108 + 1024);
@@ -140,8 +146,7 @@ static void test_layout_two_chunks_multi_segment(void **state)
 	read_seg(&b, 40, 10, 0xb000); /* same chunk: 4106 bytes, pad 2 */
 	read_seg(&b, 40 + 4108 + 12, 5, 0xc000);
 	hdr_finish(&b, 40 + 12 + 4);
-	decode(&b, &h);
-	assert_int_equal(rev_call_layout(&h, 1 << 20, &l), REV_LAYOUT_OK);
+	lay_out(&b, &h, &l);
 	assert_int_equal(l.ninserts, 2);
 	assert_int_equal(l.ins[0].len, 4106);
 	assert_int_equal(l.ins[1].at, 52);
@@ -176,8 +181,7 @@ static void test_layout_position_zero(void **state)
 	read_seg(&b, 0, 3000, 0x1000);
 	read_seg(&b, 0, 2000, 0x9000);
 	hdr_finish(&b, 0);
-	decode(&b, &h);
-	assert_int_equal(rev_call_layout(&h, 1 << 20, &l), REV_LAYOUT_OK);
+	lay_out(&b, &h, &l);
 	assert_true(l.p0);
 	assert_int_equal(l.base_len, 5000);
 	assert_int_equal(l.total_len, 5000);
@@ -205,8 +209,7 @@ static void test_layout_position_zero_with_insert(void **state)
 	read_seg(&b, 0, 200, 0x1000);
 	read_seg(&b, 120, 7, 0x2000); /* 7 bytes at 120: the P0 stream continues at 128 */
 	hdr_finish(&b, 0);
-	decode(&b, &h);
-	assert_int_equal(rev_call_layout(&h, 1 << 20, &l), REV_LAYOUT_OK);
+	lay_out(&b, &h, &l);
 	assert_int_equal(l.total_len, 208);
 	assert_int_equal(all_reads(&l, &h, ops, 8), 3);
 	assert_int_equal(ops[0].dst, 0);
@@ -232,8 +235,7 @@ static void test_layout_refused(void **state)
 	read_seg(&b, 8, 0, 0x1000);
 	read_seg(&b, 8, 16, 0x2000);
 	hdr_finish(&b, 16);
-	decode(&b, &h);
-	assert_int_equal(rev_call_layout(&h, 1 << 20, &l), REV_LAYOUT_OK);
+	lay_out(&b, &h, &l);
 	assert_int_equal(all_reads(&l, &h, ops, 8), 1);
 	assert_int_equal(ops[0].len, 16);
 	/* Longer than allowed. */
@@ -271,8 +273,7 @@ static void test_read_list_mismatch(void **state)
 	hdr_start(&b, RPCRDMA_MSG);
 	read_seg(&b, 8, 16, 0x1000);
 	hdr_finish(&b, 16);
-	decode(&b, &h);
-	assert_int_equal(rev_call_layout(&h, 1 << 20, &l), REV_LAYOUT_OK);
+	lay_out(&b, &h, &l);
 	l.ins[0].len = 8; /* the list now says more than the layout holds */
 	assert_int_equal(rev_read_next(&l, h.read_list, h.read_nsegs, &cur, &op), REV_READ_BAD);
 }
@@ -289,6 +290,25 @@ static uint8_t *read_reply(uint32_t *len)
 	return m;
 }
 
+/*
+ * The reply @msg (@len bytes) with its one result @item (NULL: none), the
+ * client having offered @nwrites Write chunks: to go back as Version One
+ * under a 4 KiB inline limit.
+ */
+static struct rev_reply_in reply_in(const uint8_t *msg, uint32_t len,
+				    const struct ulb_reply_item *item, uint32_t nwrites,
+				    const struct rpcrdma_chunk_desc *writes)
+{
+	return (struct rev_reply_in){ .msg = msg,
+				      .len = len,
+				      .items = item,
+				      .nitems = item ? 1 : 0,
+				      .nwrites = nwrites,
+				      .writes = writes,
+				      .send_max = 4096,
+				      .version = 1 };
+}
+
 static struct iovec iov[RPCRDMA_MAX_WRITE_CHUNKS + 1];
 
 static uint8_t *flatten(const struct splice_out *o)
@@ -302,6 +322,23 @@ static uint8_t *flatten(const struct splice_out *o)
 	return f;
 }
 
+/*
+ * The plan's transport header as rpcrdma_encode_reply() writes it, decoded
+ * into @h (when it was written): its length, or the encoder's error.
+ */
+static ssize_t reply_header(const struct rev_reply_plan *p, struct rpcrdma_hdr *h)
+{
+	uint8_t hdr[256];
+	struct rpcrdma_limits lim;
+	ssize_t hl = rpcrdma_encode_reply(hdr, sizeof(hdr), &p->desc);
+
+	if (hl > 0) {
+		rpcrdma_limits_default(&lim);
+		assert_int_equal(rpcrdma_hdr_decode(h, hdr, (size_t)hl, &lim), RPCRDMA_OK);
+	}
+	return hl;
+}
+
 static void test_reply_write_chunk_inline_rest(void **state)
 {
 	(void)state;
@@ -311,19 +348,12 @@ static void test_reply_write_chunk_inline_rest(void **state)
 	/* As the Linux client offers it: the data, and a 4-byte pad segment. */
 	struct rpcrdma_seg segs[2] = { { 7, 1024, 0x10000 }, { 8, 4, 0x20000 } };
 	struct rpcrdma_chunk_desc wc = { 2, segs };
-	struct rev_reply_in in = { .msg = msg,
-				   .len = len,
-				   .items = &item,
-				   .nitems = 1,
-				   .nwrites = 1,
-				   .writes = &wc,
-				   .send_max = 4096,
-				   .version = 1,
-				   .xid = 0x1234,
-				   .credits = 64 };
+	struct rev_reply_in in = reply_in(msg, len, &item, 1, &wc);
 	struct splice_out red = { iov, RPCRDMA_MAX_WRITE_CHUNKS + 1, 0, 0 };
 	struct rev_reply_plan p;
 
+	in.xid = 0x1234;
+	in.credits = 64;
 	rev_plan_reply(&in, &red, &p);
 	assert_int_equal(p.how, REV_REPLY_INLINE);
 	assert_int_equal(p.write_used[0], 1021); /* no pad written (RFC 8166) */
@@ -336,13 +366,8 @@ static void test_reply_write_chunk_inline_rest(void **state)
 	free(f);
 
 	/* The echoed header: the chunk with lengths filled in order, pad segment 0. */
-	uint8_t hdr[256];
-	ssize_t hl = rpcrdma_encode_reply(hdr, sizeof(hdr), &p.desc);
-	assert_int_equal(hl, p.hdr_len);
 	struct rpcrdma_hdr h;
-	struct rpcrdma_limits lim;
-	rpcrdma_limits_default(&lim);
-	assert_int_equal(rpcrdma_hdr_decode(&h, hdr, (size_t)hl, &lim), RPCRDMA_OK);
+	assert_int_equal(reply_header(&p, &h), p.hdr_len);
 	assert_int_equal(h.proc, RPCRDMA_MSG);
 	assert_int_equal(h.nwrites, 1);
 	assert_int_equal(h.write[0].nsegs, 2);
@@ -363,14 +388,7 @@ static void test_reply_write_chunk_too_small(void **state)
 	struct ulb_reply_item item = { .offset = 100, .length = 1021 };
 	struct rpcrdma_seg seg = { 7, 1020, 0x10000 };
 	struct rpcrdma_chunk_desc wc = { 1, &seg };
-	struct rev_reply_in in = { .msg = msg,
-				   .len = len,
-				   .items = &item,
-				   .nitems = 1,
-				   .nwrites = 1,
-				   .writes = &wc,
-				   .send_max = 4096,
-				   .version = 1 };
+	struct rev_reply_in in = reply_in(msg, len, &item, 1, &wc);
 	struct splice_out red = { iov, RPCRDMA_MAX_WRITE_CHUNKS + 1, 0, 0 };
 	struct rev_reply_plan p;
 
@@ -392,14 +410,7 @@ static void test_reply_unused_chunks_echoed(void **state)
 	struct ulb_reply_item item = { .offset = 100, .length = 1021 };
 	struct rpcrdma_seg segs[2] = { { 7, 0, 0x10000 }, { 9, 4096, 0x30000 } };
 	struct rpcrdma_chunk_desc wc[2] = { { 1, &segs[0] }, { 1, &segs[1] } };
-	struct rev_reply_in in = { .msg = msg,
-				   .len = len,
-				   .items = &item,
-				   .nitems = 1,
-				   .nwrites = 2,
-				   .writes = wc,
-				   .send_max = 4096,
-				   .version = 1 };
+	struct rev_reply_in in = reply_in(msg, len, &item, 2, wc);
 	struct splice_out red = { iov, RPCRDMA_MAX_WRITE_CHUNKS + 1, 0, 0 };
 	struct rev_reply_plan p;
 
@@ -426,12 +437,12 @@ static void test_reply_long(void **state)
 	uint8_t *msg = calloc(1, len);
 	struct rpcrdma_seg rsegs[2] = { { 11, 8192, 0x40000 }, { 12, 8192, 0x50000 } };
 	struct rpcrdma_chunk_desc rc = { 2, rsegs };
-	struct rev_reply_in in = {
-		.msg = msg, .len = len, .send_max = 4096, .version = 1, .xid = 5, .credits = 64
-	};
+	struct rev_reply_in in = reply_in(msg, len, NULL, 0, NULL);
 	struct splice_out red = { iov, RPCRDMA_MAX_WRITE_CHUNKS + 1, 0, 0 };
 	struct rev_reply_plan p;
 
+	in.xid = 5;
+	in.credits = 64;
 	rev_plan_reply(&in, &red, &p);
 	assert_int_equal(p.how, REV_REPLY_ERR_CHUNK);
 
@@ -440,13 +451,8 @@ static void test_reply_long(void **state)
 	assert_int_equal(p.how, REV_REPLY_NOMSG);
 	assert_int_equal(p.desc.proc, RPCRDMA_NOMSG);
 	assert_int_equal(p.desc.reply_used, 9000);
-	uint8_t hdr[256];
-	ssize_t hl = rpcrdma_encode_reply(hdr, sizeof(hdr), &p.desc);
-	assert_true(hl > 0);
 	struct rpcrdma_hdr h;
-	struct rpcrdma_limits lim;
-	rpcrdma_limits_default(&lim);
-	assert_int_equal(rpcrdma_hdr_decode(&h, hdr, (size_t)hl, &lim), RPCRDMA_OK);
+	assert_true(reply_header(&p, &h) > 0);
 	assert_int_equal(h.proc, RPCRDMA_NOMSG);
 	assert_int_equal(h.reply.length, 9000);
 	assert_int_equal(h.inline_len, 0);
@@ -477,18 +483,11 @@ static void test_reply_write_and_reply_chunk(void **state)
 	struct ulb_reply_item item = { .offset = 100, .length = 65536 };
 	struct rpcrdma_seg wseg = { 7, 65536, 0x10000 }, rseg = { 8, 8192, 0x90000 };
 	struct rpcrdma_chunk_desc wc = { 1, &wseg }, rc = { 1, &rseg };
-	struct rev_reply_in in = { .msg = msg,
-				   .len = len,
-				   .items = &item,
-				   .nitems = 1,
-				   .nwrites = 1,
-				   .writes = &wc,
-				   .reply = &rc,
-				   .send_max = 4096,
-				   .version = 1 };
+	struct rev_reply_in in = reply_in(msg, len, &item, 1, &wc);
 	struct splice_out red = { iov, RPCRDMA_MAX_WRITE_CHUNKS + 1, 0, 0 };
 	struct rev_reply_plan p;
 
+	in.reply = &rc;
 	rev_plan_reply(&in, &red, &p);
 	assert_int_equal(p.how, REV_REPLY_NOMSG);
 	assert_int_equal(p.write_used[0], 65536);
