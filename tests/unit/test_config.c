@@ -49,6 +49,20 @@ static void assert_builtin_options(const struct gw_route *r)
 	assert_int_equal(r->remote_invalidation, 1); /* Send With Invalidate offered */
 }
 
+/* Without "stats", "logging", "drain_timeout_s", "max_sessions" and "workers". */
+static void assert_global_defaults(const struct gw_config *cfg)
+{
+	assert_true(cfg->stats_enabled);
+	assert_string_equal(cfg->stats_text, "127.0.0.1:9464");
+	assert_string_equal(addr_text(&cfg->stats_addr), "127.0.0.1:9464");
+	assert_int_equal(cfg->log_level, GW_LOG_INFO);
+	assert_int_equal(cfg->log_destination, GW_LOG_TO_STDERR);
+	assert_int_equal(cfg->drain_timeout_ms, 30000);
+	assert_int_equal(cfg->max_sessions, 4096);
+	assert_int_equal(cfg->workers, 0);
+	assert_int_equal(cfg->stats_max_connections, 32);
+}
+
 /* The form of the issue, which must always be accepted, byte for byte. */
 static void test_minimal_form(void **state)
 {
@@ -91,15 +105,7 @@ static void test_minimal_form(void **state)
 	assert_string_equal(addr_text(&rev->upstream.addr), "192.0.2.1:2049");
 	assert_builtin_options(rev);
 
-	assert_true(cfg->stats_enabled);
-	assert_string_equal(cfg->stats_text, "127.0.0.1:9464");
-	assert_string_equal(addr_text(&cfg->stats_addr), "127.0.0.1:9464");
-	assert_int_equal(cfg->log_level, GW_LOG_INFO);
-	assert_int_equal(cfg->log_destination, GW_LOG_TO_STDERR);
-	assert_int_equal(cfg->drain_timeout_ms, 30000);
-	assert_int_equal(cfg->max_sessions, 4096);
-	assert_int_equal(cfg->workers, 0);
-	assert_int_equal(cfg->stats_max_connections, 32);
+	assert_global_defaults(cfg);
 	gw_config_free(cfg);
 }
 
@@ -109,15 +115,7 @@ static void test_global_defaults(void **state)
 	const struct gw_config *cfg = load_ok("{'routes': [" ROUTE_FWD "]}");
 
 	(void)state;
-	assert_true(cfg->stats_enabled);
-	assert_string_equal(cfg->stats_text, "127.0.0.1:9464");
-	assert_string_equal(addr_text(&cfg->stats_addr), "127.0.0.1:9464");
-	assert_int_equal(cfg->log_level, GW_LOG_INFO);
-	assert_int_equal(cfg->log_destination, GW_LOG_TO_STDERR);
-	assert_int_equal(cfg->drain_timeout_ms, 30000);
-	assert_int_equal(cfg->max_sessions, 4096);
-	assert_int_equal(cfg->workers, 0);
-	assert_int_equal(cfg->stats_max_connections, 32);
+	assert_global_defaults(cfg);
 	gw_config_free(cfg);
 }
 
@@ -141,6 +139,17 @@ static void test_workers(void **state)
 		assert_int_equal(cfg->workers, values[i]);
 		gw_config_free(cfg);
 	}
+}
+
+/* The configuration examples shipped in conf/examples/, each also shown in the docs. */
+static const char *const examples[] = { "forward.json", "reverse.json", "chain.json" };
+
+static char *example_path(const char *name)
+{
+	char *path;
+
+	assert_true(asprintf(&path, "%s/conf/examples/%s", GW_SOURCE_DIR, name) > 0);
+	return path;
 }
 
 static char *data_path(const char *name)
@@ -549,14 +558,11 @@ static void test_rule_paths_relative_to_file(void **state)
 
 static void test_examples_load(void **state)
 {
-	static const char *const names[] = { "forward.json", "reverse.json", "chain.json" };
-
 	(void)state;
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+	for (size_t i = 0; i < sizeof(examples) / sizeof(examples[0]); i++) {
 		struct gw_conf_errors errs;
-		char *path;
+		char *path = example_path(examples[i]);
 
-		assert_true(asprintf(&path, "%s/conf/examples/%s", GW_SOURCE_DIR, names[i]) > 0);
 		gw_conf_errors_init(&errs);
 		const struct gw_config *cfg = gw_config_load(path, &errs);
 		if (errs.total) {
@@ -575,10 +581,9 @@ static void test_examples_load(void **state)
 static void test_chain_example_has_both_modes(void **state)
 {
 	struct gw_conf_errors errs;
-	char *path;
+	char *path = example_path("chain.json");
 
 	(void)state;
-	assert_true(asprintf(&path, "%s/conf/examples/chain.json", GW_SOURCE_DIR) > 0);
 	gw_conf_errors_init(&errs);
 	const struct gw_config *cfg = gw_config_load(path, &errs);
 	assert_non_null(cfg);
@@ -618,15 +623,14 @@ static char *slurp(const char *path)
  */
 static void test_docs_show_the_examples(void **state)
 {
-	static const char *const names[] = { "forward.json", "reverse.json", "chain.json" };
 	char *docs_path, *docs;
 
 	(void)state;
 	assert_true(asprintf(&docs_path, "%s/docs/configuration.md", GW_SOURCE_DIR) > 0);
 	docs = slurp(docs_path);
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+	for (size_t i = 0; i < sizeof(examples) / sizeof(examples[0]); i++) {
 		char heading[64], *path, *file;
-		snprintf(heading, sizeof(heading), "\n### %s", names[i]);
+		snprintf(heading, sizeof(heading), "\n### %s", examples[i]);
 		const char *at = strstr(docs, heading);
 		assert_non_null(at);
 		const char *start = strstr(at, "```json\n");
@@ -635,7 +639,7 @@ static void test_docs_show_the_examples(void **state)
 		const char *end = strstr(start, "```\n");
 		assert_non_null(end);
 
-		assert_true(asprintf(&path, "%s/conf/examples/%s", GW_SOURCE_DIR, names[i]) > 0);
+		path = example_path(examples[i]);
 		file = slurp(path);
 		assert_int_equal(strlen(file), (size_t)(end - start));
 		assert_memory_equal(file, start, strlen(file));
