@@ -61,6 +61,17 @@ static void expect_restart(const char *cur_sq, const char *next_sq, unsigned cha
 	free(out.messages);
 }
 
+/* expect_restart() with the one message "@what, @why". */
+static void expect_restart_because(const char *cur_sq, const char *next_sq, unsigned changes,
+				   const char *what, const char *why)
+{
+	char *want;
+
+	assert_true(asprintf(&want, "%s, %s\n", what, why) > 0);
+	expect_restart(cur_sq, next_sq, changes, want);
+	free(want);
+}
+
 static void test_same_file(void **state)
 {
 	(void)state;
@@ -252,13 +263,10 @@ static void test_options_that_need_a_restart(void **state)
 	free(want);
 
 	/* Through "defaults": reported there, once for all the routes it changes. */
-	assert_true(asprintf(&want, "gw.json:1:26: defaults.credits: changed from 64 to 128, %s\n",
-			     why) > 0);
-	expect_restart(
+	expect_restart_because(
 		"{'routes': [" ROUTE_A("") ", " ROUTE_B("") "]}",
 		"{'defaults': {'credits': 128}, 'routes': [" ROUTE_A("") ", " ROUTE_B("") "]}", 0,
-		want);
-	free(want);
+		"gw.json:1:26: defaults.credits: changed from 64 to 128", why);
 }
 
 static void test_stats_endpoint(void **state)
@@ -297,32 +305,26 @@ static void test_workers(void **state)
 	static const char why[] =
 		"which needs a restart (each worker thread's event loop, listeners and sessions "
 		"are set up at start)";
-	char *want;
 
 	(void)state;
 	expect_live("{'workers': 4, 'routes': [" ROUTE_A("") "]}",
 		    "{'routes': [" ROUTE_A("") "],\n 'workers': 4}", 0);
 	expect_live("{'routes': [" ROUTE_A("") "]}", "{'workers': 0, 'routes': [" ROUTE_A("") "]}",
 		    0);
-	assert_true(asprintf(&want, "gw.json:3:13: workers: changed from 4 to 8, %s\n", why) > 0);
-	expect_restart("{'workers': 4, 'routes': [" ROUTE_A("") "]}",
-		       "{'routes': [" ROUTE_A("") "],\n 'workers': 8}", 0, want);
-	free(want);
-	assert_true(asprintf(&want, "gw.json:1:13: workers: changed from 0 to 2, %s\n", why) > 0);
-	expect_restart("{'routes': [" ROUTE_A("") "]}",
-		       "{'workers': 2, 'routes': [" ROUTE_A("") "]}", 0, want);
-	free(want);
+	expect_restart_because("{'workers': 4, 'routes': [" ROUTE_A("") "]}",
+			       "{'routes': [" ROUTE_A("") "],\n 'workers': 8}", 0,
+			       "gw.json:3:13: workers: changed from 4 to 8", why);
+	expect_restart_because("{'routes': [" ROUTE_A("") "]}",
+			       "{'workers': 2, 'routes': [" ROUTE_A("") "]}", 0,
+			       "gw.json:1:13: workers: changed from 0 to 2", why);
 	/* Back to the default: at the top, since the new file has no "workers". */
-	assert_true(asprintf(&want, "gw.json:1:1: workers: changed from 2 to 0, %s\n", why) > 0);
-	expect_restart("{'workers': 2, 'routes': [" ROUTE_A("") "]}",
-		       "{'routes': [" ROUTE_A("") "]}", 0, want);
-	free(want);
+	expect_restart_because("{'workers': 2, 'routes': [" ROUTE_A("") "]}",
+			       "{'routes': [" ROUTE_A("") "]}", 0,
+			       "gw.json:1:1: workers: changed from 2 to 0", why);
 	/* With a live change beside it: refused as a whole, the live bits still told. */
-	assert_true(asprintf(&want, "gw.json:1:13: workers: changed from 1 to 3, %s\n", why) > 0);
-	expect_restart("{'workers': 1, 'routes': [" ROUTE_A("") "]}",
-		       "{'workers': 3, 'max_sessions': 8, 'routes': [" ROUTE_A("") "]}",
-		       GW_CHANGE_LIMITS, want);
-	free(want);
+	expect_restart_because("{'workers': 1, 'routes': [" ROUTE_A("") "]}",
+			       "{'workers': 3, 'max_sessions': 8, 'routes': [" ROUTE_A("") "]}",
+			       GW_CHANGE_LIMITS, "gw.json:1:13: workers: changed from 1 to 3", why);
 }
 
 /*
