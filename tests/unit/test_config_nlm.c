@@ -62,6 +62,33 @@ static uint32_t field(const struct gw_route *r, size_t i)
 	return *(const uint32_t *)((const char *)r + keys[i].offset);
 }
 
+/* Field @i of the first route of @sq (single-quoted), which must load. */
+static uint32_t loaded_field(const char *sq, size_t i)
+{
+	const struct gw_config *cfg = load_ok(sq);
+	uint32_t v = field(&cfg->routes[0], i);
+
+	gw_config_free(cfg);
+	return v;
+}
+
+/*
+ * ROUTE_HEAD with @key set to @value is refused at the value: "expected
+ * @what, got @shown".
+ */
+static void expect_refused(const char *key, const char *value, const char *what, const char *shown)
+{
+	char *text, *want;
+	int column = (int)(strlen(ROUTE_HEAD) + strlen(key) + 5);
+
+	assert_true(asprintf(&text, ROUTE_HEAD "'%s': %s}]}", key, value) > 0);
+	assert_true(asprintf(&want, "gw.json:1:%d: routes[0].%s: expected %s, got %s\n", column,
+			     key, what, shown) > 0);
+	expect_errors(text, want);
+	free(text);
+	free(want);
+}
+
 static void test_defaults(void **state)
 {
 	(void)state;
@@ -82,16 +109,12 @@ static void test_each_key_reaches_the_route(void **state)
 		char *text;
 		assert_true(asprintf(&text, ROUTE_HEAD "'%s': %s}]}", keys[i].key, keys[i].set) >
 			    0);
-		const struct gw_config *cfg = load_ok(text);
-		assert_int_equal(field(&cfg->routes[0], i), keys[i].set_value);
-		gw_config_free(cfg);
+		assert_int_equal(loaded_field(text, i), keys[i].set_value);
 		free(text);
 
 		assert_true(asprintf(&text, "{'defaults': {'%s': %s}, 'routes': [" ROUTE_FWD "]}",
 				     keys[i].key, keys[i].set) > 0);
-		cfg = load_ok(text);
-		assert_int_equal(field(&cfg->routes[0], i), keys[i].set_value);
-		gw_config_free(cfg);
+		assert_int_equal(loaded_field(text, i), keys[i].set_value);
 		free(text);
 	}
 }
@@ -106,18 +129,8 @@ static void test_each_key_refuses_bad_values(void **state)
 					 "'8'" };
 		const char *shown[] = { keys[i].below, keys[i].above, seconds ? "true" : "1.5",
 					"\"8\"" };
-		for (size_t v = 0; v < 4; v++) {
-			char *text, *want;
-			int column = (int)(strlen(ROUTE_HEAD) + strlen(keys[i].key) + 5);
-			assert_true(asprintf(&text, ROUTE_HEAD "'%s': %s}]}", keys[i].key,
-					     values[v]) > 0);
-			assert_true(asprintf(&want,
-					     "gw.json:1:%d: routes[0].%s: expected %s, got %s\n",
-					     column, keys[i].key, keys[i].range, shown[v]) > 0);
-			expect_errors(text, want);
-			free(text);
-			free(want);
-		}
+		for (size_t v = 0; v < 4; v++)
+			expect_refused(keys[i].key, values[v], keys[i].range, shown[v]);
 	}
 }
 
@@ -172,19 +185,9 @@ static void test_state_directory(void **state)
 
 	static const char *const bad[] = { "'var/lib/gw'", "''", "1", "null" };
 	static const char *const shown[] = { "\"var/lib/gw\"", "\"\"", "1", "null" };
-	for (size_t i = 0; i < 4; i++) {
-		char *text, *want;
-		int column = (int)(strlen(ROUTE_HEAD) + strlen("state_directory") + 5);
-		assert_true(asprintf(&text, ROUTE_HEAD "'state_directory': %s}]}", bad[i]) > 0);
-		assert_true(
-			asprintf(&want,
-				 "gw.json:1:%d: routes[0].state_directory: expected an absolute "
-				 "directory name of at most 255 bytes, got %s\n",
-				 column, shown[i]) > 0);
-		expect_errors(text, want);
-		free(text);
-		free(want);
-	}
+	for (size_t i = 0; i < 4; i++)
+		expect_refused("state_directory", bad[i],
+			       "an absolute directory name of at most 255 bytes", shown[i]);
 	/* 256 bytes: too long for the paths made from it. */
 	char *text, dir[257];
 	memset(dir, 'd', 256);
