@@ -110,6 +110,15 @@ static void on_connected(evutil_socket_t fd, int err, void *arg)
 	h->done_err = err;
 }
 
+/* The connect ends, its callback called once, without a socket, with @err. */
+static void assert_connect_fails(struct lh *h, int err)
+{
+	GWT_RUN_UNTIL(h->base, h->done_calls == 1, WAIT_MS);
+	assert_int_equal(h->done_calls, 1);
+	assert_int_equal(h->done_fd, -1);
+	assert_int_equal(h->done_err, err);
+}
+
 static socklen_t loopback(struct sockaddr_storage *ss, int family, uint16_t port)
 {
 	memset(ss, 0, sizeof(*ss));
@@ -127,6 +136,12 @@ static socklen_t loopback(struct sockaddr_storage *ss, int family, uint16_t port
 	sin6->sin6_addr = in6addr_loopback;
 	sin6->sin6_port = htons(port);
 	return sizeof(*sin6);
+}
+
+/* The length of the address in @ss, of either family. */
+static socklen_t addr_len(const struct sockaddr_storage *ss)
+{
+	return ss->ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
 }
 
 static uint16_t port_of(const struct sockaddr_storage *ss)
@@ -161,12 +176,20 @@ static struct tcp_listener *listen_on(struct lh *h, int family, struct sockaddr_
 static int client_to(const struct sockaddr_storage *ss)
 {
 	int fd = socket(ss->ss_family, SOCK_STREAM, 0);
-	socklen_t len =
-		ss->ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
 
 	assert_true(fd >= 0);
-	assert_int_equal(connect(fd, (const struct sockaddr *)ss, len), 0);
+	assert_int_equal(connect(fd, (const struct sockaddr *)ss, addr_len(ss)), 0);
 	return fd;
+}
+
+/* A client connected to @to, once the listener has accepted it: the first it accepts. */
+static int client_accepted(struct lh *h, const struct sockaddr_storage *to)
+{
+	int c = client_to(to);
+
+	GWT_RUN_UNTIL(h->base, h->accepted == 1, WAIT_MS);
+	assert_int_equal(h->accepted, 1);
+	return c;
 }
 
 static void check_accept(int family)
@@ -174,10 +197,8 @@ static void check_accept(int family)
 	struct lh *h = lh_new();
 	struct sockaddr_storage bound;
 	struct tcp_listener *l = listen_on(h, family, &bound);
-	int c = client_to(&bound);
+	int c = client_accepted(h, &bound);
 
-	GWT_RUN_UNTIL(h->base, h->accepted == 1, WAIT_MS);
-	assert_int_equal(h->accepted, 1);
 	assert_int_equal(h->admit_calls, 1);
 	/* the hooks saw the client's address */
 	assert_int_equal(h->admit_peer.ss_family, family);
@@ -210,9 +231,7 @@ static void test_rx_timestamps_inherited(void **state)
 
 		if (on)
 			assert_int_equal(tcp_listener_rx_timestamps(l), 0);
-		int c = client_to(&bound);
-		GWT_RUN_UNTIL(h->base, h->accepted == 1, WAIT_MS);
-		assert_int_equal(h->accepted, 1);
+		int c = client_accepted(h, &bound);
 		assert_int_equal(getsockopt(h->accepted_fd, SOL_SOCKET, SO_TIMESTAMPNS, &v, &vl),
 				 0);
 		assert_int_equal(v != 0, on);
@@ -261,9 +280,7 @@ static void test_v4_and_v6_on_one_port(void **state)
 
 	struct sockaddr_storage to;
 	loopback(&to, AF_INET6, port_of(&bound));
-	int c = client_to(&to);
-	GWT_RUN_UNTIL(h->base, h->accepted == 1, WAIT_MS);
-	assert_int_equal(h->accepted, 1);
+	int c = client_accepted(h, &to);
 	assert_int_equal(h->accepted_peer.ss_family, AF_INET6);
 	assert_int_equal(tcp_listener_stats(l6)->accepted, 1);
 	assert_int_equal(tcp_listener_stats(l4)->accepted, 0);
@@ -295,9 +312,7 @@ static void test_admit_refuses(void **state)
 
 	/* the next one is welcome */
 	h->refuse = false;
-	c = client_to(&bound);
-	GWT_RUN_UNTIL(h->base, h->accepted == 1, WAIT_MS);
-	assert_int_equal(h->accepted, 1);
+	c = client_accepted(h, &bound);
 	assert_int_equal(tcp_listener_stats(l)->accepted, 1);
 	close(c);
 	tcp_listener_free(l);
@@ -344,32 +359,36 @@ static void test_connect_refused(void **state)
 		tcp_connect_start(h->base, (struct sockaddr *)&ss, len, 5000, 0, on_connected, h);
 	close(s);
 	assert_non_null(cn);
-	GWT_RUN_UNTIL(h->base, h->done_calls == 1, WAIT_MS);
-	assert_int_equal(h->done_calls, 1);
-	assert_int_equal(h->done_fd, -1);
-	assert_int_equal(h->done_err, ECONNREFUSED);
+	assert_connect_fails(h, ECONNREFUSED);
 	lh_free(h);
 }
 
-/*
- * A server that never answers a SYN: a listening socket whose accept queue
- * (backlog 0) is full drops further SYNs. Returns the listening socket;
- * the filler connections go to fillers[].
- */
-static int silent_server(struct sockaddr_storage *ss, int fillers[8], unsigned int *nfill)
-{
-	socklen_t len = loopback(ss, AF_INET, 0), bl = sizeof(*ss);
-	int l = socket(AF_INET, SOCK_STREAM, 0);
+/* A server that never answers a SYN, at @addr. */
+struct silent {
+	struct sockaddr_storage addr;
+	int l;		/* its listening socket */
+	int fillers[8]; /* the connections that fill its accept queue */
+	unsigned int nfill;
+};
 
-	assert_int_equal(bind(l, (struct sockaddr *)ss, len), 0);
-	assert_int_equal(listen(l, 0), 0);
-	assert_int_equal(getsockname(l, (struct sockaddr *)ss, &bl), 0);
-	*nfill = 0;
+/*
+ * A listening socket whose accept queue (backlog 0) is full drops further
+ * SYNs.
+ */
+static void silent_server(struct silent *s)
+{
+	socklen_t len = loopback(&s->addr, AF_INET, 0), bl = sizeof(s->addr);
+
+	s->l = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(bind(s->l, (struct sockaddr *)&s->addr, len), 0);
+	assert_int_equal(listen(s->l, 0), 0);
+	assert_int_equal(getsockname(s->l, (struct sockaddr *)&s->addr, &bl), 0);
+	s->nfill = 0;
 	for (unsigned int i = 0; i < 8; i++) {
 		int c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-		int r = connect(c, (struct sockaddr *)ss, len);
+		int r = connect(c, (struct sockaddr *)&s->addr, len);
 
-		fillers[(*nfill)++] = c;
+		s->fillers[s->nfill++] = c;
 		if (r == 0)
 			continue;
 		assert_int_equal(errno, EINPROGRESS);
@@ -379,35 +398,36 @@ static int silent_server(struct sockaddr_storage *ss, int fillers[8], unsigned i
 		FD_ZERO(&w);
 		FD_SET(c, &w);
 		if (select(c + 1, NULL, &w, NULL, &tv) == 0)
-			return l;
+			return;
 	}
 	fail_msg("could not fill the accept queue");
-	return -1;
+}
+
+static void silent_server_close(struct silent *s)
+{
+	for (unsigned int i = 0; i < s->nfill; i++)
+		close(s->fillers[i]);
+	close(s->l);
 }
 
 static void test_connect_timeout(void **state)
 {
 	(void)state;
 	struct lh *h = lh_new();
-	struct sockaddr_storage ss;
-	int fillers[8];
-	unsigned int nfill;
-	int l = silent_server(&ss, fillers, &nfill);
-	uint64_t t0 = gwt_now_ms();
+	struct silent s;
+	uint64_t t0;
+
+	silent_server(&s);
+	t0 = gwt_now_ms();
 	struct tcp_connect *cn =
-		tcp_connect_start(h->base, (struct sockaddr *)&ss, sizeof(struct sockaddr_in), 300,
-				  0, on_connected, h);
+		tcp_connect_start(h->base, (struct sockaddr *)&s.addr, sizeof(struct sockaddr_in),
+				  300, 0, on_connected, h);
 
 	assert_non_null(cn);
-	GWT_RUN_UNTIL(h->base, h->done_calls == 1, WAIT_MS);
-	assert_int_equal(h->done_calls, 1);
-	assert_int_equal(h->done_fd, -1);
-	assert_int_equal(h->done_err, ETIMEDOUT);
+	assert_connect_fails(h, ETIMEDOUT);
 	/* not before the time limit */
 	assert_true(gwt_now_ms() - t0 >= 290);
-	for (unsigned int i = 0; i < nfill; i++)
-		close(fillers[i]);
-	close(l);
+	silent_server_close(&s);
 	lh_free(h);
 }
 
@@ -415,13 +435,12 @@ static void test_connect_cancel(void **state)
 {
 	(void)state;
 	struct lh *h = lh_new();
-	struct sockaddr_storage ss;
-	int fillers[8];
-	unsigned int nfill;
-	int l = silent_server(&ss, fillers, &nfill);
+	struct silent s;
+
+	silent_server(&s);
 	struct tcp_connect *cn =
-		tcp_connect_start(h->base, (struct sockaddr *)&ss, sizeof(struct sockaddr_in), 200,
-				  0, on_connected, h);
+		tcp_connect_start(h->base, (struct sockaddr *)&s.addr, sizeof(struct sockaddr_in),
+				  200, 0, on_connected, h);
 
 	assert_non_null(cn);
 	gwt_run_for(h->base, 20);
@@ -429,9 +448,7 @@ static void test_connect_cancel(void **state)
 	/* past the time limit: the callback does not come */
 	gwt_run_for(h->base, 400);
 	assert_int_equal(h->done_calls, 0);
-	for (unsigned int i = 0; i < nfill; i++)
-		close(fillers[i]);
-	close(l);
+	silent_server_close(&s);
 	lh_free(h);
 }
 
@@ -445,11 +462,9 @@ static void test_connect_reserved_port(void **state)
 		struct lh *h = lh_new();
 		struct sockaddr_storage bound;
 		struct tcp_listener *l = listen_on(h, family, &bound);
-		socklen_t len = family == AF_INET ? sizeof(struct sockaddr_in)
-						  : sizeof(struct sockaddr_in6);
 		struct tcp_connect *cn =
-			tcp_connect_start(h->base, (struct sockaddr *)&bound, len, 5000,
-					  TCP_CONNECT_RESVPORT, on_connected, h);
+			tcp_connect_start(h->base, (struct sockaddr *)&bound, addr_len(&bound),
+					  5000, TCP_CONNECT_RESVPORT, on_connected, h);
 
 		assert_non_null(cn);
 		GWT_RUN_UNTIL(h->base, h->done_calls == 1 && h->accepted == 1, WAIT_MS);
@@ -540,8 +555,7 @@ static void steer_group_free(struct steer_group *g)
 static int steer_connect(struct steer_group *g, const struct sockaddr_storage *src,
 			 const struct sockaddr_storage *to)
 {
-	socklen_t len =
-		to->ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+	socklen_t len = addr_len(to);
 	unsigned int before = g->accepted;
 	int fd = socket(to->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
@@ -691,9 +705,7 @@ static void test_steered_count_1(void **state)
 
 	assert_non_null(l);
 	assert_int_equal(tcp_listener_local_addr(l, &bound, &bl), 0);
-	int c = client_to(&bound);
-	GWT_RUN_UNTIL(h->base, h->accepted == 1, WAIT_MS);
-	assert_int_equal(h->accepted, 1);
+	int c = client_accepted(h, &bound);
 	assert_int_equal(h->admit_calls, 1);
 	close(c);
 	/* the accepted socket's listener was not a reuseport one */
