@@ -218,6 +218,23 @@ void gwt_rig_feed(struct gwt_rig *h, const struct gwt_stream *s)
 	event_add(h->feed_ev, NULL);
 }
 
+int gwt_rig_send_records(struct gwt_rig *h, unsigned int first, unsigned int n, size_t len)
+{
+	uint8_t *rec = malloc(len ? len : 1);
+	int rc = 0, err = errno;
+
+	if (!rec)
+		abort();
+	for (unsigned int r = first; r < first + n && rc == 0; r++) {
+		gwt_pattern_fill(rec, r, len);
+		rc = tcp_conn_send_copy(h->c, rec, len);
+		err = errno;
+	}
+	free(rec);
+	errno = err;
+	return rc;
+}
+
 int gwt_rig_write_now(struct gwt_rig *h, const struct gwt_stream *s)
 {
 	return send(h->peer, s->data, s->len, MSG_NOSIGNAL) == (ssize_t)s->len ? 0 : -1;

@@ -106,6 +106,14 @@ void gwt_rig_feed(struct gwt_rig *h, const struct gwt_stream *s);
 /* The peer writes @s at once, bypassing the feeder (the loop is not running): 0, or -1. */
 int gwt_rig_write_now(struct gwt_rig *h, const struct gwt_stream *s);
 
+/*
+ * Records @first .. @first + @n - 1 of @len bytes each, their bytes
+ * gwt_pattern() of their number, queued on the connection with
+ * tcp_conn_send_copy(): 0, or -1 at the first one refused (errno as that
+ * call left it). It aborts when memory runs out: a test cannot go on.
+ */
+int gwt_rig_send_records(struct gwt_rig *h, unsigned int first, unsigned int n, size_t len);
+
 /* The peer reads what comes (into h->sunk) while @on. */
 void gwt_rig_sink(struct gwt_rig *h, bool on);
 

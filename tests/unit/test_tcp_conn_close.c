@@ -218,14 +218,11 @@ static void test_graceful_close(void **state)
 {
 	(void)state;
 	struct gwt_rig *h = gwt_rig_new(true);
-	uint8_t rec[1000];
+	uint8_t rec[1000] = { 0 };
 	const unsigned int n = 300;
 
 	assert_int_equal(gwt_rig_start(h), 0);
-	for (unsigned int r = 0; r < n; r++) {
-		gwt_pattern_fill(rec, r, sizeof(rec));
-		assert_int_equal(tcp_conn_send_copy(h->c, rec, sizeof(rec)), 0);
-	}
+	assert_int_equal(gwt_rig_send_records(h, 0, n, sizeof(rec)), 0);
 	tcp_conn_close(h->c);
 	/* never from inside the owner's own call */
 	assert_false(h->closed);

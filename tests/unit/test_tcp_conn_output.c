@@ -90,16 +90,12 @@ static void test_flush_once_per_pass(void **state)
 {
 	(void)state;
 	struct gwt_rig *h = gwt_rig_new(false);
-	uint8_t rec[100];
 	int base_events;
 
 	assert_int_equal(gwt_rig_start(h), 0);
 	gwt_rig_sink(h, true);
 	base_events = added_events(h);
-	for (unsigned int r = 0; r < 3; r++) {
-		gwt_pattern_fill(rec, r, sizeof(rec));
-		assert_int_equal(tcp_conn_send_copy(h->c, rec, sizeof(rec)), 0);
-	}
+	assert_int_equal(gwt_rig_send_records(h, 0, 3, 100), 0);
 	/* not written inside the send calls, and no write event added for it */
 	assert_int_equal(tcp_conn_stats(h->c)->writes, 0);
 	assert_int_equal(added_events(h), base_events);
@@ -130,10 +126,7 @@ static void test_flush_now(void **state)
 
 	assert_int_equal(gwt_rig_start(h), 0);
 	base_events = added_events(h);
-	for (unsigned int r = 0; r < 3; r++) {
-		gwt_pattern_fill(rec, r, sizeof(rec));
-		assert_int_equal(tcp_conn_send_copy(h->c, rec, sizeof(rec)), 0);
-	}
+	assert_int_equal(gwt_rig_send_records(h, 0, 3, sizeof(rec)), 0);
 	/* without it, nothing is on the socket until the loop's flush */
 	assert_int_equal(recv(h->peer, got, sizeof(got), MSG_DONTWAIT), -1);
 	assert_true(errno == EAGAIN || errno == EWOULDBLOCK);
@@ -197,7 +190,6 @@ static void test_write_waits_for_full_socket(void **state)
 {
 	(void)state;
 	struct gwt_rig *h = gwt_rig_new(false);
-	uint8_t rec[1000];
 	const unsigned int n = 200;
 	int base_events;
 	uint64_t writes;
@@ -206,10 +198,7 @@ static void test_write_waits_for_full_socket(void **state)
 	assert_int_equal(gwt_rig_start(h), 0);
 	assert_int_equal(gwt_rig_shrink_sndbuf(h), 0);
 	base_events = added_events(h);
-	for (unsigned int r = 0; r < n / 2; r++) {
-		gwt_pattern_fill(rec, r, sizeof(rec));
-		assert_int_equal(tcp_conn_send_copy(h->c, rec, sizeof(rec)), 0);
-	}
+	assert_int_equal(gwt_rig_send_records(h, 0, n / 2, 1000), 0);
 	event_base_loop(h->base, EVLOOP_NONBLOCK);
 	assert_true(tcp_conn_output_queued(h->c) > 0);
 	assert_true(tcp_conn_write_waiting(h->c));
@@ -217,10 +206,7 @@ static void test_write_waits_for_full_socket(void **state)
 	assert_int_equal(added_events(h), base_events + 1);
 	/* more output while the socket is full: queued, no futile sendmsg() */
 	writes = tcp_conn_stats(h->c)->writes;
-	for (unsigned int r = n / 2; r < n; r++) {
-		gwt_pattern_fill(rec, r, sizeof(rec));
-		assert_int_equal(tcp_conn_send_copy(h->c, rec, sizeof(rec)), 0);
-	}
+	assert_int_equal(gwt_rig_send_records(h, n / 2, n - n / 2, 1000), 0);
 	gwt_run_for(h->base, 50);
 	assert_int_equal(tcp_conn_stats(h->c)->writes, writes);
 	assert_true(tcp_conn_write_waiting(h->c));
