@@ -35,6 +35,34 @@
 #include "support/record.h"
 #include "support/tcprig.h"
 
+/* The peer closes its end; h->peer then holds /dev/null, for gwt_rig_free() to close. */
+static void peer_gone(struct gwt_rig *h)
+{
+	close(h->peer);
+	h->peer = open("/dev/null", O_RDONLY);
+}
+
+/* The connection closes, within the deadline, for @reason. */
+static void assert_closes(struct gwt_rig *h, enum tcp_close_reason reason)
+{
+	GWT_RUN_UNTIL(h->base, h->closed, GWT_RIG_WAIT_MS);
+	assert_true(h->closed);
+	assert_int_equal(h->why.reason, reason);
+}
+
+/*
+ * A buffer of @size bytes of @fill queued by reference, the test's own
+ * reference put: the queued output holds the only one.
+ */
+static void send_buffer(struct gwt_rig *h, size_t size, int fill)
+{
+	struct gw_buf *a = gwt_bufsrc_alloc(&h->src.src, size);
+
+	memset(a->base, fill, a->size);
+	assert_int_equal(tcp_conn_send_ref(h->c, a, 0, a->size), 0);
+	gw_buf_put(a);
+}
+
 static void check_bad_record(enum rm_error want)
 {
 	struct gwt_rig *h = gwt_rig_new(want == RM_ERR_TRUNCATED);
@@ -77,9 +105,7 @@ static void check_bad_record(enum rm_error want)
 		GWT_RUN_UNTIL(h->base, h->feed_pos == s.len, GWT_RIG_WAIT_MS);
 		shutdown(h->peer, SHUT_WR);
 	}
-	GWT_RUN_UNTIL(h->base, h->closed, GWT_RIG_WAIT_MS);
-	assert_true(h->closed);
-	assert_int_equal(h->why.reason, TCP_CLOSE_BAD_RECORD);
+	assert_closes(h, TCP_CLOSE_BAD_RECORD);
 	assert_int_equal(h->why.record_err, want);
 	assert_int_equal(h->nrec, 2);
 	assert_false(h->bad_content);
@@ -117,9 +143,7 @@ static void test_eof_between_records(void **state)
 	assert_int_equal(nodelay, 1);
 	assert_int_equal(gwt_rig_write_now(h, &s), 0);
 	shutdown(h->peer, SHUT_WR);
-	GWT_RUN_UNTIL(h->base, h->closed, GWT_RIG_WAIT_MS);
-	assert_true(h->closed);
-	assert_int_equal(h->why.reason, TCP_CLOSE_EOF);
+	assert_closes(h, TCP_CLOSE_EOF);
 	assert_int_equal(h->nrec, 3);
 	assert_int_equal(gwt_rig_free(h), 0);
 	free(s.data);
@@ -133,13 +157,25 @@ static void test_peer_reset(void **state)
 
 	assert_int_equal(gwt_rig_start(h), 0);
 	assert_int_equal(setsockopt(h->peer, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
-	close(h->peer);
-	h->peer = open("/dev/null", O_RDONLY);
-	GWT_RUN_UNTIL(h->base, h->closed, GWT_RIG_WAIT_MS);
-	assert_true(h->closed);
-	assert_int_equal(h->why.reason, TCP_CLOSE_ERROR);
+	peer_gone(h);
+	assert_closes(h, TCP_CLOSE_ERROR);
 	assert_int_equal(h->why.err, ECONNRESET);
 	assert_int_equal(gwt_rig_free(h), 0);
+}
+
+/*
+ * A connection with 4 bytes queued for a peer gone away: it is not reading,
+ * so it cannot notice the EOF first.
+ */
+static struct gwt_rig *sending_to_gone_peer(void)
+{
+	struct gwt_rig *h = gwt_rig_new(false);
+
+	assert_int_equal(gwt_rig_start(h), 0);
+	tcp_conn_pause_read(h->c);
+	peer_gone(h);
+	assert_int_equal(tcp_conn_send_copy(h->c, "abcd", 4), 0);
+	return h;
 }
 
 /*
@@ -149,19 +185,12 @@ static void test_peer_reset(void **state)
 static void test_flush_now_error_from_loop(void **state)
 {
 	(void)state;
-	struct gwt_rig *h = gwt_rig_new(false);
+	struct gwt_rig *h = sending_to_gone_peer();
 
-	assert_int_equal(gwt_rig_start(h), 0);
-	tcp_conn_pause_read(h->c);
-	close(h->peer);
-	h->peer = open("/dev/null", O_RDONLY);
-	assert_int_equal(tcp_conn_send_copy(h->c, "abcd", 4), 0);
 	tcp_conn_flush_now(h->c);
 	assert_false(h->closed);
 	assert_non_null(h->c);
-	GWT_RUN_UNTIL(h->base, h->closed, GWT_RIG_WAIT_MS);
-	assert_true(h->closed);
-	assert_int_equal(h->why.reason, TCP_CLOSE_ERROR);
+	assert_closes(h, TCP_CLOSE_ERROR);
 	assert_int_equal(h->why.err, EPIPE);
 	assert_int_equal(gwt_rig_free(h), 0);
 }
@@ -170,17 +199,9 @@ static void test_flush_now_error_from_loop(void **state)
 static void test_send_to_closed_peer(void **state)
 {
 	(void)state;
-	struct gwt_rig *h = gwt_rig_new(false);
+	struct gwt_rig *h = sending_to_gone_peer();
 
-	assert_int_equal(gwt_rig_start(h), 0);
-	/* not reading, the connection cannot notice the EOF first */
-	tcp_conn_pause_read(h->c);
-	close(h->peer);
-	h->peer = open("/dev/null", O_RDONLY);
-	assert_int_equal(tcp_conn_send_copy(h->c, "abcd", 4), 0);
-	GWT_RUN_UNTIL(h->base, h->closed, GWT_RIG_WAIT_MS);
-	assert_true(h->closed);
-	assert_int_equal(h->why.reason, TCP_CLOSE_ERROR);
+	assert_closes(h, TCP_CLOSE_ERROR);
 	assert_int_equal(h->why.err, EPIPE);
 	assert_int_equal(gwt_rig_free(h), 0);
 }
@@ -190,14 +211,10 @@ static void test_abort_releases_references(void **state)
 {
 	(void)state;
 	struct gwt_rig *h = gwt_rig_new(false);
-	struct gw_buf *a;
 
 	assert_int_equal(gwt_rig_start(h), 0);
 	assert_int_equal(gwt_rig_shrink_sndbuf(h), 0);
-	a = gwt_bufsrc_alloc(&h->src.src, 1 << 20);
-	memset(a->base, 'x', a->size);
-	assert_int_equal(tcp_conn_send_ref(h->c, a, 0, a->size), 0);
-	gw_buf_put(a);
+	send_buffer(h, 1 << 20, 'x');
 	/* part of it goes out, the rest stays queued */
 	GWT_RUN_UNTIL(h->base, tcp_conn_stats(h->c)->bytes_out > 0, GWT_RIG_WAIT_MS);
 	gwt_run_for(h->base, 20);
@@ -235,11 +252,8 @@ static void test_graceful_close(void **state)
 	assert_int_equal(gwt_rig_decode_sunk(h, 1000), n);
 	assert_false(h->closed);
 	/* the peer closes in turn */
-	close(h->peer);
-	h->peer = open("/dev/null", O_RDONLY);
-	GWT_RUN_UNTIL(h->base, h->closed, GWT_RIG_WAIT_MS);
-	assert_true(h->closed);
-	assert_int_equal(h->why.reason, TCP_CLOSE_LOCAL);
+	peer_gone(h);
+	assert_closes(h, TCP_CLOSE_LOCAL);
 	assert_int_equal(gwt_rig_free(h), 0);
 }
 
@@ -250,21 +264,15 @@ static void test_close_timeout(void **state)
 
 	for (int drains = 0; drains < 2; drains++) {
 		struct gwt_rig *h = gwt_rig_new(true);
-		struct gw_buf *a;
 
 		h->cfg.close_timeout_ms = 300;
 		assert_int_equal(gwt_rig_start(h), 0);
 		assert_int_equal(gwt_rig_shrink_sndbuf(h), 0);
 		/* more than the socket buffers hold, unless the peer drains */
-		a = gwt_bufsrc_alloc(&h->src.src, 8 << 20);
-		memset(a->base, 'y', a->size);
-		assert_int_equal(tcp_conn_send_ref(h->c, a, 0, a->size), 0);
-		gw_buf_put(a);
+		send_buffer(h, 8 << 20, 'y');
 		gwt_rig_sink(h, drains);
 		tcp_conn_close(h->c);
-		GWT_RUN_UNTIL(h->base, h->closed, GWT_RIG_WAIT_MS);
-		assert_true(h->closed);
-		assert_int_equal(h->why.reason, TCP_CLOSE_TIMEOUT);
+		assert_closes(h, TCP_CLOSE_TIMEOUT);
 		/* the queued reference went back once */
 		assert_int_equal(h->src.frees, 1);
 		assert_int_equal(gwt_rig_free(h), 0);
