@@ -1,6 +1,7 @@
 #include "support/udp.h"
 
 #include <arpa/inet.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -28,4 +29,13 @@ int gwt_udp_bind(uint32_t ip, uint16_t port, uint16_t *got)
 	if (got)
 		*got = ntohs(a.sin_port);
 	return fd;
+}
+
+struct side_service_peer gwt_side_peer(uint32_t ip, uint16_t port)
+{
+	struct side_service_peer p = { .addrlen = sizeof(struct sockaddr_in) };
+	struct sockaddr_in a = gwt_sin(ip, port);
+
+	memcpy(&p.addr, &a, sizeof(a));
+	return p;
 }

@@ -27,6 +27,7 @@
 #include "gateway/side/rpc/portmap.h"
 
 #include "support/rpcmsg.h"
+#include "support/udp.h"
 
 static const char GW_NAME[] = "gw.example";
 
@@ -42,16 +43,6 @@ static bool capture(void *arg, const uint8_t *msg, size_t len)
 	memcpy(sent[nsent], msg, len);
 	sent_len[nsent++] = len;
 	return true;
-}
-
-static struct side_service_peer peer_at(uint32_t ip, uint16_t port)
-{
-	struct side_service_peer p = { .addrlen = sizeof(struct sockaddr_in) };
-	struct sockaddr_in *a = (struct sockaddr_in *)&p.addr;
-	a->sin_family = AF_INET;
-	a->sin_addr.s_addr = htonl(ip);
-	a->sin_port = htons(port);
-	return p;
 }
 
 /* An RPC call header with AUTH_NONE; its length (40). */
@@ -172,10 +163,7 @@ static enum side_relay_verdict reply(struct nlm_relay *rl, const struct side_ser
 /* nlm_res: cookie "ck", @stat. */
 static size_t res_bytes(uint8_t *b, uint32_t stat)
 {
-	xdr_put32(b, 2);
-	memcpy(b + 4, "ck\0\0", 4);
-	xdr_put32(b + 8, stat);
-	return 12;
+	return gwt_nlm_res(b, "ck", 2, stat);
 }
 
 /* The NLM stat (last word) of an answer the relay gave itself. */
@@ -235,7 +223,8 @@ static void test_reclaim_converted_in_the_gateway_grace(void **state)
 	(void)state;
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = relay_new(&c);
-	struct side_service_peer pa = peer_at(0x0a090002, 800), pb = peer_at(0x0a090003, 800);
+	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800),
+				 pb = gwt_side_peer(0x0a090003, 800);
 	uint8_t msg[512], out[4096];
 	size_t len, n;
 	struct nlm_args a;
@@ -310,7 +299,8 @@ static void test_owners_rewritten_per_client(void **state)
 	(void)state;
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = relay_new(&c);
-	struct side_service_peer pa = peer_at(0x0a090002, 800), pb = peer_at(0x0a090003, 800);
+	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800),
+				 pb = gwt_side_peer(0x0a090003, 800);
 	uint8_t msg[512], oa[4096], ob[4096];
 	size_t len = lock_call(msg, sizeof(msg), 1, NLMPROC_LOCK, 4242), na, nb;
 	struct nlm_args a, b;
@@ -343,7 +333,7 @@ static void test_bad_calls_answered(void **state)
 	(void)state;
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = relay_new(&c);
-	struct side_service_peer pa = peer_at(0x0a090002, 800);
+	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800);
 	uint8_t msg[512], out[4096];
 	size_t len = lock_call(msg, sizeof(msg), 9, NLMPROC_LOCK, 1), n;
 
@@ -393,7 +383,8 @@ static void test_shares_rewritten_recorded_and_forgotten(void **state)
 	(void)state;
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = relay_new(&c);
-	struct side_service_peer pa = peer_at(0x0a090002, 800), pb = peer_at(0x0a090003, 800);
+	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800),
+				 pb = gwt_side_peer(0x0a090003, 800);
 	struct gw_host ha, hb;
 	uint8_t msg[512], upa[4096], upb[4096], out[4096], res[16];
 	size_t len = share_call(msg, sizeof(msg), 1, NLMPROC_SHARE, "oh-1", FH), na, nb, n;
@@ -499,7 +490,8 @@ static void test_free_all_releases_only_the_senders_locks_and_shares(void **stat
 	(void)state;
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = relay_new(&c);
-	struct side_service_peer pa = peer_at(0x0a090002, 800), pb = peer_at(0x0a090003, 800);
+	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800),
+				 pb = gwt_side_peer(0x0a090003, 800);
 	struct gw_host ha, hb;
 	uint8_t msg[512], out[4096], res[16];
 	size_t n;
@@ -519,7 +511,7 @@ static void test_free_all_releases_only_the_senders_locks_and_shares(void **stat
 	assert_int_equal(nsent, 0);
 
 	/* A's, from another port than its lockd's: answered void, never passed upstream. */
-	struct side_service_peer pa2 = peer_at(0x0a090002, 1023);
+	struct side_service_peer pa2 = gwt_side_peer(0x0a090002, 1023);
 	assert_int_equal(call(rl, &pa2, msg, len, out, &n), SIDE_RELAY_ANSWERED);
 	assert_int_equal(n, 24);
 	assert_int_equal(xdr_get32(out), 8);
@@ -561,12 +553,9 @@ static void test_free_all_releases_only_the_senders_locks_and_shares(void **stat
 
 	/* B's SM_NOTIFY: its UNLOCK and UNSHARE. */
 	uint8_t notify[128];
-	size_t h = gwt_rpc_call_none(notify, 5, NSM_PROG, 1, 6), unlocks;
-	xdr_put32(notify + h, 6);
-	memcpy(notify + h + 4, "host-b\0\0", 8);
-	xdr_put32(notify + h + 12, 3);
+	size_t nl = gwt_sm_notify_call(notify, 5, "host-b", 3), unlocks;
 	nsent = 0;
-	nlm_relay_nsm_answer(rl, &pb, notify, h + 16, out, sizeof(out), &unlocks);
+	nlm_relay_nsm_answer(rl, &pb, notify, nl, out, sizeof(out), &unlocks);
 	assert_int_equal(unlocks, 2);
 	assert_int_equal(nsent, 2);
 	struct rpc_call_hdr h0, h1;
@@ -582,7 +571,8 @@ static void test_owner_bound_denies_nolocks(void **state)
 	(void)state;
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = relay_with(&c, (struct nlm_state_limits){ .max_clients = 1 });
-	struct side_service_peer pa = peer_at(0x0a090002, 800), pb = peer_at(0x0a090003, 800);
+	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800),
+				 pb = gwt_side_peer(0x0a090003, 800);
 	uint8_t msg[512], out[4096];
 	size_t len = lock_call(msg, sizeof(msg), 12, NLMPROC_LOCK, 1), n;
 
@@ -608,7 +598,8 @@ static void test_lock_of_forgotten_owner_given_back(void **state)
 	(void)state;
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = relay_new(&c);
-	struct side_service_peer pa = peer_at(0x0a090002, 800), pa_statd = peer_at(0x0a090002, 900);
+	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800),
+				 pa_statd = gwt_side_peer(0x0a090002, 900);
 	struct gw_host ha;
 	uint8_t msg[512], upa[4096], out[4096], res[16], notify[128];
 	size_t len = lock_call(msg, sizeof(msg), 1, NLMPROC_LOCK, 77), na, n, unlocks;
@@ -620,11 +611,8 @@ static void test_lock_of_forgotten_owner_given_back(void **state)
 	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 1);
 	len = lock_call(msg, sizeof(msg), 2, NLMPROC_LOCK, 77);
 	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDE_RELAY_REWRITTEN);
-	size_t h = gwt_rpc_call_none(notify, 5, NSM_PROG, 1, 6);
-	xdr_put32(notify + h, 6);
-	memcpy(notify + h + 4, "host-a\0\0", 8);
-	xdr_put32(notify + h + 12, 3);
-	nlm_relay_nsm_answer(rl, &pa_statd, notify, h + 16, out, sizeof(out), &unlocks);
+	size_t nl = gwt_sm_notify_call(notify, 5, "host-a", 3);
+	nlm_relay_nsm_answer(rl, &pa_statd, notify, nl, out, sizeof(out), &unlocks);
 	assert_int_equal(unlocks, 1);
 	assert_int_equal(nsent, 1);
 	/* The second LOCK's GRANTED: refused to the client, given back upstream. */
@@ -649,7 +637,7 @@ static void test_cancel_keeps_held_lock(void **state)
 	(void)state;
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = relay_new(&c);
-	struct side_service_peer pa = peer_at(0x0a090002, 800);
+	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800);
 	struct gw_host ha;
 	uint8_t msg[512], upa[4096], out[4096], res[16];
 	size_t len = lock_call(msg, sizeof(msg), 1, NLMPROC_LOCK, 77), na, n;
@@ -672,7 +660,8 @@ static void test_locks_recorded_and_released_by_notify(void **state)
 	(void)state;
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = relay_new(&c);
-	struct side_service_peer pa = peer_at(0x0a090002, 800), pb = peer_at(0x0a090003, 800);
+	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800),
+				 pb = gwt_side_peer(0x0a090003, 800);
 	struct gw_host ha, hb;
 	uint8_t msg[512], upa[4096], upb[4096], out[4096], res[16];
 	size_t len = lock_call(msg, sizeof(msg), 1, NLMPROC_LOCK, 77), na, nb, n;
@@ -723,18 +712,15 @@ static void test_locks_recorded_and_released_by_notify(void **state)
 
 	/* B's SM_NOTIFY releases nothing of A's. */
 	uint8_t notify[128];
-	size_t h = gwt_rpc_call_none(notify, 5, NSM_PROG, 1, 6), unlocks;
-	xdr_put32(notify + h, 6);
-	memcpy(notify + h + 4, "host-b\0\0", 8);
-	xdr_put32(notify + h + 12, 3);
-	n = nlm_relay_nsm_answer(rl, &pb, notify, h + 16, out, sizeof(out), &unlocks);
+	size_t nl = gwt_sm_notify_call(notify, 5, "host-b", 3), unlocks;
+	n = nlm_relay_nsm_answer(rl, &pb, notify, nl, out, sizeof(out), &unlocks);
 	assert_int_equal(n, 24);
 	assert_int_equal(xdr_get32(out + 20), RPCSTAT_SUCCESS);
 	assert_int_equal(unlocks, 0);
 	assert_int_equal(nsent, 0);
 	/* A's (from its statd's port, not its lockd's): one UNLOCK of A's owner, sent. */
-	struct side_service_peer pa_statd = peer_at(0x0a090002, 900);
-	n = nlm_relay_nsm_answer(rl, &pa_statd, notify, h + 16, out, sizeof(out), &unlocks);
+	struct side_service_peer pa_statd = gwt_side_peer(0x0a090002, 900);
+	n = nlm_relay_nsm_answer(rl, &pa_statd, notify, nl, out, sizeof(out), &unlocks);
 	assert_int_equal(n, 24);
 	assert_int_equal(unlocks, 1);
 	assert_int_equal(nsent, 1);
@@ -761,10 +747,10 @@ static void test_locks_recorded_and_released_by_notify(void **state)
 	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &hb), 0);
 
 	/* NSM: a truncated SM_NOTIFY is GARBAGE_ARGS, SM_MON from the network PROC_UNAVAIL. */
-	n = nlm_relay_nsm_answer(rl, &pb, notify, h + 12, out, sizeof(out), &unlocks);
+	n = nlm_relay_nsm_answer(rl, &pb, notify, nl - 4, out, sizeof(out), &unlocks);
 	assert_int_equal(xdr_get32(out + 20), RPCSTAT_GARBAGE_ARGS);
 	xdr_put32(notify + 20, 2);
-	n = nlm_relay_nsm_answer(rl, &pb, notify, h + 16, out, sizeof(out), &unlocks);
+	n = nlm_relay_nsm_answer(rl, &pb, notify, nl, out, sizeof(out), &unlocks);
 	assert_int_equal(xdr_get32(out + 20), RPCSTAT_PROC_UNAVAIL);
 	nlm_relay_free(rl);
 }
@@ -779,31 +765,28 @@ static void test_repeated_notify_state_releases_nothing(void **state)
 	(void)state;
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = relay_new(&c);
-	struct side_service_peer pa = peer_at(0x0a090002, 800);
+	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800);
 	struct gw_host ha;
 	uint8_t msg[512], up[4096], out[4096], res[16], notify[128];
 	size_t len, nu, n, unlocks;
-	size_t h = gwt_rpc_call_none(notify, 5, NSM_PROG, 1, 6);
+	size_t nl = gwt_sm_notify_call(notify, 5, "host-a", 3);
 
 	gw_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
-	xdr_put32(notify + h, 6);
-	memcpy(notify + h + 4, "host-a\0\0", 8);
-	xdr_put32(notify + h + 12, 3);
-	nlm_relay_nsm_answer(rl, &pa, notify, h + 16, out, sizeof(out), &unlocks);
+	nlm_relay_nsm_answer(rl, &pa, notify, nl, out, sizeof(out), &unlocks);
 	/* After its reboot (state 3) it locks. */
 	len = lock_call(msg, sizeof(msg), 1, NLMPROC_LOCK, 77);
 	assert_int_equal(call(rl, &pa, msg, len, up, &nu), SIDE_RELAY_REWRITTEN);
 	reply(rl, &pa, up, nu, NLMPROC_LOCK, res, res_bytes(res, NLM_GRANTED), out, &n);
 	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 1);
 	/* State 3 again: answered, nothing released. */
-	n = nlm_relay_nsm_answer(rl, &pa, notify, h + 16, out, sizeof(out), &unlocks);
+	n = nlm_relay_nsm_answer(rl, &pa, notify, nl, out, sizeof(out), &unlocks);
 	assert_int_equal(xdr_get32(out + 20), RPCSTAT_SUCCESS);
 	assert_int_equal(unlocks, 0);
 	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 1);
 	assert_int_equal(nlm_state_stats(nlm_relay_state(rl))->notify_repeated, 1);
 	/* Its next reboot, state 5: released. */
-	xdr_put32(notify + h + 12, 5);
-	nlm_relay_nsm_answer(rl, &pa, notify, h + 16, out, sizeof(out), &unlocks);
+	nl = gwt_sm_notify_call(notify, 5, "host-a", 5);
+	nlm_relay_nsm_answer(rl, &pa, notify, nl, out, sizeof(out), &unlocks);
 	assert_int_equal(unlocks, 1);
 	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 0);
 	nlm_relay_free(rl);
@@ -818,7 +801,7 @@ static void test_unlock_of_unknown_owner_makes_no_owner(void **state)
 	(void)state;
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = relay_new(&c);
-	struct side_service_peer pa = peer_at(0x0a090002, 800);
+	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800);
 	uint8_t msg[512], out[4096];
 	size_t len, n;
 
@@ -914,12 +897,11 @@ static void lock_granted(struct nlm_relay *rl, const struct side_service_peer *p
 static size_t notify_reboot(struct nlm_relay *rl, const struct side_service_peer *p, int32_t st)
 {
 	uint8_t notify[128], out[64];
-	size_t h = gwt_rpc_call_none(notify, 5, NSM_PROG, 1, 6), unlocks;
+	size_t unlocks;
 
-	xdr_put32(notify + h, 6);
-	memcpy(notify + h + 4, "host-a\0\0", 8);
-	xdr_put32(notify + h + 12, (uint32_t)st);
-	assert_int_equal(nlm_relay_nsm_answer(rl, p, notify, h + 16, out, sizeof(out), &unlocks),
+	assert_int_equal(nlm_relay_nsm_answer(rl, p, notify,
+					      gwt_sm_notify_call(notify, 5, "host-a", st), out,
+					      sizeof(out), &unlocks),
 			 24);
 	return unlocks;
 }
@@ -981,7 +963,7 @@ static void test_release_queue_retries_unshare_in_grace(void **state)
 	(void)state;
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = release_relay(&c, 0, 0);
-	struct side_service_peer pa = peer_at(0x0a090002, 800);
+	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800);
 	uint8_t msg[512], up[4096], out[4096], res[16];
 	size_t len = share_call(msg, sizeof(msg), 1, NLMPROC_SHARE, "oh-1", FH), nu, n;
 
@@ -1013,7 +995,7 @@ static void test_release_queue_sends_all_through_a_narrow_link(void **state)
 	(void)state;
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = release_relay(&c, 0, 0);
-	struct side_service_peer pa = peer_at(0x0a090002, 800);
+	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800);
 	bool released[300] = { false };
 	size_t answered = 0;
 
@@ -1071,7 +1053,7 @@ static void test_release_queue_sends_all_through_a_narrow_link(void **state)
 static struct nlm_relay *three_locks_released(struct gw_counters *c)
 {
 	struct nlm_relay *rl = release_relay(c, 0, 0);
-	struct side_service_peer pa = peer_at(0x0a090002, 800);
+	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800);
 
 	lock_granted(rl, &pa, 77, 0);
 	lock_granted(rl, &pa, 77, 1);
@@ -1188,7 +1170,7 @@ static void test_release_queue_resends_unanswered(void **state)
 	(void)state;
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = release_relay(&c, 0, 0);
-	struct side_service_peer pa = peer_at(0x0a090002, 800);
+	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800);
 
 	lock_granted(rl, &pa, 77, 9);
 	assert_int_equal(notify_reboot(rl, &pa, 3), 1);
@@ -1220,7 +1202,7 @@ static void test_release_queue_gives_up_after_the_bound(void **state)
 	(void)state;
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = release_relay(&c, 0, 0);
-	struct side_service_peer pa = peer_at(0x0a090002, 800);
+	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800);
 	uint64_t start = fake_us;
 
 	lock_granted(rl, &pa, 77, 1);
@@ -1259,7 +1241,8 @@ static void test_release_queue_full_counted(void **state)
 	(void)state;
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = release_relay(&c, 8, 4);
-	struct side_service_peer pa = peer_at(0x0a090002, 800), pb = peer_at(0x0a090003, 800);
+	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800),
+				 pb = gwt_side_peer(0x0a090003, 800);
 	struct gw_host hs[4];
 
 	link_room = 0; /* nothing answered: all stay queued */
@@ -1386,12 +1369,12 @@ static void test_forged_tests_do_not_fill_the_client_table(void **state)
 	size_t n;
 
 	for (uint32_t i = 0; i < 1100; i++) {
-		struct side_service_peer p = peer_at(0x0a100000 + i, 800);
+		struct side_service_peer p = gwt_side_peer(0x0a100000 + i, 800);
 		assert_int_equal(ask(rl, &p, NLMPROC_TEST, 5, NLM_GRANTED, out, &n),
 				 SIDE_RELAY_REWRITTEN);
 		assert_held(st, 0, 0);
 	}
-	struct side_service_peer pa = peer_at(0x0a090002, 800);
+	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800);
 	struct gw_host ha;
 	gw_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
 	assert_int_equal(ask(rl, &pa, NLMPROC_LOCK, 7, NLM_GRANTED, out, &n), SIDE_RELAY_REWRITTEN);
@@ -1411,7 +1394,7 @@ static void test_nothing_held_leaves_no_entry(void **state)
 	struct fixture *f = *state;
 	struct nlm_relay *rl = f->rl;
 	const struct nlm_state *st = nlm_relay_state(rl);
-	struct side_service_peer pa = peer_at(0x0a090002, 800);
+	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800);
 	uint8_t out[4096];
 	size_t n;
 
@@ -1451,7 +1434,7 @@ static void test_unanswered_calls_end(void **state)
 	struct fixture *f = *state;
 	struct nlm_relay *rl = f->rl;
 	const struct nlm_state *st = nlm_relay_state(rl);
-	struct side_service_peer pa = peer_at(0x0a090002, 800);
+	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800);
 	uint8_t msg[512], up[4096];
 	size_t len, nu;
 	struct nlm_args a, again;
@@ -1488,7 +1471,8 @@ static void test_lock_in_flight_survives_pressure(void **state)
 	struct gw_counters c = { 0 };
 	struct nlm_relay *rl = relay_with(&c, (struct nlm_state_limits){ .max_clients = 2 });
 	const struct nlm_state *st = nlm_relay_state(rl);
-	struct side_service_peer pa = peer_at(0x0a090002, 800), pb = peer_at(0x0a0a0002, 800);
+	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800),
+				 pb = gwt_side_peer(0x0a0a0002, 800);
 	uint8_t msg[512], upa[4096], upb[4096], out[4096], res[16];
 	size_t len = lock_call(msg, sizeof(msg), 1, NLMPROC_LOCK, 7), na, nb, n;
 	struct gw_host ha;
@@ -1497,13 +1481,13 @@ static void test_lock_in_flight_survives_pressure(void **state)
 	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDE_RELAY_REWRITTEN);
 	/* Forged TESTs from many hosts pass through the one free slot. */
 	for (uint32_t i = 0; i < 100; i++) {
-		struct side_service_peer p = peer_at(0x0b000000 + i * 256, 800);
+		struct side_service_peer p = gwt_side_peer(0x0b000000 + i * 256, 800);
 		assert_int_equal(ask(rl, &p, NLMPROC_TEST, 5, NLM_GRANTED, out, &n),
 				 SIDE_RELAY_REWRITTEN);
 	}
 	/* Another LOCK in flight: the table is full of calls in flight. */
 	assert_int_equal(call(rl, &pb, msg, len, upb, &nb), SIDE_RELAY_REWRITTEN);
-	struct side_service_peer pc = peer_at(0x0c000001, 800);
+	struct side_service_peer pc = gwt_side_peer(0x0c000001, 800);
 	assert_int_equal(ask(rl, &pc, NLMPROC_TEST, 5, NLM_GRANTED, out, &n), SIDE_RELAY_ANSWERED);
 	assert_int_equal(xdr_get32(out + n - 4), NLM_DENIED_NOLOCKS);
 	assert_int_equal(nlm_state_stats(st)->clients_full, 1);
@@ -1550,7 +1534,8 @@ static void test_one_prefix_cannot_take_the_table(void **state)
 	assert_int_equal(granted, 256);
 	assert_int_equal(nlm_state_stats(st)->client_prefix_full, 44);
 	assert_int_equal(nlm_state_stats(st)->clients_full, 0);
-	struct side_service_peer other = peer6("fd00:1:2:4::1"), v4 = peer_at(0x0a090002, 800);
+	struct side_service_peer other = peer6("fd00:1:2:4::1"),
+				 v4 = gwt_side_peer(0x0a090002, 800);
 	assert_int_equal(ask(rl, &other, NLMPROC_LOCK, 7, NLM_GRANTED, out, &n),
 			 SIDE_RELAY_REWRITTEN);
 	assert_int_equal(answered_stat(out, n), NLM_GRANTED);

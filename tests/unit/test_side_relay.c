@@ -32,22 +32,13 @@
 #include "support/rpcmsg.h"
 #include "support/udp.h"
 
-static struct side_service_peer udp_peer(uint32_t ip, uint16_t port)
-{
-	struct side_service_peer p = { .addrlen = sizeof(struct sockaddr_in) };
-	struct sockaddr_in *a = (struct sockaddr_in *)&p.addr;
-	a->sin_family = AF_INET;
-	a->sin_addr.s_addr = htonl(ip);
-	a->sin_port = htons(port);
-	return p;
-}
-
 static void test_table_maps_and_restores(void **state)
 {
 	(void)state;
 	struct relay_table t;
 	uint8_t msg[16] = { 0, 0, 0, 5 };
-	struct side_service_peer a = udp_peer(0x0a000001, 700), b = udp_peer(0x0a000002, 700);
+	struct side_service_peer a = gwt_side_peer(0x0a000001, 700),
+				 b = gwt_side_peer(0x0a000002, 700);
 
 	assert_int_equal(relay_table_init(&t, 4, 64), 0);
 	/* Two clients with the same XID get different upstream XIDs. */
@@ -90,7 +81,7 @@ static void test_table_xids_unpredictable(void **state)
 	(void)state;
 	struct relay_table t;
 	uint8_t msg[8] = { 0 };
-	struct side_service_peer a = udp_peer(0x0a000001, 700);
+	struct side_service_peer a = gwt_side_peer(0x0a000001, 700);
 	uint32_t up[256];
 	unsigned sequential = 0;
 
