@@ -48,45 +48,41 @@ static bool capture(void *arg, const uint8_t *msg, size_t len)
 /* An RPC call header with AUTH_NONE; its length (40). */
 static const uint8_t FH[32] = { 1, 2, 3, 4, 5, 6, 7, 8 };
 
-/* A LOCK (or @proc) of version 4 on FH by (@svid, "oh-1"), named "client". */
-static size_t lock_call(uint8_t *b, size_t cap, uint32_t xid, uint32_t proc, int32_t svid)
+/*
+ * A @proc of version 4 on @fh (sizeof(FH) bytes) by (@svid, "oh-1"), named
+ * "client", exclusive, with @reclaim and @block as given.
+ */
+static size_t nlm_call_on(uint8_t *b, size_t cap, uint32_t xid, uint32_t proc, int32_t svid,
+			  const uint8_t *fh, bool reclaim, bool block)
 {
 	struct nlm_args a = {
 		.vers = 4,
 		.kind = nlm_args_kind(proc),
 		.cookie = { (const uint8_t *)"ck", 2 },
 		.exclusive = true,
+		.reclaim = reclaim,
+		.block = block,
 		.lock = { .caller = { (const uint8_t *)"client", 6 },
-			  .fh = { FH, sizeof(FH) },
+			  .fh = { fh, sizeof(FH) },
 			  .oh = { (const uint8_t *)"oh-1", 4 },
-			  .svid = svid,
-			  .offset = 0,
-			  .len = 0 },
+			  .svid = svid },
 	};
 	size_t h = gwt_rpc_call_none(b, xid, NLM_PROG, 4, proc), m;
 	assert_int_equal(nlm_encode_args(&a, b + h, cap - h, &m), 0);
 	return h + m;
 }
 
+/* A LOCK (or @proc) on FH by (@svid, "oh-1"), neither reclaim nor block. */
+static size_t lock_call(uint8_t *b, size_t cap, uint32_t xid, uint32_t proc, int32_t svid)
+{
+	return nlm_call_on(b, cap, xid, proc, svid, FH, false, false);
+}
+
 /* A LOCK of @svid with @reclaim and @block set as given. */
 static size_t lock_flags(uint8_t *b, size_t cap, uint32_t xid, int32_t svid, bool reclaim,
 			 bool block)
 {
-	struct nlm_args a = {
-		.vers = 4,
-		.kind = NLM_ARGS_LOCK,
-		.cookie = { (const uint8_t *)"ck", 2 },
-		.exclusive = true,
-		.reclaim = reclaim,
-		.block = block,
-		.lock = { .caller = { (const uint8_t *)"client", 6 },
-			  .fh = { FH, sizeof(FH) },
-			  .oh = { (const uint8_t *)"oh-1", 4 },
-			  .svid = svid },
-	};
-	size_t h = gwt_rpc_call_none(b, xid, NLM_PROG, 4, NLMPROC_LOCK), m;
-	assert_int_equal(nlm_encode_args(&a, b + h, cap - h, &m), 0);
-	return h + m;
+	return nlm_call_on(b, cap, xid, NLMPROC_LOCK, svid, FH, reclaim, block);
 }
 
 struct fixture {
@@ -113,6 +109,26 @@ static struct nlm_relay *relay_with(struct gw_counters *c, struct nlm_state_limi
 static struct nlm_relay *relay_new(struct gw_counters *c)
 {
 	return relay_with(c, (struct nlm_state_limits){ 0 });
+}
+
+/* A fixture: a relay with the default limits. */
+static int relay_setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	f->rl = relay_new(&f->counters);
+	*state = f;
+	return 0;
+}
+
+static int relay_teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	nlm_relay_free(f->rl);
+	free(f);
+	return 0;
 }
 
 /* Run the call hook on @msg from @p; the verdict, the output in @out. */
@@ -201,6 +217,32 @@ static size_t shareres_bytes(uint8_t *b, uint32_t stat)
 	return n + 4;
 }
 
+/*
+ * @msg (a call @proc from @p) relayed upstream rewritten, and the server's
+ * answer with @stat back through the reply hook: an nlm_shareres to a SHARE
+ * or UNSHARE, an nlm_res to the others.
+ */
+static void relay_answered(struct nlm_relay *rl, const struct side_service_peer *p,
+			   const uint8_t *msg, size_t len, uint32_t proc, uint32_t stat)
+{
+	uint8_t up[4096], out[4096], res[16];
+	size_t nu, n;
+	bool share = proc == NLMPROC_SHARE || proc == NLMPROC_UNSHARE;
+
+	assert_int_equal(call(rl, p, msg, len, up, &nu), SIDE_RELAY_REWRITTEN);
+	reply(rl, p, up, nu, proc, res, share ? shareres_bytes(res, stat) : res_bytes(res, stat),
+	      out, &n);
+}
+
+/* The host key of @p, as the relay's state records a client. */
+static struct gw_host host_of(const struct side_service_peer *p)
+{
+	struct gw_host h;
+
+	gw_host_from_sockaddr(&h, (const struct sockaddr *)&p->addr, p->addrlen);
+	return h;
+}
+
 /* FREE_ALL of version 4: nlm_notify { "client-a", @state }. */
 static size_t free_all_call(uint8_t *b, uint32_t xid, int32_t state)
 {
@@ -220,9 +262,8 @@ static size_t free_all_call(uint8_t *b, uint32_t xid, int32_t state)
  */
 static void test_reclaim_converted_in_the_gateway_grace(void **state)
 {
-	(void)state;
-	struct gw_counters c = { 0 };
-	struct nlm_relay *rl = relay_new(&c);
+	struct fixture *f = *state;
+	struct nlm_relay *rl = f->rl;
 	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800),
 				 pb = gwt_side_peer(0x0a090003, 800);
 	uint8_t msg[512], out[4096];
@@ -291,14 +332,12 @@ static void test_reclaim_converted_in_the_gateway_grace(void **state)
 	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDE_RELAY_REWRITTEN);
 	decode_rewritten(out, n, NLMPROC_LOCK, &a);
 	assert_true(a.reclaim);
-	nlm_relay_free(rl);
 }
 
 static void test_owners_rewritten_per_client(void **state)
 {
-	(void)state;
-	struct gw_counters c = { 0 };
-	struct nlm_relay *rl = relay_new(&c);
+	struct fixture *f = *state;
+	struct nlm_relay *rl = f->rl;
 	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800),
 				 pb = gwt_side_peer(0x0a090003, 800);
 	uint8_t msg[512], oa[4096], ob[4096];
@@ -325,14 +364,12 @@ static void test_owners_rewritten_per_client(void **state)
 	assert_int_equal(call(rl, &pa, msg, len, ob, &nb), SIDE_RELAY_REWRITTEN);
 	decode_rewritten(ob, nb, NLMPROC_LOCK, &b);
 	assert_int_equal(a.lock.svid, b.lock.svid);
-	nlm_relay_free(rl);
 }
 
 static void test_bad_calls_answered(void **state)
 {
-	(void)state;
-	struct gw_counters c = { 0 };
-	struct nlm_relay *rl = relay_new(&c);
+	struct fixture *f = *state;
+	struct nlm_relay *rl = f->rl;
 	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800);
 	uint8_t msg[512], out[4096];
 	size_t len = lock_call(msg, sizeof(msg), 9, NLMPROC_LOCK, 1), n;
@@ -342,7 +379,7 @@ static void test_bad_calls_answered(void **state)
 	assert_int_equal(n, 24);
 	assert_int_equal(xdr_get32(out), 9);
 	assert_int_equal(xdr_get32(out + 20), RPCSTAT_GARBAGE_ARGS);
-	assert_int_equal(c.events[GW_EV_GARBAGE_ARGS], 1);
+	assert_int_equal(f->counters.events[GW_EV_GARBAGE_ARGS], 1);
 	/* LOCK_MSG without the async table, GRANTED (a server's): refused. */
 	const uint32_t refused[] = { NLMPROC_LOCK_MSG, NLMPROC_GRANTED };
 	for (size_t i = 0; i < 2; i++) {
@@ -367,7 +404,6 @@ static void test_bad_calls_answered(void **state)
 	/* NULL passes. */
 	len = gwt_rpc_call_none(msg, 11, NLM_PROG, 4, NLMPROC_NULL);
 	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDE_RELAY_PASS);
-	nlm_relay_free(rl);
 }
 
 /*
@@ -380,18 +416,15 @@ static void test_bad_calls_answered(void **state)
  */
 static void test_shares_rewritten_recorded_and_forgotten(void **state)
 {
-	(void)state;
-	struct gw_counters c = { 0 };
-	struct nlm_relay *rl = relay_new(&c);
+	struct fixture *f = *state;
+	struct nlm_relay *rl = f->rl;
 	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800),
 				 pb = gwt_side_peer(0x0a090003, 800);
-	struct gw_host ha, hb;
+	struct gw_host ha = host_of(&pa), hb = host_of(&pb);
 	uint8_t msg[512], upa[4096], upb[4096], out[4096], res[16];
 	size_t len = share_call(msg, sizeof(msg), 1, NLMPROC_SHARE, "oh-1", FH), na, nb, n;
 	struct nlm_args a, b;
 
-	gw_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
-	gw_host_from_sockaddr(&hb, (struct sockaddr *)&pb.addr, pb.addrlen);
 	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDE_RELAY_REWRITTEN);
 	assert_int_equal(call(rl, &pb, msg, len, upb, &nb), SIDE_RELAY_REWRITTEN);
 	decode_rewritten(upa, na, NLMPROC_SHARE, &a);
@@ -422,12 +455,10 @@ static void test_shares_rewritten_recorded_and_forgotten(void **state)
 	 * stays recorded.
 	 */
 	len = lock_call(msg, sizeof(msg), 5, NLMPROC_LOCK, 0);
-	assert_int_equal(call(rl, &pa, msg, len, upb, &nb), SIDE_RELAY_REWRITTEN);
-	reply(rl, &pa, upb, nb, NLMPROC_LOCK, res, res_bytes(res, NLM_GRANTED), out, &n);
+	relay_answered(rl, &pa, msg, len, NLMPROC_LOCK, NLM_GRANTED);
 	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 2);
 	len = lock_call(msg, sizeof(msg), 6, NLMPROC_UNLOCK, 0);
-	assert_int_equal(call(rl, &pa, msg, len, upb, &nb), SIDE_RELAY_REWRITTEN);
-	reply(rl, &pa, upb, nb, NLMPROC_UNLOCK, res, res_bytes(res, NLM_GRANTED), out, &n);
+	relay_answered(rl, &pa, msg, len, NLMPROC_UNLOCK, NLM_GRANTED);
 	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 1);
 
 	/* A's UNSHARE goes up under A's upstream owner; granted, the record goes. */
@@ -461,21 +492,18 @@ static void test_shares_rewritten_recorded_and_forgotten(void **state)
 	xdr_put32(msg + len - 4, 2); /* reclaim: neither TRUE nor FALSE */
 	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDE_RELAY_ANSWERED);
 	assert_int_equal(xdr_get32(out + 20), RPCSTAT_GARBAGE_ARGS);
-	assert_int_equal(c.events[GW_EV_GARBAGE_ARGS], 2);
-	nlm_relay_free(rl);
+	assert_int_equal(f->counters.events[GW_EV_GARBAGE_ARGS], 2);
 }
 
 /* Take a lock (svid 77, "oh-1") and a share ("oh-1") for @p, both granted. */
 static void lock_and_share(struct nlm_relay *rl, const struct side_service_peer *p)
 {
-	uint8_t msg[512], up[4096], out[4096], res[16];
-	size_t len = lock_call(msg, sizeof(msg), 1, NLMPROC_LOCK, 77), nu, n;
+	uint8_t msg[512];
+	size_t len = lock_call(msg, sizeof(msg), 1, NLMPROC_LOCK, 77);
 
-	assert_int_equal(call(rl, p, msg, len, up, &nu), SIDE_RELAY_REWRITTEN);
-	reply(rl, p, up, nu, NLMPROC_LOCK, res, res_bytes(res, NLM_GRANTED), out, &n);
+	relay_answered(rl, p, msg, len, NLMPROC_LOCK, NLM_GRANTED);
 	len = share_call(msg, sizeof(msg), 2, NLMPROC_SHARE, "oh-1", FH);
-	assert_int_equal(call(rl, p, msg, len, up, &nu), SIDE_RELAY_REWRITTEN);
-	reply(rl, p, up, nu, NLMPROC_SHARE, res, shareres_bytes(res, NLM_GRANTED), out, &n);
+	relay_answered(rl, p, msg, len, NLMPROC_SHARE, NLM_GRANTED);
 }
 
 /*
@@ -487,17 +515,14 @@ static void lock_and_share(struct nlm_relay *rl, const struct side_service_peer 
  */
 static void test_free_all_releases_only_the_senders_locks_and_shares(void **state)
 {
-	(void)state;
-	struct gw_counters c = { 0 };
-	struct nlm_relay *rl = relay_new(&c);
+	struct fixture *f = *state;
+	struct nlm_relay *rl = f->rl;
 	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800),
 				 pb = gwt_side_peer(0x0a090003, 800);
-	struct gw_host ha, hb;
+	struct gw_host ha = host_of(&pa), hb = host_of(&pb);
 	uint8_t msg[512], out[4096], res[16];
 	size_t n;
 
-	gw_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
-	gw_host_from_sockaddr(&hb, (struct sockaddr *)&pb.addr, pb.addrlen);
 	lock_and_share(rl, &pa);
 	lock_and_share(rl, &pb);
 	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 2);
@@ -563,7 +588,6 @@ static void test_free_all_releases_only_the_senders_locks_and_shares(void **stat
 	assert_int_equal(rpc_call_decode(sent[1], sent_len[1], &h1), RPC_HDR_CALL);
 	assert_int_equal(h0.proc + h1.proc, NLMPROC_UNLOCK + NLMPROC_UNSHARE);
 	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &hb), 0);
-	nlm_relay_free(rl);
 }
 
 static void test_owner_bound_denies_nolocks(void **state)
@@ -595,19 +619,16 @@ static void test_owner_bound_denies_nolocks(void **state)
  */
 static void test_lock_of_forgotten_owner_given_back(void **state)
 {
-	(void)state;
-	struct gw_counters c = { 0 };
-	struct nlm_relay *rl = relay_new(&c);
+	struct fixture *f = *state;
+	struct nlm_relay *rl = f->rl;
 	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800),
 				 pa_statd = gwt_side_peer(0x0a090002, 900);
-	struct gw_host ha;
+	struct gw_host ha = host_of(&pa);
 	uint8_t msg[512], upa[4096], out[4096], res[16], notify[128];
 	size_t len = lock_call(msg, sizeof(msg), 1, NLMPROC_LOCK, 77), na, n, unlocks;
 
-	gw_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
 	/* A lock held, then a second LOCK on the wire when the client reboots. */
-	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDE_RELAY_REWRITTEN);
-	reply(rl, &pa, upa, na, NLMPROC_LOCK, res, res_bytes(res, NLM_GRANTED), out, &n);
+	relay_answered(rl, &pa, msg, len, NLMPROC_LOCK, NLM_GRANTED);
 	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 1);
 	len = lock_call(msg, sizeof(msg), 2, NLMPROC_LOCK, 77);
 	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDE_RELAY_REWRITTEN);
@@ -625,7 +646,6 @@ static void test_lock_of_forgotten_owner_given_back(void **state)
 	assert_int_equal(rpc_call_decode(sent[1], sent_len[1], &uh), RPC_HDR_CALL);
 	assert_int_equal(uh.proc, NLMPROC_UNLOCK);
 	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 0);
-	nlm_relay_free(rl);
 }
 
 /*
@@ -634,41 +654,32 @@ static void test_lock_of_forgotten_owner_given_back(void **state)
  */
 static void test_cancel_keeps_held_lock(void **state)
 {
-	(void)state;
-	struct gw_counters c = { 0 };
-	struct nlm_relay *rl = relay_new(&c);
+	struct fixture *f = *state;
+	struct nlm_relay *rl = f->rl;
 	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800);
-	struct gw_host ha;
-	uint8_t msg[512], upa[4096], out[4096], res[16];
-	size_t len = lock_call(msg, sizeof(msg), 1, NLMPROC_LOCK, 77), na, n;
+	struct gw_host ha = host_of(&pa);
+	uint8_t msg[512];
+	size_t len = lock_call(msg, sizeof(msg), 1, NLMPROC_LOCK, 77);
 
-	gw_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
-	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDE_RELAY_REWRITTEN);
-	reply(rl, &pa, upa, na, NLMPROC_LOCK, res, res_bytes(res, NLM_GRANTED), out, &n);
+	relay_answered(rl, &pa, msg, len, NLMPROC_LOCK, NLM_GRANTED);
 	len = lock_call(msg, sizeof(msg), 2, NLMPROC_LOCK, 77);
-	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDE_RELAY_REWRITTEN);
-	reply(rl, &pa, upa, na, NLMPROC_LOCK, res, res_bytes(res, NLM_BLOCKED), out, &n);
+	relay_answered(rl, &pa, msg, len, NLMPROC_LOCK, NLM_BLOCKED);
 	len = lock_call(msg, sizeof(msg), 3, NLMPROC_CANCEL, 77);
-	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDE_RELAY_REWRITTEN);
-	reply(rl, &pa, upa, na, NLMPROC_CANCEL, res, res_bytes(res, NLM_GRANTED), out, &n);
+	relay_answered(rl, &pa, msg, len, NLMPROC_CANCEL, NLM_GRANTED);
 	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 1);
-	nlm_relay_free(rl);
 }
 
 static void test_locks_recorded_and_released_by_notify(void **state)
 {
-	(void)state;
-	struct gw_counters c = { 0 };
-	struct nlm_relay *rl = relay_new(&c);
+	struct fixture *f = *state;
+	struct nlm_relay *rl = f->rl;
 	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800),
 				 pb = gwt_side_peer(0x0a090003, 800);
-	struct gw_host ha, hb;
+	struct gw_host ha = host_of(&pa), hb = host_of(&pb);
 	uint8_t msg[512], upa[4096], upb[4096], out[4096], res[16];
 	size_t len = lock_call(msg, sizeof(msg), 1, NLMPROC_LOCK, 77), na, nb, n;
 	struct nlm_args a;
 
-	gw_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
-	gw_host_from_sockaddr(&hb, (struct sockaddr *)&pb.addr, pb.addrlen);
 	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDE_RELAY_REWRITTEN);
 	assert_int_equal(call(rl, &pb, msg, len, upb, &nb), SIDE_RELAY_REWRITTEN);
 	/* A's granted, B's denied: only A's recorded. */
@@ -738,12 +749,10 @@ static void test_locks_recorded_and_released_by_notify(void **state)
 
 	/* An UNLOCK granted forgets the record. */
 	len = lock_call(msg, sizeof(msg), 3, NLMPROC_LOCK, 5);
-	assert_int_equal(call(rl, &pb, msg, len, upb, &nb), SIDE_RELAY_REWRITTEN);
-	reply(rl, &pb, upb, nb, NLMPROC_LOCK, res, res_bytes(res, NLM_GRANTED), out, &n);
+	relay_answered(rl, &pb, msg, len, NLMPROC_LOCK, NLM_GRANTED);
 	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &hb), 1);
 	len = lock_call(msg, sizeof(msg), 4, NLMPROC_UNLOCK, 5);
-	assert_int_equal(call(rl, &pb, msg, len, upb, &nb), SIDE_RELAY_REWRITTEN);
-	reply(rl, &pb, upb, nb, NLMPROC_UNLOCK, res, res_bytes(res, NLM_GRANTED), out, &n);
+	relay_answered(rl, &pb, msg, len, NLMPROC_UNLOCK, NLM_GRANTED);
 	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &hb), 0);
 
 	/* NSM: a truncated SM_NOTIFY is GARBAGE_ARGS, SM_MON from the network PROC_UNAVAIL. */
@@ -752,7 +761,6 @@ static void test_locks_recorded_and_released_by_notify(void **state)
 	xdr_put32(notify + 20, 2);
 	n = nlm_relay_nsm_answer(rl, &pb, notify, nl, out, sizeof(out), &unlocks);
 	assert_int_equal(xdr_get32(out + 20), RPCSTAT_PROC_UNAVAIL);
-	nlm_relay_free(rl);
 }
 
 /*
@@ -762,24 +770,21 @@ static void test_locks_recorded_and_released_by_notify(void **state)
  */
 static void test_repeated_notify_state_releases_nothing(void **state)
 {
-	(void)state;
-	struct gw_counters c = { 0 };
-	struct nlm_relay *rl = relay_new(&c);
+	struct fixture *f = *state;
+	struct nlm_relay *rl = f->rl;
 	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800);
-	struct gw_host ha;
-	uint8_t msg[512], up[4096], out[4096], res[16], notify[128];
-	size_t len, nu, n, unlocks;
+	struct gw_host ha = host_of(&pa);
+	uint8_t msg[512], out[4096], notify[128];
+	size_t len, unlocks;
 	size_t nl = gwt_sm_notify_call(notify, 5, "host-a", 3);
 
-	gw_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
 	nlm_relay_nsm_answer(rl, &pa, notify, nl, out, sizeof(out), &unlocks);
 	/* After its reboot (state 3) it locks. */
 	len = lock_call(msg, sizeof(msg), 1, NLMPROC_LOCK, 77);
-	assert_int_equal(call(rl, &pa, msg, len, up, &nu), SIDE_RELAY_REWRITTEN);
-	reply(rl, &pa, up, nu, NLMPROC_LOCK, res, res_bytes(res, NLM_GRANTED), out, &n);
+	relay_answered(rl, &pa, msg, len, NLMPROC_LOCK, NLM_GRANTED);
 	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 1);
 	/* State 3 again: answered, nothing released. */
-	n = nlm_relay_nsm_answer(rl, &pa, notify, nl, out, sizeof(out), &unlocks);
+	nlm_relay_nsm_answer(rl, &pa, notify, nl, out, sizeof(out), &unlocks);
 	assert_int_equal(xdr_get32(out + 20), RPCSTAT_SUCCESS);
 	assert_int_equal(unlocks, 0);
 	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 1);
@@ -789,7 +794,6 @@ static void test_repeated_notify_state_releases_nothing(void **state)
 	nlm_relay_nsm_answer(rl, &pa, notify, nl, out, sizeof(out), &unlocks);
 	assert_int_equal(unlocks, 1);
 	assert_int_equal(nlm_state_client_locks(nlm_relay_state(rl), &ha), 0);
-	nlm_relay_free(rl);
 }
 
 /*
@@ -798,9 +802,8 @@ static void test_repeated_notify_state_releases_nothing(void **state)
  */
 static void test_unlock_of_unknown_owner_makes_no_owner(void **state)
 {
-	(void)state;
-	struct gw_counters c = { 0 };
-	struct nlm_relay *rl = relay_new(&c);
+	struct fixture *f = *state;
+	struct nlm_relay *rl = f->rl;
 	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800);
 	uint8_t msg[512], out[4096];
 	size_t len, n;
@@ -819,7 +822,6 @@ static void test_unlock_of_unknown_owner_makes_no_owner(void **state)
 	len = lock_call(msg, sizeof(msg), 61, NLMPROC_UNLOCK, 7);
 	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDE_RELAY_REWRITTEN);
 	assert_int_equal(nlm_state_owners(nlm_relay_state(rl)), 1);
-	nlm_relay_free(rl);
 }
 
 /* ---- the release queue: a rebooted client's UNLOCKs ------------------------ */
@@ -830,6 +832,20 @@ static uint64_t fake_us;
 static uint64_t fake_clock(void)
 {
 	return fake_us;
+}
+
+/* The relay's clock moves on by @us, then the release queue's tick. */
+static void tick_after(struct nlm_relay *rl, uint64_t us)
+{
+	fake_us += us;
+	nlm_relay_release_tick(rl);
+}
+
+/* @n ticks of the release queue, a second apart. */
+static void ticks(struct nlm_relay *rl, int n)
+{
+	for (int t = 0; t < n; t++)
+		tick_after(rl, 1000000);
 }
 
 /*
@@ -870,27 +886,28 @@ static struct nlm_relay *release_relay(struct gw_counters *c, uint32_t max_locks
 	return rl;
 }
 
+/* A fixture: a release relay with the default limits (see release_relay()). */
+static int release_setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	f->rl = release_relay(&f->counters, 0, 0);
+	*state = f;
+	return 0;
+}
+
 /* A LOCK of (@svid, "oh-1") from @p on the file numbered @file, granted. */
 static void lock_granted(struct nlm_relay *rl, const struct side_service_peer *p, int32_t svid,
 			 uint32_t file)
 {
-	uint8_t fh[32] = { 0 }, msg[512], up[4096], out[4096], res[16];
-	struct nlm_args a = {
-		.vers = 4,
-		.kind = NLM_ARGS_LOCK,
-		.cookie = { (const uint8_t *)"ck", 2 },
-		.exclusive = true,
-		.lock = { .caller = { (const uint8_t *)"client", 6 },
-			  .fh = { fh, sizeof(fh) },
-			  .oh = { (const uint8_t *)"oh-1", 4 },
-			  .svid = svid },
-	};
-	size_t h = gwt_rpc_call_none(msg, file + 1, NLM_PROG, 4, NLMPROC_LOCK), m, nu, n;
+	uint8_t fh[32] = { 0 }, msg[512];
 
 	xdr_put32(fh, file);
-	assert_int_equal(nlm_encode_args(&a, msg + h, sizeof(msg) - h, &m), 0);
-	assert_int_equal(call(rl, p, msg, h + m, up, &nu), SIDE_RELAY_REWRITTEN);
-	reply(rl, p, up, nu, NLMPROC_LOCK, res, res_bytes(res, NLM_GRANTED), out, &n);
+	relay_answered(
+		rl, p, msg,
+		nlm_call_on(msg, sizeof(msg), file + 1, NLMPROC_LOCK, svid, fh, false, false),
+		NLMPROC_LOCK, NLM_GRANTED);
 }
 
 /* @p's statd says its host rebooted with @st; the UNLOCKs it made. */
@@ -960,29 +977,25 @@ static void answer_unshare(struct nlm_relay *rl, size_t k, uint32_t stat)
  */
 static void test_release_queue_retries_unshare_in_grace(void **state)
 {
-	(void)state;
-	struct gw_counters c = { 0 };
-	struct nlm_relay *rl = release_relay(&c, 0, 0);
+	struct fixture *f = *state;
+	struct nlm_relay *rl = f->rl;
 	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800);
-	uint8_t msg[512], up[4096], out[4096], res[16];
-	size_t len = share_call(msg, sizeof(msg), 1, NLMPROC_SHARE, "oh-1", FH), nu, n;
+	uint8_t msg[512], out[4096];
+	size_t len = share_call(msg, sizeof(msg), 1, NLMPROC_SHARE, "oh-1", FH), n;
 
-	assert_int_equal(call(rl, &pa, msg, len, up, &nu), SIDE_RELAY_REWRITTEN);
-	reply(rl, &pa, up, nu, NLMPROC_SHARE, res, shareres_bytes(res, NLM_GRANTED), out, &n);
+	relay_answered(rl, &pa, msg, len, NLMPROC_SHARE, NLM_GRANTED);
 	len = free_all_call(msg, 2, 1);
 	assert_int_equal(call(rl, &pa, msg, len, out, &n), SIDE_RELAY_ANSWERED);
 	assert_int_equal(link_n, 1);
 	answer_unshare(rl, 0, NLM_DENIED_GRACE_PERIOD);
 	assert_int_equal(nlm_relay_release_pending(rl), 1);
 	assert_int_equal(nlm_relay_release_in_flight(rl), 0);
-	fake_us += NLM_RELEASE_DELAY_US;
-	nlm_relay_release_tick(rl);
+	tick_after(rl, NLM_RELEASE_DELAY_US);
 	assert_int_equal(link_n, 2);
 	answer_unshare(rl, 1, NLM_GRANTED);
 	assert_int_equal(nlm_relay_release_pending(rl), 0);
 	assert_int_equal(nlm_relay_stats(rl)->release_retried, 1);
 	assert_int_equal(nlm_relay_stats(rl)->release_done, 1);
-	nlm_relay_free(rl);
 }
 
 /*
@@ -992,15 +1005,14 @@ static void test_release_queue_retries_unshare_in_grace(void **state)
  */
 static void test_release_queue_sends_all_through_a_narrow_link(void **state)
 {
-	(void)state;
-	struct gw_counters c = { 0 };
-	struct nlm_relay *rl = release_relay(&c, 0, 0);
+	struct fixture *f = *state;
+	struct nlm_relay *rl = f->rl;
 	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800);
 	bool released[300] = { false };
 	size_t answered = 0;
 
-	for (uint32_t f = 0; f < 300; f++)
-		lock_granted(rl, &pa, 77, f);
+	for (uint32_t file = 0; file < 300; file++)
+		lock_granted(rl, &pa, 77, file);
 	assert_int_equal(nlm_state_locks(nlm_relay_state(rl)), 300);
 	link_room = 10;
 	assert_int_equal(notify_reboot(rl, &pa, 3), 300);
@@ -1010,10 +1022,7 @@ static void test_release_queue_sends_all_through_a_narrow_link(void **state)
 
 	/* The link full: ticks send nothing and drop nothing. */
 	link_room = 0;
-	for (int t = 0; t < 3; t++) {
-		fake_us += 1000000;
-		nlm_relay_release_tick(rl);
-	}
+	ticks(rl, 3);
 	assert_int_equal(link_n, 10);
 	assert_int_equal(nlm_relay_release_pending(rl), 300);
 
@@ -1023,36 +1032,32 @@ static void test_release_queue_sends_all_through_a_narrow_link(void **state)
 		released[unlock_file(answered)] = true;
 		answer_unlock(rl, answered++, NLM_GRANTED);
 		assert_true(nlm_relay_release_in_flight(rl) <= NLM_RELEASE_WINDOW);
-		if (answered % 7 == 0) {
-			fake_us += 1000000;
-			nlm_relay_release_tick(rl);
-		}
+		if (answered % 7 == 0)
+			tick_after(rl, 1000000);
 		link_room = link_room > 10 ? 10 : link_room;
 	}
 	assert_int_equal(link_n, 300);
-	for (uint32_t f = 0; f < 300; f++)
-		assert_true(released[f]);
+	for (uint32_t file = 0; file < 300; file++)
+		assert_true(released[file]);
 	assert_int_equal(nlm_relay_release_pending(rl), 0);
 	assert_int_equal(nlm_relay_stats(rl)->release_done, 300);
 	assert_int_equal(nlm_relay_stats(rl)->release_retried, 0);
 
 	/* A wide link: the window, not the link, bounds what is in flight. */
-	for (uint32_t f = 0; f < 40; f++)
-		lock_granted(rl, &pa, 78, f);
+	for (uint32_t file = 0; file < 40; file++)
+		lock_granted(rl, &pa, 78, file);
 	link_room = LINK_MAX;
 	assert_int_equal(notify_reboot(rl, &pa, 5), 40);
 	assert_int_equal(link_n, 300 + NLM_RELEASE_WINDOW);
 	assert_int_equal(nlm_relay_release_in_flight(rl), NLM_RELEASE_WINDOW);
-	nlm_relay_free(rl);
 }
 
 /*
- * A release relay whose client held locks on files 0, 1 and 2 (owner 77)
- * and rebooted: its three UNLOCKs are sent, unanswered yet.
+ * The release relay's client held locks on files 0, 1 and 2 (owner 77) and
+ * rebooted: its three UNLOCKs are sent, unanswered yet.
  */
-static struct nlm_relay *three_locks_released(struct gw_counters *c)
+static void three_locks_released(struct nlm_relay *rl)
 {
-	struct nlm_relay *rl = release_relay(c, 0, 0);
 	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800);
 
 	lock_granted(rl, &pa, 77, 0);
@@ -1060,7 +1065,6 @@ static struct nlm_relay *three_locks_released(struct gw_counters *c)
 	lock_granted(rl, &pa, 77, 2);
 	assert_int_equal(notify_reboot(rl, &pa, 3), 3);
 	assert_int_equal(link_n, 3);
-	return rl;
 }
 
 /*
@@ -1070,11 +1074,11 @@ static struct nlm_relay *three_locks_released(struct gw_counters *c)
  */
 static void test_release_queue_retries_grace_and_nolocks(void **state)
 {
-	(void)state;
-	struct gw_counters c = { 0 };
-	struct nlm_relay *rl = three_locks_released(&c);
+	struct fixture *f = *state;
+	struct nlm_relay *rl = f->rl;
 	const uint32_t NLM4_STALE_FH = 7; /* RFC 1813 nlm4_stats */
 
+	three_locks_released(rl);
 	uint32_t grace = unlock_file(0), nolocks = unlock_file(1);
 	answer_unlock(rl, 0, NLM_DENIED_GRACE_PERIOD);
 	answer_unlock(rl, 1, NLM_DENIED_NOLOCKS);
@@ -1082,11 +1086,9 @@ static void test_release_queue_retries_grace_and_nolocks(void **state)
 	assert_int_equal(nlm_relay_release_pending(rl), 2);
 	assert_int_equal(nlm_relay_release_in_flight(rl), 0);
 
-	fake_us += NLM_RELEASE_DELAY_US - 1000000;
-	nlm_relay_release_tick(rl);
+	tick_after(rl, NLM_RELEASE_DELAY_US - 1000000);
 	assert_int_equal(link_n, 3);
-	fake_us += 1000000;
-	nlm_relay_release_tick(rl);
+	tick_after(rl, 1000000);
 	assert_int_equal(link_n, 5);
 	size_t k0 = unlock_file(3) == grace ? 3 : 4, k1 = 7 - k0;
 	assert_int_equal(unlock_file(k0), grace);
@@ -1096,19 +1098,14 @@ static void test_release_queue_retries_grace_and_nolocks(void **state)
 	/* Still in grace once more, then granted; the other's file is stale: final. */
 	answer_unlock(rl, k0, NLM_DENIED_GRACE_PERIOD);
 	answer_unlock(rl, k1, NLM4_STALE_FH);
-	fake_us += NLM_RELEASE_DELAY_US;
-	nlm_relay_release_tick(rl);
+	tick_after(rl, NLM_RELEASE_DELAY_US);
 	assert_int_equal(link_n, 6);
 	assert_int_equal(unlock_file(5), grace);
 	answer_unlock(rl, 5, NLM_GRANTED);
 	assert_int_equal(nlm_relay_release_pending(rl), 0);
 	assert_int_equal(nlm_relay_stats(rl)->release_done, 3);
-	for (int t = 0; t < 60; t++) {
-		fake_us += 1000000;
-		nlm_relay_release_tick(rl);
-	}
+	ticks(rl, 60);
 	assert_int_equal(link_n, 6);
-	nlm_relay_free(rl);
 }
 
 /* The server refuses the UNLOCK sent @k-th with the RPC error @stat (accept_stat). */
@@ -1134,30 +1131,26 @@ static void answer_unlock_rpc_error(struct nlm_relay *rl, size_t k, uint32_t sta
  */
 static void test_release_queue_gives_up_refused_unlocks(void **state)
 {
-	(void)state;
-	struct gw_counters c = { 0 };
-	struct nlm_relay *rl = three_locks_released(&c);
+	struct fixture *f = *state;
+	struct nlm_relay *rl = f->rl;
+
+	three_locks_released(rl);
 	uint32_t busy = unlock_file(2);
 	answer_unlock_rpc_error(rl, 0, RPCSTAT_GARBAGE_ARGS);
 	answer_unlock_rpc_error(rl, 1, RPCSTAT_PROC_UNAVAIL);
 	answer_unlock_rpc_error(rl, 2, RPCSTAT_SYSTEM_ERR);
 	assert_int_equal(nlm_relay_release_pending(rl), 1);
 	assert_int_equal(nlm_relay_stats(rl)->release_given_up, 2);
-	assert_int_equal(c.events[GW_EV_CALL_TIMEOUT], 0);
+	assert_int_equal(f->counters.events[GW_EV_CALL_TIMEOUT], 0);
 
-	fake_us += NLM_RELEASE_DELAY_US;
-	nlm_relay_release_tick(rl);
+	tick_after(rl, NLM_RELEASE_DELAY_US);
 	assert_int_equal(link_n, 4);
 	assert_int_equal(unlock_file(3), busy);
 	answer_unlock(rl, 3, NLM_GRANTED);
 	assert_int_equal(nlm_relay_release_pending(rl), 0);
 	assert_int_equal(nlm_relay_stats(rl)->release_done, 1);
-	for (int t = 0; t < 60; t++) {
-		fake_us += 1000000;
-		nlm_relay_release_tick(rl);
-	}
+	ticks(rl, 60);
 	assert_int_equal(link_n, 4);
-	nlm_relay_free(rl);
 }
 
 /*
@@ -1167,19 +1160,16 @@ static void test_release_queue_gives_up_refused_unlocks(void **state)
  */
 static void test_release_queue_resends_unanswered(void **state)
 {
-	(void)state;
-	struct gw_counters c = { 0 };
-	struct nlm_relay *rl = release_relay(&c, 0, 0);
+	struct fixture *f = *state;
+	struct nlm_relay *rl = f->rl;
 	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800);
 
 	lock_granted(rl, &pa, 77, 9);
 	assert_int_equal(notify_reboot(rl, &pa, 3), 1);
 	assert_int_equal(link_n, 1);
-	fake_us += 15 * 1000000;
-	nlm_relay_release_tick(rl);
+	tick_after(rl, 15 * 1000000);
 	assert_int_equal(link_n, 1); /* the side_relay may still have it */
-	fake_us += 1000000;
-	nlm_relay_release_tick(rl);
+	tick_after(rl, 1000000);
 	assert_int_equal(link_n, 2);
 	assert_int_equal(unlock_file(1), 9);
 	assert_int_equal(nlm_relay_stats(rl)->release_retried, 1);
@@ -1190,7 +1180,6 @@ static void test_release_queue_resends_unanswered(void **state)
 	answer_unlock(rl, 1, NLM_GRANTED);
 	assert_int_equal(nlm_relay_release_pending(rl), 0);
 	assert_int_equal(nlm_relay_stats(rl)->release_done, 1);
-	nlm_relay_free(rl);
 }
 
 /*
@@ -1199,36 +1188,26 @@ static void test_release_queue_resends_unanswered(void **state)
  */
 static void test_release_queue_gives_up_after_the_bound(void **state)
 {
-	(void)state;
-	struct gw_counters c = { 0 };
-	struct nlm_relay *rl = release_relay(&c, 0, 0);
+	struct fixture *f = *state;
+	struct nlm_relay *rl = f->rl;
 	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800);
 	uint64_t start = fake_us;
 
 	lock_granted(rl, &pa, 77, 1);
 	assert_int_equal(notify_reboot(rl, &pa, 3), 1);
-	while (fake_us - start < NLM_RELEASE_GIVE_UP_US - 30 * 1000000ull) {
-		fake_us += 1000000;
-		nlm_relay_release_tick(rl);
-	}
+	while (fake_us - start < NLM_RELEASE_GIVE_UP_US - 30 * 1000000ull)
+		tick_after(rl, 1000000);
 	assert_int_equal(nlm_relay_release_pending(rl), 1);
 	assert_int_equal(nlm_relay_stats(rl)->release_given_up, 0);
 	assert_true(link_n >= 30);
-	for (int t = 0; t < 60; t++) {
-		fake_us += 1000000;
-		nlm_relay_release_tick(rl);
-	}
+	ticks(rl, 60);
 	assert_int_equal(nlm_relay_release_pending(rl), 0);
 	assert_int_equal(nlm_relay_stats(rl)->release_given_up, 1);
 	/* Its sends' timeouts were the side_relay's to count (a fake link here). */
-	assert_int_equal(c.events[GW_EV_CALL_TIMEOUT], 0);
+	assert_int_equal(f->counters.events[GW_EV_CALL_TIMEOUT], 0);
 	size_t sent_then = link_n;
-	for (int t = 0; t < 120; t++) {
-		fake_us += 1000000;
-		nlm_relay_release_tick(rl);
-	}
+	ticks(rl, 120);
 	assert_int_equal(link_n, sent_then);
-	nlm_relay_free(rl);
 }
 
 /*
@@ -1264,33 +1243,12 @@ static void test_release_queue_full_counted(void **state)
 	assert_int_equal(nlm_relay_release_pending(rl), 0);
 	assert_int_equal(nlm_relay_stats(rl)->release_done, 8);
 	link_room = LINK_MAX;
-	fake_us += 60 * 1000000ull;
-	nlm_relay_release_tick(rl);
+	tick_after(rl, 60 * 1000000ull);
 	assert_int_equal(link_n, 0);
 	nlm_relay_free(rl);
 }
 
 /* ---- the state a datagram's sender can make the relay hold ------------------ */
-
-/* A fixture: a relay with the default limits. */
-static int relay_setup(void **state)
-{
-	struct fixture *f = calloc(1, sizeof(*f));
-
-	assert_non_null(f);
-	f->rl = relay_new(&f->counters);
-	*state = f;
-	return 0;
-}
-
-static int relay_teardown(void **state)
-{
-	struct fixture *f = *state;
-
-	nlm_relay_free(f->rl);
-	free(f);
-	return 0;
-}
 
 /* The relay's state holds @clients client hosts and @owners owners. */
 static void assert_held(const struct nlm_state *st, uint32_t clients, uint32_t owners)
@@ -1375,8 +1333,7 @@ static void test_forged_tests_do_not_fill_the_client_table(void **state)
 		assert_held(st, 0, 0);
 	}
 	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800);
-	struct gw_host ha;
-	gw_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
+	struct gw_host ha = host_of(&pa);
 	assert_int_equal(ask(rl, &pa, NLMPROC_LOCK, 7, NLM_GRANTED, out, &n), SIDE_RELAY_REWRITTEN);
 	assert_int_equal(answered_stat(out, n), NLM_GRANTED);
 	assert_int_equal(nlm_state_client_locks(st, &ha), 1);
@@ -1413,13 +1370,11 @@ static void test_nothing_held_leaves_no_entry(void **state)
 	assert_int_equal(nlm_state_locks(st), 0);
 	assert_held(st, 0, 0);
 	/* A share refused, then one granted. */
-	uint8_t msg[512], up[4096], res[16];
-	size_t len = share_call(msg, sizeof(msg), 20, NLMPROC_SHARE, "oh-s", FH), nu;
-	assert_int_equal(call(rl, &pa, msg, len, up, &nu), SIDE_RELAY_REWRITTEN);
-	reply(rl, &pa, up, nu, NLMPROC_SHARE, res, shareres_bytes(res, NLM_DENIED), out, &n);
+	uint8_t msg[512];
+	size_t len = share_call(msg, sizeof(msg), 20, NLMPROC_SHARE, "oh-s", FH);
+	relay_answered(rl, &pa, msg, len, NLMPROC_SHARE, NLM_DENIED);
 	assert_int_equal(nlm_state_owners(st), 0);
-	assert_int_equal(call(rl, &pa, msg, len, up, &nu), SIDE_RELAY_REWRITTEN);
-	reply(rl, &pa, up, nu, NLMPROC_SHARE, res, shareres_bytes(res, NLM_GRANTED), out, &n);
+	relay_answered(rl, &pa, msg, len, NLMPROC_SHARE, NLM_GRANTED);
 	assert_int_equal(nlm_state_owners(st), 1);
 }
 
@@ -1475,9 +1430,8 @@ static void test_lock_in_flight_survives_pressure(void **state)
 				 pb = gwt_side_peer(0x0a0a0002, 800);
 	uint8_t msg[512], upa[4096], upb[4096], out[4096], res[16];
 	size_t len = lock_call(msg, sizeof(msg), 1, NLMPROC_LOCK, 7), na, nb, n;
-	struct gw_host ha;
+	struct gw_host ha = host_of(&pa);
 
-	gw_host_from_sockaddr(&ha, (struct sockaddr *)&pa.addr, pa.addrlen);
 	assert_int_equal(call(rl, &pa, msg, len, upa, &na), SIDE_RELAY_REWRITTEN);
 	/* Forged TESTs from many hosts pass through the one free slot. */
 	for (uint32_t i = 0; i < 100; i++) {
@@ -1546,24 +1500,41 @@ static void test_one_prefix_cannot_take_the_table(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_owners_rewritten_per_client),
-		cmocka_unit_test(test_bad_calls_answered),
+		cmocka_unit_test_setup_teardown(test_owners_rewritten_per_client, relay_setup,
+						relay_teardown),
+		cmocka_unit_test_setup_teardown(test_bad_calls_answered, relay_setup,
+						relay_teardown),
 		cmocka_unit_test(test_owner_bound_denies_nolocks),
-		cmocka_unit_test(test_locks_recorded_and_released_by_notify),
-		cmocka_unit_test(test_repeated_notify_state_releases_nothing),
-		cmocka_unit_test(test_unlock_of_unknown_owner_makes_no_owner),
-		cmocka_unit_test(test_lock_of_forgotten_owner_given_back),
-		cmocka_unit_test(test_cancel_keeps_held_lock),
-		cmocka_unit_test(test_reclaim_converted_in_the_gateway_grace),
-		cmocka_unit_test(test_release_queue_sends_all_through_a_narrow_link),
-		cmocka_unit_test(test_release_queue_retries_grace_and_nolocks),
-		cmocka_unit_test(test_release_queue_gives_up_refused_unlocks),
-		cmocka_unit_test(test_release_queue_resends_unanswered),
-		cmocka_unit_test(test_release_queue_gives_up_after_the_bound),
+		cmocka_unit_test_setup_teardown(test_locks_recorded_and_released_by_notify,
+						relay_setup, relay_teardown),
+		cmocka_unit_test_setup_teardown(test_repeated_notify_state_releases_nothing,
+						relay_setup, relay_teardown),
+		cmocka_unit_test_setup_teardown(test_unlock_of_unknown_owner_makes_no_owner,
+						relay_setup, relay_teardown),
+		cmocka_unit_test_setup_teardown(test_lock_of_forgotten_owner_given_back,
+						relay_setup, relay_teardown),
+		cmocka_unit_test_setup_teardown(test_cancel_keeps_held_lock, relay_setup,
+						relay_teardown),
+		cmocka_unit_test_setup_teardown(test_reclaim_converted_in_the_gateway_grace,
+						relay_setup, relay_teardown),
+		cmocka_unit_test_setup_teardown(test_release_queue_sends_all_through_a_narrow_link,
+						release_setup, relay_teardown),
+		cmocka_unit_test_setup_teardown(test_release_queue_retries_grace_and_nolocks,
+						release_setup, relay_teardown),
+		cmocka_unit_test_setup_teardown(test_release_queue_gives_up_refused_unlocks,
+						release_setup, relay_teardown),
+		cmocka_unit_test_setup_teardown(test_release_queue_resends_unanswered,
+						release_setup, relay_teardown),
+		cmocka_unit_test_setup_teardown(test_release_queue_gives_up_after_the_bound,
+						release_setup, relay_teardown),
 		cmocka_unit_test(test_release_queue_full_counted),
-		cmocka_unit_test(test_shares_rewritten_recorded_and_forgotten),
-		cmocka_unit_test(test_free_all_releases_only_the_senders_locks_and_shares),
-		cmocka_unit_test(test_release_queue_retries_unshare_in_grace),
+		cmocka_unit_test_setup_teardown(test_shares_rewritten_recorded_and_forgotten,
+						relay_setup, relay_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_free_all_releases_only_the_senders_locks_and_shares, relay_setup,
+			relay_teardown),
+		cmocka_unit_test_setup_teardown(test_release_queue_retries_unshare_in_grace,
+						release_setup, relay_teardown),
 		cmocka_unit_test_setup_teardown(test_forged_tests_do_not_fill_the_client_table,
 						relay_setup, relay_teardown),
 		cmocka_unit_test_setup_teardown(test_nothing_held_leaves_no_entry, relay_setup,
