@@ -118,12 +118,10 @@ static void client_locked(struct t *t)
 	size_t len = nlm_call(msg, sizeof(msg), 5, NLMPROC_LOCK, 42,
 			      (struct nlm_bytes){ (const uint8_t *)"own", 3 }),
 	       n;
-	struct side_service_peer p = { .addrlen = sizeof(struct sockaddr_in) };
-	struct sockaddr_in a = gwt_sin(CLIENT, 800);
+	struct side_service_peer p = gwt_side_peer(CLIENT, 800);
 	struct rpc_call_hdr h;
 	struct nlm_args up;
 
-	memcpy(&p.addr, &a, sizeof(a));
 	assert_int_equal(rpc_call_decode(msg, len, &h), RPC_HDR_CALL);
 	assert_int_equal(nlm_relay_call_hook(t->rl, &p, &h, msg, len, out, sizeof(out), &n),
 			 SIDE_RELAY_REWRITTEN);
@@ -186,10 +184,8 @@ static void client_serve(void *arg)
 	memcpy(t->client_saw_oh, a.lock.oh.p, a.lock.oh.len < 15 ? a.lock.oh.len : 15);
 	t->client_saw_from = ntohl(from.sin_addr.s_addr);
 	size_t n = rpc_encode_accept_error(out, sizeof(out), h.xid, 0, 0, 0);
-	xdr_put32(out + n, 2); /* the cookie, as the client's lockd echoes it */
-	memcpy(out + n + 4, "cb\0\0", 4);
-	xdr_put32(out + n + 8, NLM_GRANTED);
-	sendto(t->clockd, out, n + 12, 0, (struct sockaddr *)&from, fl);
+	n += gwt_nlm_res(out + n, "cb", 2, NLM_GRANTED); /* the cookie, as its lockd echoes it */
+	sendto(t->clockd, out, n, 0, (struct sockaddr *)&from, fl);
 }
 
 /* The server sends @msg to @port and waits @ms for the reply: its bytes' count, 0 for none. */
@@ -197,13 +193,8 @@ static size_t server_call(struct t *t, uint16_t port, const uint8_t *msg, size_t
 			  uint8_t *reply, size_t cap, unsigned int ms)
 {
 	struct sockaddr_in to = gwt_sin(SERVER, port);
-	ssize_t r;
 
-	sendto(t->server, msg, len, 0, (struct sockaddr *)&to, sizeof(to));
-	if (!gwt_spin_until_readable(t->base, t->server, ms, client_serve, t))
-		return 0;
-	r = recv(t->server, reply, cap, 0);
-	return r > 0 ? (size_t)r : 0;
+	return gwt_udp_ask(t->base, t->server, &to, msg, len, reply, cap, ms, client_serve, t);
 }
 
 /* @max_pending 0: the module's default limits (64, 16 per client); each stage @timeout_ms. */
@@ -219,12 +210,12 @@ static int setup_with(void **state, uint32_t max_pending, uint32_t timeout_ms)
 	memcpy(&t->route.listen.addr, &l, sizeof(l));
 	t->route.listen.addrlen = sizeof(l);
 	/* A port free on both the server's and the client's address, for the portmappers. */
-	for (int i = 0; i < 20 && t->cpmap <= 0; i++) {
-		int s = gwt_udp_bind(SERVER, 0, &t->pmap_port);
-		t->cpmap = gwt_udp_bind(CLIENT, t->pmap_port, NULL);
-		close(s);
-	}
-	assert_true(t->cpmap > 0);
+	int pmaps[2];
+	assert_int_equal(
+		gwt_udp_bind_common((const uint32_t[]){ SERVER, CLIENT }, 2, pmaps, &t->pmap_port),
+		0);
+	close(pmaps[0]);
+	t->cpmap = pmaps[1];
 	t->clockd = gwt_udp_bind(CLIENT, 0, &t->clockd_port);
 	t->server = gwt_udp_bind(SERVER, 0, NULL);
 	struct nlm_relay_config rc = { .route_name = "t",
@@ -293,15 +284,12 @@ static int teardown(void **state)
 /* The callback service's port, from the gateway's portmapper on the server's side. */
 static uint16_t cb_port(struct t *t)
 {
-	uint8_t b[128], r[128];
-	size_t n = pmap_encode_getport(b, sizeof(b), 7, NLM_PROG, 4, PMAP_IPPROTO_UDP);
-	uint16_t port = 0;
+	struct sockaddr_in to = gwt_sin(SERVER, t->pmap_port);
+	int port = gwt_pmap_getport(t->base, t->server, &to, 7, NLM_PROG, 4, PMAP_IPPROTO_UDP, 1000,
+				    client_serve, t);
 
-	n = server_call(t, t->pmap_port, b, n, r, sizeof(r), 1000);
-	assert_true(n > 0);
-	assert_int_equal(pmap_decode_getport_reply(r, n, &port), 0);
 	assert_int_equal(port, nlm_callback_port(t->cb));
-	return port;
+	return (uint16_t)port;
 }
 
 /* The stat of an NLM reply (cookie "cb"), or -1. */
@@ -416,11 +404,9 @@ static enum side_relay_verdict client_msg(struct t *t, uint32_t ip, uint32_t pro
 	size_t len = nlm_call(msg, sizeof(msg), 5, proc, 42,
 			      (struct nlm_bytes){ (const uint8_t *)"own", 3 }),
 	       n;
-	struct side_service_peer p = { .addrlen = sizeof(struct sockaddr_in) };
-	struct sockaddr_in a = gwt_sin(ip, 800);
+	struct side_service_peer p = gwt_side_peer(ip, 800);
 	struct rpc_call_hdr h;
 
-	memcpy(&p.addr, &a, sizeof(a));
 	assert_int_equal(rpc_call_decode(msg, len, &h), RPC_HDR_CALL);
 	enum side_relay_verdict v = nlm_relay_call_hook(t->rl, &p, &h, msg, len, out, cap, &n);
 	if (v == SIDE_RELAY_REWRITTEN)
@@ -613,11 +599,9 @@ static void test_res_from_a_client_dropped(void **state)
 	size_t len = server_res(msg, sizeof(msg), 95, NLMPROC_GRANTED_RES,
 				(struct nlm_bytes){ (const uint8_t *)"cb", 2 }, NLM_GRANTED, NULL),
 	       n;
-	struct side_service_peer p = { .addrlen = sizeof(struct sockaddr_in) };
-	struct sockaddr_in a = gwt_sin(CLIENT, 800);
+	struct side_service_peer p = gwt_side_peer(CLIENT, 800);
 	struct rpc_call_hdr h;
 
-	memcpy(&p.addr, &a, sizeof(a));
 	assert_int_equal(rpc_call_decode(msg, len, &h), RPC_HDR_CALL);
 	assert_int_equal(nlm_relay_call_hook(t->rl, &p, &h, msg, len, out, sizeof(out), &n),
 			 SIDE_RELAY_ANSWERED);
@@ -637,13 +621,11 @@ static void test_failed_callback_forgets_the_blocked_record(void **state)
 	size_t len = nlm_call(msg, sizeof(msg), 6, NLMPROC_LOCK, 42,
 			      (struct nlm_bytes){ (const uint8_t *)"own", 3 }),
 	       n;
-	struct side_service_peer p = { .addrlen = sizeof(struct sockaddr_in) };
-	struct sockaddr_in a = gwt_sin(CLIENT, 800);
+	struct side_service_peer p = gwt_side_peer(CLIENT, 800);
 	struct rpc_call_hdr h;
 	struct nlm_args upa;
 
 	/* The client's LOCK, answered BLOCKED by the server: recorded. */
-	memcpy(&p.addr, &a, sizeof(a));
 	assert_int_equal(rpc_call_decode(msg, len, &h), RPC_HDR_CALL);
 	assert_int_equal(nlm_relay_call_hook(t->rl, &p, &h, msg, len, up, sizeof(up), &n),
 			 SIDE_RELAY_REWRITTEN);
@@ -657,10 +639,8 @@ static void test_failed_callback_forgets_the_blocked_record(void **state)
 				.msg = up,
 				.len = (uint32_t)n };
 	size_t rh = rpc_encode_accept_error(rep, sizeof(rep), 7, RPCSTAT_SUCCESS, 0, 0);
-	xdr_put32(rep + rh, 2);
-	memcpy(rep + rh + 4, "cb\0\0", 4);
-	xdr_put32(rep + rh + 8, NLM_BLOCKED);
-	nlm_relay_reply_hook(t->rl, &c, rep, rh + 12, back, sizeof(back), &n);
+	rh += gwt_nlm_res(rep + rh, "cb", 2, NLM_BLOCKED);
+	nlm_relay_reply_hook(t->rl, &c, rep, rh, back, sizeof(back), &n);
 	assert_int_equal(nlm_state_locks(nlm_relay_state(t->rl)), 1);
 
 	/* Its GRANTED goes unanswered: DENIED to the server, the record gone. */

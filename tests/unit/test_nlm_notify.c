@@ -35,6 +35,7 @@
 #include "gateway/side/rpc/portmap.h"
 
 #include "support/loop.h"
+#include "support/rpcmsg.h"
 #include "support/udp.h"
 
 enum { SERVER = 0x7f000001, LISTEN = 0x7f000002, CLIENT_A = 0x7f000003, CLIENT_B = 0x7f000004 };
@@ -111,13 +112,8 @@ static size_t send_from(struct t *t, int fd, uint16_t port, const uint8_t *msg, 
 			uint8_t *reply, size_t cap)
 {
 	struct sockaddr_in to = gwt_sin(SERVER, port);
-	ssize_t r;
 
-	sendto(fd, msg, len, 0, (struct sockaddr *)&to, sizeof(to));
-	if (!gwt_spin_until_readable(t->base, fd, 1000, hosts_serve, t))
-		return 0;
-	r = recv(fd, reply, cap, 0);
-	return r > 0 ? (size_t)r : 0;
+	return gwt_udp_ask(t->base, fd, &to, msg, len, reply, cap, 1000, hosts_serve, t);
 }
 
 /* A LOCK from @ip through the relay's hooks, granted by the server: recorded. */
@@ -134,13 +130,11 @@ static void client_locked(struct t *t, uint32_t ip)
 			  .oh = { (const uint8_t *)"own", 3 },
 			  .svid = 42 },
 	};
-	size_t h = rpc_encode_call_hdr(msg, sizeof(msg), 5, NLM_PROG, 4, NLMPROC_LOCK), m, n;
-	struct side_service_peer p = { .addrlen = sizeof(struct sockaddr_in) };
-	struct sockaddr_in from = gwt_sin(ip, 800);
+	size_t h = gwt_rpc_call_none(msg, 5, NLM_PROG, 4, NLMPROC_LOCK), m, n;
+	struct side_service_peer p = gwt_side_peer(ip, 800);
 	struct rpc_call_hdr ch;
 
 	assert_int_equal(nlm_encode_args(&a, msg + h, sizeof(msg) - h, &m), 0);
-	memcpy(&p.addr, &from, sizeof(from));
 	assert_int_equal(rpc_call_decode(msg, h + m, &ch), RPC_HDR_CALL);
 	assert_int_equal(nlm_relay_call_hook(t->rl, &p, &ch, msg, h + m, out, sizeof(out), &n),
 			 SIDE_RELAY_REWRITTEN);
@@ -151,16 +145,15 @@ static void client_locked(struct t *t, uint32_t ip)
 				.msg = out,
 				.len = (uint32_t)n };
 	size_t rh = rpc_encode_accept_error(rep, sizeof(rep), 7, RPCSTAT_SUCCESS, 0, 0);
-	xdr_put32(rep + rh, 2);
-	memcpy(rep + rh + 4, "ck\0\0", 4);
-	xdr_put32(rep + rh + 8, NLM_GRANTED);
+	rh += gwt_nlm_res(rep + rh, "ck", 2, NLM_GRANTED);
 	uint8_t back[1024];
-	nlm_relay_reply_hook(t->rl, &c, rep, rh + 12, back, sizeof(back), &n);
+	nlm_relay_reply_hook(t->rl, &c, rep, rh, back, sizeof(back), &n);
 }
 
-static void host_open(struct host *c, uint32_t ip, uint16_t pmap_port)
+/* A fake host on @ip: its portmapper on @pmap, bound, and a statd. */
+static void host_open(struct host *c, uint32_t ip, int pmap)
 {
-	c->pmap = gwt_udp_bind(ip, pmap_port, NULL);
+	c->pmap = pmap;
 	c->statd = gwt_udp_bind(ip, 0, &c->statd_port);
 	c->answers = true;
 }
@@ -177,19 +170,13 @@ static int setup(void **state)
 	memcpy(&t->route.listen.addr, &l, sizeof(l));
 	t->route.listen.addrlen = sizeof(l);
 	/* A port free on the server's and both clients' addresses, for the portmappers. */
-	for (int i = 0; i < 20 && (t->a.pmap <= 0 || t->b.pmap <= 0); i++) {
-		if (t->a.pmap > 0)
-			close(t->a.pmap);
-		int s = gwt_udp_bind(SERVER, 0, &t->pmap_port);
-		t->a.pmap = gwt_udp_bind(CLIENT_A, t->pmap_port, NULL);
-		t->b.pmap = gwt_udp_bind(CLIENT_B, t->pmap_port, NULL);
-		close(s);
-	}
-	assert_true(t->a.pmap > 0 && t->b.pmap > 0);
-	close(t->a.pmap);
-	close(t->b.pmap);
-	host_open(&t->a, CLIENT_A, t->pmap_port);
-	host_open(&t->b, CLIENT_B, t->pmap_port);
+	int pmaps[3];
+	assert_int_equal(gwt_udp_bind_common((const uint32_t[]){ SERVER, CLIENT_A, CLIENT_B }, 3,
+					     pmaps, &t->pmap_port),
+			 0);
+	close(pmaps[0]);
+	host_open(&t->a, CLIENT_A, pmaps[1]);
+	host_open(&t->b, CLIENT_B, pmaps[2]);
 	t->server = gwt_udp_bind(SERVER, 0, NULL);
 	struct nlm_relay_config rc = { .route_name = "t",
 				       .caller_name = "gw",
@@ -237,27 +224,20 @@ static int teardown(void **state)
 /* What the server's sm-notify asks first: NSM over UDP at the gateway's portmapper. */
 static uint16_t nsm_port(struct t *t)
 {
-	uint8_t b[128], r[128];
-	size_t n = pmap_encode_getport(b, sizeof(b), 7, NSM_PROG, 1, PMAP_IPPROTO_UDP);
-	uint16_t port = 0;
+	struct sockaddr_in to = gwt_sin(SERVER, t->pmap_port);
+	int port = gwt_pmap_getport(t->base, t->server, &to, 7, NSM_PROG, 1, PMAP_IPPROTO_UDP, 1000,
+				    hosts_serve, t);
 
-	n = send_from(t, t->server, t->pmap_port, b, n, r, sizeof(r));
-	assert_true(n > 0);
-	assert_int_equal(pmap_decode_getport_reply(r, n, &port), 0);
 	assert_int_equal(port, nlm_callback_port(t->cb));
-	return port;
+	return (uint16_t)port;
 }
 
 /* SM_NOTIFY("server", @state) from @fd; true when answered with success. */
 static bool notify_from(struct t *t, int fd, uint16_t port, uint32_t xid, int32_t state)
 {
 	uint8_t b[128], r[128];
-	size_t h = rpc_encode_call_hdr(b, sizeof(b), xid, NSM_PROG, 1, 6);
-
-	xdr_put32(b + h, 6);
-	memcpy(b + h + 4, "server\0\0", 8);
-	xdr_put32(b + h + 12, (uint32_t)state);
-	size_t n = send_from(t, fd, port, b, h + 16, r, sizeof(r));
+	size_t n = send_from(t, fd, port, b, gwt_sm_notify_call(b, xid, "server", state), r,
+			     sizeof(r));
 	return n >= 24 && xdr_get32(r) == xid && xdr_get32(r + 20) == RPCSTAT_SUCCESS;
 }
 
@@ -371,7 +351,7 @@ static void test_garbage_notify_refused(void **state)
 {
 	struct t *t = *state;
 	uint8_t b[128], r[128];
-	size_t h = rpc_encode_call_hdr(b, sizeof(b), 95, NSM_PROG, 1, 6);
+	size_t h = gwt_rpc_call_none(b, 95, NSM_PROG, 1, 6);
 
 	client_locked(t, CLIENT_A);
 	xdr_put32(b + h, 2000); /* mon_name over SM_MAXSTRLEN */

@@ -31,6 +31,7 @@
 #include "gateway/side/side_route.h"
 
 #include "support/loop.h"
+#include "support/rpcmsg.h"
 #include "support/udp.h"
 
 /* A port free on loopback for UDP and TCP now (the portmapper's, in these tests). */
@@ -78,19 +79,11 @@ static int getport(struct event_base *base, uint16_t port, uint32_t prog, uint32
 		   uint32_t prot)
 {
 	struct sockaddr_in a = gwt_sin(GWT_LOOPBACK, port);
-	uint8_t b[128];
-	size_t n = pmap_encode_getport(b, sizeof(b), 99, prog, vers, prot);
 	int fd = gwt_udp_bind(GWT_LOOPBACK, 0, NULL);
-	uint16_t got;
-	int rc = -1;
+	int rc;
 
 	assert_true(fd >= 0);
-	sendto(fd, b, n, 0, (struct sockaddr *)&a, sizeof(a));
-	if (gwt_spin_until_readable(base, fd, 2000, NULL, NULL)) {
-		ssize_t r = recv(fd, b, sizeof(b), 0);
-		if (r > 0 && pmap_decode_getport_reply(b, (size_t)r, &got) == 0)
-			rc = got;
-	}
+	rc = gwt_pmap_getport(base, fd, &a, 99, prog, vers, prot, 2000, NULL, NULL);
 	close(fd);
 	return rc;
 }
@@ -273,12 +266,8 @@ static size_t granted_reply(const uint8_t *call, size_t len, uint8_t *b, size_t 
 	assert_int_equal(nlm_decode_args(h.vers, h.proc, call + h.args_off, len - h.args_off, &a),
 			 0);
 	size_t n = rpc_encode_accept_error(b, cap, h.xid, RPCSTAT_SUCCESS, 0, 0);
-	xdr_put32(b + n, a.cookie.len);
-	memset(b + n + 4, 0, xdr_align(a.cookie.len));
-	memcpy(b + n + 4, a.cookie.p, a.cookie.len);
-	n += 4 + xdr_align(a.cookie.len);
-	xdr_put32(b + n, NLM_GRANTED);
-	return n + 4;
+
+	return n + gwt_nlm_res(b + n, a.cookie.p, a.cookie.len, NLM_GRANTED);
 }
 
 /*
