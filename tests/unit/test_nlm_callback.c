@@ -111,23 +111,52 @@ static bool own_sent(void *arg, const uint8_t *msg, size_t len)
 	return true;
 }
 
+/*
+ * A client's @proc (xid @xid, for (42, "own"), cookie "cb") through the
+ * relay's call hook, as from @ip:800: the verdict, what goes upstream in
+ * @out (*@n bytes), and its arguments in @up (their views into @out).
+ */
+static enum side_relay_verdict client_call(struct t *t, uint32_t ip, uint32_t xid, uint32_t proc,
+					   uint8_t *out, size_t cap, size_t *n, struct nlm_args *up)
+{
+	uint8_t msg[512];
+	size_t len = nlm_call(msg, sizeof(msg), xid, proc, 42,
+			      (struct nlm_bytes){ (const uint8_t *)"own", 3 });
+	struct side_service_peer p = gwt_side_peer(ip, 800);
+	struct rpc_call_hdr h;
+
+	assert_int_equal(rpc_call_decode(msg, len, &h), RPC_HDR_CALL);
+	enum side_relay_verdict v = nlm_relay_call_hook(t->rl, &p, &h, msg, len, out, cap, n);
+	if (v == SIDE_RELAY_REWRITTEN)
+		assert_int_equal(nlm_decode_args(4, proc, out + 40, *n - 40, up), 0);
+	return v;
+}
+
+/* A client's @proc (a _MSG) as client_call() makes it, xid 5. */
+static enum side_relay_verdict client_msg(struct t *t, uint32_t ip, uint32_t proc, uint8_t *out,
+					  size_t cap, struct nlm_args *up)
+{
+	size_t n;
+
+	return client_call(t, ip, 5, proc, out, cap, &n, up);
+}
+
+/* Its upstream owner (from @up) is the one the server names back: t->up. */
+static void upstream_owner(struct t *t, const struct nlm_args *up)
+{
+	t->up.svid = up->lock.svid;
+	memcpy(t->up.oh, up->lock.oh.p, NLM_TOKEN_LEN);
+}
+
 /* The gateway's view: a LOCK from the client went through the call hook. */
 static void client_locked(struct t *t)
 {
-	uint8_t msg[512], out[1024];
-	size_t len = nlm_call(msg, sizeof(msg), 5, NLMPROC_LOCK, 42,
-			      (struct nlm_bytes){ (const uint8_t *)"own", 3 }),
-	       n;
-	struct side_service_peer p = gwt_side_peer(CLIENT, 800);
-	struct rpc_call_hdr h;
+	uint8_t out[1024];
 	struct nlm_args up;
 
-	assert_int_equal(rpc_call_decode(msg, len, &h), RPC_HDR_CALL);
-	assert_int_equal(nlm_relay_call_hook(t->rl, &p, &h, msg, len, out, sizeof(out), &n),
+	assert_int_equal(client_msg(t, CLIENT, NLMPROC_LOCK, out, sizeof(out), &up),
 			 SIDE_RELAY_REWRITTEN);
-	assert_int_equal(nlm_decode_args(4, NLMPROC_LOCK, out + 40, n - 40, &up), 0);
-	t->up.svid = up.lock.svid;
-	memcpy(t->up.oh, up.lock.oh.p, NLM_TOKEN_LEN);
+	upstream_owner(t, &up);
 }
 
 /* The fake client's lockd took a _RES call: what it saw, and the empty reply. */
@@ -392,28 +421,6 @@ static void test_portmapper_answers_only_the_server(void **state)
 
 /* ---- the clients' _MSG calls -------------------------------------------------- */
 
-/*
- * A client's @proc (a _MSG, cookie "cb") through the relay's call hook, as
- * from @ip: the verdict, and the arguments that go upstream in @up (their
- * views into @out).
- */
-static enum side_relay_verdict client_msg(struct t *t, uint32_t ip, uint32_t proc, uint8_t *out,
-					  size_t cap, struct nlm_args *up)
-{
-	uint8_t msg[512];
-	size_t len = nlm_call(msg, sizeof(msg), 5, proc, 42,
-			      (struct nlm_bytes){ (const uint8_t *)"own", 3 }),
-	       n;
-	struct side_service_peer p = gwt_side_peer(ip, 800);
-	struct rpc_call_hdr h;
-
-	assert_int_equal(rpc_call_decode(msg, len, &h), RPC_HDR_CALL);
-	enum side_relay_verdict v = nlm_relay_call_hook(t->rl, &p, &h, msg, len, out, cap, &n);
-	if (v == SIDE_RELAY_REWRITTEN)
-		assert_int_equal(nlm_decode_args(4, proc, out + 40, n - 40, up), 0);
-	return v;
-}
-
 /* The server's @proc (a _RES, v4) with @cookie and @stat (and a TEST_RES holder). */
 static size_t server_res(uint8_t *b, size_t cap, uint32_t xid, uint32_t proc,
 			 struct nlm_bytes cookie, uint32_t stat, const struct nlm_holder *holder)
@@ -618,22 +625,15 @@ static void test_failed_callback_forgets_the_blocked_record(void **state)
 {
 	struct t *t = *state;
 	uint8_t msg[512], r[512], up[1024], rep[64], back[1024];
-	size_t len = nlm_call(msg, sizeof(msg), 6, NLMPROC_LOCK, 42,
-			      (struct nlm_bytes){ (const uint8_t *)"own", 3 }),
-	       n;
-	struct side_service_peer p = gwt_side_peer(CLIENT, 800);
-	struct rpc_call_hdr h;
+	size_t len, n;
 	struct nlm_args upa;
 
 	/* The client's LOCK, answered BLOCKED by the server: recorded. */
-	assert_int_equal(rpc_call_decode(msg, len, &h), RPC_HDR_CALL);
-	assert_int_equal(nlm_relay_call_hook(t->rl, &p, &h, msg, len, up, sizeof(up), &n),
+	assert_int_equal(client_call(t, CLIENT, 6, NLMPROC_LOCK, up, sizeof(up), &n, &upa),
 			 SIDE_RELAY_REWRITTEN);
-	assert_int_equal(nlm_decode_args(4, NLMPROC_LOCK, up + 40, n - 40, &upa), 0);
-	t->up.svid = upa.lock.svid;
-	memcpy(t->up.oh, upa.lock.oh.p, NLM_TOKEN_LEN);
+	upstream_owner(t, &upa);
 	struct relay_call c = { .used = true,
-				.peer = p,
+				.peer = gwt_side_peer(CLIENT, 800),
 				.vers = 4,
 				.proc = NLMPROC_LOCK,
 				.msg = up,
