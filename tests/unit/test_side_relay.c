@@ -111,6 +111,8 @@ struct rig {
 	int mountd; /* the fake daemon's UDP socket */
 	int pmapd;  /* the fake portmapper's */
 	uint16_t mountd_port, pmapd_port;
+	int client;	       /* a test client's UDP socket */
+	struct sockaddr_in at; /* the relay's side service, where clients send */
 };
 
 /* The hooks the next rig_start() gives its relay (none unless a test sets them). */
@@ -159,10 +161,14 @@ static void rig_start(struct rig *r, bool configured_port, uint32_t timeout_ms)
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000001) };
 	r->svc = side_service_start(r->base, (struct sockaddr *)&a, sizeof(a), &sc);
 	assert_non_null(r->svc);
+	r->client = gwt_udp_bind(GWT_LOOPBACK, 0, NULL);
+	assert_true(r->client >= 0);
+	r->at = gwt_sin(GWT_LOOPBACK, side_service_port(r->svc));
 }
 
 static void rig_stop(struct rig *r)
 {
+	close(r->client);
 	side_relay_forget(r->relay, r->svc);
 	side_service_stop(r->svc);
 	side_relay_stop(r->relay);
@@ -179,33 +185,37 @@ static void reply_to(int fd, const uint8_t *call, const struct sockaddr_in *to, 
 	sendto(fd, r, n + 4, 0, (const struct sockaddr *)to, sizeof(*to));
 }
 
-static int client_udp(struct rig *r, struct sockaddr_in *relay)
+/* The test client sends @n bytes of @b to the relay. */
+static void client_send(struct rig *r, const uint8_t *b, size_t n)
 {
-	uint16_t p;
-	int fd = gwt_udp_bind(GWT_LOOPBACK, 0, &p);
+	sendto(r->client, b, n, 0, (const struct sockaddr *)&r->at, sizeof(r->at));
+}
 
-	assert_true(fd >= 0);
-	memset(relay, 0, sizeof(*relay));
-	relay->sin_family = AF_INET;
-	relay->sin_addr.s_addr = htonl(0x7f000001);
-	relay->sin_port = htons(side_service_port(r->svc));
-	return fd;
+/*
+ * What comes to @fd within @ms, into @b (its sender in @from, unless NULL):
+ * its length, or -1 when nothing came.
+ */
+static ssize_t recv_within(struct rig *r, int fd, unsigned int ms, uint8_t *b, size_t cap,
+			   struct sockaddr_in *from)
+{
+	socklen_t fl = sizeof(*from);
+
+	if (!gwt_spin_until_readable(r->base, fd, ms, NULL, NULL))
+		return -1;
+	return recvfrom(fd, b, cap, 0, (struct sockaddr *)from, from ? &fl : NULL);
 }
 
 static void test_relay_udp_xid_mapping(void **state)
 {
 	(void)state;
 	struct rig r;
-	struct sockaddr_in relay, from;
-	socklen_t fl = sizeof(from);
+	struct sockaddr_in from;
 	uint8_t b[256], up[256];
 
 	rig_start(&r, true, 5000);
-	int c = client_udp(&r, &relay);
 	size_t n = gwt_rpc_call_none(b, 0xabcd, 100005, 3, 0);
-	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
-	assert_true(gwt_spin_until_readable(r.base, r.mountd, 2000, NULL, NULL));
-	ssize_t un = recvfrom(r.mountd, up, sizeof(up), 0, (struct sockaddr *)&from, &fl);
+	client_send(&r, b, n);
+	ssize_t un = recv_within(&r, r.mountd, 2000, up, sizeof(up), &from);
 	assert_int_equal(un, (ssize_t)n);
 	uint32_t up_xid = xdr_get32(up);
 	/* The same call, under the relay's XID. */
@@ -213,9 +223,8 @@ static void test_relay_udp_xid_mapping(void **state)
 	assert_int_equal(side_relay_pending(r.relay), 1);
 
 	/* The client retransmits: the same upstream XID goes out again. */
-	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
-	assert_true(gwt_spin_until_readable(r.base, r.mountd, 2000, NULL, NULL));
-	un = recvfrom(r.mountd, up, sizeof(up), 0, (struct sockaddr *)&from, &fl);
+	client_send(&r, b, n);
+	assert_true(recv_within(&r, r.mountd, 2000, up, sizeof(up), &from) >= 0);
 	assert_int_equal(xdr_get32(up), up_xid);
 	assert_int_equal(r.counters.events[GW_EV_RETRANSMIT_ABSORBED], 1);
 	assert_int_equal(side_relay_pending(r.relay), 1);
@@ -226,20 +235,17 @@ static void test_relay_udp_xid_mapping(void **state)
 	/* The real one goes back with the client's XID. */
 	up[0] ^= 0xff;
 	reply_to(r.mountd, up, &from, 42);
-	assert_true(gwt_spin_until_readable(r.base, c, 2000, NULL, NULL));
 	uint8_t got[64];
-	ssize_t gn = recv(c, got, sizeof(got), 0);
-	assert_int_equal(gn, 28);
+	assert_int_equal(recv_within(&r, r.client, 2000, got, sizeof(got), NULL), 28);
 	assert_int_equal(xdr_get32(got), 0xabcd);
 	assert_int_equal(xdr_get32(got + 24), 42);
-	gwt_spin_until_readable(r.base, c, 50, NULL, NULL);
+	gwt_spin_until_readable(r.base, r.client, 50, NULL, NULL);
 	assert_int_equal(r.counters.events[GW_EV_UNMATCHED_REPLY], 1);
 	assert_int_equal(side_relay_pending(r.relay), 0);
 	struct gw_proc_count *pc = gw_counters_proc(&r.counters, 100005, 3, 0);
 	assert_non_null(pc);
 	assert_int_equal(pc->calls, 2);
 	assert_int_equal(pc->replies, 1);
-	close(c);
 	rig_stop(&r);
 }
 
@@ -253,16 +259,13 @@ static void test_relay_replies_only_from_the_daemons_port(void **state)
 {
 	(void)state;
 	struct rig r;
-	struct sockaddr_in relay, from, to;
-	socklen_t fl = sizeof(from);
+	struct sockaddr_in from, to;
 	uint8_t b[256], up[256], got[64];
 
 	rig_start(&r, true, 5000);
-	int c = client_udp(&r, &relay);
 	size_t n = gwt_rpc_call_none(b, 0x5151, 100005, 3, 0);
-	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
-	assert_true(gwt_spin_until_readable(r.base, r.mountd, 2000, NULL, NULL));
-	assert_true(recvfrom(r.mountd, up, sizeof(up), 0, (struct sockaddr *)&from, &fl) > 0);
+	client_send(&r, b, n);
+	assert_true(recv_within(&r, r.mountd, 2000, up, sizeof(up), &from) > 0);
 	/* the relay's socket, as the daemon saw it: where a forger aims too */
 	to = from;
 	uint16_t p;
@@ -270,16 +273,14 @@ static void test_relay_replies_only_from_the_daemons_port(void **state)
 	assert_true(other >= 0);
 	reply_to(other, up, &to, 666);
 	reply_to(r.pmapd, up, &to, 667); /* its portmapper's port is no daemon either */
-	assert_false(gwt_spin_until_readable(r.base, c, 200, NULL, NULL));
+	assert_false(gwt_spin_until_readable(r.base, r.client, 200, NULL, NULL));
 	assert_int_equal(r.counters.events[GW_EV_UNMATCHED_REPLY], 2);
 	assert_int_equal(side_relay_pending(r.relay), 1);
 	reply_to(r.mountd, up, &to, 42);
-	assert_true(gwt_spin_until_readable(r.base, c, 2000, NULL, NULL));
-	assert_int_equal(recv(c, got, sizeof(got), 0), 28);
+	assert_int_equal(recv_within(&r, r.client, 2000, got, sizeof(got), NULL), 28);
 	assert_int_equal(xdr_get32(got), 0x5151);
 	assert_int_equal(xdr_get32(got + 24), 42);
 	close(other);
-	close(c);
 	rig_stop(&r);
 }
 
@@ -287,29 +288,24 @@ static void test_relay_answers_other_programs(void **state)
 {
 	(void)state;
 	struct rig r;
-	struct sockaddr_in relay;
 	uint8_t b[256];
 
 	rig_start(&r, true, 5000);
-	int c = client_udp(&r, &relay);
 	size_t n = gwt_rpc_call_none(b, 1, 100021, 4, 0);
-	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
-	assert_true(gwt_spin_until_readable(r.base, c, 2000, NULL, NULL));
-	assert_int_equal(recv(c, b, sizeof(b), 0), 24);
+	client_send(&r, b, n);
+	assert_int_equal(recv_within(&r, r.client, 2000, b, sizeof(b), NULL), 24);
 	assert_int_equal(xdr_get32(b + 20), RPCSTAT_PROG_UNAVAIL);
 	n = gwt_rpc_call_none(b, 2, 100005, 4, 0);
-	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
-	assert_true(gwt_spin_until_readable(r.base, c, 2000, NULL, NULL));
-	assert_int_equal(recv(c, b, sizeof(b), 0), 32);
+	client_send(&r, b, n);
+	assert_int_equal(recv_within(&r, r.client, 2000, b, sizeof(b), NULL), 32);
 	assert_int_equal(xdr_get32(b + 20), RPCSTAT_PROG_MISMATCH);
 	assert_int_equal(xdr_get32(b + 24), 1);
 	assert_int_equal(xdr_get32(b + 28), 3);
 	/* Nothing reached the daemon; a 6-byte datagram is dropped, counted. */
-	sendto(c, b, 6, 0, (struct sockaddr *)&relay, sizeof(relay));
+	client_send(&r, b, 6);
 	assert_false(gwt_spin_until_readable(r.base, r.mountd, 200, NULL, NULL));
 	assert_int_equal(r.counters.events[GW_EV_MALFORMED_RECORD], 1);
 	assert_int_equal(r.counters.events[GW_EV_RPC_ERROR_REPLY], 2);
-	close(c);
 	rig_stop(&r);
 }
 
@@ -318,17 +314,15 @@ static void test_relay_discovers_port(void **state)
 {
 	(void)state;
 	struct rig r;
-	struct sockaddr_in relay, from;
-	socklen_t fl = sizeof(from);
+	struct sockaddr_in from;
 	uint8_t b[256], q[256];
 
 	rig_start(&r, false, 5000);
 	assert_int_equal(side_relay_server_port(r.relay), 0);
-	int c = client_udp(&r, &relay);
 	size_t n = gwt_rpc_call_none(b, 77, 100005, 3, 5);
-	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
-	assert_true(gwt_spin_until_readable(r.base, r.pmapd, 2000, NULL, NULL));
-	ssize_t qn = recvfrom(r.pmapd, q, sizeof(q), 0, (struct sockaddr *)&from, &fl);
+	client_send(&r, b, n);
+	ssize_t qn = recv_within(&r, r.pmapd, 2000, q, sizeof(q), &from);
+	assert_true(qn >= 0);
 	struct rpc_call_hdr h;
 	assert_int_equal(rpc_call_decode(q, (size_t)qn, &h), RPC_HDR_CALL);
 	assert_int_equal(h.prog, 100000);
@@ -340,7 +334,6 @@ static void test_relay_discovers_port(void **state)
 	assert_int_equal(side_relay_server_port(r.relay), r.mountd_port);
 	ssize_t un = recv(r.mountd, q, sizeof(q), 0);
 	assert_int_equal(un, (ssize_t)n);
-	close(c);
 	rig_stop(&r);
 }
 
@@ -349,22 +342,18 @@ static void test_relay_tcp_client(void **state)
 {
 	(void)state;
 	struct rig r;
-	struct sockaddr_in relay, from;
-	socklen_t fl = sizeof(from);
+	struct sockaddr_in from;
 	uint8_t b[256], up[256];
 
 	rig_start(&r, true, 5000);
-	close(client_udp(&r, &relay));
 	int c = socket(AF_INET, SOCK_STREAM, 0);
-	assert_int_equal(connect(c, (struct sockaddr *)&relay, sizeof(relay)), 0);
+	assert_int_equal(connect(c, (struct sockaddr *)&r.at, sizeof(r.at)), 0);
 	size_t n = gwt_rpc_call_none(b + 4, 0x55, 100005, 1, 0);
 	xdr_put32(b, 0x80000000u | (uint32_t)n);
 	assert_int_equal(send(c, b, n + 4, 0), (ssize_t)(n + 4));
-	assert_true(gwt_spin_until_readable(r.base, r.mountd, 2000, NULL, NULL));
-	recvfrom(r.mountd, up, sizeof(up), 0, (struct sockaddr *)&from, &fl);
+	assert_true(recv_within(&r, r.mountd, 2000, up, sizeof(up), &from) >= 0);
 	/* The call is lost on the way: the relay resends it itself (retry_ms). */
-	assert_true(gwt_spin_until_readable(r.base, r.mountd, 2000, NULL, NULL));
-	ssize_t un = recvfrom(r.mountd, b, sizeof(b), 0, (struct sockaddr *)&from, &fl);
+	ssize_t un = recv_within(&r, r.mountd, 2000, b, sizeof(b), &from);
 	assert_int_equal(un, (ssize_t)n);
 	assert_int_equal(xdr_get32(b), xdr_get32(up));
 	reply_to(r.mountd, up, &from, 9);
@@ -382,17 +371,14 @@ static void test_relay_timeout(void **state)
 {
 	(void)state;
 	struct rig r;
-	struct sockaddr_in relay;
 	uint8_t b[256];
 
 	rig_start(&r, true, 500);
-	int c = client_udp(&r, &relay);
 	size_t n = gwt_rpc_call_none(b, 3, 100005, 3, 0);
-	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
-	gwt_spin_until_readable(r.base, c, 1200, NULL, NULL);
+	client_send(&r, b, n);
+	gwt_spin_until_readable(r.base, r.client, 1200, NULL, NULL);
 	assert_int_equal(side_relay_pending(r.relay), 0);
 	assert_int_equal(r.counters.events[GW_EV_CALL_TIMEOUT], 1);
-	close(c);
 	rig_stop(&r);
 }
 
@@ -436,8 +422,7 @@ static void test_relay_hooks_and_own_calls(void **state)
 {
 	(void)state;
 	struct rig r;
-	struct sockaddr_in relay, from;
-	socklen_t fl = sizeof(from);
+	struct sockaddr_in from;
 	uint8_t b[256], up[256], got[64];
 	int replies = 0;
 
@@ -446,29 +431,25 @@ static void test_relay_hooks_and_own_calls(void **state)
 					       .arg = &replies };
 	rig_start(&r, true, 5000);
 	rig_hooks = (struct side_relay_hooks){ 0 };
-	int c = client_udp(&r, &relay);
 
 	/* Rewritten: the daemon gets the hook's message under a relay XID. */
 	size_t n = gwt_rpc_call_none(b, 0x51, 100005, 3, 1);
-	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
-	assert_true(gwt_spin_until_readable(r.base, r.mountd, 2000, NULL, NULL));
-	ssize_t un = recvfrom(r.mountd, up, sizeof(up), 0, (struct sockaddr *)&from, &fl);
+	client_send(&r, b, n);
+	ssize_t un = recv_within(&r, r.mountd, 2000, up, sizeof(up), &from);
 	assert_int_equal(un, (ssize_t)n + 4);
 	assert_memory_equal(up + 4, b + 4, n - 4);
 	assert_int_equal(xdr_get32(up + n), 0x11111111);
 	/* The reply, rewritten by the reply hook, goes back under the client's XID. */
 	reply_to(r.mountd, up, &from, 42);
-	assert_true(gwt_spin_until_readable(r.base, c, 2000, NULL, NULL));
-	assert_int_equal(recv(c, got, sizeof(got), 0), 28);
+	assert_int_equal(recv_within(&r, r.client, 2000, got, sizeof(got), NULL), 28);
 	assert_int_equal(xdr_get32(got), 0x51);
 	assert_int_equal(xdr_get32(got + 24), 43);
 	assert_int_equal(replies, 1);
 
 	/* Answered by the hook: the daemon sees nothing. */
 	n = gwt_rpc_call_none(b, 0x52, 100005, 3, 2);
-	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
-	assert_true(gwt_spin_until_readable(r.base, c, 2000, NULL, NULL));
-	assert_int_equal(recv(c, got, sizeof(got), 0), 24);
+	client_send(&r, b, n);
+	assert_int_equal(recv_within(&r, r.client, 2000, got, sizeof(got), NULL), 24);
 	assert_int_equal(xdr_get32(got), 0x52);
 	assert_int_equal(xdr_get32(got + 20), RPCSTAT_PROC_UNAVAIL);
 	assert_false(gwt_spin_until_readable(r.base, r.mountd, 100, NULL, NULL));
@@ -476,17 +457,15 @@ static void test_relay_hooks_and_own_calls(void **state)
 	/* The relay's own call: sent upstream, its reply seen by the hook only. */
 	n = gwt_rpc_call_none(b, 0, 100005, 3, 0);
 	assert_true(side_relay_call_own(r.relay, b, n));
-	assert_true(gwt_spin_until_readable(r.base, r.mountd, 2000, NULL, NULL));
-	un = recvfrom(r.mountd, up, sizeof(up), 0, (struct sockaddr *)&from, &fl);
+	un = recv_within(&r, r.mountd, 2000, up, sizeof(up), &from);
 	assert_int_equal(un, (ssize_t)n);
 	assert_int_equal(side_relay_pending(r.relay), 1);
 	reply_to(r.mountd, up, &from, 7);
 	for (int i = 0; i < 50 && replies < 2; i++)
-		gwt_spin_until_readable(r.base, c, 10, NULL, NULL);
+		gwt_spin_until_readable(r.base, r.client, 10, NULL, NULL);
 	assert_int_equal(replies, 2);
 	assert_int_equal(side_relay_pending(r.relay), 0);
-	assert_false(gwt_spin_until_readable(r.base, c, 100, NULL, NULL));
-	close(c);
+	assert_false(gwt_spin_until_readable(r.base, r.client, 100, NULL, NULL));
 	rig_stop(&r);
 }
 
@@ -530,7 +509,6 @@ static void test_relay_gone_hook(void **state)
 {
 	(void)state;
 	struct rig r;
-	struct sockaddr_in relay;
 	uint8_t b[256];
 	struct gone_seen g = { 0 };
 
@@ -539,21 +517,20 @@ static void test_relay_gone_hook(void **state)
 					       .arg = &g };
 	rig_start(&r, true, 500);
 	rig_hooks = (struct side_relay_hooks){ 0 };
-	int c = client_udp(&r, &relay);
 
 	/* max_calls 8: the ninth is not relayed. */
 	for (uint32_t i = 0; i < 9; i++) {
 		size_t n = gwt_rpc_call_none(b, 0x100 + i, 100005, 3, i < 8 ? 1 : 9);
-		sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
+		client_send(&r, b, n);
 	}
 	for (int i = 0; i < 50 && g.n < 1; i++)
-		gwt_spin_until_readable(r.base, c, 10, NULL, NULL);
+		gwt_spin_until_readable(r.base, r.client, 10, NULL, NULL);
 	assert_int_equal(g.n, 1);
 	assert_int_equal(g.unsent, 1);
 	assert_int_equal(g.last_proc, 9);
 	assert_int_equal(side_relay_pending(r.relay), 8);
 	/* The daemon never answers: all eight given up, each heard of. */
-	gwt_spin_until_readable(r.base, c, 1200, NULL, NULL);
+	gwt_spin_until_readable(r.base, r.client, 1200, NULL, NULL);
 	assert_int_equal(side_relay_pending(r.relay), 0);
 	assert_int_equal(g.n, 9);
 	assert_int_equal(g.unsent, 1);
@@ -562,13 +539,12 @@ static void test_relay_gone_hook(void **state)
 
 	/* One pending when its service goes. */
 	size_t n = gwt_rpc_call_none(b, 0x200, 100005, 3, 2);
-	sendto(c, b, n, 0, (struct sockaddr *)&relay, sizeof(relay));
+	client_send(&r, b, n);
 	for (int i = 0; i < 50 && side_relay_pending(r.relay) < 1; i++)
-		gwt_spin_until_readable(r.base, c, 10, NULL, NULL);
+		gwt_spin_until_readable(r.base, r.client, 10, NULL, NULL);
 	side_relay_forget(r.relay, r.svc);
 	assert_int_equal(g.n, 10);
 	assert_int_equal(g.last_proc, 2);
-	close(c);
 	rig_stop(&r);
 }
 
