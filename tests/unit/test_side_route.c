@@ -88,6 +88,18 @@ static int getport(struct event_base *base, uint16_t port, uint32_t prog, uint32
 	return rc;
 }
 
+/* The side services of @r on @base, counted in @c, which must start. */
+static struct gw_side *side_started(struct event_base *base, const struct gw_route *r,
+				    struct gw_counters *c)
+{
+	char err[256] = "";
+	int failed;
+	struct gw_side *side = gw_side_start(base, r, c, &failed, err, sizeof(err));
+
+	assert_non_null(side);
+	return side;
+}
+
 static void test_forward_route_advertises_nfs_and_mount(void **state)
 {
 	(void)state;
@@ -145,13 +157,10 @@ static void test_reload_gives_the_side_its_new_route(void **state)
 	struct gw_route next;
 	struct gw_cidr ten = { .family = AF_INET, .prefix_len = 8 };
 	struct gw_counters c = { 0 };
-	char err[256] = "";
-	int failed;
 
 	assert_non_null(old);
 	route_init(old, GW_MODE_FORWARD, 0x7f000001);
-	struct gw_side *side = gw_side_start(base, old, &c, &failed, err, sizeof(err));
-	assert_non_null(side);
+	struct gw_side *side = side_started(base, old, &c);
 	assert_int_equal(getport(base, old->portmapper_port, 100003, 3, PMAP_IPPROTO_TCP), 2049);
 
 	next = *old;
@@ -177,12 +186,9 @@ static void test_reverse_route_advertises_mount_only(void **state)
 	struct event_base *base = event_base_new();
 	struct gw_route r;
 	struct gw_counters c = { 0 };
-	char err[256] = "";
-	int failed;
 
 	route_init(&r, GW_MODE_REVERSE, 0x7f000001);
-	struct gw_side *side = gw_side_start(base, &r, &c, &failed, err, sizeof(err));
-	assert_non_null(side);
+	struct gw_side *side = side_started(base, &r, &c);
 	assert_int_equal(getport(base, r.portmapper_port, 100003, 3, PMAP_IPPROTO_TCP), 0);
 	assert_true(getport(base, r.portmapper_port, 100005, 3, PMAP_IPPROTO_TCP) > 0);
 	gw_side_stop(side);
@@ -285,10 +291,8 @@ static void test_nlm_keys_reach_the_relay(void **state)
 	struct gw_route r;
 	struct gw_counters c = { 0 };
 	struct gw_stats_nlm st;
-	char err[256] = "";
 	uint8_t b[2048], out[2048];
 	uint16_t lockd_port, client_port, statd_port;
-	int failed;
 
 	route_init(&r, GW_MODE_FORWARD, 0x7f000001);
 	int lockd = gwt_udp_bind(GWT_LOOPBACK, 0, &lockd_port);
@@ -303,8 +307,7 @@ static void test_nlm_keys_reach_the_relay(void **state)
 	snprintf(dir, sizeof(dir), "%s/state", top);
 	r.state_directory = dir;
 	r.nlm_max_owners_per_client = 2;
-	struct gw_side *side = gw_side_start(base, &r, &c, &failed, err, sizeof(err));
-	assert_non_null(side);
+	struct gw_side *side = side_started(base, &r, &c);
 	/* The gateway's restart told to the statd at the configured port. */
 	struct sockaddr_storage sfrom;
 	socklen_t sfl;
