@@ -145,6 +145,16 @@ static void v4_getattr_call(struct msg *m, uint32_t word0, uint32_t word1)
 	msg_u32(m, word1);
 }
 
+/* A READ operation of @count bytes at offset 0, with the all-zero stateid. */
+static void v4_read_call(struct msg *m, uint32_t count)
+{
+	msg_u32(m, OP_READ);
+	memset(m->buf + m->len, 0, 16);
+	m->len += 16;
+	msg_u64(m, 0);
+	msg_u32(m, count);
+}
+
 /* A COMPOUND reply of @nres results, the first SEQUENCE's. */
 static void v4_reply(struct msg *m, uint32_t nres)
 {
@@ -187,6 +197,23 @@ static uint8_t *clamp(const struct ulb_rules *r, const struct msg *call, const s
 	assert_non_null(p);
 	*fields = ulb_clamp_reply(&u, p, len, moved, c, rep);
 	return p;
+}
+
+/*
+ * Clamping an exact-size copy of the first @len bytes of @reply, as the
+ * reply to @call with nothing moved, under the caps @c, changes no field
+ * and no byte.
+ */
+static void assert_unchanged(const struct ulb_rules *r, const struct msg *call,
+			     const struct msg *reply, uint32_t len, const struct ulb_size_caps *c,
+			     struct ulb_clamp_report *rep)
+{
+	uint32_t fields;
+	uint8_t *p = clamp(r, call, reply, len, 0, c, rep, &fields);
+
+	assert_int_equal(fields, 0);
+	assert_memory_equal(p, reply->buf, len);
+	free(p);
 }
 
 static void assert_field(const struct ulb_clamp_report *rep, enum ulb_clamp_field f,
@@ -244,11 +271,7 @@ static void test_advertises_sizes(void **state)
 	assert_false(advertises(r, &m));
 	/* a READ */
 	v4_call(&m, 2);
-	msg_u32(&m, OP_READ);
-	memset(m.buf + m.len, 0, 16);
-	m.len += 16;
-	msg_u64(&m, 0);
-	msg_u32(&m, 4096);
+	v4_read_call(&m, 4096);
 	assert_false(advertises(r, &m));
 
 	msg_create_session_call(&m, 0x45);
@@ -314,10 +337,7 @@ static void test_fsinfo_within_caps(void **state)
 
 	const uint32_t big[7] = { 1u << 20, 1u << 20, 1, 1u << 20, 1u << 20, 1, 1u << 20 };
 	fsinfo_reply(&reply, true, big);
-	p = clamp(*state, &call, &reply, reply.len, 0, &none, NULL, &fields);
-	assert_int_equal(fields, 0);
-	assert_memory_equal(p, reply.buf, reply.len);
-	free(p);
+	assert_unchanged(*state, &call, &reply, reply.len, &none, NULL);
 	/* and the same reply is lowered with caps (the report is optional) */
 	p = clamp(*state, &call, &reply, reply.len, 0, &caps, NULL, &fields);
 	assert_int_equal(fields, 1u << ULB_CLAMP_RTMAX | 1u << ULB_CLAMP_RTPREF |
@@ -337,12 +357,8 @@ static void test_fsinfo_truncated(void **state)
 	v3_call(&call, NFS3_FSINFO, RPC_AUTH_NONE, 0);
 	for (int attrs = 0; attrs < 2; attrs++) {
 		fsinfo_reply(&reply, attrs, adv);
-		for (uint32_t len = 0; len < reply.len; len++) {
-			uint8_t *p = clamp(*state, &call, &reply, len, 0, &caps, &rep, &fields);
-			assert_int_equal(fields, 0);
-			assert_memory_equal(p, reply.buf, len);
-			free(p);
-		}
+		for (uint32_t len = 0; len < reply.len; len++)
+			assert_unchanged(*state, &call, &reply, len, &caps, &rep);
 		uint8_t *p = clamp(*state, &call, &reply, reply.len, 0, &caps, &rep, &fields);
 		assert_int_equal(fields, 0x1f);
 		free(p);
@@ -363,24 +379,15 @@ static void test_fsinfo_errors(void **state)
 	free(p);
 
 	xdr_put32(reply.buf + 24, NFS3ERR_STALE);
-	p = clamp(*state, &call, &reply, reply.len, 0, &caps, NULL, &fields);
-	assert_int_equal(fields, 0);
-	assert_memory_equal(p, reply.buf, reply.len);
-	free(p);
+	assert_unchanged(*state, &call, &reply, reply.len, &caps, NULL);
 
 	xdr_put32(reply.buf + 24, 0);
 	xdr_put32(reply.buf + 28, 2); /* post_op_attr neither FALSE nor TRUE */
-	p = clamp(*state, &call, &reply, reply.len, 0, &caps, NULL, &fields);
-	assert_int_equal(fields, 0);
-	assert_memory_equal(p, reply.buf, reply.len);
-	free(p);
+	assert_unchanged(*state, &call, &reply, reply.len, &caps, NULL);
 
 	xdr_put32(reply.buf + 28, 0);
 	xdr_put32(reply.buf + 20, RPC_ACC_SYSTEM_ERR);
-	p = clamp(*state, &call, &reply, reply.len, 0, &caps, NULL, &fields);
-	assert_int_equal(fields, 0);
-	assert_memory_equal(p, reply.buf, reply.len);
-	free(p);
+	assert_unchanged(*state, &call, &reply, reply.len, &caps, NULL);
 
 	/* the reply to a call that does not advertise sizes is never touched */
 	struct ulb_call u;
@@ -528,26 +535,18 @@ static void test_getattr_after_others(void **state)
 
 	/* below the cap: unchanged */
 	all_attrs_reply(&reply, 65536, IO_MAX, 2);
-	p = clamp(*state, &call, &reply, reply.len, 0, &caps, &rep, &fields);
-	assert_int_equal(fields, 0);
-	assert_memory_equal(p, reply.buf, reply.len);
-	free(p);
+	assert_unchanged(*state, &call, &reply, reply.len, &caps, &rep);
 
 	/* every truncation: no change (the walk fails before the values) */
 	all_attrs_reply(&reply, 1u << 20, 1u << 21, 2);
-	for (uint32_t len = 0; len < reply.len; len++) {
-		p = clamp(*state, &call, &reply, len, 0, &caps, &rep, &fields);
-		assert_int_equal(fields, 0);
-		assert_memory_equal(p, reply.buf, len);
-		free(p);
-	}
+	for (uint32_t len = 0; len < reply.len; len++)
+		assert_unchanged(*state, &call, &reply, len, &caps, &rep);
 }
 
 /* Attributes that do not walk: the GETATTR is left alone. */
 static void test_getattr_unwalkable(void **state)
 {
 	struct msg call, reply;
-	uint32_t fields;
 
 	getattr_call(&call, ALL_WORD0, 1u << 1 | 1u << 3);
 	/* an ACL claiming more ACEs than the attrlist holds: fewer than its
@@ -555,10 +554,7 @@ static void test_getattr_unwalkable(void **state)
 	const uint32_t counts[] = { 60, 1000, 1u << 30, UINT32_MAX };
 	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
 		all_attrs_reply(&reply, 1u << 20, 1u << 21, counts[i]);
-		uint8_t *p = clamp(*state, &call, &reply, reply.len, 0, &caps, NULL, &fields);
-		assert_int_equal(fields, 0);
-		assert_memory_equal(p, reply.buf, reply.len);
-		free(p);
+		assert_unchanged(*state, &call, &reply, reply.len, &caps, NULL);
 	}
 
 	/* a file handle longer than NFS4_FHSIZE */
@@ -570,10 +566,7 @@ static void test_getattr_unwalkable(void **state)
 	msg_opaque(&reply, 0xfb, 129);
 	msg_u64(&reply, 1u << 20);
 	getattr_end(&reply, at);
-	uint8_t *p = clamp(*state, &call, &reply, reply.len, 0, &caps, NULL, &fields);
-	assert_int_equal(fields, 0);
-	assert_memory_equal(p, reply.buf, reply.len);
-	free(p);
+	assert_unchanged(*state, &call, &reply, reply.len, &caps, NULL);
 
 	/* maxread present, but the attrlist ends before maxwrite: maxread stays too */
 	getattr_call(&call, 1u << A_MAXREAD | 1u << A_MAXWRITE, 0);
@@ -584,10 +577,7 @@ static void test_getattr_unwalkable(void **state)
 	msg_u64(&reply, 1u << 20);
 	getattr_end(&reply, at);
 	msg_u64(&reply, 1u << 20); /* after the attrlist: not an attribute */
-	p = clamp(*state, &call, &reply, reply.len, 0, &caps, NULL, &fields);
-	assert_int_equal(fields, 0);
-	assert_memory_equal(p, reply.buf, reply.len);
-	free(p);
+	assert_unchanged(*state, &call, &reply, reply.len, &caps, NULL);
 }
 
 /* Two GETATTRs: both lowered, the first reported; one after a failed operation is not. */
@@ -642,11 +632,7 @@ static void test_getattr_reduced(void **state)
 	uint32_t fields;
 
 	v4_call(&call, 3);
-	msg_u32(&call, OP_READ);
-	memset(call.buf + call.len, 0, 16);
-	call.len += 16;
-	msg_u64(&call, 0);
-	msg_u32(&call, 8192);
+	v4_read_call(&call, 8192);
 	v4_getattr_call(&call, 1u << A_MAXREAD, 0);
 	for (int pass = 0; pass < 2; pass++) {
 		struct msg *m = pass ? &want : &reply;
@@ -664,10 +650,7 @@ static void test_getattr_reduced(void **state)
 	assert_memory_equal(p, want.buf, want.len);
 	free(p);
 	/* read as a full reply it does not walk: nothing changes */
-	p = clamp(*state, &call, &reply, reply.len, 0, &caps, NULL, &fields);
-	assert_int_equal(fields, 0);
-	assert_memory_equal(p, reply.buf, reply.len);
-	free(p);
+	assert_unchanged(*state, &call, &reply, reply.len, &caps, NULL);
 }
 
 /* ---- NFSv4.1 CREATE_SESSION ---- */
@@ -707,12 +690,8 @@ static void test_create_session(void **state)
 	free(p);
 
 	/* every truncation: no change */
-	for (uint32_t len = 0; len < reply.len; len++) {
-		p = clamp(*state, &call, &reply, len, 0, &caps, &rep, &fields);
-		assert_int_equal(fields, 0);
-		assert_memory_equal(p, reply.buf, len);
-		free(p);
-	}
+	for (uint32_t len = 0; len < reply.len; len++)
+		assert_unchanged(*state, &call, &reply, len, &caps, &rep);
 }
 
 static void test_field_names(void **state)
