@@ -45,6 +45,27 @@ int gwt_words_cmp(const uint8_t *b, ssize_t len, const uint32_t *w, size_t n)
 	return 0;
 }
 
+void gwt_hdr_decode(struct gwt_hdr_msg *m, const uint32_t *w, size_t n, size_t extra,
+		    const uint32_t *rpc, size_t nrpc, const struct rpcrdma_limits *lim)
+{
+	m->len = n * 4 + extra;
+	m->buf = gwt_words_dup(w, n, m->len);
+	for (size_t i = 0; i < nrpc && 4 * (i + 1) <= extra; i++)
+		xdr_put32(m->buf + n * 4 + 4 * i, rpc[i]);
+	memset(&m->h, 0x5a, sizeof(m->h));
+	m->r = rpcrdma_hdr_decode(&m->h, m->buf, m->len, lim);
+}
+
+enum rpcrdma_reason gwt_hdr_reason(const uint32_t *w, size_t n, size_t extra, const uint32_t *rpc,
+				   size_t nrpc, const struct rpcrdma_limits *lim)
+{
+	struct gwt_hdr_msg m;
+
+	gwt_hdr_decode(&m, w, n, extra, rpc, nrpc, lim);
+	free(m.buf);
+	return m.r;
+}
+
 size_t gwt_hdr_first_cut_not(const uint32_t *w, size_t n, size_t from,
 			     const struct rpcrdma_limits *lim, enum rpcrdma_reason want)
 {

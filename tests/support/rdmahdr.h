@@ -42,6 +42,28 @@ uint8_t *gwt_words_dup(const uint32_t *w, size_t n, size_t len);
  */
 int gwt_words_cmp(const uint8_t *b, ssize_t len, const uint32_t *w, size_t n);
 
+/* A transport header decoded from a copy of exactly its bytes. */
+struct gwt_hdr_msg {
+	uint8_t *buf; /* the copy (gwt_words_dup()), the test's to free */
+	size_t len;
+	struct rpcrdma_hdr h;
+	enum rpcrdma_reason r;
+};
+
+/*
+ * The header @w (@n words) followed by @extra bytes of RPC message, which
+ * starts with the words of @rpc (@nrpc of them, as many as fit whole in
+ * @extra) and goes on in bytes 0xab, copied as gwt_words_dup() does and
+ * decoded under @lim into @m; m->h is filled with 0x5a first, so that what
+ * the decoder did not set shows.
+ */
+void gwt_hdr_decode(struct gwt_hdr_msg *m, const uint32_t *w, size_t n, size_t extra,
+		    const uint32_t *rpc, size_t nrpc, const struct rpcrdma_limits *lim);
+
+/* The reason gwt_hdr_decode() finds for that message (the copy freed). */
+enum rpcrdma_reason gwt_hdr_reason(const uint32_t *w, size_t n, size_t extra, const uint32_t *rpc,
+				   size_t nrpc, const struct rpcrdma_limits *lim);
+
 /*
  * Every cut of the header @w (@n words), from @from bytes up to one byte
  * short of the whole, decoded under @lim from a copy of exactly its length

@@ -19,13 +19,6 @@
 #define XID	    0x11223344u
 #define FIXED(proc) XID, 1, 32, (proc)
 
-struct msg {
-	uint8_t *buf;
-	size_t len;
-	struct rpcrdma_hdr h;
-	enum rpcrdma_reason r;
-};
-
 static struct rpcrdma_limits lim;
 
 static int setup(void **state)
@@ -35,35 +28,29 @@ static int setup(void **state)
 	return 0;
 }
 
-/* Decode words (plus `extra` bytes of RPC message after them) from an exact-size buffer. */
-static void decode_x(struct msg *m, const uint32_t *w, size_t n, size_t extra)
+/*
+ * Decode words (plus `extra` bytes of RPC message after them, which start
+ * with the XID) from an exact-size buffer.
+ */
+static void decode_x(struct gwt_hdr_msg *m, const uint32_t *w, size_t n, size_t extra)
 {
-	m->len = n * 4 + extra;
-	m->buf = gwt_words_dup(w, n, m->len);
-	if (extra >= 4)
-		xdr_put32(m->buf + n * 4, XID); /* an RPC message starts with the XID */
-	memset(&m->h, 0x5a, sizeof(m->h));
-	m->r = rpcrdma_hdr_decode(&m->h, m->buf, m->len, &lim);
+	gwt_hdr_decode(m, w, n, extra, (const uint32_t[]){ XID }, 1, &lim);
 }
 
-static void decode(struct msg *m, const uint32_t *w, size_t n)
+static void decode(struct gwt_hdr_msg *m, const uint32_t *w, size_t n)
 {
 	decode_x(m, w, n, 0);
 }
 
 static enum rpcrdma_reason reason_of(const uint32_t *w, size_t n, size_t extra)
 {
-	struct msg m;
-
-	decode_x(&m, w, n, extra);
-	free(m.buf);
-	return m.r;
+	return gwt_hdr_reason(w, n, extra, (const uint32_t[]){ XID }, 1, &lim);
 }
 
 static void test_msg_plain(void **state)
 {
 	(void)state;
-	struct msg m;
+	struct gwt_hdr_msg m;
 
 	decode_x(&m, GWT_WORDS(FIXED(RPCRDMA_MSG), 0, 0, 0), 40);
 	assert_int_equal(m.r, RPCRDMA_OK);
@@ -86,7 +73,7 @@ static void test_msg_plain(void **state)
 static void test_nomsg_p0_and_reply(void **state)
 {
 	(void)state;
-	struct msg m;
+	struct gwt_hdr_msg m;
 	struct rpcrdma_seg s;
 	struct rpcrdma_read_seg rs;
 
@@ -122,7 +109,7 @@ static void test_nomsg_p0_and_reply(void **state)
 static void test_msgp_is_msg(void **state)
 {
 	(void)state;
-	struct msg m;
+	struct gwt_hdr_msg m;
 
 	decode_x(&m, GWT_WORDS(FIXED(RPCRDMA_MSGP), 4096, 1024, 0, 0, 0), 12);
 	assert_int_equal(m.r, RPCRDMA_OK);
@@ -156,7 +143,7 @@ static void test_done_is_dropped(void **state)
 static void test_error_messages(void **state)
 {
 	(void)state;
-	struct msg m;
+	struct gwt_hdr_msg m;
 
 	decode(&m, GWT_WORDS(FIXED(RPCRDMA_ERROR), RPCRDMA_ERR_VERS, 1, 2));
 	assert_int_equal(m.r, RPCRDMA_OK);
@@ -186,7 +173,7 @@ static void test_error_messages(void **state)
 static void test_short_fixed(void **state)
 {
 	(void)state;
-	struct msg m;
+	struct gwt_hdr_msg m;
 
 	for (size_t len = 0; len < RPCRDMA_FIXED_SIZE; len++) {
 		uint8_t *b = malloc(len ? len : 1);
@@ -200,7 +187,7 @@ static void test_short_fixed(void **state)
 static void test_bad_version(void **state)
 {
 	(void)state;
-	struct msg m;
+	struct gwt_hdr_msg m;
 	uint32_t low, high;
 
 	/* Version Two (draft-cel-nfsv4-rpcrdma-version-two), 0 and absurd values */
@@ -311,7 +298,7 @@ static void test_bad_list_marker(void **state)
 static void test_read_chunk_grouping(void **state)
 {
 	(void)state;
-	struct msg m;
+	struct gwt_hdr_msg m;
 	struct rpcrdma_seg s;
 
 	/* P0 (2 segments), a chunk at 8 (2 segments), a chunk at 12 + round-up */
@@ -339,7 +326,7 @@ static void test_read_chunk_grouping(void **state)
 static void test_write_list(void **state)
 {
 	(void)state;
-	struct msg m;
+	struct gwt_hdr_msg m;
 	struct rpcrdma_seg s;
 	struct rpcrdma_seg out[4];
 
@@ -603,7 +590,7 @@ static void test_position_beyond_message(void **state)
 static void test_check_xid(void **state)
 {
 	(void)state;
-	struct msg m;
+	struct gwt_hdr_msg m;
 	uint8_t rpc[8];
 
 	decode_x(&m, GWT_WORDS(FIXED(RPCRDMA_MSG), 0, 0, 0), 8);
@@ -622,7 +609,7 @@ static void test_check_xid(void **state)
 static void test_check_call(void **state)
 {
 	(void)state;
-	struct msg m;
+	struct gwt_hdr_msg m;
 
 	decode(&m, GWT_WORDS(FIXED(RPCRDMA_NOMSG), 0, 0, 1, 1, GWT_SEG(1, 64, 0)));
 	assert_int_equal(m.r, RPCRDMA_OK);
@@ -646,7 +633,7 @@ static void test_check_call(void **state)
 static void test_check_reply(void **state)
 {
 	(void)state;
-	struct msg m;
+	struct gwt_hdr_msg m;
 	const struct rpcrdma_seg w0[2] = { { 1, 100, 0x1000 }, { 2, 4, 0x2000 } };
 	const struct rpcrdma_seg rc[1] = { { 3, 4096, 0x3000 } };
 	const struct rpcrdma_chunk_desc writes[1] = { { 2, w0 } };

@@ -27,13 +27,6 @@
 #define CALL	 RPCRDMA_RPC_CALL
 #define REPLY	 RPCRDMA_RPC_REPLY
 
-struct msg {
-	uint8_t *buf;
-	size_t len;
-	struct rpcrdma_hdr h;
-	enum rpcrdma_reason r;
-};
-
 static struct rpcrdma_limits lim;
 
 /* Both versions enabled, as a gateway configured for Version Two has them. */
@@ -49,29 +42,19 @@ static int setup(void **state)
  * Decode words followed by `extra` bytes of RPC message: its XID, then
  * msg_type `mtype`, then filler.
  */
-static void decode_m(struct msg *m, const uint32_t *w, size_t n, size_t extra, uint32_t mtype)
+static void decode_m(struct gwt_hdr_msg *m, const uint32_t *w, size_t n, size_t extra,
+		     uint32_t mtype)
 {
-	m->len = n * 4 + extra;
-	m->buf = gwt_words_dup(w, n, m->len);
-	if (extra >= 4)
-		xdr_put32(m->buf + n * 4, XID);
-	if (extra >= 8)
-		xdr_put32(m->buf + n * 4 + 4, mtype);
-	memset(&m->h, 0x5a, sizeof(m->h));
-	m->r = rpcrdma_hdr_decode(&m->h, m->buf, m->len, &lim);
+	gwt_hdr_decode(m, w, n, extra, (const uint32_t[]){ XID, mtype }, 2, &lim);
 }
 
 static enum rpcrdma_reason reason_of(const uint32_t *w, size_t n, size_t extra)
 {
-	struct msg m;
-
-	decode_m(&m, w, n, extra, CALL);
-	free(m.buf);
-	return m.r;
+	return gwt_hdr_reason(w, n, extra, (const uint32_t[]){ XID, CALL }, 2, &lim);
 }
 
 /* The RPC message after an RDMA2_MSG header. */
-static enum rpcrdma_reason check_xid(const struct msg *m)
+static enum rpcrdma_reason check_xid(const struct gwt_hdr_msg *m)
 {
 	return rpcrdma_hdr_check_xid(&m->h, m->buf + m->h.hdr_len, m->h.inline_len);
 }
@@ -79,7 +62,7 @@ static enum rpcrdma_reason check_xid(const struct msg *m)
 static void test_msg_call_and_reply(void **state)
 {
 	(void)state;
-	struct msg m;
+	struct gwt_hdr_msg m;
 
 	decode_m(&m, GWT_WORDS(V2(RPCRDMA_MSG), CALL, 0, 0, 0), 40, CALL);
 	assert_int_equal(m.r, RPCRDMA_OK);
@@ -119,7 +102,7 @@ static void test_msg_call_and_reply(void **state)
 static void test_direction_contradicts_payload(void **state)
 {
 	(void)state;
-	struct msg m;
+	struct gwt_hdr_msg m;
 
 	decode_m(&m, GWT_WORDS(V2(RPCRDMA_MSG), CALL, 0, 0, 0), 24, REPLY);
 	assert_int_equal(m.r, RPCRDMA_OK);
@@ -144,7 +127,7 @@ static void test_direction_contradicts_payload(void **state)
 static void test_msg_with_chunks(void **state)
 {
 	(void)state;
-	struct msg m;
+	struct gwt_hdr_msg m;
 	struct rpcrdma_seg s;
 	struct rpcrdma_read_seg rs;
 
@@ -191,7 +174,7 @@ static void test_msg_with_chunks(void **state)
 static void test_nomsg(void **state)
 {
 	(void)state;
-	struct msg m;
+	struct gwt_hdr_msg m;
 
 	/* a long call: P0 chunk and Reply chunk, nothing after the header */
 	decode_m(&m,
@@ -244,7 +227,7 @@ static void test_bad_direction(void **state)
 	const uint32_t bad[] = { 2, 3, 0x100, 0xffffffffu };
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct msg m;
+		struct gwt_hdr_msg m;
 
 		decode_m(&m, GWT_WORDS(V2(RPCRDMA_MSG), bad[i], 0, 0, 0), 24, CALL);
 		assert_int_equal(m.r, RPCRDMA_R_BAD_DIRECTION);
@@ -268,7 +251,7 @@ static void test_bad_direction(void **state)
 static void test_errors(void **state)
 {
 	(void)state;
-	struct msg m;
+	struct gwt_hdr_msg m;
 
 	decode_m(&m, GWT_WORDS(V2(RPCRDMA_ERROR), RPCRDMA_ERR_VERS, 1, 2), 0, 0);
 	assert_int_equal(m.r, RPCRDMA_OK);
@@ -307,7 +290,7 @@ static void test_errors(void **state)
 static void test_optional(void **state)
 {
 	(void)state;
-	struct msg m;
+	struct gwt_hdr_msg m;
 
 	/* a requester's optional message without payload: type 9, 5 bytes of info */
 	decode_m(&m, GWT_WORDS(V2(RPCRDMA2_OPTIONAL), CALL, 9, 5, 0x01020304, 0x05000000), 0, 0);
@@ -403,7 +386,7 @@ static void test_versions_refuse_each_other(void **state)
 	/* a Version Two long call labelled Version One: the direction is read as an empty Read
 	 * list, and the NOMSG has then no Position-Zero chunk to carry its call */
 	{
-		struct msg m;
+		struct gwt_hdr_msg m;
 
 		decode_m(&m, GWT_WORDS(V1(RPCRDMA_NOMSG), CALL, 1, 0, GWT_SEG(1, 6000, 0), 0, 0, 0),
 			 0, CALL);
