@@ -460,6 +460,8 @@ static void port_note(struct nlm_async *as, const struct gw_host *h, uint16_t po
 		if (!slot || p->until_us < slot->until_us)
 			slot = p;
 	}
+	if (!slot)
+		return; /* no table (max_pending is at least 1: cannot happen) */
 	*slot = (struct as_port){ .host = *h, .port = port, .until_us = now + ttl_ms * 1000ull };
 }
 
