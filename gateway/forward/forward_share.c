@@ -85,21 +85,6 @@ static struct fwd_session *fwd_of_base(struct gw_session *g)
 /* ---- the route's shared state ---- */
 
 /*
- * The map holds every call a client may have admitted: max_sessions
- * clients with all their slots (credits + queue_limit) busy, so that it
- * never refuses a call that has a slot (WIREXID_FULL), and at least the
- * module's default, for answered entries kept for retransmissions.
- */
-static uint32_t share_map_size(const struct gw_route *r)
-{
-	uint64_t n = (uint64_t)r->max_sessions * (r->credits + r->queue_limit);
-
-	if (n < WIREXID_DEFAULT_MAX)
-		n = WIREXID_DEFAULT_MAX;
-	return n > WIREXID_MAX_ENTRIES ? WIREXID_MAX_ENTRIES : (uint32_t)n;
-}
-
-/*
  * A shared channel's queues, sized for what it carries. A connection of its
  * own gives each credit room for the largest call (FWD_MAX_EXPOSE windows:
  * a bind and an invalidation each, then the Send); on a channel that is
@@ -139,7 +124,8 @@ static struct fwd_share *share_get(struct gw_route_rt *route)
 		return NULL;
 	if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
 		seed = gw_now_us() * 0x9e3779b97f4a7c15ull;
-	struct wirexid_params p = { .max_entries = share_map_size(r),
+	struct wirexid_params p = { .max_entries = wirexid_entries_for(r->max_sessions,
+								       r->credits + r->queue_limit),
 				    .channels = (uint16_t)r->upstream_connections,
 				    .seed = seed };
 	sh->by_entry = calloc(p.max_entries, sizeof(struct fwd_call *));

@@ -203,6 +203,21 @@ struct wirexid {
 	struct wirexid_stats st;
 };
 
+/*
+ * The map's size for a route of @clients clients with @slots call slots
+ * each: every call they may hold at once, so that a call with a slot is
+ * never refused (WIREXID_FULL), at least WIREXID_DEFAULT_MAX for answered
+ * entries kept for retransmissions, at most WIREXID_MAX_ENTRIES.
+ */
+static inline uint32_t wirexid_entries_for(uint32_t clients, uint32_t slots)
+{
+	uint64_t n = (uint64_t)clients * slots;
+
+	if (n < WIREXID_DEFAULT_MAX)
+		n = WIREXID_DEFAULT_MAX;
+	return n > WIREXID_MAX_ENTRIES ? WIREXID_MAX_ENTRIES : (uint32_t)n;
+}
+
 /* Returns 0, -EINVAL for parameters out of range, or -ENOMEM. */
 int wirexid_init(struct wirexid *m, const struct wirexid_params *p);
 void wirexid_destroy(struct wirexid *m);

@@ -80,20 +80,6 @@ static void route_event(struct rev_chan *ch, enum gw_event_kind kind)
 
 /* ---- the route's pool ---- */
 
-/*
- * The map holds every call the route's clients may hold at once (each has
- * credits + queue_limit slots at most), so that a call with a slot is never
- * refused, and at least the module's default for answered entries.
- */
-static uint32_t share_map_size(const struct gw_route *r)
-{
-	uint64_t n = (uint64_t)r->max_sessions * (r->credits + r->queue_limit);
-
-	if (n < WIREXID_DEFAULT_MAX)
-		n = WIREXID_DEFAULT_MAX;
-	return n > WIREXID_MAX_ENTRIES ? WIREXID_MAX_ENTRIES : (uint32_t)n;
-}
-
 static void chan_pool_wake(struct rdma_pool_waiter *w)
 {
 	struct rev_chan *ch =
@@ -194,7 +180,8 @@ static struct rev_share *share_get(struct gw_route_rt *route)
 		return NULL;
 	if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
 		seed = gw_now_us() * 0x9e3779b97f4a7c15ull;
-	struct wirexid_params p = { .max_entries = share_map_size(r),
+	struct wirexid_params p = { .max_entries = wirexid_entries_for(r->max_sessions,
+								       r->credits + r->queue_limit),
 				    .channels = (uint16_t)r->upstream_connections,
 				    .seed = seed };
 	sh->route = route;
