@@ -958,6 +958,21 @@ static void test_getports_bounded_and_remembered(void **state)
 	}
 	assert_int_equal(nlm_async_stats(t->as)->delivered, 2);
 	assert_int_equal(t->client_getports, 1);
+
+	/*
+	 * Its lockd restarts on another port: the result sent to the port
+	 * remembered goes unanswered, the portmapper is asked again after
+	 * retry_ms, and the result reaches the new lockd.
+	 */
+	close(t->clockd);
+	t->clockd = gwt_udp_bind(CLIENT, 0, &t->clockd_port);
+	assert_int_equal(client_msg(t, CLIENT, NLMPROC_LOCK_MSG, out, sizeof(out), &up),
+			 SIDE_RELAY_REWRITTEN);
+	server_answers(t, port, 302, &up);
+	gwt_spin_for(t->base, 600, client_serve, t);
+	assert_int_equal(nlm_async_stats(t->as)->delivered, 3);
+	assert_int_equal(t->client_getports, 2);
+	assert_int_equal(nlm_async_pending(t->as), 0);
 }
 
 int main(void)

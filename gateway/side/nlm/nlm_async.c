@@ -72,6 +72,7 @@ struct as_entry {
 	/* Toward the client. */
 	uint64_t deadline_us, sent_us;
 	uint32_t sends; /* of the current stage's message */
+	bool via_cache; /* delivering to a lockd port remembered, not just asked for */
 	uint32_t xid;
 	struct sockaddr_storage to;
 	socklen_t tolen;
@@ -497,6 +498,22 @@ static void deliver(struct nlm_async *as, struct as_entry *e, uint16_t port)
 	send_current(as, e);
 }
 
+/* The GETPORT that finds the client's lockd, @sends_done of its sends counted already. */
+static bool ask_portmapper(struct nlm_async *as, struct as_entry *e, uint32_t sends_done)
+{
+	e->via_cache = false;
+	e->xid = gw_random_xid(xid_in_use, as);
+	e->getport_len = (uint32_t)pmap_encode_udp_lookup(e->getport, sizeof(e->getport), e->xid,
+							  e->client.family, NLM_PROG, e->vers);
+	if (!e->getport_len)
+		return false;
+	gw_host_to_sockaddr(&e->client, as->cfg.pmap_port, &e->to, &e->tolen);
+	e->stage = AS_GETPORT;
+	e->sends = sends_done;
+	send_current(as, e);
+	return true;
+}
+
 /*
  * The X_RES for the client, with its cookie and (TEST_RES) the holder as
  * it may see it, then the GETPORT that finds its lockd. A TEST's result
@@ -518,20 +535,13 @@ static bool start_delivery(struct nlm_async *as, struct as_entry *e, struct nlm_
 
 	e->deadline_us = now + (uint64_t)as->cfg.timeout_ms * 1000;
 	if (known && known->port) {
-		deliver(as, e, known->port); /* its portmapper said so lately: no GETPORT */
+		/* Its portmapper said so lately: no GETPORT, unless the lockd does not answer. */
+		deliver(as, e, known->port);
+		e->via_cache = true;
 		return true;
 	}
-	e->xid = gw_random_xid(xid_in_use, as);
-	e->getport_len = (uint32_t)pmap_encode_udp_lookup(e->getport, sizeof(e->getport), e->xid,
-							  e->client.family, NLM_PROG, e->vers);
-	if (!e->getport_len)
-		return false;
-	gw_host_to_sockaddr(&e->client, as->cfg.pmap_port, &e->to, &e->tolen);
-	e->stage = AS_GETPORT;
 	/* A host silent lately is asked once (AS_MAX_GETPORTS - 1 sends already counted). */
-	e->sends = known ? AS_MAX_GETPORTS - 1 : 0;
-	send_current(as, e);
-	return true;
+	return ask_portmapper(as, e, known ? AS_MAX_GETPORTS - 1 : 0);
 }
 
 /*
@@ -727,6 +737,14 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 				port_forget(as, &e->client, now);
 			}
 			entry_free(as, e);
+		} else if (e->stage == AS_DELIVER && e->via_cache && now >= resend_due(as, e)) {
+			/*
+			 * The lockd port remembered did not take it: the client's
+			 * lockd restarted on another port, say. Ask its portmapper.
+			 */
+			port_forget(as, &e->client, now);
+			if (!ask_portmapper(as, e, 0))
+				entry_free(as, e);
 		} else if (e->stage != AS_AWAIT_SERVER && now >= resend_due(as, e)) {
 			send_current(as, e);
 		}
