@@ -12,6 +12,7 @@
 
 #include <event2/event.h>
 
+#include "common/backoff.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/random.h"
@@ -71,8 +72,9 @@ struct as_entry {
 	struct as_lock lock;
 	/* Toward the client. */
 	uint64_t deadline_us, sent_us;
-	uint32_t sends; /* of the current stage's message */
-	bool via_cache; /* delivering to a lockd port remembered, not just asked for */
+	uint32_t sends;		   /* of the current stage's message */
+	struct gw_backoff backoff; /* its resends: retry_ms, then doubling to 8 x retry_ms */
+	bool via_cache;		   /* delivering to a lockd port remembered, not just asked for */
 	uint32_t xid;
 	struct sockaddr_storage to;
 	socklen_t tolen;
@@ -487,11 +489,26 @@ static void send_current(struct nlm_async *as, struct as_entry *e)
 		gw_debug("%s: nlm async: sendto: %s", as->cfg.route->name, strerror(errno));
 }
 
+/*
+ * @e enters @stage, whose message is sent after @sends_done counted sends:
+ * the delay after its next send is the one after the (@sends_done + 1)th.
+ */
+static void stage_start(const struct nlm_async *as, struct as_entry *e, enum as_stage stage,
+			uint32_t sends_done)
+{
+	uint32_t r = as->cfg.retry_ms;
+
+	e->stage = stage;
+	e->sends = sends_done;
+	gw_backoff_init(&e->backoff, r, r > UINT32_MAX / 8 ? UINT32_MAX : 8 * r);
+	for (uint32_t k = 0; k < sends_done; k++)
+		gw_backoff_next(&e->backoff);
+}
+
 /* The X_RES call, at the client's lockd on @port. */
 static void deliver(struct nlm_async *as, struct as_entry *e, uint16_t port)
 {
-	e->stage = AS_DELIVER;
-	e->sends = 0;
+	stage_start(as, e, AS_DELIVER, 0);
 	e->xid = gw_random_xid(xid_in_use, as);
 	xdr_put32(e->msg, e->xid);
 	gw_host_to_sockaddr(&e->client, port, &e->to, &e->tolen);
@@ -508,8 +525,7 @@ static bool ask_portmapper(struct nlm_async *as, struct as_entry *e, uint32_t se
 	if (!e->getport_len)
 		return false;
 	gw_host_to_sockaddr(&e->client, as->cfg.pmap_port, &e->to, &e->tolen);
-	e->stage = AS_GETPORT;
-	e->sends = sends_done;
+	stage_start(as, e, AS_GETPORT, sends_done);
 	send_current(as, e);
 	return true;
 }
@@ -666,7 +682,7 @@ static void on_client_read(evutil_socket_t fd, short what, void *arg)
 		if (n < 8 || !rpc_msg_is_reply(buf, (size_t)n) ||
 		    !(e = find_xid(as, xdr_get32(buf))) ||
 		    !gw_host_from_sockaddr(&h, (struct sockaddr *)&from, flen) ||
-		    memcmp(&h, &e->client, sizeof(h)) != 0)
+		    !gw_host_equal(&h, &e->client))
 			as->cfg.counters->events[GW_EV_UNMATCHED_REPLY]++;
 		else
 			client_reply(as, e, buf, (size_t)n);
@@ -674,15 +690,10 @@ static void on_client_read(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-/*
- * When @e's message is sent again: retry_ms after the first send, then
- * twice as long each time (at most 8 x retry_ms apart).
- */
-static uint64_t resend_due(const struct nlm_async *as, const struct as_entry *e)
+/* @e's message is due to be sent again (or, after its last GETPORT, given up). */
+static bool resend_due(const struct as_entry *e, uint64_t now)
 {
-	uint32_t doublings = e->sends > 4 ? 3 : e->sends - 1;
-
-	return e->sent_us + ((uint64_t)as->cfg.retry_ms * 1000 << doublings);
+	return gw_backoff_due(&e->backoff, e->sent_us, now);
 }
 
 /* A host that did not answer its GETPORTs: its result is dropped, the host asked once next. */
@@ -713,7 +724,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 			continue;
 		if (e->stage == AS_GETPORT &&
 		    (now >= e->deadline_us ||
-		     (e->sends >= AS_MAX_GETPORTS && now >= resend_due(as, e)))) {
+		     (e->sends >= AS_MAX_GETPORTS && resend_due(e, now)))) {
 			portmapper_silent(as, e, now);
 		} else if (now >= e->deadline_us) {
 			as->stats.timed_out++;
@@ -737,7 +748,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 				port_forget(as, &e->client, now);
 			}
 			entry_free(as, e);
-		} else if (e->stage == AS_DELIVER && e->via_cache && now >= resend_due(as, e)) {
+		} else if (e->stage == AS_DELIVER && e->via_cache && resend_due(e, now)) {
 			/*
 			 * The lockd port remembered did not take it: the client's
 			 * lockd restarted on another port, say. Ask its portmapper.
@@ -745,7 +756,8 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 			port_forget(as, &e->client, now);
 			if (!ask_portmapper(as, e, 0))
 				entry_free(as, e);
-		} else if (e->stage != AS_AWAIT_SERVER && now >= resend_due(as, e)) {
+		} else if (e->stage != AS_AWAIT_SERVER && resend_due(e, now)) {
+			gw_backoff_next(&e->backoff);
 			send_current(as, e);
 		}
 	}
