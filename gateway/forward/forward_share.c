@@ -321,6 +321,14 @@ static void share_take_wire_xid(struct fwd_call *c)
 	xdr_put32(c->rec->base + c->rec_off, c->wire_xid);
 }
 
+/* @c is answered SYSTEM_ERR, and its slot given back. */
+static void share_refuse(struct fwd_session *s, struct fwd_call *c)
+{
+	fwd_reply_error(s, c->xid, RPC_ACC_SYSTEM_ERR);
+	c->state = FC_DONE;
+	fwd_call_put(c);
+}
+
 /*
  * A parsed call of client @s: mapped to a wire XID on its channel. A
  * retransmission of a call in flight is absorbed (its reply goes to this
@@ -343,12 +351,11 @@ void fwd_share_admit(struct fwd_session *s, struct fwd_call *c)
 	enum wirexid_twice twice =
 		ulb_call_safe_twice(&c->ulb) ? WIREXID_SAFE_TWICE : WIREXID_RUN_ONCE;
 
-	if (!wirexid_key_from_sockaddr(&k, (const struct sockaddr *)&s->peer, c->xid))
-		v = WIREXID_FULL;
-	else if (ulb_call_keeps_xid(&c->ulb))
-		v = wirexid_map_own_xid(&sh->map, &k, ch->chan_idx, s->base.id, now_us(), &idx);
-	else
-		v = wirexid_map(&sh->map, &k, ch->chan_idx, s->base.id, twice, now_us(), &idx);
+	if (wirexid_key_from_sockaddr(&k, (const struct sockaddr *)&s->peer, c->xid))
+		v = ulb_call_keeps_xid(&c->ulb) ? wirexid_map_own_xid(&sh->map, &k, ch->chan_idx,
+								      s->base.id, now_us(), &idx)
+						: wirexid_map(&sh->map, &k, ch->chan_idx,
+							      s->base.id, twice, now_us(), &idx);
 	if (v == WIREXID_XID_BUSY) {
 		/*
 		 * A GSS call whose XID another call on the wire of this channel
@@ -359,9 +366,7 @@ void fwd_share_admit(struct fwd_session *s, struct fwd_call *c)
 		gw_warn("forward %s: xid %#x: a GSS call's XID is held on the wire by another "
 			"call: SYSTEM_ERR",
 			s->base.client, c->xid);
-		fwd_reply_error(s, c->xid, RPC_ACC_SYSTEM_ERR);
-		c->state = FC_DONE;
-		fwd_call_put(c);
+		share_refuse(s, c);
 		return;
 	}
 	if (v == WIREXID_IN_FLIGHT) {
@@ -400,9 +405,7 @@ void fwd_share_admit(struct fwd_session *s, struct fwd_call *c)
 		gw_err("forward %s: xid %#x: no XID mapping for the call", s->base.client, c->xid);
 		if (v != WIREXID_FULL)
 			wirexid_cancel(&sh->map, idx);
-		fwd_reply_error(s, c->xid, RPC_ACC_SYSTEM_ERR);
-		c->state = FC_DONE;
-		fwd_call_put(c);
+		share_refuse(s, c);
 		return;
 	}
 	c->upx = idx;
