@@ -608,6 +608,57 @@ static void test_ledger_read_flood_keeps_a_remove(void **state)
 	rsm_destroy(&m);
 }
 
+/*
+ * RPCSEC_GSS calls keep their XID on the wire (the GSS checksum covers it,
+ * RFC 2203 section 5.3.1): A's call goes out under A's own XID; B's call
+ * with the same XID on the same connection, while A's is in flight, is
+ * refused (RSM_XID_BUSY: the server would take it for A's retransmission);
+ * B's goes on the other connection. Once A's is answered, C's call with
+ * that XID displaces A's answered entry and goes under it, and a
+ * retransmission of A's, which the server would take for C's call, is
+ * refused while C's is in flight.
+ */
+static void test_ledger_gss_keeps_xid(void **state)
+{
+	(void)state;
+	struct rev_share_map m;
+	struct fairq fq;
+	struct fake_client a, b, c;
+	bool stray;
+
+	ledger_init(&m, &fq, 16);
+	fake_client_init(&a, "192.0.2.2", 1000, 1, 4);
+	fake_client_init(&b, "192.0.2.3", 1000, 2, 4);
+	fake_client_init(&c, "192.0.2.4", 1000, 3, 4);
+	nfs3_proc(&a, 0, 12);
+	a.s->calls[0].ulb.flavor = RPC_AUTH_GSS;
+	assert_int_equal(call(&m, &fq, &a, 0, 0x5eed, 0), RSM_QUEUED);
+	assert_int_equal(wire_xid(&a.s->calls[0]), 0x5eed);
+	assert_int_equal(pump(&m, &fq), 1);
+
+	nfs3_proc(&b, 0, 12);
+	b.s->calls[0].ulb.flavor = RPC_AUTH_GSS;
+	assert_int_equal(call(&m, &fq, &b, 0, 0x5eed, 0), RSM_XID_BUSY);
+	assert_int_equal(call(&m, &fq, &b, 0, 0x5eed, 1), RSM_QUEUED); /* another connection */
+	assert_int_equal(wire_xid(&b.s->calls[0]), 0x5eed);
+	assert_int_equal(pump(&m, &fq), 1);
+	assert_ptr_equal(rsm_reply(&m, &fq, 1, 0x5eed, 3000, &stray), &b.s->calls[0]);
+	assert_ptr_equal(rsm_reply(&m, &fq, 0, 0x5eed, 3000, &stray), &a.s->calls[0]);
+
+	nfs3_proc(&c, 0, 12);
+	c.s->calls[0].ulb.flavor = RPC_AUTH_GSS;
+	assert_int_equal(call(&m, &fq, &c, 0, 0x5eed, 0), RSM_QUEUED);
+	assert_int_equal(wire_xid(&c.s->calls[0]), 0x5eed);
+	assert_int_equal(m.map.st.own_xid_displaced, 1);
+	nfs3_proc(&a, 1, 12);
+	a.s->calls[1].ulb.flavor = RPC_AUTH_GSS;
+	assert_int_equal(call(&m, &fq, &a, 1, 0x5eed, 0), RSM_XID_BUSY);
+	fake_client_free(&a);
+	fake_client_free(&b);
+	fake_client_free(&c);
+	rsm_destroy(&m);
+}
+
 /* ---- backward calls: the session's owner on the channel ---- */
 
 static const uint8_t sid_x[ULB_SESSIONID_SIZE] = { 0x5e, 1, 2,	3,  4,	5,  6,	7,
@@ -775,6 +826,7 @@ int main(void)
 		cmocka_unit_test(test_ledger_reply_to_waiting_call_is_stray),
 		cmocka_unit_test(test_ledger_oldest_orphan),
 		cmocka_unit_test(test_ledger_read_flood_keeps_a_remove),
+		cmocka_unit_test(test_ledger_gss_keeps_xid),
 		cmocka_unit_test(test_bc_bind_moves_callbacks),
 		cmocka_unit_test(test_bc_bind_that_moves_nothing),
 		cmocka_unit_test(test_bc_bind_truncated),
