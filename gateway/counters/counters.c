@@ -53,6 +53,7 @@ static const char *const event_names[] = {
 	[GW_EV_RECORD_TOO_LARGE_ANSWERED] = "record_too_large_answered",
 	[GW_EV_UDP_REPLY_TOO_LARGE] = "udp_reply_too_large",
 	[GW_EV_UDP_REPLY_RATE_LIMITED] = "udp_reply_rate_limited",
+	[GW_EV_GSS_XID_WAIT] = "gss_xid_wait",
 };
 
 /* A kind added to the enum without a name here fails the build, not a scrape. */
