@@ -90,6 +90,8 @@ static void on_stop_signal(evutil_socket_t sig, short what, void *arg)
 		return;
 	}
 	m->stopping = true;
+	/* First, so that a load balancer's next health check sends no new client here. */
+	gw_stats_http_set_draining(m->stats, true);
 	gw_sd_notifyf("STOPPING=1\nSTATUS=draining %zu sessions", gw_workers_sessions(m->ws));
 	gw_info("%s: draining (%zu sessions, up to %u ms)", sig == SIGINT ? "SIGINT" : "SIGTERM",
 		gw_workers_sessions(m->ws), m->cfg->drain_timeout_ms);

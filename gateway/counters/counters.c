@@ -67,6 +67,24 @@ const char *gw_event_kind_name(enum gw_event_kind kind)
 	return "unknown";
 }
 
+static const char *const session_state_names[] = {
+	[GW_SESSION_CONNECTING] = "connecting",
+	[GW_SESSION_READY] = "ready",
+	[GW_SESSION_DRAINING] = "draining",
+	[GW_SESSION_CLOSING] = "closing",
+};
+
+static_assert(sizeof(session_state_names) / sizeof(session_state_names[0]) ==
+		      GW_SESSION_STATE_COUNT,
+	      "every session state has a name");
+
+const char *gw_session_state_name(enum gw_session_state st)
+{
+	if ((unsigned)st < GW_SESSION_STATE_COUNT)
+		return session_state_names[st];
+	return "unknown";
+}
+
 void gw_hist_add(struct gw_hist *h, uint64_t us)
 {
 	/*
