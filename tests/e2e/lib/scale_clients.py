@@ -7,8 +7,8 @@
 #     every DIR at once: MIB MiB of O_DIRECT 1 MiB writes into DIR/bulk, then fsync;
 #     OUT (JSON): seconds, bytes, the aggregate MB/s, and per DIR the sha256 of what
 #     was written or the error.
-# scale_clients.py workload OUT SRC PACE TAG DIR...
-#     every DIR at once: SRC copied into DIR/copy-TAG, 1 MiB every PACE seconds
+# scale_clients.py workload OUT SRC PACE KIB TAG DIR...
+#     every DIR at once: SRC copied into DIR/copy-TAG, KIB KiB every PACE seconds
 #     (O_DIRECT), while a probe writes 4 KiB (O_DIRECT, one WRITE call) into
 #     DIR/probe-TAG every 0.1 s, and goes on 3 s after the last copy ended; OUT (JSON)
 #     per DIR: the copy's end time and error, and each probe's start and end
@@ -17,10 +17,11 @@
 # scale_clients.py report OUT T DIR...
 #     from a workload's OUT and the time T of an event (a gateway killed or stopped),
 #     with DIR... the clients that gateway served (they move): prints one line
-#     "moved=SECONDS unaffected_before=MS unaffected_after=MS unaffected_max_after=MS
-#     errors=N copy_errors=N": the longest a moved client waited for a reply after T
-#     (from T to the end of its slowest probe), the unaffected clients' median probe
-#     latency before and after T and their slowest after T.
+#     "moved=SECONDS unaffected_before=MS unaffected_after=MS unaffected_max_before=MS
+#     unaffected_max_after=MS errors=N copy_errors=N": the longest a moved client waited
+#     for a reply after T (from T to the end of its slowest probe), the unaffected
+#     clients' median probe latency before and after T and their slowest before and
+#     after T.
 # scale_clients.py touch DIR...
 #     one probe write into each DIR; exit 0 when each succeeded.
 import json, mmap, os, sys, threading, time, hashlib
@@ -73,16 +74,16 @@ def cmd_write(out, mib, dirs):
               open(out, "w"))
 
 
-def copy(src, d, tag, pace, rec):
-    buf = aligned(MIB)
+def copy(src, d, tag, pace, chunk, rec):
+    buf = aligned(chunk)
     try:
         with open(src, "rb") as f:
             data = f.read()
         fd = os.open(os.path.join(d, "copy-" + tag), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_DIRECT, 0o644)
-        for off in range(0, len(data), MIB):
+        for off in range(0, len(data), chunk):
             t = time.time()
             buf.seek(0)
-            buf.write(data[off:off + MIB])
+            buf.write(data[off:off + chunk])
             os.pwrite(fd, buf, off)
             left = pace - (time.time() - t)
             if left > 0:
@@ -109,11 +110,11 @@ def probe(d, tag, rec, stop):
             time.sleep(left)
 
 
-def cmd_workload(out, src, pace, tag, dirs):
+def cmd_workload(out, src, pace, chunk, tag, dirs):
     recs = {d: {"probes": [], "errors": []} for d in dirs}
     stop = threading.Event()
     probes = [threading.Thread(target=probe, args=(d, tag, recs[d], stop)) for d in dirs]
-    copies = [threading.Thread(target=copy, args=(src, d, tag, pace, recs[d])) for d in dirs]
+    copies = [threading.Thread(target=copy, args=(src, d, tag, pace, chunk, recs[d])) for d in dirs]
     for t in probes + copies:
         t.start()
     for t in copies:
@@ -144,10 +145,10 @@ def cmd_report(out, t, moved):
                 (before if t1 <= t else after).append(t1 - t0)
     errors = sum(len(r["errors"]) for r in recs.values())
     copy_errors = sum(1 for r in recs.values() if "copy_error" in r)
-    print("moved=%.2f unaffected_before=%.1f unaffected_after=%.1f unaffected_max_after=%.1f "
-          "errors=%d copy_errors=%d" %
-          (pause, 1000 * median(before), 1000 * median(after), 1000 * max(after or [0]), errors,
-           copy_errors))
+    print("moved=%.2f unaffected_before=%.1f unaffected_after=%.1f unaffected_max_before=%.1f "
+          "unaffected_max_after=%.1f errors=%d copy_errors=%d" %
+          (pause, 1000 * median(before), 1000 * median(after), 1000 * max(before or [0]),
+           1000 * max(after or [0]), errors, copy_errors))
 
 
 def cmd_touch(dirs):
@@ -167,7 +168,8 @@ if __name__ == "__main__":
     if op == "write":
         cmd_write(sys.argv[2], int(sys.argv[3]), sys.argv[4:])
     elif op == "workload":
-        cmd_workload(sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5], sys.argv[6:])
+        cmd_workload(sys.argv[2], sys.argv[3], float(sys.argv[4]), int(sys.argv[5]) * 1024,
+                     sys.argv[6], sys.argv[7:])
     elif op == "report":
         cmd_report(sys.argv[2], float(sys.argv[3]), set(sys.argv[4:]))
     elif op == "touch":
