@@ -216,7 +216,8 @@ static void test_unknown_keys(void **state)
 		      " 'routes': [{'name': 'a', 'mode': 'forward', 'listen': 'tcp://0.0.0.0',\n"
 		      "             'upstream': 'rdma://192.0.2.1', 'weight': 3}]}",
 		      "gw.json:1:2: zzz: unknown key; expected \"routes\", \"defaults\", "
-		      "\"logging\", \"stats\", \"drain_timeout_s\", \"max_sessions\", \"workers\" "
+		      "\"logging\", \"stats\", \"drain_timeout_s\", \"drain_delay_s\", "
+		      "\"max_sessions\", \"workers\" "
 		      "or \"comment\"\n"
 		      "gw.json:1:24: logging.lvl: unknown key; expected \"level\", \"destination\" "
 		      "or \"comment\"\n"
@@ -232,7 +233,8 @@ static void test_unknown_key_with_control_characters(void **state)
 	(void)state;
 	expect_errors("{'routes': [" ROUTE_FWD "], 'a\\nb\\u0001': 1}",
 		      "gw.json:1:120: a?b?: unknown key; expected \"routes\", \"defaults\", "
-		      "\"logging\", \"stats\", \"drain_timeout_s\", \"max_sessions\", \"workers\" "
+		      "\"logging\", \"stats\", \"drain_timeout_s\", \"drain_delay_s\", "
+		      "\"max_sessions\", \"workers\" "
 		      "or \"comment\"\n");
 }
 
@@ -404,6 +406,9 @@ static void test_drain_timeout(void **state)
 	expect_errors("{'drain_timeout_s': false, 'routes': [" ROUTE_FWD "]}",
 		      "gw.json:1:21: drain_timeout_s: expected a number of seconds 0..3600, got "
 		      "false\n");
+	expect_errors("{'drain_delay_s': 601, 'routes': [" ROUTE_FWD "]}",
+		      "gw.json:1:19: drain_delay_s: expected a number of seconds 0..600, got "
+		      "601\n");
 }
 
 /* "workers": an integer 0..64, reported where the value is. */
@@ -913,7 +918,8 @@ static void test_error_cap_keeps_the_first_in_the_file(void **state)
 			snprintf(line, sizeof(line),
 				 "gw.json:%d:2: zz%02d: unknown key; expected \"routes\", "
 				 "\"defaults\", \"logging\", \"stats\", \"drain_timeout_s\", "
-				 "\"max_sessions\", \"workers\" or \"comment\"\n",
+				 "\"drain_delay_s\", \"max_sessions\", \"workers\" or "
+				 "\"comment\"\n",
 				 i + 2, i);
 			strcat(want, line);
 		}

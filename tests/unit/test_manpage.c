@@ -244,8 +244,8 @@ static void test_every_key_listed(void **state)
 	size_t n = conf_schema_keys(keys, MAX_KEYS);
 	bool credits = false, level = false, max_conn = false, name = false, workers = false;
 
-	/* 8 top-level, 2 logging, 3 stats, 4 route keys, the route options. */
-	assert_int_equal(n, 8 + 2 + 3 + 4 + conf_options_count);
+	/* 9 top-level, 2 logging, 3 stats, 4 route keys, the route options. */
+	assert_int_equal(n, 9 + 2 + 3 + 4 + conf_options_count);
 	for (size_t i = 0; i < n; i++) {
 		credits |= strcmp(keys[i].key, "routes[].credits") == 0;
 		level |= strcmp(keys[i].key, "logging.level") == 0;
