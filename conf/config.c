@@ -502,7 +502,8 @@ static void check_record_size(const struct conf_report *rep, const struct conf_w
 /*
  * The portmapper advertises the route's listen address, and binds port 111
  * on it alone so that a host rpcbind may keep its other addresses: one
- * address, then. Reported at the listen address, where the fix goes, also
+ * address, then (a route on the wildcard registers with the host's rpcbind
+ * instead, gateway/side/side_route.h). Reported at the listen address, where the fix goes, also
  * when portmapper_port comes from "defaults".
  */
 static void check_side_services(const struct conf_report *rep, const struct conf_where *w,
@@ -516,7 +517,8 @@ static void check_side_services(const struct conf_report *rep, const struct conf
 	conf_fail(rep, &lw, CONF_AT_VALUE,
 		  "expected one address on a route with portmapper_port %u, got \"%s\", the "
 		  "wildcard (the portmapper advertises the address and binds port %u on it "
-		  "alone)",
+		  "alone; on the wildcard, leave portmapper_port out: the route registers "
+		  "with the host's rpcbind)",
 		  r->portmapper_port, r->listen.text, r->portmapper_port);
 }
 

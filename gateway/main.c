@@ -30,6 +30,7 @@
 #include "gateway/stat_view.h"
 #include "gateway/probe.h"
 #include "gateway/sd_notify.h"
+#include "gateway/side/side_route.h"
 #include "gateway/stats/stats_http.h"
 #include "gateway/workers.h"
 
@@ -242,6 +243,12 @@ static int run_check(const char *path)
 		return 1;
 	}
 	printf("%s: valid (%zu routes)\n", path, cfg->routes_count);
+	/* Which way each route offers plain NFSv3, and what is missing when it cannot. */
+	for (size_t i = 0; i < cfg->routes_count; i++) {
+		char line[512];
+		bool can = gw_side_describe(&cfg->routes[i], NULL, line, sizeof(line));
+		fprintf(can ? stdout : stderr, "%s%s\n", can ? "" : "warning: ", line);
+	}
 	gw_config_free(cfg);
 	return 0;
 }

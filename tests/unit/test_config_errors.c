@@ -742,18 +742,22 @@ static void test_listen_collisions(void **state)
 static void test_portmapper_on_wildcard(void **state)
 {
 	(void)state;
-	expect_errors("{'routes': [{'name': 'a', 'mode': 'forward', 'listen': 'tcp://0.0.0.0',\n"
-		      "  'upstream': 'rdma://192.0.2.1', 'portmapper_port': 111}]}",
-		      "gw.json:1:56: routes[0].listen: expected one address on a route with "
-		      "portmapper_port 111, got \"tcp://0.0.0.0\", the wildcard (the portmapper "
-		      "advertises the address and binds port 111 on it alone)\n");
+	expect_errors(
+		"{'routes': [{'name': 'a', 'mode': 'forward', 'listen': 'tcp://0.0.0.0',\n"
+		"  'upstream': 'rdma://192.0.2.1', 'portmapper_port': 111}]}",
+		"gw.json:1:56: routes[0].listen: expected one address on a route with "
+		"portmapper_port 111, got \"tcp://0.0.0.0\", the wildcard (the portmapper "
+		"advertises the address and binds port 111 on it alone; on the wildcard, leave "
+		"portmapper_port out: the route registers with the host's rpcbind)\n");
 	/* From "defaults": still at the route's listen address. */
-	expect_errors("{'defaults': {'portmapper_port': 111},\n"
-		      " 'routes': [{'name': 'a', 'mode': 'forward', 'listen': 'tcp://[::]:2049',\n"
-		      "  'upstream': 'rdma://192.0.2.1'}]}",
-		      "gw.json:2:56: routes[0].listen: expected one address on a route with "
-		      "portmapper_port 111, got \"tcp://[::]:2049\", the wildcard (the portmapper "
-		      "advertises the address and binds port 111 on it alone)\n");
+	expect_errors(
+		"{'defaults': {'portmapper_port': 111},\n"
+		" 'routes': [{'name': 'a', 'mode': 'forward', 'listen': 'tcp://[::]:2049',\n"
+		"  'upstream': 'rdma://192.0.2.1'}]}",
+		"gw.json:2:56: routes[0].listen: expected one address on a route with "
+		"portmapper_port 111, got \"tcp://[::]:2049\", the wildcard (the portmapper "
+		"advertises the address and binds port 111 on it alone; on the wildcard, leave "
+		"portmapper_port out: the route registers with the host's rpcbind)\n");
 	/* One address: it loads. */
 	gw_config_free(load_ok("{'routes': [{'name': 'a', 'mode': 'forward', "
 			       "'listen': 'tcp://192.0.2.9', 'upstream': 'rdma://192.0.2.1', "
