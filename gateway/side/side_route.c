@@ -582,8 +582,8 @@ bool gw_side_describe(const struct gw_route *r, const struct rpcb_reg_ops *ops, 
 	case GW_SIDE_HOST_RPCBIND:
 		if (ops->reachable(ops->arg)) {
 			snprintf(out, outlen,
-				 "route %s: plain NFSv3: registered with this host's rpcbind "
-				 "(MOUNT, NLM, NSM%s on the wildcard address)",
+				 "route %s: plain NFSv3: registers with this host's rpcbind, "
+				 "which answers (MOUNT, NLM, NSM%s on the wildcard address)",
 				 r->name, r->mode == GW_MODE_FORWARD ? ", NFS" : "");
 			return true;
 		}
@@ -739,9 +739,10 @@ struct gw_side *gw_side_start_with(struct event_base *base, const struct gw_rout
 fail:
 	snprintf(err, errlen, "route %s: cannot start %s on %s: %s%s", r->name, what,
 		 r->listen.text, strerror(errno),
-		 errno == EADDRINUSE && side->mount ? " (is a host rpcbind listening on the "
-						      "wildcard address? docs/forward-mode.md)"
-						    : "");
+		 errno == EADDRINUSE && side->mount && way == GW_SIDE_OWN_PORTMAPPER
+			 ? " (is a host rpcbind listening on the wildcard address? "
+			   "docs/forward-mode.md)"
+			 : "");
 	gw_side_stop(side);
 	return NULL;
 }

@@ -61,7 +61,7 @@ JSON
 "$GW_BIN" -c "$E2E_WORK/gw.json" --check >"$E2E_WORK/check.txt" 2>&1
 cat "$E2E_WORK/check.txt"
 check "--check: the route registers with this host's rpcbind" \
-    grep -q "route nfs: plain NFSv3: registered with this host's rpcbind" "$E2E_WORK/check.txt"
+    grep -q "route nfs: plain NFSv3: registers with this host's rpcbind, which answers" "$E2E_WORK/check.txt"
 gw_start forward "$E2E_WORK/gw.json" || { touch "$GW_OUT/client-done"; e2e_finish; }
 grep -E "plain NFSv3|MOUNT|NLM" "$GW_LOG"
 check "the log says the route registered with this host's rpcbind" \
