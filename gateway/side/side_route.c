@@ -631,9 +631,10 @@ static bool register_host(struct gw_side *side, const struct rpcb_reg_ops *ops)
 			side_service_port(side->nsm), r->listen.text);
 		return true;
 	}
-	gw_err("%s: plain NFSv3 unavailable: %s (NFSv4 is not affected; a route on one address "
-	       "with portmapper_port has a portmapper of its own)",
-	       r->name, why);
+	/* A warning: the route runs; only its plain NFSv3 side is not offered. */
+	gw_warn("%s: plain NFSv3 unavailable: %s (NFSv4 is not affected; a route on one address "
+		"with portmapper_port has a portmapper of its own)",
+		r->name, why);
 	return false;
 }
 
