@@ -216,8 +216,8 @@ static void test_unknown_keys(void **state)
 		      " 'routes': [{'name': 'a', 'mode': 'forward', 'listen': 'tcp://0.0.0.0',\n"
 		      "             'upstream': 'rdma://192.0.2.1', 'weight': 3}]}",
 		      "gw.json:1:2: zzz: unknown key; expected \"routes\", \"defaults\", "
-		      "\"logging\", \"stats\", \"drain_timeout_s\", \"max_sessions\", \"workers\" "
-		      "or \"comment\"\n"
+		      "\"logging\", \"stats\", \"drain_timeout_s\", \"max_sessions\", \"workers\", "
+		      "\"qos_classes\" or \"comment\"\n"
 		      "gw.json:1:24: logging.lvl: unknown key; expected \"level\", \"destination\" "
 		      "or \"comment\"\n"
 		      "gw.json:1:50: stats.port: unknown key; expected \"enabled\", \"listen\", "
@@ -232,8 +232,8 @@ static void test_unknown_key_with_control_characters(void **state)
 	(void)state;
 	expect_errors("{'routes': [" ROUTE_FWD "], 'a\\nb\\u0001': 1}",
 		      "gw.json:1:120: a?b?: unknown key; expected \"routes\", \"defaults\", "
-		      "\"logging\", \"stats\", \"drain_timeout_s\", \"max_sessions\", \"workers\" "
-		      "or \"comment\"\n");
+		      "\"logging\", \"stats\", \"drain_timeout_s\", \"max_sessions\", \"workers\", "
+		      "\"qos_classes\" or \"comment\"\n");
 }
 
 /* Keys with the characters JSON Pointers escape are still found in the text. */
@@ -913,7 +913,7 @@ static void test_error_cap_keeps_the_first_in_the_file(void **state)
 			snprintf(line, sizeof(line),
 				 "gw.json:%d:2: zz%02d: unknown key; expected \"routes\", "
 				 "\"defaults\", \"logging\", \"stats\", \"drain_timeout_s\", "
-				 "\"max_sessions\", \"workers\" or \"comment\"\n",
+				 "\"max_sessions\", \"workers\", \"qos_classes\" or \"comment\"\n",
 				 i + 2, i);
 			strcat(want, line);
 		}
