@@ -517,6 +517,19 @@ struct gw_engine *gw_engine_start_worker(struct event_base *base, const struct g
 		rt->mode = gw_mode_find(modes, rt->cfg->mode);
 		gw_admission_init(&rt->admission,
 				  (uint32_t)(gw_now_us() * 2654435761u) ^ (uint32_t)i);
+		if (rt->cfg->qos_count && !(rt->qos = malloc(sizeof(*rt->qos)))) {
+			snprintf(err, errlen, "out of memory");
+			gw_engine_stop(eng);
+			return NULL;
+		}
+		if (rt->qos && !qos_map_init(rt->qos, (uint32_t)rt->cfg->qos_count,
+					     (uint32_t)(gw_now_us() * 40503u) ^ (uint32_t)i)) {
+			free(rt->qos);
+			rt->qos = NULL;
+			snprintf(err, errlen, "out of memory");
+			gw_engine_stop(eng);
+			return NULL;
+		}
 	}
 	for (size_t i = 0; i < eng->nroutes; i++) {
 		if (!eng->routes[i].mode) {
@@ -569,6 +582,9 @@ static void engine_sweep(evutil_socket_t fd, short what, void *arg)
 		struct gw_route_rt *rt = &eng->routes[i];
 		uint64_t limit_us = (uint64_t)rt->cfg->idle_timeout_ms * 1000;
 		struct gw_session *s, *next;
+		/* Idle clients' buckets given back (a reload never changes the class count). */
+		if (rt->qos)
+			qos_map_sweep(rt->qos, rt->cfg->qos, (uint32_t)rt->cfg->qos_count, now);
 		for (s = TAILQ_FIRST(&rt->sessions); s; s = next) {
 			next = TAILQ_NEXT(s, link);
 			if (s->ops->sweep && s->ops->sweep(s, now))
@@ -753,6 +769,10 @@ void gw_engine_stop(struct gw_engine *eng)
 			eng->routes[i].mode->route_free(&eng->routes[i]);
 		ulb_rules_free(eng->routes[i].rules);
 		gw_admission_fini(&eng->routes[i].admission);
+		if (eng->routes[i].qos) {
+			qos_map_fini(eng->routes[i].qos);
+			free(eng->routes[i].qos);
+		}
 		gw_counters_release(&eng->routes[i].counters);
 	}
 	free(eng->routes);
