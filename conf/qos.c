@@ -303,8 +303,14 @@ static const struct gw_qos_class *find_class(const struct conf_report *rep,
 static void route_add(const struct conf_report *rep, const struct conf_where *w, struct gw_route *r,
 		      const struct gw_qos_class *c)
 {
-	struct gw_qos_class *grown = realloc(r->qos, (r->qos_count + 1) * sizeof(*r->qos));
+	struct gw_qos_class *grown;
 
+	/* /stats shows at most GW_STATS_MAX_QOS (64) classes a route. */
+	if (r->qos_count >= 64) {
+		conf_fail(rep, w, CONF_AT_VALUE, "expected at most 64 classes in a route");
+		return;
+	}
+	grown = realloc(r->qos, (r->qos_count + 1) * sizeof(*r->qos));
 	if (!grown) {
 		conf_fail(rep, w, CONF_AT_VALUE, "out of memory");
 		return;
