@@ -23,8 +23,8 @@
 enum { CONF_FILE_MAX = 4 * 1024 * 1024 };
 
 static const char *const top_keys[] = {
-	"routes",	"defaults", "logging",	   "stats",   "drain_timeout_s",
-	"max_sessions", "workers",  "qos_classes", "comment",
+	"routes",	 "defaults",	 "logging", "stats",	   "drain_timeout_s",
+	"drain_delay_s", "max_sessions", "workers", "qos_classes", "comment",
 };
 static const char *const logging_keys[] = { "level", "destination", "comment" };
 static const char *const stats_keys[] = { "enabled", "listen", "max_connections", "comment" };
@@ -59,6 +59,24 @@ static const struct conf_option drain_timeout = {
 	.max = 3600000,
 	.step = 1,
 	.def = 30000,
+	.reload = CONF_RELOAD_LIVE,
+	.change = GW_CHANGE_TIMEOUTS,
+};
+
+/*
+ * Behind a load balancer (IPVS, docs/operations.md): after SIGTERM the
+ * gateway goes on listening and relaying for this long while /healthz says
+ * "draining", so that the director has taken it out before its listeners
+ * close and its clients' reconnections find another gateway.
+ */
+static const struct conf_option drain_delay = {
+	.name = "drain_delay_s",
+	.type = CONF_OPT_SECONDS,
+	.offset = offsetof(struct gw_config, drain_delay_ms),
+	.min = 0,
+	.max = 600000,
+	.step = 1,
+	.def = 0,
 	.reload = CONF_RELOAD_LIVE,
 	.change = GW_CHANGE_TIMEOUTS,
 };
@@ -181,9 +199,9 @@ static const char *misplaced_hint(enum object_kind kind, const char *name)
 
 /*
  * Objects with at most this many keys list them when one is unknown: the
- * top level (nine) does; routes and "defaults" point to the docs.
+ * top level (ten) does; routes and "defaults" (dozens) point to the docs.
  */
-enum { SHORT_KEY_LIST = 9 };
+enum { SHORT_KEY_LIST = 12 };
 
 static void fail_unknown_listing(const struct conf_report *rep, const struct conf_where *kw,
 				 const char *const *known, size_t n)
@@ -489,7 +507,8 @@ static void check_record_size(const struct conf_report *rep, const struct conf_w
 /*
  * The portmapper advertises the route's listen address, and binds port 111
  * on it alone so that a host rpcbind may keep its other addresses: one
- * address, then. Reported at the listen address, where the fix goes, also
+ * address, then (a route on the wildcard registers with the host's rpcbind
+ * instead, gateway/side/side_route.h). Reported at the listen address, where the fix goes, also
  * when portmapper_port comes from "defaults".
  */
 static void check_side_services(const struct conf_report *rep, const struct conf_where *w,
@@ -503,7 +522,8 @@ static void check_side_services(const struct conf_report *rep, const struct conf
 	conf_fail(rep, &lw, CONF_AT_VALUE,
 		  "expected one address on a route with portmapper_port %u, got \"%s\", the "
 		  "wildcard (the portmapper advertises the address and binds port %u on it "
-		  "alone)",
+		  "alone; on the wildcard, leave portmapper_port out: the route registers "
+		  "with the host's rpcbind)",
 		  r->portmapper_port, r->listen.text, r->portmapper_port);
 }
 
@@ -744,6 +764,11 @@ static void load_document(const struct conf_report *rep, json_t *root, const cha
 		conf_where_member(&w, &top, drain_timeout.name);
 		conf_load_number(rep, &w, v, &drain_timeout, cfg);
 	}
+	cfg->drain_delay_ms = drain_delay.def;
+	if ((v = json_object_get(root, drain_delay.name))) {
+		conf_where_member(&w, &top, drain_delay.name);
+		conf_load_number(rep, &w, v, &drain_delay, cfg);
+	}
 	cfg->max_sessions = process_max_sessions.def;
 	if ((v = json_object_get(root, process_max_sessions.name))) {
 		conf_where_member(&w, &top, process_max_sessions.name);
@@ -960,6 +985,8 @@ static void schema_describe(struct conf_key_info *k, const char *scope, const ch
 		k->has_reload = false;
 	} else if (!scope[0] && strcmp(name, drain_timeout.name) == 0) {
 		k->opt = &drain_timeout;
+	} else if (!scope[0] && strcmp(name, drain_delay.name) == 0) {
+		k->opt = &drain_delay;
 	} else if (!scope[0] && strcmp(name, process_max_sessions.name) == 0) {
 		k->opt = &process_max_sessions;
 	} else if (!scope[0] && strcmp(name, workers.name) == 0) {

@@ -270,7 +270,9 @@ struct gw_config {
 	uint32_t stats_max_connections; /* HTTP connections at once; more are closed */
 
 	uint32_t drain_timeout_ms; /* on SIGTERM, before open sessions are closed */
-	uint32_t max_sessions;	   /* sessions over all routes at once */
+	/* On SIGTERM, /healthz "draining" but serving on, before the drain starts. */
+	uint32_t drain_delay_ms;
+	uint32_t max_sessions; /* sessions over all routes at once */
 
 	/*
 	 * The number of worker threads, each with its own event loop, RDMA

@@ -211,7 +211,8 @@ bool gw_config_reloadable(const struct gw_config *cur, const struct gw_config *n
 	conf_where_member(&rl.routes, &rl.top, "routes");
 	if (cur->log_level != next->log_level || cur->log_destination != next->log_destination)
 		rl.changes |= GW_CHANGE_LOGGING;
-	if (cur->drain_timeout_ms != next->drain_timeout_ms)
+	if (cur->drain_timeout_ms != next->drain_timeout_ms ||
+	    cur->drain_delay_ms != next->drain_delay_ms)
 		rl.changes |= GW_CHANGE_TIMEOUTS;
 	if (cur->max_sessions != next->max_sessions ||
 	    cur->stats_max_connections != next->stats_max_connections)

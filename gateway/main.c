@@ -22,6 +22,7 @@
 
 #include <event2/event.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/version.h"
 #include "conf/config.h"
@@ -29,6 +30,7 @@
 #include "gateway/stat_view.h"
 #include "gateway/probe.h"
 #include "gateway/sd_notify.h"
+#include "gateway/side/side_route.h"
 #include "gateway/stats/stats_http.h"
 #include "gateway/workers.h"
 
@@ -41,6 +43,7 @@ struct gw_main {
 	struct event *sig_term;
 	struct event *sig_int;
 	struct event *sig_hup;
+	struct event *drain_ev; /* drain_delay_s after SIGTERM: the drain starts */
 	bool stopping;
 };
 
@@ -80,6 +83,20 @@ static void on_drained(void *arg)
 	event_base_loopexit(m->base, NULL);
 }
 
+static void start_drain(struct gw_main *m)
+{
+	gw_info("draining (%zu sessions, up to %u ms)", gw_workers_sessions(m->ws),
+		m->cfg->drain_timeout_ms);
+	gw_workers_drain(m->ws, m->cfg->drain_timeout_ms, on_drained, m);
+}
+
+static void on_drain_delay_over(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	start_drain(arg);
+}
+
 static void on_stop_signal(evutil_socket_t sig, short what, void *arg)
 {
 	struct gw_main *m = arg;
@@ -90,10 +107,25 @@ static void on_stop_signal(evutil_socket_t sig, short what, void *arg)
 		return;
 	}
 	m->stopping = true;
+	/* First, so that a load balancer's next health check sends no new client here. */
+	gw_stats_http_set_draining(m->stats, true);
 	gw_sd_notifyf("STOPPING=1\nSTATUS=draining %zu sessions", gw_workers_sessions(m->ws));
-	gw_info("%s: draining (%zu sessions, up to %u ms)", sig == SIGINT ? "SIGINT" : "SIGTERM",
-		gw_workers_sessions(m->ws), m->cfg->drain_timeout_ms);
-	gw_workers_drain(m->ws, m->cfg->drain_timeout_ms, on_drained, m);
+	if (m->cfg->drain_delay_ms) {
+		/*
+		 * Serving on, listeners open, until the director has seen /healthz
+		 * and sends no new connection here: a client whose connection the
+		 * drain closes then reconnects to another gateway, not to a closed
+		 * port (Linux waits 3 s after a refused connect).
+		 */
+		struct timeval tv = gw_ms_timeval(m->cfg->drain_delay_ms);
+		m->drain_ev = evtimer_new(m->base, on_drain_delay_over, m);
+		if (m->drain_ev && evtimer_add(m->drain_ev, &tv) == 0) {
+			gw_info("%s: /healthz says draining; serving on for %u ms, then draining",
+				sig == SIGINT ? "SIGINT" : "SIGTERM", m->cfg->drain_delay_ms);
+			return;
+		}
+	}
+	start_drain(m);
 }
 
 static void on_reload_signal(evutil_socket_t sig, short what, void *arg)
@@ -184,6 +216,8 @@ static int run_gateway(struct gw_main *m)
 	event_free(m->sig_term);
 	event_free(m->sig_int);
 	event_free(m->sig_hup);
+	if (m->drain_ev)
+		event_free(m->drain_ev);
 	gw_stats_http_stop(m->stats);
 	gw_workers_stop(m->ws);
 	event_base_free(m->base);
@@ -209,6 +243,12 @@ static int run_check(const char *path)
 		return 1;
 	}
 	printf("%s: valid (%zu routes)\n", path, cfg->routes_count);
+	/* Which way each route offers plain NFSv3, and what is missing when it cannot. */
+	for (size_t i = 0; i < cfg->routes_count; i++) {
+		char line[512];
+		bool can = gw_side_describe(&cfg->routes[i], NULL, line, sizeof(line));
+		fprintf(can ? stdout : stderr, "%s%s\n", can ? "" : "warning: ", line);
+	}
 	gw_config_free(cfg);
 	return 0;
 }

@@ -821,6 +821,13 @@ static void route_view(struct gw_route_rt *rt, struct gw_stats_route *r,
 		.proc_upstream_us = rt->proc_upstream_us,
 		.live_sessions = rt->live_sessions,
 	};
+	/* The live sessions walked, on a scrape only: nothing kept per state on the data path. */
+	const struct gw_session *s;
+	TAILQ_FOREACH (s, &rt->sessions, link) {
+		enum gw_session_state st = s->ops->state(s);
+		if ((unsigned)st < GW_SESSION_STATE_COUNT)
+			r->sessions_by_state[st]++;
+	}
 	if (rt->mode->route_stats(rt, shared))
 		r->shared = shared;
 	if (gw_side_nlm_stats(rt->side, nlm))
@@ -838,7 +845,7 @@ static void route_visit_sessions(struct gw_route_rt *rt, struct gw_stats_visitor
 			.id = s->id,
 			.client = s->client,
 			.upstream = s->upstream,
-			.state = s->ops->state(s),
+			.state = gw_session_state_name(s->ops->state(s)),
 			.age_ms = (now - s->started_us) / 1000,
 			.counters = &s->counters,
 			.worker = rt->eng->worker,

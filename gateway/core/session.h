@@ -107,8 +107,8 @@ static inline bool gw_upstream_may_linger(struct gw_route_rt *route, uint64_t no
 }
 
 struct gw_session_ops {
-	/* "connecting", "ready", "closing" */
-	const char *(*state)(const struct gw_session *s);
+	/* Where it is in its life: connecting, ready, draining (after drain()), closing. */
+	enum gw_session_state (*state)(const struct gw_session *s);
 	void (*credits)(const struct gw_session *s, struct gw_credit_state *out,
 			uint32_t *inline_send, uint32_t *inline_recv);
 	/* Stop taking new calls; close once every call in flight is answered. */

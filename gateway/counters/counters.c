@@ -53,6 +53,7 @@ static const char *const event_names[] = {
 	[GW_EV_RECORD_TOO_LARGE_ANSWERED] = "record_too_large_answered",
 	[GW_EV_UDP_REPLY_TOO_LARGE] = "udp_reply_too_large",
 	[GW_EV_UDP_REPLY_RATE_LIMITED] = "udp_reply_rate_limited",
+	[GW_EV_GSS_XID_WAIT] = "gss_xid_wait",
 };
 
 /* A kind added to the enum without a name here fails the build, not a scrape. */
@@ -63,6 +64,24 @@ const char *gw_event_kind_name(enum gw_event_kind kind)
 {
 	if ((unsigned)kind < GW_EV_KIND_COUNT && event_names[kind])
 		return event_names[kind];
+	return "unknown";
+}
+
+static const char *const session_state_names[] = {
+	[GW_SESSION_CONNECTING] = "connecting",
+	[GW_SESSION_READY] = "ready",
+	[GW_SESSION_DRAINING] = "draining",
+	[GW_SESSION_CLOSING] = "closing",
+};
+
+static_assert(sizeof(session_state_names) / sizeof(session_state_names[0]) ==
+		      GW_SESSION_STATE_COUNT,
+	      "every session state has a name");
+
+const char *gw_session_state_name(enum gw_session_state st)
+{
+	if ((unsigned)st < GW_SESSION_STATE_COUNT)
+		return session_state_names[st];
 	return "unknown";
 }
 

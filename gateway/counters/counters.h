@@ -59,10 +59,30 @@ enum gw_event_kind {
 					  * answered GARBAGE_ARGS */
 	GW_EV_UDP_REPLY_TOO_LARGE,    /* side services: a UDP reply over 4x its call: SYSTEM_ERR */
 	GW_EV_UDP_REPLY_RATE_LIMITED, /* side services: a UDP reply over its network's budget */
+	GW_EV_GSS_XID_WAIT, /* shared route: a GSS call waited for its XID to be free on the wire */
 	GW_EV_KIND_COUNT
 };
 
 const char *gw_event_kind_name(enum gw_event_kind kind);
+
+/*
+ * Where a session is in its life, for the stats endpoint (per session, and
+ * counted per route: what an operator behind a load balancer watches while
+ * a gateway drains). Names are stable: they are metric labels.
+ *   connecting  accepted, its other side not established yet
+ *   ready       relaying calls
+ *   draining    SIGTERM: takes no new call, closes once its calls in flight are answered
+ *   closing     both sides being closed
+ */
+enum gw_session_state {
+	GW_SESSION_CONNECTING,
+	GW_SESSION_READY,
+	GW_SESSION_DRAINING,
+	GW_SESSION_CLOSING,
+	GW_SESSION_STATE_COUNT
+};
+
+const char *gw_session_state_name(enum gw_session_state st);
 
 /*
  * Latency histogram over powers of two of microseconds. Bucket i counts the
@@ -331,6 +351,7 @@ struct gw_stats_route {
 	/* [GW_PROC_SLOTS], by the slot of totals->procs; NULL: none kept */
 	const struct gw_hist *proc_upstream_us;
 	uint32_t live_sessions;
+	uint32_t sessions_by_state[GW_SESSION_STATE_COUNT]; /* they sum to live_sessions */
 	const struct gw_stats_shared *shared; /* NULL: one upstream connection per session */
 	const struct gw_stats_nlm *nlm;	      /* NULL: no NLM relay (no portmapper_port) */
 	const struct gw_stats_qos *qos;	      /* NULL: no qos classes */
@@ -340,7 +361,7 @@ struct gw_stats_session {
 	uint64_t id;
 	const char *client;   /* "addr:port" of the accepted side */
 	const char *upstream; /* "addr:port" of the upstream connection, or "" */
-	const char *state;    /* "connecting", "ready", "closing" */
+	const char *state;    /* gw_session_state_name() */
 	uint64_t age_ms;
 	const struct gw_counters *counters;
 	struct gw_credit_state credits;

@@ -270,11 +270,15 @@ void fwd_maybe_free(struct fwd_session *s)
 		fwd_maybe_free(held); /* a channel lost and no longer pointed at */
 }
 
-static const char *fwd_state_name(const struct gw_session *g)
+static enum gw_session_state fwd_state(const struct gw_session *g)
 {
-	static const char *const names[] = { "connecting", "ready", "closing" };
+	const struct fwd_session *s = fwd_of((struct gw_session *)g);
 
-	return names[fwd_of((struct gw_session *)g)->state];
+	if (s->state == FS_CLOSING)
+		return GW_SESSION_CLOSING;
+	if (s->draining)
+		return GW_SESSION_DRAINING;
+	return s->state == FS_READY ? GW_SESSION_READY : GW_SESSION_CONNECTING;
 }
 
 static void fwd_credits(const struct gw_session *g, struct gw_credit_state *out,
@@ -344,7 +348,7 @@ static uint64_t fwd_read_yields(const struct gw_session *g)
 }
 
 static const struct gw_session_ops fwd_session_ops = {
-	.state = fwd_state_name,
+	.state = fwd_state,
 	.credits = fwd_credits,
 	.drain = fwd_drain,
 	.shutdown = fwd_shutdown,

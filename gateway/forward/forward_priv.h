@@ -63,17 +63,20 @@ enum { FWD_UNSAFE_REPLY_MIN = 16384 };
 
 enum fwd_call_state {
 	FC_FREE,
-	FC_QUEUED,  /* waiting for a credit, send-queue room or buffers */
-	FC_SENT,    /* on the wire; the reply has not come */
-	FC_FENCING, /* reply in; windows being invalidated */
-	FC_DONE,    /* answered; waiting for the Send's completion */
+	FC_QUEUED,   /* waiting for a credit, send-queue room or buffers */
+	FC_SENT,     /* on the wire; the reply has not come */
+	FC_FENCING,  /* reply in; windows being invalidated */
+	FC_DONE,     /* answered; waiting for the Send's completion */
+	FC_GSS_WAIT, /* shared channel: a GSS call whose XID another call holds on the wire */
 };
 
 struct fwd_call {
 	struct fwd_session *s;
 	uint32_t index;
 	enum fwd_call_state state;
-	TAILQ_ENTRY(fwd_call) qlink;
+	TAILQ_ENTRY(fwd_call)
+	qlink;		 /* its session's queue; on a shared route its channel's
+			  * gss_wait (a client there has no queue of its own) */
 	void *next_free; /* struct gw_slots' link */
 	/* Shared channel: the call's place in the channel's fairq and its wirexid entry. */
 	struct fairq_item fqi;
@@ -262,6 +265,8 @@ struct fwd_session {
 	struct event *pump_ev;	       /* a pump deferred to after the current callback */
 	struct sockaddr_storage local; /* where its last connection came from (same port again) */
 	uint32_t orphans; /* channel: calls given up unanswered on this connection (credits held) */
+	/* Channel: GSS calls waiting for their XID to be free on it (forward_share.c). */
+	TAILQ_HEAD(, fwd_call) gss_wait;
 	/*
 	 * Quality of service (forward_qos.c): calls admitted from the client
 	 * but held, in order, until its class's buckets let the first go;

@@ -177,6 +177,7 @@ static struct fwd_session *channel_open(struct fwd_share *sh, uint16_t idx)
 	ch->fd = -1;
 	ch->state = FS_CONNECTING;
 	TAILQ_INIT(&ch->queue);
+	TAILQ_INIT(&ch->gss_wait);
 	ch->granted = 1; /* until the first reply (RFC 8166) */
 	ch->window = r->credits;
 	ch->pool_waiter.fn = fwd_pool_wake;
@@ -358,15 +359,15 @@ void fwd_share_admit(struct fwd_session *s, struct fwd_call *c)
 							      s->base.id, twice, now_us(), &idx);
 	if (v == WIREXID_XID_BUSY) {
 		/*
-		 * A GSS call whose XID another call on the wire of this channel
-		 * holds (one value in 2^32 per call in flight): it cannot go under
-		 * another XID, and is answered SYSTEM_ERR rather than left to the
-		 * client's timeout.
+		 * A GSS call whose XID another client's call holds on the wire of
+		 * this channel: it cannot go under another XID (the GSS checksum
+		 * covers it), so it waits, holding its slot and counted queued,
+		 * until a call leaves the channel's wire (share_gss_retry()).
 		 */
-		gw_warn("forward %s: xid %#x: a GSS call's XID is held on the wire by another "
-			"call: SYSTEM_ERR",
-			s->base.client, c->xid);
-		share_refuse(s, c);
+		gw_count_event(&s->base, GW_EV_GSS_XID_WAIT);
+		c->state = FC_GSS_WAIT;
+		TAILQ_INSERT_TAIL(&ch->gss_wait, c, qlink);
+		s->queued++;
 		return;
 	}
 	if (v == WIREXID_IN_FLIGHT) {
@@ -551,11 +552,35 @@ void fwd_share_set_grant(struct fwd_session *ch)
  * be held by orphans) or the call's Send has not even completed: the
  * caller resets the channel, as before.
  */
+/*
+ * The GSS calls waiting on @ch for their XID try again: each goes under it
+ * now, or waits once more. Run from the deferred pump, after a call left
+ * the channel's wire (its entry answered, given up or cancelled), so never
+ * from inside a completion or the sweep.
+ */
+static void share_gss_retry(struct fwd_session *ch)
+{
+	TAILQ_HEAD(, fwd_call) again = TAILQ_HEAD_INITIALIZER(again);
+	struct fwd_call *c;
+
+	TAILQ_CONCAT(&again, &ch->gss_wait, qlink);
+	while ((c = TAILQ_FIRST(&again)) != NULL) {
+		TAILQ_REMOVE(&again, c, qlink);
+		c->s->queued--;
+		c->state = FC_FREE; /* as a call just parsed: it holds its record only */
+		fwd_share_admit(c->s, c);
+	}
+}
+
 static void share_pump_deferred(evutil_socket_t fd, short what, void *arg)
 {
+	struct fwd_session *ch = arg;
+
 	(void)fd;
 	(void)what;
-	fwd_share_pump(arg);
+	if (!TAILQ_EMPTY(&ch->gss_wait))
+		share_gss_retry(ch);
+	fwd_share_pump(ch);
 }
 
 /*
@@ -653,6 +678,8 @@ void fwd_share_call_done(struct fwd_call *c, bool answered)
 	if (answered && c->upx != WIREXID_NONE &&
 	    wirexid_reply(&sh->map, ch->chan_idx, c->wire_xid, now_us()) == c->upx)
 		c->owner = wirexid_get(&sh->map, c->upx)->owner;
+	if (!TAILQ_EMPTY(&ch->gss_wait))
+		share_pump_later(ch); /* a GSS call may wait for this XID */
 }
 
 /* The slot is freed: a mapping still in flight for it will never be answered. */
@@ -663,6 +690,8 @@ void fwd_share_forget(struct fwd_call *c)
 	if (sh->by_entry[c->upx] == c) {
 		sh->by_entry[c->upx] = NULL;
 		wirexid_cancel(&sh->map, c->upx);
+		if (!TAILQ_EMPTY(&c->s->ch->gss_wait))
+			share_pump_later(c->s->ch); /* a GSS call may wait for this XID */
 	}
 	c->upx = WIREXID_NONE;
 }
@@ -882,6 +911,16 @@ void fwd_share_client_close(struct fwd_session *s)
 	fwd_share_keep_back_channels(s);
 	fwd_share_bcalls_expire(s, 0, 0);
 	fairq_client_detach(&s->ch->fq, &s->fq_client, share_drop_queued, NULL);
+	struct fwd_call *c, *next;
+	for (c = TAILQ_FIRST(&s->ch->gss_wait); c; c = next) {
+		next = TAILQ_NEXT(c, qlink);
+		if (c->s != s)
+			continue;
+		TAILQ_REMOVE(&s->ch->gss_wait, c, qlink);
+		s->queued--;
+		c->state = FC_DONE;
+		fwd_call_put(c); /* it holds no entry */
+	}
 	fwd_share_pump(s->ch);
 }
 

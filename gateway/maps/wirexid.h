@@ -257,7 +257,9 @@ enum wirexid_verdict wirexid_map(struct wirexid *m, const struct wirexid_key *k,
  * own_xid_displaced): the own-XID call cannot go under another, and the
  * chance is that of one 32-bit value among the channel's entries. Should a
  * call in flight hold it, the new call is refused for now
- * (WIREXID_XID_BUSY, counted own_xid_busy) and takes no entry. The call is
+ * (WIREXID_XID_BUSY, counted own_xid_busy) and takes no entry: the caller
+ * holds it back and maps it again once a call of that channel is off the
+ * wire (forward_share.c, reverse_share.c: GW_EV_GSS_XID_WAIT). The call is
  * run-once (its retransmission keeps the same entry); wirexid_rewire()
  * leaves its wire XID as it is.
  */

@@ -280,13 +280,15 @@ void rev_maybe_free(struct rev_session *s)
 	free(s);
 }
 
-static const char *rev_state_name(const struct gw_session *g)
+static enum gw_session_state rev_state(const struct gw_session *g)
 {
 	const struct rev_session *s = (const struct rev_session *)g;
 
 	if (s->state == RS_CLOSING)
-		return "closing";
-	return s->state == RS_READY && s->up->conn(s) ? "ready" : "connecting";
+		return GW_SESSION_CLOSING;
+	if (s->draining)
+		return GW_SESSION_DRAINING;
+	return s->state == RS_READY && s->up->conn(s) ? GW_SESSION_READY : GW_SESSION_CONNECTING;
 }
 
 static void rev_credits(const struct gw_session *g, struct gw_credit_state *out,
@@ -344,7 +346,7 @@ static uint32_t rev_rpcrdma_version(const struct gw_session *g)
 }
 
 static const struct gw_session_ops rev_session_ops = {
-	.state = rev_state_name,
+	.state = rev_state,
 	.credits = rev_credits,
 	.drain = rev_drain,
 	.shutdown = rev_shutdown,

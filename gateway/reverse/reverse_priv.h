@@ -90,6 +90,7 @@ enum rev_call_state {
 	RC_ANSWER,   /* on sqq: its answer waits for send-queue room */
 	RC_ANSWERED, /* the answer's Send is posted */
 	RC_PARKED,   /* abandoned; released when the connection's teardown is done */
+	RC_GSS_WAIT, /* shared upstream: a GSS call whose XID another call holds there */
 };
 
 enum rev_answer {
@@ -164,7 +165,8 @@ struct rev_call {
 	bool send_pending;
 	bool timed_out; /* unanswered for call_timeout once: sent again on a new connection */
 	/* Shared upstream (reverse_share.c): its entry in the route's XID map, its queue link. */
-	uint32_t up_idx; /* when up_mapped */
+	uint32_t up_idx;   /* when up_mapped */
+	uint16_t gss_chan; /* RC_GSS_WAIT: the connection it waits on */
 	bool up_mapped;
 	struct fairq_item fqi;
 };
@@ -351,13 +353,15 @@ struct rev_share_map {
 	struct rev_call **by_entry; /* per entry: the call its reply goes to, or NULL */
 	uint8_t *charged;	    /* per entry: the credit it holds */
 	uint64_t *sent_us;	    /* per entry: when its call was last written (rsm_sent) */
+	struct rev_queue gss_wait;  /* GSS calls waiting for their XID (RSM_GSS_WAIT) */
 };
 
 enum rsm_verdict {
 	RSM_QUEUED,   /* queued on the connection under its wire XID (written in the call) */
 	RSM_ON_WIRE,  /* a retransmission of a call on the wire: its reply answers this one */
 	RSM_FULL,     /* every entry in flight */
-	RSM_XID_BUSY, /* a GSS call whose XID a call on the wire of that connection holds */
+	RSM_GSS_WAIT, /* a GSS call whose XID a call of that connection holds: it waits
+		       * (RC_GSS_WAIT) until rsm_gss_take() hands it back to be mapped again */
 };
 
 int rsm_init(struct rev_share_map *m, const struct wirexid_params *p);
@@ -370,6 +374,12 @@ void rsm_destroy(struct rev_share_map *m);
 enum rsm_verdict rsm_map(struct rev_share_map *m, struct fairq *fq, const struct wirexid_key *k,
 			 uint16_t chan, struct rev_call *c, uint64_t now_us,
 			 struct rev_call **superseded);
+/*
+ * The GSS calls waiting for connection @chan move to @out, to be mapped
+ * again (each goes, or waits once more): for after a call of that
+ * connection left it (answered, dropped, or the connection restarted).
+ */
+void rsm_gss_take(struct rev_share_map *m, uint16_t chan, struct rev_queue *out);
 /* A picked call was written to the connection at @now_us: it holds a credit until its reply. */
 void rsm_sent(struct rev_share_map *m, struct rev_call *c, uint64_t now_us);
 /* A reply's call, or NULL: *@stray when no call is in flight under that XID on @chan. */

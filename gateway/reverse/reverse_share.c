@@ -58,6 +58,7 @@ struct rev_chan {
 	struct fairq fq;
 	uint32_t nclients;
 	struct rev_client_list clients;
+	struct event *gss_ev; /* the retry of GSS calls waiting for their XID (chan_gss_kick()) */
 };
 
 struct rev_share {
@@ -72,6 +73,8 @@ struct rev_share {
 static const struct tcp_conn_ops chan_tcp_ops;
 static void chan_connect(struct rev_chan *ch);
 static void chan_restart(struct rev_chan *ch);
+static void chan_gss_retry(evutil_socket_t fd, short what, void *arg);
+static void chan_gss_kick(struct rev_chan *ch);
 
 static void route_event(struct rev_chan *ch, enum gw_event_kind kind)
 {
@@ -162,6 +165,8 @@ static void share_free(struct rev_share *sh)
 	for (uint16_t i = 0; i < sh->nchan; i++) {
 		if (sh->chan[i].retry_timer)
 			event_free(sh->chan[i].retry_timer);
+		if (sh->chan[i].gss_ev)
+			event_free(sh->chan[i].gss_ev);
 	}
 	rsm_destroy(&sh->ledger);
 	free(sh);
@@ -201,7 +206,8 @@ static struct rev_share *share_get(struct gw_route_rt *route)
 		fairq_init(&ch->fq, 1, r->credits * 2);
 		fairq_set_contended_cap(&ch->fq, r->shared_client_max_in_flight_contended);
 		ch->retry_timer = evtimer_new(gw_engine_base(route->eng), chan_retry, ch);
-		if (!ch->retry_timer) {
+		ch->gss_ev = event_new(gw_engine_base(route->eng), -1, 0, chan_gss_retry, ch);
+		if (!ch->retry_timer || !ch->gss_ev) {
 			share_free(sh);
 			return NULL;
 		}
@@ -303,6 +309,7 @@ static void share_close(struct rev_session *s)
 	if (!ch)
 		return; /* never put on one: closed before or as it was established */
 	rsm_detach(&ch->sh->ledger, &ch->fq, s);
+	chan_gss_kick(ch); /* its queued calls' XIDs are free */
 	TAILQ_REMOVE(&ch->clients, s, ch_link);
 	ch->nclients--;
 	s->ch = NULL;
@@ -402,12 +409,13 @@ static void share_call(struct rev_session *s, struct rev_call *c)
 			s->base.client, c->xid);
 		share_refuse(s, c);
 		return;
-	case RSM_XID_BUSY:
-		/* As forward mode: a GSS call goes under its own XID or not at all. */
-		gw_warn("reverse %s: xid %#x: a GSS call's XID is held on the wire by another "
-			"call: SYSTEM_ERR",
-			s->base.client, c->xid);
-		share_refuse(s, c);
+	case RSM_GSS_WAIT:
+		/*
+		 * As forward mode: a GSS call goes under its own XID or not at all,
+		 * so it waits, keeping its credit, until a call leaves this
+		 * connection (chan_gss_kick()).
+		 */
+		gw_count_event(&s->base, GW_EV_GSS_XID_WAIT);
 		return;
 	case RSM_ON_WIRE:
 		c->t_sent = gw_now_pass_us();
@@ -423,6 +431,33 @@ static void share_call(struct rev_session *s, struct rev_call *c)
 		gw_count_event(&s->base, GW_EV_RETRANSMIT_ABSORBED);
 		share_refuse(old->s, old);
 	}
+}
+
+/*
+ * The GSS calls waiting on @ch try again, each once: it goes under its XID
+ * now, or waits again. Deferred to the loop by chan_gss_kick(), so never
+ * run inside a reply's or a close's own work.
+ */
+static void chan_gss_retry(evutil_socket_t fd, short what, void *arg)
+{
+	struct rev_chan *ch = arg;
+	struct rev_queue again = { .head = TAILQ_HEAD_INITIALIZER(again.head) };
+	struct rev_call *c;
+
+	(void)fd;
+	(void)what;
+	rsm_gss_take(&ch->sh->ledger, ch->idx, &again);
+	while ((c = TAILQ_FIRST(&again.head)) != NULL) {
+		rev_dequeue(c);
+		share_call(c->s, c);
+	}
+}
+
+/* A call left @ch (answered, its client gone, or the connection restarted): its XID is free. */
+static void chan_gss_kick(struct rev_chan *ch)
+{
+	if (ch->sh->ledger.gss_wait.n)
+		event_active(ch->gss_ev, 0, 0);
 }
 
 /* ---- records from the server ---- */
@@ -520,10 +555,13 @@ static void chan_reply(struct rev_chan *ch, struct gw_buf *buf, uint32_t off, ui
 		/* A stray (counted), or the reply to a client that went away. */
 		if (stray)
 			route_event(ch, GW_EV_UNMATCHED_REPLY);
+		else
+			chan_gss_kick(ch); /* an orphan's XID is free */
 		gw_buf_put(buf);
 		chan_pump(ch);
 		return;
 	}
+	chan_gss_kick(ch);
 	struct rev_session *s = c->s;
 	s->base.counters.tcp_bytes_in += (uint64_t)len + 4;
 	xdr_put32(buf->base + off, c->xid); /* the client's XID back */
@@ -711,6 +749,7 @@ static void chan_restart(struct rev_chan *ch)
 		rev_bc_drop_waiting(s);
 	/* Calls on the wire of clients still here go again, under their wire XIDs. */
 	rsm_requeue(&ch->sh->ledger, &ch->fq, ch->idx, gw_now_us(), chan_unsend);
+	chan_gss_kick(ch); /* the orphans' XIDs are free */
 	if (ch->sh->closing)
 		return;
 	ch->missing_since = gw_now_us();

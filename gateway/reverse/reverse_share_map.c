@@ -29,6 +29,7 @@ static struct rev_call *call_of_item(struct fairq_item *it)
 int rsm_init(struct rev_share_map *m, const struct wirexid_params *p)
 {
 	memset(m, 0, sizeof(*m));
+	TAILQ_INIT(&m->gss_wait.head);
 	m->by_entry = calloc(p->max_entries, sizeof(struct rev_call *));
 	m->charged = calloc(p->max_entries, sizeof(uint8_t));
 	m->sent_us = calloc(p->max_entries, sizeof(uint64_t));
@@ -102,8 +103,12 @@ enum rsm_verdict rsm_map(struct rev_share_map *m, struct fairq *fq, const struct
 	*superseded = NULL;
 	if (v == WIREXID_FULL)
 		return RSM_FULL;
-	if (v == WIREXID_XID_BUSY)
-		return RSM_XID_BUSY;
+	if (v == WIREXID_XID_BUSY) {
+		c->state = RC_GSS_WAIT;
+		c->gss_chan = chan;
+		rev_enqueue(&m->gss_wait, c);
+		return RSM_GSS_WAIT;
+	}
 	/*
 	 * Either way the call carries the entry's wire XID: one on the wire
 	 * already is sent again from this message when its connection is lost
@@ -123,6 +128,19 @@ enum rsm_verdict rsm_map(struct rev_share_map *m, struct fairq *fq, const struct
 	c->state = RC_WAITING;
 	fairq_enqueue(fq, &c->s->fq_client, &c->fqi, now_us);
 	return RSM_QUEUED;
+}
+
+void rsm_gss_take(struct rev_share_map *m, uint16_t chan, struct rev_queue *out)
+{
+	struct rev_call *c, *next;
+
+	for (c = TAILQ_FIRST(&m->gss_wait.head); c; c = next) {
+		next = TAILQ_NEXT(c, link);
+		if (c->gss_chan != chan)
+			continue;
+		rev_dequeue(c);
+		rev_enqueue(out, c);
+	}
 }
 
 void rsm_sent(struct rev_share_map *m, struct rev_call *c, uint64_t now_us)

@@ -24,6 +24,7 @@
 #include "gateway/side/nlm/nlm_restart.h"
 #include "gateway/side/nlm/nlm_state.h"
 #include "gateway/side/rpc/portmap.h"
+#include "gateway/side/rpc/rpcb_reg.h"
 #include "gateway/side/rpc/side_relay.h"
 #include "gateway/side/rpc/side_service.h"
 
@@ -61,7 +62,8 @@ struct gw_side {
 	const struct gw_route *route;
 	struct gw_counters *counters;
 	struct pmap_table table;
-	struct side_service *pmap;
+	struct side_service *pmap; /* the route's own portmapper (one listen address) */
+	struct rpcb_reg *host_reg; /* or the host rpcbind's mappings (the wildcard) */
 	struct side_service *mount;
 	struct side_relay *mount_relay;
 	struct side_service *nlm;
@@ -125,12 +127,60 @@ static void pmap_on_call(void *arg, struct side_service *svc, const struct side_
 		side_service_reply(svc, peer, side->out, n);
 }
 
-/* What the portmapper offers: itself, NFS and NFSACL on the route's port, MOUNT, NLM, NSM. */
+typedef bool (*offer_fn)(void *arg, uint32_t prog, uint32_t vers, uint32_t proto, uint16_t port);
+
+/*
+ * What the route offers, each (program, version, protocol, port) to @fn:
+ * NFS and NFSACL on the route's port, MOUNT, NLM, NSM. The route's own
+ * portmapper adds itself; the host's rpcbind is there already.
+ */
+static bool offer(const struct gw_side *side, offer_fn fn, void *arg)
+{
+	uint16_t nfs = addr_port(&side->route->listen.addr);
+	uint16_t mnt = side_service_port(side->mount);
+	uint16_t nlm = side_service_port(side->nlm), nsm = side_service_port(side->nsm);
+	bool ok = true;
+
+	/*
+	 * A forward route relays NFS over TCP only (no UDP listener). A reverse
+	 * route's NFS is RPC-over-RDMA, which has no portmapper protocol number:
+	 * its clients name the port (proto=rdma means 20049) and ask here only
+	 * for MOUNT.
+	 */
+	if (side->route->mode == GW_MODE_FORWARD) {
+		ok &= fn(arg, PROG_NFS, 3, PMAP_IPPROTO_TCP, nfs);
+		ok &= fn(arg, PROG_NFS, 4, PMAP_IPPROTO_TCP, nfs);
+		ok &= fn(arg, PROG_NFSACL, 3, PMAP_IPPROTO_TCP, nfs);
+	}
+	for (uint32_t v = 1; v <= 3; v++) {
+		ok &= fn(arg, PROG_MOUNT, v, PMAP_IPPROTO_UDP, mnt);
+		ok &= fn(arg, PROG_MOUNT, v, PMAP_IPPROTO_TCP, mnt);
+	}
+	/* NLM versions 1, 3 and 4 (there is no 2), and NSM for the clients' SM_NOTIFY. */
+	for (uint32_t v = 1; v <= 4; v += v == 1 ? 2 : 1) {
+		ok &= fn(arg, NLM_PROG, v, PMAP_IPPROTO_UDP, nlm);
+		ok &= fn(arg, NLM_PROG, v, PMAP_IPPROTO_TCP, nlm);
+	}
+	ok &= fn(arg, NSM_PROG, 1, PMAP_IPPROTO_UDP, nsm);
+	ok &= fn(arg, NSM_PROG, 1, PMAP_IPPROTO_TCP, nsm);
+	return ok;
+}
+
+static bool table_offer(void *arg, uint32_t prog, uint32_t vers, uint32_t proto, uint16_t port)
+{
+	return pmap_table_add(arg, prog, vers, proto, port);
+}
+
+static bool reg_offer(void *arg, uint32_t prog, uint32_t vers, uint32_t proto, uint16_t port)
+{
+	return rpcb_reg_add(arg, prog, vers, proto, port);
+}
+
+/* What the route's own portmapper offers: itself, and the route's services. */
 static bool fill_table(struct gw_side *side)
 {
 	struct pmap_table *t = &side->table;
-	uint16_t nfs = addr_port(&side->route->listen.addr);
-	uint16_t pm = side_service_port(side->pmap), mnt = side_service_port(side->mount);
+	uint16_t pm = side_service_port(side->pmap);
 	bool ok = true;
 
 	t->addr = side->route->listen.addr;
@@ -139,31 +189,7 @@ static bool fill_table(struct gw_side *side)
 		ok &= pmap_table_add(t, PMAP_PROG, v, PMAP_IPPROTO_TCP, pm);
 		ok &= pmap_table_add(t, PMAP_PROG, v, PMAP_IPPROTO_UDP, pm);
 	}
-	/*
-	 * A forward route relays NFS over TCP only (no UDP listener). A reverse
-	 * route's NFS is RPC-over-RDMA, which has no portmapper protocol number:
-	 * its clients name the port (proto=rdma means 20049) and ask here only
-	 * for MOUNT.
-	 */
-	if (side->route->mode == GW_MODE_FORWARD) {
-		ok &= pmap_table_add(t, PROG_NFS, 3, PMAP_IPPROTO_TCP, nfs);
-		ok &= pmap_table_add(t, PROG_NFS, 4, PMAP_IPPROTO_TCP, nfs);
-		ok &= pmap_table_add(t, PROG_NFSACL, 3, PMAP_IPPROTO_TCP, nfs);
-	}
-	for (uint32_t v = 1; v <= 3; v++) {
-		ok &= pmap_table_add(t, PROG_MOUNT, v, PMAP_IPPROTO_UDP, mnt);
-		ok &= pmap_table_add(t, PROG_MOUNT, v, PMAP_IPPROTO_TCP, mnt);
-	}
-	/* NLM versions 1, 3 and 4 (there is no 2), and NSM for the clients' SM_NOTIFY. */
-	for (uint32_t v = 1; v <= 4; v += v == 1 ? 2 : 1) {
-		ok &= pmap_table_add(t, NLM_PROG, v, PMAP_IPPROTO_UDP,
-				     side_service_port(side->nlm));
-		ok &= pmap_table_add(t, NLM_PROG, v, PMAP_IPPROTO_TCP,
-				     side_service_port(side->nlm));
-	}
-	ok &= pmap_table_add(t, NSM_PROG, 1, PMAP_IPPROTO_UDP, side_service_port(side->nsm));
-	ok &= pmap_table_add(t, NSM_PROG, 1, PMAP_IPPROTO_TCP, side_service_port(side->nsm));
-	return ok;
+	return ok && offer(side, table_offer, t);
 }
 
 static struct side_service *start_svc(struct gw_side *side, struct event_base *base,
@@ -406,18 +432,21 @@ static bool start_nlm_callback(struct gw_side *side, struct event_base *base, ch
 			       size_t errlen)
 {
 	const struct gw_route *r = side->route;
+	/* The clients' portmapper: at the route's portmapper port, or rpcbind's own. */
+	uint16_t pmap = r->portmapper_port ? (uint16_t)r->portmapper_port : PMAP_PORT;
 	struct nlm_callback_config cc = {
 		.route = r,
 		.counters = side->counters,
 		.relay = side->nlm_rw,
-		.pmap_port = (uint16_t)r->portmapper_port,
+		.pmap_port = pmap,
+		.route_holds_host_nlm = side->host_reg != NULL,
 		.max_pending = r->nlm_callback_max_pending,
 	};
 	struct nlm_async_config ac = {
 		.route = r,
 		.counters = side->counters,
 		.relay = side->nlm_rw,
-		.pmap_port = (uint16_t)r->portmapper_port,
+		.pmap_port = pmap,
 		.max_pending = r->nlm_async_max_pending,
 		.max_pending_per_client = r->nlm_async_max_pending_per_client,
 	};
@@ -425,7 +454,7 @@ static bool start_nlm_callback(struct gw_side *side, struct event_base *base, ch
 		.route = r,
 		.counters = side->counters,
 		.relay = side->nlm_rw,
-		.pmap_port = (uint16_t)r->portmapper_port,
+		.pmap_port = pmap,
 		.max_clients = r->nlm_notify_max_hosts,
 	};
 
@@ -530,24 +559,112 @@ bool gw_side_nlm_stats(const struct gw_side *side, struct gw_stats_nlm *out)
 	return true;
 }
 
-struct gw_side *gw_side_start(struct event_base *base, const struct gw_route *r,
-			      struct gw_counters *counters, int *failed, char *err, size_t errlen)
+enum gw_side_way gw_side_way(const struct gw_route *r)
+{
+	if (gw_addr_is_wildcard(&r->listen.addr))
+		return r->portmapper_port ? GW_SIDE_NONE : GW_SIDE_HOST_RPCBIND;
+	return r->portmapper_port ? GW_SIDE_OWN_PORTMAPPER : GW_SIDE_NONE;
+}
+
+bool gw_side_describe(const struct gw_route *r, const struct rpcb_reg_ops *ops, char *out,
+		      size_t outlen)
+{
+	if (!ops)
+		ops = rpcb_reg_host_ops();
+	switch (gw_side_way(r)) {
+	case GW_SIDE_OWN_PORTMAPPER:
+		snprintf(out, outlen,
+			 "route %s: plain NFSv3: the route's own portmapper on %s port %u "
+			 "(MOUNT, NLM, NSM%s)",
+			 r->name, r->listen.text, r->portmapper_port,
+			 r->mode == GW_MODE_FORWARD ? ", NFS" : "");
+		return true;
+	case GW_SIDE_HOST_RPCBIND:
+		if (ops->reachable(ops->arg)) {
+			snprintf(out, outlen,
+				 "route %s: plain NFSv3: registers with this host's rpcbind, "
+				 "which answers (MOUNT, NLM, NSM%s on the wildcard address)",
+				 r->name, r->mode == GW_MODE_FORWARD ? ", NFS" : "");
+			return true;
+		}
+		snprintf(out, outlen,
+			 "route %s: plain NFSv3 unavailable: the route listens on the wildcard "
+			 "address (%s), where its services are registered with this host's "
+			 "rpcbind, and no rpcbind answers here; start rpcbind, or listen on one "
+			 "address with portmapper_port (NFSv4 is not affected)",
+			 r->name, r->listen.text);
+		return false;
+	case GW_SIDE_NONE:
+		break;
+	}
+	snprintf(out, outlen,
+		 "route %s: no plain NFSv3 side services: the listen address %s is not the "
+		 "wildcard and portmapper_port is not set (NFSv3 clients need mountport= and "
+		 "mounthost=)",
+		 r->name, r->listen.text);
+	return true;
+}
+
+/*
+ * A route on the wildcard address: its services registered with the
+ * host's rpcbind. False (and nothing registered) when rpcbind refuses them
+ * or another live service holds one of the programs, which is logged.
+ */
+static bool register_host(struct gw_side *side, const struct rpcb_reg_ops *ops)
+{
+	const struct gw_route *r = side->route;
+	char why[400];
+
+	side->host_reg = rpcb_reg_new(ops, r->listen.addr.ss_family == AF_INET6);
+	if (!side->host_reg || !offer(side, reg_offer, side->host_reg)) {
+		gw_err("%s: plain NFSv3 unavailable: no room to register its services", r->name);
+		return false;
+	}
+	enum rpcb_reg_outcome o = rpcb_reg_register(side->host_reg, why, sizeof(why));
+	if (o == RPCB_REG_DONE) {
+		gw_info("%s: plain NFSv3: registered with this host's rpcbind (%zu mappings: "
+			"%sMOUNT "
+			"port %u, NLM port %u, NSM port %u on %s); unregistered at stop",
+			r->name, rpcb_reg_count(side->host_reg),
+			r->mode == GW_MODE_FORWARD ? "NFS and NFSACL on the route's port, " : "",
+			side_service_port(side->mount), side_service_port(side->nlm),
+			side_service_port(side->nsm), r->listen.text);
+		return true;
+	}
+	/* A warning: the route runs; only its plain NFSv3 side is not offered. */
+	gw_warn("%s: plain NFSv3 unavailable: %s (NFSv4 is not affected; a route on one address "
+		"with portmapper_port has a portmapper of its own)",
+		r->name, why);
+	return false;
+}
+
+struct gw_side *gw_side_start_with(struct event_base *base, const struct gw_route *r,
+				   struct gw_counters *counters, const struct rpcb_reg_ops *ops,
+				   int *failed, char *err, size_t errlen)
 {
 	struct gw_side *side;
 	const char *what;
+	enum gw_side_way way = gw_side_way(r);
+	char line[512];
 
 	*failed = 0;
-	if (!r->portmapper_port)
-		return NULL;
-	*failed = 1;
-	if (gw_addr_is_wildcard(&r->listen.addr)) {
+	if (way == GW_SIDE_NONE && gw_addr_is_wildcard(&r->listen.addr)) {
+		*failed = 1;
 		snprintf(err, errlen,
-			 "route %s: portmapper_port: the listen address must be one address, not "
-			 "the wildcard (the portmapper advertises it, and a host rpcbind keeps "
-			 "port %u on the others)",
-			 r->name, r->portmapper_port);
+			 "route %s: portmapper_port: a route on the wildcard address registers "
+			 "with the host's rpcbind and has no portmapper of its own",
+			 r->name);
 		return NULL;
 	}
+	if (way == GW_SIDE_NONE)
+		return NULL;
+	if (!ops)
+		ops = rpcb_reg_host_ops();
+	if (way == GW_SIDE_HOST_RPCBIND && !gw_side_describe(r, ops, line, sizeof(line))) {
+		gw_warn("%s", line);
+		return NULL;
+	}
+	*failed = 1;
 	side = calloc(1, sizeof(*side));
 	if (!side) {
 		snprintf(err, errlen, "route %s: out of memory", r->name);
@@ -584,22 +701,34 @@ struct gw_side *gw_side_start(struct event_base *base, const struct gw_route *r,
 		goto fail;
 	if (!start_nlm(side, base, &rc, &what))
 		goto fail;
-	what = "the portmapper";
-	side->pmap =
-		start_svc(side, base, "rpcbind", (uint16_t)r->portmapper_port, pmap_on_call, side);
-	if (!side->pmap)
-		goto fail;
-	if (!fill_table(side)) {
-		errno = ENOSPC;
-		goto fail;
+	if (way == GW_SIDE_HOST_RPCBIND) {
+		/* Not the route's failure: NFSv4 goes on, plain NFSv3 is said to be unavailable. */
+		if (!register_host(side, ops)) {
+			gw_side_stop(side);
+			*failed = 0;
+			return NULL;
+		}
+	} else {
+		what = "the portmapper";
+		side->pmap = start_svc(side, base, "rpcbind", (uint16_t)r->portmapper_port,
+				       pmap_on_call, side);
+		if (!side->pmap)
+			goto fail;
+		if (!fill_table(side)) {
+			errno = ENOSPC;
+			goto fail;
+		}
 	}
 	if (!start_nlm_callback(side, base, err, errlen)) {
 		gw_side_stop(side);
 		return NULL;
 	}
 	*failed = 0;
-	gw_info("%s: portmapper on port %u (TCP, UDP), MOUNT relay on port %u -> mountd at %s",
-		r->name, side_service_port(side->pmap), side_service_port(side->mount),
+	if (side->pmap)
+		gw_info("%s: plain NFSv3: the route's own portmapper on port %u (TCP, UDP)",
+			r->name, side_service_port(side->pmap));
+	gw_info("%s: MOUNT relay on port %u -> mountd at %s", r->name,
+		side_service_port(side->mount),
 		r->upstream_mountd_port ? "the configured port"
 					: "the port the server's rpcbind gives");
 	gw_info("%s: NLM relay on port %u -> lockd at %s, NSM on port %u (caller name %s)", r->name,
@@ -611,17 +740,29 @@ struct gw_side *gw_side_start(struct event_base *base, const struct gw_route *r,
 fail:
 	snprintf(err, errlen, "route %s: cannot start %s on %s: %s%s", r->name, what,
 		 r->listen.text, strerror(errno),
-		 errno == EADDRINUSE && side->mount ? " (is a host rpcbind listening on the "
-						      "wildcard address? docs/forward-mode.md)"
-						    : "");
+		 errno == EADDRINUSE && side->mount && way == GW_SIDE_OWN_PORTMAPPER
+			 ? " (is a host rpcbind listening on the wildcard address? "
+			   "docs/forward-mode.md)"
+			 : "");
 	gw_side_stop(side);
 	return NULL;
+}
+
+struct gw_side *gw_side_start(struct event_base *base, const struct gw_route *r,
+			      struct gw_counters *counters, int *failed, char *err, size_t errlen)
+{
+	return gw_side_start_with(base, r, counters, NULL, failed, err, errlen);
 }
 
 void gw_side_stop(struct gw_side *side)
 {
 	if (!side)
 		return;
+	/* Clients stop being sent here before the services close. */
+	if (side->host_reg && rpcb_reg_count(side->host_reg))
+		gw_info("%s: plain NFSv3: unregistered from this host's rpcbind",
+			side->route->name);
+	rpcb_reg_free(side->host_reg);
 	if (side->save_ev)
 		event_free(side->save_ev);
 	/* A clean stop keeps the current list (not a failed start's empty one). */

@@ -107,6 +107,7 @@ struct gw_stats_http {
 	unsigned max_conns;
 	bool full;
 	bool stopping;
+	bool draining; /* gw_stats_http_set_draining(): /healthz answers 503 */
 	struct event *refuse_ev;
 	struct event *sweep_ev; /* finds ended connections; also once a second */
 	uint64_t refused;
@@ -152,12 +153,22 @@ static void serve_index(struct gw_stats_http *sh, struct evhttp_request *req)
 		  "/stats?sessions=0     the same without the sessions\n"
 		  "/metrics              per-route series, Prometheus text format 0.0.4\n"
 		  "/metrics?sessions=1   the same with per-session series\n"
-		  "/healthz              \"ok\" while the event loop runs\n");
+		  "/healthz              \"ok\" while the event loop runs; 503 \"draining\" once "
+		  "told to stop\n");
 }
 
+/*
+ * A load balancer's readiness check (keepalived's HTTP_GET, a Kubernetes
+ * probe): 200 while the gateway takes new clients, 503 from the moment it
+ * is told to stop, so that the director sends no new client here while the
+ * calls in flight finish.
+ */
 static void serve_healthz(struct gw_stats_http *sh, struct evhttp_request *req)
 {
-	send_text(req, HTTP_OK, "OK", "ok\n");
+	if (sh->draining)
+		send_text(req, HTTP_SERVUNAVAIL, "Service Unavailable", "draining\n");
+	else
+		send_text(req, HTTP_OK, "OK", "ok\n");
 }
 
 /*
@@ -216,13 +227,13 @@ static struct stats_doc *doc_make(struct gw_stats_http *sh, enum stats_format fo
 {
 	struct evbuffer *out = evbuffer_new();
 	struct stats_doc *doc = NULL;
+	const struct stats_endpoint_view ep = { .refused = sh->refused, .draining = sh->draining };
 	bool ok = out && gw_stats_copy_take(&sh->copy, sh->snapshot, sh->engine, sessions);
 
 	if (ok && format == FORMAT_JSON)
-		ok = stats_render_json(gw_stats_copy_replay, &sh->copy, sh->refused, sessions, out);
+		ok = stats_render_json(gw_stats_copy_replay, &sh->copy, &ep, sessions, out);
 	else if (ok)
-		ok = stats_render_prometheus(gw_stats_copy_replay, &sh->copy, sh->refused, sessions,
-					     out);
+		ok = stats_render_prometheus(gw_stats_copy_replay, &sh->copy, &ep, sessions, out);
 	gw_stats_copy_clear(&sh->copy);
 	if (ok) {
 		size_t len = evbuffer_get_length(out);
@@ -240,7 +251,10 @@ static struct stats_doc *doc_make(struct gw_stats_http *sh, enum stats_format fo
 	return doc;
 }
 
-/* Let go of the documents past their time: they are not kept for a request that may not come. */
+/*
+ * Let go of the documents past their time (all of them when @now is
+ * UINT64_MAX): they are not kept for a request that may not come.
+ */
 static void docs_expire(struct gw_stats_http *sh, uint64_t now)
 {
 	for (unsigned f = 0; f < FORMAT_COUNT; f++) {
@@ -601,4 +615,12 @@ unsigned gw_stats_http_connections(const struct gw_stats_http *sh)
 uint64_t gw_stats_http_refused(const struct gw_stats_http *sh)
 {
 	return sh->refused;
+}
+
+void gw_stats_http_set_draining(struct gw_stats_http *sh, bool draining)
+{
+	if (!sh || sh->draining == draining)
+		return;
+	sh->draining = draining;
+	docs_expire(sh, UINT64_MAX); /* the next document says so, not one made before */
 }

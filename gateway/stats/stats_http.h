@@ -11,7 +11,9 @@
  *                          route; GET /metrics?sessions=1 adds per-session
  *                          series (opt-in: one set per NFS client is too many
  *                          for most Prometheus servers)
- *   GET /healthz           "ok": the event loop is turning
+ *   GET /healthz           "ok" (200): the event loop is turning; "draining"
+ *                          (503) once gw_stats_http_set_draining() was
+ *                          called, for a load balancer's health check
  *   GET /                  the list of the above
  *
  * Other paths answer 404, other methods 405. A request walks the engine's
@@ -34,6 +36,7 @@
 #ifndef GW_GATEWAY_STATS_HTTP_H
 #define GW_GATEWAY_STATS_HTTP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -71,5 +74,12 @@ void gw_stats_http_set_max_connections(struct gw_stats_http *sh, unsigned n);
 /* Connections open now, and connections refused so far for the cap. */
 unsigned gw_stats_http_connections(const struct gw_stats_http *sh);
 uint64_t gw_stats_http_refused(const struct gw_stats_http *sh);
+
+/*
+ * The process is leaving (SIGTERM): /healthz answers 503 "draining" from
+ * now on, and /stats ("draining": true) and /metrics (rpcrdma_gw_draining 1)
+ * say so; documents made before are not reused. @sh NULL is a no-op.
+ */
+void gw_stats_http_set_draining(struct gw_stats_http *sh, bool draining);
 
 #endif

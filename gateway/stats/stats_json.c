@@ -431,6 +431,17 @@ static void jw_route_end(struct jwriter *w)
 	memset(&w->sum, 0, sizeof(w->sum));
 }
 
+/* {"connecting":n,"ready":n,"draining":n,"closing":n}: every state, zero or not. */
+static json_t *json_by_state(const uint32_t by_state[GW_SESSION_STATE_COUNT])
+{
+	json_t *o = json_object();
+	bool ok = o != NULL;
+
+	for (unsigned k = 0; ok && k < GW_SESSION_STATE_COUNT; k++)
+		ok &= put(o, gw_session_state_name(k), json_integer(by_state[k]));
+	return finish(o, ok);
+}
+
 static void jw_route(struct gw_stats_visitor *v, const struct gw_stats_route *r)
 {
 	struct jwriter *w = container_of(v, struct jwriter, visitor);
@@ -441,6 +452,7 @@ static void jw_route(struct gw_stats_visitor *v, const struct gw_stats_route *r)
 	jw_value(w, ",\"listen\":", jstr(r->listen));
 	jw_value(w, ",\"upstream\":", jstr(r->upstream));
 	jw_value(w, ",\"live_sessions\":", json_integer(r->live_sessions));
+	jw_value(w, ",\"sessions_by_state\":", json_by_state(r->sessions_by_state));
 	jw_value(w, ",\"totals\":", json_counters(r->totals, true, r->proc_upstream_us));
 	if (r->shared)
 		jw_value(w, ",\"shared_upstream\":", json_shared(r->shared));
@@ -509,8 +521,9 @@ static json_t *json_process(void)
 }
 
 /* The document into @out; false when memory ran out on the way. */
-bool stats_render_json(gw_stats_snapshot_fn snapshot, void *engine, uint64_t refused,
-		       bool with_sessions, struct evbuffer *out)
+bool stats_render_json(gw_stats_snapshot_fn snapshot, void *engine,
+		       const struct stats_endpoint_view *ep, bool with_sessions,
+		       struct evbuffer *out)
 {
 	struct jwriter w = {
 		.visitor = { .route = jw_route, .session = jw_session, .device = jw_device },
@@ -520,7 +533,8 @@ bool stats_render_json(gw_stats_snapshot_fn snapshot, void *engine, uint64_t ref
 
 	jw_value(&w, "{\"version\":", json_string(GW_VERSION));
 	jw_value(&w, ",\"process\":", json_process());
-	jw_value(&w, ",\"stats_connections_refused\":", ju64(refused));
+	jw_value(&w, ",\"draining\":", json_boolean(ep->draining));
+	jw_value(&w, ",\"stats_connections_refused\":", ju64(ep->refused));
 	jw_raw(&w, ",\"routes\":[");
 	snapshot(engine, &w.visitor);
 	jw_routes_end(&w);

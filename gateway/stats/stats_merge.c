@@ -113,6 +113,8 @@ void gw_stats_route_acc_add(struct gw_stats_route_acc *acc, const struct gw_stat
 		acc->route.proc_upstream_us = acc->proc_upstream_us;
 	}
 	acc->route.live_sessions += r->live_sessions;
+	for (unsigned k = 0; k < GW_SESSION_STATE_COUNT; k++)
+		acc->route.sessions_by_state[k] += r->sessions_by_state[k];
 	if (r->shared) {
 		acc_add_shared(&acc->shared, r->shared);
 		acc->route.shared = &acc->shared;

@@ -56,6 +56,7 @@ enum prom_family {
 	FAM_SESSION_INFO,
 	FAM_SESSION_AGE,
 	FAM_SESSIONS,
+	FAM_SESSIONS_BY_STATE,
 	FAM_SESSIONS_NOT_EXPORTED,
 	FAM_SESSIONS_OPENED,
 	FAM_SESSIONS_CLOSED,
@@ -133,6 +134,9 @@ static const struct prom_family_desc {
 	[FAM_SESSION_AGE] = { "age_seconds", "gauge", ON_SESSION,
 			      "Time since the session's client connected." },
 	[FAM_SESSIONS] = { "sessions", "gauge", ON_ROUTE, "Live sessions." },
+	[FAM_SESSIONS_BY_STATE] = { "sessions_by_state", "gauge", ON_ROUTE,
+				    "Live sessions by state: connecting, ready, draining "
+				    "(taking no new call since SIGTERM), closing." },
 	[FAM_SESSIONS_NOT_EXPORTED] = { "sessions_not_exported", "gauge", ON_ROUTE,
 					"Live sessions left out of this scrape's per-session "
 					"series (beyond 256 per route); the route's series "
@@ -753,6 +757,12 @@ static void prom_route(struct gw_stats_visitor *v, const struct gw_stats_route *
 	put_sample(p, SCOPE_ROUTE, FAM_ROUTE_INFO, "", p->route_labels, info_labels, "1");
 	free(info_labels);
 	put_u64(p, SCOPE_ROUTE, FAM_SESSIONS, "", p->route_labels, NULL, r->live_sessions);
+	for (unsigned k = 0; k < GW_SESSION_STATE_COUNT; k++) {
+		char state[32];
+		snprintf(state, sizeof(state), "state=\"%s\"", gw_session_state_name(k));
+		put_u64(p, SCOPE_ROUTE, FAM_SESSIONS_BY_STATE, "", p->route_labels, state,
+			r->sessions_by_state[k]);
+	}
 	prom_counters(p, SCOPE_ROUTE, p->route_labels, r->totals);
 	prom_histogram(p, SCOPE_ROUTE, FAM_GATEWAY_LATENCY, p->route_labels,
 		       &r->totals->gateway_us);
@@ -893,7 +903,7 @@ static void prom_process(struct evbuffer *out)
 }
 
 /* Families in table order, routes' before sessions'; empty families are left out. */
-static void prom_join(struct prom *p, uint64_t stats_refused, struct evbuffer *out)
+static void prom_join(struct prom *p, const struct stats_endpoint_view *ep, struct evbuffer *out)
 {
 	evbuffer_add_printf(out,
 			    "# HELP " METRIC_PREFIX "build_info Always 1; the version of the "
@@ -906,7 +916,13 @@ static void prom_join(struct prom *p, uint64_t stats_refused, struct evbuffer *o
 			    "open.\n# TYPE " METRIC_PREFIX
 			    "stats_connections_refused_total counter\n" METRIC_PREFIX
 			    "stats_connections_refused_total %" PRIu64 "\n",
-			    stats_refused);
+			    ep->refused);
+	evbuffer_add_printf(out,
+			    "# HELP " METRIC_PREFIX "draining 1 once the gateway was told to stop "
+			    "(SIGTERM): it takes no new client, and /healthz answers 503.\n"
+			    "# TYPE " METRIC_PREFIX "draining gauge\n" METRIC_PREFIX
+			    "draining %d\n",
+			    ep->draining ? 1 : 0);
 	prom_process(out);
 	for (unsigned s = 0; s < SCOPE_COUNT; s++) {
 		for (unsigned f = 0; f < FAM_COUNT; f++) {
@@ -950,8 +966,9 @@ static void prom_release(struct prom *p)
 }
 
 /* The exposition into @out; false when memory ran out on the way. */
-bool stats_render_prometheus(gw_stats_snapshot_fn snapshot, void *engine, uint64_t refused,
-			     bool with_sessions, struct evbuffer *out)
+bool stats_render_prometheus(gw_stats_snapshot_fn snapshot, void *engine,
+			     const struct stats_endpoint_view *ep, bool with_sessions,
+			     struct evbuffer *out)
 {
 	struct prom p;
 	bool ok = false;
@@ -959,7 +976,7 @@ bool stats_render_prometheus(gw_stats_snapshot_fn snapshot, void *engine, uint64
 	if (prom_init(&p, with_sessions)) {
 		snapshot(engine, &p.visitor);
 		prom_route_end(&p);
-		prom_join(&p, refused, out);
+		prom_join(&p, ep, out);
 		ok = !p.failed;
 	}
 	prom_release(&p);

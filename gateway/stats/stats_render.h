@@ -27,10 +27,18 @@ struct evbuffer;
 #define STATS_ARRAY_SIZE(a)		     (sizeof(a) / sizeof((a)[0]))
 #define stats_container_of(ptr, type, field) ((type *)((char *)(ptr)-offsetof(type, field)))
 
-bool stats_render_json(gw_stats_snapshot_fn snapshot, void *engine, uint64_t refused,
-		       bool with_sessions, struct evbuffer *out);
-bool stats_render_prometheus(gw_stats_snapshot_fn snapshot, void *engine, uint64_t refused,
-			     bool with_sessions, struct evbuffer *out);
+/* What the endpoint itself knows, beside the engines' figures. */
+struct stats_endpoint_view {
+	uint64_t refused; /* connections closed at once for stats.max_connections */
+	bool draining;	  /* the process was told to stop (gw_stats_http_set_draining()) */
+};
+
+bool stats_render_json(gw_stats_snapshot_fn snapshot, void *engine,
+		       const struct stats_endpoint_view *ep, bool with_sessions,
+		       struct evbuffer *out);
+bool stats_render_prometheus(gw_stats_snapshot_fn snapshot, void *engine,
+			     const struct stats_endpoint_view *ep, bool with_sessions,
+			     struct evbuffer *out);
 
 const char *stats_or_empty(const char *s);
 /* Fixed-point @v / 10^@digits, exactly, without trailing zeros: 1500,3 -> "1.5". */

@@ -22,6 +22,9 @@
 set -u
 source "$GW_SRC/tests/e2e/lib/gw-e2e.sh"
 gwvm-net
+# Then reverse mode over IPv6: this guest's own NFS client mounts a reverse route over RDMA
+# on IPv6 (proto=rdma6), the route reaches the server over TCP on IPv6; data with
+# checksums, /stats shows both IPv6 ends.
 # nodad: usable at once, no duplicate address detection to wait for.
 ip addr add fd00:2::1/64 dev veth0 nodad
 ip addr add fd00:2::2/64 dev veth1 nodad
@@ -138,6 +141,39 @@ check "the server's statd answered the gateway's SM_NOTIFY over IPv6" \
 calls() { gw_jq "sum(p['calls'] for p in s['routes'][0]['totals']['procedures'] if p['program_name'] == '$1')"; }
 check "MOUNT calls relayed ($(calls mount))" test "$(calls mount)" -ge 1
 check "NLM calls relayed ($(calls nlm))" test "$(calls nlm)" -ge 2
+gw_check_quiet
+gw_stop
+grep -E "error|warning" "$GW_LOG" | head -20
+
+# ---- reverse mode over IPv6: an RDMA client over RoCEv2 on IPv6, the server over TCP6 ----
+# The client is this guest's initial namespace (rdma_rxe on 6.1 works there only): it
+# mounts the gateway at [fd00:2::2]:20050 with proto=rdma6; the gateway relays to the
+# server's TCP listener at [fd00:2::1]:2049 (nfsd's "tcp 2049" listens on IPv6 too).
+echo "tcp 2049" >/proc/fs/nfsd/portlist
+modprobe rpcrdma
+cat >"$E2E_WORK/gw-rev.json" <<JSON
+{ "routes": [ { "name": "rev6", "mode": "reverse",
+                "listen": "rdma://[fd00:2::2]:20050", "upstream": "tcp://[fd00:2::1]:2049" } ],
+  "stats": { "listen": "$GW_STATS" } }
+JSON
+gw_start reverse "$E2E_WORK/gw-rev.json" || e2e_finish
+m=/mnt/r6; mkdir -p $m
+if mount -t nfs -o vers=4.2,proto=rdma6,port=20050 "[fd00:2::2]:/" $m; then
+    grep " $m " /proc/mounts
+    check "reverse: the NFSv4.2 mount is RDMA over IPv6 to the gateway" \
+        grep -q "proto=rdma6.*addr=fd00:2::2\|addr=fd00:2::2.*proto=rdma6" <(grep " $m " /proc/mounts)
+    d=$m/v6-rev; mkdir -p $d
+    wl_bigfile $d 8
+    got=$(gw_jq "' '.join(x['client'] + '>' + x['upstream'] for x in s['routes'][0]['sessions'])")
+    # As above: the client's address, and the gateway's own end of its TCP connection
+    # to the server (an IPv6 address of this guest).
+    check "reverse: /stats lists the session: an IPv6 RDMA client, the server over TCP6 ($got)" \
+        grep -qE '^\[fd00:2::[12]\]:[0-9]+>\[fd00:2::[12]\]:[0-9]+$' <<<"$got"
+    rm -rf $d
+    check "reverse: umount" umount $m
+else
+    fail "mount -o vers=4.2,proto=rdma6,port=20050 [fd00:2::2]:/ $m"
+fi
 gw_check_quiet
 gw_stop
 grep -E "error|warning" "$GW_LOG" | head -20

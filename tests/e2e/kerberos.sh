@@ -1,6 +1,6 @@
 # gwvm: kernel 6.12
-# Kerberos end to end through a forward route (issue 30), one guest, Linux 6.12 (Debian
-# 12's 6.1 refuses krb5p even without the gateway). An MIT KDC in the guest serves a
+# Kerberos end to end through forward and reverse routes (issue 30), one guest, Linux 6.12
+# (Debian 12's 6.1 refuses krb5p even without the gateway). An MIT KDC in the guest serves a
 # throwaway realm GW.TEST; the kernel NFS server (RDMA only, 192.0.2.1, gssproxy for
 # RPCSEC_GSS) exports /export with sec=krb5:krb5i:krb5p; the gateway (a dedicated
 # forward route, no upstream_connections) listens on 192.0.2.2 = gw.gw.test; the
@@ -14,6 +14,11 @@
 # own machine credential (nfs/client.gw.test@GW.TEST).
 # NFSv3's MOUNT goes straight to the server's mountd (mounthost=srv.gw.test, its TCP
 # port found with rpcinfo; MOUNT itself is AUTH_UNIX); NFS goes through the gateway.
+# Then the same on routes with upstream_connections 2 (NFSv4.2 krb5p and NFSv3 krb5i, two
+# clients copying at once), and in reverse mode: the client mounts the gateway over RDMA,
+# the server listens on TCP, a dedicated and a shared reverse route; rpc.gssd's context
+# connections (TCP to the mounted address and port) reach the server by NAT on the
+# gateway's host, as docs/operations.md tells operators.
 # A combination that fails through the gateway is tried once more at the end, straight
 # to the server over TCP (rpc.gssd cannot make a context over RDMA), so the log says
 # whether the gateway is to blame.
@@ -112,13 +117,18 @@ exportfs -v | sed 's/^/  /'
 # ---- the client: rpc.gssd with the client's keytab, on gwvm-nfsd's rpc_pipefs ----
 rpc.gssd -f -vvv -p /var/lib/nfs/rpc_pipefs -k "$K/client.keytab" >"$GW_OUT/gssd.log" 2>&1 &
 
-cat >"$E2E_WORK/gw.json" <<JSON
-{ "routes": [ { "name": "nfs", "mode": "forward",
-                "listen": "tcp://192.0.2.2:2049", "upstream": "rdma://192.0.2.1:20049" },
-              { "name": "shared", "mode": "forward", "upstream_connections": 2,
-                "listen": "tcp://192.0.2.2:2050", "upstream": "rdma://192.0.2.1:20049" } ],
+# two_routes FILE MODE NAME LISTEN SHARED_NAME SHARED_LISTEN UPSTREAM: a dedicated route and
+# one with upstream_connections 2, to the same upstream.
+two_routes() {
+    cat >"$1" <<JSON
+{ "routes": [ { "name": "$3", "mode": "$2", "listen": "$4", "upstream": "$7" },
+              { "name": "$5", "mode": "$2", "upstream_connections": 2,
+                "listen": "$6", "upstream": "$7" } ],
   "stats": { "listen": "127.0.0.1:9464" } }
 JSON
+}
+two_routes "$E2E_WORK/gw.json" forward nfs tcp://192.0.2.2:2049 shared tcp://192.0.2.2:2050 \
+    rdma://192.0.2.1:20049
 gw_start forward "$E2E_WORK/gw.json" || e2e_finish
 
 src=$(e2e_source "$MB")
@@ -189,22 +199,73 @@ gw_check_quiet
 # A shared route (upstream_connections 2): every call goes on a connection many clients
 # share, and a GSS call keeps its own XID there (wirexid_map_own_xid()); before, every
 # flavour's mount was refused ("access denied by server").
-for run in 4.2:krb5p 3:krb5i; do
-    krb_run "${run%:*}" "${run#*:}" gw.gw.test tcp 2050 shared || failed+=("$run")
-done
+# Two clients at once: the NFSv4.2 and the NFSv3 mount (two TCP connections, two sessions
+# of the route) copy at the same time, their GSS calls interleaved on the shared connections.
+two_at_once() { # PROTO PORT LABEL
+    local run pids=() runs=(4.2:krb5p 3:krb5i) i
+    for run in "${runs[@]}"; do
+        krb_run "${run%:*}" "${run#*:}" gw.gw.test "$1" "$2" "$3" & pids+=($!)
+    done
+    for i in "${!pids[@]}"; do
+        wait "${pids[$i]}" || { E2E_FAILS=$((E2E_FAILS + 1)); failed+=("${runs[$i]}:$3"); }
+    done
+}
+two_at_once tcp 2050 shared
 shared_calls=$(gw_jq "sum(p['calls'] for r in s['routes'] if r['name'] == 'shared' for p in r['totals']['procedures'])")
 check "the shared route relayed the GSS mounts' calls ($shared_calls)" test "${shared_calls:-0}" -gt 0
 gw_stop
 grep -E "error|warning" "$GW_LOG" | head -20
 
+# ---- reverse mode: the client mounts the gateway over RDMA, the server listens on TCP ----
+# The server's TCP listener (a wildcard bind of port 2049) can only come once the forward
+# gateway has let go of 192.0.2.2:2049.
+echo "tcp 2049" >/proc/fs/nfsd/portlist
+# rpc.gssd makes a context by a user-space RPC over TCP to port 2049 of the address the
+# client mounts, also for an RDMA mount of another port (Debian 12's nfs-utils on Linux
+# 6.12: the upcall's info says "protocol: rdma", "port: 20051", and the context's
+# connection goes to 2049, as this job's counters showed): here the gateway's address,
+# where no NFS server listens on a gateway host. A context is the server's, whatever
+# connection made it, so the gateway's host sends that TCP on to the server by NAT
+# (docs/operations.md, "Kerberos (RPCSEC_GSS)"). Here the client is local (the output
+# hook), and the server's own TCP listener, a wildcard one, would take the connection
+# even without it: the rule's counter shows that the contexts' connections took it.
+# The gateway's RDMA ports are 20051 and 20052: the server's own RDMA listener (for the
+# forward routes above) holds port 20049 on every address of this guest.
+nft -f - <<'NFT'
+table ip gw_krb {
+    chain out { type nat hook output priority -100; policy accept;
+        ip daddr 192.0.2.2 tcp dport 2049 counter dnat to 192.0.2.1:2049
+    }
+}
+NFT
+check "the gateway host sends TCP for its port 2049 on to the server (nft)" nft list table ip gw_krb
+two_routes "$E2E_WORK/gw-rev.json" reverse rev rdma://192.0.2.2:20051 \
+    revshared rdma://192.0.2.2:20052 tcp://192.0.2.1:2049
+modprobe rpcrdma
+gw_start reverse "$E2E_WORK/gw-rev.json" || e2e_finish
+for vers in 4.2 3; do
+    for sec in krb5 krb5i krb5p; do
+        krb_run "$vers" "$sec" gw.gw.test rdma 20051 rev || failed+=("$vers:$sec:rev")
+    done
+done
+two_at_once rdma 20052 revshared
+rev_calls=$(gw_jq "sum(p['calls'] for r in s['routes'] if r['name'] == 'rev' for p in r['totals']['procedures'])")
+revs_calls=$(gw_jq "sum(p['calls'] for r in s['routes'] if r['name'] == 'revshared' for p in r['totals']['procedures'])")
+check "the reverse routes relayed the GSS mounts' calls (dedicated $rev_calls, shared $revs_calls)" \
+    test "${rev_calls:-0}" -gt 0 -a "${revs_calls:-0}" -gt 0
+natted=$(nft list table ip gw_krb | sed -n 's/.*counter packets \([0-9]*\).*/\1/p')
+check "rpc.gssd's contexts went to the server through the NAT ($natted packets)" test "${natted:-0}" -gt 0
+gw_stop
+grep -E "error|warning" "$GW_LOG" | head -20
+nft delete table ip gw_krb
+
 # Without the gateway: each combination that failed through it, straight to the server.
 # Over TCP: rpc.gssd makes its context over TCP to the server, even for an RDMA
 # mount, so a krb5 mount of a server that listens on RDMA only fails whatever the
-# gateway does ("Connection refused" in gssd.log). The server's TCP listener (a wildcard
-# bind of port 2049) can only come once the gateway has let go of 192.0.2.2:2049.
+# gateway does ("Connection refused" in gssd.log).
 if ((${#failed[@]})); then
-    echo "tcp 2049" >/proc/fs/nfsd/portlist
     for run in "${failed[@]}"; do
+        run=${run%:rev*}
         vers=${run%:*} sec=${run#*:} saved=$E2E_FAILS
         if krb_run "$vers" "$sec" srv.gw.test tcp 2049 direct; then
             echo "  NFSv$vers sec=$sec works straight to the server over TCP: the gateway is at fault"

@@ -10,7 +10,8 @@
 # reply lost or misdelivered. Last, a delegation recall between two NFSv4.1 clients on
 # the shared route: the CB_RECALL reaches the holder by its session, and is answered.
 # A REMOVE retransmitted after its client reconnected from the same port is answered
-# from the server's duplicate request cache (lib/drc_retransmit.py), not executed again.
+# from the server's duplicate request cache (lib/drc_retransmit.py), not executed again,
+# also when another client's flood of calls has filled the route's XID map meanwhile.
 # A client whose connection carrying its session's back channel is reset gets its
 # callbacks on the connection it makes again (the back channel kept for it).
 # Last of all, the server drops its connections mid-copy (threads to 0 and back): the gateway
@@ -32,6 +33,7 @@ gw_config() {
     cat >"$E2E_WORK/gw.json" <<JSON
 { "workers": 1,
   "routes": [ { "name": "nfs", "mode": "forward", "upstream_connections": $1,
+                "max_sessions": 32,
                 "listen": "tcp://0.0.0.0:2049", "upstream": "rdma://192.0.2.1:20049" } ],
   "stats": { "listen": "127.0.0.1:9464" } }
 JSON
@@ -218,13 +220,22 @@ check "queue time counted for every call sent on a channel ($queued of $sent)" \
 # (same XID) again from a new connection on the same port: the server answers from its
 # cache (NFS3_OK, as the first time), not by removing again (NFS3ERR_NOENT, the answer
 # the control REMOVE under a fresh XID gets). lib/drc_retransmit.py says how.
+# The third time, a neighbour (from 127.0.0.1) sends more NULL calls than the route's XID
+# map holds (max_sessions 32 keeps it at its floor, 16,384) between the reset and the
+# reconnect: its calls, which only read, recycle each other's places, never the REMOVE's.
 xm="s['routes'][0]['shared_upstream']['xid_map']"
-before=$(gw_jq "$xm['retransmit_answered'] + $xm['retransmit_in_flight']")
-check "a REMOVE retransmitted after the client's reconnect is answered from the server's cache" \
-    python3 "$GW_SRC/tests/e2e/lib/drc_retransmit.py" 192.0.2.2 2049 /export drc-remove 29049
-after=$(gw_jq "$xm['retransmit_answered'] + $xm['retransmit_in_flight']")
-check "the gateway mapped it as a retransmission ($before -> $after)" test "$after" -eq $((before + 2))
-check "the files the REMOVEs named are gone" test ! -e /export/drc-remove-1 -a ! -e /export/drc-remove-2
+before=$(gw_jq "'%d %d %d' % ($xm['retransmit_answered'] + $xm['retransmit_in_flight'], $xm['evicted_safe_twice'], $xm['evicted_own'] + $xm['evicted_other'])")
+size=$(gw_jq "$xm['entries']")
+check "a REMOVE retransmitted after the client's reconnect is answered from the server's cache (also after a neighbour's $((size + 2048)) calls)" \
+    python3 "$GW_SRC/tests/e2e/lib/drc_retransmit.py" 192.0.2.2 2049 /export drc-remove 29049 \
+        $((size + 2048)) 127.0.0.1
+after=$(gw_jq "'%d %d %d' % ($xm['retransmit_answered'] + $xm['retransmit_in_flight'], $xm['evicted_safe_twice'], $xm['evicted_own'] + $xm['evicted_other'])")
+read -r rb eb ob <<<"$before"; read -r ra ea oa <<<"$after"
+check "the gateway mapped them as retransmissions ($rb -> $ra)" test "$ra" -eq $((rb + 3))
+check "the neighbour's calls recycled their own places ($eb -> $ea evicted, safe to run twice), nothing else ($ob -> $oa)" \
+    test "$ea" -ge $((eb + 2048)) -a "$oa" -eq "$ob"
+check "the files the REMOVEs named are gone" \
+    test ! -e /export/drc-remove-1 -a ! -e /export/drc-remove-2 -a ! -e /export/drc-remove-3
 # Once the clients are gone no session is left, and the only registered buffers in use
 # are the receives the two channels keep posted (credits 64 + backchannel 16 each).
 for _ in $(seq 1 30); do

@@ -109,6 +109,9 @@ void gwt_fake_engine_init(struct gwt_fake_engine *e)
 					.totals = &a->totals,
 					.proc_upstream_us = a->proc_upstream_us,
 					.live_sessions = 2 };
+	/* as its two sessions below are */
+	a->r.sessions_by_state[GW_SESSION_READY] = 1;
+	a->r.sessions_by_state[GW_SESSION_CONNECTING] = 1;
 	/* Two shared upstream connections, the second lost and not yet made again. */
 	a->shared = (struct gw_stats_shared){ .nchannels = 2,
 					      .xid_entries = 61440,

@@ -58,6 +58,7 @@ static void assert_global_defaults(const struct gw_config *cfg)
 	assert_int_equal(cfg->log_level, GW_LOG_INFO);
 	assert_int_equal(cfg->log_destination, GW_LOG_TO_STDERR);
 	assert_int_equal(cfg->drain_timeout_ms, 30000);
+	assert_int_equal(cfg->drain_delay_ms, 0);
 	assert_int_equal(cfg->max_sessions, 4096);
 	assert_int_equal(cfg->workers, 0);
 	assert_int_equal(cfg->stats_max_connections, 32);
@@ -205,6 +206,7 @@ static void test_every_key(void **state)
 	assert_string_equal(addr_text(&cfg->stats_addr), "[::1]:9500");
 	assert_int_equal(cfg->stats_addrlen, sizeof(struct sockaddr_in6));
 	assert_int_equal(cfg->drain_timeout_ms, 12500);
+	assert_int_equal(cfg->drain_delay_ms, 4000);
 	assert_int_equal(cfg->max_sessions, 1000);
 	assert_int_equal(cfg->workers, 6);
 	assert_int_equal(cfg->stats_max_connections, 4);

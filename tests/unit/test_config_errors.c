@@ -216,8 +216,9 @@ static void test_unknown_keys(void **state)
 		      " 'routes': [{'name': 'a', 'mode': 'forward', 'listen': 'tcp://0.0.0.0',\n"
 		      "             'upstream': 'rdma://192.0.2.1', 'weight': 3}]}",
 		      "gw.json:1:2: zzz: unknown key; expected \"routes\", \"defaults\", "
-		      "\"logging\", \"stats\", \"drain_timeout_s\", \"max_sessions\", \"workers\", "
-		      "\"qos_classes\" or \"comment\"\n"
+		      "\"logging\", \"stats\", \"drain_timeout_s\", \"drain_delay_s\", "
+		      "\"max_sessions\", \"workers\", \"qos_classes\" "
+		      "or \"comment\"\n"
 		      "gw.json:1:24: logging.lvl: unknown key; expected \"level\", \"destination\" "
 		      "or \"comment\"\n"
 		      "gw.json:1:50: stats.port: unknown key; expected \"enabled\", \"listen\", "
@@ -232,8 +233,9 @@ static void test_unknown_key_with_control_characters(void **state)
 	(void)state;
 	expect_errors("{'routes': [" ROUTE_FWD "], 'a\\nb\\u0001': 1}",
 		      "gw.json:1:120: a?b?: unknown key; expected \"routes\", \"defaults\", "
-		      "\"logging\", \"stats\", \"drain_timeout_s\", \"max_sessions\", \"workers\", "
-		      "\"qos_classes\" or \"comment\"\n");
+		      "\"logging\", \"stats\", \"drain_timeout_s\", \"drain_delay_s\", "
+		      "\"max_sessions\", \"workers\", \"qos_classes\" "
+		      "or \"comment\"\n");
 }
 
 /* Keys with the characters JSON Pointers escape are still found in the text. */
@@ -404,6 +406,9 @@ static void test_drain_timeout(void **state)
 	expect_errors("{'drain_timeout_s': false, 'routes': [" ROUTE_FWD "]}",
 		      "gw.json:1:21: drain_timeout_s: expected a number of seconds 0..3600, got "
 		      "false\n");
+	expect_errors("{'drain_delay_s': 601, 'routes': [" ROUTE_FWD "]}",
+		      "gw.json:1:19: drain_delay_s: expected a number of seconds 0..600, got "
+		      "601\n");
 }
 
 /* "workers": an integer 0..64, reported where the value is. */
@@ -737,18 +742,22 @@ static void test_listen_collisions(void **state)
 static void test_portmapper_on_wildcard(void **state)
 {
 	(void)state;
-	expect_errors("{'routes': [{'name': 'a', 'mode': 'forward', 'listen': 'tcp://0.0.0.0',\n"
-		      "  'upstream': 'rdma://192.0.2.1', 'portmapper_port': 111}]}",
-		      "gw.json:1:56: routes[0].listen: expected one address on a route with "
-		      "portmapper_port 111, got \"tcp://0.0.0.0\", the wildcard (the portmapper "
-		      "advertises the address and binds port 111 on it alone)\n");
+	expect_errors(
+		"{'routes': [{'name': 'a', 'mode': 'forward', 'listen': 'tcp://0.0.0.0',\n"
+		"  'upstream': 'rdma://192.0.2.1', 'portmapper_port': 111}]}",
+		"gw.json:1:56: routes[0].listen: expected one address on a route with "
+		"portmapper_port 111, got \"tcp://0.0.0.0\", the wildcard (the portmapper "
+		"advertises the address and binds port 111 on it alone; on the wildcard, leave "
+		"portmapper_port out: the route registers with the host's rpcbind)\n");
 	/* From "defaults": still at the route's listen address. */
-	expect_errors("{'defaults': {'portmapper_port': 111},\n"
-		      " 'routes': [{'name': 'a', 'mode': 'forward', 'listen': 'tcp://[::]:2049',\n"
-		      "  'upstream': 'rdma://192.0.2.1'}]}",
-		      "gw.json:2:56: routes[0].listen: expected one address on a route with "
-		      "portmapper_port 111, got \"tcp://[::]:2049\", the wildcard (the portmapper "
-		      "advertises the address and binds port 111 on it alone)\n");
+	expect_errors(
+		"{'defaults': {'portmapper_port': 111},\n"
+		" 'routes': [{'name': 'a', 'mode': 'forward', 'listen': 'tcp://[::]:2049',\n"
+		"  'upstream': 'rdma://192.0.2.1'}]}",
+		"gw.json:2:56: routes[0].listen: expected one address on a route with "
+		"portmapper_port 111, got \"tcp://[::]:2049\", the wildcard (the portmapper "
+		"advertises the address and binds port 111 on it alone; on the wildcard, leave "
+		"portmapper_port out: the route registers with the host's rpcbind)\n");
 	/* One address: it loads. */
 	gw_config_free(load_ok("{'routes': [{'name': 'a', 'mode': 'forward', "
 			       "'listen': 'tcp://192.0.2.9', 'upstream': 'rdma://192.0.2.1', "
@@ -913,7 +922,9 @@ static void test_error_cap_keeps_the_first_in_the_file(void **state)
 			snprintf(line, sizeof(line),
 				 "gw.json:%d:2: zz%02d: unknown key; expected \"routes\", "
 				 "\"defaults\", \"logging\", \"stats\", \"drain_timeout_s\", "
-				 "\"max_sessions\", \"workers\", \"qos_classes\" or \"comment\"\n",
+				 "\"drain_delay_s\", \"max_sessions\", \"workers\", "
+				 "\"qos_classes\" or "
+				 "\"comment\"\n",
 				 i + 2, i);
 			strcat(want, line);
 		}

@@ -395,6 +395,7 @@ static int setup(void **state)
 	ch->fd = -1;
 	ch->state = FS_READY;
 	TAILQ_INIT(&ch->queue);
+	TAILQ_INIT(&ch->gss_wait);
 	ch->rdma = &f->c;
 	ch->dev = (struct rdma_dev *)&f->dev;
 	ch->version = RPCRDMA_V1;
@@ -969,9 +970,9 @@ static void test_answered_entries_kept_by_what_the_call_does(void **state)
 /*
  * RPCSEC_GSS through a shared channel (issue 30): the call goes on the wire
  * under the client's own XID, which the GSS verifier covers; a second
- * client's GSS call with that XID, while the first is on the wire, is
- * answered SYSTEM_ERR and sends nothing; once the first is answered, it
- * goes, under that XID too.
+ * client's GSS call with that XID, while the first is on the wire, waits
+ * (sends nothing, holds its slot, counted); once the first is answered, it
+ * goes when the loop runs, under that XID too.
  */
 static void test_gss_call_keeps_its_xid(void **state)
 {
@@ -983,20 +984,45 @@ static void test_gss_call_keeps_its_xid(void **state)
 	assert_sent_as(f, 0, a0);
 
 	struct fwd_call *b0 = call_as(f, f->b, 0, 0x9a55, 7, RPC_AUTH_GSS);
-	assert_int_equal(b0->state, FC_FREE); /* refused: its slot is back */
+	assert_int_equal(b0->state, FC_GSS_WAIT);
 	assert_int_equal(f->nsent, 1);
+	assert_int_equal(f->b->queued, 1);
 	assert_int_equal(f->sh.map.st.own_xid_busy, 1);
+	assert_int_equal(f->b->base.counters.events[GW_EV_GSS_XID_WAIT], 1);
+	assert_true(event_base_loop(f->base, EVLOOP_NONBLOCK) >= 0);
+	assert_int_equal(b0->state, FC_GSS_WAIT); /* nothing left the wire: still waiting */
 
 	send_completes(f, a0);
 	reply(f, 0x9a55);
 	fence_completes(f, a0);
 	assert_int_equal(f->ndelivered, 1);
 	assert_int_equal(f->delivered[0], 0x9a55);
-	b0 = call_as(f, f->b, 0, 0x9a55, 7, RPC_AUTH_GSS);
+	assert_true(event_base_loop(f->base, EVLOOP_NONBLOCK) >= 0);
 	assert_int_equal(b0->state, FC_SENT);
 	assert_int_equal(b0->wire_xid, 0x9a55);
+	assert_int_equal(f->b->queued, 0);
 	assert_sent_as(f, 1, b0);
 	assert_int_equal(f->sh.map.st.own_xid_displaced, 1);
+}
+
+/* A client that goes while its GSS call waits for its XID: the call goes with it, nothing sent. */
+static void test_gss_call_waiting_goes_with_its_client(void **state)
+{
+	struct fixture *f = *state;
+
+	struct fwd_call *a0 = call_as(f, f->a, 0, 0x9a56, 7, RPC_AUTH_GSS);
+	struct fwd_call *b0 = call_as(f, f->b, 0, 0x9a56, 7, RPC_AUTH_GSS);
+	assert_int_equal(b0->state, FC_GSS_WAIT);
+	f->b->state = FS_CLOSING;
+	fwd_share_client_close(f->b);
+	assert_int_equal(b0->state, FC_FREE); /* its slot is back */
+	assert_int_equal(f->b->queued, 0);
+	assert_true(TAILQ_EMPTY(&f->ch->gss_wait));
+	send_completes(f, a0);
+	reply(f, 0x9a56);
+	fence_completes(f, a0);
+	assert_true(event_base_loop(f->base, EVLOOP_NONBLOCK) >= 0);
+	assert_int_equal(f->nsent, 1);
 }
 
 /* ---- a READ whose data comes in a Write chunk ---- */
@@ -1188,6 +1214,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_answered_entries_kept_by_what_the_call_does,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gss_call_keeps_its_xid, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gss_call_waiting_goes_with_its_client, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_spliced_reply_makes_a_candidate, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(

@@ -92,6 +92,7 @@ static int setup(void **state)
 	f->ch->share = fwd_route(f->route)->share; /* a channel's share is its route's */
 	TAILQ_INIT(&f->route->sessions);
 	f->ch->is_channel = true;
+	TAILQ_INIT(&f->ch->gss_wait);
 	f->ch->up = &fwd_share_upstream;
 	f->ch->conn = f->ch;
 	f->ch->state = FS_READY;

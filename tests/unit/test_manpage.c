@@ -256,10 +256,10 @@ static void test_every_key_listed(void **state)
 	bool credits = false, level = false, max_conn = false, name = false, workers = false;
 
 	/*
-	 * 9 top-level, 2 logging, 3 stats, 4 route keys, 2 route qos keys, 8
+	 * 10 top-level, 2 logging, 3 stats, 4 route keys, 2 route qos keys, 8
 	 * keys of a qos class, the route options.
 	 */
-	assert_int_equal(n, 9 + 2 + 3 + 4 + 2 + 8 + conf_options_count);
+	assert_int_equal(n, 10 + 2 + 3 + 4 + 2 + 8 + conf_options_count);
 	for (size_t i = 0; i < n; i++) {
 		credits |= strcmp(keys[i].key, "routes[].credits") == 0;
 		level |= strcmp(keys[i].key, "logging.level") == 0;

@@ -188,7 +188,7 @@ static int setup(void **state)
 					.relay = t->rl,
 					.pmap_port = t->pmap_port,
 					.retry_ms = 50,
-					.timeout_ms = 400 };
+					.timeout_ms = 1000 };
 	t->nt = nlm_notify_start(t->base, &nc, (struct sockaddr *)&srv, sizeof(srv), err,
 				 sizeof(err));
 	assert_non_null(t->nt);
@@ -303,7 +303,7 @@ static void test_silent_client_given_up_after_timeout(void **state)
 	assert_true(notify_from(t, t->server, nsm_port(t), 94, 11));
 	gwt_spin_for(t->base, 200, hosts_serve, t);
 	assert_int_equal(nlm_notify_pending(t->nt), 1); /* still being re-sent */
-	gwt_spin_for(t->base, 500, hosts_serve, t);
+	gwt_spin_for(t->base, 1300, hosts_serve, t);
 	assert_int_equal(nlm_notify_pending(t->nt), 0);
 	assert_int_equal(nlm_notify_stats(t->nt)->not_delivered, 1);
 	assert_int_equal(nlm_notify_stats(t->nt)->delivered, 0);

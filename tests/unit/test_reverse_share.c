@@ -608,6 +608,79 @@ static void test_ledger_read_flood_keeps_a_remove(void **state)
 	rsm_destroy(&m);
 }
 
+/* The calls rsm_gss_take() hands back for connection @chan: how many, and the first. */
+static struct rev_call *gss_taken(struct rev_share_map *m, uint16_t chan, uint32_t *n)
+{
+	struct rev_queue q = { .head = TAILQ_HEAD_INITIALIZER(q.head) };
+	struct rev_call *first;
+
+	rsm_gss_take(m, chan, &q);
+	*n = q.n;
+	first = TAILQ_FIRST(&q.head);
+	while (q.n)
+		rev_dequeue(TAILQ_FIRST(&q.head));
+	return first;
+}
+
+/*
+ * RPCSEC_GSS calls keep their XID on the wire (the GSS checksum covers it,
+ * RFC 2203 section 5.3.1): A's call goes out under A's own XID. B's call
+ * with the same XID on the same connection, while A's is in flight, waits
+ * (the server would take it for A's retransmission): handed back for that
+ * connection only, and mapped again it waits again while A's is on the
+ * wire. Once A's is answered, B's goes under the same XID, displacing A's
+ * answered entry; a retransmission of A's, which the server would now
+ * take for B's call, waits in turn.
+ */
+static void test_ledger_gss_keeps_xid(void **state)
+{
+	(void)state;
+	struct rev_share_map m;
+	struct fairq fq;
+	struct fake_client a, b;
+	bool stray;
+	uint32_t n;
+
+	ledger_init(&m, &fq, 16);
+	fake_client_init(&a, "192.0.2.2", 1000, 1, 4);
+	fake_client_init(&b, "192.0.2.3", 1000, 2, 4);
+	nfs3_proc(&a, 0, 12);
+	a.s->calls[0].ulb.flavor = RPC_AUTH_GSS;
+	assert_int_equal(call(&m, &fq, &a, 0, 0x5eed, 0), RSM_QUEUED);
+	assert_int_equal(wire_xid(&a.s->calls[0]), 0x5eed);
+	assert_int_equal(pump(&m, &fq), 1);
+
+	struct rev_call *b0 = &b.s->calls[0];
+	nfs3_proc(&b, 0, 12);
+	b0->ulb.flavor = RPC_AUTH_GSS;
+	assert_int_equal(call(&m, &fq, &b, 0, 0x5eed, 0), RSM_GSS_WAIT);
+	assert_int_equal(b0->state, RC_GSS_WAIT);
+	assert_int_equal(m.gss_wait.n, 1);
+	assert_null(gss_taken(&m, 1, &n)); /* it waits on connection 0 only */
+	assert_int_equal(n, 0);
+	assert_ptr_equal(gss_taken(&m, 0, &n), b0);
+	assert_int_equal(n, 1);
+	assert_int_equal(call(&m, &fq, &b, 0, 0x5eed, 0), RSM_GSS_WAIT); /* A's still on the wire */
+	assert_int_equal(pump(&m, &fq), 0);
+
+	assert_ptr_equal(rsm_reply(&m, &fq, 0, 0x5eed, 3000, &stray), &a.s->calls[0]);
+	assert_ptr_equal(gss_taken(&m, 0, &n), b0);
+	assert_int_equal(call(&m, &fq, &b, 0, 0x5eed, 0), RSM_QUEUED);
+	assert_int_equal(wire_xid(b0), 0x5eed);
+	assert_int_equal(m.map.st.own_xid_displaced, 1);
+	assert_int_equal(pump(&m, &fq), 1);
+
+	nfs3_proc(&a, 1, 12);
+	a.s->calls[1].ulb.flavor = RPC_AUTH_GSS;
+	assert_int_equal(call(&m, &fq, &a, 1, 0x5eed, 0), RSM_GSS_WAIT);
+	assert_int_equal(m.gss_wait.n, 1);
+	rev_dequeue(&a.s->calls[1]); /* as rev_call_put() does when A goes */
+	assert_int_equal(m.gss_wait.n, 0);
+	fake_client_free(&a);
+	fake_client_free(&b);
+	rsm_destroy(&m);
+}
+
 /* ---- backward calls: the session's owner on the channel ---- */
 
 static const uint8_t sid_x[ULB_SESSIONID_SIZE] = { 0x5e, 1, 2,	3,  4,	5,  6,	7,
@@ -775,6 +848,7 @@ int main(void)
 		cmocka_unit_test(test_ledger_reply_to_waiting_call_is_stray),
 		cmocka_unit_test(test_ledger_oldest_orphan),
 		cmocka_unit_test(test_ledger_read_flood_keeps_a_remove),
+		cmocka_unit_test(test_ledger_gss_keeps_xid),
 		cmocka_unit_test(test_bc_bind_moves_callbacks),
 		cmocka_unit_test(test_bc_bind_that_moves_nothing),
 		cmocka_unit_test(test_bc_bind_truncated),

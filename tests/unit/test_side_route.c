@@ -2,8 +2,11 @@
 /*
  * A route's side services as the engine starts them (gateway/side/side_route.c):
  * what the portmapper advertises for a forward and for a reverse route,
- * and the configurations that are refused (a wildcard listen address, a
- * port already taken); the route's NLM keys reaching the relay (the
+ * and the configurations that are refused (a portmapper on the wildcard
+ * listen address, a port already taken); a route on the wildcard address
+ * registering the same with the host's rpcbind (a fake one) and
+ * unregistering at stop, and starting nothing when no rpcbind answers or
+ * the kernel's lockd holds NLM there; the route's NLM keys reaching the relay (the
  * server's lockd at upstream_nlm_port, one client's owners capped at
  * nlm_max_owners_per_client).
  */
@@ -30,6 +33,7 @@
 #include "gateway/side/rpc/portmap.h"
 #include "gateway/side/side_route.h"
 
+#include "support/fakerpcb.h"
 #include "support/loop.h"
 #include "support/rpcmsg.h"
 #include "support/udp.h"
@@ -209,11 +213,11 @@ static void test_refused_configurations(void **state)
 	r.portmapper_port = 0;
 	assert_null(gw_side_start(base, &r, &c, &failed, err, sizeof(err)));
 	assert_int_equal(failed, 0);
-	/* The wildcard address. */
+	/* A portmapper of its own on the wildcard address. */
 	route_init(&r, GW_MODE_FORWARD, 0);
 	assert_null(gw_side_start(base, &r, &c, &failed, err, sizeof(err)));
 	assert_int_equal(failed, 1);
-	assert_non_null(strstr(err, "not the wildcard"));
+	assert_non_null(strstr(err, "registers with the host's rpcbind"));
 	/* The port taken (by a first route on the same address). */
 	route_init(&r, GW_MODE_FORWARD, 0x7f000001);
 	struct gw_side *first = gw_side_start(base, &r, &c, &failed, err, sizeof(err));
@@ -223,6 +227,147 @@ static void test_refused_configurations(void **state)
 	assert_non_null(strstr(err, "cannot start the portmapper"));
 	assert_non_null(strstr(err, "host rpcbind"));
 	gw_side_stop(first);
+	event_base_free(base);
+}
+
+/* The mappings of a forward route on the wildcard, in @f: "0.0.0.0.H.L" of each. */
+static uint16_t mapped_port(const struct gwt_rpcb *f, uint32_t prog, uint32_t vers,
+			    const char *netid)
+{
+	const char *u = gwt_rpcb_lookup(f, prog, vers, netid);
+	unsigned hi, lo;
+
+	if (!u || sscanf(u, "0.0.0.0.%u.%u", &hi, &lo) != 2)
+		return 0;
+	return (uint16_t)(hi << 8 | lo);
+}
+
+/*
+ * The README's minimal route (forward, the wildcard, no portmapper_port)
+ * with an rpcbind on the host: NFS 3 and 4 and NFSACL at the route's
+ * port over TCP, MOUNT 1-3, NLM 1, 3, 4 and NSM 1 over UDP and TCP at the
+ * ports of its services, no portmapper of its own; all of it removed at
+ * stop, and nothing else.
+ */
+static void test_wildcard_route_registers_with_host_rpcbind(void **state)
+{
+	(void)state;
+	struct event_base *base = event_base_new();
+	struct gw_route r;
+	struct gw_counters c = { 0 };
+	struct gwt_rpcb f;
+	char err[256] = "", line[512];
+	int failed;
+
+	gwt_rpcb_init(&f);
+	gwt_rpcb_map(&f, 100000, 2, "udp", 111); /* rpcbind's own */
+	route_init(&r, GW_MODE_FORWARD, 0);
+	r.portmapper_port = 0;
+	assert_int_equal(gw_side_way(&r), GW_SIDE_HOST_RPCBIND);
+	assert_true(gw_side_describe(&r, &f.ops, line, sizeof(line)));
+	assert_non_null(strstr(line, "registers with this host's rpcbind, which answers"));
+	struct gw_side *side = gw_side_start_with(base, &r, &c, &f.ops, &failed, err, sizeof(err));
+	assert_non_null(side);
+	assert_int_equal(failed, 0);
+	assert_int_equal(mapped_port(&f, 100003, 3, "tcp"), 2049);
+	assert_int_equal(mapped_port(&f, 100003, 4, "tcp"), 2049);
+	assert_int_equal(mapped_port(&f, 100227, 3, "tcp"), 2049);
+	assert_null(gwt_rpcb_lookup(&f, 100003, 3, "udp")); /* no NFS over UDP */
+	uint16_t mnt = mapped_port(&f, 100005, 3, "udp");
+	assert_true(mnt > 0);
+	uint16_t nlm = mapped_port(&f, 100021, 4, "udp");
+	uint16_t nsm = mapped_port(&f, 100024, 1, "udp");
+	assert_true(nlm > 0 && nsm > 0 && nlm != mnt && nsm != nlm);
+	for (uint32_t v = 1; v <= 3; v++) {
+		assert_int_equal(mapped_port(&f, 100005, v, "udp"), mnt);
+		assert_int_equal(mapped_port(&f, 100005, v, "tcp"), mnt);
+	}
+	for (uint32_t v = 1; v <= 4; v += v == 1 ? 2 : 1) {
+		assert_int_equal(mapped_port(&f, 100021, v, "udp"), nlm);
+		assert_int_equal(mapped_port(&f, 100021, v, "tcp"), nlm);
+	}
+	assert_null(gwt_rpcb_lookup(&f, 100021, 2, "udp"));
+	assert_int_equal(mapped_port(&f, 100024, 1, "tcp"), nsm);
+	assert_int_equal(f.nmap, 1 + 3 + 6 + 6 + 2);
+	/* The MOUNT service is there, on the wildcard: asked at 127.0.0.1. */
+	int u = gwt_udp_bind(GWT_LOOPBACK, 0, NULL);
+	struct sockaddr_in m = gwt_sin(GWT_LOOPBACK, mnt);
+	uint8_t b[128];
+	size_t n = gwt_rpc_call_none(b, 7, 100005, 9, 0); /* a version it does not relay */
+	assert_int_equal(sendto(u, b, n, 0, (struct sockaddr *)&m, sizeof(m)), (ssize_t)n);
+	assert_true(gwt_spin_until_readable(base, u, 2000, NULL, NULL));
+	assert_true(recv(u, b, sizeof(b), 0) >= 24);
+	assert_int_equal(xdr_get32(b), 7);
+	close(u);
+	gw_side_stop(side);
+	assert_int_equal(f.nmap, 1);
+	assert_non_null(gwt_rpcb_lookup(&f, 100000, 2, "udp"));
+	event_base_free(base);
+}
+
+/* A reverse route on the wildcard: MOUNT, NLM, NSM, no NFS (RPC-over-RDMA has no netid here). */
+static void test_wildcard_reverse_route_registers_no_nfs(void **state)
+{
+	(void)state;
+	struct event_base *base = event_base_new();
+	struct gw_route r;
+	struct gw_counters c = { 0 };
+	struct gwt_rpcb f;
+	char err[256] = "";
+	int failed;
+
+	gwt_rpcb_init(&f);
+	route_init(&r, GW_MODE_REVERSE, 0);
+	r.portmapper_port = 0;
+	struct gw_side *side = gw_side_start_with(base, &r, &c, &f.ops, &failed, err, sizeof(err));
+	assert_non_null(side);
+	assert_null(gwt_rpcb_lookup(&f, 100003, 3, "tcp"));
+	assert_true(mapped_port(&f, 100005, 3, "tcp") > 0);
+	assert_int_equal(f.nmap, 6 + 6 + 2);
+	gw_side_stop(side);
+	assert_int_equal(f.nmap, 0);
+	event_base_free(base);
+}
+
+/*
+ * No rpcbind answers, or the kernel's lockd holds NLM: the route starts
+ * without side services (not a failure: its NFS goes on), --check's line
+ * says what is missing, and nothing is mapped or removed.
+ */
+static void test_wildcard_route_without_rpcbind_or_with_lockd(void **state)
+{
+	(void)state;
+	struct event_base *base = event_base_new();
+	struct gw_route r;
+	struct gw_counters c = { 0 };
+	struct gwt_rpcb f;
+	char err[256] = "", line[512];
+	int failed;
+
+	gwt_rpcb_init(&f);
+	f.down = true;
+	route_init(&r, GW_MODE_FORWARD, 0);
+	r.portmapper_port = 0;
+	assert_false(gw_side_describe(&r, &f.ops, line, sizeof(line)));
+	assert_non_null(strstr(line, "plain NFSv3 unavailable"));
+	assert_non_null(strstr(line, "no rpcbind answers"));
+	assert_null(gw_side_start_with(base, &r, &c, &f.ops, &failed, err, sizeof(err)));
+	assert_int_equal(failed, 0);
+	assert_int_equal(f.nlog, 0);
+
+	gwt_rpcb_init(&f);
+	gwt_rpcb_map(&f, 100021, 4, "udp", 4045);
+	f.held[0] = 4045;
+	assert_null(gw_side_start_with(base, &r, &c, &f.ops, &failed, err, sizeof(err)));
+	assert_int_equal(failed, 0);
+	assert_int_equal(f.nlog, 0);
+	assert_int_equal(f.nmap, 1);
+	/* One address without portmapper_port: no side services, said so. */
+	route_init(&r, GW_MODE_FORWARD, 0x7f000001);
+	r.portmapper_port = 0;
+	assert_int_equal(gw_side_way(&r), GW_SIDE_NONE);
+	assert_true(gw_side_describe(&r, &f.ops, line, sizeof(line)));
+	assert_non_null(strstr(line, "no plain NFSv3 side services"));
 	event_base_free(base);
 }
 
@@ -375,6 +520,9 @@ int main(void)
 		cmocka_unit_test(test_reload_gives_the_side_its_new_route),
 		cmocka_unit_test(test_reverse_route_advertises_mount_only),
 		cmocka_unit_test(test_refused_configurations),
+		cmocka_unit_test(test_wildcard_route_registers_with_host_rpcbind),
+		cmocka_unit_test(test_wildcard_reverse_route_registers_no_nfs),
+		cmocka_unit_test(test_wildcard_route_without_rpcbind_or_with_lockd),
 		cmocka_unit_test(test_nlm_keys_reach_the_relay),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -83,8 +83,10 @@ static char *render(enum doc_format format, gw_stats_snapshot_fn snapshot, void 
 	bool ok;
 
 	assert_non_null(out);
-	ok = format == DOC_JSON ? stats_render_json(snapshot, arg, 7, sessions, out)
-				: stats_render_prometheus(snapshot, arg, 7, sessions, out);
+	const struct stats_endpoint_view ep = { .refused = 7 };
+
+	ok = format == DOC_JSON ? stats_render_json(snapshot, arg, &ep, sessions, out)
+				: stats_render_prometheus(snapshot, arg, &ep, sessions, out);
 	assert_true(ok);
 	len = evbuffer_get_length(out);
 	text = malloc(len + 1);

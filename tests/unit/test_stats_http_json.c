@@ -79,6 +79,12 @@ static void test_stats_json(void **state)
 	assert_string_equal(jtext(ra, "listen"), "0.0.0.0:2049");
 	assert_string_equal(jtext(ra, "upstream"), "192.168.1.10:20049");
 	assert_int_equal(gwt_json_int(ra, "live_sessions"), 2);
+	assert_int_equal(gwt_json_int(ra, "sessions_by_state.connecting"), 1);
+	assert_int_equal(gwt_json_int(ra, "sessions_by_state.ready"), 1);
+	assert_int_equal(gwt_json_int(ra, "sessions_by_state.draining"), 0);
+	assert_int_equal(gwt_json_int(ra, "sessions_by_state.closing"), 0);
+	assert_int_equal(gwt_json_int(rb, "sessions_by_state.ready"), 0);
+	assert_true(json_is_false(json_object_get(root, "draining")));
 	assert_int_equal(gwt_json_int(ra, "totals.calls"), t->calls);
 	assert_int_equal(gwt_json_int(ra, "totals.replies"), t->replies);
 	assert_int_equal(gwt_json_int(ra, "totals.backward_calls"), t->backward_calls);

@@ -131,6 +131,17 @@ static void test_metrics_routes(void **state)
 				    "listen", "0.0.0.0:2049", "upstream", "192.168.1.10:20049",
 				    NULL) == 1);
 	assert_true(gwt_prom_sample(fams, "rpcrdma_gw_sessions", R, "nfs-fwd", NULL) == 2);
+	check_family(fams, "rpcrdma_gw_sessions_by_state", "gauge");
+	check_family(fams, "rpcrdma_gw_draining", "gauge");
+	assert_true(gwt_prom_sample(fams, "rpcrdma_gw_draining", NULL) == 0);
+	assert_true(gwt_prom_sample(fams, "rpcrdma_gw_sessions_by_state", R, "nfs-fwd", "state",
+				    "ready", NULL) == 1);
+	assert_true(gwt_prom_sample(fams, "rpcrdma_gw_sessions_by_state", R, "nfs-fwd", "state",
+				    "connecting", NULL) == 1);
+	assert_true(gwt_prom_sample(fams, "rpcrdma_gw_sessions_by_state", R, "nfs-fwd", "state",
+				    "draining", NULL) == 0);
+	assert_true(gwt_prom_sample(fams, "rpcrdma_gw_sessions_by_state", R, "nfs-fwd", "state",
+				    "closing", NULL) == 0);
 	check_route_scalars(fams, "nfs-fwd", t);
 	check_route_histogram(fams, "rpcrdma_gw_gateway_latency_seconds", "nfs-fwd",
 			      &t->gateway_us);
@@ -510,9 +521,10 @@ static void test_metrics_no_routes(void **state)
 	json_t *fams = gwt_stats_get_metrics(f, "/metrics?sessions=1");
 	assert_non_null(fams);
 	/* the endpoint's own families are there without any route, and the process's */
-	assert_int_equal(json_array_size(fams), 7);
+	assert_int_equal(json_array_size(fams), 8);
 	assert_non_null(gwt_prom_family(fams, "rpcrdma_gw_build_info"));
 	check_family(fams, "rpcrdma_gw_stats_connections_refused", "counter");
+	check_family(fams, "rpcrdma_gw_draining", "gauge");
 	check_family(fams, "process_cpu_seconds", "counter");
 	check_family(fams, "process_start_time_seconds", "gauge");
 	check_family(fams, "process_resident_memory_bytes", "gauge");

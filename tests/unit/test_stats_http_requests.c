@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the stats endpoint (gateway/stats/stats_http.c) answers by path and
- * method, before any statistics: /healthz and the index, 404 for any other
+ * method, before any statistics: /healthz (200 "ok", and 503 "draining" from the
+ * moment the gateway is told to stop, while /stats and /metrics go on serving
+ * and say so) and the index, 404 for any other
  * path whatever the method, 405 with "Allow: GET" for a method other than GET,
  * 400 for a sessions parameter that is neither 0 nor 1; none of them walks
  * the engine.
@@ -19,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "support/jsonpath.h"
+#include "support/promtext.h"
 #include "support/statsrig.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -37,6 +41,61 @@ static void test_healthz(void **state)
 	gwt_http_answer_free(&a);
 	/* liveness must not cost a walk of every session */
 	assert_int_equal(f->engine.walks, 0);
+}
+
+/*
+ * SIGTERM: gateway/main.c calls gw_stats_http_set_draining() before the drain
+ * starts. From then on /healthz answers 503 "draining", so that a director's
+ * health check (keepalived HTTP_GET, deploy/scale-out/) sends no new client
+ * here; the endpoint goes on serving, and /stats still shows the sessions
+ * that finish their calls in flight. A document made before the signal is
+ * not reused, even within its reuse window.
+ */
+static void test_healthz_draining(void **state)
+{
+	struct gwt_stats_rig *f = *state;
+	struct gwt_http_answer a;
+	json_t *doc, *fams;
+
+	/* a walk long enough that the document is reused for the next requests */
+	f->engine.walk_us = 20000;
+	doc = gwt_stats_get_json(f, "/stats");
+	assert_non_null(doc);
+	assert_true(json_is_false(json_object_get(doc, "draining")));
+	json_decref(doc);
+	doc = gwt_stats_get_json(f, "/stats");
+	assert_non_null(doc);
+	json_decref(doc);
+	assert_int_equal(f->engine.walks, 1);
+
+	gw_stats_http_set_draining(f->sh, true);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(gwt_stats_fetch(f, "GET", "/healthz", &a), 0);
+		assert_int_equal(a.status, 503);
+		assert_string_equal(a.body, "draining\n");
+		gwt_http_answer_free(&a);
+	}
+	assert_int_equal(f->engine.walks, 1);
+
+	doc = gwt_stats_get_json(f, "/stats");
+	assert_non_null(doc);
+	assert_int_equal(f->engine.walks, 2);
+	assert_true(json_is_true(json_object_get(doc, "draining")));
+	json_t *route = json_array_get(json_object_get(doc, "routes"), 0);
+	assert_int_equal(gwt_json_int(route, "live_sessions"), 2);
+	assert_int_equal(json_array_size(json_object_get(route, "sessions")), 2);
+	json_decref(doc);
+	fams = gwt_stats_get_metrics(f, "/metrics");
+	assert_non_null(fams);
+	assert_true(gwt_prom_sample(fams, "rpcrdma_gw_draining", NULL) == 1);
+	json_decref(fams);
+
+	/* the endpoint says what it was told last */
+	gw_stats_http_set_draining(f->sh, false);
+	assert_int_equal(gwt_stats_fetch(f, "GET", "/healthz", &a), 0);
+	assert_int_equal(a.status, 200);
+	assert_string_equal(a.body, "ok\n");
+	gwt_http_answer_free(&a);
 }
 
 static void test_index(void **state)
@@ -107,6 +166,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_healthz, gwt_stats_rig_setup,
+						gwt_stats_rig_teardown),
+		cmocka_unit_test_setup_teardown(test_healthz_draining, gwt_stats_rig_setup,
 						gwt_stats_rig_teardown),
 		cmocka_unit_test_setup_teardown(test_index, gwt_stats_rig_setup,
 						gwt_stats_rig_teardown),

@@ -156,12 +156,21 @@ static void test_totals_and_latency_by_procedure(void **state)
 	b.totals.tcp_bytes_in = 234;
 
 	assert_int_equal(gw_stats_route_acc_init(&acc), 0);
+	a.r.sessions_by_state[GW_SESSION_READY] = 1; /* of its 3 */
+	a.r.sessions_by_state[GW_SESSION_DRAINING] = 2;
+	b.r.sessions_by_state[GW_SESSION_READY] = 4; /* of its 5 */
+	b.r.sessions_by_state[GW_SESSION_CONNECTING] = 1;
 	gw_stats_route_acc_add(&acc, &a.r);
 	gw_stats_route_acc_add(&acc, &b.r);
 
 	assert_string_equal(acc.route.name, "nfs");
 	assert_string_equal(acc.route.mode, "forward");
 	assert_int_equal(acc.route.live_sessions, 8);
+	/* the states of the workers' sessions, summed state by state */
+	assert_int_equal(acc.route.sessions_by_state[GW_SESSION_READY], 5);
+	assert_int_equal(acc.route.sessions_by_state[GW_SESSION_DRAINING], 2);
+	assert_int_equal(acc.route.sessions_by_state[GW_SESSION_CONNECTING], 1);
+	assert_int_equal(acc.route.sessions_by_state[GW_SESSION_CLOSING], 0);
 	assert_int_equal(acc.route.totals->calls, 16);
 	assert_int_equal(acc.route.totals->replies, 16);
 	assert_int_equal(acc.route.totals->tcp_bytes_in, 1234);

@@ -70,11 +70,12 @@ static struct fake *fake_new(unsigned nsessions)
 
 static char *render(struct fake *f, bool sessions)
 {
+	const struct stats_endpoint_view ep = { 0 };
 	struct evbuffer *b = evbuffer_new();
 	char *text;
 	size_t n;
 
-	assert_true(stats_render_prometheus(fake_snapshot, f, 0, sessions, b));
+	assert_true(stats_render_prometheus(fake_snapshot, f, &ep, sessions, b));
 	n = evbuffer_get_length(b);
 	text = calloc(1, n + 1);
 	assert_non_null(text);

@@ -62,15 +62,16 @@ static struct gw_stats_qos one_worker(uint64_t k)
 
 static char *render(struct fake *f, bool json)
 {
+	const struct stats_endpoint_view ep = { 0 };
 	struct evbuffer *b = evbuffer_new();
 	char *text;
 	size_t n;
 
 	assert_non_null(b);
 	if (json)
-		assert_true(stats_render_json(fake_snapshot, f, 0, false, b));
+		assert_true(stats_render_json(fake_snapshot, f, &ep, false, b));
 	else
-		assert_true(stats_render_prometheus(fake_snapshot, f, 0, false, b));
+		assert_true(stats_render_prometheus(fake_snapshot, f, &ep, false, b));
 	n = evbuffer_get_length(b);
 	text = calloc(1, n + 1);
 	assert_non_null(text);

@@ -603,6 +603,15 @@ static void advertise(struct nlm_callback *cb, struct event_base *base)
 				: (const void *)&((struct sockaddr_in *)&cb->local)->sin_addr;
 
 	inet_ntop(cb->local.ss_family, a, where, sizeof(where));
+	if (cb->cfg.route_holds_host_nlm) {
+		gw_warn("%s: nlm callback: the host's rpcbind maps NLM to the route's NLM relay "
+			"(the route listens on the wildcard address): the server's GRANTED "
+			"callbacks to %s are not advertised (blocked locks are granted when the "
+			"client re-sends its LOCK; a route on one address with portmapper_port "
+			"has them)",
+			cb->cfg.route->name, where);
+		return;
+	}
 	if (same_host(&cb->local, &cb->cfg.route->listen.addr)) {
 		/* The route's portmapper is there, offering the NLM relay to clients. */
 		gw_warn("%s: nlm callback: the server sees the gateway at its listen address %s, "

@@ -59,6 +59,12 @@ struct nlm_callback_config {
 	struct nlm_async *async;      /* the server's TEST_RES..UNLOCK_RES go there;
 					 NULL: refused (PROC_UNAVAIL) */
 	struct nlm_notify *notify;    /* the server's SM_NOTIFY, on the same service; NULL: none */
+	/*
+	 * The route registered its NLM relay with the host's rpcbind (a route
+	 * on the wildcard address): that one NLM mapping is the relay's, so
+	 * the callback service is not advertised (logged once).
+	 */
+	bool route_holds_host_nlm;
 };
 
 struct nlm_callback_stats {

@@ -54,6 +54,7 @@ struct side_service {
 	struct event *udp_ev;
 	struct tcp_listener *tcp;
 	uint16_t port;
+	bool wildcard; /* UDP bound to the wildcard: replies carry their source (udp_send) */
 	TAILQ_HEAD(, side_service_conn) conns;
 	size_t nconns;
 	uint64_t next_conn_id;
@@ -308,6 +309,75 @@ static const struct tcp_listener_ops side_service_tcp_ops = {
 
 /* ---- UDP ------------------------------------------------------------------- */
 
+/* The address a datagram was sent to, from its IP_PKTINFO / IPV6_PKTINFO (wildcard sockets). */
+static void local_of(struct msghdr *mh, struct sockaddr_storage *local)
+{
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
+		if (cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_PKTINFO) {
+			struct in_pktinfo pi;
+			struct sockaddr_in *sin = (struct sockaddr_in *)local;
+			memcpy(&pi, CMSG_DATA(cm), sizeof(pi));
+			sin->sin_family = AF_INET;
+			sin->sin_addr = pi.ipi_addr;
+			return;
+		}
+		if (cm->cmsg_level == IPPROTO_IPV6 && cm->cmsg_type == IPV6_PKTINFO) {
+			struct in6_pktinfo pi;
+			struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)local;
+			memcpy(&pi, CMSG_DATA(cm), sizeof(pi));
+			sin6->sin6_family = AF_INET6;
+			sin6->sin6_addr = pi.ipi6_addr;
+			sin6->sin6_scope_id = pi.ipi6_ifindex; /* a link-local address's link */
+			return;
+		}
+	}
+}
+
+/*
+ * Send @len bytes to @peer, from the address its call was sent to when the
+ * socket is the wildcard's (the kernel would otherwise choose the source
+ * by the route back, which may be another address of this host).
+ */
+static bool udp_send(struct side_service *svc, const struct side_service_peer *peer,
+		     const uint8_t *msg, size_t len)
+{
+	union {
+		struct cmsghdr align;
+		uint8_t buf[CMSG_SPACE(sizeof(struct in6_pktinfo))];
+	} ctl;
+	struct iovec iov = { .iov_base = (void *)msg, .iov_len = len };
+	struct msghdr mh = { .msg_name = (void *)&peer->addr,
+			     .msg_namelen = peer->addrlen,
+			     .msg_iov = &iov,
+			     .msg_iovlen = 1 };
+
+	memset(&ctl, 0, sizeof(ctl));
+	if (peer->local.ss_family == AF_INET) {
+		struct in_pktinfo pi = {
+			.ipi_spec_dst = ((const struct sockaddr_in *)&peer->local)->sin_addr
+		};
+		mh.msg_control = ctl.buf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(pi));
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = IPPROTO_IP;
+		cm->cmsg_type = IP_PKTINFO;
+		cm->cmsg_len = CMSG_LEN(sizeof(pi));
+		memcpy(CMSG_DATA(cm), &pi, sizeof(pi));
+	} else if (peer->local.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *l6 = (const struct sockaddr_in6 *)&peer->local;
+		struct in6_pktinfo pi = { .ipi6_addr = l6->sin6_addr,
+					  .ipi6_ifindex = l6->sin6_scope_id };
+		mh.msg_control = ctl.buf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(pi));
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = IPPROTO_IPV6;
+		cm->cmsg_type = IPV6_PKTINFO;
+		cm->cmsg_len = CMSG_LEN(sizeof(pi));
+		memcpy(CMSG_DATA(cm), &pi, sizeof(pi));
+	}
+	return sendmsg(svc->udp_fd, &mh, MSG_DONTWAIT) == (ssize_t)len;
+}
+
 static void udp_read(evutil_socket_t fd, short what, void *arg)
 {
 	struct side_service *svc = arg;
@@ -316,10 +386,23 @@ static void udp_read(evutil_socket_t fd, short what, void *arg)
 	/* A bounded batch per wakeup, so that a flood cannot starve the loop. */
 	for (int i = 0; i < 64; i++) {
 		struct side_service_peer peer = { .addrlen = sizeof(peer.addr) };
-		ssize_t n = recvfrom(fd, svc->dgram, svc->cfg.max_msg + 1, MSG_TRUNC,
-				     (struct sockaddr *)&peer.addr, &peer.addrlen);
+		union {
+			struct cmsghdr align;
+			uint8_t buf[CMSG_SPACE(sizeof(struct in6_pktinfo))];
+		} ctl;
+		struct iovec iov = { .iov_base = svc->dgram, .iov_len = svc->cfg.max_msg + 1 };
+		struct msghdr mh = { .msg_name = &peer.addr,
+				     .msg_namelen = sizeof(peer.addr),
+				     .msg_iov = &iov,
+				     .msg_iovlen = 1,
+				     .msg_control = ctl.buf,
+				     .msg_controllen = sizeof(ctl.buf) };
+		ssize_t n = recvmsg(fd, &mh, MSG_TRUNC);
 		if (n < 0)
 			return;
+		peer.addrlen = mh.msg_namelen;
+		if (svc->wildcard)
+			local_of(&mh, &peer.local);
 		if (!gw_route_client_allowed(svc->cfg.route, (const struct sockaddr *)&peer.addr)) {
 			count_event(svc, GW_EV_REFUSED_CLIENT);
 			continue;
@@ -411,10 +494,7 @@ bool side_service_reply(struct side_service *svc, const struct side_service_peer
 				    : 0;
 		if (!n)
 			return false;
-		bool sent =
-			sendto(svc->udp_fd, send, n, MSG_DONTWAIT,
-			       (const struct sockaddr *)&peer->addr, peer->addrlen) == (ssize_t)n;
-		return sent && send == msg;
+		return udp_send(svc, peer, send, n) && send == msg;
 	}
 	struct side_service_conn *c;
 	TAILQ_FOREACH (c, &svc->conns, link) {
@@ -454,6 +534,16 @@ static int udp_bind(const struct sockaddr *addr, socklen_t len, uint16_t *port)
 		return -1;
 	if (addr->sa_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	/* On the wildcard: learn each call's destination, for its reply's source. */
+	if (gw_addr_is_wildcard((const struct sockaddr_storage *)addr) &&
+	    (addr->sa_family == AF_INET6
+		     ? setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof(one))
+		     : setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one))) != 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
 	if (bind(fd, addr, len) != 0 || getsockname(fd, (struct sockaddr *)&ss, &sl) != 0) {
 		int e = errno;
 		close(fd);
@@ -502,6 +592,7 @@ struct side_service *side_service_start(struct event_base *base, const struct so
 	if (!svc->dgram)
 		goto fail;
 	memcpy(&ss, addr, addrlen);
+	svc->wildcard = gw_addr_is_wildcard(&ss);
 	/*
 	 * Port 0: the UDP socket takes one and the listener the same. Another
 	 * program may hold that port on TCP: then try another, a few times.

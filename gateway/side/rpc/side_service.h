@@ -36,6 +36,12 @@ struct side_service_peer {
 	socklen_t addrlen;
 	uint64_t conn_id;  /* 0: UDP */
 	uint32_t call_len; /* UDP: the call's length, which bounds its reply's (below) */
+	/*
+	 * UDP on the wildcard address: the address the call was sent to, which
+	 * the reply leaves from (a client drops a reply from another address);
+	 * family 0 when the socket is bound to one address.
+	 */
+	struct sockaddr_storage local;
 };
 
 /*
@@ -83,8 +89,9 @@ struct side_service_config {
 };
 
 /*
- * Bind UDP and TCP on @addr (a specific address; port 0: one the system
- * chooses, the same for both). NULL with errno when either cannot be bound.
+ * Bind UDP and TCP on @addr (an address or the wildcard; port 0: one the
+ * system chooses, the same for both). NULL with errno when either cannot
+ * be bound.
  */
 struct side_service *side_service_start(struct event_base *base, const struct sockaddr *addr,
 					socklen_t addrlen, const struct side_service_config *cfg);

@@ -1,5 +1,6 @@
-# drc_retransmit.py GATEWAY PORT EXPORT NAME SRCPORT: a non-idempotent call retransmitted
-# after the client reconnected is answered from the NFS server's duplicate request cache.
+# drc_retransmit.py GATEWAY PORT EXPORT NAME SRCPORT [FLOOD FLOODADDR]: a non-idempotent
+# call retransmitted after the client reconnected is answered from the NFS server's
+# duplicate request cache.
 #
 # As a Linux NFSv3 client does after a lost connection: an NFSv3 REMOVE goes to the
 # gateway from source port SRCPORT, the connection is reset before the reply is read, a
@@ -14,6 +15,14 @@
 # exits 0 when every answer is as expected, 1 otherwise. Done twice: NAME-1 with the
 # reset after the reply reached the gateway, NAME-2 with the reset (and the reconnect)
 # straight after the call, while it is still on its way to the server.
+# With FLOOD, a third time (NAME-3) with a busy neighbour between the reset and the
+# reconnect: another client, connected from FLOODADDR (another address), sends FLOOD NULL
+# calls through the gateway, more than the shared route's XID map holds. The gateway must
+# keep the REMOVE's answered entry (a call that must not run twice, kept for its client)
+# and let the neighbour's calls, which only read, recycle their own places.
+# Where the reply was answered before the reset, the server's own count says how the
+# retransmission was served: its reply cache's hits (/proc/net/rpc/nfsd "rc") move by
+# exactly one. The server runs in the same guest.
 import os
 import socket
 import struct
@@ -84,7 +93,33 @@ def nfs_status(res):
     return struct.unpack(">I", res[:4])[0]
 
 
-def remove_twice(gw, port, fh, name, srcport, xid, settle):
+def cache_hits():
+    """The server's reply cache hits (the first field of the "rc" line)."""
+    with open("/proc/net/rpc/nfsd") as f:
+        for line in f:
+            if line.startswith("rc "):
+                return int(line.split()[1])
+    raise RuntimeError("/proc/net/rpc/nfsd has no rc line")
+
+
+def flood(gw, port, addr, n):
+    """@n NULL calls from @addr, 64 at a time on one connection; every reply read."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(30)
+    s.bind((addr, 0))
+    s.connect((gw, port))
+    xid, sent, t0 = int.from_bytes(os.urandom(4), "big") & 0x7FF00000, 0, time.monotonic()
+    while sent < n:
+        k = min(64, n - sent)
+        s.sendall(b"".join(record(call(xid + sent + i, NFS_PROG, 3, 0)) for i in range(k)))
+        for _ in range(k):
+            read_record(s)
+        sent += k
+    reset(s)
+    print("a neighbour at %s sent %d NULL calls in %.1f s" % (addr, n, time.monotonic() - t0))
+
+
+def remove_twice(gw, port, fh, name, srcport, xid, settle, neighbour=None):
     """CREATE NAME, then REMOVE it, reset, reconnect, the same REMOVE again, and the control.
 
     @settle: seconds between sending the REMOVE and the reset, and again before the
@@ -109,12 +144,19 @@ def remove_twice(gw, port, fh, name, srcport, xid, settle):
     print("REMOVE %s xid %#x sent from port %d, connection reset %s s later, reply unread"
           % (name, xid + 1, srcport, settle))
     time.sleep(settle)
+    if neighbour:
+        flood(gw, port, neighbour[1], neighbour[0])
 
+    hits = cache_hits()
     s = connect_from(gw, port, srcport)
     st = nfs_status(rpc(s, remove, xid + 1))
     print("REMOVE %s xid %#x again from port %d after reconnecting: status %d (want %d, from "
           "the server's cache)" % (name, xid + 1, srcport, st, NFS3_OK))
     ok &= st == NFS3_OK
+    if settle:
+        hits = cache_hits() - hits
+        print("the server's reply cache: %d hit(s) for it (want 1: executed once)" % hits)
+        ok &= hits == 1
 
     st = nfs_status(rpc(s, call(xid + 2, NFS_PROG, 3, NFSPROC3_REMOVE, diropargs, cred), xid + 2))
     print("control: REMOVE %s under a fresh xid %#x: status %d (want %d, executed)"
@@ -127,10 +169,13 @@ def remove_twice(gw, port, fh, name, srcport, xid, settle):
 def main():
     gw, port, export, name, srcport = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], \
         int(sys.argv[5])
+    neighbour = (int(sys.argv[6]), sys.argv[7]) if len(sys.argv) > 7 else None
     fh = root_handle(export)
     xid = int.from_bytes(os.urandom(4), "big") & 0x7FFFFF00
     ok = remove_twice(gw, port, fh, name + "-1", srcport, xid, 0.5)
     ok &= remove_twice(gw, port, fh, name + "-2", srcport, xid + 16, 0)
+    if neighbour:
+        ok &= remove_twice(gw, port, fh, name + "-3", srcport, xid + 32, 0.5, neighbour)
     return 0 if ok else 1
 
 

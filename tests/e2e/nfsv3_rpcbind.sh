@@ -1,0 +1,136 @@
+# gwvm: two-guests
+# Plain NFSv3 on the README's minimal configuration: a forward route on the wildcard
+# address (tcp://0.0.0.0:2049), no portmapper_port, and rpcbind running on the gateway's
+# host. The route registers NFS, MOUNT, NLM and NSM with that rpcbind, as every Linux RPC
+# service does, and an unmodified client mounts `GATEWAY:/export` with `-o vers=3`.
+# Guest A is the NFS server (kernel nfsd on RDMA only, 192.0.2.1, its rpcbind, mountd,
+# statd). Guest B runs the gateway and a fresh rpcbind in its root namespaces (nothing
+# mounts NFS there, so the kernel's lockd is not registered with it), and the client in
+# namespace c2 (10.9.0.2) with its own mount namespace, rpcbind and rpc.statd. The client
+# asks the gateway at 10.9.0.11, a second address of the gateway's link: the route back
+# to the client leaves from 10.9.0.1, so a UDP reply of a wildcard-bound side service
+# reaches the client only when it is sent from the address asked (IP_PKTINFO).
+#  - --check says the route registers with this host's rpcbind; the log says it did;
+#    the host's rpcinfo lists NFS 3/4 on TCP 2049, MOUNT 1-3, NLM 1/3/4, NSM 1;
+#  - from the client: rpcinfo -p GATEWAY, showmount -e GATEWAY, mount -o
+#    vers=3,mountproto=udp (MOUNT over UDP to the wildcard socket), 8 MiB written and
+#    read back with checksums and odd sizes, an fcntl lock granted through the NLM relay
+#    (a plain vers=3 mount, no nolock) while a process on the server is refused it;
+#  - SIGTERM: the gateway exits 0 and the host's rpcbind no longer lists its programs;
+#  - without rpcbind, --check says plain NFSv3 is unavailable and why.
+set -u
+source "$GW_SRC/tests/e2e/lib/gw-e2e.sh"
+
+if [[ $GWVM_ROLE == a ]]; then
+    gwvm-net 192.0.2.1
+    gwvm-nfsd /export
+    pgrep -x rpc.statd >/dev/null || rpc.statd # lockd refuses every lock without statd
+    touch "$GW_OUT/server-ready"
+    # Answer the client's lock probes: a process here tries the lock on the exported file.
+    for _ in $(seq 1 600); do
+        [[ -e $GW_OUT/client-done ]] && break
+        for req in "$GW_OUT"/lock-probe-*.req; do
+            [[ -e $req ]] || continue
+            r=0; nlm_lock.py try /export/lockf || r=$?
+            echo $r >"${req%.req}.res"; rm -f "$req"
+        done
+        sleep 0.5
+    done
+    [[ -e $GW_OUT/client-done ]] || { echo "server: the client never finished"; exit 1; }
+    exit 0
+fi
+
+gwvm-net 192.0.2.2
+modprobe nfsv3; modprobe rpcrdma
+client2_netns
+ip addr add 10.9.0.11/24 dev vc1 # a second address: the one the client asks
+# A fresh rpcbind of the gateway host's own, nothing registered but itself.
+pkill -x rpc.statd 2>/dev/null; pkill -x rpcbind 2>/dev/null; sleep 0.5
+rm -f /run/rpcbind/*.xdr # no warm start: nothing registered but rpcbind itself
+rpcbind || fail "rpcbind started on the gateway host"
+check "the gateway host's rpcbind has no NLM (no kernel lockd registered)" \
+    bash -c "! rpcinfo -p 127.0.0.1 | grep -q nlockmgr"
+for _ in $(seq 1 120); do [[ -e $GW_OUT/server-ready ]] && break; sleep 1; done
+
+# The README's minimal configuration.
+cat >"$E2E_WORK/gw.json" <<JSON
+{ "routes": [
+    { "name": "nfs", "mode": "forward", "listen": "tcp://0.0.0.0:2049", "upstream": "rdma://192.0.2.1:20049" } ],
+  "stats": { "listen": "127.0.0.1:9464" } }
+JSON
+"$GW_BIN" -c "$E2E_WORK/gw.json" --check >"$E2E_WORK/check.txt" 2>&1
+cat "$E2E_WORK/check.txt"
+check "--check: the route registers with this host's rpcbind" \
+    grep -q "route nfs: plain NFSv3: registers with this host's rpcbind, which answers" "$E2E_WORK/check.txt"
+gw_start forward "$E2E_WORK/gw.json" || { touch "$GW_OUT/client-done"; e2e_finish; }
+grep -E "plain NFSv3|MOUNT|NLM" "$GW_LOG"
+check "the log says the route registered with this host's rpcbind" \
+    grep -q "nfs: plain NFSv3: registered with this host's rpcbind" "$GW_LOG"
+rpcinfo -p 127.0.0.1 | tee "$E2E_WORK/host-rpcinfo.txt"
+check "the host's rpcbind lists NFS v3 and v4 on TCP 2049" \
+    test "$(grep -cE '100003 +[34] +tcp +2049 +nfs' "$E2E_WORK/host-rpcinfo.txt")" -eq 2
+
+cat >"$E2E_WORK/client.sh" <<'CLIENT'
+set -u
+source "$GW_SRC/tests/e2e/lib/gw-e2e.sh"
+mount -t tmpfs c2run /run && mkdir -p /run/c2-statd/sm /run/c2-statd/sm.bak &&
+    rpcbind && rpc.statd -P /run/c2-statd || fail "the client's rpcbind and rpc.statd started"
+gw=10.9.0.11
+rpcinfo -p $gw | tee "$E2E_WORK/rpcinfo.txt"
+check "rpcinfo -p GATEWAY lists NFS v3 on TCP 2049" grep -qE '100003 +3 +tcp +2049 +nfs' "$E2E_WORK/rpcinfo.txt"
+for v in 1 2 3; do for p in udp tcp; do
+    check "rpcinfo -p GATEWAY lists MOUNT v$v on $p" grep -qE "100005 +$v +$p +[0-9]+ +mountd" "$E2E_WORK/rpcinfo.txt"
+done; done
+for v in 1 3 4; do
+    check "rpcinfo -p GATEWAY lists NLM v$v on udp and tcp" \
+        test "$(grep -cE "100021 +$v +(udp|tcp) +[0-9]+ +nlockmgr" "$E2E_WORK/rpcinfo.txt")" -eq 2
+done
+check "rpcinfo -p GATEWAY lists NSM (status) v1 on udp" grep -qE '100024 +1 +udp +[0-9]+ +status' "$E2E_WORK/rpcinfo.txt"
+check "rpcinfo -T udp: MOUNT v3 answers NULL from the address asked" rpcinfo -T udp $gw 100005 3
+showmount -e $gw | tee "$E2E_WORK/showmount.txt"
+check "showmount -e GATEWAY lists the server's export" grep -q '^/export ' "$E2E_WORK/showmount.txt"
+m=/mnt/v3; mkdir -p $m
+if timeout -s KILL 60 mount -t nfs -o vers=3,mountproto=udp $gw:/export $m; then
+    ok "mount -o vers=3,mountproto=udp $gw:/export"
+    grep " $m " /proc/mounts
+    d=$m/plain-$$; mkdir -p $d
+    wl_bigfile $d 8
+    wl_oddsizes $d
+    rm -rf $d
+    # An fcntl lock through the NLM relay, held while a process on the server tries it.
+    stop=$E2E_WORK/lock-stop; rm -f "$stop"
+    timeout -s KILL 90 nlm_lock.py hold $m/lockf "$stop" >"$E2E_WORK/hold.txt" &
+    holder=$!
+    for _ in $(seq 1 120); do grep -q held "$E2E_WORK/hold.txt" 2>/dev/null && break; sleep 0.5; done
+    check "the client holds an fcntl lock through the gateway (NLM)" grep -q held "$E2E_WORK/hold.txt"
+    id=$RANDOM$RANDOM; touch "$GW_OUT/lock-probe-$id.req"
+    for _ in $(seq 1 60); do [[ -e $GW_OUT/lock-probe-$id.res ]] && break; sleep 0.5; done
+    check "a process on the server is refused the client's lock (try: $(cat "$GW_OUT/lock-probe-$id.res" 2>/dev/null))" \
+        test "$(cat "$GW_OUT/lock-probe-$id.res" 2>/dev/null)" = 1
+    touch "$stop"; wait $holder
+    check "umount" timeout -s KILL 30 umount $m
+else
+    fail "mount -o vers=3,mountproto=udp $gw:/export"
+fi
+e2e_finish
+CLIENT
+check "the client scenario in namespace c2" \
+    ip netns exec c2 unshare -m --propagation private bash "$E2E_WORK/client.sh"
+
+gw_stop
+grep -E "unregistered" "$GW_LOG"
+rpcinfo -p 127.0.0.1 | tee "$E2E_WORK/host-rpcinfo-after.txt"
+check "after the stop the host's rpcbind lists none of the gateway's programs" \
+    bash -c "! grep -qE 'nfs|mountd|nlockmgr|status' '$E2E_WORK/host-rpcinfo-after.txt'"
+check "after the stop the host's rpcbind still answers for itself" \
+    grep -qE '100000 +2 +udp +111 +portmapper' "$E2E_WORK/host-rpcinfo-after.txt"
+
+# No rpcbind: --check says what is missing.
+pkill -x rpcbind; sleep 0.5
+"$GW_BIN" -c "$E2E_WORK/gw.json" --check >"$E2E_WORK/check-norpcbind.txt" 2>&1
+cat "$E2E_WORK/check-norpcbind.txt"
+check "--check without rpcbind: plain NFSv3 unavailable, no rpcbind answers" \
+    grep -q "warning: route nfs: plain NFSv3 unavailable: .*no rpcbind answers here" \
+    "$E2E_WORK/check-norpcbind.txt"
+touch "$GW_OUT/client-done"
+e2e_finish
