@@ -376,13 +376,12 @@ bool conf_cidr_equal(const struct gw_cidr *a, const struct gw_cidr *b)
 	return memcmp(&a->addr.v6, &b->addr.v6, sizeof(a->addr.v6)) == 0;
 }
 
-bool gw_route_client_allowed(const struct gw_route *route, const struct sockaddr *peer)
+/* Whether @peer is in one of the @n networks of @list (an AF_IB peer never is). */
+static bool cidrs_contain(const struct gw_cidr *list, size_t n, const struct sockaddr *peer)
 {
 	const uint8_t *bytes;
 	sa_family_t family = peer->sa_family;
 
-	if (route->allowed_clients_count == 0)
-		return true;
 	if (family == AF_INET) {
 		bytes = (const uint8_t *)&((const struct sockaddr_in *)peer)->sin_addr;
 	} else if (family == AF_INET6) {
@@ -396,14 +395,44 @@ bool gw_route_client_allowed(const struct gw_route *route, const struct sockaddr
 		/* AF_IB and the like: no network of the list can name them. */
 		return false;
 	}
-	for (size_t i = 0; i < route->allowed_clients_count; i++) {
-		const struct gw_cidr *c = &route->allowed_clients[i];
+	for (size_t i = 0; i < n; i++) {
+		const struct gw_cidr *c = &list[i];
 		const uint8_t *net =
 			c->family == AF_INET ? (const uint8_t *)&c->addr.v4 : c->addr.v6.s6_addr;
 		if (c->family == family && prefix_match(bytes, net, c->prefix_len))
 			return true;
 	}
 	return false;
+}
+
+bool gw_route_client_allowed(const struct gw_route *route, const struct sockaddr *peer)
+{
+	return route->allowed_clients_count == 0 ||
+	       cidrs_contain(route->allowed_clients, route->allowed_clients_count, peer);
+}
+
+bool gw_qos_class_matches(const struct gw_qos_class *c, const struct sockaddr *peer, uint32_t prog,
+			  bool reads, bool writes)
+{
+	if (c->program != 0 && c->program != prog)
+		return false;
+	switch (c->procedures) {
+	case GW_QOS_PROCS_ANY:
+		break;
+	case GW_QOS_PROCS_READS:
+		if (!reads)
+			return false;
+		break;
+	case GW_QOS_PROCS_WRITES:
+		if (!writes)
+			return false;
+		break;
+	case GW_QOS_PROCS_METADATA:
+		if (reads || writes)
+			return false;
+		break;
+	}
+	return c->clients_count == 0 || cidrs_contain(c->clients, c->clients_count, peer);
 }
 
 /* ---- comparing socket addresses ------------------------------------------ */

@@ -179,12 +179,44 @@ void conf_load_options(const struct conf_report *rep, const struct conf_where *w
 void conf_load_number(const struct conf_report *rep, const struct conf_where *w, json_t *v,
 		      const struct conf_option *opt, void *obj);
 
+/*
+ * Load a non-empty array of networks ("ADDRESS/PREFIX" strings) into a new
+ * *@out of *@count entries, replacing (and freeing) the old one. @expect
+ * says what was expected when @v is not such an array. False, reported,
+ * when anything in it is wrong (*@out unchanged).
+ */
+bool conf_load_cidr_list(const struct conf_report *rep, const struct conf_where *w, json_t *v,
+			 const char *expect, struct gw_cidr **out, size_t *count);
+
 /* Format the value of option @opt in @r for a message. */
 void conf_option_format(const struct conf_option *opt, const struct gw_route *r, char *buf,
 			size_t len);
 /* Whether option @opt differs between two routes. */
 bool conf_option_differs(const struct conf_option *opt, const struct gw_route *a,
 			 const struct gw_route *b);
+
+/* ---- quality of service (qos.c) ----------------------------------------- */
+
+struct conf_key_info;
+
+/* The top-level "qos_classes" into @cfg->qos_classes. */
+void conf_qos_load_classes(const struct conf_report *rep, const struct conf_where *top,
+			   json_t *root, struct gw_config *cfg);
+/* A route's "qos" and "qos_default" (classes of @cfg) into copies in @r->qos. */
+void conf_qos_load_route(const struct conf_report *rep, const struct conf_where *rw, json_t *obj,
+			 const struct gw_config *cfg, struct gw_route *r);
+/* Free @n classes and the array. */
+void conf_qos_release(struct gw_qos_class *list, size_t n);
+/*
+ * On SIGHUP: false, reported at @rw, when the route's classes or their
+ * matches changed (a restart); GW_CHANGE_LIMITS in *@changes when only
+ * limits did.
+ */
+bool conf_qos_compare_route(const struct conf_report *rep, const struct conf_where *rw,
+			    const struct gw_route *was, const struct gw_route *now,
+			    unsigned *changes);
+/* The keys of a class, "qos_classes.CLASS.KEY", for conf_schema_keys(). */
+void conf_qos_schema(struct conf_key_info *out, size_t max, size_t *n);
 
 /* ---- the schema, for the manual page's test ------------------------------ */
 

@@ -23,13 +23,15 @@
 enum { CONF_FILE_MAX = 4 * 1024 * 1024 };
 
 static const char *const top_keys[] = {
-	"routes",	 "defaults",	 "logging", "stats",   "drain_timeout_s",
-	"drain_delay_s", "max_sessions", "workers", "comment",
+	"routes",	 "defaults",	 "logging", "stats",	   "drain_timeout_s",
+	"drain_delay_s", "max_sessions", "workers", "qos_classes", "comment",
 };
 static const char *const logging_keys[] = { "level", "destination", "comment" };
 static const char *const stats_keys[] = { "enabled", "listen", "max_connections", "comment" };
 /* Only in routes: never inherited, so never in "defaults". */
 static const char *const route_only_keys[] = { "name", "mode", "listen", "upstream" };
+/* Only in routes too, but optional: the quality-of-service classes a route applies. */
+static const char *const route_qos_keys[] = { "qos", "qos_default" };
 
 static const char *const mode_names[] = {
 	[GW_MODE_FORWARD] = "forward",
@@ -160,6 +162,8 @@ static size_t option_names(const char **known, bool route)
 	if (route) {
 		for (size_t i = 0; i < CONF_ARRAY_SIZE(route_only_keys); i++)
 			known[n++] = route_only_keys[i];
+		for (size_t i = 0; i < CONF_ARRAY_SIZE(route_qos_keys); i++)
+			known[n++] = route_qos_keys[i];
 	}
 	for (size_t i = 0; i < conf_options_count && n + 1 < KNOWN_MAX; i++)
 		known[n++] = conf_options[i].name;
@@ -176,7 +180,8 @@ enum object_kind { OBJ_TOP, OBJ_DEFAULTS, OBJ_ROUTE, OBJ_LOGGING, OBJ_STATS };
  */
 static const char *misplaced_hint(enum object_kind kind, const char *name)
 {
-	bool route_only = name_in(name, route_only_keys, CONF_ARRAY_SIZE(route_only_keys));
+	bool route_only = name_in(name, route_only_keys, CONF_ARRAY_SIZE(route_only_keys)) ||
+			  name_in(name, route_qos_keys, CONF_ARRAY_SIZE(route_qos_keys));
 
 	if (kind == OBJ_TOP && is_option(name))
 		return "it is a route key: set it in \"defaults\" or in a route";
@@ -194,7 +199,7 @@ static const char *misplaced_hint(enum object_kind kind, const char *name)
 
 /*
  * Objects with at most this many keys list them when one is unknown: the
- * top level (nine) does; routes and "defaults" (dozens) point to the docs.
+ * top level (ten) does; routes and "defaults" (dozens) point to the docs.
  */
 enum { SHORT_KEY_LIST = 12 };
 
@@ -571,7 +576,8 @@ static void check_v2_inline(const struct conf_report *rep, const struct conf_whe
 }
 
 static void load_route(const struct conf_report *rep, const struct conf_where *w, json_t *obj,
-		       const struct gw_route *defaults, const char *base, struct gw_route *r)
+		       const struct gw_route *defaults, const char *base,
+		       const struct gw_config *cfg, struct gw_route *r)
 {
 	const char *known[KNOWN_MAX];
 	char got[96];
@@ -595,6 +601,7 @@ static void load_route(const struct conf_report *rep, const struct conf_where *w
 	load_route_endpoint(rep, w, obj, mode_known, r, false);
 	load_route_endpoint(rep, w, obj, mode_known, r, true);
 	conf_load_options(rep, w, obj, base, r);
+	conf_qos_load_route(rep, w, obj, cfg, r);
 	check_record_size(rep, w, obj, r);
 	check_v2_inline(rep, w, obj, r);
 	check_side_services(rep, w, r);
@@ -728,7 +735,7 @@ static void load_routes(const struct conf_report *rep, const struct conf_where *
 	for (i = 0; i < json_array_size(routes); i++) {
 		item = json_array_get(routes, i);
 		conf_where_index(&rw, &w, i);
-		load_route(rep, &rw, item, defaults, base, &cfg->routes[i]);
+		load_route(rep, &rw, item, defaults, base, cfg, &cfg->routes[i]);
 	}
 	check_unique_names(rep, &w, cfg);
 	check_listeners(rep, top, &w, cfg);
@@ -772,6 +779,7 @@ static void load_document(const struct conf_report *rep, json_t *root, const cha
 		conf_where_member(&w, &top, workers.name);
 		conf_load_number(rep, &w, v, &workers, cfg);
 	}
+	conf_qos_load_classes(rep, &top, root, cfg);
 	load_defaults(rep, &top, root, base, &defaults);
 	load_routes(rep, &top, root, &defaults, base, cfg);
 	conf_route_release(&defaults);
@@ -800,6 +808,7 @@ static void conf_private_free(struct conf_private *cp)
 	for (size_t i = 0; i < cp->pub.routes_count; i++)
 		conf_route_release(&cp->pub.routes[i]);
 	free(cp->pub.routes);
+	conf_qos_release(cp->pub.qos_classes, cp->pub.qos_classes_count);
 	free(cp->pub.path);
 	free(cp->pub.stats_text);
 	json_pos_index_free(cp->idx);
@@ -960,7 +969,7 @@ static void schema_put(struct conf_key_info *out, size_t max, size_t *n,
 /* What a key outside the route options is, by the object it is in and its name. */
 static void schema_describe(struct conf_key_info *k, const char *scope, const char *name)
 {
-	static const char *const objects[] = { "defaults", "logging", "stats" };
+	static const char *const objects[] = { "defaults", "logging", "stats", "qos_classes" };
 
 	k->has_reload = true;
 	k->reload = CONF_RELOAD_RESTART;
@@ -1010,6 +1019,12 @@ static void schema_describe(struct conf_key_info *k, const char *scope, const ch
 		k->choices = mode_names;
 		k->nchoices = CONF_ARRAY_SIZE(mode_names);
 		k->required = true;
+	} else if (strcmp(scope, "routes[]") == 0 && strcmp(name, "qos") == 0) {
+		k->kind = "class_names";
+		k->reload = CONF_RELOAD_RESTART;
+	} else if (strcmp(scope, "routes[]") == 0 && strcmp(name, "qos_default") == 0) {
+		k->kind = "class_name";
+		k->reload = CONF_RELOAD_RESTART;
 	} else if (strcmp(scope, "routes[]") == 0) {
 		k->kind = "url"; /* listen, upstream */
 		k->required = true;
@@ -1042,6 +1057,8 @@ size_t conf_schema_keys(struct conf_key_info *out, size_t max)
 	schema_list(out, max, &n, "logging", logging_keys, CONF_ARRAY_SIZE(logging_keys));
 	schema_list(out, max, &n, "stats", stats_keys, CONF_ARRAY_SIZE(stats_keys));
 	schema_list(out, max, &n, "routes[]", route_only_keys, CONF_ARRAY_SIZE(route_only_keys));
+	schema_list(out, max, &n, "routes[]", route_qos_keys, CONF_ARRAY_SIZE(route_qos_keys));
+	conf_qos_schema(out, max, &n);
 	for (size_t i = 0; i < conf_options_count; i++) {
 		const struct conf_option *opt = &conf_options[i];
 		struct conf_key_info k = { .opt = opt, .has_reload = true, .reload = opt->reload };

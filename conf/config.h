@@ -97,6 +97,35 @@ struct gw_cidr {
 	} addr;
 };
 
+/*
+ * Quality of service: a class of calls (top-level "qos_classes") and the
+ * limits each client address in it is held to (gateway/core/qos.h
+ * enforces them). A route lists the classes it applies ("qos"), first
+ * match wins, and may name a default class ("qos_default") for the calls
+ * no listed class matches.
+ */
+enum gw_qos_procs {
+	GW_QOS_PROCS_ANY,      /* every procedure */
+	GW_QOS_PROCS_READS,    /* calls whose reply carries bulk data (NFS READ, READLINK) */
+	GW_QOS_PROCS_WRITES,   /* calls that carry bulk data (NFS WRITE, SYMLINK) */
+	GW_QOS_PROCS_METADATA, /* the others */
+};
+
+struct gw_qos_class {
+	char *name;
+	/* The match: every client when there are no networks; program 0: any. */
+	struct gw_cidr *clients;
+	size_t clients_count;
+	uint32_t program;
+	enum gw_qos_procs procedures;
+	/* The limits, per client address; 0: none. */
+	uint32_t calls_per_s;
+	uint64_t to_server_bytes_per_s; /* call bytes from the client */
+	uint64_t to_client_bytes_per_s; /* reply bytes to the client */
+	uint32_t max_in_flight;		/* calls admitted and not yet answered */
+	uint32_t burst_ms;		/* what a bucket holds: this long at its rate */
+};
+
 struct gw_route {
 	char *name;
 	enum gw_route_mode mode;
@@ -207,6 +236,15 @@ struct gw_route {
 	 * (an absolute path); NULL: $STATE_DIRECTORY, else /var/lib/rpcrdma-gw.
 	 */
 	char *state_directory;
+
+	/*
+	 * The route's quality-of-service classes, copies in the order of its
+	 * "qos" list, then its "qos_default" if any (qos_has_default, the
+	 * last entry, matches every call). No entries: no limits, no cost.
+	 */
+	struct gw_qos_class *qos;
+	size_t qos_count;
+	bool qos_has_default;
 };
 
 /*
@@ -244,6 +282,10 @@ struct gw_config {
 	 * start. A change needs a restart.
 	 */
 	unsigned workers;
+
+	/* Every class of "qos_classes", in file order (routes hold copies). */
+	struct gw_qos_class *qos_classes;
+	size_t qos_classes_count;
 };
 
 /*
@@ -287,6 +329,15 @@ const struct gw_route *gw_config_route(const struct gw_config *cfg, const char *
  * allocation, no system call.
  */
 bool gw_route_client_allowed(const struct gw_route *route, const struct sockaddr *peer);
+
+/*
+ * Whether class @c's match takes a call of program @prog whose ULB walk
+ * says it carries bulk data to the server (@writes) or in its reply
+ * (@reads), from @peer. Runs per call on routes with classes: no
+ * allocation, no system call.
+ */
+bool gw_qos_class_matches(const struct gw_qos_class *c, const struct sockaddr *peer, uint32_t prog,
+			  bool reads, bool writes);
 
 /* ---- reload -------------------------------------------------------------- */
 

@@ -130,6 +130,7 @@ static void compare_route(struct reload *rl, size_t index, const struct gw_route
 	compare_endpoint(rl, &rw, &was->listen, &now->listen, "listen");
 	compare_endpoint(rl, &rw, &was->upstream, &now->upstream, "upstream");
 	compare_options(rl, &rw, was, now);
+	conf_qos_compare_route(&rl->rep, &rw, was, now, &rl->changes);
 }
 
 static void compare_routes(struct reload *rl)

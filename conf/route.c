@@ -683,6 +683,7 @@ void conf_route_release(struct gw_route *r)
 	free(r->allowed_clients);
 	paths_free(r->ulb_rules, r->ulb_rules_count);
 	free(r->state_directory);
+	conf_qos_release(r->qos, r->qos_count);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -871,26 +872,29 @@ static json_t *nonempty_array(const struct conf_report *rep, const struct conf_w
 	return v;
 }
 
-static void load_cidrs(const struct conf_report *rep, const struct conf_where *w, json_t *v,
-		       const struct conf_option *opt, struct gw_route *r)
+bool conf_load_cidr_list(const struct conf_report *rep, const struct conf_where *w, json_t *v,
+			 const char *expect, struct gw_cidr **out, size_t *count)
 {
 	struct gw_cidr *list;
 	size_t n, i, bad = 0;
 	json_t *item;
+	char got[96];
 
-	if (!nonempty_array(rep, w, v, opt))
-		return;
+	if (!json_is_array(v) || json_array_size(v) == 0) {
+		conf_describe(v, got, sizeof(got));
+		conf_fail(rep, w, CONF_AT_VALUE, "expected %s, got %s", expect, got);
+		return false;
+	}
 	n = json_array_size(v);
 	list = calloc(n, sizeof(*list));
 	if (!list) {
 		conf_fail(rep, w, CONF_AT_VALUE, "out of memory");
-		return;
+		return false;
 	}
 	for (i = 0; i < n; i++) {
 		item = json_array_get(v, i);
 		struct conf_where iw;
 		struct conf_why why;
-		char got[96];
 
 		conf_where_index(&iw, w, i);
 		conf_describe(item, got, sizeof(got));
@@ -906,11 +910,21 @@ static void load_cidrs(const struct conf_report *rep, const struct conf_where *w
 	}
 	if (bad) {
 		free(list);
-		return;
+		return false;
 	}
-	free(r->allowed_clients);
-	r->allowed_clients = list;
-	r->allowed_clients_count = n;
+	free(*out);
+	*out = list;
+	*count = n;
+	return true;
+}
+
+static void load_cidrs(const struct conf_report *rep, const struct conf_where *w, json_t *v,
+		       const struct conf_option *opt, struct gw_route *r)
+{
+	char expect[160];
+
+	option_expect(opt, expect, sizeof(expect));
+	conf_load_cidr_list(rep, w, v, expect, &r->allowed_clients, &r->allowed_clients_count);
 }
 
 /* Why @path cannot be read as a rule file, or NULL when it can. */

@@ -355,6 +355,42 @@ static json_t *report_session(const json_t *prev, const json_t *cur, double dt)
 	return s;
 }
 
+/*
+ * A route's qos classes over the interval: calls and MB (10^6 bytes) a
+ * second each way, the share of the interval its clients' calls were held
+ * (summed over sessions: 2.0 is two sessions held all the time), and the
+ * clients throttled now. NULL when the route has no classes.
+ */
+static json_t *report_qos(const json_t *prev, const json_t *cur, double dt)
+{
+	const json_t *classes = json_object_get(cur, "qos"), *c;
+	json_t *out;
+	size_t i;
+
+	if (!classes)
+		return NULL;
+	out = json_array();
+	json_array_foreach(classes, i, c)
+	{
+		const json_t *p = find_by(json_object_get(prev, "qos"), "class", c);
+		json_t *o = json_object();
+		double held = real_at(c, "throttled_seconds") - real_at(p, "throttled_seconds");
+
+		json_object_set(o, "class", json_object_get(c, "class"));
+		json_object_set_new(o, "calls_per_s", rate(grew(p, c, "calls"), dt));
+		json_object_set_new(o, "to_server_mb_per_s",
+				    rate(grew(p, c, "bytes_to_server"), dt * 1e6));
+		json_object_set_new(o, "to_client_mb_per_s",
+				    rate(grew(p, c, "bytes_to_client"), dt * 1e6));
+		json_object_set_new(o, "throttled_per_s",
+				    json_real(dt > 0 && held > 0 ? held / dt : 0.0));
+		json_object_set_new(o, "clients_throttled",
+				    json_integer(int_at(c, "clients_throttled")));
+		json_array_append_new(out, o);
+	}
+	return out;
+}
+
 static json_t *report_route(const json_t *prev, const json_t *cur, double dt)
 {
 	const json_t *psessions = json_object_get(prev, "sessions");
@@ -371,6 +407,9 @@ static json_t *report_route(const json_t *prev, const json_t *cur, double dt)
 	json_array_foreach(json_object_get(cur, "sessions"), i, s)
 		json_array_append_new(sessions, report_session(find_by(psessions, "id", s), s, dt));
 	json_object_set_new(r, "sessions", sessions);
+	json_t *qos = report_qos(prev, cur, dt);
+	if (qos)
+		json_object_set_new(r, "qos", qos);
 	return r;
 }
 
@@ -517,6 +556,24 @@ static void print_events(FILE *out, const char *indent, const json_t *c)
 		fputc('\n', out);
 }
 
+/* "  qos CLASS: ..." for each class of the route, when it has any. */
+static void print_qos(FILE *out, const json_t *r)
+{
+	size_t i;
+	json_t *c;
+
+	json_array_foreach(json_object_get(r, "qos"), i, c)
+	{
+		fprintf(out,
+			"  qos %-20.20s %9.1f calls/s %8.2f MB/s to server %8.2f MB/s to client, "
+			"%lld clients throttled, held %.2f s/s\n",
+			str_or(json_string_value(json_object_get(c, "class")), "?"),
+			real_at(c, "calls_per_s"), real_at(c, "to_server_mb_per_s"),
+			real_at(c, "to_client_mb_per_s"), (long long)int_at(c, "clients_throttled"),
+			real_at(c, "throttled_per_s"));
+	}
+}
+
 static int busiest_first(const void *a, const void *b)
 {
 	double x = real_at(*(json_t *const *)a, "calls_per_s");
@@ -605,6 +662,7 @@ void gw_stat_print(FILE *out, const json_t *report, size_t max_sessions)
 		print_header(out);
 		print_line(out, "(route)", r);
 		print_events(out, "      ", r);
+		print_qos(out, r);
 		print_sessions(out, json_object_get(r, "sessions"), max_sessions);
 		fputc('\n', out);
 	}

@@ -517,6 +517,19 @@ struct gw_engine *gw_engine_start_worker(struct event_base *base, const struct g
 		rt->mode = gw_mode_find(modes, rt->cfg->mode);
 		gw_admission_init(&rt->admission,
 				  (uint32_t)(gw_now_us() * 2654435761u) ^ (uint32_t)i);
+		if (rt->cfg->qos_count && !(rt->qos = malloc(sizeof(*rt->qos)))) {
+			snprintf(err, errlen, "out of memory");
+			gw_engine_stop(eng);
+			return NULL;
+		}
+		if (rt->qos && !qos_map_init(rt->qos, (uint32_t)rt->cfg->qos_count,
+					     (uint32_t)(gw_now_us() * 40503u) ^ (uint32_t)i)) {
+			free(rt->qos);
+			rt->qos = NULL;
+			snprintf(err, errlen, "out of memory");
+			gw_engine_stop(eng);
+			return NULL;
+		}
 	}
 	for (size_t i = 0; i < eng->nroutes; i++) {
 		if (!eng->routes[i].mode) {
@@ -569,6 +582,9 @@ static void engine_sweep(evutil_socket_t fd, short what, void *arg)
 		struct gw_route_rt *rt = &eng->routes[i];
 		uint64_t limit_us = (uint64_t)rt->cfg->idle_timeout_ms * 1000;
 		struct gw_session *s, *next;
+		/* Idle clients' buckets given back (a reload never changes the class count). */
+		if (rt->qos)
+			qos_map_sweep(rt->qos, rt->cfg->qos, (uint32_t)rt->cfg->qos_count, now);
 		for (s = TAILQ_FIRST(&rt->sessions); s; s = next) {
 			next = TAILQ_NEXT(s, link);
 			if (s->ops->sweep && s->ops->sweep(s, now))
@@ -753,6 +769,10 @@ void gw_engine_stop(struct gw_engine *eng)
 			eng->routes[i].mode->route_free(&eng->routes[i]);
 		ulb_rules_free(eng->routes[i].rules);
 		gw_admission_fini(&eng->routes[i].admission);
+		if (eng->routes[i].qos) {
+			qos_map_fini(eng->routes[i].qos);
+			free(eng->routes[i].qos);
+		}
 		gw_counters_release(&eng->routes[i].counters);
 	}
 	free(eng->routes);
@@ -764,9 +784,33 @@ void gw_engine_stop(struct gw_engine *eng)
 	free(eng);
 }
 
-/* One route of one engine as the stats endpoint sees it; @shared and @nlm are its storage. */
+/* A route's qos classes' figures into @out; false when it has none. */
+static bool route_qos_view(const struct gw_route_rt *rt, struct gw_stats_qos *out)
+{
+	if (!rt->qos)
+		return false;
+	out->nclasses = 0;
+	for (size_t i = 0; i < rt->cfg->qos_count && i < GW_STATS_MAX_QOS; i++) {
+		const struct qos_class_stats *st = &rt->qos->stats[i];
+		struct gw_stats_qos_class *o = &out->classes[out->nclasses++];
+
+		snprintf(o->name, sizeof(o->name), "%s", rt->cfg->qos[i].name);
+		o->calls = st->calls;
+		o->bytes_to_server = st->bytes_to_server;
+		o->bytes_to_client = st->bytes_to_client;
+		o->throttled_us = st->throttled_us;
+		o->throttles = st->throttles;
+		o->throttled_now = st->throttled_now;
+		o->clients = st->clients;
+		o->overflow = st->overflow;
+	}
+	return true;
+}
+
+/* One route of one engine as the stats endpoint sees it; @shared, @nlm, @qos are its storage. */
 static void route_view(struct gw_route_rt *rt, struct gw_stats_route *r,
-		       struct gw_stats_shared *shared, struct gw_stats_nlm *nlm)
+		       struct gw_stats_shared *shared, struct gw_stats_nlm *nlm,
+		       struct gw_stats_qos *qos)
 {
 	*r = (struct gw_stats_route){
 		.name = rt->cfg->name,
@@ -788,6 +832,8 @@ static void route_view(struct gw_route_rt *rt, struct gw_stats_route *r,
 		r->shared = shared;
 	if (gw_side_nlm_stats(rt->side, nlm))
 		r->nlm = nlm;
+	if (route_qos_view(rt, qos))
+		r->qos = qos;
 }
 
 static void route_visit_sessions(struct gw_route_rt *rt, struct gw_stats_visitor *v, uint64_t now)
@@ -835,10 +881,11 @@ static void routes_visit(struct gw_engine *const *engs, size_t n, size_t i,
 {
 	struct gw_stats_shared shared;
 	struct gw_stats_nlm nlm;
+	struct gw_stats_qos qos;
 	struct gw_stats_route r;
 
 	if (n == 1) {
-		route_view(&engs[0]->routes[i], &r, &shared, &nlm);
+		route_view(&engs[0]->routes[i], &r, &shared, &nlm, &qos);
 		v->route(v, &r);
 		return;
 	}
@@ -846,14 +893,14 @@ static void routes_visit(struct gw_engine *const *engs, size_t n, size_t i,
 	if (gw_stats_route_acc_init(&acc) != 0) {
 		gw_warn("stats: out of memory merging route %s; showing worker 0's figures",
 			engs[0]->routes[i].cfg->name);
-		route_view(&engs[0]->routes[i], &r, &shared, &nlm);
+		route_view(&engs[0]->routes[i], &r, &shared, &nlm, &qos);
 		v->route(v, &r);
 		return;
 	}
 	for (size_t k = 0; k < n; k++) {
 		if (i >= engs[k]->nroutes)
 			continue;
-		route_view(&engs[k]->routes[i], &r, &shared, &nlm);
+		route_view(&engs[k]->routes[i], &r, &shared, &nlm, &qos);
 		gw_stats_route_acc_add(&acc, &r);
 	}
 	v->route(v, &acc.route);

@@ -23,6 +23,7 @@
 #include "gateway/core/admission.h"
 #include "common/ratelimit.h"
 #include "gateway/counters/counters.h"
+#include "gateway/maps/qosmap.h"
 #include "rdma/rpcrdma_hdr.h"
 #include "tcp/tcp_conn.h"
 
@@ -63,6 +64,12 @@ struct gw_route_rt {
 	uint32_t live_sessions;
 	/* Sessions per client address, and the refusals' log rate. */
 	struct gw_admission admission;
+	/*
+	 * The buckets of the route's quality-of-service classes (cfg->qos),
+	 * this worker's clients'; NULL: the route has none, and a call costs
+	 * one test of this pointer.
+	 */
+	struct qos_map *qos;
 	/*
 	 * Upstream connections on reserved ports this route closed with a FIN
 	 * in the current minute: each leaves its port in TIME_WAIT for a

@@ -319,6 +319,29 @@ struct gw_stats_nlm {
 	uint64_t rel_queued, rel_done, rel_retried, rel_given_up, rel_full;
 };
 
+/*
+ * A route's quality-of-service classes (gateway/maps/qosmap.h), in the
+ * route's order; the figures of every worker summed.
+ */
+enum { GW_STATS_MAX_QOS = 64 };
+
+struct gw_stats_qos_class {
+	char name[33];
+	uint64_t calls;		  /* admitted */
+	uint64_t bytes_to_server; /* of those calls */
+	uint64_t bytes_to_client; /* of their replies */
+	uint64_t throttled_us;	  /* time clients' calls were held */
+	uint64_t throttles;	  /* times a session began holding a call */
+	uint32_t throttled_now;	  /* clients holding a call now */
+	uint32_t clients;	  /* client addresses with buckets of their own now */
+	uint64_t overflow;	  /* clients put in the class's shared bucket */
+};
+
+struct gw_stats_qos {
+	uint32_t nclasses;
+	struct gw_stats_qos_class classes[GW_STATS_MAX_QOS];
+};
+
 struct gw_stats_route {
 	const char *name;
 	const char *mode; /* "forward" or "reverse" */
@@ -331,6 +354,7 @@ struct gw_stats_route {
 	uint32_t sessions_by_state[GW_SESSION_STATE_COUNT]; /* they sum to live_sessions */
 	const struct gw_stats_shared *shared; /* NULL: one upstream connection per session */
 	const struct gw_stats_nlm *nlm;	      /* NULL: no NLM relay (no portmapper_port) */
+	const struct gw_stats_qos *qos;	      /* NULL: no qos classes */
 };
 
 struct gw_stats_session {

@@ -211,6 +211,7 @@ void fwd_session_close(struct fwd_session *s)
 			c->state = FC_DONE;
 			fwd_call_put(c);
 		}
+		fwd_qos_close(s);
 		fwd_bcalls_abandon(s);
 		if (s->first_ev)
 			event_del(s->first_ev);
@@ -256,6 +257,7 @@ void fwd_maybe_free(struct fwd_session *s)
 	}
 	if (s->first_ev)
 		event_free(s->first_ev);
+	fwd_qos_free(s);
 	xidmap_destroy(&s->xids);
 	if (s->calls)
 		munmap(s->calls, (size_t)s->ncalls * sizeof(*s->calls));
@@ -553,6 +555,7 @@ void gw_forward_accept(struct gw_route_rt *route, int fd, const struct sockaddr 
 		return;
 	}
 	TAILQ_INIT(&s->queue);
+	TAILQ_INIT(&s->qos_held);
 	/* A connection of its own until fwd_share_attach() puts it on a shared one. */
 	s->up = &fwd_own_upstream;
 	s->conn = s;

@@ -69,6 +69,8 @@ void fwd_call_put(struct fwd_call *c)
 
 	if (c->send_pending || c->fence_pending)
 		return;
+	if (c->qos_admitted)
+		fwd_qos_done(c);
 	fwd_call_release_buffers(c);
 	s->mem_held -= c->mem;
 	s->up->call_freed(c);
@@ -82,7 +84,7 @@ void fwd_call_put(struct fwd_call *c)
 	if (s->mem_paused && s->mem_held <= s->base.route->cfg->max_session_memory / 2)
 		s->mem_paused = false;
 	if (s->read_paused && !s->mem_paused && s->state == FS_READY &&
-	    s->queued < s->base.route->cfg->queue_limit) {
+	    s->queued < s->base.route->cfg->queue_limit && !fwd_qos_holding(s)) {
 		s->read_paused = false;
 		tcp_conn_resume_read(s->tcp);
 	}
@@ -146,7 +148,10 @@ static void fwd_call_admit(struct fwd_session *s, struct gw_buf *buf, uint32_t o
 			c->ulb.reply_max = rdma_pool_max_size(fwd_pool(s));
 	}
 	gw_count_call(&s->base, c->ulb.prog, c->ulb.vers, c->ulb.proc);
-	s->up->admit(s, c); /* mapped to its wire XID, queued, sent when it may */
+	if (s->base.route->qos)
+		fwd_qos_admit(s, c); /* held to its class's limits first (forward_qos.c) */
+	else
+		s->up->admit(s, c); /* mapped to its wire XID, queued, sent when it may */
 }
 
 /*

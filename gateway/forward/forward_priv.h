@@ -132,6 +132,13 @@ struct fwd_call {
 	uint64_t t_in;
 	uint64_t t_sent;
 	uint64_t t_reply;
+
+	/* Quality of service (forward_qos.c): its place among the session's held calls, */
+	TAILQ_ENTRY(fwd_call) qos_link;
+	/* its client's entry in its class (NULL: no class took it), */
+	struct qos_entry *qos;
+	uint32_t qos_cls;
+	bool qos_admitted; /* counted in flight in that entry */
 };
 
 /*
@@ -260,6 +267,16 @@ struct fwd_session {
 	uint32_t orphans; /* channel: calls given up unanswered on this connection (credits held) */
 	/* Channel: GSS calls waiting for their XID to be free on it (forward_share.c). */
 	TAILQ_HEAD(, fwd_call) gss_wait;
+	/*
+	 * Quality of service (forward_qos.c): calls admitted from the client
+	 * but held, in order, until its class's buckets let the first go;
+	 * reading the client is paused meanwhile. The timer is made with the
+	 * first call held.
+	 */
+	TAILQ_HEAD(, fwd_call) qos_held;
+	struct event *qos_timer;
+	uint64_t qos_held_since;       /* when the first of the held calls was held */
+	struct qos_entry *qos_waiting; /* the entry counted as waiting (qos_entry_wait_begin()) */
 };
 
 /*
@@ -305,6 +322,26 @@ _Static_assert(64 <= WIREXID_MAX_CHANNELS, "a route's channels are wirexid chann
 
 /* forward_admit.c */
 void fwd_call_put(struct fwd_call *c);
+
+/* ---- quality of service (forward_qos.c) ---- */
+
+/*
+ * A parsed call of a route with qos classes: to its upstream now if its
+ * class lets it go and none of the session's calls is held, else held in
+ * order (reading paused) and sent by a timer when it may.
+ */
+void fwd_qos_admit(struct fwd_session *s, struct fwd_call *c);
+/* @c, admitted by its class, is being freed: its place in flight and its reply's bytes. */
+void fwd_qos_done(struct fwd_call *c);
+/* Whether the session holds calls (reading stays paused). */
+static inline bool fwd_qos_holding(const struct fwd_session *s)
+{
+	return !TAILQ_EMPTY(&s->qos_held);
+}
+/* The session closes: its held calls are dropped, its timer stopped (fwd_session_close()). */
+void fwd_qos_close(struct fwd_session *s);
+/* The session is freed: its timer (fwd_maybe_free()). */
+void fwd_qos_free(struct fwd_session *s);
 void fwd_call_abandon(struct fwd_call *c);
 void fwd_record(struct tcp_conn *tc, struct gw_buf *buf, uint32_t off, uint32_t len, void *arg);
 void fwd_oversized(struct tcp_conn *tc, const uint8_t *head, uint32_t head_len, uint64_t record_len,

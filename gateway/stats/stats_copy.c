@@ -217,6 +217,8 @@ static void copy_route(struct gw_stats_visitor *v, const struct gw_stats_route *
 		need += shared_bytes(r->shared);
 	if (r->nlm)
 		need += round_up(sizeof(*r->nlm));
+	if (r->qos)
+		need += round_up(sizeof(*r->qos));
 	rec = copy_rec_new(c, COPY_ROUTE, need);
 
 	if (!rec)
@@ -235,6 +237,8 @@ static void copy_route(struct gw_stats_visitor *v, const struct gw_stats_route *
 		d->shared = copy_shared(c, r->shared);
 	if (r->nlm)
 		d->nlm = copy_mem(c, r->nlm, sizeof(*r->nlm));
+	if (r->qos)
+		d->qos = copy_mem(c, r->qos, sizeof(*r->qos));
 	copy_rec_link(c, rec);
 }
 

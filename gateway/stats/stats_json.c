@@ -262,6 +262,31 @@ static json_t *json_shared(const struct gw_stats_shared *sh)
 	return finish(o, ok);
 }
 
+/* A route's qos classes, in its order (first match first). */
+static json_t *json_qos(const struct gw_stats_qos *q)
+{
+	json_t *a = json_array();
+	bool ok = a != NULL;
+
+	for (uint32_t i = 0; ok && i < q->nclasses; i++) {
+		const struct gw_stats_qos_class *c = &q->classes[i];
+		json_t *o = json_object();
+		bool cok = true;
+
+		cok &= put(o, "class", json_string(c->name));
+		cok &= put(o, "calls", ju64(c->calls));
+		cok &= put(o, "bytes_to_server", ju64(c->bytes_to_server));
+		cok &= put(o, "bytes_to_client", ju64(c->bytes_to_client));
+		cok &= put(o, "throttled_seconds", json_real((double)c->throttled_us / 1e6));
+		cok &= put(o, "throttles", ju64(c->throttles));
+		cok &= put(o, "clients_throttled", json_integer(c->throttled_now));
+		cok &= put(o, "clients", json_integer(c->clients));
+		cok &= put(o, "clients_shared_bucket", ju64(c->overflow));
+		ok &= json_array_append_new(a, finish(o, cok)) == 0;
+	}
+	return finish(a, ok);
+}
+
 /* The server's SM_NOTIFY relayed to the clients that held locks. */
 static json_t *json_server_reboots(const struct gw_stats_nlm *n)
 {
@@ -433,6 +458,8 @@ static void jw_route(struct gw_stats_visitor *v, const struct gw_stats_route *r)
 		jw_value(w, ",\"shared_upstream\":", json_shared(r->shared));
 	if (r->nlm)
 		jw_value(w, ",\"nlm\":", json_nlm(r->nlm));
+	if (r->qos)
+		jw_value(w, ",\"qos\":", json_qos(r->qos));
 	if (w->with_sessions)
 		jw_raw(w, ",\"sessions\":[");
 	w->route_open = true;

@@ -80,6 +80,24 @@ static void acc_add_shared(struct gw_stats_shared *into, const struct gw_stats_s
 	into->bc_dropped += from->bc_dropped;
 }
 
+/* Every worker has the route's classes, in the same order: summed class by class. */
+static void acc_add_qos(struct gw_stats_qos *into, const struct gw_stats_qos *from)
+{
+	for (uint32_t i = 0; i < into->nclasses && i < from->nclasses; i++) {
+		struct gw_stats_qos_class *a = &into->classes[i];
+		const struct gw_stats_qos_class *b = &from->classes[i];
+
+		a->calls += b->calls;
+		a->bytes_to_server += b->bytes_to_server;
+		a->bytes_to_client += b->bytes_to_client;
+		a->throttled_us += b->throttled_us;
+		a->throttles += b->throttles;
+		a->throttled_now += b->throttled_now;
+		a->clients += b->clients;
+		a->overflow += b->overflow;
+	}
+}
+
 void gw_stats_route_acc_add(struct gw_stats_route_acc *acc, const struct gw_stats_route *r)
 {
 	if (acc->parts++ == 0) {
@@ -100,6 +118,12 @@ void gw_stats_route_acc_add(struct gw_stats_route_acc *acc, const struct gw_stat
 	if (r->shared) {
 		acc_add_shared(&acc->shared, r->shared);
 		acc->route.shared = &acc->shared;
+	}
+	if (r->qos && !acc->route.qos) {
+		acc->qos = *r->qos;
+		acc->route.qos = &acc->qos;
+	} else if (r->qos) {
+		acc_add_qos(&acc->qos, r->qos);
 	}
 	if (r->nlm && !acc->route.nlm) {
 		acc->nlm = *r->nlm;

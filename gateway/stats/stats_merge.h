@@ -24,6 +24,7 @@ struct gw_stats_route_acc {
 	struct gw_hist *proc_upstream_us; /* [GW_PROC_SLOTS], by the slots of totals */
 	struct gw_stats_shared shared;
 	struct gw_stats_nlm nlm;
+	struct gw_stats_qos qos;
 	unsigned parts;
 };
 

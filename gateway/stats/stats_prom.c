@@ -112,6 +112,12 @@ enum prom_family {
 	FAM_SHARED_BC_KEPT,
 	FAM_SHARED_BC_EVENTS,
 	FAM_SOCKET_WAIT,
+	FAM_QOS_CALLS,
+	FAM_QOS_BYTES,
+	FAM_QOS_THROTTLED,
+	FAM_QOS_THROTTLES,
+	FAM_QOS_CLIENTS_THROTTLED,
+	FAM_QOS_CLIENTS,
 	FAM_COUNT
 };
 
@@ -312,6 +318,23 @@ static const struct prom_family_desc {
 			      "Forward routes: time a client's call waited in the gateway's "
 			      "TCP socket before its worker's event loop read it (from the "
 			      "kernel's receive time)." },
+	/* A route's quality-of-service classes (label class). */
+	[FAM_QOS_CALLS] = { "qos_calls_total", "counter", ON_ROUTE,
+			    "Calls admitted in a qos class." },
+	[FAM_QOS_BYTES] = { "qos_bytes_total", "counter", ON_ROUTE,
+			    "Bytes of a qos class's calls (direction to_server) and of their "
+			    "replies (to_client)." },
+	[FAM_QOS_THROTTLED] = { "qos_throttled_seconds_total", "counter", ON_ROUTE,
+				"Time clients' calls were held to a qos class's limits (summed "
+				"over sessions)." },
+	[FAM_QOS_THROTTLES] = { "qos_throttles_total", "counter", ON_ROUTE,
+				"Times a session began holding a call to a qos class's limits." },
+	[FAM_QOS_CLIENTS_THROTTLED] = { "qos_clients_throttled", "gauge", ON_ROUTE,
+					"Clients of a qos class holding a call now." },
+	[FAM_QOS_CLIENTS] = { "qos_clients", "gauge", ON_ROUTE,
+			      "Client addresses of a qos class with buckets of their own "
+			      "(bucket=\"own\"), and clients put in the class's shared bucket "
+			      "since the start (bucket=\"shared_total\")." },
 };
 
 /* The plain counters of struct gw_counters and the family each one feeds. */
@@ -684,6 +707,38 @@ static void prom_nlm(struct prom *p, const struct gw_stats_nlm *n)
 			rows[i].v);
 }
 
+static void prom_qos(struct prom *p, const struct gw_stats_qos *q)
+{
+	for (uint32_t i = 0; i < q->nclasses; i++) {
+		const struct gw_stats_qos_class *c = &q->classes[i];
+		const char *cls[] = { "class", c->name };
+		char *l = make_labels(NULL, cls, ARRAY_SIZE(cls));
+		char extra[96], secs[32];
+
+		if (!l) {
+			p->failed = true;
+			return;
+		}
+		put_u64(p, SCOPE_ROUTE, FAM_QOS_CALLS, "", p->route_labels, l, c->calls);
+		snprintf(extra, sizeof(extra), "%s,direction=\"to_server\"", l);
+		put_u64(p, SCOPE_ROUTE, FAM_QOS_BYTES, "", p->route_labels, extra,
+			c->bytes_to_server);
+		snprintf(extra, sizeof(extra), "%s,direction=\"to_client\"", l);
+		put_u64(p, SCOPE_ROUTE, FAM_QOS_BYTES, "", p->route_labels, extra,
+			c->bytes_to_client);
+		snprintf(secs, sizeof(secs), "%.6f", (double)c->throttled_us / 1e6);
+		put_sample(p, SCOPE_ROUTE, FAM_QOS_THROTTLED, "", p->route_labels, l, secs);
+		put_u64(p, SCOPE_ROUTE, FAM_QOS_THROTTLES, "", p->route_labels, l, c->throttles);
+		put_u64(p, SCOPE_ROUTE, FAM_QOS_CLIENTS_THROTTLED, "", p->route_labels, l,
+			c->throttled_now);
+		snprintf(extra, sizeof(extra), "%s,bucket=\"own\"", l);
+		put_u64(p, SCOPE_ROUTE, FAM_QOS_CLIENTS, "", p->route_labels, extra, c->clients);
+		snprintf(extra, sizeof(extra), "%s,bucket=\"shared_total\"", l);
+		put_u64(p, SCOPE_ROUTE, FAM_QOS_CLIENTS, "", p->route_labels, extra, c->overflow);
+		free(l);
+	}
+}
+
 static void prom_route(struct gw_stats_visitor *v, const struct gw_stats_route *r)
 {
 	struct prom *p = container_of(v, struct prom, visitor);
@@ -724,6 +779,8 @@ static void prom_route(struct gw_stats_visitor *v, const struct gw_stats_route *
 			       &r->totals->socket_us);
 	if (r->nlm)
 		prom_nlm(p, r->nlm);
+	if (r->qos)
+		prom_qos(p, r->qos);
 }
 
 static void prom_session(struct gw_stats_visitor *v, const struct gw_stats_session *s)

@@ -217,7 +217,7 @@ static void test_unknown_keys(void **state)
 		      "             'upstream': 'rdma://192.0.2.1', 'weight': 3}]}",
 		      "gw.json:1:2: zzz: unknown key; expected \"routes\", \"defaults\", "
 		      "\"logging\", \"stats\", \"drain_timeout_s\", \"drain_delay_s\", "
-		      "\"max_sessions\", \"workers\" "
+		      "\"max_sessions\", \"workers\", \"qos_classes\" "
 		      "or \"comment\"\n"
 		      "gw.json:1:24: logging.lvl: unknown key; expected \"level\", \"destination\" "
 		      "or \"comment\"\n"
@@ -234,7 +234,7 @@ static void test_unknown_key_with_control_characters(void **state)
 	expect_errors("{'routes': [" ROUTE_FWD "], 'a\\nb\\u0001': 1}",
 		      "gw.json:1:120: a?b?: unknown key; expected \"routes\", \"defaults\", "
 		      "\"logging\", \"stats\", \"drain_timeout_s\", \"drain_delay_s\", "
-		      "\"max_sessions\", \"workers\" "
+		      "\"max_sessions\", \"workers\", \"qos_classes\" "
 		      "or \"comment\"\n");
 }
 
@@ -922,7 +922,8 @@ static void test_error_cap_keeps_the_first_in_the_file(void **state)
 			snprintf(line, sizeof(line),
 				 "gw.json:%d:2: zz%02d: unknown key; expected \"routes\", "
 				 "\"defaults\", \"logging\", \"stats\", \"drain_timeout_s\", "
-				 "\"drain_delay_s\", \"max_sessions\", \"workers\" or "
+				 "\"drain_delay_s\", \"max_sessions\", \"workers\", "
+				 "\"qos_classes\" or "
 				 "\"comment\"\n",
 				 i + 2, i);
 			strcat(want, line);

@@ -134,6 +134,17 @@ static bool expected_summary(const struct conf_key_info *k, char *buf, size_t le
 		snprintf(what, sizeof(what), "Object.");
 	} else if (strcmp(k->kind, "comment") == 0) {
 		snprintf(what, sizeof(what), "String, ignored.");
+	} else if (strcmp(k->kind, "networks") == 0) {
+		snprintf(what, sizeof(what), "Array of networks; default: %s.", k->def);
+	} else if (strcmp(k->kind, "program") == 0) {
+		snprintf(what, sizeof(what), "Integer, an RPC program number; default: any.");
+	} else if (strcmp(k->kind, "mb_s") == 0) {
+		snprintf(what, sizeof(what),
+			 "Megabytes a second, 0..1000000, default 0 (no limit).");
+	} else if (strcmp(k->kind, "class_names") == 0) {
+		snprintf(what, sizeof(what), "Array of qos class names; default: none.");
+	} else if (strcmp(k->kind, "class_name") == 0) {
+		snprintf(what, sizeof(what), "String, a qos class name; default: none.");
 	} else {
 		return false;
 	}
@@ -244,8 +255,11 @@ static void test_every_key_listed(void **state)
 	size_t n = conf_schema_keys(keys, MAX_KEYS);
 	bool credits = false, level = false, max_conn = false, name = false, workers = false;
 
-	/* 9 top-level, 2 logging, 3 stats, 4 route keys, the route options. */
-	assert_int_equal(n, 9 + 2 + 3 + 4 + conf_options_count);
+	/*
+	 * 10 top-level, 2 logging, 3 stats, 4 route keys, 2 route qos keys, 8
+	 * keys of a qos class, the route options.
+	 */
+	assert_int_equal(n, 10 + 2 + 3 + 4 + 2 + 8 + conf_options_count);
 	for (size_t i = 0; i < n; i++) {
 		credits |= strcmp(keys[i].key, "routes[].credits") == 0;
 		level |= strcmp(keys[i].key, "logging.level") == 0;
@@ -288,6 +302,11 @@ static const char *where_json(const char *key, const char *value, char *buf, siz
 	else if (strncmp(key, "stats.", 6) == 0)
 		snprintf(buf, len, "{\"stats\": {\"%s\": %s}, \"routes\": [{%s}]}", key + 6, value,
 			 route);
+	else if (strncmp(key, "qos_classes.CLASS.", 18) == 0)
+		snprintf(buf, len,
+			 "{\"qos_classes\": {\"c\": {\"%s\": %s}}, \"routes\": [{%s, \"qos\": "
+			 "[\"c\"]}]}",
+			 key + 18, value, route);
 	else
 		snprintf(buf, len, "{\"%s\": %s, \"routes\": [{%s}]}", key, value, route);
 	return buf;

@@ -216,6 +216,51 @@ static void test_counter_reset_and_new_session(void **state)
 	json_decref(b);
 }
 
+/* A route's qos classes: rates of the interval, held time per second, and a line each. */
+static void test_qos_line(void **state)
+{
+	json_t *a = json_pack(
+		"{s:s, s:[{s:s, s:{s:I}, s:[{s:s, s:I, s:I, s:I, s:f, s:I}]}]}", "version", "t",
+		"routes", "name", "r", "totals", "calls", (json_int_t)0, "qos", "class", "backup",
+		"calls", (json_int_t)100, "bytes_to_server", (json_int_t)4000000, "bytes_to_client",
+		(json_int_t)0, "throttled_seconds", 1.0, "clients_throttled", (json_int_t)1);
+	json_t *b =
+		json_pack("{s:s, s:[{s:s, s:{s:I}, s:[{s:s, s:I, s:I, s:I, s:f, s:I}]}]}",
+			  "version", "t", "routes", "name", "r", "totals", "calls", (json_int_t)0,
+			  "qos", "class", "backup", "calls", (json_int_t)140, "bytes_to_server",
+			  (json_int_t)12000000, "bytes_to_client", (json_int_t)2000000,
+			  "throttled_seconds", 2.8, "clients_throttled", (json_int_t)1);
+	char err[128], *text = NULL;
+	size_t len = 0;
+	json_t *rep = gw_stat_report(a, b, 2.0, err, sizeof(err));
+	const json_t *r = json_array_get(json_object_get(rep, "routes"), 0);
+	const json_t *q = json_array_get(json_object_get(r, "qos"), 0);
+
+	(void)state;
+	assert_non_null(q);
+	assert_close(num(q, "calls_per_s"), 20.0);
+	assert_close(num(q, "to_server_mb_per_s"), 4.0);
+	assert_close(num(q, "to_client_mb_per_s"), 1.0);
+	assert_close(num(q, "throttled_per_s"), 0.9);
+	assert_int_equal(at(q, "clients_throttled"), 1);
+	FILE *out = open_memstream(&text, &len);
+	gw_stat_print(out, rep, 10);
+	fclose(out);
+	assert_non_null(strstr(text, "  qos backup "));
+	assert_non_null(strstr(text, "4.00 MB/s to server"));
+	assert_non_null(strstr(text, "1 clients throttled, held 0.90 s/s"));
+	free(text);
+	json_decref(rep);
+
+	/* A route without classes has no "qos" in the report, and no line. */
+	json_object_del(json_array_get(json_object_get(b, "routes"), 0), "qos");
+	rep = gw_stat_report(a, b, 2.0, err, sizeof(err));
+	assert_null(json_object_get(json_array_get(json_object_get(rep, "routes"), 0), "qos"));
+	json_decref(rep);
+	json_decref(a);
+	json_decref(b);
+}
+
 /* The gateway process: CPU share over the interval; a new start time is a restart. */
 static void test_process_and_restart(void **state)
 {
@@ -446,6 +491,7 @@ int main(void)
 		cmocka_unit_test(test_report_of_captured_documents),
 		cmocka_unit_test(test_percentiles),
 		cmocka_unit_test(test_counter_reset_and_new_session),
+		cmocka_unit_test(test_qos_line),
 		cmocka_unit_test(test_process_and_restart),
 		cmocka_unit_test(test_text_view),
 		cmocka_unit_test(test_text_view_workers),
