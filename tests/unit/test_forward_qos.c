@@ -70,7 +70,17 @@ static void stub_admit(struct fwd_session *s, struct fwd_call *c)
 	sent[nsent++] = (uint32_t)(s->base.id << 16 | c->index);
 }
 
-static const struct fwd_upstream_ops stub_upstream = { .admit = stub_admit };
+/* Calls given back (fwd_call_put()), held ones dropped at a close among them. */
+static size_t nfreed;
+
+static void stub_call_freed(struct fwd_call *c)
+{
+	(void)c;
+	nfreed++;
+}
+
+static const struct fwd_upstream_ops stub_upstream = { .admit = stub_admit,
+						       .call_freed = stub_call_freed };
 
 enum { NCALLS = 16 };
 
@@ -147,6 +157,7 @@ static int setup(void **state)
 	client_init(f, &f->b, 2, "192.0.2.2");
 	client_init(f, &f->c, 3, "198.51.100.3");
 	nsent = 0;
+	nfreed = 0;
 	pauses = resumes = 0;
 	*state = f;
 	return 0;
@@ -290,6 +301,35 @@ static void test_unclassed_goes(void **state)
 	assert_int_equal(pauses, 0);
 }
 
+/*
+ * A client that goes while calls of its are held: they are given back
+ * (their slots free, nothing sent for them), its throttled time counted,
+ * and its timer no longer brings anything out.
+ */
+static void test_close_with_calls_held(void **state)
+{
+	struct fixture *f = *state;
+
+	send_call(&f->a, 100000, true); /* the burst */
+	f->classes[0].max_in_flight = 0;
+	struct fwd_call *h1 = send_call(&f->a, 100000, true);
+	struct fwd_call *h2 = send_call(&f->a, 1000, false);
+	assert_int_equal(nsent, 1);
+	assert_true(fwd_qos_holding(&f->a.s));
+	assert_int_equal(f->map.stats[0].throttled_now, 1);
+	tick(&f->a, 20000);
+	f->a.s.state = FS_CLOSING;
+	fwd_qos_close(&f->a.s);
+	assert_false(fwd_qos_holding(&f->a.s));
+	assert_int_equal(nfreed, 2);
+	assert_int_equal(h1->state, FC_FREE);
+	assert_int_equal(h2->state, FC_FREE);
+	assert_int_equal(f->map.stats[0].throttled_now, 0);
+	assert_int_equal(f->map.stats[0].throttled_us, 20000);
+	tick(&f->a, 1000000);
+	assert_int_equal(nsent, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -298,6 +338,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_in_flight_released_by_reply, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reload_raises_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unclassed_goes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_close_with_calls_held, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
