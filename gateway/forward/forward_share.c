@@ -533,26 +533,6 @@ void fwd_share_set_grant(struct fwd_session *ch)
 }
 
 /*
- * Call @c, on the wire, has had no reply for call_timeout: it is given up
- * alone instead of resetting the channel, which would close every client
- * on it for one lost call.
- *
- *  - Its map entry is marked answered: the client's retransmission goes
- *    out again under the same wire XID (the server's duplicate request
- *    cache knows it), and a late reply before that finds no call in flight
- *    and is dropped as stray.
- *  - Its windows are invalidated before its buffers go back to the pool:
- *    a late RDMA Write of the server's then fails (and takes the
- *    connection down, which is made again) instead of landing in memory
- *    another call - maybe another client's - has by then.
- *  - Its credit stays held (the grant is lowered by one) until the
- *    connection is made again: the server still counts the call.
- *
- * False when the channel cannot spare the credit (every usable one would
- * be held by orphans) or the call's Send has not even completed: the
- * caller resets the channel, as before.
- */
-/*
  * The GSS calls waiting on @ch for their XID try again: each goes under it
  * now, or waits once more. Run from the deferred pump, after a call left
  * the channel's wire (its entry answered, given up or cancelled), so never
@@ -619,6 +599,26 @@ void fwd_share_mem_freed(struct fwd_session *s)
 	share_pump_later(s->ch);
 }
 
+/*
+ * Call @c, on the wire, has had no reply for call_timeout: it is given up
+ * alone instead of resetting the channel, which would close every client
+ * on it for one lost call.
+ *
+ *  - Its map entry is marked answered: the client's retransmission goes
+ *    out again under the same wire XID (the server's duplicate request
+ *    cache knows it), and a late reply before that finds no call in flight
+ *    and is dropped as stray.
+ *  - Its windows are invalidated before its buffers go back to the pool:
+ *    a late RDMA Write of the server's then fails (and takes the
+ *    connection down, which is made again) instead of landing in memory
+ *    another call - maybe another client's - has by then.
+ *  - Its credit stays held (the grant is lowered by one) until the
+ *    connection is made again: the server still counts the call.
+ *
+ * False when the channel cannot spare the credit (every usable one would
+ * be held by orphans) or the call's Send has not even completed: the
+ * caller resets the channel, as before.
+ */
 bool fwd_share_orphan(struct fwd_call *c)
 {
 	struct fwd_session *s = c->s;

@@ -551,17 +551,16 @@ static void chan_reply(struct rev_chan *ch, struct gw_buf *buf, uint32_t off, ui
 	bool stray;
 	struct rev_call *c = rsm_reply(&ch->sh->ledger, &ch->fq, ch->idx, xid, gw_now_us(), &stray);
 
+	if (!stray)
+		chan_gss_kick(ch); /* a call (maybe an orphan's) left the wire: its XID is free */
 	if (!c) {
 		/* A stray (counted), or the reply to a client that went away. */
 		if (stray)
 			route_event(ch, GW_EV_UNMATCHED_REPLY);
-		else
-			chan_gss_kick(ch); /* an orphan's XID is free */
 		gw_buf_put(buf);
 		chan_pump(ch);
 		return;
 	}
-	chan_gss_kick(ch);
 	struct rev_session *s = c->s;
 	s->base.counters.tcp_bytes_in += (uint64_t)len + 4;
 	xdr_put32(buf->base + off, c->xid); /* the client's XID back */
