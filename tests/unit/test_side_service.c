@@ -3,8 +3,9 @@
  * The side services' endpoint (gateway/side/rpc/side_service.c) on loopback: records
  * assembled from fragments, what closes a TCP connection (a record over
  * the limit, an empty fragment that is not the last), the connection
- * limit, allowed_clients on UDP and TCP, and a reply for a connection
- * that has gone dropped rather than sent anywhere else; and the defences
+ * limit, allowed_clients on UDP and TCP, one host's messages offered to
+ * a divert handler ahead of them, and a reply for a connection that has
+ * gone dropped rather than sent anywhere else; and the defences
  * against a hostile peer: a UDP reply many times its call (a reflector for
  * forged sources) answered SYSTEM_ERR, one network's replies held to a
  * budget, one address's share of the TCP connections, and a deadline for
@@ -267,6 +268,71 @@ static struct side_service_peer udp_peer(uint32_t ip, uint16_t port, uint32_t ca
 	return p;
 }
 
+/* The divert handler's choice: a message whose first byte is 1 is taken, and echoed. */
+static size_t taken;
+static bool take_ones(void *arg, struct side_service *svc, const struct side_service_peer *peer,
+		      const uint8_t *msg, size_t len)
+{
+	(void)arg;
+	if (len == 0 || msg[0] != 1)
+		return false;
+	taken++;
+	side_service_reply(svc, peer, msg, len);
+	return true;
+}
+
+/*
+ * side_service_divert(): the diverted host's messages are offered to the
+ * handler first, ahead of allowed_clients (its TCP connection admitted);
+ * what the handler declines is judged as any other message (refused
+ * here); another host's messages never reach the handler.
+ */
+static void test_divert_ahead_of_allowed_clients(void **state)
+{
+	(void)state;
+	struct rig r;
+	struct gw_cidr only = { .family = AF_INET, .prefix_len = 32 };
+	struct sockaddr_in lo = gwt_sin(GWT_LOOPBACK, 0), other = gwt_sin(0x7f000009, 0);
+	uint8_t one[8] = { 1 }, zero[8] = { 0 }, b[64];
+
+	rig_start(&r, 4);
+	taken = 0;
+	only.addr.v4.s_addr = htonl(0x0a000001);
+	r.route.allowed_clients = &only;
+	r.route.allowed_clients_count = 1;
+	side_service_divert(r.svc, (struct sockaddr *)&lo, sizeof(lo), take_ones, NULL);
+	int u = gwt_udp_bind(GWT_LOOPBACK, 0, NULL);
+	sendto(u, one, sizeof(one), 0, (struct sockaddr *)&r.at, sizeof(r.at));
+	sendto(u, zero, sizeof(zero), 0, (struct sockaddr *)&r.at, sizeof(r.at));
+	gwt_spin_for(r.base, 100, NULL, NULL);
+	assert_int_equal(taken, 1);
+	assert_int_equal(recv(u, b, sizeof(b), MSG_DONTWAIT), (ssize_t)sizeof(one));
+	assert_int_equal(b[0], 1);
+	assert_int_equal(r.msgs, 0);
+	assert_int_equal(r.counters.events[GW_EV_REFUSED_CLIENT], 1);
+	/* TCP: admitted; a record taken is answered, one declined is refused. */
+	int t = tcp_client(&r);
+	send_frag(t, one, sizeof(one), true);
+	send_frag(t, zero, sizeof(zero), true);
+	gwt_spin_for(r.base, 100, NULL, NULL);
+	assert_int_equal(taken, 2);
+	assert_int_equal(recv(t, b, sizeof(b), MSG_DONTWAIT), 4 + (ssize_t)sizeof(one));
+	assert_int_equal(r.msgs, 0);
+	assert_int_equal(r.counters.events[GW_EV_REFUSED_CLIENT], 2);
+	assert_false(closed(&r, t));
+	close(t);
+	/* Another host (allowed now) gets on_msg, whatever its first byte. */
+	r.route.allowed_clients = NULL;
+	r.route.allowed_clients_count = 0;
+	side_service_divert(r.svc, (struct sockaddr *)&other, sizeof(other), take_ones, NULL);
+	sendto(u, one, sizeof(one), 0, (struct sockaddr *)&r.at, sizeof(r.at));
+	gwt_spin_for(r.base, 100, NULL, NULL);
+	assert_int_equal(taken, 2);
+	assert_int_equal(r.msgs, 1);
+	close(u);
+	rig_stop(&r);
+}
+
 static void test_udp_reply_many_times_its_call(void **state)
 {
 	(void)state;
@@ -427,6 +493,7 @@ int main(void)
 		cmocka_unit_test(test_bad_records_close_only_their_connection),
 		cmocka_unit_test(test_connection_limit_and_late_reply),
 		cmocka_unit_test(test_allowed_clients_and_datagrams),
+		cmocka_unit_test(test_divert_ahead_of_allowed_clients),
 		cmocka_unit_test(test_udp_reply_many_times_its_call),
 		cmocka_unit_test(test_udp_reply_from_the_address_asked),
 		cmocka_unit_test(test_udp_budget_per_network),

@@ -18,6 +18,7 @@
 #include "common/host.h"
 #include "common/log.h"
 #include "common/ratelimit.h"
+#include "common/sendfrom.h"
 #include "common/tbucket.h"
 #include "common/xdr.h"
 #include "conf/config.h"
@@ -65,6 +66,10 @@ struct side_service {
 	struct gw_ratelimit record_rl;
 	struct gw_ratelimit udp_large_rl;
 	struct gw_ratelimit udp_budget_rl;
+	/* side_service_divert(): the messages of one host are offered to divert_fn. */
+	struct gw_host divert_host;
+	side_service_take_fn divert_fn;
+	void *divert_arg;
 };
 
 uint16_t side_service_port(const struct side_service *svc)
@@ -80,6 +85,46 @@ size_t side_service_conns(const struct side_service *svc)
 static void count_event(struct side_service *svc, enum gw_event_kind k)
 {
 	svc->cfg.counters->events[k]++;
+}
+
+void side_service_divert(struct side_service *svc, const struct sockaddr *host, socklen_t len,
+			 side_service_take_fn fn, void *arg)
+{
+	svc->divert_fn = NULL;
+	if (host && fn && gw_host_from_sockaddr(&svc->divert_host, host, len)) {
+		svc->divert_fn = fn;
+		svc->divert_arg = arg;
+	}
+}
+
+/* Whether @peer's messages are offered to the divert handler. */
+static bool diverted(const struct side_service *svc, const struct sockaddr *peer, socklen_t len)
+{
+	struct gw_host h;
+
+	return svc->divert_fn && gw_host_from_sockaddr(&h, peer, len) &&
+	       gw_host_equal(&h, &svc->divert_host);
+}
+
+/*
+ * One message to its handler: the divert handler for its host if it takes
+ * it, else on_msg when allowed_clients let @peer in (a diverted host's
+ * connection was admitted without them).
+ */
+static void deliver(struct side_service *svc, const struct side_service_peer *peer,
+		    const uint8_t *msg, size_t len)
+{
+	const struct sockaddr *sa = (const struct sockaddr *)&peer->addr;
+
+	if (diverted(svc, sa, peer->addrlen)) {
+		if (svc->divert_fn(svc->divert_arg, svc, peer, msg, len))
+			return;
+		if (!gw_route_client_allowed(svc->cfg.route, sa)) {
+			count_event(svc, GW_EV_REFUSED_CLIENT);
+			return;
+		}
+	}
+	svc->cfg.on_msg(svc->cfg.arg, svc, peer, msg, len);
 }
 
 /* ---- TCP connections ---------------------------------------------------- */
@@ -143,7 +188,7 @@ static bool conn_parse(struct side_service_conn *c)
 		uint32_t len = c->rec_len;
 		c->rec_len = 0;
 		c->in_handler = true;
-		c->svc->cfg.on_msg(c->svc->cfg.arg, c->svc, &c->peer, c->rec, len);
+		deliver(c->svc, &c->peer, c->rec, len);
 		c->in_handler = false;
 		/* Its reply found no room: closed now that the record is no longer in use. */
 		if (c->dead) {
@@ -250,7 +295,7 @@ static bool tcp_admit(const struct sockaddr *peer, socklen_t len, void *arg)
 	const char *why = NULL;
 	enum gw_event_kind k = GW_EV_SESSION_LIMIT;
 
-	if (!gw_route_client_allowed(svc->cfg.route, peer)) {
+	if (!gw_route_client_allowed(svc->cfg.route, peer) && !diverted(svc, peer, len)) {
 		why = "not in allowed_clients";
 		k = GW_EV_REFUSED_CLIENT;
 	} else if (svc->nconns >= svc->cfg.max_conns) {
@@ -294,6 +339,11 @@ static void tcp_accepted(evutil_socket_t fd, const struct sockaddr *peer, sockle
 	memcpy(&c->peer.addr, peer, len <= sizeof(c->peer.addr) ? len : sizeof(c->peer.addr));
 	c->peer.addrlen = len;
 	c->peer.conn_id = ++svc->next_conn_id;
+	if (svc->wildcard) {
+		socklen_t ll = sizeof(c->peer.local);
+		if (getsockname(fd, (struct sockaddr *)&c->peer.local, &ll) != 0)
+			c->peer.local.ss_family = 0;
+	}
 	TAILQ_INSERT_TAIL(&svc->conns, c, link);
 	svc->nconns++;
 	struct timeval idle = gw_ms_timeval(svc->cfg.idle_ms);
@@ -335,47 +385,13 @@ static void local_of(struct msghdr *mh, struct sockaddr_storage *local)
 
 /*
  * Send @len bytes to @peer, from the address its call was sent to when the
- * socket is the wildcard's (the kernel would otherwise choose the source
- * by the route back, which may be another address of this host).
+ * socket is the wildcard's (common/sendfrom.h).
  */
 static bool udp_send(struct side_service *svc, const struct side_service_peer *peer,
 		     const uint8_t *msg, size_t len)
 {
-	union {
-		struct cmsghdr align;
-		uint8_t buf[CMSG_SPACE(sizeof(struct in6_pktinfo))];
-	} ctl;
-	struct iovec iov = { .iov_base = (void *)msg, .iov_len = len };
-	struct msghdr mh = { .msg_name = (void *)&peer->addr,
-			     .msg_namelen = peer->addrlen,
-			     .msg_iov = &iov,
-			     .msg_iovlen = 1 };
-
-	memset(&ctl, 0, sizeof(ctl));
-	if (peer->local.ss_family == AF_INET) {
-		struct in_pktinfo pi = {
-			.ipi_spec_dst = ((const struct sockaddr_in *)&peer->local)->sin_addr
-		};
-		mh.msg_control = ctl.buf;
-		mh.msg_controllen = CMSG_SPACE(sizeof(pi));
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = IPPROTO_IP;
-		cm->cmsg_type = IP_PKTINFO;
-		cm->cmsg_len = CMSG_LEN(sizeof(pi));
-		memcpy(CMSG_DATA(cm), &pi, sizeof(pi));
-	} else if (peer->local.ss_family == AF_INET6) {
-		const struct sockaddr_in6 *l6 = (const struct sockaddr_in6 *)&peer->local;
-		struct in6_pktinfo pi = { .ipi6_addr = l6->sin6_addr,
-					  .ipi6_ifindex = l6->sin6_scope_id };
-		mh.msg_control = ctl.buf;
-		mh.msg_controllen = CMSG_SPACE(sizeof(pi));
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = IPPROTO_IPV6;
-		cm->cmsg_type = IPV6_PKTINFO;
-		cm->cmsg_len = CMSG_LEN(sizeof(pi));
-		memcpy(CMSG_DATA(cm), &pi, sizeof(pi));
-	}
-	return sendmsg(svc->udp_fd, &mh, MSG_DONTWAIT) == (ssize_t)len;
+	return gw_send_from(svc->udp_fd, msg, len, (const struct sockaddr *)&peer->addr,
+			    peer->addrlen, &peer->local);
 }
 
 static void udp_read(evutil_socket_t fd, short what, void *arg)
@@ -403,7 +419,8 @@ static void udp_read(evutil_socket_t fd, short what, void *arg)
 		peer.addrlen = mh.msg_namelen;
 		if (svc->wildcard)
 			local_of(&mh, &peer.local);
-		if (!gw_route_client_allowed(svc->cfg.route, (const struct sockaddr *)&peer.addr)) {
+		if (!gw_route_client_allowed(svc->cfg.route, (const struct sockaddr *)&peer.addr) &&
+		    !diverted(svc, (const struct sockaddr *)&peer.addr, peer.addrlen)) {
 			count_event(svc, GW_EV_REFUSED_CLIENT);
 			continue;
 		}
@@ -413,7 +430,7 @@ static void udp_read(evutil_socket_t fd, short what, void *arg)
 			continue;
 		}
 		peer.call_len = (uint32_t)n;
-		svc->cfg.on_msg(svc->cfg.arg, svc, &peer, svc->dgram, (size_t)n);
+		deliver(svc, &peer, svc->dgram, (size_t)n);
 	}
 }
 

@@ -37,9 +37,11 @@ struct side_service_peer {
 	uint64_t conn_id;  /* 0: UDP */
 	uint32_t call_len; /* UDP: the call's length, which bounds its reply's (below) */
 	/*
-	 * UDP on the wildcard address: the address the call was sent to, which
-	 * the reply leaves from (a client drops a reply from another address);
-	 * family 0 when the socket is bound to one address.
+	 * On the wildcard address: the address the call was sent to (UDP:
+	 * from IP_PKTINFO, and the reply leaves from it, for a client drops a
+	 * reply from another address; TCP: the connection's own), which calls
+	 * the gateway makes back to the client leave from too; family 0 when
+	 * the socket is bound to one address.
 	 */
 	struct sockaddr_storage local;
 };
@@ -117,6 +119,24 @@ bool side_service_reply(struct side_service *svc, const struct side_service_peer
 
 /* TCP connections open now. */
 size_t side_service_conns(const struct side_service *svc);
+
+/*
+ * Offer every message from @host (its address, any port; NULL: stop) to
+ * @fn first, ahead of allowed_clients: true, it took the message (and
+ * replies through the service it is given); false, the message goes on
+ * as any other (allowed_clients, then on_msg). A TCP connection from
+ * @host is admitted whatever allowed_clients say, within the connection
+ * limits. For a service that another host's daemon finds in the
+ * client's stead: the NLM and NSM relays of a route on the wildcard
+ * address are what the host's rpcbind gives the server for the gateway's
+ * NLM and NSM, so the server's GRANTED callbacks and SM_NOTIFY come to
+ * them (gateway/side/nlm/nlm_callback.h).
+ */
+typedef bool (*side_service_take_fn)(void *arg, struct side_service *svc,
+				     const struct side_service_peer *peer, const uint8_t *msg,
+				     size_t len);
+void side_service_divert(struct side_service *svc, const struct sockaddr *host, socklen_t len,
+			 side_service_take_fn fn, void *arg);
 
 void side_service_stop(struct side_service *svc);
 

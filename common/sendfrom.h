@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * common/sendfrom.h - a datagram sent from a chosen address of this host
+ * through a socket bound to the wildcard address (IP_PKTINFO or
+ * IPV6_PKTINFO on sendmsg(2): ip(7), ipv6(7)). A reply, or a call the
+ * gateway makes back to a client, must leave from the address the client
+ * spoke to: on its own the kernel chooses the source by the route back,
+ * which may be another address of this host, and clients drop a reply
+ * (Linux lockd a GRANTED) from an address they did not send to.
+ */
+#ifndef GW_COMMON_SENDFROM_H
+#define GW_COMMON_SENDFROM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/socket.h>
+
+/*
+ * Send @len bytes to @to from @from's address (an IPv6 one on the link of
+ * its sin6_scope_id when set; NULL or family 0: the kernel's choice),
+ * without waiting. True when the whole datagram went.
+ */
+bool gw_send_from(int fd, const void *msg, size_t len, const struct sockaddr *to, socklen_t tolen,
+		  const struct sockaddr_storage *from);
+
+#endif
