@@ -471,6 +471,16 @@ static bool start_nlm_callback(struct gw_side *side, struct event_base *base, ch
 					  r->upstream.addrlen, err, errlen);
 	if (!side->nlm_cb)
 		return false;
+	/*
+	 * Where the server finds the gateway's NLM and NSM at the route's own
+	 * relays (a wildcard route's registrations with the host's rpcbind, or
+	 * the route's portmapper on the address the server sees), its calls
+	 * come to them: the callback module takes those (nlm_callback_take()).
+	 */
+	side_service_divert(side->nlm, (const struct sockaddr *)&r->upstream.addr,
+			    r->upstream.addrlen, nlm_callback_take, side->nlm_cb);
+	side_service_divert(side->nsm, (const struct sockaddr *)&r->upstream.addr,
+			    r->upstream.addrlen, nlm_callback_take, side->nlm_cb);
 	/* Only now: the _MSG results come back through the callback service. */
 	nlm_relay_set_async(side->nlm_rw, side->nlm_async);
 	start_nlm_restart(side, base);

@@ -16,6 +16,10 @@
 #    vers=3,mountproto=udp (MOUNT over UDP to the wildcard socket), 8 MiB written and
 #    read back with checksums and odd sizes, an fcntl lock granted through the NLM relay
 #    (a plain vers=3 mount, no nolock) while a process on the server is refused it;
+#  - a blocked lock: the client waits for a lock a process on the server holds; when it
+#    lets go, the server's GRANTED callback (to the gateway's host, whose rpcbind maps NLM
+#    to the route's relay) reaches the client through the relay: granted, and /stats
+#    counts the callback granted (the seconds it took are printed);
 #  - SIGTERM: the gateway exits 0 and the host's rpcbind no longer lists its programs;
 #  - without rpcbind, --check says plain NFSv3 is unavailable and why.
 set -u
@@ -34,6 +38,12 @@ if [[ $GWVM_ROLE == a ]]; then
             r=0; nlm_lock.py try /export/lockf || r=$?
             echo $r >"${req%.req}.res"; rm -f "$req"
         done
+        # Hold the lock a client will wait for, until the client says to let go.
+        if [[ -e $GW_OUT/hold-b.req ]]; then
+            rm -f "$GW_OUT/hold-b.req"
+            timeout -s KILL 120 nlm_lock.py hold /export/lockb "$GW_OUT/hold-b.stop" \
+                >"$GW_OUT/hold-b.res" &
+        fi
         sleep 0.5
     done
     [[ -e $GW_OUT/client-done ]] || { echo "server: the client never finished"; exit 1; }
@@ -108,6 +118,26 @@ if timeout -s KILL 60 mount -t nfs -o vers=3,mountproto=udp $gw:/export $m; then
     check "a process on the server is refused the client's lock (try: $(cat "$GW_OUT/lock-probe-$id.res" 2>/dev/null))" \
         test "$(cat "$GW_OUT/lock-probe-$id.res" 2>/dev/null)" = 1
     touch "$stop"; wait $holder
+    # A blocked lock: a process on the server holds lockb, the client waits for it
+    # (NLM LOCK with block set, answered BLOCKED); when the server's process lets go,
+    # the server's lockd grants it with a GRANTED_MSG callback to the gateway's host,
+    # whose rpcbind gives the route's NLM relay: the relay hands the server's call to
+    # the callback service, which grants the client's lock. Without that, the client
+    # would get it only at its LOCK re-sent 30 s later (the gateway's /stats tells).
+    touch "$GW_OUT/hold-b.req"
+    for _ in $(seq 1 60); do grep -q held "$GW_OUT/hold-b.res" 2>/dev/null && break; sleep 0.5; done
+    check "a process on the server holds lockb" grep -q held "$GW_OUT/hold-b.res"
+    timeout -s KILL 90 nlm_lock.py wait $m/lockb >"$E2E_WORK/wait.txt" 2>&1 &
+    waiter=$!
+    sleep 3 # the client's LOCK is blocked at the server meanwhile
+    check "the client's process waits for lockb" bash -c "! grep -q granted '$E2E_WORK/wait.txt'"
+    t0=$(date +%s.%N); touch "$GW_OUT/hold-b.stop"
+    wait $waiter
+    t1=$(date +%s.%N)
+    check "the client's blocked lock is granted once the server's process lets go" \
+        grep -q granted "$E2E_WORK/wait.txt"
+    /usr/bin/python3 -c "print('%.1f' % ($t1 - $t0))" >"$E2E_WORK/blocked-wait.txt"
+    echo "the blocked lock was granted $(cat "$E2E_WORK/blocked-wait.txt") s after the server's process let go"
     check "umount" timeout -s KILL 30 umount $m
 else
     fail "mount -o vers=3,mountproto=udp $gw:/export"
@@ -116,6 +146,12 @@ e2e_finish
 CLIENT
 check "the client scenario in namespace c2" \
     ip netns exec c2 unshare -m --propagation private bash "$E2E_WORK/client.sh"
+
+gw_jq "s['routes'][0]['nlm']['granted_callbacks']" | tee "$E2E_WORK/callbacks.txt"
+check "the server's GRANTED came through the route's NLM relay and was relayed (granted_callbacks.granted $(gw_jq "s['routes'][0]['nlm']['granted_callbacks']['granted']"))" \
+    test "$(gw_jq "s['routes'][0]['nlm']['granted_callbacks']['granted']")" -ge 1
+check "the log says the server's callbacks come to the route's relays" \
+    grep -q "the server's GRANTED callbacks and SM_NOTIFY to .* come to them" "$GW_LOG"
 
 gw_stop
 grep -E "unregistered" "$GW_LOG"

@@ -7,6 +7,8 @@
  * gateway's portmapper, calls GRANTED with the upstream owner, and gets the
  * client's answer; the client sees its own svid and oh, from 127.0.0.2. An
  * unknown owner and a client that does not answer are refused (NLM_DENIED).
+ * Where the server finds the route's NLM relay instead (a wildcard route),
+ * its GRANTED to the relay is taken from there and answered the same way.
  *
  * The clients' _MSG calls (gateway/side/nlm/nlm_async.c): a LOCK_MSG goes upstream
  * with a cookie of the gateway's, the server's LOCK_RES to the callback
@@ -40,6 +42,7 @@
 #include "gateway/side/nlm/nlm_callback.h"
 #include "gateway/side/nlm/nlm_relay.h"
 #include "gateway/side/rpc/portmap.h"
+#include "gateway/side/rpc/side_service.h"
 
 #include "support/loop.h"
 #include "support/rpcmsg.h"
@@ -77,6 +80,7 @@ struct t {
 	struct nlm_callback *cb;
 	struct nlm_async *as;
 	uint16_t pmap_port;
+	uint32_t client_called; /* the gateway's address the client's calls go to (0: not known) */
 	int server, cpmap, clockd; /* the server's socket; the client's portmapper, lockd */
 	uint16_t clockd_port;
 	struct nlm_owner_id up; /* the upstream owner of the client's (42, "own") */
@@ -124,6 +128,11 @@ static enum side_relay_verdict client_call(struct t *t, uint32_t ip, uint32_t xi
 			      (struct nlm_bytes){ (const uint8_t *)"own", 3 });
 	struct side_service_peer p = gwt_side_peer(ip, 800);
 	struct rpc_call_hdr h;
+
+	if (t->client_called) {
+		struct sockaddr_in l = gwt_sin(t->client_called, 0);
+		memcpy(&p.local, &l, sizeof(l));
+	}
 
 	assert_int_equal(rpc_call_decode(msg, len, &h), RPC_HDR_CALL);
 	enum side_relay_verdict v = nlm_relay_call_hook(t->rl, &p, &h, msg, len, out, cap, n);
@@ -226,12 +235,30 @@ static size_t server_call(struct t *t, uint16_t port, const uint8_t *msg, size_t
 	return gwt_udp_ask(t->base, t->server, &to, msg, len, reply, cap, ms, client_serve, t);
 }
 
+/* The callback service of t->route (its listen address: where calls to clients leave from). */
+static void start_cb(struct t *t)
+{
+	char err[256];
+	struct sockaddr_in srv = gwt_sin(SERVER, 0);
+	struct nlm_callback_config cc = { .route = &t->route,
+					  .counters = &t->counters,
+					  .relay = t->rl,
+					  .pmap_port = t->pmap_port,
+					  .retry_ms = 100,
+					  .timeout_ms = 400,
+					  .async = t->as };
+
+	t->cb = nlm_callback_start(t->base, &cc, (struct sockaddr *)&srv, sizeof(srv), err,
+				   sizeof(err));
+	assert_non_null(t->cb);
+	assert_true(nlm_callback_advertised(t->cb));
+}
+
 /* @max_pending 0: the module's default limits (64, 16 per client); each stage @timeout_ms. */
 static int setup_with(void **state, uint32_t max_pending, uint32_t timeout_ms)
 {
 	struct t *t = calloc(1, sizeof(*t));
 	char err[256];
-	struct sockaddr_in srv = gwt_sin(SERVER, 0);
 
 	t->base = event_base_new();
 	t->route.name = "t";
@@ -263,17 +290,7 @@ static int setup_with(void **state, uint32_t max_pending, uint32_t timeout_ms)
 	t->as = nlm_async_new(t->base, &ac, err, sizeof(err));
 	assert_non_null(t->as);
 	nlm_relay_set_async(t->rl, t->as);
-	struct nlm_callback_config cc = { .route = &t->route,
-					  .counters = &t->counters,
-					  .relay = t->rl,
-					  .pmap_port = t->pmap_port,
-					  .retry_ms = 100,
-					  .timeout_ms = 400,
-					  .async = t->as };
-	t->cb = nlm_callback_start(t->base, &cc, (struct sockaddr *)&srv, sizeof(srv), err,
-				   sizeof(err));
-	assert_non_null(t->cb);
-	assert_true(nlm_callback_advertised(t->cb));
+	start_cb(t);
 	t->client_answers = true;
 	*state = t;
 	return 0;
@@ -377,6 +394,101 @@ static void test_silent_client_refused_after_timeout(void **state)
 	assert_true(gw_now_us() - t0 >= 350000);
 	assert_int_equal(nlm_callback_stats(t->cb)->timed_out, 1);
 	assert_int_equal(nlm_callback_pending(t->cb), 0);
+}
+
+/*
+ * A route on the wildcard address: the client's GRANTED leaves from the
+ * address the client's LOCK was sent to (127.0.0.4 here), not from the one
+ * the kernel would choose toward it (127.0.0.1).
+ */
+static void test_granted_leaves_from_the_address_the_client_called(void **state)
+{
+	struct t *t = *state;
+	uint8_t msg[512], r[512];
+	struct sockaddr_in any = gwt_sin(0, 2049);
+
+	nlm_callback_stop(t->cb);
+	memcpy(&t->route.listen.addr, &any, sizeof(any));
+	start_cb(t);
+	t->client_called = 0x7f000004;
+	client_locked(t);
+	size_t len = nlm_call(msg, sizeof(msg), 83, NLMPROC_GRANTED, t->up.svid,
+			      (struct nlm_bytes){ t->up.oh, NLM_TOKEN_LEN });
+	size_t n = server_call(t, cb_port(t), msg, len, r, sizeof(r), 2000);
+	assert_int_equal(reply_stat(r, n), NLM_GRANTED);
+	assert_int_equal(t->client_saw_svid, 42);
+	assert_int_equal(t->client_saw_from, 0x7f000004);
+}
+
+/* The route's NLM relay in the test: counts what reaches it as a client's call. */
+static void relay_on_msg(void *arg, struct side_service *svc, const struct side_service_peer *peer,
+			 const uint8_t *msg, size_t len)
+{
+	(void)svc;
+	(void)peer;
+	(void)msg;
+	(void)len;
+	(*(unsigned *)arg)++;
+}
+
+/*
+ * A route whose NLM relay is what the server finds (a wildcard route
+ * registered with the host's rpcbind): the server's GRANTED to the
+ * relay's port is taken by the callback module (nlm_callback_take(), the
+ * relay's divert), relayed to the client and answered through the relay's
+ * service, even with the server outside allowed_clients; the server
+ * host's own LOCK is left to the relay, where allowed_clients judge it.
+ */
+static void test_granted_through_the_routes_relay(void **state)
+{
+	struct t *t = *state;
+	uint8_t msg[512], r[512];
+	unsigned relayed = 0;
+	struct gw_cidr only = { .family = AF_INET, .prefix_len = 32 };
+	struct sockaddr_in at = gwt_sin(LISTEN, 0), srv = gwt_sin(SERVER, 0);
+	struct side_service_config sc = { .name = "nlm",
+					  .route = &t->route,
+					  .counters = &t->counters,
+					  .max_msg = 4096,
+					  .max_conns = 4,
+					  .idle_ms = 5000,
+					  .max_output = 4096,
+					  .on_msg = relay_on_msg,
+					  .arg = &relayed };
+	struct side_service *svc =
+		side_service_start(t->base, (struct sockaddr *)&at, sizeof(at), &sc);
+
+	assert_non_null(svc);
+	only.addr.v4.s_addr = htonl(CLIENT);
+	t->route.allowed_clients = &only;
+	t->route.allowed_clients_count = 1;
+	side_service_divert(svc, (struct sockaddr *)&srv, sizeof(srv), nlm_callback_take, t->cb);
+	client_locked(t);
+	size_t len = nlm_call(msg, sizeof(msg), 81, NLMPROC_GRANTED, t->up.svid,
+			      (struct nlm_bytes){ t->up.oh, NLM_TOKEN_LEN });
+	struct sockaddr_in to = gwt_sin(LISTEN, side_service_port(svc));
+	size_t n =
+		gwt_udp_ask(t->base, t->server, &to, msg, len, r, sizeof(r), 2000, client_serve, t);
+	assert_int_equal(xdr_get32(r), 81);
+	assert_int_equal(reply_stat(r, n), NLM_GRANTED);
+	assert_int_equal(t->client_saw_svid, 42);
+	assert_int_equal(t->client_saw_from, LISTEN);
+	assert_int_equal(nlm_callback_stats(t->cb)->granted, 1);
+	assert_int_equal(relayed, 0);
+	/* A LOCK from the server's host is not the callback module's: refused as a client. */
+	len = nlm_call(msg, sizeof(msg), 82, NLMPROC_LOCK, 7,
+		       (struct nlm_bytes){ (const uint8_t *)"srv", 3 });
+	sendto(t->server, msg, len, 0, (struct sockaddr *)&to, sizeof(to));
+	gwt_spin_for(t->base, 100, NULL, NULL);
+	assert_int_equal(relayed, 0);
+	assert_int_equal(t->counters.events[GW_EV_REFUSED_CLIENT], 1);
+	/* Allowed, the server's host reaches the relay as any client does. */
+	t->route.allowed_clients = NULL;
+	t->route.allowed_clients_count = 0;
+	sendto(t->server, msg, len, 0, (struct sockaddr *)&to, sizeof(to));
+	gwt_spin_for(t->base, 100, NULL, NULL);
+	assert_int_equal(relayed, 1);
+	side_service_stop(svc);
 }
 
 /* Only the server may call back: a GRANTED from elsewhere is dropped. */
@@ -985,6 +1097,10 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_failed_callback_forgets_the_blocked_record,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_granted_through_the_routes_relay, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_granted_leaves_from_the_address_the_client_called, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_call_not_from_the_server_dropped, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_portmapper_answers_only_the_server, setup,

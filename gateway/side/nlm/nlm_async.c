@@ -16,6 +16,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/random.h"
+#include "common/sendfrom.h"
 #include "common/ratelimit.h"
 #include "common/xdr.h"
 #include "conf/config.h"
@@ -67,7 +68,8 @@ struct as_entry {
 	uint32_t gen; /* with the slot, the cookie upstream */
 	uint32_t vers, proc;
 	struct gw_host client;
-	uint32_t cookie_len; /* the client's cookie, given back in the X_RES */
+	struct sockaddr_storage via; /* ours it called (family 0: unknown): calls leave from it */
+	uint32_t cookie_len;	     /* the client's cookie, given back in the X_RES */
 	uint8_t cookie[NLM_MAXNETOBJ];
 	struct as_lock lock;
 	/* Toward the client. */
@@ -241,8 +243,9 @@ static bool refuse(struct nlm_async *as, const struct gw_host *client, bool tabl
 	return false;
 }
 
-bool nlm_async_register(struct nlm_async *as, const struct gw_host *client, uint32_t vers,
-			uint32_t proc, struct nlm_args *a, uint8_t cookie[NLM_ASYNC_COOKIE_LEN])
+bool nlm_async_register(struct nlm_async *as, const struct gw_host *client,
+			const struct sockaddr_storage *via, uint32_t vers, uint32_t proc,
+			struct nlm_args *a, uint8_t cookie[NLM_ASYNC_COOKIE_LEN])
 {
 	uint32_t slot = 0, held, net_held;
 	struct as_entry *e = free_entry(as, client, &slot, &held, &net_held);
@@ -271,6 +274,7 @@ bool nlm_async_register(struct nlm_async *as, const struct gw_host *client, uint
 	e->vers = vers;
 	e->proc = proc;
 	e->client = *client;
+	e->via = *via;
 	e->cookie_len = a->cookie.len;
 	memcpy(e->cookie, a->cookie.p, a->cookie.len);
 	e->lock.exclusive = a->exclusive;
@@ -485,7 +489,7 @@ static void send_current(struct nlm_async *as, struct as_entry *e)
 
 	e->sent_us = gw_now_us();
 	e->sends++;
-	if (sendto(as->fd, m, n, 0, (const struct sockaddr *)&e->to, e->tolen) < 0)
+	if (!gw_send_from(as->fd, m, n, (const struct sockaddr *)&e->to, e->tolen, &e->via))
 		gw_debug("%s: nlm async: sendto: %s", as->cfg.route->name, strerror(errno));
 }
 

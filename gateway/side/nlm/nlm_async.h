@@ -41,6 +41,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "gateway/side/nlm/nlm_state.h"
 #include "gateway/side/nlm/nlm_xdr.h"
@@ -101,12 +102,15 @@ bool nlm_async_is_res(uint32_t proc);
 /*
  * A client @client's @proc (an X_MSG) whose arguments @a the relay has
  * rewritten (upstream owner): remembered, and @a->cookie replaced by the
- * gateway's, written in @cookie (which @a then points to). false when the
+ * gateway's, written in @cookie (which @a then points to). The X_RES to
+ * the client leaves from @via, the address of this host its call was sent
+ * to (family 0: the kernel's choice; common/sendfrom.h). false when the
  * table is full, or @client holds max_pending_per_client entries (each
  * counted): the relay refuses the call.
  */
-bool nlm_async_register(struct nlm_async *as, const struct gw_host *client, uint32_t vers,
-			uint32_t proc, struct nlm_args *a, uint8_t cookie[NLM_ASYNC_COOKIE_LEN]);
+bool nlm_async_register(struct nlm_async *as, const struct gw_host *client,
+			const struct sockaddr_storage *via, uint32_t vers, uint32_t proc,
+			struct nlm_args *a, uint8_t cookie[NLM_ASYNC_COOKIE_LEN]);
 
 /*
  * The server's X_RES (version @vers, procedure @proc, its argument body

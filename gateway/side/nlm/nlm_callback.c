@@ -17,6 +17,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/random.h"
+#include "common/sendfrom.h"
 #include "common/xdr.h"
 #include "conf/config.h"
 #include "gateway/counters/counters.h"
@@ -38,14 +39,16 @@ enum {
 /* One server GRANTED being relayed to its client. */
 struct cb_pending {
 	bool used;
-	bool have_port;		    /* the client's lockd port is known: GRANTED sent */
-	uint32_t xid;		    /* of the gateway's call to the client (GETPORT, GRANTED) */
-	struct gw_host client;	    /* its address */
-	struct sockaddr_storage to; /* where the current call goes */
+	bool have_port;		     /* the client's lockd port is known: GRANTED sent */
+	uint32_t xid;		     /* of the gateway's call to the client (GETPORT, GRANTED) */
+	struct gw_host client;	     /* its address */
+	struct sockaddr_storage via; /* ours it called (family 0: unknown): calls leave from it */
+	struct sockaddr_storage to;  /* where the current call goes */
 	socklen_t tolen;
 	uint64_t deadline_us, sent_us;
 	uint32_t vers, proc;		 /* the server's call: GRANTED or GRANTED_MSG */
 	struct side_service_peer server; /* a GRANTED's reply goes there */
+	struct side_service *server_svc; /* through the service it came in on */
 	uint32_t server_xid;
 	/* The lock as the server named it: its record goes when the server is told DENIED. */
 	struct nlm_owner_id up;
@@ -101,9 +104,9 @@ static size_t put_res(uint8_t *out, size_t cap, const uint8_t *cookie, uint32_t 
  * The server learns @stat: as the reply to its GRANTED, or as a GRANTED_RES
  * (a call of the relay's own, to the server's lockd) for a GRANTED_MSG.
  */
-static void answer_server(struct nlm_callback *cb, uint32_t proc, uint32_t vers,
-			  const struct side_service_peer *server, uint32_t server_xid,
-			  const uint8_t *cookie, uint32_t clen, uint32_t stat)
+static void answer_server(struct nlm_callback *cb, struct side_service *svc, uint32_t proc,
+			  uint32_t vers, const struct side_service_peer *server,
+			  uint32_t server_xid, const uint8_t *cookie, uint32_t clen, uint32_t stat)
 {
 	size_t hn, m;
 
@@ -112,7 +115,7 @@ static void answer_server(struct nlm_callback *cb, uint32_t proc, uint32_t vers,
 					     0, 0);
 		m = hn ? put_res(cb->out + hn, sizeof(cb->out) - hn, cookie, clen, stat) : 0;
 		if (m)
-			side_service_reply(cb->svc, server, cb->out, hn + m);
+			side_service_reply(svc, server, cb->out, hn + m);
 	} else {
 		hn = rpc_encode_call_hdr(cb->out, sizeof(cb->out), 0, NLM_PROG, vers,
 					 NLMPROC_GRANTED_RES);
@@ -131,8 +134,8 @@ static void finish(struct nlm_callback *cb, struct cb_pending *p, uint32_t stat,
 	inet_ntop(p->client.family, p->client.addr, who, sizeof(who));
 	gw_info("%s: nlm callback: GRANTED for client %s: %s (the server is told %s)",
 		cb->cfg.route->name, who, why, stat == NLM_GRANTED ? "granted" : "denied");
-	answer_server(cb, p->proc, p->vers, &p->server, p->server_xid, p->cookie, p->cookie_len,
-		      stat);
+	answer_server(cb, p->server_svc, p->proc, p->vers, &p->server, p->server_xid, p->cookie,
+		      p->cookie_len, stat);
 	/*
 	 * Told DENIED, the server's lockd unlocks what it had granted: the
 	 * record of that blocked lock must go too, or the client's later
@@ -153,7 +156,7 @@ static void send_current(struct nlm_callback *cb, struct cb_pending *p)
 	size_t n = p->have_port ? p->len : p->getport_len;
 
 	p->sent_us = gw_now_us();
-	if (sendto(cb->fd, m, n, 0, (const struct sockaddr *)&p->to, p->tolen) < 0)
+	if (!gw_send_from(cb->fd, m, n, (const struct sockaddr *)&p->to, p->tolen, &p->via))
 		gw_debug("%s: nlm callback: sendto: %s", cb->cfg.route->name, strerror(errno));
 }
 
@@ -286,7 +289,8 @@ static struct cb_pending *free_slot(struct nlm_callback *cb)
  */
 static bool start_pending(struct nlm_callback *cb, struct cb_pending *p,
 			  const struct nlm_client_owner *o, const struct rpc_call_hdr *h,
-			  const struct side_service_peer *server, struct nlm_args *a)
+			  struct side_service *svc, const struct side_service_peer *server,
+			  struct nlm_args *a)
 {
 	size_t m, hn;
 
@@ -307,9 +311,14 @@ static bool start_pending(struct nlm_callback *cb, struct cb_pending *p,
 		return false;
 	p->len = (uint32_t)(hn + m);
 	p->client = o->host;
+	if (o->via.family) {
+		socklen_t vl;
+		gw_host_to_sockaddr(&o->via, 0, &p->via, &vl);
+	}
 	p->vers = h->vers;
 	p->proc = h->proc;
 	p->server = *server;
+	p->server_svc = svc;
 	p->server_xid = h->xid;
 	p->cookie_len = a->cookie.len;
 	memcpy(p->cookie, a->cookie.p, a->cookie.len);
@@ -326,8 +335,9 @@ static bool start_pending(struct nlm_callback *cb, struct cb_pending *p,
 	return true;
 }
 
-static void on_granted(struct nlm_callback *cb, const struct side_service_peer *peer,
-		       const struct rpc_call_hdr *h, struct nlm_args *a)
+static void on_granted(struct nlm_callback *cb, struct side_service *svc,
+		       const struct side_service_peer *peer, const struct rpc_call_hdr *h,
+		       struct nlm_args *a)
 {
 	struct nlm_client_owner o;
 	struct cb_pending *p;
@@ -349,45 +359,47 @@ static void on_granted(struct nlm_callback *cb, const struct side_service_peer *
 			nlm_relay_forget_lock(cb->cfg.relay, &up, a->lock.fh, a->lock.offset,
 					      a->lock.len);
 		}
-	} else if (!start_pending(cb, p, &o, h, peer, a)) {
+	} else if (!start_pending(cb, p, &o, h, svc, peer, a)) {
 		why = "the client's GRANTED did not encode";
 	}
 	if (why) {
 		gw_info("%s: nlm callback: a GRANTED refused: %s", cb->cfg.route->name, why);
-		answer_server(cb, h->proc, h->vers, peer, h->xid, a->cookie.p, a->cookie.len,
+		answer_server(cb, svc, h->proc, h->vers, peer, h->xid, a->cookie.p, a->cookie.len,
 			      NLM_DENIED);
 	}
 }
 
-static void answer_error(struct nlm_callback *cb, const struct side_service_peer *peer,
-			 uint32_t xid, uint32_t stat, uint32_t lo, uint32_t hi)
+static void answer_error(struct nlm_callback *cb, struct side_service *svc,
+			 const struct side_service_peer *peer, uint32_t xid, uint32_t stat,
+			 uint32_t lo, uint32_t hi)
 {
 	size_t n = rpc_encode_accept_error(cb->out, sizeof(cb->out), xid, stat, lo, hi);
 
 	cb->cfg.counters->events[stat == RPCSTAT_GARBAGE_ARGS ? GW_EV_GARBAGE_ARGS
 							      : GW_EV_RPC_ERROR_REPLY]++;
 	if (n)
-		side_service_reply(cb->svc, peer, cb->out, n);
+		side_service_reply(svc, peer, cb->out, n);
 }
 
 /*
  * The server's result of a client's _MSG (gateway/side/nlm/nlm_async.h): the empty
  * reply a _RES call gets, unless its arguments do not decode.
  */
-static void on_async_res(struct nlm_callback *cb, const struct side_service_peer *peer,
-			 const struct rpc_call_hdr *h, const uint8_t *msg, size_t len)
+static void on_async_res(struct nlm_callback *cb, struct side_service *svc,
+			 const struct side_service_peer *peer, const struct rpc_call_hdr *h,
+			 const uint8_t *msg, size_t len)
 {
 	size_t n;
 
 	gw_counters_count_call(cb->cfg.counters, h->prog, h->vers, h->proc);
 	if (nlm_async_on_res(cb->cfg.async, h->vers, h->proc, msg + h->args_off,
 			     len - h->args_off) == -EBADMSG) {
-		answer_error(cb, peer, h->xid, RPCSTAT_GARBAGE_ARGS, 0, 0);
+		answer_error(cb, svc, peer, h->xid, RPCSTAT_GARBAGE_ARGS, 0, 0);
 		return;
 	}
 	n = rpc_encode_accept_error(cb->out, sizeof(cb->out), h->xid, RPCSTAT_SUCCESS, 0, 0);
 	if (n)
-		side_service_reply(cb->svc, peer, cb->out, n);
+		side_service_reply(svc, peer, cb->out, n);
 	gw_counters_count_reply(cb->cfg.counters, h->prog, h->vers, h->proc);
 }
 
@@ -411,14 +423,13 @@ static void on_server_call(void *arg, struct side_service *svc,
 	struct rpc_call_hdr h;
 	struct nlm_args a;
 
-	(void)svc;
 	/* The server's statd after its reboot: NSM shares the service
 	 * (gateway/side/nlm/nlm_notify.h). */
 	if (cb->cfg.notify && nlm_notify_is_nsm(msg, len)) {
 		size_t n = nlm_notify_on_call(cb->cfg.notify, (const struct sockaddr *)&peer->addr,
 					      peer->addrlen, msg, len, cb->out, sizeof(cb->out));
 		if (n)
-			side_service_reply(cb->svc, peer, cb->out, n);
+			side_service_reply(svc, peer, cb->out, n);
 		return;
 	}
 	/* Only the server's lockd calls back; nobody else may grant a client's lock. */
@@ -430,7 +441,7 @@ static void on_server_call(void *arg, struct side_service *svc,
 			rpc_encode_denied(cb->out, sizeof(cb->out), h.xid, st == RPC_HDR_BAD_AUTH);
 		cb->cfg.counters->events[GW_EV_RPC_ERROR_REPLY]++;
 		if (n)
-			side_service_reply(cb->svc, peer, cb->out, n);
+			side_service_reply(svc, peer, cb->out, n);
 		return;
 	}
 	if (st != RPC_HDR_CALL) {
@@ -438,26 +449,26 @@ static void on_server_call(void *arg, struct side_service *svc,
 		return;
 	}
 	if (h.prog != NLM_PROG) {
-		answer_error(cb, peer, h.xid, RPCSTAT_PROG_UNAVAIL, 0, 0);
+		answer_error(cb, svc, peer, h.xid, RPCSTAT_PROG_UNAVAIL, 0, 0);
 		return;
 	}
 	if (h.vers != 1 && h.vers != 3 && h.vers != 4) {
-		answer_error(cb, peer, h.xid, RPCSTAT_PROG_MISMATCH, 1, 4);
+		answer_error(cb, svc, peer, h.xid, RPCSTAT_PROG_MISMATCH, 1, 4);
 		return;
 	}
 	if (cb->cfg.async && nlm_async_is_res(h.proc)) {
-		on_async_res(cb, peer, &h, msg, len);
+		on_async_res(cb, svc, peer, &h, msg, len);
 		return;
 	}
 	/* Only the callbacks and (above) the results of the clients' _MSG calls. */
 	if (h.proc != NLMPROC_NULL && h.proc != NLMPROC_GRANTED && h.proc != NLMPROC_GRANTED_MSG) {
-		answer_error(cb, peer, h.xid, RPCSTAT_PROC_UNAVAIL, 0, 0);
+		answer_error(cb, svc, peer, h.xid, RPCSTAT_PROC_UNAVAIL, 0, 0);
 		return;
 	}
 	gw_counters_count_call(cb->cfg.counters, h.prog, h.vers, h.proc);
 	if (h.proc != NLMPROC_NULL &&
 	    nlm_decode_args(h.vers, h.proc, msg + h.args_off, len - h.args_off, &a) != 0) {
-		answer_error(cb, peer, h.xid, RPCSTAT_GARBAGE_ARGS, 0, 0);
+		answer_error(cb, svc, peer, h.xid, RPCSTAT_GARBAGE_ARGS, 0, 0);
 		return;
 	}
 	if (h.proc != NLMPROC_GRANTED) {
@@ -465,13 +476,33 @@ static void on_server_call(void *arg, struct side_service *svc,
 		size_t n = rpc_encode_accept_error(cb->out, sizeof(cb->out), h.xid, RPCSTAT_SUCCESS,
 						   0, 0);
 		if (n)
-			side_service_reply(cb->svc, peer, cb->out, n);
+			side_service_reply(svc, peer, cb->out, n);
 		if (h.proc == NLMPROC_NULL) {
 			gw_counters_count_reply(cb->cfg.counters, h.prog, h.vers, h.proc);
 			return;
 		}
 	}
-	on_granted(cb, peer, &h, &a);
+	on_granted(cb, svc, peer, &h, &a);
+}
+
+bool nlm_callback_take(void *arg, struct side_service *svc, const struct side_service_peer *peer,
+		       const uint8_t *msg, size_t len)
+{
+	struct nlm_callback *cb = arg;
+	struct rpc_call_hdr h;
+
+	if (rpc_call_decode(msg, len, &h) != RPC_HDR_CALL)
+		return false;
+	bool take = false;
+	if (h.prog == NSM_PROG)
+		take = cb->cfg.notify && h.vers == NSM_VERS && h.proc == NSMPROC_NOTIFY;
+	else if (h.prog == NLM_PROG)
+		take = h.proc == NLMPROC_GRANTED || h.proc == NLMPROC_GRANTED_MSG ||
+		       (cb->cfg.async && nlm_async_is_res(h.proc));
+	if (take) {
+		on_server_call(cb, svc, peer, msg, len);
+	}
+	return take;
 }
 
 /* ---- start and stop --------------------------------------------------------------------- */
@@ -604,21 +635,17 @@ static void advertise(struct nlm_callback *cb, struct event_base *base)
 
 	inet_ntop(cb->local.ss_family, a, where, sizeof(where));
 	if (cb->cfg.route_holds_host_nlm) {
-		gw_warn("%s: nlm callback: the host's rpcbind maps NLM to the route's NLM relay "
-			"(the route listens on the wildcard address): the server's GRANTED "
-			"callbacks to %s are not advertised (blocked locks are granted when the "
-			"client re-sends its LOCK; a route on one address with portmapper_port "
-			"has them)",
+		gw_info("%s: nlm callback: the host's rpcbind maps NLM and NSM to the route's "
+			"relays (the route listens on the wildcard address): the server's "
+			"GRANTED callbacks and SM_NOTIFY to %s come to them and are handled here",
 			cb->cfg.route->name, where);
 		return;
 	}
 	if (same_host(&cb->local, &cb->cfg.route->listen.addr)) {
 		/* The route's portmapper is there, offering the NLM relay to clients. */
-		gw_warn("%s: nlm callback: the server sees the gateway at its listen address %s, "
-			"where the route's portmapper offers the NLM relay: the server's GRANTED "
-			"cannot be advertised (blocked locks are granted when the client re-sends "
-			"its LOCK); give the route a listen address other than the one toward "
-			"the server",
+		gw_info("%s: nlm callback: the server sees the gateway at its listen address %s, "
+			"where the route's portmapper offers the NLM and NSM relays: the server's "
+			"GRANTED callbacks and SM_NOTIFY come to them and are handled here",
 			cb->cfg.route->name, where);
 		return;
 	}

@@ -10,7 +10,11 @@
  * through the portmapper at port 111 there. So the callback service is an
  * NLM service on that address, advertised by a portmapper of its own on
  * port 111 of that address or, when a host rpcbind holds that port, by a
- * registration with the host rpcbind (pmap_set). When neither works (the
+ * registration with the host rpcbind (pmap_set). Where the server finds
+ * the route's own NLM relay instead (a route on the wildcard address,
+ * whose relays are registered with the host's rpcbind; a route whose
+ * listen address is the one the server sees), its calls come to the relay
+ * and are handed here (nlm_callback_take()). When none of these works (the
  * host's own kernel lockd is registered: the gateway host is itself an NFS
  * client) the service says so in the log and callbacks do not reach the
  * gateway: a blocked lock is then granted by the client's re-sent LOCK.
@@ -62,7 +66,8 @@ struct nlm_callback_config {
 	/*
 	 * The route registered its NLM relay with the host's rpcbind (a route
 	 * on the wildcard address): that one NLM mapping is the relay's, so
-	 * the callback service is not advertised (logged once).
+	 * the callback service is not advertised; the server's calls come to
+	 * the relay, which hands them here (nlm_callback_take()).
 	 */
 	bool route_holds_host_nlm;
 };
@@ -85,6 +90,20 @@ struct nlm_callback *nlm_callback_start(struct event_base *base,
 					const struct nlm_callback_config *cfg,
 					const struct sockaddr *server, socklen_t server_len,
 					char *err, size_t errlen);
+
+/*
+ * A message from the server's host to the route's own NLM or NSM relay
+ * (side_service_divert(), from gateway/side/side_route.c): where the
+ * server finds the gateway's NLM and NSM at the route's (a route on the
+ * wildcard address registered them with the host's rpcbind, or the
+ * server reaches the gateway at its listen address), its GRANTED and
+ * GRANTED_MSG callbacks, its _RES results and its SM_NOTIFY come there.
+ * Those are taken (true) and handled as on the callback service, the
+ * answers going back through @svc; anything else (false) is the relay's,
+ * as from any client.
+ */
+bool nlm_callback_take(void *arg, struct side_service *svc, const struct side_service_peer *peer,
+		       const uint8_t *msg, size_t len);
 
 /*
  * After a configuration reload: the route's new settings (the old ones are

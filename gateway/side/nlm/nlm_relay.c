@@ -386,13 +386,20 @@ enum side_relay_verdict nlm_relay_call_hook(void *arg, const struct side_service
 	a.lock.oh = (struct nlm_bytes){ id.oh, NLM_TOKEN_LEN };
 	a.lock.caller = (struct nlm_bytes){ (const uint8_t *)rl->cfg.caller_name, rl->name_len };
 	uint8_t cookie[NLM_ASYNC_COOKIE_LEN];
-	if (msg_form && !nlm_async_register(rl->async, &host, h->vers, h->proc, &a, cookie)) {
+	if (msg_form &&
+	    !nlm_async_register(rl->async, &host, &peer->local, h->vers, h->proc, &a, cookie)) {
 		/* No room to remember where its result goes: the client's RPC fails. */
 		nlm_state_call_end(rl->st, &id, true);
 		*n = answer_rpc_error(rl, h->xid, RPCSTAT_SYSTEM_ERR, 0, 0, out, cap);
 		return SIDE_RELAY_ANSWERED;
 	}
 encode:
+	if (peer->local.ss_family) {
+		struct gw_host via;
+		if (gw_host_from_sockaddr(&via, (const struct sockaddr *)&peer->local,
+					  sizeof(peer->local)))
+			nlm_state_client_via(rl->st, &id, &via);
+	}
 	if (cap < h->args_off ||
 	    nlm_encode_args(&a, out + h->args_off, cap - h->args_off, &m) != 0) {
 		/* Never sent: it ends here (a _MSG's entry ends it at its timeout). */

@@ -34,7 +34,8 @@ struct nlm_client {
 	uint32_t owners, locks;
 	uint32_t calls; /* its owners' calls in flight */
 	uint32_t lock_head;
-	uint64_t last; /* the state's tick when one of its owners was last asked for */
+	uint64_t last;	    /* the state's tick when one of its owners was last asked for */
+	struct gw_host via; /* where its last call reached the gateway (family 0: unknown) */
 };
 
 struct nlm_lockrec {
@@ -445,6 +446,7 @@ int nlm_state_owner(struct nlm_state *st, const struct gw_host *host, int32_t sv
 	if (!st->clients[ci].used) {
 		st->clients[ci].used = true;
 		st->clients[ci].host = *host;
+		st->clients[ci].via.family = 0;
 	}
 	uint32_t slot = st->free_owners[--st->nfree_owners];
 	struct nlm_owner *o = &st->owners[slot];
@@ -470,6 +472,15 @@ static void collect_owner(struct nlm_state *st, uint32_t slot)
 
 	if (o->client && o->locks == 0 && o->calls == 0)
 		free_owner(st, slot);
+}
+
+void nlm_state_client_via(struct nlm_state *st, const struct nlm_owner_id *owner,
+			  const struct gw_host *via)
+{
+	int32_t slot = owner_slot(st, owner->svid, (struct nlm_bytes){ owner->oh, NLM_TOKEN_LEN });
+
+	if (slot >= 0 && via->family)
+		st->clients[st->owners[slot].client - 1].via = *via;
 }
 
 bool nlm_state_call_begin(struct nlm_state *st, const struct nlm_owner_id *owner)
@@ -507,6 +518,7 @@ bool nlm_state_lookup_upstream(struct nlm_state *st, int32_t svid, struct nlm_by
 	}
 	const struct nlm_owner *o = &st->owners[slot];
 	out->host = st->clients[o->client - 1].host;
+	out->via = st->clients[o->client - 1].via;
 	out->svid = o->svid;
 	out->oh = (struct nlm_bytes){ o->oh, o->oh_len };
 	return true;

@@ -98,6 +98,7 @@ struct nlm_owner_id {
 /* A client's own view of one of its owners. */
 struct nlm_client_owner {
 	struct gw_host host;
+	struct gw_host via; /* the gateway's address its client last called (family 0: unknown) */
 	int32_t svid;
 	struct nlm_bytes oh; /* the state's copy, valid until the owner is forgotten */
 };
@@ -148,6 +149,16 @@ bool nlm_state_call_begin(struct nlm_state *st, const struct nlm_owner_id *owner
  * (forgotten meanwhile, at its client's reboot) is ignored.
  */
 void nlm_state_call_end(struct nlm_state *st, const struct nlm_owner_id *owner, bool settled);
+
+/*
+ * @owner's client called the gateway at @via, an address of this host (a
+ * route on the wildcard address has several): the calls the gateway makes
+ * back to that client (the server's GRANTED) leave from there, for Linux
+ * lockd takes a GRANTED only from the address it sent its LOCK to. Family
+ * 0 (unknown) keeps what was known. A stale @owner is ignored.
+ */
+void nlm_state_client_via(struct nlm_state *st, const struct nlm_owner_id *owner,
+			  const struct gw_host *via);
 
 /*
  * The upstream owner of @host's (@svid, @oh) if it exists: 0, or -ENOENT
