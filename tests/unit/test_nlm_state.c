@@ -435,6 +435,51 @@ static void owners_per_client_bounded(void **state)
 }
 
 /*
+ * A host whose only owner is reclaimed to make room for its own new one
+ * keeps its place: the new owner is found again, its host counted once,
+ * and the table's indexes still find every host (a second host is added
+ * and found; the first one's reboot finds it).
+ */
+static void client_taken_again_after_its_last_owner_went(void **state)
+{
+	struct nlm_state_limits lim = {
+		.max_clients = 4,
+		.max_owners = 1,
+		.max_locks = 8,
+		.max_locks_per_client = 8,
+	};
+	struct nlm_state *st = nlm_state_new(&lim, 9);
+	struct gw_host a = host4(0x0a000001), b = host4(0x0a000002);
+	struct nlm_owner_id o1, o2, x;
+	const struct nlm_unlock *u;
+
+	(void)state;
+	assert_non_null(st);
+	assert_int_equal(nlm_state_owner(st, &a, 1, bytes("1"), &o1), 0);
+	nlm_state_call_begin(st, &o1);
+	nlm_state_call_end(st, &o1, false); /* unanswered: idle, kept */
+	assert_int_equal(nlm_state_clients(st), 1);
+	/* Owner 1 goes (the only slot), and with it, for a moment, host a. */
+	assert_int_equal(nlm_state_owner(st, &a, 2, bytes("2"), &o2), 0);
+	assert_int_equal(nlm_state_clients(st), 1);
+	assert_int_equal(nlm_state_owners(st), 1);
+	assert_int_equal(nlm_state_find_owner(st, &a, 2, bytes("2"), &x), 0);
+	assert_int_equal(x.svid, o2.svid);
+	assert_int_equal(nlm_state_find_owner(st, &a, 1, bytes("1"), &x), -ENOENT);
+	assert_int_equal(nlm_state_record_lock(st, &o2, 4, FH_A, 0, 1), 0);
+	/* No owner slot for b: refused, and b leaves no host behind. */
+	assert_int_equal(nlm_state_owner(st, &b, 1, bytes("1"), &x), -ENOSPC);
+	assert_int_equal(nlm_state_clients(st), 1);
+	assert_int_equal(nlm_state_client_rebooted(st, &a, &u), 1);
+	assert_int_equal(nlm_state_clients(st), 0);
+	/* Both places free again: b, then a, each found. */
+	assert_int_equal(nlm_state_owner(st, &b, 1, bytes("1"), &x), 0);
+	assert_int_equal(nlm_state_find_owner(st, &b, 1, bytes("1"), &o1), 0);
+	assert_int_equal(nlm_state_clients(st), 1);
+	nlm_state_free(st);
+}
+
+/*
  * An owner lives while it holds a lock or has a call in flight: the end of
  * its last call, answered, gives it back at once with its client; one
  * with a lock, or another call in flight, stays; a LOCK given up
@@ -623,6 +668,7 @@ int main(void)
 		cmocka_unit_test(clients_survive_restart),
 		cmocka_unit_test(clients_dirty_only_when_the_set_changes),
 		cmocka_unit_test(owners_per_client_bounded),
+		cmocka_unit_test(client_taken_again_after_its_last_owner_went),
 		cmocka_unit_test(repeated_notify_state_is_new_after_the_window),
 		cmocka_unit_test(owners_live_while_they_hold_or_wait),
 		cmocka_unit_test(idle_clients_reclaimed_lru),

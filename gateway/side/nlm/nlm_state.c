@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/random.h"
 #include "common/statefile.h"
 
 /*
@@ -23,6 +24,7 @@ struct nlm_owner {
 	uint32_t oh_len;
 	uint8_t *oh; /* max_oh bytes of the state's store */
 	uint32_t hnext;
+	uint32_t cnext; /* its client's owners */
 	uint32_t locks;
 	uint32_t calls; /* relayed calls in flight (nlm_state_call_begin()) */
 	uint64_t used;	/* the state's tick when last asked for */
@@ -34,8 +36,10 @@ struct nlm_client {
 	uint32_t owners, locks;
 	uint32_t calls; /* its owners' calls in flight */
 	uint32_t lock_head;
-	uint64_t last;	    /* the state's tick when one of its owners was last asked for */
-	struct gw_host via; /* where its last call reached the gateway (family 0: unknown) */
+	uint64_t last;	       /* the state's tick when one of its owners was last asked for */
+	struct gw_host via;    /* where its last call reached the gateway (family 0: unknown) */
+	uint32_t hnext, pnext; /* the chains of its host's and its network's hash buckets */
+	uint32_t owner_head;   /* its owners, through nlm_owner.cnext */
 };
 
 struct nlm_lockrec {
@@ -69,6 +73,15 @@ struct nlm_state {
 	uint32_t *free_owners, nfree_owners;
 	uint32_t *buckets, nbuckets;
 	struct nlm_client *clients;
+	/*
+	 * Client hosts by address and by network (gw_host_same_prefix()), so
+	 * that a new host, forged or not, costs no walk of the table; a
+	 * network's chain is at most max_clients_per_prefix long but for the
+	 * hosts of other networks in its bucket. Seeded: a forger cannot
+	 * choose addresses that fall in one bucket.
+	 */
+	uint32_t *chash, *phash, ncbuckets, cseed;
+	uint32_t *free_clients, nfree_clients;
 	struct nlm_lockrec *locks;
 	uint32_t free_lock, nlocks;
 	struct nlm_unlock *unlocks;    /* max_locks_per_client, for a reboot */
@@ -119,11 +132,19 @@ struct nlm_state *nlm_state_new(const struct nlm_state_limits *lim, uint64_t ins
 	st->free_owners = calloc(st->lim.max_owners, sizeof(*st->free_owners));
 	st->buckets = calloc(st->nbuckets, sizeof(*st->buckets));
 	st->clients = calloc(st->lim.max_clients, sizeof(*st->clients));
+	st->ncbuckets = 1;
+	while (st->ncbuckets < 2 * st->lim.max_clients)
+		st->ncbuckets <<= 1;
+	st->chash = calloc(st->ncbuckets, sizeof(*st->chash));
+	st->phash = calloc(st->ncbuckets, sizeof(*st->phash));
+	st->free_clients = calloc(st->lim.max_clients, sizeof(*st->free_clients));
+	st->cseed = gw_random32();
 	st->locks = calloc(st->lim.max_locks, sizeof(*st->locks));
 	st->unlocks = calloc(st->lim.max_locks_per_client, sizeof(*st->unlocks));
 	st->notified = calloc(st->lim.max_clients, sizeof(*st->notified));
 	if (!st->owners || !st->oh_store || !st->free_owners || !st->buckets || !st->clients ||
-	    !st->locks || !st->unlocks || !st->notified) {
+	    !st->chash || !st->phash || !st->free_clients || !st->locks || !st->unlocks ||
+	    !st->notified) {
 		nlm_state_free(st);
 		errno = ENOMEM;
 		return NULL;
@@ -134,6 +155,9 @@ struct nlm_state *nlm_state_new(const struct nlm_state_limits *lim, uint64_t ins
 		st->free_owners[i] = st->lim.max_owners - 1 - i; /* slot 0 first */
 	}
 	st->nfree_owners = st->lim.max_owners;
+	for (uint32_t i = 0; i < st->lim.max_clients; i++)
+		st->free_clients[i] = st->lim.max_clients - 1 - i; /* slot 0 first */
+	st->nfree_clients = st->lim.max_clients;
 	for (uint32_t i = 0; i < st->lim.max_locks; i++)
 		st->locks[i].next = i + 2 <= st->lim.max_locks ? i + 2 : 0;
 	st->free_lock = 1;
@@ -149,6 +173,9 @@ void nlm_state_free(struct nlm_state *st)
 	free(st->free_owners);
 	free(st->buckets);
 	free(st->clients);
+	free(st->chash);
+	free(st->phash);
+	free(st->free_clients);
 	free(st->locks);
 	free(st->unlocks);
 	free(st->notified);
@@ -237,13 +264,80 @@ static bool is_our_token(const struct nlm_state *st, struct nlm_bytes oh)
 	return oh.len == NLM_TOKEN_LEN && memcmp(oh.p, inst, 8) == 0;
 }
 
+/* FNV-1a over the first @n bytes of @h's address, from the state's seed: a bucket. */
+static uint32_t client_bucket(const struct nlm_state *st, const struct gw_host *h, size_t n)
+{
+	uint32_t x = (2166136261u ^ st->cseed) * 16777619u;
+
+	x = (x ^ h->family) * 16777619u;
+	for (size_t i = 0; i < n; i++)
+		x = (x ^ h->addr[i]) * 16777619u;
+	return x & (st->ncbuckets - 1);
+}
+
+static uint32_t host_bucket(const struct nlm_state *st, const struct gw_host *h)
+{
+	return client_bucket(st, h, sizeof(h->addr));
+}
+
+static uint32_t prefix_bucket(const struct nlm_state *st, const struct gw_host *h)
+{
+	return client_bucket(st, h, gw_host_prefix_len(h->family));
+}
+
 static int32_t find_client(const struct nlm_state *st, const struct gw_host *h)
 {
-	/* A scan: clients are few (max_clients), and NLM calls are rare. */
-	for (uint32_t i = 0; i < st->lim.max_clients; i++)
-		if (st->clients[i].used && gw_host_equal(&st->clients[i].host, h))
-			return (int32_t)i;
+	for (uint32_t i = st->chash[host_bucket(st, h)]; i; i = st->clients[i - 1].hnext)
+		if (gw_host_equal(&st->clients[i - 1].host, h))
+			return (int32_t)i - 1;
 	return -1;
+}
+
+/* Unlink @slot + 1 from the chain at @head whose links are @field of each client. */
+static void unlink_client(struct nlm_state *st, uint32_t *head, uint32_t slot, bool by_prefix)
+{
+	uint32_t *link = head;
+
+	while (*link && *link != slot + 1)
+		link = by_prefix ? &st->clients[*link - 1].pnext : &st->clients[*link - 1].hnext;
+	if (*link)
+		*link = by_prefix ? st->clients[slot].pnext : st->clients[slot].hnext;
+}
+
+/* Client slot @ci, free, becomes host @h's: out of the free stack, into the hashes. */
+static void take_client(struct nlm_state *st, uint32_t ci, const struct gw_host *h)
+{
+	struct nlm_client *c = &st->clients[ci];
+
+	/* Nearly always the top; a client taken again after reclaim_owner() may lie deeper. */
+	for (uint32_t k = st->nfree_clients; k-- > 0;) {
+		if (st->free_clients[k] == ci) {
+			st->free_clients[k] = st->free_clients[--st->nfree_clients];
+			break;
+		}
+	}
+	memset(c, 0, sizeof(*c));
+	c->used = true;
+	c->host = *h;
+	c->last = ++st->tick;
+	uint32_t *hb = &st->chash[host_bucket(st, h)], *pb = &st->phash[prefix_bucket(st, h)];
+	c->hnext = *hb;
+	*hb = ci + 1;
+	c->pnext = *pb;
+	*pb = ci + 1;
+}
+
+/* Client slot @ci is free again (it has no owner left); nothing if it is already. */
+static void drop_client(struct nlm_state *st, uint32_t ci)
+{
+	struct nlm_client *c = &st->clients[ci];
+
+	if (!c->used)
+		return;
+	unlink_client(st, &st->chash[host_bucket(st, &c->host)], ci, false);
+	unlink_client(st, &st->phash[prefix_bucket(st, &c->host)], ci, true);
+	c->used = false;
+	st->free_clients[st->nfree_clients++] = ci;
 }
 
 static void free_owner(struct nlm_state *st, uint32_t slot);
@@ -253,27 +347,37 @@ static void forget_client(struct nlm_state *st, uint32_t ci)
 {
 	struct nlm_client *c = &st->clients[ci];
 
-	for (uint32_t i = 0; i < st->lim.max_owners && c->used; i++)
-		if (st->owners[i].client == ci + 1)
-			free_owner(st, i);
-	c->used = false;
+	while (c->used && c->owner_head)
+		free_owner(st, c->owner_head - 1);
+	drop_client(st, ci);
 }
 
 /*
  * The least recently used client host holding nothing (no lock, no share,
- * no call in flight) is forgotten with its owners: of @prefix's prefix, or
- * of any (@prefix NULL). Its slot, or -1 for none such.
+ * no call in flight) is forgotten with its owners: of @prefix's network
+ * (its chain), or of any (@prefix NULL: a walk of the table, when it is
+ * full). Its slot, or -1 for none such.
  */
 static int32_t reclaim_client(struct nlm_state *st, const struct gw_host *prefix)
 {
 	int32_t best = -1;
 
-	for (uint32_t i = 0; i < st->lim.max_clients; i++) {
-		const struct nlm_client *c = &st->clients[i];
-		if (c->used && c->locks == 0 && c->calls == 0 &&
-		    (!prefix || gw_host_same_prefix(&c->host, prefix)) &&
-		    (best < 0 || c->last < st->clients[best].last))
-			best = (int32_t)i;
+	if (prefix) {
+		for (uint32_t i = st->phash[prefix_bucket(st, prefix)]; i;
+		     i = st->clients[i - 1].pnext) {
+			const struct nlm_client *c = &st->clients[i - 1];
+			if (c->locks == 0 && c->calls == 0 &&
+			    gw_host_same_prefix(&c->host, prefix) &&
+			    (best < 0 || c->last < st->clients[best].last))
+				best = (int32_t)i - 1;
+		}
+	} else {
+		for (uint32_t i = 0; i < st->lim.max_clients; i++) {
+			const struct nlm_client *c = &st->clients[i];
+			if (c->used && c->locks == 0 && c->calls == 0 &&
+			    (best < 0 || c->last < st->clients[best].last))
+				best = (int32_t)i;
+		}
 	}
 	if (best < 0)
 		return -1;
@@ -292,32 +396,23 @@ static int32_t add_client(struct nlm_state *st, const struct gw_host *h)
 	int32_t slot = -1;
 	uint32_t in_prefix = 0;
 
-	/* A scan, as find_client(): once per new client host. */
-	for (uint32_t i = 0; i < st->lim.max_clients; i++) {
-		if (!st->clients[i].used) {
-			if (slot < 0)
-				slot = (int32_t)i;
-		} else if (gw_host_same_prefix(&st->clients[i].host, h)) {
-			in_prefix++;
-		}
-	}
+	for (uint32_t i = st->phash[prefix_bucket(st, h)]; i; i = st->clients[i - 1].pnext)
+		in_prefix += gw_host_same_prefix(&st->clients[i - 1].host, h);
 	if (st->lim.max_clients_per_prefix < st->lim.max_clients &&
 	    in_prefix >= st->lim.max_clients_per_prefix) {
-		int32_t got = reclaim_client(st, h);
-		if (got < 0) {
+		slot = reclaim_client(st, h);
+		if (slot < 0) {
 			st->stats.client_prefix_full++;
 			return -1;
 		}
-		slot = slot < 0 ? got : slot;
 	}
+	if (slot < 0 && st->nfree_clients > 0)
+		slot = (int32_t)st->free_clients[st->nfree_clients - 1];
 	if (slot < 0 && (slot = reclaim_client(st, NULL)) < 0) {
 		st->stats.clients_full++;
 		return -1;
 	}
-	memset(&st->clients[slot], 0, sizeof(st->clients[slot]));
-	st->clients[slot].used = true;
-	st->clients[slot].host = *h;
-	st->clients[slot].last = ++st->tick;
+	take_client(st, (uint32_t)slot, h);
 	return slot;
 }
 
@@ -341,10 +436,15 @@ static void free_owner(struct nlm_state *st, uint32_t slot)
 	struct nlm_client *c = &st->clients[o->client - 1];
 
 	unhash_owner(st, slot);
+	uint32_t *link = &c->owner_head;
+	while (*link && *link != slot + 1)
+		link = &st->owners[*link - 1].cnext;
+	if (*link)
+		*link = o->cnext;
 	/* A client's reboot forgets its owners with their calls: a late answer is stale. */
 	c->calls -= o->calls;
 	if (--c->owners == 0)
-		c->used = false;
+		drop_client(st, o->client - 1);
 	o->client = 0;
 	o->locks = 0;
 	o->calls = 0;
@@ -439,15 +539,12 @@ int nlm_state_owner(struct nlm_state *st, const struct gw_host *host, int32_t sv
 	if (st->nfree_owners == 0 && !reclaim_owner(st, 0)) {
 		st->stats.owners_full++;
 		if (st->clients[ci].owners == 0)
-			st->clients[ci].used = false;
+			drop_client(st, (uint32_t)ci);
 		return -ENOSPC;
 	}
 	/* reclaim_owner() may have freed this very client: take it again. */
-	if (!st->clients[ci].used) {
-		st->clients[ci].used = true;
-		st->clients[ci].host = *host;
-		st->clients[ci].via.family = 0;
-	}
+	if (!st->clients[ci].used)
+		take_client(st, (uint32_t)ci, host);
 	uint32_t slot = st->free_owners[--st->nfree_owners];
 	struct nlm_owner *o = &st->owners[slot];
 	o->client = (uint32_t)ci + 1;
@@ -459,6 +556,8 @@ int nlm_state_owner(struct nlm_state *st, const struct gw_host *host, int32_t sv
 	o->calls = 0;
 	o->hnext = st->buckets[b];
 	st->buckets[b] = slot + 1;
+	o->cnext = st->clients[ci].owner_head;
+	st->clients[ci].owner_head = slot + 1;
 	st->clients[ci].owners++;
 	touch_owner(st, slot);
 	owner_id(st, slot, out);
@@ -693,14 +792,9 @@ uint32_t nlm_state_locks(const struct nlm_state *st)
 	return st->nlocks;
 }
 
-/* A walk of max_clients slots: read per scrape only, not worth a count kept in step. */
 uint32_t nlm_state_clients(const struct nlm_state *st)
 {
-	uint32_t n = 0;
-
-	for (uint32_t i = 0; i < st->lim.max_clients; i++)
-		n += st->clients[i].used;
-	return n;
+	return st->lim.max_clients - st->nfree_clients;
 }
 
 uint32_t nlm_state_owners(const struct nlm_state *st)
