@@ -10,7 +10,8 @@
  * mon_name "127.0.0.2" and the server's state, B nothing, and the relay's
  * lock records are gone. A repeat of the same state relays nothing; a
  * notification from another address is dropped; a client that does not
- * answer is given up after the timeout.
+ * answer is given up after the timeout. Each re-send comes from a new port
+ * (a reply a director sent to another gateway does not pin the next ones).
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -47,6 +48,9 @@ struct host {
 	int pmap, statd;
 	uint16_t statd_port;
 	bool answers;
+	bool ignore_first_getport; /* as if its reply had gone to another gateway */
+	int getports;		   /* GETPORTs seen, and the source port of the first 8 */
+	uint16_t getport_from[8];
 	int notifies;
 	uint32_t from;
 	char mon_name[64];
@@ -73,6 +77,10 @@ static void host_serve(struct host *c)
 	ssize_t r = recvfrom(c->pmap, b, sizeof(b), 0, (struct sockaddr *)&from, &fl);
 	struct rpc_call_hdr h;
 
+	if (r > 0 && c->getports < 8)
+		c->getport_from[c->getports] = ntohs(from.sin_port);
+	if (r > 0 && c->getports++ == 0 && c->ignore_first_getport)
+		r = 0;
 	if (r > 0 && c->answers) {
 		assert_int_equal(rpc_call_decode(b, (size_t)r, &h), RPC_HDR_CALL);
 		assert_int_equal(xdr_get32(b + h.args_off), NSM_PROG); /* GETPORT of NSM */
@@ -346,6 +354,33 @@ static void test_gateway_restart_tells_the_saved_clients(void **state)
 	assert_int_equal(nlm_notify_stats(t->nt)->clients_full, 2000 - 1024);
 }
 
+/*
+ * Behind an IPVS director, a client's reply to the listen address (a
+ * virtual one) sent while this gateway was not in the director's table
+ * went to another gateway, and the director keeps the pair of ports there:
+ * so the re-send comes from a new port. A's portmapper ignores the first
+ * GETPORT; the re-send, from another port of the listen address, is
+ * answered, and A is told.
+ */
+static void test_resend_from_a_new_port(void **state)
+{
+	struct t *t = *state;
+	struct gw_host host;
+	struct sockaddr_in sa = gwt_sin(CLIENT_A, 0);
+
+	assert_true(gw_host_from_sockaddr(&host, (struct sockaddr *)&sa, sizeof(sa)));
+	t->a.ignore_first_getport = true;
+	assert_int_equal(nlm_notify_gateway_restarted(t->nt, &host, 1, 1234571), 1);
+	gwt_spin_for(t->base, 300, hosts_serve, t);
+	assert_true(t->a.getports >= 2);
+	assert_int_not_equal(t->a.getport_from[0], t->a.getport_from[1]);
+	assert_int_equal(t->a.notifies, 1);
+	assert_int_equal(t->a.from, LISTEN);
+	assert_int_equal(t->a.state, 1234571);
+	assert_int_equal(nlm_notify_stats(t->nt)->restart_delivered, 1);
+	assert_int_equal(nlm_notify_pending(t->nt), 0);
+}
+
 /* Bad arguments: GARBAGE_ARGS, nothing relayed. */
 static void test_garbage_notify_refused(void **state)
 {
@@ -372,6 +407,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_silent_client_given_up_after_timeout, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_garbage_notify_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_resend_from_a_new_port, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gateway_restart_tells_the_saved_clients, setup,
 						teardown),
 	};

@@ -32,10 +32,21 @@ enum {
 	NT_DEFAULT_TIMEOUT_MS = 90000, /* Linux lockd's grace period */
 };
 
-/* One client host being told of the server's reboot. */
+/*
+ * One client host being told of the server's reboot. Each (re)send goes
+ * from a socket of its own on a new port: behind an IPVS director the
+ * client's replies (to the listen address, a virtual one) come back through
+ * the director, and one sent while this gateway was not in its table (just
+ * after a restart) goes to another gateway and leaves a UDP connection entry
+ * there (300 s by default) for that pair of ports. A fresh port is a fresh
+ * entry, scheduled to this gateway once the director has it back.
+ */
 struct nt_slot {
 	bool used;
 	bool have_port; /* its statd's port is known: SM_NOTIFY sent */
+	int fd;		/* -1, or the socket of the last send, bound to the listen address */
+	struct event *read_ev;
+	struct nlm_notify *nt;
 	uint32_t xid;
 	struct gw_host client;
 	struct sockaddr_storage to;
@@ -59,20 +70,69 @@ struct nlm_notify {
 	struct nt_slot *slots;
 	struct gw_host *queue; /* max_clients hosts still to start, from qhead to qlen */
 	uint32_t qhead, qlen, live;
-	int fd; /* toward clients, bound to the route's listen address */
-	struct event *read_ev, *timer;
+	struct event_base *base;
+	struct event *timer;
 	struct nlm_notify_stats stats;
 };
 
 /* ---- toward the clients ----------------------------------------------------------- */
 
-static void send_current(struct nlm_notify *nt, struct nt_slot *s)
+static void on_client_read(evutil_socket_t fd, short what, void *arg);
+
+static void slot_close(struct nt_slot *s)
+{
+	if (s->read_ev)
+		event_free(s->read_ev);
+	if (s->fd >= 0)
+		close(s->fd);
+	s->read_ev = NULL;
+	s->fd = -1;
+}
+
+/* A UDP socket on the listen address, port 0 (the system's choice); -1 on failure. */
+static int listen_socket(const struct gw_route *route)
+{
+	struct sockaddr_storage la = route->listen.addr;
+
+	if (la.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&la)->sin6_port = 0;
+	else
+		((struct sockaddr_in *)&la)->sin_port = 0;
+	int fd = socket(la.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	/* From the listen address: the server the client mounted, whose reboot its statd awaits. */
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&la, route->listen.addrlen) != 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* Replace @s's socket with one on a new port; false (logged) if none can be made. */
+static bool slot_socket(struct nlm_notify *nt, struct nt_slot *s)
+{
+	slot_close(s);
+	s->fd = listen_socket(nt->cfg.route);
+	if (s->fd >= 0) {
+		s->read_ev = event_new(nt->base, s->fd, EV_READ | EV_PERSIST, on_client_read, s);
+		if (s->read_ev && event_add(s->read_ev, NULL) == 0)
+			return true;
+	}
+	gw_warn("%s: nlm notify: no socket toward clients' statd: %s", nt->cfg.route->name,
+		strerror(errno ? errno : ENOMEM));
+	slot_close(s);
+	return false;
+}
+
+/* Send @s's current call; from a new port when @fresh (a first send or a re-send). */
+static void send_current(struct nlm_notify *nt, struct nt_slot *s, bool fresh)
 {
 	const uint8_t *m = s->have_port ? s->msg : s->getport;
 	size_t n = s->have_port ? s->len : s->getport_len;
 
 	s->sent_us = gw_now_us();
-	if (sendto(nt->fd, m, n, 0, (const struct sockaddr *)&s->to, s->tolen) < 0)
+	if ((fresh || s->fd < 0) && !slot_socket(nt, s))
+		return; /* tried again at the next re-send */
+	if (sendto(s->fd, m, n, 0, (const struct sockaddr *)&s->to, s->tolen) < 0)
 		gw_debug("%s: nlm notify: sendto: %s", nt->cfg.route->name, strerror(errno));
 }
 
@@ -109,7 +169,10 @@ static bool xid_in_use(void *arg, uint32_t xid)
 /* Start telling @host: ask its portmapper for its statd first. */
 static bool start_slot(struct nlm_notify *nt, struct nt_slot *s, const struct gw_host *host)
 {
+	slot_close(s);
 	memset(s, 0, offsetof(struct nt_slot, msg));
+	s->fd = -1;
+	s->nt = nt;
 	s->client = *host;
 	s->xid = gw_random_xid(xid_in_use, nt);
 	s->getport_len = (uint32_t)pmap_encode_udp_lookup(s->getport, sizeof(s->getport), s->xid,
@@ -120,7 +183,7 @@ static bool start_slot(struct nlm_notify *nt, struct nt_slot *s, const struct gw
 	gw_backoff_init(&s->backoff, nt->cfg.retry_ms, NT_MAX_BACKOFF_MS);
 	s->used = true;
 	nt->live++;
-	send_current(nt, s);
+	send_current(nt, s, true);
 	return true;
 }
 
@@ -151,6 +214,7 @@ static void end_slot(struct nlm_notify *nt, struct nt_slot *s, bool delivered, c
 	}
 	s->used = false;
 	nt->live--;
+	slot_close(s); /* in its own read callback here: libevent allows the free */
 	start_queued(nt);
 }
 
@@ -175,7 +239,7 @@ static void client_reply(struct nlm_notify *nt, struct nt_slot *s, const uint8_t
 		}
 		gw_host_to_sockaddr(&s->client, port, &s->to, &s->tolen);
 		gw_backoff_init(&s->backoff, nt->cfg.retry_ms, NT_MAX_BACKOFF_MS);
-		send_current(nt, s);
+		send_current(nt, s, false); /* the port its reply just reached */
 		return;
 	}
 	if (!rpc_reply_results(msg, len, &off)) {
@@ -187,7 +251,8 @@ static void client_reply(struct nlm_notify *nt, struct nt_slot *s, const uint8_t
 
 static void on_client_read(evutil_socket_t fd, short what, void *arg)
 {
-	struct nlm_notify *nt = arg;
+	struct nt_slot *slot = arg;
+	struct nlm_notify *nt = slot->nt;
 	uint8_t buf[NT_MAX_MSG];
 	struct sockaddr_storage from;
 	socklen_t flen = sizeof(from);
@@ -196,9 +261,12 @@ static void on_client_read(evutil_socket_t fd, short what, void *arg)
 	ssize_t n;
 
 	(void)what;
-	while ((n = recvfrom(fd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &flen)) >= 0) {
-		/* Only a reply from the host the call went to, to a call pending. */
-		if (n < 8 || !(s = find_xid(nt, xdr_get32(buf))) ||
+	/* Until this socket is replaced: a reply ends the slot, which may start another. */
+	while (slot->fd == fd &&
+	       (n = recvfrom(fd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &flen)) >= 0) {
+		/* Only a reply from the host the call went to, to its call pending. */
+		s = slot;
+		if (n < 8 || !s->used || s->xid != xdr_get32(buf) ||
 		    !gw_host_from_sockaddr(&h, (struct sockaddr *)&from, flen) ||
 		    memcmp(&h, &s->client, sizeof(h)) != 0)
 			nt->cfg.counters->events[GW_EV_UNMATCHED_REPLY]++;
@@ -232,7 +300,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 		struct nt_slot *s = &nt->slots[i];
 
 		if (s->used && gw_backoff_due(&s->backoff, s->sent_us, now)) {
-			send_current(nt, s);
+			send_current(nt, s, true);
 			gw_backoff_next(&s->backoff);
 		}
 	}
@@ -252,6 +320,7 @@ static size_t start_round(struct nlm_notify *nt, size_t n, int32_t state, bool r
 			nt->slots[i].used = false;
 			nt->stats.not_delivered++;
 		}
+		slot_close(&nt->slots[i]);
 	}
 	nt->live = 0;
 	if (n > nt->cfg.max_clients) {
@@ -379,7 +448,7 @@ struct nlm_notify *nlm_notify_start(struct event_base *base, const struct nlm_no
 	if (!nt)
 		goto fail;
 	nt->cfg = *cfg;
-	nt->fd = -1;
+	nt->base = base;
 	if (!nt->cfg.max_inflight)
 		nt->cfg.max_inflight = NT_DEFAULT_INFLIGHT;
 	if (!nt->cfg.max_clients)
@@ -389,27 +458,23 @@ struct nlm_notify *nlm_notify_start(struct event_base *base, const struct nlm_no
 	if (!nt->cfg.timeout_ms)
 		nt->cfg.timeout_ms = NT_DEFAULT_TIMEOUT_MS;
 	nt->slots = calloc(nt->cfg.max_inflight, sizeof(*nt->slots));
+	for (uint32_t i = 0; nt->slots && i < nt->cfg.max_inflight; i++)
+		nt->slots[i].fd = -1;
 	nt->queue = calloc(nt->cfg.max_clients, sizeof(*nt->queue));
 	if (!nt->slots || !nt->queue || !gw_host_from_sockaddr(&nt->server, server, server_len))
 		goto fail;
 	what = "the listen address";
 	if (!listen_name(nt))
 		goto fail;
+	/* The sockets are made per send (struct nt_slot): this one only checks the address. */
 	what = "the socket toward clients' statd";
-	struct sockaddr_storage la = cfg->route->listen.addr;
-	if (la.ss_family == AF_INET6)
-		((struct sockaddr_in6 *)&la)->sin6_port = 0;
-	else
-		((struct sockaddr_in *)&la)->sin_port = 0;
-	nt->fd = socket(la.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	/* From the listen address: the server the client mounted, whose reboot its statd awaits. */
-	if (nt->fd < 0 || bind(nt->fd, (struct sockaddr *)&la, cfg->route->listen.addrlen) != 0)
+	int probe = listen_socket(cfg->route);
+	if (probe < 0)
 		goto fail;
-	nt->read_ev = event_new(base, nt->fd, EV_READ | EV_PERSIST, on_client_read, nt);
+	close(probe);
 	nt->timer = event_new(base, -1, EV_PERSIST, on_timer, nt);
 	struct timeval tick = gw_ms_timeval(nt->cfg.retry_ms / 4 ? nt->cfg.retry_ms / 4 : 1);
-	if (!nt->read_ev || !nt->timer || event_add(nt->read_ev, NULL) != 0 ||
-	    event_add(nt->timer, &tick) != 0)
+	if (!nt->timer || event_add(nt->timer, &tick) != 0)
 		goto fail;
 	return nt;
 fail:
@@ -423,12 +488,10 @@ void nlm_notify_stop(struct nlm_notify *nt)
 {
 	if (!nt)
 		return;
-	if (nt->read_ev)
-		event_free(nt->read_ev);
 	if (nt->timer)
 		event_free(nt->timer);
-	if (nt->fd >= 0)
-		close(nt->fd);
+	for (uint32_t i = 0; nt->slots && i < nt->cfg.max_inflight; i++)
+		slot_close(&nt->slots[i]);
 	free(nt->slots);
 	free(nt->queue);
 	free(nt);
