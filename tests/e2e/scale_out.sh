@@ -8,24 +8,43 @@
 # namespaces whose veth ends are ports of A's bridge, so that each is a host of its own
 # on the segment (its own address, which is what IPVS hashes) and the gateways answer
 # it directly. Guests B (192.0.2.2) and C (192.0.2.3) are the two gateways, the virtual
-# address on lo (gateway-vip, 60-rpcrdma-gw-vip.conf).
+# address on lo (gateway-vip, 60-rpcrdma-gw-vip.conf), the route with portmapper_port
+# 111 (as deploy/scale-out/gw.json), its state directory the default
+# /var/lib/rpcrdma-gw/, kept across the kill and restart below.
 #  - which gateway each candidate client hashes to is read from IPVS after one UDP
 #    datagram to port 9 of the virtual address; 8 clients are chosen, at least 2 on
 #    each gateway, NFSv3 and NFSv4.1 on both; each client's NFS connection (TCP 2049)
 #    lands on the gateway its UDP datagram did (one service for every port), as each
 #    gateway's /stats shows;
+#  - a ninth client hashed to B, the lock client, mounts $VIP:/export as an unmodified
+#    NFSv3 client does (no nolock, no mountaddr; its own rpcbind and rpc.statd) and a
+#    process there holds an fcntl lock: a process on the server is refused it; its
+#    MOUNT (MNT), NLM (LOCK; NULL over UDP) and NSM (NULL over UDP) calls are counted
+#    by B, none by C: all the ports of a client kept together, UDP and TCP;
 #  - aggregate MB/s of the 8 clients through both gateways, then through one;
 #  - gateway B is killed (SIGKILL) in the middle of every client's copy: every copy
 #    finishes, equal to its source on the server, no call returns an error, nothing is
 #    remounted; the moved clients' longest wait, and the others' latency before and
-#    after, are printed;
-#  - B comes back: IPVS takes it back after its first good check; no existing client
-#    moves (every one still on C after a write), and a new client hashed to B reaches it;
+#    after, are printed; B's NFSv3 clients run RENAME, REMOVE, MKDIR and RMDIR back to
+#    back meanwhile, and the calls that ran twice (ENOENT or EEXIST: the retransmission
+#    came from C's address, which the server's reply cache does not know) are counted
+#    and printed, with the server's reply cache hits and misses (a measurement, never a
+#    failure); B's saved client list names the lock client; while B is away a process
+#    on the server is still refused the lock (held under B's address), and the lock
+#    client's NFS goes on through C;
+#  - B comes back: IPVS takes it back after its first good check; its start tells the
+#    server's statd (which frees B's locks) and the lock client (from $VIP, each send
+#    from a new port, so that the answers reach B once IPVS has it back, not only C):
+#    /stats nlm.gateway_restart shows it delivered and the reclaim turned into a LOCK;
+#    a process on the server is refused the lock again while the client's process
+#    still holds it, and gets it once the client lets go; the times until B was back in
+#    IPVS and until the reclaim are printed; no existing client moves (every one still
+#    on C after a write), and a new client hashed to B reaches it;
 #  - SIGTERM of C in the middle of the copies: its /healthz answers 503 at once while it
 #    goes on listening for drain_delay_s (3 s, as deploy/scale-out/gw.json), it exits 0,
 #    its clients move to B with no error, their copies are intact.
-# NFSv3 mounts with nolock and MOUNT goes to the server itself (as failover.sh): the
-# gateways relay NFS only here.
+# The 8 clients' NFSv3 mounts use nolock and MOUNT goes to the server itself (as
+# failover.sh): their data, not their side protocols, is what the kill measures.
 set -u
 source "$GW_SRC/tests/e2e/lib/gw-e2e.sh"
 VIP=192.0.2.100
@@ -49,9 +68,14 @@ if [[ $GWVM_ROLE == b || $GWVM_ROLE == c ]]; then
     gwvm-net $addr
     sysctl -q -p "$SO/60-rpcrdma-gw-vip.conf"
     "$SO/gateway-vip" up $VIP
+    # The route's portmapper takes port 111 of the virtual address, its callback service
+    # that of the upstream-side address: no host rpcbind here (as nfsv3_plain.sh).
+    pkill -x rpcbind 2>/dev/null; sleep 0.5
+    # The state directory (nfs.nsm-state, nfs.nlm-clients) is the default
+    # /var/lib/rpcrdma-gw/, kept across the gateway's kill and restart on this guest.
     cat >"$E2E_WORK/gw.json" <<JSON
 { "drain_timeout_s": 10, "drain_delay_s": 3,
-  "routes": [ { "name": "nfs", "mode": "forward",
+  "routes": [ { "name": "nfs", "mode": "forward", "portmapper_port": 111,
                 "listen": "tcp://$VIP:2049", "upstream": "rdma://192.0.2.1:20049" } ],
   "stats": { "listen": "$addr:9464" } }
 JSON
@@ -62,6 +86,7 @@ JSON
     while [[ ! -e $GW_OUT/a-done ]]; do
         if [[ -e $GW_OUT/$me-kill && ! -e $GW_OUT/$me-killed ]]; then
             kill -KILL "$GW_PID"; wait "$GW_PID" 2>/dev/null
+            cp /var/lib/rpcrdma-gw/nfs.nlm-clients "$GW_OUT/$me-nlm-clients-at-kill" 2>/dev/null
             touch "$GW_OUT/$me-killed"
         fi
         if [[ -e $GW_OUT/$me-start && ! -e $GW_OUT/$me-started ]]; then
@@ -93,6 +118,7 @@ fi
 # ---- A: the NFS server, the director and the clients ----
 fin() { # give up: end B and C, unmount what can be
     touch "$GW_OUT/a-done"
+    [[ -s $LK_PID ]] && lk umount -f -l /mnt/lk 2>/dev/null
     for d in /mnt/c*; do umount -f -l "$d" 2>/dev/null; done
     cp "$E2E_WORK"/*.json "$GW_OUT/" 2>/dev/null
     e2e_finish
@@ -100,6 +126,9 @@ fin() { # give up: end B and C, unmount what can be
 }
 gwvm-net 192.0.2.1
 gwvm-nfsd /export rdma
+# lockd monitors each host that locks (SM_MON): without statd it refuses every lock.
+pgrep -x rpc.statd >/dev/null || rpc.statd
+touch /export/lockf /export/lk-data; chmod 666 /export/lockf /export/lk-data
 touch "$GW_OUT/a-nfsd"
 modprobe nfsv3; modprobe nfsv4; modprobe ip_vs; modprobe ip_vs_mh
 sysctl -q -p "$SO/60-rpcrdma-gw-director.conf"
@@ -152,6 +181,46 @@ s = json.load(sys.stdin)
 print(' '.join(sorted({x['client'].rsplit(':', 1)[0] for x in s['routes'][0].get('sessions', [])})))"
 }
 
+# The lock client: namespace cN with its own rpcbind and rpc.statd in a mount namespace
+# of its own (its own /run, as nfsv3_plain.sh's second host), mounting $VIP:/export as
+# an unmodified NFSv3 client does (no nolock, no mountaddr: MOUNT, NLM and NSM through
+# the gateways' portmapper on the virtual address). Its anchor process's pid is in LK_PID.
+LK_PID=$E2E_WORK/lk.pid LK_STOP=$E2E_WORK/lk.stop
+lk() { nsenter -t "$(cat "$LK_PID")" -m -n -u "$@"; }
+lk_mount() { # N
+    ip netns exec c$1 unshare -m -u --propagation private bash -c '
+        hostname scale-lk && mount -t tmpfs lkrun /run &&
+        mkdir -p /run/lk-statd/sm /run/lk-statd/sm.bak /mnt/lk &&
+        rpcbind && rpc.statd -P /run/lk-statd &&
+        mount -t nfs -o vers=3,proto=tcp,hard,timeo=50 '$VIP':/export /mnt/lk &&
+        echo $$ >"'$LK_PID'" && exec sleep infinity' >"$GW_OUT/lk-mount.log" 2>&1 &
+    for _ in $(seq 1 60); do [[ -s $LK_PID ]] && break; sleep 1; done
+    [[ -s $LK_PID ]]
+}
+# srv_try: a process on the server tries the lock the lock client takes (lockd's locks
+# are the file's own POSIX locks): 0 granted (and given back), 1 held by another owner.
+srv_try() { local r=0; timeout -s KILL 30 nlm_lock.py try /export/lockf >/dev/null || r=$?; return $r; }
+# side_calls GATEWAY_ADDR PROGRAM[:PROCEDURE]...: the calls of each that the gateway
+# counted (every procedure of the program without one), on one line.
+side_calls() {
+    local gw=$1; shift
+    curl -sf -m 5 "http://$gw:9464/stats?sessions=0" | python3 -c "
+import json, sys
+p = json.load(sys.stdin)['routes'][0]['totals']['procedures']
+out = []
+for a in sys.argv[1:]:
+    g, r = (list(map(int, a.split(':'))) + [-1])[:2]
+    out.append(sum(x['calls'] for x in p if x['program'] == g and (r < 0 or x['procedure'] == r)))
+print(*out)" "$@"
+}
+# gw_restart WHAT...: B's nlm.gateway_restart figures, on one line.
+gw_restart() {
+    curl -sf -m 5 "http://192.0.2.2:9464/stats?sessions=0" | python3 -c "
+import json, sys
+g = json.load(sys.stdin)['routes'][0]['nlm'].get('gateway_restart', {})
+print(*(g.get(k, 0) for k in sys.argv[1:]))" "$@"
+}
+
 on_b=() on_c=()
 for n in $(seq 11 26); do
     client_add $n
@@ -167,9 +236,19 @@ check "the UDP datagrams of 16 candidates were scheduled on both gateways (${#on
 nb=4; ((${#on_b[@]} < 4)) && nb=${#on_b[@]}; nc=$((8 - nb)); ((nc > ${#on_c[@]})) && { nc=${#on_c[@]}; nb=$((8 - nc)); }
 B=("${on_b[@]:0:nb}") C=("${on_c[@]:0:nc}")
 ALL=("${B[@]}" "${C[@]}") ORIG=("${B[@]}" "${C[@]}")
+# The lock client: a ninth host hashed to B (a spare candidate, else a new address).
+L=${on_b[nb]:-}
+if [[ -z $L ]]; then
+    for n in $(seq 41 60); do
+        client_add $n
+        [[ $(client_gateway $n) == 192.0.2.2 ]] && { L=$n; break; }
+    done
+fi
+[[ -n $L ]] || { fail "none of 20 more addresses was hashed to B (for the lock client)"; fin; }
 declare -A VERS
-i=0; for n in "${B[@]}"; do VERS[$n]=$([[ $((i++ % 2)) == 0 ]] && echo 3 || echo 4.1); done
-i=0; for n in "${C[@]}"; do VERS[$n]=$([[ $((i++ % 2)) == 0 ]] && echo 4.1 || echo 3); done
+# (Not $((i++)) inside $(...): a subshell's i++ is lost, and every client of B was NFSv3.)
+i=0; for n in "${B[@]}"; do VERS[$n]=3; ((i++ % 2)) && VERS[$n]=4.1; done
+i=0; for n in "${C[@]}"; do VERS[$n]=4.1; ((i++ % 2)) && VERS[$n]=3; done
 mounted=0
 for n in "${ALL[@]}"; do
     client_mount $n ${VERS[$n]} && mountpoint -q /mnt/c$n && mounted=$((mounted + 1))
@@ -178,14 +257,35 @@ done
 check "8 clients mounted $VIP (B: ${B[*]}; C: ${C[*]}; NFSv3: $(for n in "${ALL[@]}"; do [[ ${VERS[$n]} == 3 ]] && echo -n "$n "; done))" \
     test "$mounted" -eq 8
 ((mounted == 8)) || fin
+check "the lock client (192.0.2.$L, hashed to B) mounts $VIP:/export with vers=3, no nolock" lk_mount $L
+[[ -s $LK_PID ]] || fin
 python3 "$CL" touch $(client_dirs "${ALL[@]}") >/dev/null
+rm -f "$LK_STOP"
+lk nlm_lock.py hold /mnt/lk/lockf "$LK_STOP" >"$E2E_WORK/lk-holder.out" 2>&1 &
+LK_HOLDER=$!
+for _ in $(seq 1 90); do grep -q . "$E2E_WORK/lk-holder.out" && break; sleep 0.5; done
+check "the lock client's process takes an fcntl lock through $VIP ($(cat "$E2E_WORK/lk-holder.out"))" \
+    grep -q '^held' "$E2E_WORK/lk-holder.out"
+r=0; srv_try || r=$?
+check "a process on the server is refused that lock (try: $r)" test $r -eq 1
+# UDP side protocols too: NULL to MOUNT, NLM and NSM over UDP (rpcinfo asks the portmapper
+# on $VIP over UDP for each port first). The client's statd has nothing to tell a server
+# until it reboots, so this NULL is its only NSM traffic toward the gateway.
+for p in 100005:3 100021:4 100024:1; do
+    check "the lock client: rpcinfo -T udp $VIP ${p%:*} ${p#*:} answers" lk rpcinfo -T udp $VIP ${p%:*} ${p#*:}
+done
+read -r mnt lck nnull snull < <(side_calls 192.0.2.2 100005:1 100021:2 100021:0 100024:0)
+check "B relayed the lock client's side calls (MOUNT MNT ${mnt:-}, NLM LOCK ${lck:-}, NLM NULL ${nnull:-}, NSM NULL ${snull:-})" \
+    test "${mnt:-0}" -ge 1 -a "${lck:-0}" -ge 1 -a "${nnull:-0}" -ge 1 -a "${snull:-0}" -ge 1
+csides=$(side_calls 192.0.2.3 100000 100005 100021 100024)
+check "C saw none of them (portmapper, MOUNT, NLM, NSM calls: $csides)" test "$csides" = "0 0 0 0"
 sb=$(gw_clients 192.0.2.2) sc=$(gw_clients 192.0.2.3)
 echo "split: gateway B serves $sb; gateway C serves $sc"
-want_b=$(for n in "${B[@]}"; do echo 192.0.2.$n; done | sort | xargs) want_c=$(for n in "${C[@]}"; do echo 192.0.2.$n; done | sort | xargs)
-check "B's /stats has exactly the clients whose UDP datagram went to B ($sb)" test "$sb" = "$want_b"
+want_b=$(for n in "${B[@]}" $L; do echo 192.0.2.$n; done | sort | xargs) want_c=$(for n in "${C[@]}"; do echo 192.0.2.$n; done | sort | xargs)
+check "B's /stats has exactly the clients whose UDP datagram went to B, the lock client's NFS connection too ($sb)" test "$sb" = "$want_b"
 check "C's /stats has exactly the clients whose UDP datagram went to C ($sc)" test "$sc" = "$want_c"
 sbs=$(curl -sf "http://192.0.2.2:9464/stats?sessions=0" | python3 -c "import json,sys; print(json.load(sys.stdin)['routes'][0]['sessions_by_state'])")
-check "B counts its sessions by state ($sbs)" grep -q "'ready': ${#B[@]}" <<<"$sbs"
+check "B counts its sessions by state ($sbs)" grep -q "'ready': $((${#B[@]} + 1))" <<<"$sbs"
 
 # ---- throughput through two gateways ----
 python3 "$CL" write "$E2E_WORK/tp2.json" 4 $(client_dirs "${ALL[@]}")
@@ -195,6 +295,44 @@ tp2=$(python3 -c "import json; print('%.1f' % json.load(open('$E2E_WORK/tp2.json
 # Light copies (8 clients x 128 KiB every 0.5 s: 2 MB/s, well under what guest A moves),
 # so that the latencies measure the gateways, not guest A's one CPU; 8 s each.
 src=$(e2e_source 2)
+# Non-idempotent calls in flight at the loss: B's NFSv3 clients also run RENAME, REMOVE,
+# MKDIR and RMDIR back to back; one that the server ran but whose reply died with B is
+# retransmitted through C, misses the server's reply cache (it keys on the caller's
+# address, now C's) and runs again: the client sees ENOENT or EEXIST for a call that did
+# what it asked. Counted, not judged (a measurement).
+NI=() ; for n in "${B[@]}"; do [[ ${VERS[$n]} == 3 ]] && NI+=($n); done
+rc_before=$(awk '$1 == "rc" { print $2, $3 }' /proc/net/rpc/nfsd)
+rm -f "$E2E_WORK/ni.stop"; NI_PIDS=()
+for n in "${NI[@]}"; do
+    python3 - /mnt/c$n/c$n/ni "$E2E_WORK/ni.stop" "$E2E_WORK/ni-$n.json" <<'PY' &
+import errno, json, os, sys, time
+d, stop, out = sys.argv[1:4]
+os.makedirs(d, exist_ok=True)
+open(out + ".started", "w").close()
+r = {"ops": 0, "twice": 0, "other_errors": 0, "twice_by_call": {}}
+f, g, sub = d + "/f", d + "/g", d + "/sub"
+def op(name, fn, *args, again=None):
+    r["ops"] += 1
+    try:
+        fn(*args)
+    except OSError as e:
+        if e.errno == again: # what a second run of a call that ran returns
+            r["twice"] += 1
+            r["twice_by_call"][name] = r["twice_by_call"].get(name, 0) + 1
+        else:
+            r["other_errors"] += 1
+while not os.path.exists(stop):
+    os.close(os.open(f, os.O_CREAT | os.O_WRONLY, 0o644))
+    op("RENAME", os.rename, f, g, again=errno.ENOENT)
+    op("REMOVE", os.unlink, g, again=errno.ENOENT)
+    op("MKDIR", os.mkdir, sub, again=errno.EEXIST)
+    op("RMDIR", os.rmdir, sub, again=errno.ENOENT)
+    time.sleep(0.01) # leave guest A's one CPU to the copies
+json.dump(r, open(out, "w"))
+PY
+    NI_PIDS+=($!)
+done
+for n in "${NI[@]}"; do wait_file "$E2E_WORK/ni-$n.json.started" 30; done
 python3 "$CL" workload "$E2E_WORK/kill.json" "$src" 0.5 128 kill $(client_dirs "${ALL[@]}") &
 wl=$!
 sleep 2
@@ -204,6 +342,21 @@ wait_file "$GW_OUT/b-killed" 10
 for _ in $(seq 1 100); do in_table 192.0.2.2 || break; sleep 0.1; done
 check "keepalived took B out of IPVS" bash -c "! ipvsadm -Ln | grep -q -- '-> 192.0.2.2:0'"
 wait $wl
+touch "$E2E_WORK/ni.stop"; wait "${NI_PIDS[@]}"
+rc_after=$(awk '$1 == "rc" { print $2, $3 }' /proc/net/rpc/nfsd)
+ni=$(python3 - "$rc_before" "$rc_after" $(for n in "${NI[@]}"; do echo "$E2E_WORK/ni-$n.json"; done) <<'PY'
+import json, sys
+b, a = [list(map(int, x.split())) for x in sys.argv[1:3]]
+ops = twice = other = 0; by = {}
+for f in sys.argv[3:]:
+    r = json.load(open(f)); ops += r["ops"]; twice += r["twice"]; other += r["other_errors"]
+    for k, v in r["twice_by_call"].items(): by[k] = by.get(k, 0) + v
+print("clients=%d ops=%d twice=%d %s other_errors=%d server_reply_cache_hits=%d misses=%d" % (
+    len(sys.argv) - 3, ops, twice, json.dumps(by, sort_keys=True).replace(" ", ""), other, a[0] - b[0], a[1] - b[1]))
+PY
+)
+echo "non-idempotent calls across B's loss: $ni"
+ok "non-idempotent calls across B's loss (a measurement): $ni"
 rep=$(python3 "$CL" report "$E2E_WORK/kill.json" "$t_kill" $(client_dirs "${B[@]}"))
 echo "SIGKILL of B: $rep"
 check "no client call returned an error across B's loss ($rep)" grep -q 'errors=0 copy_errors=0' <<<"$rep"
@@ -218,8 +371,16 @@ copies_ok() { # TAG N...: every copy equal to the source on the server
 }
 check "every client's copy is equal to its source on the server" copies_ok kill "${ALL[@]}"
 check "no client was remounted (8 mounts of $VIP)" test "$(grep -c " /mnt/c[0-9]* nfs" /proc/mounts)" -eq 8
+# The lock client: B's saved list named it; while B is away the server holds its lock
+# under B's address, so a process there is still refused it; its NFS goes on through C.
+check "B's saved client list named the lock client at the kill ($(xargs <"$GW_OUT/b-nlm-clients-at-kill" 2>/dev/null))" \
+    grep -qx "192.0.2.$L" "$GW_OUT/b-nlm-clients-at-kill"
+r=0; srv_try || r=$?
+check "while B is away, a process on the server is refused the lock held through B (try: $r)" test $r -eq 1
+check "the lock client writes through C" \
+    lk dd if=/dev/zero of=/mnt/lk/lk-data bs=4096 count=1 oflag=direct conv=notrunc status=none
 sc=$(gw_clients 192.0.2.3)
-check "C now serves all 8 clients ($sc)" test "$(wc -w <<<"$sc")" -eq 8
+check "C now serves all 8 clients and the lock client ($sc)" test "$(wc -w <<<"$sc")" -eq 9
 
 # ---- throughput through one gateway ----
 python3 "$CL" write "$E2E_WORK/tp1.json" 4 $(client_dirs "${ALL[@]}")
@@ -240,14 +401,36 @@ check "the bulk writes through two gateways landed intact" bulk_ok "$E2E_WORK/tp
 check "the bulk writes through one gateway landed intact" bulk_ok "$E2E_WORK/tp1.json"
 
 # ---- B comes back: no existing client moves, a new one reaches it ----
+# B starts with the same upstream-side address and state directory: its start sends the
+# server's statd SM_NOTIFY (mon_name 192.0.2.2, a new state), so the server's lockd frees
+# every lock taken through B, and sends each client host of its saved list SM_NOTIFY from
+# $VIP. That client's replies (its portmapper's, its statd's) come back through the
+# director, so they reach B only once IPVS has B back.
+t_bstart=$(date +%s.%N)
 touch "$GW_OUT/b-start"
 wait_file "$GW_OUT/b-started" 60
 for _ in $(seq 1 300); do in_table 192.0.2.2 && break; sleep 0.1; done
+t_intable=$(date +%s.%N)
 check "IPVS takes B back after its first good /healthz" in_table 192.0.2.2
+end=$((SECONDS + 60))
+while ((SECONDS < end)); do [[ $(gw_restart reclaims_converted) -ge 1 ]] 2>/dev/null && break; sleep 0.25; done
+t_reclaim=$(date +%s.%N)
+grep -E "nlm (restart|notify)" "$GW_OUT"/gw-b-2.log
+read -r g_del g_told g_cdel g_recl < <(gw_restart delivered clients_told clients_delivered reclaims_converted)
+gr="server told: delivered ${g_del:-}; clients_told ${g_told:-}, clients_delivered ${g_cdel:-}, reclaims_converted ${g_recl:-}"
+check "B's start told the server's statd it restarted ($gr)" test "${g_del:-}" = 1
+check "B's start told the lock client, whose lockd reclaimed through B ($gr)" \
+    test "${g_told:-}" = 1 -a "${g_cdel:-}" = 1 -a "${g_recl:-0}" -ge 1
+reclaim_s=$(python3 -c "print('%.1f' % ($t_reclaim - $t_bstart))")
+intable_s=$(python3 -c "print('%.1f' % ($t_intable - $t_bstart))")
+echo "B's restart: back in IPVS ${intable_s} s after its start, the lock client's reclaim through B at ${reclaim_s} s"
+r=0; srv_try || r=$?
+check "after the reclaim, a process on the server is refused the lock again (try: $r)" test $r -eq 1
+check "the lock client's process still holds its lock" kill -0 "$LK_HOLDER"
 check "every existing client still writes" python3 "$CL" touch $(client_dirs "${ALL[@]}")
 sb=$(gw_clients 192.0.2.2) sc=$(gw_clients 192.0.2.3)
-check "no existing client moved back to B (B: '$sb', C has $(wc -w <<<"$sc"))" \
-    test -z "$sb" -a "$(wc -w <<<"$sc")" -eq 8
+check "no existing client moved back to B (B: '$sb', C has $(wc -w <<<"$sc"), the lock client's NFS too)" \
+    test -z "$sb" -a "$(wc -w <<<"$sc")" -eq 9
 new=
 for n in $(seq 31 40); do
     client_add $n
@@ -261,6 +444,16 @@ if [[ -n $new ]]; then
 else
     fail "none of 10 new addresses was hashed to B"
 fi
+
+# The lock client lets go (UNLOCK through B): the server-side process gets the lock.
+touch "$LK_STOP"
+for _ in $(seq 1 60); do kill -0 "$LK_HOLDER" 2>/dev/null || break; sleep 0.5; done
+kill -9 "$LK_HOLDER" 2>/dev/null; wait "$LK_HOLDER" 2>/dev/null
+got=1 waited=0
+for waited in $(seq 1 10); do got=0; srv_try || got=$?; ((got == 0)) && break; sleep 1; done
+check "once the lock client released it, a process on the server gets the lock (${waited} s, try: $got)" \
+    test $got -eq 0
+check "the lock client unmounts" timeout -s KILL 30 nsenter -t "$(cat "$LK_PID")" -m -n -u umount /mnt/lk
 
 # ---- SIGTERM of C in the middle of the copies ----
 python3 "$CL" workload "$E2E_WORK/term.json" "$src" 0.5 128 term $(client_dirs "${ALL[@]}") &
@@ -295,10 +488,14 @@ moved2=$(sed 's/.*moved=\([0-9.]*\).*/\1/' <<<"$rep2")
     echo "aggregate MB/s of 8 clients, O_DIRECT 1 MiB writes: through 2 gateways $tp2, through 1 gateway $tp1"
     echo "SIGKILL of a gateway: its clients' longest wait ${moved} s; the other gateway's clients' median latency ${ub} ms before, ${ua} ms after (slowest: ${umb} ms before, ${um} ms after)"
     echo "SIGTERM of a gateway: its clients' longest wait ${moved2} s"
+    echo "non-idempotent NFSv3 calls (RENAME, REMOVE, MKDIR, RMDIR back to back) across a gateway's SIGKILL: $ni"
+    echo "a lost gateway's restart: back in IPVS ${intable_s} s after its start; the NFSv3 lock held through it reclaimed through it at ${reclaim_s} s"
 } | tee "$GW_OUT/figures.txt"
 ok "$(sed -n 2p "$GW_OUT/figures.txt")"
 ok "$(sed -n 3p "$GW_OUT/figures.txt")"
 ok "$(sed -n 4p "$GW_OUT/figures.txt")"
+ok "$(sed -n 5p "$GW_OUT/figures.txt")"
+ok "$(sed -n 6p "$GW_OUT/figures.txt")"
 
 for d in /mnt/c*; do umount "$d" 2>/dev/null || umount -f -l "$d"; done
 ipvsadm -Ln >"$GW_OUT/ipvs-end.txt"
