@@ -118,7 +118,7 @@ fi
 # ---- A: the NFS server, the director and the clients ----
 fin() { # give up: end B and C, unmount what can be
     touch "$GW_OUT/a-done"
-    [[ -s $LK_PID ]] && lk umount -f -l /mnt/lk 2>/dev/null
+    [[ -s ${LK_PID:-} ]] && lk umount -f -l /mnt/lk 2>/dev/null
     for d in /mnt/c*; do umount -f -l "$d" 2>/dev/null; done
     cp "$E2E_WORK"/*.json "$GW_OUT/" 2>/dev/null
     e2e_finish
