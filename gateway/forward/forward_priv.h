@@ -275,8 +275,7 @@ struct fwd_session {
 	 */
 	TAILQ_HEAD(, fwd_call) qos_held;
 	struct event *qos_timer;
-	uint64_t qos_held_since;       /* when the first of the held calls was held */
-	struct qos_entry *qos_waiting; /* the entry counted as waiting (qos_entry_wait_begin()) */
+	struct qos_hold qos_wait; /* the entry counted as waiting, since when */
 };
 
 /*

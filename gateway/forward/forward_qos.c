@@ -21,44 +21,24 @@
 #include "common/log.h"
 #include "gateway/forward/forward_priv.h"
 
-/*
- * A call held for max_in_flight waits for a reply; its own session's
- * replies release it at once (fwd_qos_done()), but another session of the
- * same client address (or of a class's shared entry) has no such hook, so
- * it looks again after this long.
- */
-#define FWD_QOS_REPLY_POLL_US 2000u
-/*
- * A held call looks again at least this often, however long its buckets
- * said to wait: the limits a SIGHUP brings apply to it within this time.
- */
-#define FWD_QOS_MAX_WAIT_US 100000u
-
-/* The first class of the route that takes @c, or -1: none does (no limit). */
-static int qos_class_of(const struct fwd_session *s, const struct fwd_call *c)
-{
-	const struct gw_route *r = s->base.route->cfg;
-	const struct sockaddr *peer = (const struct sockaddr *)&s->peer;
-	bool writes = c->ulb.n_args > 0, reads = c->ulb.n_results > 0;
-
-	for (size_t i = 0; i < r->qos_count; i++) {
-		if ((r->qos_has_default && i + 1 == r->qos_count) ||
-		    gw_qos_class_matches(&r->qos[i], peer, c->ulb.prog, reads, writes))
-			return (int)i;
-	}
-	return -1;
-}
-
 static const struct gw_qos_class *class_cfg(const struct fwd_call *c)
 {
 	return &c->s->base.route->cfg->qos[c->qos_cls];
 }
 
-/* Ask @c's entry now: 0 when it went (admitted), else the wait. */
+/*
+ * Ask @c's entry now: 0 when it went (admitted), else the wait. The entry
+ * is looked up at each ask, not kept from when the call was held: only the
+ * first held call's entry is marked waiting, so a sweep (qos_map_sweep())
+ * may free the entry of a call behind it meanwhile.
+ */
 static uint64_t qos_try(struct fwd_session *s, struct fwd_call *c, uint64_t now)
 {
-	uint64_t wait = qos_entry_admit(s->base.route->qos, c->qos, class_cfg(c), now, c->rec_len);
+	struct qos_map *m = s->base.route->qos;
+	uint64_t wait;
 
+	c->qos = qos_map_get(m, c->qos_cls, (const struct sockaddr *)&s->peer);
+	wait = qos_entry_admit(m, c->qos, class_cfg(c), now, c->rec_len);
 	if (wait == 0)
 		c->qos_admitted = true;
 	return wait;
@@ -66,10 +46,7 @@ static uint64_t qos_try(struct fwd_session *s, struct fwd_call *c, uint64_t now)
 
 static void qos_arm(struct fwd_session *s, uint64_t wait)
 {
-	if (wait == QOSMAP_WAIT_REPLY)
-		wait = FWD_QOS_REPLY_POLL_US;
-	else if (wait > FWD_QOS_MAX_WAIT_US)
-		wait = FWD_QOS_MAX_WAIT_US;
+	wait = qos_hold_delay_us(wait);
 	struct timeval tv = { .tv_sec = (time_t)(wait / 1000000),
 			      .tv_usec = (suseconds_t)(wait % 1000000) };
 	event_add(s->qos_timer, &tv);
@@ -95,24 +72,15 @@ static void qos_release(struct fwd_session *s)
 		uint64_t wait = qos_try(s, c, now);
 
 		if (wait != 0) {
-			if (s->qos_waiting != c->qos) {
-				/* Now waiting on another client entry (another class). */
-				qos_entry_wait_end(s->base.route->qos, s->qos_waiting,
-						   now - s->qos_held_since);
-				qos_entry_wait_begin(s->base.route->qos, c->qos);
-				s->qos_waiting = c->qos;
-				s->qos_held_since = now;
-			}
+			/* Maybe now waiting on another client entry (another class). */
+			qos_hold_on(s->base.route->qos, &s->qos_wait, c->qos, now);
 			qos_arm(s, wait);
 			return;
 		}
 		TAILQ_REMOVE(&s->qos_held, c, qos_link);
 		s->up->admit(s, c);
 	}
-	if (s->qos_waiting) {
-		qos_entry_wait_end(s->base.route->qos, s->qos_waiting, now - s->qos_held_since);
-		s->qos_waiting = NULL;
-	}
+	qos_hold_end(s->base.route->qos, &s->qos_wait, now);
 	qos_resume(s);
 }
 
@@ -130,7 +98,7 @@ static void qos_timer_cb(evutil_socket_t fd, short what, void *arg)
 void fwd_qos_admit(struct fwd_session *s, struct fwd_call *c)
 {
 	struct gw_route_rt *rt = s->base.route;
-	int cls = qos_class_of(s, c);
+	int cls = qos_route_class(rt->cfg, (const struct sockaddr *)&s->peer, &c->ulb);
 	uint64_t now = gw_now_pass_us(), wait = 0;
 
 	if (cls < 0) {
@@ -138,7 +106,6 @@ void fwd_qos_admit(struct fwd_session *s, struct fwd_call *c)
 		return;
 	}
 	c->qos_cls = (uint32_t)cls;
-	c->qos = qos_map_get(rt->qos, c->qos_cls, (const struct sockaddr *)&s->peer);
 	if (TAILQ_EMPTY(&s->qos_held) && (wait = qos_try(s, c, now)) == 0) {
 		s->up->admit(s, c);
 		return;
@@ -161,9 +128,7 @@ void fwd_qos_admit(struct fwd_session *s, struct fwd_call *c)
 		tcp_conn_pause_read(s->tcp);
 	}
 	if (first) {
-		qos_entry_wait_begin(rt->qos, c->qos);
-		s->qos_waiting = c->qos;
-		s->qos_held_since = now;
+		qos_hold_on(rt->qos, &s->qos_wait, c->qos, now);
 		qos_arm(s, wait);
 	}
 }
@@ -195,11 +160,7 @@ void fwd_qos_close(struct fwd_session *s)
 {
 	if (s->qos_timer)
 		event_del(s->qos_timer);
-	if (s->qos_waiting) {
-		qos_entry_wait_end(s->base.route->qos, s->qos_waiting,
-				   gw_now_pass_us() - s->qos_held_since);
-		s->qos_waiting = NULL;
-	}
+	qos_hold_end(s->base.route->qos, &s->qos_wait, gw_now_pass_us());
 	while (!TAILQ_EMPTY(&s->qos_held)) {
 		struct fwd_call *c = TAILQ_FIRST(&s->qos_held);
 		TAILQ_REMOVE(&s->qos_held, c, qos_link);

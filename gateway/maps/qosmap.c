@@ -197,3 +197,42 @@ uint32_t qos_map_sweep(struct qos_map *m, const struct gw_qos_class *classes, ui
 	}
 	return freed;
 }
+
+int qos_route_class(const struct gw_route *r, const struct sockaddr *peer,
+		    const struct ulb_call *u)
+{
+	bool writes = u->n_args > 0, reads = u->n_results > 0;
+
+	for (size_t i = 0; i < r->qos_count; i++) {
+		if ((r->qos_has_default && i + 1 == r->qos_count) ||
+		    gw_qos_class_matches(&r->qos[i], peer, u->prog, reads, writes))
+			return (int)i;
+	}
+	return -1;
+}
+
+uint64_t qos_hold_delay_us(uint64_t wait)
+{
+	if (wait == QOSMAP_WAIT_REPLY)
+		return QOSMAP_REPLY_POLL_US;
+	return wait > QOSMAP_MAX_WAIT_US ? QOSMAP_MAX_WAIT_US : wait;
+}
+
+void qos_hold_on(struct qos_map *m, struct qos_hold *h, struct qos_entry *e, uint64_t now_us)
+{
+	if (h->waiting == e)
+		return;
+	if (h->waiting)
+		qos_entry_wait_end(m, h->waiting, now_us - h->since);
+	qos_entry_wait_begin(m, e);
+	h->waiting = e;
+	h->since = now_us;
+}
+
+void qos_hold_end(struct qos_map *m, struct qos_hold *h, uint64_t now_us)
+{
+	if (!h->waiting)
+		return;
+	qos_entry_wait_end(m, h->waiting, now_us - h->since);
+	h->waiting = NULL;
+}

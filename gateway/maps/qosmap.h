@@ -34,6 +34,7 @@
 #include "common/host.h"
 #include "common/tbucket.h"
 #include "conf/config.h"
+#include "ulb-rules/ulb.h"
 
 /* Client addresses with buckets of their own, per class (and per worker). */
 #define QOSMAP_MAX_CLIENTS 4096
@@ -41,6 +42,18 @@
 #define QOSMAP_BUCKETS 1024
 /* qos_entry_admit()'s wait when only a completion can let the call go (max_in_flight). */
 #define QOSMAP_WAIT_REPLY UINT64_MAX
+/*
+ * A call held for max_in_flight waits for a reply; its own session's
+ * replies release it at once, but another session of the same client
+ * address (or of a class's shared entry) has no such hook, so it looks
+ * again after this long (qos_hold_delay_us()).
+ */
+#define QOSMAP_REPLY_POLL_US 2000u
+/*
+ * A held call looks again at least this often, however long its buckets
+ * said to wait: the limits a SIGHUP brings apply to it within this time.
+ */
+#define QOSMAP_MAX_WAIT_US 100000u
 
 struct qos_entry {
 	struct qos_entry *next; /* hash chain */
@@ -110,5 +123,28 @@ void qos_entry_wait_end(struct qos_map *m, struct qos_entry *e, uint64_t waited_
  */
 uint32_t qos_map_sweep(struct qos_map *m, const struct gw_qos_class *classes, uint32_t nclasses,
 		       uint64_t now_us);
+
+/*
+ * What both modes share around the map: which class of @r takes a call,
+ * and a session's holding of calls (the figures of its wait).
+ */
+
+/* The first class of @r (route configuration) that takes @u from @peer, or -1: none does. */
+int qos_route_class(const struct gw_route *r, const struct sockaddr *peer,
+		    const struct ulb_call *u);
+
+/* The timer's delay for a held call told to wait @wait (qos_entry_admit()'s answer). */
+uint64_t qos_hold_delay_us(uint64_t wait);
+
+/* A session's wait: the entry it is counted as waiting on, since when. */
+struct qos_hold {
+	struct qos_entry *waiting; /* NULL: the session holds no call */
+	uint64_t since;
+};
+
+/* The session holds a call of @e at @now_us: begins its wait, or moves it to @e. */
+void qos_hold_on(struct qos_map *m, struct qos_hold *h, struct qos_entry *e, uint64_t now_us);
+/* The session holds no call any more (they went, or it closes): its wait is counted. */
+void qos_hold_end(struct qos_map *m, struct qos_hold *h, uint64_t now_us);
 
 #endif /* GW_GATEWAY_QOSMAP_H */
