@@ -401,15 +401,7 @@ void conf_qos_load_route(const struct conf_report *rep, const struct conf_where 
 	json_t *list = json_object_get(obj, "qos");
 	json_t *def = json_object_get(obj, "qos_default");
 
-	if ((list || def) && r->mode == GW_MODE_REVERSE) {
-		struct conf_where w;
-
-		conf_where_member(&w, rw, list ? "qos" : "qos_default");
-		conf_fail(rep, &w, CONF_AT_KEY,
-			  "qos classes are enforced on forward routes only; remove the key from "
-			  "this reverse route");
-		return;
-	}
+	/* Either mode: the classes hold calls before their upstream (gateway/forward, gateway/reverse). */
 	if (list)
 		load_route_list(rep, rw, list, cfg, r);
 	if (def)

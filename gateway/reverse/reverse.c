@@ -222,6 +222,7 @@ void rev_session_close(struct rev_session *s)
 			evtimer_del(s->call_timer);
 		if (s->mem_ev)
 			evtimer_del(s->mem_ev);
+		rev_qos_close(s);
 		/* Its own connection gets a normal close; its calls on a shared one lose their
 		 * owner. */
 		s->up->close(s);
@@ -270,6 +271,7 @@ void rev_maybe_free(struct rev_session *s)
 	event_free(s->retry_timer);
 	event_free(s->call_timer);
 	event_free(s->mem_ev);
+	rev_qos_free(s);
 	xidmap_destroy(&s->xids);
 	free(s->rxq);
 	free(s->bcalls);
@@ -497,6 +499,7 @@ bool gw_reverse_accept(struct gw_route_rt *route, const struct sockaddr *peer, c
 	TAILQ_INIT(&s->readq.head);
 	TAILQ_INIT(&s->upq.head);
 	TAILQ_INIT(&s->sentq.head);
+	TAILQ_INIT(&s->qosq.head);
 	TAILQ_INIT(&s->sqq.head);
 	TAILQ_INIT(&s->bcq);
 	for (uint32_t i = 0; i < s->nbcalls; i++)

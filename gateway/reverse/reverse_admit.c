@@ -139,6 +139,8 @@ void rev_call_put(struct rev_call *c)
 	rev_dequeue(c);
 	if (c->in_xidmap)
 		xidmap_remove(&s->xids, c->xid);
+	if (c->qos_admitted)
+		rev_qos_done(c);
 	rev_mem_give_back(s, c);
 	rev_put_buf(&c->msg);
 	rev_put_buf(&c->rx);
@@ -246,7 +248,10 @@ static void rev_call_ready(struct rev_session *s, struct rev_call *c)
 		return;
 	}
 	c->in_xidmap = true;
-	s->up->call(s, c);
+	if (s->base.route->qos)
+		rev_qos_call(s, c); /* held to its class's limits first (reverse_qos.c) */
+	else
+		s->up->call(s, c);
 }
 
 /* A call assembled from Read chunks: is it the call the transport header announced? */
@@ -589,29 +594,43 @@ static const char *const rev_answer_names[] = {
 };
 
 /*
+ * Decode a message from the client into @h, its transport header's verdict
+ * in *@r and, for an inline message, whether its RPC header carries the
+ * same XID in *@xr. True when it was a backward-direction reply (RFC 8167,
+ * told by its msg_type): taken, and done with.
+ */
+static bool rev_recv_decode(struct rev_session *s, struct gw_buf *buf, uint32_t len,
+			    struct rpcrdma_hdr *h, enum rpcrdma_reason *r, enum rpcrdma_reason *xr)
+{
+	struct rpcrdma_limits lim;
+
+	/* @len is at most the buffer's size: rconn closes the connection otherwise. */
+	rev_limits(s, &lim);
+	*r = rpcrdma_hdr_decode(h, buf->base, len, &lim);
+	/* An inline message: its RPC header must carry the transport header's XID. */
+	bool inl = *r == RPCRDMA_OK && h->proc == RPCRDMA_MSG && h->nreads == 0;
+	*xr = inl ? rpcrdma_hdr_check_xid(h, buf->base + h->hdr_len, h->inline_len) : RPCRDMA_OK;
+	if (inl && *xr == RPCRDMA_OK &&
+	    rpcrdma_rpc_msg_type(buf->base + h->hdr_len) == RPCRDMA_RPC_REPLY) {
+		gw_session_touch(&s->base, gw_now_us());
+		rev_bc_reply(s, buf, h);
+		return true;
+	}
+	return false;
+}
+
+/*
  * One message from the client, in arrival order. False when it is a call
  * that must wait for a slot: then nothing was done with it, and it is
  * offered again when a slot frees.
  */
 static bool rev_recv_msg(struct rev_session *s, struct gw_buf *buf, uint32_t len)
 {
-	struct rpcrdma_limits lim;
 	struct rpcrdma_hdr h;
+	enum rpcrdma_reason r, xr;
 
-	/* @len is at most the buffer's size: rconn closes the connection otherwise. */
-	rev_limits(s, &lim);
-	enum rpcrdma_reason r = rpcrdma_hdr_decode(&h, buf->base, len, &lim);
-	/* An inline message: its RPC header must carry the transport header's XID. */
-	bool inl = r == RPCRDMA_OK && h.proc == RPCRDMA_MSG && h.nreads == 0;
-	enum rpcrdma_reason xr =
-		inl ? rpcrdma_hdr_check_xid(&h, buf->base + h.hdr_len, h.inline_len) : RPCRDMA_OK;
-	if (inl && xr == RPCRDMA_OK &&
-	    rpcrdma_rpc_msg_type(buf->base + h.hdr_len) == RPCRDMA_RPC_REPLY) {
-		/* A backward-direction reply (RFC 8167): told by its msg_type. */
-		gw_session_touch(&s->base, gw_now_us());
-		rev_bc_reply(s, buf, &h);
+	if (rev_recv_decode(s, buf, len, &h, &r, &xr))
 		return true;
-	}
 	if (rev_recv_bad_v2_reply(s, &h, r)) {
 		gw_buf_put(buf);
 		return true;
@@ -745,6 +764,18 @@ void rev_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t len, u
 	}
 	if (s->rxq_n == 0 && rev_recv_msg(s, buf, len))
 		return;
+	/*
+	 * A backward reply needs no slot nor credit: it never waits behind
+	 * calls that do (for memory, a slot), so a server's callback is
+	 * answered however long the client's calls wait, held by a qos class
+	 * among them. (A call is decoded again when its turn comes: the slow path.)
+	 */
+	if (s->rxq_n) {
+		struct rpcrdma_hdr h;
+		enum rpcrdma_reason r, xr;
+		if (rev_recv_decode(s, buf, len, &h, &r, &xr))
+			return;
+	}
 	if (s->rxq_n == s->rxq_cap) {
 		/* More waiting than credits and backward replies allow: see the file's head. */
 		gw_buf_put(buf);

@@ -13,6 +13,7 @@
  *   reverse_answer.c       answers to the client: Write chunks, Reply chunk,
  *                          inline Send, RDMA_ERROR and RPC errors
  *   reverse_backchannel.c  the server's callbacks to the client (RFC 8167)
+ *   reverse_qos.c          calls held to their qos class's limits before the upstream
  *   reverse_upstream.h     the TCP connection a session's calls go on, as the stages see it
  *   reverse_own.c          ... a connection of its own (upstream_connections 0):
  *                          calls out, reply records in, reconnects
@@ -91,6 +92,7 @@ enum rev_call_state {
 	RC_ANSWERED, /* the answer's Send is posted */
 	RC_PARKED,   /* abandoned; released when the connection's teardown is done */
 	RC_GSS_WAIT, /* shared upstream: a GSS call whose XID another call holds there */
+	RC_QOS_HELD, /* on qosq: held to its qos class's limits (reverse_qos.c) */
 };
 
 enum rev_answer {
@@ -169,6 +171,10 @@ struct rev_call {
 	uint16_t gss_chan; /* RC_GSS_WAIT: the connection it waits on */
 	bool up_mapped;
 	struct fairq_item fqi;
+	/* Quality of service (reverse_qos.c): its client's entry in its class, when classed. */
+	struct qos_entry *qos;
+	uint32_t qos_cls;
+	bool qos_admitted; /* counted in flight in that entry */
 };
 
 /*
@@ -269,6 +275,7 @@ struct rev_session {
 	struct rev_queue upq;	/* waiting for its own upstream (reverse_own.c) */
 	struct rev_queue sentq; /* on the upstream, in the order sent */
 	struct rev_queue sqq;	/* answers waiting for send-queue room */
+	struct rev_queue qosq;	/* held to their qos class's limits, in order (reverse_qos.c) */
 	struct rev_rx *rxq;	/* received messages waiting for a slot, a ring */
 	uint32_t rxq_cap;	/* credits + backchannel_credits */
 	uint32_t rxq_head;
@@ -304,6 +311,10 @@ struct rev_session {
 	TAILQ_ENTRY(rev_session) ch_link; /* on its channel's list of clients */
 	struct fairq_client fq_client;
 	struct sockaddr_storage peer; /* the client's address and CM source port */
+
+	/* Quality of service (reverse_qos.c): the timer of the held calls (qosq), their wait. */
+	struct event *qos_timer;
+	struct qos_hold qos_wait;
 };
 
 /* reverse_admit.c */
@@ -318,6 +329,20 @@ void rev_rx_pump(struct rev_session *s);
 void rev_mem_wake(evutil_socket_t fd, short what, void *arg);
 void rev_pool_wake(struct rdma_pool_waiter *w);
 void rev_recv(struct rconn *rc, void *owner, struct gw_buf *buf, uint32_t len, uint32_t inv_rkey);
+
+/* reverse_qos.c: routes with qos classes (route->qos) */
+/*
+ * A parsed call, in the XID table: to the upstream (up->call) now if its
+ * class allows it and no call of the session is held, else held in order
+ * (qosq) until its class's buckets allow it. Never answered here.
+ */
+void rev_qos_call(struct rev_session *s, struct rev_call *c);
+/* @c, admitted by its class (qos_admitted), is given back: its reply's bytes are charged. */
+void rev_qos_done(struct rev_call *c);
+/* @s closes: its held calls go with its slots (rev_session_close()); their wait is counted. */
+void rev_qos_close(struct rev_session *s);
+/* @s is freed: its timer goes. */
+void rev_qos_free(struct rev_session *s);
 
 /* reverse_answer.c */
 void rev_sq_pump(struct rev_session *s);

@@ -171,12 +171,31 @@ static void test_route_errors(void **state)
 		      " 'defaults': {'qos': ['rest']}}",
 		      "gw.json:6:15: defaults.qos: unknown key here; it cannot have a default: set "
 		      "it in each route\n");
+	/* A reverse route's errors are a forward route's, at their line and column. */
 	expect_errors(
 		"{" CLASSES ",\n"
 		" 'routes': [{'name': 'rev', 'mode': 'reverse', 'listen': 'rdma://0.0.0.0:20049',\n"
-		"  'upstream': 'tcp://192.0.2.1:2049', 'qos': ['rest']}]}",
-		"gw.json:6:39: routes[0].qos: qos classes are enforced on forward routes "
-		"only; remove the key from this reverse route\n");
+		"  'upstream': 'tcp://192.0.2.1:2049', 'qos': ['nope']}]}",
+		"gw.json:6:47: routes[0].qos[0]: expected a class of "
+		"\"qos_classes\", got \"nope\"\n");
+}
+
+/* A reverse route takes the classes as a forward route does (reverse_qos.c enforces them). */
+static void test_reverse_route(void **state)
+{
+	(void)state;
+	const struct gw_config *cfg = load_ok(
+		"{" CLASSES ",\n"
+		" 'routes': [{'name': 'rev', 'mode': 'reverse', 'listen': 'rdma://0.0.0.0:20049',\n"
+		"  'upstream': 'tcp://192.0.2.1:2049', 'qos': ['backup'], 'qos_default': 'rest'}]}");
+	const struct gw_route *r = &cfg->routes[0];
+
+	assert_int_equal(r->qos_count, 2);
+	assert_true(r->qos_has_default);
+	assert_string_equal(r->qos[0].name, "backup");
+	assert_int_equal(r->qos[0].to_server_bytes_per_s, 4000000);
+	assert_string_equal(r->qos[1].name, "rest");
+	gw_config_free(cfg);
 }
 
 static bool reload(const char *was, const char *now, unsigned *changes, char **msg)
@@ -239,6 +258,7 @@ int main(void)
 		cmocka_unit_test(test_classes_load), cmocka_unit_test(test_route_without_qos),
 		cmocka_unit_test(test_class_match),  cmocka_unit_test(test_class_errors),
 		cmocka_unit_test(test_route_errors), cmocka_unit_test(test_reload),
+		cmocka_unit_test(test_reverse_route),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
