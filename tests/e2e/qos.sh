@@ -2,8 +2,8 @@
 # the guest's own (192.0.2.x, no class: unlimited) and one in a network namespace
 # (10.9.0.2, class "backup": NFS WRITEs held to 4 MB/s). The limited client copies a file
 # with O_DIRECT while the other copies its own; the limited client's rate must be within
-# a generous band of 4 MB/s (25 %; whether it is within the 10 % is printed), the other's rate is printed beside its rate alone, every
-# checksum is intact. On the route with an RDMA connection per client the file is
+# a generous band of 4 MB/s (25 %; whether it is within the 10 % is printed),
+# the other's rate is printed beside its rate alone, every checksum is intact. On the route with an RDMA connection per client the file is
 # E2E_QOS_MB MiB (120: about 31 s at the limit, the 30 s window); on a shared
 # route (upstream_connections 2) it is E2E_QOS_SHORT_MB MiB (24: about 6 s, a shorter
 # window to keep the job under its budget). Then a SIGHUP raising the limit to 16 MB/s
