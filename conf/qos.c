@@ -401,7 +401,7 @@ void conf_qos_load_route(const struct conf_report *rep, const struct conf_where 
 	json_t *list = json_object_get(obj, "qos");
 	json_t *def = json_object_get(obj, "qos_default");
 
-	/* Either mode: the classes hold calls before their upstream (gateway/forward, gateway/reverse). */
+	/* Either mode: forward_qos.c and reverse_qos.c hold calls before the upstream. */
 	if (list)
 		load_route_list(rep, rw, list, cfg, r);
 	if (def)

@@ -198,8 +198,7 @@ uint32_t qos_map_sweep(struct qos_map *m, const struct gw_qos_class *classes, ui
 	return freed;
 }
 
-int qos_route_class(const struct gw_route *r, const struct sockaddr *peer,
-		    const struct ulb_call *u)
+int qos_route_class(const struct gw_route *r, const struct sockaddr *peer, const struct ulb_call *u)
 {
 	bool writes = u->n_args > 0, reads = u->n_results > 0;
 

@@ -187,7 +187,8 @@ static void test_reverse_route(void **state)
 	const struct gw_config *cfg = load_ok(
 		"{" CLASSES ",\n"
 		" 'routes': [{'name': 'rev', 'mode': 'reverse', 'listen': 'rdma://0.0.0.0:20049',\n"
-		"  'upstream': 'tcp://192.0.2.1:2049', 'qos': ['backup'], 'qos_default': 'rest'}]}");
+		"  'upstream': 'tcp://192.0.2.1:2049', 'qos': ['backup'], 'qos_default': "
+		"'rest'}]}");
 	const struct gw_route *r = &cfg->routes[0];
 
 	assert_int_equal(r->qos_count, 2);
@@ -255,9 +256,9 @@ static void test_reload(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_classes_load), cmocka_unit_test(test_route_without_qos),
-		cmocka_unit_test(test_class_match),  cmocka_unit_test(test_class_errors),
-		cmocka_unit_test(test_route_errors), cmocka_unit_test(test_reload),
+		cmocka_unit_test(test_classes_load),  cmocka_unit_test(test_route_without_qos),
+		cmocka_unit_test(test_class_match),   cmocka_unit_test(test_class_errors),
+		cmocka_unit_test(test_route_errors),  cmocka_unit_test(test_reload),
 		cmocka_unit_test(test_reverse_route),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

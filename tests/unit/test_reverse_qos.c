@@ -79,9 +79,9 @@ static bool stub_holds(const struct rev_session *s)
 	return false;
 }
 
-static const struct rev_upstream_ops stub_upstream = {
-	.call = stub_call, .close = stub_close, .holds = stub_holds
-};
+static const struct rev_upstream_ops stub_upstream = { .call = stub_call,
+						       .close = stub_close,
+						       .holds = stub_holds };
 
 enum { NCALLS = 16 };
 
