@@ -8,7 +8,8 @@
  * call no class takes go at once; a place in flight given back lets the
  * next call go; the reply's bytes are charged when its call is given back;
  * a session that closes with calls held gives every one back and is freed
- * (Asan: nothing leaks).
+ * (Asan: nothing leaks); and with every slot held, the client's reply to a
+ * backward call is still taken at once.
  *
  * The session's upstream is a stand-in that records what reaches it (own
  * or shared connection alike: the calls are held before either sees them).
@@ -30,6 +31,8 @@
 
 #include "common/clock.h"
 #include "gateway/reverse/reverse_priv.h"
+#include "tests/support/bufsrc.h"
+#include "tests/support/rdmahdr.h"
 
 static uint64_t fake_now = 1000000;
 static struct event_base *loop_base;
@@ -56,6 +59,14 @@ void __wrap_gw_session_unregister(struct gw_session *s)
 	unregistered++;
 }
 
+/* The session has no RDMA connection: its send queue has no room (rev_bc_pump() asks). */
+uint32_t __wrap_rconn_sq_space(const struct rconn *rc);
+uint32_t __wrap_rconn_sq_space(const struct rconn *rc)
+{
+	(void)rc;
+	return 0;
+}
+
 /* What reached the upstream, in order: session id << 16 | call index. */
 static uint32_t sent[256];
 static size_t nsent;
@@ -79,9 +90,24 @@ static bool stub_holds(const struct rev_session *s)
 	return false;
 }
 
+/* The server's connection is gone: a backward reply is taken and dropped, as undeliverable. */
+static struct tcp_conn *stub_conn(const struct rev_session *s)
+{
+	(void)s;
+	return NULL;
+}
+
+static uint32_t stub_generation(const struct rev_session *s)
+{
+	(void)s;
+	return 0;
+}
+
 static const struct rev_upstream_ops stub_upstream = { .call = stub_call,
 						       .close = stub_close,
-						       .holds = stub_holds };
+						       .holds = stub_holds,
+						       .conn = stub_conn,
+						       .generation = stub_generation };
 
 enum { NCALLS = 16 };
 
@@ -91,6 +117,7 @@ struct fixture {
 	struct gw_route_rt route;
 	struct qos_map map;
 	struct rev_session *a, *b, *c;
+	struct gwt_bufsrc bufs; /* receive buffers, where a test needs them */
 };
 
 /* A session as gw_reverse_accept() leaves it, established, without its RDMA connection. */
@@ -385,6 +412,54 @@ static void test_close_with_calls_held(void **state)
 	assert_int_equal(nsent, 2);
 }
 
+/*
+ * While its calls are held the client may be waiting on the server's
+ * callbacks, and the server on their replies: a backward reply needs no
+ * slot nor credit, so it is taken at once even when a call of the client
+ * waits for a slot (every slot held), never parked behind it.
+ */
+static void test_backward_reply_not_parked(void **state)
+{
+	struct fixture *f = *state;
+	struct rev_session *a = f->a;
+	struct gwt_bufsrc *bufs = &f->bufs;
+	uint32_t xid = 0xcb01;
+
+	gwt_bufsrc_init(bufs);
+	rpcrdma_limits_default(&f->route.limits);
+	a->cap_writes = RPCRDMA_MAX_WRITE_CHUNKS;
+	a->cap_segs = 16;
+	/* A backward call of the server's, sent to the client and not answered yet. */
+	a->nbcalls = 1;
+	a->bcalls = calloc(1, sizeof(*a->bcalls));
+	assert_non_null(a->bcalls);
+	a->bcalls[0] = (struct rev_bcall){ .s = a, .state = BC_SENT, .xid = xid };
+	a->bc_busy = 1;
+	a->bc_out = 1;
+	/* Every slot is taken, held but the first, and a call waits for a slot in the ring. */
+	f->classes[0].max_in_flight = 0;
+	for (int i = 0; i < NCALLS; i++)
+		send_call(a, 100000, true);
+	assert_true(gw_slots_full(&a->slots));
+	assert_int_equal(a->qosq.n, NCALLS - 1);
+	a->rxq_cap = NCALLS + 1;
+	a->rxq = calloc(a->rxq_cap, sizeof(*a->rxq));
+	assert_non_null(a->rxq);
+	a->rxq[0] = (struct rev_rx){ .buf = gwt_bufsrc_alloc(&bufs->src, 64), .len = 64 };
+	a->rxq_n = 1;
+	/* The client's reply: RDMA_MSG, no chunks, an RPC reply (accepted, SUCCESS) inline. */
+	struct gw_buf *reply = gwt_bufsrc_alloc(&bufs->src, 52);
+	gwt_put_words(reply->base,
+		      GWT_WORDS(xid, RPCRDMA_V1, 8, RPCRDMA_MSG, 0, 0, 0, xid, 1, 0, 0, 0, 0));
+	rev_recv(NULL, a, reply, 52, 0);
+	assert_int_equal(a->rxq_n, 1); /* not parked behind the call */
+	assert_int_equal(a->bcalls[0].state, BC_FREE);
+	assert_int_equal(a->bc_out, 0);
+	assert_int_equal(a->base.counters.events[GW_EV_BACKWARD_UNDELIVERABLE], 1);
+	session_close(&f->a);
+	assert_int_equal(gwt_bufsrc_all_back(bufs), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -394,6 +469,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reload_raises_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unclassed_goes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_close_with_calls_held, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_backward_reply_not_parked, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
