@@ -26,19 +26,13 @@ static const struct gw_qos_class *class_cfg(const struct fwd_call *c)
 	return &c->s->base.route->cfg->qos[c->qos_cls];
 }
 
-/*
- * Ask @c's entry now: 0 when it went (admitted), else the wait. The entry
- * is looked up at each ask, not kept from when the call was held: only the
- * first held call's entry is marked waiting, so a sweep (qos_map_sweep())
- * may free the entry of a call behind it meanwhile.
- */
+/* Ask @c's entry now: 0 when it went (admitted), else the wait. */
 static uint64_t qos_try(struct fwd_session *s, struct fwd_call *c, uint64_t now)
 {
-	struct qos_map *m = s->base.route->qos;
-	uint64_t wait;
+	uint64_t wait =
+		qos_route_admit(s->base.route->qos, s->base.route->cfg, c->qos_cls,
+				(const struct sockaddr *)&s->peer, now, c->rec_len, &c->qos);
 
-	c->qos = qos_map_get(m, c->qos_cls, (const struct sockaddr *)&s->peer);
-	wait = qos_entry_admit(m, c->qos, class_cfg(c), now, c->rec_len);
 	if (wait == 0)
 		c->qos_admitted = true;
 	return wait;
@@ -46,9 +40,8 @@ static uint64_t qos_try(struct fwd_session *s, struct fwd_call *c, uint64_t now)
 
 static void qos_arm(struct fwd_session *s, uint64_t wait)
 {
-	wait = qos_hold_delay_us(wait);
-	struct timeval tv = { .tv_sec = (time_t)(wait / 1000000),
-			      .tv_usec = (suseconds_t)(wait % 1000000) };
+	struct timeval tv = qos_hold_delay(wait);
+
 	event_add(s->qos_timer, &tv);
 }
 

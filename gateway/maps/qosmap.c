@@ -210,11 +210,22 @@ int qos_route_class(const struct gw_route *r, const struct sockaddr *peer, const
 	return -1;
 }
 
-uint64_t qos_hold_delay_us(uint64_t wait)
+uint64_t qos_route_admit(struct qos_map *m, const struct gw_route *r, uint32_t cls,
+			 const struct sockaddr *peer, uint64_t now_us, uint64_t bytes,
+			 struct qos_entry **e)
+{
+	*e = qos_map_get(m, cls, peer);
+	return qos_entry_admit(m, *e, &r->qos[cls], now_us, bytes);
+}
+
+struct timeval qos_hold_delay(uint64_t wait)
 {
 	if (wait == QOSMAP_WAIT_REPLY)
-		return QOSMAP_REPLY_POLL_US;
-	return wait > QOSMAP_MAX_WAIT_US ? QOSMAP_MAX_WAIT_US : wait;
+		wait = QOSMAP_REPLY_POLL_US;
+	else if (wait > QOSMAP_MAX_WAIT_US)
+		wait = QOSMAP_MAX_WAIT_US;
+	return (struct timeval){ .tv_sec = (time_t)(wait / 1000000),
+				 .tv_usec = (suseconds_t)(wait % 1000000) };
 }
 
 void qos_hold_on(struct qos_map *m, struct qos_hold *h, struct qos_entry *e, uint64_t now_us)

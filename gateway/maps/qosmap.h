@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 
 #include "common/host.h"
 #include "common/tbucket.h"
@@ -133,8 +134,18 @@ uint32_t qos_map_sweep(struct qos_map *m, const struct gw_qos_class *classes, ui
 int qos_route_class(const struct gw_route *r, const struct sockaddr *peer,
 		    const struct ulb_call *u);
 
+/*
+ * A call of class @cls of route @r (its configuration, whose limits apply)
+ * from @peer, of @bytes, asks to go: *@e is set to @peer's entry, looked up
+ * at each ask (a held call's entry may have been swept meanwhile, unless it
+ * is the one its session waits on); the result is qos_entry_admit()'s.
+ */
+uint64_t qos_route_admit(struct qos_map *m, const struct gw_route *r, uint32_t cls,
+			 const struct sockaddr *peer, uint64_t now_us, uint64_t bytes,
+			 struct qos_entry **e);
+
 /* The timer's delay for a held call told to wait @wait (qos_entry_admit()'s answer). */
-uint64_t qos_hold_delay_us(uint64_t wait);
+struct timeval qos_hold_delay(uint64_t wait);
 
 /* A session's wait: the entry it is counted as waiting on, since when. */
 struct qos_hold {

@@ -238,13 +238,69 @@ static void test_bounded_and_swept(void **state)
 	qos_map_fini(&m);
 }
 
+/*
+ * What both modes share around the map: the class of a call (first match,
+ * then the default), a held call's timer (at most 0.1 s, a reply's poll for
+ * max_in_flight), and a session's wait moved from entry to entry.
+ */
+static void test_mode_neutral_helpers(void **state)
+{
+	struct gw_qos_class cls[2] = { { .name = "writes",
+					 .program = 100003,
+					 .procedures = GW_QOS_PROCS_WRITES,
+					 .to_server_bytes_per_s = 1000000,
+					 .burst_ms = 100 },
+				       { .name = "rest" } };
+	struct gw_route r = { .qos = cls, .qos_count = 2, .qos_has_default = true };
+	struct ulb_call write = { .prog = 100003, .n_args = 1 }, getattr = { .prog = 100003 };
+	struct sockaddr_storage p = v4(1);
+	struct qos_map m;
+	struct qos_entry *e = NULL;
+
+	(void)state;
+	assert_int_equal(qos_route_class(&r, sa(&p), &write), 0);
+	assert_int_equal(qos_route_class(&r, sa(&p), &getattr), 1);
+	r.qos_has_default = false;
+	r.qos_count = 1;
+	assert_int_equal(qos_route_class(&r, sa(&p), &getattr), -1);
+
+	struct timeval tv = qos_hold_delay(QOSMAP_WAIT_REPLY);
+	assert_int_equal(tv.tv_sec * 1000000 + tv.tv_usec, QOSMAP_REPLY_POLL_US);
+	tv = qos_hold_delay(5000000);
+	assert_int_equal(tv.tv_sec * 1000000 + tv.tv_usec, QOSMAP_MAX_WAIT_US);
+	tv = qos_hold_delay(1234);
+	assert_int_equal(tv.tv_sec * 1000000 + tv.tv_usec, 1234);
+
+	assert_true(qos_map_init(&m, 1, 3));
+	assert_int_equal(qos_route_admit(&m, &r, 0, sa(&p), T0, 100000, &e), 0);
+	assert_ptr_equal(e, qos_map_get(&m, 0, sa(&p)));
+	assert_int_equal(qos_route_admit(&m, &r, 0, sa(&p), T0, 50000, &e), 50000);
+	struct qos_hold h = { 0 };
+	qos_hold_on(&m, &h, e, T0);
+	qos_hold_on(&m, &h, e, T0 + 10); /* the same entry: nothing changes */
+	assert_int_equal(m.stats[0].throttles, 1);
+	assert_int_equal(m.stats[0].throttled_now, 1);
+	qos_hold_end(&m, &h, T0 + 50000);
+	qos_hold_end(&m, &h, T0 + 90000); /* no wait any more: nothing counted */
+	assert_null(h.waiting);
+	assert_int_equal(m.stats[0].throttled_now, 0);
+	assert_int_equal(m.stats[0].throttled_us, 50000);
+	qos_entry_done(&m, e, &cls[0], T0 + 50000, 0);
+	qos_map_fini(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_tbucket_debt),  cmocka_unit_test(test_rate),
-		cmocka_unit_test(test_burst),	      cmocka_unit_test(test_reply_bytes),
-		cmocka_unit_test(test_in_flight),     cmocka_unit_test(test_reload_limits),
-		cmocka_unit_test(test_clients_apart), cmocka_unit_test(test_bounded_and_swept),
+		cmocka_unit_test(test_tbucket_debt),
+		cmocka_unit_test(test_rate),
+		cmocka_unit_test(test_burst),
+		cmocka_unit_test(test_reply_bytes),
+		cmocka_unit_test(test_in_flight),
+		cmocka_unit_test(test_reload_limits),
+		cmocka_unit_test(test_clients_apart),
+		cmocka_unit_test(test_bounded_and_swept),
+		cmocka_unit_test(test_mode_neutral_helpers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
