@@ -88,6 +88,15 @@ static void qos_timer_cb(evutil_socket_t fd, short what, void *arg)
 	gw_clock_pass_end();
 }
 
+/* A call of the entry this session waits on is done (struct qos_hold): look again now. */
+static void qos_wake(void *arg)
+{
+	struct fwd_session *s = arg;
+
+	if (s->state == FS_READY && !TAILQ_EMPTY(&s->qos_held))
+		qos_arm(s, 0);
+}
+
 void fwd_qos_admit(struct fwd_session *s, struct fwd_call *c)
 {
 	struct gw_route_rt *rt = s->base.route;
@@ -113,6 +122,8 @@ void fwd_qos_admit(struct fwd_session *s, struct fwd_call *c)
 			s->up->admit(s, c);
 			return;
 		}
+		s->qos_wait.wake = qos_wake;
+		s->qos_wait.arg = s;
 	}
 	bool first = TAILQ_EMPTY(&s->qos_held);
 	TAILQ_INSERT_TAIL(&s->qos_held, c, qos_link);
@@ -140,13 +151,10 @@ void fwd_qos_done(struct fwd_call *c)
 {
 	struct fwd_session *s = c->s;
 
+	/* Wakes every session waiting for a place in flight of c->qos, this one too. */
 	qos_entry_done(s->base.route->qos, c->qos, class_cfg(c), gw_now_pass_us(),
 		       c->reply ? reply_bytes(c) : 0);
 	c->qos_admitted = false;
-	/* A held call waiting for a place in flight may take this one's: look again now. */
-	if (class_cfg(c)->max_in_flight && !TAILQ_EMPTY(&s->qos_held) &&
-	    TAILQ_FIRST(&s->qos_held)->qos == c->qos && s->state == FS_READY)
-		qos_arm(s, 1);
 }
 
 void fwd_qos_close(struct fwd_session *s)

@@ -32,6 +32,7 @@ bool qos_map_init(struct qos_map *m, uint32_t nclasses, uint32_t seed)
 	for (uint32_t i = 0; i < nclasses; i++) {
 		m->shared[i].cls = i;
 		m->shared[i].shared = true;
+		TAILQ_INIT(&m->shared[i].holds);
 	}
 	return true;
 }
@@ -87,6 +88,7 @@ struct qos_entry *qos_map_get(struct qos_map *m, uint32_t cls, const struct sock
 	}
 	e->key = k;
 	e->cls = cls;
+	TAILQ_INIT(&e->holds);
 	e->next = m->hash[chain];
 	m->hash[chain] = e;
 	st->clients++;
@@ -140,6 +142,14 @@ void qos_entry_done(struct qos_map *m, struct qos_entry *e, const struct gw_qos_
 	if (c->to_client_bytes_per_s && reply_bytes)
 		gw_tbucket_charge(&e->to_client, now_us, reply_bytes, c->to_client_bytes_per_s,
 				  burst_of(c->to_client_bytes_per_s, c->burst_ms));
+	/* A place in flight is free: whoever waits for one looks again (struct qos_hold). */
+	if (c->max_in_flight) {
+		struct qos_hold *h;
+		TAILQ_FOREACH (h, &e->holds, link) {
+			if (h->wake)
+				h->wake(h->arg);
+		}
+	}
 }
 
 void qos_entry_wait_begin(struct qos_map *m, struct qos_entry *e)
@@ -220,9 +230,8 @@ uint64_t qos_route_admit(struct qos_map *m, const struct gw_route *r, uint32_t c
 
 struct timeval qos_hold_delay(uint64_t wait)
 {
-	if (wait == QOSMAP_WAIT_REPLY)
-		wait = QOSMAP_REPLY_POLL_US;
-	else if (wait > QOSMAP_MAX_WAIT_US)
+	/* QOSMAP_WAIT_REPLY too: a done call of the entry wakes the session sooner. */
+	if (wait > QOSMAP_MAX_WAIT_US)
 		wait = QOSMAP_MAX_WAIT_US;
 	return (struct timeval){ .tv_sec = (time_t)(wait / 1000000),
 				 .tv_usec = (suseconds_t)(wait % 1000000) };
@@ -232,9 +241,12 @@ void qos_hold_on(struct qos_map *m, struct qos_hold *h, struct qos_entry *e, uin
 {
 	if (h->waiting == e)
 		return;
-	if (h->waiting)
+	if (h->waiting) {
+		TAILQ_REMOVE(&h->waiting->holds, h, link);
 		qos_entry_wait_end(m, h->waiting, now_us - h->since);
+	}
 	qos_entry_wait_begin(m, e);
+	TAILQ_INSERT_TAIL(&e->holds, h, link);
 	h->waiting = e;
 	h->since = now_us;
 }
@@ -243,6 +255,7 @@ void qos_hold_end(struct qos_map *m, struct qos_hold *h, uint64_t now_us)
 {
 	if (!h->waiting)
 		return;
+	TAILQ_REMOVE(&h->waiting->holds, h, link);
 	qos_entry_wait_end(m, h->waiting, now_us - h->since);
 	h->waiting = NULL;
 }

@@ -29,6 +29,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/queue.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
@@ -44,17 +45,14 @@
 /* qos_entry_admit()'s wait when only a completion can let the call go (max_in_flight). */
 #define QOSMAP_WAIT_REPLY UINT64_MAX
 /*
- * A call held for max_in_flight waits for a reply; its own session's
- * replies release it at once, but another session of the same client
- * address (or of a class's shared entry) has no such hook, so it looks
- * again after this long (qos_hold_delay_us()).
- */
-#define QOSMAP_REPLY_POLL_US 2000u
-/*
  * A held call looks again at least this often, however long its buckets
- * said to wait: the limits a SIGHUP brings apply to it within this time.
+ * said to wait (or, held for max_in_flight, before a call of its entry is
+ * done and wakes it: qos_hold): the limits a SIGHUP brings apply to it
+ * within this time.
  */
 #define QOSMAP_MAX_WAIT_US 100000u
+
+struct qos_hold;
 
 struct qos_entry {
 	struct qos_entry *next; /* hash chain */
@@ -64,8 +62,9 @@ struct qos_entry {
 	struct gw_tbucket calls;
 	struct gw_tbucket to_server;
 	struct gw_tbucket to_client;
-	uint32_t in_flight; /* calls admitted and not done */
-	uint32_t waiting;   /* sessions holding a call for it (qos_entry_wait_begin()) */
+	uint32_t in_flight;	      /* calls admitted and not done */
+	uint32_t waiting;	      /* sessions holding a call for it (qos_entry_wait_begin()) */
+	TAILQ_HEAD(, qos_hold) holds; /* the sessions' waits on it (qos_hold_on()) */
 };
 
 /* A class's figures, for /stats and /metrics. */
@@ -147,10 +146,21 @@ uint64_t qos_route_admit(struct qos_map *m, const struct gw_route *r, uint32_t c
 /* The timer's delay for a held call told to wait @wait (qos_entry_admit()'s answer). */
 struct timeval qos_hold_delay(uint64_t wait);
 
-/* A session's wait: the entry it is counted as waiting on, since when. */
+/*
+ * A session's wait: the entry it is counted as waiting on, since when, and
+ * how to wake it. A call of that entry done (qos_entry_done()) under a
+ * class with max_in_flight calls every waiting session's @wake (it arms
+ * the session's timer to look again at once; it must not hold or end a
+ * wait), whichever session the call was: the sessions of one client
+ * address (an nconnect mount), or of a class's shared entry, share the
+ * places in flight.
+ */
 struct qos_hold {
 	struct qos_entry *waiting; /* NULL: the session holds no call */
 	uint64_t since;
+	TAILQ_ENTRY(qos_hold) link; /* in waiting->holds */
+	void (*wake)(void *arg);    /* NULL: none (the timer looks again) */
+	void *arg;
 };
 
 /* The session holds a call of @e at @now_us: begins its wait, or moves it to @e. */

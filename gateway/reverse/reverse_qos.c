@@ -80,6 +80,15 @@ static void qos_timer_cb(evutil_socket_t fd, short what, void *arg)
 	gw_clock_pass_end();
 }
 
+/* A call of the entry this session waits on is done (struct qos_hold): look again now. */
+static void qos_wake(void *arg)
+{
+	struct rev_session *s = arg;
+
+	if (s->state == RS_READY && s->qosq.n)
+		qos_arm(s, 0);
+}
+
 void rev_qos_call(struct rev_session *s, struct rev_call *c)
 {
 	struct gw_route_rt *rt = s->base.route;
@@ -105,6 +114,8 @@ void rev_qos_call(struct rev_session *s, struct rev_call *c)
 			s->up->call(s, c);
 			return;
 		}
+		s->qos_wait.wake = qos_wake;
+		s->qos_wait.arg = s;
 	}
 	bool first = s->qosq.n == 0;
 	c->state = RC_QOS_HELD;
@@ -118,16 +129,15 @@ void rev_qos_call(struct rev_session *s, struct rev_call *c)
 void rev_qos_done(struct rev_call *c)
 {
 	struct rev_session *s = c->s;
-	const struct rev_call *h;
 
-	/* The reply record relayed to the client, whichever way it went (inline or chunks). */
+	/*
+	 * The reply record relayed to the client, whichever way it went
+	 * (inline or chunks). Wakes every session waiting for a place in
+	 * flight of c->qos, this one too.
+	 */
 	qos_entry_done(s->base.route->qos, c->qos, class_cfg(c), gw_now_pass_us(),
 		       c->answer == RA_REPLY ? c->reply_len : 0);
 	c->qos_admitted = false;
-	/* A held call waiting for a place in flight may take this one's: look again now. */
-	if (class_cfg(c)->max_in_flight && s->state == RS_READY && s->qos_timer &&
-	    (h = TAILQ_FIRST(&s->qosq.head)) != NULL && h->qos == c->qos)
-		qos_arm(s, 1);
 }
 
 void rev_qos_close(struct rev_session *s)

@@ -155,6 +155,55 @@ static void test_in_flight(void **state)
 	qos_map_fini(&m);
 }
 
+static void count_wake(void *arg)
+{
+	(*(unsigned *)arg)++;
+}
+
+/*
+ * A call done wakes every session waiting on its entry for a place in
+ * flight (two sessions of one client address, an nconnect mount, share
+ * them): not one that moved to another entry, nor one that holds nothing
+ * any more; and nobody when the class has no max_in_flight.
+ */
+static void test_done_wakes_the_waiters(void **state)
+{
+	struct gw_qos_class c = { .max_in_flight = 1, .burst_ms = 250 };
+	struct gw_qos_class plain = { .burst_ms = 250 };
+	struct sockaddr_storage p = v4(1), q = v4(2);
+	struct qos_map m;
+	unsigned w1 = 0, w2 = 0, w3 = 0;
+	struct qos_hold h1 = { .wake = count_wake, .arg = &w1 },
+			h2 = { .wake = count_wake, .arg = &w2 },
+			h3 = { .wake = count_wake, .arg = &w3 };
+
+	(void)state;
+	assert_true(qos_map_init(&m, 1, 7));
+	struct qos_entry *e = qos_map_get(&m, 0, sa(&p)), *f = qos_map_get(&m, 0, sa(&q));
+	assert_int_equal(qos_entry_admit(&m, e, &c, T0, 10), 0);
+	assert_true(qos_entry_admit(&m, e, &c, T0, 10) == QOSMAP_WAIT_REPLY);
+	qos_hold_on(&m, &h1, e, T0);
+	qos_hold_on(&m, &h2, e, T0);
+	qos_hold_on(&m, &h3, e, T0);
+	qos_hold_on(&m, &h3, f, T0); /* moved to another entry */
+	qos_entry_done(&m, e, &c, T0 + 10, 0);
+	assert_int_equal(w1, 1);
+	assert_int_equal(w2, 1);
+	assert_int_equal(w3, 0);
+	qos_hold_end(&m, &h1, T0 + 20);
+	assert_int_equal(qos_entry_admit(&m, e, &c, T0 + 20, 10), 0);
+	qos_entry_done(&m, e, &c, T0 + 30, 0);
+	assert_int_equal(w1, 1);
+	assert_int_equal(w2, 2);
+	assert_int_equal(qos_entry_admit(&m, e, &plain, T0 + 40, 10), 0);
+	qos_entry_done(&m, e, &plain, T0 + 50, 0); /* no max_in_flight: no wake */
+	assert_int_equal(w2, 2);
+	qos_hold_end(&m, &h2, T0 + 60);
+	qos_hold_end(&m, &h3, T0 + 60);
+	assert_int_equal(m.stats[0].throttled_now, 0);
+	qos_map_fini(&m);
+}
+
 /* New limits (a reload) apply to the buckets as they are, at the next call. */
 static void test_reload_limits(void **state)
 {
@@ -265,7 +314,7 @@ static void test_mode_neutral_helpers(void **state)
 	assert_int_equal(qos_route_class(&r, sa(&p), &getattr), -1);
 
 	struct timeval tv = qos_hold_delay(QOSMAP_WAIT_REPLY);
-	assert_int_equal(tv.tv_sec * 1000000 + tv.tv_usec, QOSMAP_REPLY_POLL_US);
+	assert_int_equal(tv.tv_sec * 1000000 + tv.tv_usec, QOSMAP_MAX_WAIT_US);
 	tv = qos_hold_delay(5000000);
 	assert_int_equal(tv.tv_sec * 1000000 + tv.tv_usec, QOSMAP_MAX_WAIT_US);
 	tv = qos_hold_delay(1234);
@@ -297,6 +346,7 @@ int main(void)
 		cmocka_unit_test(test_burst),
 		cmocka_unit_test(test_reply_bytes),
 		cmocka_unit_test(test_in_flight),
+		cmocka_unit_test(test_done_wakes_the_waiters),
 		cmocka_unit_test(test_reload_limits),
 		cmocka_unit_test(test_clients_apart),
 		cmocka_unit_test(test_bounded_and_swept),
