@@ -29,6 +29,8 @@
 #include "common/clock.h"
 #include "gateway/forward/forward_priv.h"
 
+#include "support/qosclasses.h"
+
 static uint64_t fake_now = 1000000;
 static struct event_base *loop_base;
 static int pauses, resumes;
@@ -132,22 +134,11 @@ static int setup(void **state)
 	if (!f)
 		return -1;
 	loop_base = event_base_new();
-	f->classes[0] = (struct gw_qos_class){ .name = "backup",
-					       .program = 100003,
-					       .procedures = GW_QOS_PROCS_WRITES,
-					       .to_server_bytes_per_s = 1000000,
-					       .max_in_flight = 2,
-					       .burst_ms = 100 };
-	f->classes[0].clients = calloc(1, sizeof(struct gw_cidr));
-	f->classes[0].clients->family = AF_INET;
-	f->classes[0].clients->prefix_len = 24;
-	inet_pton(AF_INET, "192.0.2.0", &f->classes[0].clients->addr.v4);
-	f->classes[0].clients_count = 1;
-	f->classes[1] =
-		(struct gw_qos_class){ .name = "rest", .calls_per_s = 1000, .burst_ms = 10 };
-	f->cfg.qos = f->classes;
-	f->cfg.qos_count = 2;
-	f->cfg.qos_has_default = true;
+	if (!gwt_qos_classes(f->classes, &f->cfg)) {
+		event_base_free(loop_base);
+		free(f);
+		return -1;
+	}
 	f->cfg.queue_limit = 64;
 	f->route.cfg = &f->cfg;
 	f->route.qos = &f->map;
@@ -171,7 +162,7 @@ static int teardown(void **state)
 	for (size_t i = 0; i < 3; i++)
 		fwd_qos_free(&all[i]->s);
 	qos_map_fini(&f->map);
-	free(f->classes[0].clients);
+	gwt_qos_classes_free(f->classes);
 	event_base_free(loop_base);
 	free(f);
 	return 0;
