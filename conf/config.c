@@ -575,6 +575,25 @@ static void check_v2_inline(const struct conf_report *rep, const struct conf_whe
 	}
 }
 
+/*
+ * client_reserved_port judges a TCP client's port: a reverse route's
+ * clients are RDMA peers, which have none. Reported where the route sets
+ * it (set in "defaults" it is for the forward routes).
+ */
+static void check_reserved_port(const struct conf_report *rep, const struct conf_where *w,
+				json_t *obj, const struct gw_route *r)
+{
+	struct conf_where kw;
+
+	if (r->mode != GW_MODE_REVERSE || !r->client_reserved_port ||
+	    !json_object_get(obj, "client_reserved_port"))
+		return;
+	conf_where_member(&kw, w, "client_reserved_port");
+	conf_fail(rep, &kw, CONF_AT_KEY,
+		  "a reverse route's clients are RDMA peers, which have no port: remove the "
+		  "key (it judges forward routes' TCP clients)");
+}
+
 static void load_route(const struct conf_report *rep, const struct conf_where *w, json_t *obj,
 		       const struct gw_route *defaults, const char *base,
 		       const struct gw_config *cfg, struct gw_route *r)
@@ -602,6 +621,7 @@ static void load_route(const struct conf_report *rep, const struct conf_where *w
 	load_route_endpoint(rep, w, obj, mode_known, r, true);
 	conf_load_options(rep, w, obj, base, r);
 	conf_qos_load_route(rep, w, obj, cfg, r);
+	check_reserved_port(rep, w, obj, r);
 	check_record_size(rep, w, obj, r);
 	check_v2_inline(rep, w, obj, r);
 	check_side_services(rep, w, r);

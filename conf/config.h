@@ -209,6 +209,13 @@ struct gw_route {
 	/* Forward routes: Send With Invalidate offered to the server (0 or 1). */
 	uint32_t remote_invalidation;
 	/*
+	 * Forward routes (0 or 1): a call other than NULL that does not use
+	 * RPCSEC_GSS is answered AUTH_ERROR (AUTH_TOOWEAK) unless its client's
+	 * TCP port is below 1024, as the Linux server's `secure` export option
+	 * does (which the gateway's own reserved port and RPC-over-RDMA defeat).
+	 */
+	uint32_t client_reserved_port;
+	/*
 	 * NFSv3's side services, further (routes with portmapper_port): the
 	 * server's lockd and statd (0: asked of its portmapper), the limits of the
 	 * NLM relay's lock records (gateway/side/nlm/nlm_state.h), of its calls

@@ -81,6 +81,22 @@ const struct conf_option conf_options[] = {
 		.reload = CONF_RELOAD_RESTART,
 		.restart_why = "it is offered to the server when a connection is set up",
 	},
+	/*
+	 * Forward routes: the export's `secure` option, held at the gateway
+	 * (docs/security.md): AUTH_SYS and AUTH_NONE calls but NULL only from
+	 * client ports below 1024. Judged per call, so a change applies to the
+	 * next call of every session.
+	 */
+	{
+		.name = "client_reserved_port",
+		.type = CONF_OPT_BOOL,
+		.offset = ROUTE_FIELD(client_reserved_port),
+		.min = 0,
+		.max = 1,
+		.def = 0,
+		.reload = CONF_RELOAD_LIVE,
+		.change = GW_CHANGE_CLIENTS,
+	},
 	{
 		.name = "credits",
 		.type = CONF_OPT_UINT,

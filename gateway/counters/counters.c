@@ -54,6 +54,7 @@ static const char *const event_names[] = {
 	[GW_EV_UDP_REPLY_TOO_LARGE] = "udp_reply_too_large",
 	[GW_EV_UDP_REPLY_RATE_LIMITED] = "udp_reply_rate_limited",
 	[GW_EV_GSS_XID_WAIT] = "gss_xid_wait",
+	[GW_EV_INSECURE_PORT] = "insecure_port",
 };
 
 /* A kind added to the enum without a name here fails the build, not a scrape. */

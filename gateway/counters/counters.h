@@ -60,6 +60,7 @@ enum gw_event_kind {
 	GW_EV_UDP_REPLY_TOO_LARGE,    /* side services: a UDP reply over 4x its call: SYSTEM_ERR */
 	GW_EV_UDP_REPLY_RATE_LIMITED, /* side services: a UDP reply over its network's budget */
 	GW_EV_GSS_XID_WAIT, /* shared route: a GSS call waited for its XID to be free on the wire */
+	GW_EV_INSECURE_PORT, /* forward, client_reserved_port: a call from a port >= 1024 refused */
 	GW_EV_KIND_COUNT
 };
 

@@ -6,6 +6,7 @@
  * max_session_memory run out.
  */
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
@@ -63,6 +64,31 @@ static void fwd_call_release_buffers(struct fwd_call *c)
 }
 
 /* Return @c to the free list once nothing refers to its memory any more. */
+/*
+ * client_reserved_port: the export's `secure` option, held here. The Linux
+ * server takes every RPC-over-RDMA call as from a secure port
+ * (svc_rdma_secure_port()), and the gateway's own upstream port is
+ * reserved anyway, so the client's port is judged at the gateway, as nfsd
+ * judges it (nfsd_originating_port_ok()): NULL (mount.nfs probes from any
+ * port) and RPCSEC_GSS calls go whatever the port.
+ */
+static bool fwd_port_refused(const struct fwd_session *s, const struct fwd_call *c)
+{
+	const struct sockaddr_storage *p = &s->peer;
+	uint16_t port;
+
+	if (!s->base.route->cfg->client_reserved_port || c->ulb.proc == 0 ||
+	    c->ulb.flavor >= RPC_AUTH_GSS)
+		return false;
+	if (p->ss_family == AF_INET)
+		port = ntohs(((const struct sockaddr_in *)p)->sin_port);
+	else if (p->ss_family == AF_INET6)
+		port = ntohs(((const struct sockaddr_in6 *)p)->sin6_port);
+	else
+		return false; /* a local socket: no port to judge */
+	return port >= IPPORT_RESERVED;
+}
+
 void fwd_call_put(struct fwd_call *c)
 {
 	struct fwd_session *s = c->s;
@@ -148,6 +174,13 @@ static void fwd_call_admit(struct fwd_session *s, struct gw_buf *buf, uint32_t o
 			c->ulb.reply_max = rdma_pool_max_size(fwd_pool(s));
 	}
 	gw_count_call(&s->base, c->ulb.prog, c->ulb.vers, c->ulb.proc);
+	if (fwd_port_refused(s, c)) {
+		gw_count_event(&s->base, GW_EV_INSECURE_PORT);
+		fwd_reply_auth_error(s, c->xid, RPC_AUTHSTAT_TOOWEAK);
+		c->state = FC_DONE;
+		fwd_call_put(c); /* may free s (a draining session's last call) */
+		return;
+	}
 	if (s->base.route->qos)
 		fwd_qos_admit(s, c); /* held to its class's limits first (forward_qos.c) */
 	else

@@ -34,11 +34,9 @@ static const uint8_t zero_pad[4];
 /* ---- replies to the client ---- */
 
 /* An RPC error reply the gateway makes itself (the call could not be relayed). */
-void fwd_reply_error(struct fwd_session *s, uint32_t xid, enum rpc_accept_stat stat)
+/* Send the gateway's own error reply @msg for @xid; lost, the session closes. */
+static void reply_own(struct fwd_session *s, uint32_t xid, const uint8_t *msg, size_t len)
 {
-	uint8_t msg[64];
-	size_t len = rpc_build_accepted_error(msg, sizeof(msg), xid, stat, 0, 0);
-
 	gw_count_event(&s->base, GW_EV_RPC_ERROR_REPLY);
 	if (!s->tcp)
 		return; /* the client is gone: nobody waits for it */
@@ -52,6 +50,20 @@ void fwd_reply_error(struct fwd_session *s, uint32_t xid, enum rpc_accept_stat s
 		s->base.client, xid);
 	gw_count_event(&s->base, GW_EV_OUTPUT_OVERFLOW);
 	fwd_session_close(s);
+}
+
+void fwd_reply_error(struct fwd_session *s, uint32_t xid, enum rpc_accept_stat stat)
+{
+	uint8_t msg[64];
+
+	reply_own(s, xid, msg, rpc_build_accepted_error(msg, sizeof(msg), xid, stat, 0, 0));
+}
+
+void fwd_reply_auth_error(struct fwd_session *s, uint32_t xid, enum rpc_auth_stat why)
+{
+	uint8_t msg[64];
+
+	reply_own(s, xid, msg, rpc_build_rejected(msg, sizeof(msg), xid, RPC_REJ_AUTH_ERROR, why));
 }
 
 /* Which buffer an iovec from the splicer lies in, to send it by reference. */

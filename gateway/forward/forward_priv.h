@@ -348,6 +348,8 @@ void fwd_oversized(struct tcp_conn *tc, const uint8_t *head, uint32_t head_len, 
 
 /* forward_complete.c */
 void fwd_reply_error(struct fwd_session *s, uint32_t xid, enum rpc_accept_stat stat);
+/* The gateway's own MSG_DENIED AUTH_ERROR @why for @xid (client_reserved_port). */
+void fwd_reply_auth_error(struct fwd_session *s, uint32_t xid, enum rpc_auth_stat why);
 bool fwd_may_retry(const struct fwd_session *s, const struct fwd_call *c);
 /* What the inline reply @msg to @s's NFSv4 call @u says of its NFSv4.1 sessions. */
 void fwd_learn_sessions(struct fwd_session *s, const struct ulb_call *u, const uint8_t *msg,

@@ -5,6 +5,10 @@
 #  - an NFSv3 WRITE whose data length lies: relayed, the server answers GARBAGE_ARGS;
 #  - a call to a program the server does not serve: the server answers PROG_UNAVAIL;
 #  - a REPLY for a call nobody made: dropped and counted, the connection stays.
+# A route with client_reserved_port (the export's `secure` held at the gateway): an
+# AUTH_SYS GETATTR from an ordinary port is answered AUTH_ERROR (AUTH_TOOWEAK), counted
+# insecure_port, NULL from that port is answered, the GETATTR from a reserved port
+# reaches the server, and the kernel client (reserved ports) copies through the route.
 # A second route leads to an RPC-over-RDMA server that answers ERR_VERS, ERR_CHUNK and a
 # reply breaking the protocol (tests/e2e/progs/rdma_badserver): the TCP client gets
 # SYSTEM_ERR for each, counted, and the server's credit grant is never exceeded; an
@@ -73,7 +77,9 @@ cat >"$E2E_WORK/gw.json" <<JSON
                 "call_timeout_s": 3,
                 "listen": "tcp://192.0.2.2:2055", "upstream": "rdma://192.0.2.1:20060" },
               { "name": "badinv", "mode": "forward",
-                "listen": "tcp://192.0.2.2:2056", "upstream": "rdma://192.0.2.1:20050" } ],
+                "listen": "tcp://192.0.2.2:2056", "upstream": "rdma://192.0.2.1:20050" },
+              { "name": "secure", "mode": "forward", "client_reserved_port": true,
+                "listen": "tcp://192.0.2.2:2057", "upstream": "rdma://192.0.2.1:20049" } ],
   "stats": { "listen": "127.0.0.1:9464" } }
 JSON
 gw_start forward "$E2E_WORK/gw.json" || e2e_finish
@@ -131,6 +137,62 @@ if fails:
 PY
 malformed1=$(ev malformed_record)
 check "malformed records counted ($malformed0 -> $malformed1)" test "$malformed1" -ge $((malformed0 + 2))
+
+# client_reserved_port, the export's `secure` held at the gateway (route "secure"): from an
+# ordinary port an AUTH_SYS GETATTR is answered AUTH_ERROR (AUTH_TOOWEAK) and NULL is
+# answered; from a reserved port (root here) the same GETATTR reaches the server, which
+# answers it (accepted); a kernel mount (reserved ports by default) copies through it.
+/usr/bin/python3 - <<'PY' && ok "client_reserved_port: a GETATTR from an ordinary port refused AUTH_TOOWEAK, NULL answered, from a reserved port answered by the server" || fail "client_reserved_port with raw clients"
+import errno, os, random, socket, struct, sys
+sys.path.insert(0, os.environ["GW_SRC"] + "/tests/e2e/lib")
+from rpc_tcp import *
+
+GETATTR = struct.pack(">I8s", 8, b"\x01" * 8)  # a handle the server does not know
+fails = []
+s = socket.create_connection(("192.0.2.2", 2057), timeout=20)
+assert s.getsockname()[1] >= 1024
+s.sendall(record(call(0x2001, 100003, 3, 1, GETATTR, cred=auth_sys())))
+got = struct.unpack(">IIIII", read_record(s)[:20])
+if got != (0x2001, 1, 1, 1, 5):
+    fails.append("GETATTR from port %d: reply %r, want MSG_DENIED AUTH_ERROR AUTH_TOOWEAK"
+                 % (s.getsockname()[1], got))
+s.sendall(record(call(0x2002, 100003, 3, 0)))
+got = reply_status(read_record(s))
+if got != (0x2002, 1, 0, SUCCESS):
+    fails.append("NULL from an ordinary port: reply %r, want SUCCESS" % (got,))
+s.close()
+r = None
+for port in random.sample(range(600, 1024), 40):
+    r = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        r.bind(("192.0.2.2", port))
+        break
+    except OSError as e:
+        r.close(); r = None
+        if e.errno != errno.EADDRINUSE:
+            raise
+r.settimeout(20)
+r.connect(("192.0.2.2", 2057))
+r.sendall(record(call(0x2003, 100003, 3, 1, GETATTR, cred=auth_sys())))
+got = reply_status(read_record(r))
+if got[:3] != (0x2003, 1, 0):
+    fails.append("GETATTR from port %d: reply %r, want one accepted" % (r.getsockname()[1], got))
+r.close()
+if fails:
+    print("\n".join(fails)); sys.exit(1)
+PY
+ms=/mnt/secure; mkdir -p $ms
+if mount -t nfs -o vers=4.2,proto=tcp,port=2057 192.0.2.2:/ $ms; then
+    cp "$src" $ms/secure-copy
+    check "client_reserved_port: the kernel client copies through the route, intact" \
+        cmp -s "$src" <(dd if=$ms/secure-copy bs=1M iflag=direct status=none)
+    rm -f $ms/secure-copy
+    umount $ms
+else
+    fail "client_reserved_port: mount through the route"
+fi
+sec=$(gw_jq "[r for r in s['routes'] if r['name']=='secure'][0]['totals']['events']['insecure_port']")
+check "client_reserved_port: the refusal counted insecure_port ($sec)" test "$sec" -eq 1
 check "a stray reply was counted" test "$(ev unmatched_reply)" -ge 1
 check "the mount kept working through all of it" healthy
 

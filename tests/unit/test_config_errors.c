@@ -787,6 +787,32 @@ static void test_v2_needs_4096_receives(void **state)
 			       "'inline_receive_size': 1024}]}"));
 }
 
+/*
+ * client_reserved_port judges a TCP client's port: taken on a forward route
+ * and in "defaults"; a reverse route that sets it is told where.
+ */
+static void test_client_reserved_port_forward_only(void **state)
+{
+	(void)state;
+	expect_errors("{'routes': [{'name': 'a', 'mode': 'reverse', 'listen': 'rdma://0.0.0.0',\n"
+		      "  'upstream': 'tcp://192.0.2.1', 'client_reserved_port': true}]}",
+		      "gw.json:2:34: routes[0].client_reserved_port: a reverse route's clients "
+		      "are RDMA peers, which have no port: remove the key (it judges forward "
+		      "routes' TCP clients)\n");
+	const struct gw_config *cfg =
+		load_ok("{'defaults': {'client_reserved_port': true},\n"
+			" 'routes': [{'name': 'f', 'mode': 'forward', 'listen': 'tcp://0.0.0.0',\n"
+			"  'upstream': 'rdma://192.0.2.1'},\n"
+			" {'name': 'r', 'mode': 'reverse', 'listen': 'rdma://0.0.0.0',\n"
+			"  'upstream': 'tcp://192.0.2.1'}]}");
+	assert_int_equal(cfg->routes[0].client_reserved_port, 1);
+	gw_config_free(cfg);
+	cfg = load_ok("{'routes': [{'name': 'f', 'mode': 'forward', 'listen': 'tcp://0.0.0.0',\n"
+		      "  'upstream': 'rdma://192.0.2.1'}]}");
+	assert_int_equal(cfg->routes[0].client_reserved_port, 0);
+	gw_config_free(cfg);
+}
+
 /* Shared upstream connections: RDMA ones in forward mode, TCP ones in reverse mode. */
 static void test_shared_upstream_both_modes(void **state)
 {
@@ -1006,6 +1032,7 @@ int main(void)
 		cmocka_unit_test(test_unreadable_files),
 		cmocka_unit_test(test_error_cap_keeps_the_first_in_the_file),
 		cmocka_unit_test(test_one_more_error_is_singular),
+		cmocka_unit_test(test_client_reserved_port_forward_only),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,15 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/unit/test_forward_xid_no_room.c - forward mode on a connection of
- * its own, when the session's XID table (gateway/maps/xidmap.h) cannot grow for
- * want of memory: the call that needed the room is answered SYSTEM_ERR
- * and counted no_buffers, its slot freed, and the calls already mapped
- * stay as they were. Both places that map an XID:
- *  - a call from the client (fwd_record(), forward_admit.c);
- *  - the RFC 8267 retry of a call under an XID of the gateway's own
- *    (fwd_call_retry(), forward_marshal.c).
+ * tests/unit/test_forward_admit_own.c - forward mode's admission of a
+ * client's call on a connection of its own:
+ *  - when the session's XID table (gateway/maps/xidmap.h) cannot grow for
+ *    want of memory, the call that needed the room is answered SYSTEM_ERR
+ *    and counted no_buffers, its slot freed, and the calls already mapped
+ *    stay as they were; both places that map an XID: a call from the
+ *    client (fwd_record(), forward_admit.c), and the RFC 8267 retry of a
+ *    call under an XID of the gateway's own (fwd_call_retry(),
+ *    forward_marshal.c);
+ *  - with the route's client_reserved_port, a call from a client port of
+ *    1024 or above is answered AUTH_ERROR (AUTH_TOOWEAK) and counted
+ *    insecure_port, unless it is NULL or uses RPCSEC_GSS.
  *
- * This executable links with -Wl,--wrap (test_forward_xid_no_room.wrap):
+ * This executable links with -Wl,--wrap (test_forward_admit_own.wrap):
  * malloc, to fail the table's growth (the next allocation of the size of
  * the grown table, once armed); tcp_conn_send_copy, which records what
  * would go to the client instead of writing to a socket; rdma_dev_pool,
@@ -26,6 +30,9 @@
 
 #include <cmocka.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include "common/xdr.h"
 #include "gateway/forward/forward_priv.h"
 #include "rdma/pool.h"
@@ -35,6 +42,7 @@ enum {
 	NCALLS = 32,
 	FULL = XIDMAP_START_SIZE / 2, /* XIDs the first table holds */
 	REC_LEN = 40,		      /* an NFSv3 NULL call, AUTH_NONE */
+	GSS_REC_LEN = 60,	      /* an NFSv3 call without arguments, RPCSEC_GSS */
 	MAX_OUT = 8,
 };
 
@@ -56,7 +64,7 @@ struct fixture {
 
 static struct fixture *fx;
 
-/* ---- the stand-ins (tests/unit/test_forward_xid_no_room.wrap) ---- */
+/* ---- the stand-ins (tests/unit/test_forward_admit_own.wrap) ---- */
 
 void *__real_malloc(size_t size);
 void *__wrap_malloc(size_t size);
@@ -167,23 +175,40 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* The client sends an NFSv3 NULL call, XID @xid, as the TCP side hands it over. */
-static void client_call(struct fixture *f, uint32_t xid)
+/*
+ * The client sends an NFSv3 call @proc, XID @xid, as the TCP side hands it
+ * over: AUTH_NONE, or, with @gss, an RPCSEC_GSS DATA credential (service
+ * none, an empty handle). Its arguments are zeros.
+ */
+static void client_call_proc(struct fixture *f, uint32_t xid, uint32_t proc, bool gss)
 {
+	/* Header 6 words, the credential 2 (AUTH_NONE) or 7 (GSS), the verifier 2. */
+	uint32_t w[GSS_REC_LEN / 4] = { xid, 0 /* CALL */, 2, 100003, 3, proc };
+	uint32_t len = gss ? GSS_REC_LEN : REC_LEN;
 	struct gw_buf *b = calloc(1, sizeof(*b));
 
 	assert_non_null(b);
-	b->base = calloc(1, REC_LEN);
+	b->base = calloc(1, len);
 	assert_non_null(b->base);
-	b->size = REC_LEN;
+	b->size = len;
 	b->refs = 1;
 	b->free_fn = buf_free;
 	assert_true(f->nbufs < sizeof(f->bufs) / sizeof(f->bufs[0]));
 	f->bufs[f->nbufs++] = b;
-	const uint32_t w[REC_LEN / 4] = { xid, 0 /* CALL */, 2, 100003, 3, 0 /* NULL */ };
-	for (size_t i = 0; i < REC_LEN / 4; i++)
+	if (gss) {
+		/* 6, 20 bytes: version 1, RPCSEC_GSS_DATA, seq 1, rpc_gss_svc_none, no handle. */
+		const uint32_t cred[] = { 6, 20, 1, 0, 1, 1, 0 };
+		memcpy(&w[6], cred, sizeof(cred));
+	}
+	for (size_t i = 0; i < len / 4; i++)
 		xdr_put32(b->base + 4 * i, w[i]);
-	fwd_record((struct tcp_conn *)&f->tcp_stand_in, b, 0, REC_LEN, f->s);
+	fwd_record((struct tcp_conn *)&f->tcp_stand_in, b, 0, len, f->s);
+}
+
+/* The client sends an NFSv3 NULL call, XID @xid. */
+static void client_call(struct fixture *f, uint32_t xid)
+{
+	client_call_proc(f, xid, 0, false);
 }
 
 /* The next allocation of a table grown from XIDMAP_START_SIZE fails. */
@@ -298,11 +323,62 @@ static void test_retry_without_room(void **state)
 	assert_int_not_equal(xidmap_find(&f->s->xids, 0x200), XIDMAP_NONE);
 }
 
+/* The client's address: 192.0.2.1 at @port. */
+static void client_port(struct fixture *f, uint16_t port)
+{
+	struct sockaddr_in *sin = (struct sockaddr_in *)&f->s->peer;
+
+	sin->sin_family = AF_INET;
+	sin->sin_addr.s_addr = htonl(0xc0000201);
+	sin->sin_port = htons(port);
+}
+
+/*
+ * client_reserved_port: from port 40000 a GETATTR is answered AUTH_ERROR
+ * (AUTH_TOOWEAK), counted insecure_port, its slot and record given back,
+ * nothing queued; NULL and an RPCSEC_GSS call from that port go (queued),
+ * as nfsd spares them; from port 700 the GETATTR goes. Without the key,
+ * the GETATTR from port 40000 goes too.
+ */
+static void test_client_port_judged(void **state)
+{
+	struct fixture *f = *state;
+
+	f->cfg.client_reserved_port = 1;
+	client_port(f, 40000);
+	client_call_proc(f, 0x10, 1 /* GETATTR */, false);
+	assert_int_equal(event(f, GW_EV_INSECURE_PORT), 1);
+	assert_int_equal(f->nout, 1);
+	assert_int_equal(f->out_len[0], 20);
+	const uint32_t want[] = {
+		0x10, 1 /* REPLY */, 1 /* MSG_DENIED */, 1 /* AUTH_ERROR */, 5 /* AUTH_TOOWEAK */
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		assert_int_equal(xdr_get32(f->out[0] + 4 * i), want[i]);
+	assert_int_equal(f->s->slots.busy, 0);
+	assert_int_equal(f->bufs[0]->refs, 0);
+	assert_int_equal(f->s->queued, 0);
+
+	client_call_proc(f, 0x11, 0 /* NULL */, false);
+	client_call_proc(f, 0x12, 1, true);
+	assert_int_equal(f->s->queued, 2);
+	client_port(f, 700);
+	client_call_proc(f, 0x13, 1, false);
+	assert_int_equal(f->s->queued, 3);
+	f->cfg.client_reserved_port = 0;
+	client_port(f, 40000);
+	client_call_proc(f, 0x14, 1, false);
+	assert_int_equal(f->s->queued, 4);
+	assert_int_equal(event(f, GW_EV_INSECURE_PORT), 1);
+	assert_int_equal(f->nout, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_client_call_without_room, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retry_without_room, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_client_port_judged, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
