@@ -47,6 +47,20 @@ void gw_host_to_sockaddr(const struct gw_host *h, uint16_t port, struct sockaddr
 	}
 }
 
+uint16_t gw_sockaddr_port(const struct sockaddr_storage *ss)
+{
+	return ntohs(ss->ss_family == AF_INET6 ? ((const struct sockaddr_in6 *)ss)->sin6_port
+					       : ((const struct sockaddr_in *)ss)->sin_port);
+}
+
+void gw_sockaddr_set_port(struct sockaddr_storage *ss, uint16_t port)
+{
+	if (ss->ss_family == AF_INET6)
+		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
+	else
+		((struct sockaddr_in *)ss)->sin_port = htons(port);
+}
+
 const char *gw_host_str(const struct gw_host *h, char *buf, size_t len)
 {
 	if (!inet_ntop(h->family, h->addr, buf, (socklen_t)len))

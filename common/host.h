@@ -27,6 +27,10 @@ bool gw_host_from_sockaddr(struct gw_host *h, const struct sockaddr *sa, socklen
 /* @h at @port, for sendto(). */
 void gw_host_to_sockaddr(const struct gw_host *h, uint16_t port, struct sockaddr_storage *ss,
 			 socklen_t *len);
+/* The port of @ss, an AF_INET6 address or else an AF_INET one. */
+uint16_t gw_sockaddr_port(const struct sockaddr_storage *ss);
+/* Set the port of @ss, an AF_INET6 address or else an AF_INET one. */
+void gw_sockaddr_set_port(struct sockaddr_storage *ss, uint16_t port);
 /* @h printed into @buf ("?" if it cannot be), for logs; returns @buf. */
 const char *gw_host_str(const struct gw_host *h, char *buf, size_t len);
 

@@ -1,10 +1,29 @@
 /* SPDX-License-Identifier: MIT */
 #include "common/sendfrom.h"
 
+#include <errno.h>
 #include <netinet/in.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <unistd.h>
+
+#include "common/host.h"
+
+int gw_udp_socket_at(const struct sockaddr_storage *addr, socklen_t len)
+{
+	struct sockaddr_storage a = *addr;
+	int fd = socket(a.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	gw_sockaddr_set_port(&a, 0);
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, len) != 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
 
 bool gw_send_from(int fd, const void *msg, size_t len, const struct sockaddr *to, socklen_t tolen,
 		  const struct sockaddr_storage *from)

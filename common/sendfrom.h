@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * common/sendfrom.h - a datagram sent from a chosen address of this host
- * through a socket bound to the wildcard address (IP_PKTINFO or
- * IPV6_PKTINFO on sendmsg(2): ip(7), ipv6(7)). A reply, or a call the
- * gateway makes back to a client, must leave from the address the client
- * spoke to: on its own the kernel chooses the source by the route back,
- * which may be another address of this host, and clients drop a reply
- * (Linux lockd a GRANTED) from an address they did not send to.
+ * common/sendfrom.h - datagrams sent from a chosen address of this host: a
+ * UDP socket bound to it, or, through a socket bound to the wildcard
+ * address, IP_PKTINFO or IPV6_PKTINFO on sendmsg(2) (ip(7), ipv6(7)). A
+ * reply, or a call the gateway makes back to a client, must leave from the
+ * address the client spoke to: on its own the kernel chooses the source by
+ * the route back, which may be another address of this host, and clients
+ * drop a reply (Linux lockd a GRANTED) from an address they did not send to.
  */
 #ifndef GW_COMMON_SENDFROM_H
 #define GW_COMMON_SENDFROM_H
@@ -22,5 +22,12 @@
  */
 bool gw_send_from(int fd, const void *msg, size_t len, const struct sockaddr *to, socklen_t tolen,
 		  const struct sockaddr_storage *from);
+
+/*
+ * A non-blocking, close-on-exec UDP socket bound to @addr's address (@len
+ * bytes of it) on a port the system chooses, whatever @addr's port; -1
+ * with errno when it cannot be made or bound.
+ */
+int gw_udp_socket_at(const struct sockaddr_storage *addr, socklen_t len);
 
 #endif

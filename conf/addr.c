@@ -3,6 +3,7 @@
  * conf/addr.c - endpoint URLs, HOST:PORT, client networks, and the
  * per-connection client check.
  */
+#include "common/host.h"
 #include "conf/conf_priv.h"
 
 #include <arpa/inet.h>
@@ -69,14 +70,6 @@ static bool is_host_name(const char *s)
 static bool looks_numeric(const char *s)
 {
 	return *s && strspn(s, "0123456789.") == strlen(s);
-}
-
-static void set_port(struct sockaddr_storage *ss, uint16_t port)
-{
-	if (ss->ss_family == AF_INET)
-		((struct sockaddr_in *)ss)->sin_port = htons(port);
-	else
-		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
 }
 
 /* The split of "HOST[:PORT]" or "[V6][:PORT]". */
@@ -237,7 +230,7 @@ bool conf_parse_url(const char *text, bool to_connect, struct gw_endpoint *ep, s
 		expect(why, "an address to connect to, not the wildcard address");
 		return false;
 	}
-	set_port(&ep->addr, port);
+	gw_sockaddr_set_port(&ep->addr, port);
 	ep->transport = schemes[i].transport;
 	return true;
 }
@@ -264,7 +257,7 @@ bool conf_parse_host_port(const char *text, struct sockaddr_storage *ss, socklen
 	}
 	if (!resolve_host(&hp, ss, len, why))
 		return false;
-	set_port(ss, port);
+	gw_sockaddr_set_port(ss, port);
 	return true;
 }
 
@@ -452,16 +445,9 @@ static bool as_v4(const struct sockaddr_storage *ss, struct in_addr *out)
 	return false;
 }
 
-static uint16_t port_of(const struct sockaddr_storage *ss)
-{
-	if (ss->ss_family == AF_INET)
-		return ntohs(((const struct sockaddr_in *)ss)->sin_port);
-	return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
-}
-
 bool conf_sockaddr_equal(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
 {
-	if (a->ss_family != b->ss_family || port_of(a) != port_of(b))
+	if (a->ss_family != b->ss_family || gw_sockaddr_port(a) != gw_sockaddr_port(b))
 		return false;
 	if (a->ss_family == AF_INET)
 		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
@@ -483,7 +469,7 @@ bool conf_listen_overlap(const struct sockaddr_storage *a, const struct sockaddr
 	struct in_addr a4, b4;
 	bool a_v4 = as_v4(a, &a4), b_v4 = as_v4(b, &b4);
 
-	if (port_of(a) != port_of(b))
+	if (gw_sockaddr_port(a) != gw_sockaddr_port(b))
 		return false;
 	if ((a->ss_family == AF_INET6 && gw_addr_is_wildcard(a)) ||
 	    (b->ss_family == AF_INET6 && gw_addr_is_wildcard(b)))

@@ -16,6 +16,7 @@
 #include <event2/event.h>
 
 #include "common/clock.h"
+#include "common/host.h"
 #include "common/log.h"
 #include "common/xdr.h"
 #include "gateway/core/session.h"
@@ -74,19 +75,12 @@ static void fwd_call_release_buffers(struct fwd_call *c)
  */
 static bool fwd_port_refused(const struct fwd_session *s, const struct fwd_call *c)
 {
-	const struct sockaddr_storage *p = &s->peer;
-	uint16_t port;
-
 	if (!s->base.route->cfg->client_reserved_port || c->ulb.proc == 0 ||
 	    c->ulb.flavor >= RPC_AUTH_GSS)
 		return false;
-	if (p->ss_family == AF_INET)
-		port = ntohs(((const struct sockaddr_in *)p)->sin_port);
-	else if (p->ss_family == AF_INET6)
-		port = ntohs(((const struct sockaddr_in6 *)p)->sin6_port);
-	else
-		return false; /* a local socket: no port to judge */
-	return port >= IPPORT_RESERVED;
+	/* A local socket has no port to judge. */
+	return (s->peer.ss_family == AF_INET || s->peer.ss_family == AF_INET6) &&
+	       gw_sockaddr_port(&s->peer) >= IPPORT_RESERVED;
 }
 
 void fwd_call_put(struct fwd_call *c)

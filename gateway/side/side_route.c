@@ -12,6 +12,7 @@
 
 #include <event2/event.h>
 
+#include "common/host.h"
 #include "common/statefile.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -82,20 +83,6 @@ struct gw_side {
 	uint8_t out[8192];
 };
 
-static uint16_t addr_port(const struct sockaddr_storage *ss)
-{
-	return ntohs(ss->ss_family == AF_INET6 ? ((const struct sockaddr_in6 *)ss)->sin6_port
-					       : ((const struct sockaddr_in *)ss)->sin_port);
-}
-
-static void addr_set_port(struct sockaddr_storage *ss, uint16_t port)
-{
-	if (ss->ss_family == AF_INET6)
-		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
-	else
-		((struct sockaddr_in *)ss)->sin_port = htons(port);
-}
-
 /* One call to the portmapper: answered at once from the table. */
 static void pmap_on_call(void *arg, struct side_service *svc, const struct side_service_peer *peer,
 			 const uint8_t *msg, size_t len)
@@ -136,7 +123,7 @@ typedef bool (*offer_fn)(void *arg, uint32_t prog, uint32_t vers, uint32_t proto
  */
 static bool offer(const struct gw_side *side, offer_fn fn, void *arg)
 {
-	uint16_t nfs = addr_port(&side->route->listen.addr);
+	uint16_t nfs = gw_sockaddr_port(&side->route->listen.addr);
 	uint16_t mnt = side_service_port(side->mount);
 	uint16_t nlm = side_service_port(side->nlm), nsm = side_service_port(side->nsm);
 	bool ok = true;
@@ -209,7 +196,7 @@ static struct side_service *start_svc(struct gw_side *side, struct event_base *b
 		.arg = arg,
 	};
 
-	addr_set_port(&ss, port);
+	gw_sockaddr_set_port(&ss, port);
 	return side_service_start(base, (const struct sockaddr *)&ss, side->route->listen.addrlen,
 				  &sc);
 }

@@ -773,7 +773,6 @@ struct nlm_async *nlm_async_new(struct event_base *base, const struct nlm_async_
 				char *err, size_t errlen)
 {
 	struct nlm_async *as = calloc(1, sizeof(*as));
-	struct sockaddr_storage la = cfg->route->listen.addr;
 
 	if (!as)
 		goto fail;
@@ -797,12 +796,8 @@ struct nlm_async *nlm_async_new(struct event_base *base, const struct nlm_async_
 		goto fail;
 	gw_ratelimit_init(&as->refusal_log, 1000000);
 	/* From the listen address: the client knows the gateway by it. */
-	if (la.ss_family == AF_INET6)
-		((struct sockaddr_in6 *)&la)->sin6_port = 0;
-	else
-		((struct sockaddr_in *)&la)->sin_port = 0;
-	as->fd = socket(la.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (as->fd < 0 || bind(as->fd, (struct sockaddr *)&la, cfg->route->listen.addrlen) != 0)
+	as->fd = gw_udp_socket_at(&cfg->route->listen.addr, cfg->route->listen.addrlen);
+	if (as->fd < 0)
 		goto fail;
 	as->read_ev = event_new(base, as->fd, EV_READ | EV_PERSIST, on_client_read, as);
 	as->timer = event_new(base, -1, EV_PERSIST, on_timer, as);

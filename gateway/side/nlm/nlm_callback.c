@@ -15,6 +15,7 @@
 #include <rpc/pmap_clnt.h>
 
 #include "common/clock.h"
+#include "common/host.h"
 #include "common/log.h"
 #include "common/random.h"
 #include "common/sendfrom.h"
@@ -540,10 +541,7 @@ static struct side_service *start_svc(struct nlm_callback *cb, struct event_base
 		.arg = arg,
 	};
 
-	if (ss.ss_family == AF_INET6)
-		((struct sockaddr_in6 *)&ss)->sin6_port = htons(port);
-	else
-		((struct sockaddr_in *)&ss)->sin_port = htons(port);
+	gw_sockaddr_set_port(&ss, port);
 	return side_service_start(base, (const struct sockaddr *)&ss, cb->local_len, &sc);
 }
 
@@ -745,15 +743,9 @@ struct nlm_callback *nlm_callback_start(struct event_base *base,
 	if (!cb->svc)
 		goto fail;
 	what = "the socket toward clients' lockd";
-	cb->fd = socket(cfg->route->listen.addr.ss_family,
-			SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	struct sockaddr_storage la = cfg->route->listen.addr;
-	if (la.ss_family == AF_INET6)
-		((struct sockaddr_in6 *)&la)->sin6_port = 0;
-	else
-		((struct sockaddr_in *)&la)->sin_port = 0;
 	/* From the listen address: the client's lockd compares it with its LOCK's server. */
-	if (cb->fd < 0 || bind(cb->fd, (struct sockaddr *)&la, cfg->route->listen.addrlen) != 0)
+	cb->fd = gw_udp_socket_at(&cfg->route->listen.addr, cfg->route->listen.addrlen);
+	if (cb->fd < 0)
 		goto fail;
 	cb->read_ev = event_new(base, cb->fd, EV_READ | EV_PERSIST, on_client_read, cb);
 	cb->timer = event_new(base, -1, EV_PERSIST, on_timer, cb);

@@ -17,6 +17,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/random.h"
+#include "common/sendfrom.h"
 #include "common/xdr.h"
 #include "conf/config.h"
 #include "gateway/counters/counters.h"
@@ -89,29 +90,12 @@ static void slot_close(struct nt_slot *s)
 	s->fd = -1;
 }
 
-/* A UDP socket on the listen address, port 0 (the system's choice); -1 on failure. */
-static int listen_socket(const struct gw_route *route)
-{
-	struct sockaddr_storage la = route->listen.addr;
-
-	if (la.ss_family == AF_INET6)
-		((struct sockaddr_in6 *)&la)->sin6_port = 0;
-	else
-		((struct sockaddr_in *)&la)->sin_port = 0;
-	int fd = socket(la.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	/* From the listen address: the server the client mounted, whose reboot its statd awaits. */
-	if (fd >= 0 && bind(fd, (struct sockaddr *)&la, route->listen.addrlen) != 0) {
-		close(fd);
-		fd = -1;
-	}
-	return fd;
-}
-
 /* Replace @s's socket with one on a new port; false (logged) if none can be made. */
 static bool slot_socket(struct nlm_notify *nt, struct nt_slot *s)
 {
 	slot_close(s);
-	s->fd = listen_socket(nt->cfg.route);
+	/* From the listen address: the server the client mounted, whose reboot its statd awaits. */
+	s->fd = gw_udp_socket_at(&nt->cfg.route->listen.addr, nt->cfg.route->listen.addrlen);
 	if (s->fd >= 0) {
 		s->read_ev = event_new(nt->base, s->fd, EV_READ | EV_PERSIST, on_client_read, s);
 		if (s->read_ev && event_add(s->read_ev, NULL) == 0)
@@ -468,7 +452,7 @@ struct nlm_notify *nlm_notify_start(struct event_base *base, const struct nlm_no
 		goto fail;
 	/* The sockets are made per send (struct nt_slot): this one only checks the address. */
 	what = "the socket toward clients' statd";
-	int probe = listen_socket(cfg->route);
+	int probe = gw_udp_socket_at(&cfg->route->listen.addr, cfg->route->listen.addrlen);
 	if (probe < 0)
 		goto fail;
 	close(probe);

@@ -14,6 +14,7 @@
 
 #include <event2/event.h>
 
+#include "common/host.h"
 #include "common/statefile.h"
 #include "common/backoff.h"
 #include "common/clock.h"
@@ -174,10 +175,7 @@ static void on_reply(struct nlm_restart *nr, const uint8_t *msg, size_t len)
 		finish(nr, false, "no NSM (statd) registered at its portmapper");
 		return;
 	}
-	if (to.ss_family == AF_INET6)
-		((struct sockaddr_in6 *)&to)->sin6_port = htons(port);
-	else
-		((struct sockaddr_in *)&to)->sin_port = htons(port);
+	gw_sockaddr_set_port(&to, port);
 	nr->have_port = true;
 	nr->xid = gw_random32();
 	nr->len = encode_notify(nr);
@@ -237,10 +235,7 @@ static bool open_socket(struct nlm_restart *nr)
 	socklen_t ll = sizeof(local);
 	uint16_t port = nr->cfg.statd_port ? nr->cfg.statd_port : nr->cfg.pmap_port;
 
-	if (to.ss_family == AF_INET6)
-		((struct sockaddr_in6 *)&to)->sin6_port = htons(port);
-	else
-		((struct sockaddr_in *)&to)->sin_port = htons(port);
+	gw_sockaddr_set_port(&to, port);
 	nr->fd = socket(to.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (nr->fd < 0 || connect(nr->fd, (struct sockaddr *)&to, nr->server_len) != 0 ||
 	    getsockname(nr->fd, (struct sockaddr *)&local, &ll) != 0)

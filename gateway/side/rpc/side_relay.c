@@ -10,6 +10,7 @@
 #include <event2/event.h>
 #include <rpc/rpc.h>
 
+#include "common/host.h"
 #include "common/random.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -170,10 +171,7 @@ static struct sockaddr_storage server_at(const struct side_relay *r, uint16_t po
 {
 	struct sockaddr_storage ss = r->cfg.server;
 
-	if (ss.ss_family == AF_INET6)
-		((struct sockaddr_in6 *)&ss)->sin6_port = htons(port);
-	else
-		((struct sockaddr_in *)&ss)->sin_port = htons(port);
+	gw_sockaddr_set_port(&ss, port);
 	return ss;
 }
 

@@ -572,14 +572,6 @@ static int udp_bind(const struct sockaddr *addr, socklen_t len, uint16_t *port)
 	return fd;
 }
 
-static void set_port(struct sockaddr_storage *ss, uint16_t port)
-{
-	if (ss->ss_family == AF_INET6)
-		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
-	else
-		((struct sockaddr_in *)ss)->sin_port = htons(port);
-}
-
 struct side_service *side_service_start(struct event_base *base, const struct sockaddr *addr,
 					socklen_t addrlen, const struct side_service_config *cfg)
 {
@@ -619,7 +611,7 @@ struct side_service *side_service_start(struct event_base *base, const struct so
 		if (svc->udp_fd < 0)
 			goto fail;
 		struct sockaddr_storage tcp_ss = ss;
-		set_port(&tcp_ss, svc->port);
+		gw_sockaddr_set_port(&tcp_ss, svc->port);
 		svc->tcp = tcp_listener_new(base, (const struct sockaddr *)&tcp_ss, addrlen, 0,
 					    &side_service_tcp_ops, svc);
 		if (svc->tcp)
