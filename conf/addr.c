@@ -466,7 +466,8 @@ bool conf_sockaddr_equal(const struct sockaddr_storage *a, const struct sockaddr
  */
 bool conf_listen_overlap(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
 {
-	struct in_addr a4, b4;
+	/* Zeroed: as_v4() writes only when it returns true, which GCC cannot see. */
+	struct in_addr a4 = { 0 }, b4 = { 0 };
 	bool a_v4 = as_v4(a, &a4), b_v4 = as_v4(b, &b4);
 
 	if (gw_sockaddr_port(a) != gw_sockaddr_port(b))
