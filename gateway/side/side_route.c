@@ -379,7 +379,7 @@ static void start_nlm_clients(struct gw_side *side, struct event_base *base)
 	size_t max = r->nlm_notify_max_hosts ? r->nlm_notify_max_hosts : NLM_NOTIFY_HOSTS;
 	uint64_t window_ms =
 		r->nlm_reclaim_window_ms ? r->nlm_reclaim_window_ms : NLM_RECLAIM_WINDOW_MS;
-	struct gw_host *hosts = calloc(max, sizeof(*hosts));
+	struct nlm_peer *hosts = calloc(max, sizeof(*hosts));
 	char err[600];
 	size_t n = 0;
 

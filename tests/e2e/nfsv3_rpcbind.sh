@@ -20,6 +20,12 @@
 #    lets go, the server's GRANTED callback (to the gateway's host, whose rpcbind maps NLM
 #    to the route's relay) reaches the client through the relay: granted, and /stats
 #    counts the callback granted (the seconds it took are printed);
+#  - the gateway's restart while the client holds a lock: SIGTERM, started again with its
+#    state directory; it tells the client's statd from 10.9.0.11, the address the client
+#    mounted, and names it (the kernel would send from 10.9.0.1, and a route on the
+#    wildcard has no address of its own to name): the client's lockd reclaims through the
+#    restarted gateway (/stats nlm.gateway_restart), and a process on the server is
+#    refused the lock again;
 #  - SIGTERM: the gateway exits 0 and the host's rpcbind no longer lists its programs;
 #  - without rpcbind, --check says plain NFSv3 is unavailable and why.
 set -u
@@ -138,18 +144,70 @@ if timeout -s KILL 60 mount -t nfs -o vers=3,mountproto=udp $gw:/export $m; then
         grep -q granted "$E2E_WORK/wait.txt"
     /usr/bin/python3 -c "print('%.1f' % ($t1 - $t0))" >"$E2E_WORK/blocked-wait.txt"
     echo "the blocked lock was granted $(cat "$E2E_WORK/blocked-wait.txt") s after the server's process let go"
+    # The gateway restarts while the client holds a lock (the root namespace does it).
+    stop=$E2E_WORK/lock-stop-2; rm -f "$stop"
+    timeout -s KILL 150 nlm_lock.py hold $m/lockf "$stop" >"$E2E_WORK/hold-2.txt" &
+    holder=$!
+    for _ in $(seq 1 120); do grep -q held "$E2E_WORK/hold-2.txt" 2>/dev/null && break; sleep 0.5; done
+    check "the client holds an fcntl lock before the gateway's restart" grep -q held "$E2E_WORK/hold-2.txt"
+    touch "$E2E_WORK/restart.req"
+    end=$((SECONDS + 120))
+    while ((SECONDS < end)); do [[ -e $E2E_WORK/restart.done ]] && break; sleep 0.5; done
+    check "the restarted gateway told the client from the address it mounted, and its lockd reclaimed through it ($(cat "$E2E_WORK/restart.done" 2>/dev/null))" \
+        grep -q '^reclaimed' "$E2E_WORK/restart.done"
+    id=$RANDOM$RANDOM; touch "$GW_OUT/lock-probe-$id.req"
+    for _ in $(seq 1 60); do [[ -e $GW_OUT/lock-probe-$id.res ]] && break; sleep 0.5; done
+    check "after the restart a process on the server is refused the client's lock (try: $(cat "$GW_OUT/lock-probe-$id.res" 2>/dev/null))" \
+        test "$(cat "$GW_OUT/lock-probe-$id.res" 2>/dev/null)" = 1
+    check "the client's process still holds its lock" kill -0 $holder
+    touch "$stop"; wait $holder
     check "umount" timeout -s KILL 30 umount $m
 else
     fail "mount -o vers=3,mountproto=udp $gw:/export"
 fi
 e2e_finish
 CLIENT
-check "the client scenario in namespace c2" \
-    ip netns exec c2 unshare -m --propagation private bash "$E2E_WORK/client.sh"
+ip netns exec c2 unshare -m --propagation private bash "$E2E_WORK/client.sh" &
+client=$!
+# The gateway's restart, when the client asks: SIGTERM (which saves its client list),
+# started again; then until its /stats counts the client's reclaim (or 60 s).
+gw_restart() { # KEY...: those of /stats nlm.gateway_restart
+    gw_stats "sessions=0" | /usr/bin/python3 -c "
+import json, sys
+g = json.load(sys.stdin)['routes'][0]['nlm'].get('gateway_restart', {})
+print(*(g.get(k, 0) for k in sys.argv[1:]))" "$@"
+}
+granted=
+while kill -0 $client 2>/dev/null; do
+    if [[ -e $E2E_WORK/restart.req ]]; then
+        rm -f "$E2E_WORK/restart.req"
+        granted=$(gw_jq "s['routes'][0]['nlm']['granted_callbacks']['granted']") # the counters restart
+        echo "--- the gateway restarts ($(date +%T)); its saved client list: $(tail -n +2 /var/lib/rpcrdma-gw/nfs.nlm-clients 2>/dev/null | xargs)"
+        gw_stop
+        echo "    after the stop: $(tail -n +2 /var/lib/rpcrdma-gw/nfs.nlm-clients 2>/dev/null | xargs)"
+        t0=$(date +%s.%N)
+        gw_start forward-2 "$E2E_WORK/gw.json"
+        end=$((SECONDS + 60))
+        while ((SECONDS < end)); do [[ $(gw_restart reclaims_converted) -ge 1 ]] 2>/dev/null && break; sleep 0.5; done
+        t1=$(date +%s.%N)
+        grep -E "nlm (restart|notify)" "$GW_LOG"
+        read -r told cdel recl < <(gw_restart clients_told clients_delivered reclaims_converted)
+        what="clients_told ${told:-}, clients_delivered ${cdel:-}, reclaims_converted ${recl:-}"
+        if [[ ${recl:-0} -ge 1 ]]; then
+            echo "reclaimed $(/usr/bin/python3 -c "print('%.1f' % ($t1 - $t0))") s after the start: $what" >"$E2E_WORK/restart.done"
+        else
+            echo "no reclaim in 60 s: $what" >"$E2E_WORK/restart.done"
+        fi
+        cat "$E2E_WORK/restart.done"
+    fi
+    sleep 0.5
+done
+rc=0; wait $client || rc=$?
+check "the client scenario in namespace c2 (status $rc)" test $rc -eq 0
 
-gw_jq "s['routes'][0]['nlm']['granted_callbacks']" | tee "$E2E_WORK/callbacks.txt"
-check "the server's GRANTED came through the route's NLM relay and was relayed (granted_callbacks.granted $(gw_jq "s['routes'][0]['nlm']['granted_callbacks']['granted']"))" \
-    test "$(gw_jq "s['routes'][0]['nlm']['granted_callbacks']['granted']")" -ge 1
+[[ -n $granted ]] || granted=$(gw_jq "s['routes'][0]['nlm']['granted_callbacks']['granted']")
+check "the server's GRANTED came through the route's NLM relay and was relayed (granted_callbacks.granted before the restart: $granted)" \
+    test "${granted:-0}" -ge 1
 check "the log says the server's callbacks come to the route's relays" \
     grep -q "the server's GRANTED callbacks and SM_NOTIFY to .* come to them" "$GW_LOG"
 

@@ -12,6 +12,8 @@
  * notification from another address is dropped; a client that does not
  * answer is given up after the timeout. Each re-send comes from a new port
  * (a reply a director sent to another gateway does not pin the next ones).
+ * A route on the wildcard address tells each client from the address its
+ * lock call reached (127.0.0.5, 127.0.0.6), and names it.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -39,7 +41,14 @@
 #include "support/rpcmsg.h"
 #include "support/udp.h"
 
-enum { SERVER = 0x7f000001, LISTEN = 0x7f000002, CLIENT_A = 0x7f000003, CLIENT_B = 0x7f000004 };
+enum {
+	SERVER = 0x7f000001,
+	LISTEN = 0x7f000002,
+	CLIENT_A = 0x7f000003,
+	CLIENT_B = 0x7f000004,
+	VIA_1 = 0x7f000005, /* addresses of this host a client called a wildcard route at */
+	VIA_2 = 0x7f000006,
+};
 
 static const uint8_t FH[32] = { 9, 8, 7 };
 
@@ -124,8 +133,11 @@ static size_t send_from(struct t *t, int fd, uint16_t port, const uint8_t *msg, 
 	return gwt_udp_ask(t->base, fd, &to, msg, len, reply, cap, 1000, hosts_serve, t);
 }
 
-/* A LOCK from @ip through the relay's hooks, granted by the server: recorded. */
-static void client_locked(struct t *t, uint32_t ip)
+/*
+ * A LOCK from @ip through the relay's hooks, to this host's @via (0:
+ * unknown), granted by the server: recorded.
+ */
+static void client_locked_via(struct t *t, uint32_t ip, uint32_t via)
 {
 	uint8_t msg[512], out[1024], rep[128];
 	struct nlm_args a = {
@@ -142,6 +154,10 @@ static void client_locked(struct t *t, uint32_t ip)
 	struct side_service_peer p = gwt_side_peer(ip, 800);
 	struct rpc_call_hdr ch;
 
+	if (via) {
+		struct sockaddr_in l = gwt_sin(via, 4045);
+		memcpy(&p.local, &l, sizeof(l));
+	}
 	assert_int_equal(nlm_encode_args(&a, msg + h, sizeof(msg) - h, &m), 0);
 	assert_int_equal(rpc_call_decode(msg, h + m, &ch), RPC_HDR_CALL);
 	assert_int_equal(nlm_relay_call_hook(t->rl, &p, &ch, msg, h + m, out, sizeof(out), &n),
@@ -158,6 +174,11 @@ static void client_locked(struct t *t, uint32_t ip)
 	nlm_relay_reply_hook(t->rl, &c, rep, rh, back, sizeof(back), &n);
 }
 
+static void client_locked(struct t *t, uint32_t ip)
+{
+	client_locked_via(t, ip, 0);
+}
+
 /* A fake host on @ip: its portmapper on @pmap, bound, and a statd. */
 static void host_open(struct host *c, uint32_t ip, int pmap)
 {
@@ -166,7 +187,8 @@ static void host_open(struct host *c, uint32_t ip, int pmap)
 	c->answers = true;
 }
 
-static int setup(void **state)
+/* The route listens on @listen (0: the wildcard address; @v6: [::], dual-stack). */
+static int setup_at(void **state, uint32_t listen, bool v6)
 {
 	struct t *t = calloc(1, sizeof(*t));
 	char err[256];
@@ -174,9 +196,15 @@ static int setup(void **state)
 
 	t->base = event_base_new();
 	t->route.name = "t";
-	struct sockaddr_in l = gwt_sin(LISTEN, 2049);
-	memcpy(&t->route.listen.addr, &l, sizeof(l));
-	t->route.listen.addrlen = sizeof(l);
+	struct sockaddr_in l = gwt_sin(listen, 2049);
+	struct sockaddr_in6 l6 = { .sin6_family = AF_INET6, .sin6_port = htons(2049) };
+	if (v6) {
+		memcpy(&t->route.listen.addr, &l6, sizeof(l6));
+		t->route.listen.addrlen = sizeof(l6);
+	} else {
+		memcpy(&t->route.listen.addr, &l, sizeof(l));
+		t->route.listen.addrlen = sizeof(l);
+	}
 	/* A port free on the server's and both clients' addresses, for the portmappers. */
 	int pmaps[3];
 	assert_int_equal(gwt_udp_bind_common((const uint32_t[]){ SERVER, CLIENT_A, CLIENT_B }, 3,
@@ -210,6 +238,21 @@ static int setup(void **state)
 	assert_non_null(t->cb);
 	*state = t;
 	return 0;
+}
+
+static int setup(void **state)
+{
+	return setup_at(state, LISTEN, false);
+}
+
+static int setup_wildcard(void **state)
+{
+	return setup_at(state, 0, false);
+}
+
+static int setup_wildcard6(void **state)
+{
+	return setup_at(state, 0, true);
 }
 
 static int teardown(void **state)
@@ -326,11 +369,14 @@ static void test_silent_client_given_up_after_timeout(void **state)
 static void test_gateway_restart_tells_the_saved_clients(void **state)
 {
 	struct t *t = *state;
-	struct gw_host hosts[2];
+	struct nlm_peer hosts[2] = { 0 };
 	struct sockaddr_in sa = gwt_sin(CLIENT_A, 0), sb = gwt_sin(CLIENT_B, 0);
 
-	assert_true(gw_host_from_sockaddr(&hosts[0], (struct sockaddr *)&sa, sizeof(sa)));
-	assert_true(gw_host_from_sockaddr(&hosts[1], (struct sockaddr *)&sb, sizeof(sb)));
+	assert_true(gw_host_from_sockaddr(&hosts[0].host, (struct sockaddr *)&sa, sizeof(sa)));
+	assert_true(gw_host_from_sockaddr(&hosts[1].host, (struct sockaddr *)&sb, sizeof(sb)));
+	/* The list is a file: B's address called, not the route's, is not taken. */
+	struct sockaddr_in v1 = gwt_sin(VIA_1, 0);
+	assert_true(gw_host_from_sockaddr(&hosts[1].via, (struct sockaddr *)&v1, sizeof(v1)));
 	client_locked(t, CLIENT_A); /* a reclaim already back: stays recorded */
 	assert_int_equal(nlm_notify_gateway_restarted(t->nt, hosts, 2, 1234567), 2);
 	gwt_spin_for(t->base, 300, hosts_serve, t);
@@ -347,7 +393,7 @@ static void test_gateway_restart_tells_the_saved_clients(void **state)
 	assert_int_equal(nlm_notify_pending(t->nt), 0);
 
 	/* Bounded: with max_clients 1024, 2000 hosts tell 1024 and count the rest. */
-	static struct gw_host many[2000];
+	static struct nlm_peer many[2000];
 	for (size_t i = 0; i < 2000; i++)
 		many[i] = hosts[i % 2];
 	assert_int_equal(nlm_notify_gateway_restarted(t->nt, many, 2000, 1234569), 1024);
@@ -365,10 +411,10 @@ static void test_gateway_restart_tells_the_saved_clients(void **state)
 static void test_resend_from_a_new_port(void **state)
 {
 	struct t *t = *state;
-	struct gw_host host;
+	struct nlm_peer host = { 0 };
 	struct sockaddr_in sa = gwt_sin(CLIENT_A, 0);
 
-	assert_true(gw_host_from_sockaddr(&host, (struct sockaddr *)&sa, sizeof(sa)));
+	assert_true(gw_host_from_sockaddr(&host.host, (struct sockaddr *)&sa, sizeof(sa)));
 	t->a.ignore_first_getport = true;
 	assert_int_equal(nlm_notify_gateway_restarted(t->nt, &host, 1, 1234571), 1);
 	gwt_spin_for(t->base, 300, hosts_serve, t);
@@ -379,6 +425,78 @@ static void test_resend_from_a_new_port(void **state)
 	assert_int_equal(t->a.state, 1234571);
 	assert_int_equal(nlm_notify_stats(t->nt)->restart_delivered, 1);
 	assert_int_equal(nlm_notify_pending(t->nt), 0);
+}
+
+/*
+ * A route on the wildcard address: a client's statd knows its server by
+ * the address it mounted, one of this host's several. The server's reboot
+ * reaches A from the address its lock call reached, named as mon_name;
+ * the gateway's restart tells each saved host from the address saved with
+ * it, and one saved without (a list of the previous version), or with an
+ * address not this host's, from the address the kernel sends from toward
+ * it, named likewise, never "0.0.0.0".
+ */
+static void test_wildcard_route_notifies_from_the_address_called(void **state)
+{
+	struct t *t = *state;
+	char from[INET_ADDRSTRLEN];
+
+	client_locked_via(t, CLIENT_A, VIA_1);
+	assert_true(notify_from(t, t->server, nsm_port(t), 96, 13));
+	gwt_spin_for(t->base, 300, hosts_serve, t);
+	assert_int_equal(t->a.notifies, 1);
+	assert_int_equal(t->a.from, VIA_1);
+	assert_string_equal(t->a.mon_name, "127.0.0.5");
+
+	struct nlm_peer hosts[2] = { 0 };
+	struct sockaddr_in sa = gwt_sin(CLIENT_A, 0), sb = gwt_sin(CLIENT_B, 0);
+	struct sockaddr_in v2 = gwt_sin(VIA_2, 0);
+	assert_true(gw_host_from_sockaddr(&hosts[0].host, (struct sockaddr *)&sa, sizeof(sa)));
+	assert_true(gw_host_from_sockaddr(&hosts[0].via, (struct sockaddr *)&v2, sizeof(v2)));
+	assert_true(gw_host_from_sockaddr(&hosts[1].host, (struct sockaddr *)&sb, sizeof(sb)));
+	assert_int_equal(nlm_notify_gateway_restarted(t->nt, hosts, 2, 1234573), 2);
+	gwt_spin_for(t->base, 300, hosts_serve, t);
+	assert_int_equal(t->a.notifies, 2);
+	assert_int_equal(t->a.from, VIA_2);
+	assert_string_equal(t->a.mon_name, "127.0.0.6");
+	assert_int_equal(t->b.notifies, 1);
+	struct in_addr bf = { htonl(t->b.from) };
+	assert_non_null(inet_ntop(AF_INET, &bf, from, sizeof(from)));
+	assert_string_equal(t->b.mon_name, from);
+	assert_string_not_equal(t->b.mon_name, "0.0.0.0");
+	assert_int_equal(nlm_notify_stats(t->nt)->restart_delivered, 2);
+
+	struct sockaddr_in foreign = gwt_sin(0xc0000263, 0); /* 192.0.2.99: not this host's */
+	assert_true(
+		gw_host_from_sockaddr(&hosts[0].via, (struct sockaddr *)&foreign, sizeof(foreign)));
+	assert_int_equal(nlm_notify_gateway_restarted(t->nt, hosts, 1, 1234575), 1);
+	gwt_spin_for(t->base, 300, hosts_serve, t);
+	assert_int_equal(t->a.notifies, 3);
+	assert_int_equal(t->a.from, t->b.from); /* the kernel's choice toward 127/8 */
+	assert_string_equal(t->a.mon_name, from);
+}
+
+/*
+ * A route on [::] (dual-stack) whose client reached it over IPv4: told
+ * over IPv4, from and naming the address the kernel sends from toward it
+ * when the list names none.
+ */
+static void test_dual_stack_route_tells_an_ipv4_client(void **state)
+{
+	struct t *t = *state;
+	struct nlm_peer host = { 0 };
+	struct sockaddr_in sa = gwt_sin(CLIENT_A, 0);
+
+	assert_true(gw_host_from_sockaddr(&host.host, (struct sockaddr *)&sa, sizeof(sa)));
+	assert_int_equal(nlm_notify_gateway_restarted(t->nt, &host, 1, 1234577), 1);
+	gwt_spin_for(t->base, 300, hosts_serve, t);
+	assert_int_equal(t->a.notifies, 1);
+	assert_int_equal(t->a.state, 1234577);
+	struct in_addr af = { htonl(t->a.from) }; /* named as sent, not "::" */
+	char from[INET_ADDRSTRLEN];
+	assert_non_null(inet_ntop(AF_INET, &af, from, sizeof(from)));
+	assert_string_equal(t->a.mon_name, from);
+	assert_int_equal(nlm_notify_stats(t->nt)->restart_delivered, 1);
 }
 
 /* Bad arguments: GARBAGE_ARGS, nothing relayed. */
@@ -410,6 +528,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_resend_from_a_new_port, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gateway_restart_tells_the_saved_clients, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_wildcard_route_notifies_from_the_address_called, setup_wildcard,
+			teardown),
+		cmocka_unit_test_setup_teardown(test_dual_stack_route_tells_an_ipv4_client,
+						setup_wildcard6, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

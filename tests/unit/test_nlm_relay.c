@@ -325,7 +325,7 @@ static void test_reclaim_converted_in_the_gateway_grace(void **state)
 	assert_int_equal(nlm_relay_stats(rl)->grace_refused, 3);
 
 	/* The server's own reboot ends the window: its grace wants real reclaims. */
-	struct gw_host hs[4];
+	struct nlm_peer hs[4];
 	nlm_relay_set_reclaim_window(rl, gw_now_us() + 60 * 1000000ull);
 	nlm_relay_server_rebooted(rl, hs, 4);
 	len = lock_flags(msg, sizeof(msg), 7, 10, true, false);
@@ -1222,7 +1222,7 @@ static void test_release_queue_full_counted(void **state)
 	struct nlm_relay *rl = release_relay(&c, 8, 4);
 	struct side_service_peer pa = gwt_side_peer(0x0a090002, 800),
 				 pb = gwt_side_peer(0x0a090003, 800);
-	struct gw_host hs[4];
+	struct nlm_peer hs[4];
 
 	link_room = 0; /* nothing answered: all stay queued */
 	for (uint32_t f = 0; f < 4; f++) {

@@ -282,9 +282,10 @@ static void limits_refuse_and_count(void **state)
 static void clients_survive_restart(void **state)
 {
 	struct nlm_state *st = new_state(16, 64, 32);
-	struct gw_host a = host4(0x0a000001), idle = host4(0x0a000003);
+	struct gw_host a = host4(0x0a000001), idle = host4(0x0a000003), via = host4(0xc0000202);
 	struct sockaddr_in6 s6 = { .sin6_family = AF_INET6 };
-	struct gw_host v6, got[8];
+	struct gw_host v6;
+	struct nlm_peer got[8];
 	struct nlm_owner_id o;
 	char dir[] = "/tmp/nlmstateXXXXXX", path[256], err[256];
 	size_t n;
@@ -304,6 +305,7 @@ static void clients_survive_restart(void **state)
 
 	assert_int_equal(nlm_state_owner(st, &a, 1, bytes("1"), &o), 0);
 	assert_int_equal(nlm_state_record_lock(st, &o, 4, FH_A, 0, 1), 0);
+	nlm_state_client_via(st, &o, &via); /* the address of the gateway's it called */
 	assert_int_equal(nlm_state_owner(st, &v6, 1, bytes("1"), &o), 0);
 	assert_int_equal(nlm_state_record_lock(st, &o, 4, FH_A, 1, 1), 0);
 	assert_int_equal(nlm_state_owner(st, &idle, 1, bytes("1"), &o), 0); /* no lock */
@@ -312,17 +314,33 @@ static void clients_survive_restart(void **state)
 
 	assert_int_equal(nlm_state_load_clients(path, got, 8, &n, err, sizeof(err)), 0);
 	assert_int_equal(n, 2);
-	assert_memory_equal(&got[0], &a, sizeof(a));
-	assert_memory_equal(&got[1], &v6, sizeof(v6));
+	assert_memory_equal(&got[0].host, &a, sizeof(a));
+	assert_memory_equal(&got[0].via, &via, sizeof(via));
+	assert_memory_equal(&got[1].host, &v6, sizeof(v6));
+	assert_int_equal(got[1].via.family, 0); /* not known: none saved */
 	assert_int_equal(nlm_state_load_clients(path, got, 1, &n, err, sizeof(err)), -EBADMSG);
 	assert_non_null(strstr(err, ":3: more than 1"));
 
 	FILE *f = fopen(path, "a");
-	fputs("10.0.0.300\n", f);
+	fputs("10.0.0.9 192.0.2.300\n", f);
 	fclose(f);
 	assert_int_equal(nlm_state_load_clients(path, got, 8, &n, err, sizeof(err)), -EBADMSG);
-	assert_non_null(strstr(err, ":4: not an address"));
+	assert_non_null(strstr(err, ":4: not an address and the address called: \"10.0.0.9 "));
 	assert_int_equal(n, 0);
+
+	/* The previous version's list, addresses only, is read: the address called unknown. */
+	f = fopen(path, "w");
+	fputs("rpcrdma-gw nlm clients 1\n10.0.0.1\n", f);
+	fclose(f);
+	assert_int_equal(nlm_state_load_clients(path, got, 8, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, 1);
+	assert_memory_equal(&got[0].host, &a, sizeof(a));
+	assert_int_equal(got[0].via.family, 0);
+	f = fopen(path, "a");
+	fputs("10.0.0.2 192.0.2.2\n", f); /* version 1 has no second address */
+	fclose(f);
+	assert_int_equal(nlm_state_load_clients(path, got, 8, &n, err, sizeof(err)), -EBADMSG);
+	assert_non_null(strstr(err, ":3: not an address: "));
 
 	f = fopen(path, "w");
 	fputs("10.0.0.1\n", f);

@@ -165,7 +165,7 @@ static void test_nsm_state_and_client_list_through_planted_names(void **state)
 	snprintf(path, sizeof(path), "%s/nfs.nlm-clients", d->path);
 	snprintf(planted, sizeof(planted), "%s.tmp", path);
 	assert_int_equal(symlink(d->victim, planted), 0);
-	struct gw_host hosts[4];
+	struct nlm_peer hosts[4];
 	size_t n = 99;
 	struct nlm_state_limits lim = { 0 }; /* the defaults */
 	struct nlm_state *ns = nlm_state_new(&lim, 1);

@@ -41,17 +41,24 @@ enum {
  * after a restart) goes to another gateway and leaves a UDP connection entry
  * there (300 s by default) for that pair of ports. A fresh port is a fresh
  * entry, scheduled to this gateway once the director has it back.
+ *
+ * Each send leaves from the gateway's address the client called, and names
+ * it as mon_name: the client's statd matches the notification against the
+ * server it mounted by that name or by the source address. A route on one
+ * address has no choice; one on the wildcard has several, and the kernel
+ * would pick the source by the route back.
  */
 struct nt_slot {
 	bool used;
 	bool have_port; /* its statd's port is known: SM_NOTIFY sent */
-	int fd;		/* -1, or the socket of the last send, bound to the listen address */
+	int fd;		/* -1, or the socket of the last send, bound to @from */
 	struct event *read_ev;
 	struct nlm_notify *nt;
 	uint32_t xid;
 	struct gw_host client;
-	struct sockaddr_storage to;
-	socklen_t tolen;
+	struct sockaddr_storage to, from; /* @from: the address the client called */
+	socklen_t tolen, fromlen;
+	char mon_name[INET6_ADDRSTRLEN]; /* @from's, as the client mounted it */
 	uint64_t sent_us;
 	struct gw_backoff backoff; /* the delay before sending again */
 	uint32_t len, getport_len;
@@ -62,14 +69,13 @@ struct nt_slot {
 struct nlm_notify {
 	struct nlm_notify_config cfg;
 	struct gw_host server;
-	char mon_name[INET6_ADDRSTRLEN]; /* the listen address, as the clients mounted it */
 	bool have_state;
 	int32_t state;	     /* the server's last state relayed */
 	int32_t round_state; /* the state the clients are told now */
 	bool restart_round;  /* the round tells of the gateway's restart, not the server's */
 	uint64_t deadline_us;
 	struct nt_slot *slots;
-	struct gw_host *queue; /* max_clients hosts still to start, from qhead to qlen */
+	struct nlm_peer *queue; /* max_clients hosts still to start, from qhead to qlen */
 	uint32_t qhead, qlen, live;
 	struct event_base *base;
 	struct event *timer;
@@ -94,8 +100,13 @@ static void slot_close(struct nt_slot *s)
 static bool slot_socket(struct nlm_notify *nt, struct nt_slot *s)
 {
 	slot_close(s);
-	/* From the listen address: the server the client mounted, whose reboot its statd awaits. */
-	s->fd = gw_udp_socket_at(&nt->cfg.route->listen.addr, nt->cfg.route->listen.addrlen);
+	/* From the server the client mounted, whose reboot its statd awaits. */
+	s->fd = gw_udp_socket_at(&s->from, s->fromlen);
+	if (s->fd < 0 && errno == EADDRNOTAVAIL) {
+		/* The address it called is gone from this host: the kernel's choice then. */
+		struct sockaddr_storage any = { .ss_family = s->to.ss_family };
+		s->fd = gw_udp_socket_at(&any, s->tolen);
+	}
 	if (s->fd >= 0) {
 		s->read_ev = event_new(nt->base, s->fd, EV_READ | EV_PERSIST, on_client_read, s);
 		if (s->read_ev && event_add(s->read_ev, NULL) == 0)
@@ -121,16 +132,17 @@ static void send_current(struct nlm_notify *nt, struct nt_slot *s, bool fresh)
 }
 
 /* SM_NOTIFY's stat_chge: mon_name, state. 0 when it does not fit. */
-static size_t encode_notify(struct nlm_notify *nt, uint32_t xid, uint8_t *out, size_t cap)
+static size_t encode_notify(struct nlm_notify *nt, const struct nt_slot *s, uint8_t *out,
+			    size_t cap)
 {
-	size_t h = rpc_encode_call_hdr(out, cap, xid, NSM_PROG, NSM_VERS, NSMPROC_NOTIFY);
-	uint32_t nl = (uint32_t)strlen(nt->mon_name);
+	size_t h = rpc_encode_call_hdr(out, cap, s->xid, NSM_PROG, NSM_VERS, NSMPROC_NOTIFY);
+	uint32_t nl = (uint32_t)strlen(s->mon_name);
 
 	if (!h || cap - h < 4 + xdr_align(nl) + 4)
 		return 0;
 	xdr_put32(out + h, nl);
 	memset(out + h + 4, 0, xdr_align(nl));
-	memcpy(out + h + 4, nt->mon_name, nl);
+	memcpy(out + h + 4, s->mon_name, nl);
 	xdr_put32(out + h + 4 + xdr_align(nl), (uint32_t)nt->round_state);
 	return h + 4 + xdr_align(nl) + 4;
 }
@@ -150,9 +162,40 @@ static bool xid_in_use(void *arg, uint32_t xid)
 	return find_xid(arg, xid) != NULL;
 }
 
-/* Start telling @host: ask its portmapper for its statd first. */
-static bool start_slot(struct nlm_notify *nt, struct nt_slot *s, const struct gw_host *host)
+/*
+ * Where @s's sends leave from, and its mon_name: the address the client
+ * called when known; else the listen address; else, on the wildcard, the
+ * one the kernel sends from toward the client (of the client's family,
+ * where an IPv4 client reached a dual-stack [::]).
+ */
+static bool slot_from(struct nlm_notify *nt, struct nt_slot *s, const struct gw_host *via)
 {
+	const struct gw_route *r = nt->cfg.route;
+	struct gw_host name = *via;
+
+	if (via->family) {
+		gw_host_to_sockaddr(via, 0, &s->from, &s->fromlen);
+	} else if (gw_addr_is_wildcard(&r->listen.addr)) {
+		s->fromlen = sizeof(s->from);
+		if (!gw_udp_source_toward((const struct sockaddr *)&s->to, s->tolen, &s->from,
+					  &s->fromlen))
+			return false;
+	} else {
+		/* As configured: an IPv6 link-local address keeps its scope. */
+		memcpy(&s->from, &r->listen.addr, sizeof(s->from));
+		s->fromlen = r->listen.addrlen;
+	}
+	if (!via->family &&
+	    !gw_host_from_sockaddr(&name, (const struct sockaddr *)&s->from, s->fromlen))
+		return false;
+	return gw_host_str(&name, s->mon_name, sizeof(s->mon_name)) != NULL;
+}
+
+/* Start telling @p's host: ask its portmapper for its statd first. */
+static bool start_slot(struct nlm_notify *nt, struct nt_slot *s, const struct nlm_peer *p)
+{
+	const struct gw_host *host = &p->host;
+
 	slot_close(s);
 	memset(s, 0, offsetof(struct nt_slot, msg));
 	s->fd = -1;
@@ -164,6 +207,8 @@ static bool start_slot(struct nlm_notify *nt, struct nt_slot *s, const struct gw
 	if (!s->getport_len)
 		return false;
 	gw_host_to_sockaddr(host, nt->cfg.pmap_port, &s->to, &s->tolen);
+	if (!slot_from(nt, s, &p->via))
+		return false;
 	gw_backoff_init(&s->backoff, nt->cfg.retry_ms, NT_MAX_BACKOFF_MS);
 	s->used = true;
 	nt->live++;
@@ -216,7 +261,7 @@ static void client_reply(struct nlm_notify *nt, struct nt_slot *s, const uint8_t
 		}
 		s->have_port = true;
 		s->xid = gw_random_xid(xid_in_use, nt);
-		s->len = (uint32_t)encode_notify(nt, s->xid, s->msg, sizeof(s->msg));
+		s->len = (uint32_t)encode_notify(nt, s, s->msg, sizeof(s->msg));
 		if (!s->len) {
 			end_slot(nt, s, false, "the SM_NOTIFY did not encode");
 			return;
@@ -339,12 +384,51 @@ static void server_rebooted(struct nlm_notify *nt, int32_t state)
 	start_queued(nt);
 }
 
-size_t nlm_notify_gateway_restarted(struct nlm_notify *nt, const struct gw_host *hosts, size_t n,
+/*
+ * The addresses called in a saved list are read from a file: one a send
+ * may leave from is the listen address, or on the wildcard one of this
+ * host's. Another is forgotten (the listen address stands in, warned).
+ */
+static void forget_foreign_vias(struct nlm_notify *nt, size_t n)
+{
+	const struct gw_route *r = nt->cfg.route;
+	struct gw_host listen = { 0 }, *vias = NULL;
+	bool *ours = NULL, known;
+	size_t forgotten = 0;
+
+	if (gw_addr_is_wildcard(&r->listen.addr)) {
+		vias = calloc(n ? n : 1, sizeof(*vias));
+		ours = calloc(n ? n : 1, sizeof(*ours));
+		for (size_t i = 0; vias && i < n; i++)
+			vias[i] = nt->queue[i].via;
+		known = vias && ours && gw_hosts_are_local(vias, n, ours);
+	} else {
+		known = gw_host_from_sockaddr(&listen, (const struct sockaddr *)&r->listen.addr,
+					      r->listen.addrlen);
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct gw_host *v = &nt->queue[i].via;
+		bool kept = known && (ours ? ours[i] : gw_host_equal(v, &listen));
+		if (v->family && !kept) {
+			v->family = 0;
+			forgotten++;
+		}
+	}
+	free(vias);
+	free(ours);
+	if (forgotten)
+		gw_warn("%s: nlm notify: %zu client host%s of the saved list named an address "
+			"called that is not this route's: told from the listen address instead",
+			r->name, forgotten, forgotten == 1 ? "" : "s");
+}
+
+size_t nlm_notify_gateway_restarted(struct nlm_notify *nt, const struct nlm_peer *hosts, size_t n,
 				    int32_t state)
 {
 	size_t q = n < nt->cfg.max_clients ? n : nt->cfg.max_clients;
 
 	memcpy(nt->queue, hosts, q * sizeof(*hosts));
+	forget_foreign_vias(nt, q);
 	q = start_round(nt, n, state, true);
 	nt->stats.restart_clients += q;
 	gw_info("%s: nlm notify: this gateway restarted (SM_NOTIFY state %d): telling %zu client "
@@ -412,16 +496,6 @@ size_t nlm_notify_on_call(struct nlm_notify *nt, const struct sockaddr *peer, so
 
 /* ---- start and stop ----------------------------------------------------------------- */
 
-static bool listen_name(struct nlm_notify *nt)
-{
-	const struct sockaddr_storage *la = &nt->cfg.route->listen.addr;
-	const void *a = la->ss_family == AF_INET6
-				? (const void *)&((const struct sockaddr_in6 *)la)->sin6_addr
-				: (const void *)&((const struct sockaddr_in *)la)->sin_addr;
-
-	return inet_ntop(la->ss_family, a, nt->mon_name, sizeof(nt->mon_name)) != NULL;
-}
-
 struct nlm_notify *nlm_notify_start(struct event_base *base, const struct nlm_notify_config *cfg,
 				    const struct sockaddr *server, socklen_t server_len, char *err,
 				    size_t errlen)
@@ -446,9 +520,6 @@ struct nlm_notify *nlm_notify_start(struct event_base *base, const struct nlm_no
 		nt->slots[i].fd = -1;
 	nt->queue = calloc(nt->cfg.max_clients, sizeof(*nt->queue));
 	if (!nt->slots || !nt->queue || !gw_host_from_sockaddr(&nt->server, server, server_len))
-		goto fail;
-	what = "the listen address";
-	if (!listen_name(nt))
 		goto fail;
 	/* The sockets are made per send (struct nt_slot): this one only checks the address. */
 	what = "the socket toward clients' statd";

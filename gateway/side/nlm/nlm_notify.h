@@ -12,9 +12,10 @@
  * notification from the server's address with a state number not relayed
  * before makes the route forget its lock records (the server has lost the
  * locks) and notify each client host that had some: its portmapper (port
- * 111 of the client) for NSM v1 UDP, then SM_NOTIFY there from the route's
- * listen address, with that address as mon_name (what the client's statd
- * monitors: the server it mounted) and the server's state passed through.
+ * 111 of the client) for NSM v1 UDP, then SM_NOTIFY there from the address
+ * the client called (recorded with its locks; the listen address when not
+ * known), with that address as mon_name (what the client's statd monitors:
+ * the server it mounted) and the server's state passed through.
  * The client's lockd then reclaims its locks through the relay, which
  * passes the reclaim flag and records them again.
  *
@@ -39,7 +40,7 @@ struct gw_route;
 struct nlm_notify;
 
 struct nlm_notify_config {
-	const struct gw_route *route; /* its listen address: the sender and mon_name */
+	const struct gw_route *route; /* its listen address: the sender when none is known */
 	struct gw_counters *counters; /* the route's */
 	struct nlm_relay *relay;      /* the lock records, and so the clients to tell */
 	uint16_t pmap_port;	      /* the clients' portmapper (111) */
@@ -87,11 +88,11 @@ size_t nlm_notify_on_call(struct nlm_notify *nt, const struct sockaddr *peer, so
  * locks through the previous instance, nlm_state_load_clients()) that
  * "its server rebooted", with @state (the gateway's own NSM state, larger
  * than any before), as a server reboot's round does: SM_NOTIFY from the
- * listen address, bounded and re-sent until timeout_ms. Their lockd then
+ * address each called, bounded and re-sent until timeout_ms. Their lockd then
  * reclaim (nlm_relay_set_reclaim_window()). Replaces a round still going.
  * Returns how many are told (at most max_clients; the rest counted).
  */
-size_t nlm_notify_gateway_restarted(struct nlm_notify *nt, const struct gw_host *hosts, size_t n,
+size_t nlm_notify_gateway_restarted(struct nlm_notify *nt, const struct nlm_peer *hosts, size_t n,
 				    int32_t state);
 
 /* Clients being notified or queued now. */

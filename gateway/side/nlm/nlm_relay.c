@@ -783,7 +783,7 @@ void nlm_relay_holder_view(struct nlm_relay *rl, const struct gw_host *host, str
 	nlm_state_holder_view(rl->st, host, h);
 }
 
-size_t nlm_relay_server_rebooted(struct nlm_relay *rl, struct gw_host *hosts, size_t max)
+size_t nlm_relay_server_rebooted(struct nlm_relay *rl, struct nlm_peer *hosts, size_t max)
 {
 	size_t n = nlm_state_server_rebooted(rl->st, hosts, max);
 

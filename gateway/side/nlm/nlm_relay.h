@@ -172,7 +172,7 @@ void nlm_relay_holder_view(struct nlm_relay *rl, const struct gw_host *host, str
  * The server rebooted (its SM_NOTIFY): the client hosts that held locks in
  * @hosts (the first @max; their count returned, which may be more); the lock records forgotten.
  */
-size_t nlm_relay_server_rebooted(struct nlm_relay *rl, struct gw_host *hosts, size_t max);
+size_t nlm_relay_server_rebooted(struct nlm_relay *rl, struct nlm_peer *hosts, size_t max);
 
 /*
  * The server was told NLM_DENIED for its GRANTED of @owner's lock on @fh

@@ -841,7 +841,7 @@ size_t nlm_state_client_rebooted(struct nlm_state *st, const struct gw_host *hos
 	return n;
 }
 
-size_t nlm_state_server_rebooted(struct nlm_state *st, struct gw_host *hosts, size_t max)
+size_t nlm_state_server_rebooted(struct nlm_state *st, struct nlm_peer *hosts, size_t max)
 {
 	size_t n = 0;
 
@@ -851,7 +851,7 @@ size_t nlm_state_server_rebooted(struct nlm_state *st, struct gw_host *hosts, si
 		if (!c->used || !c->lock_head)
 			continue;
 		if (n < max)
-			hosts[n] = c->host;
+			hosts[n] = (struct nlm_peer){ .host = c->host, .via = c->via };
 		n++;
 		while (c->lock_head)
 			release_record(st, c, &c->lock_head);
@@ -900,11 +900,13 @@ bool nlm_state_client_notified(struct nlm_state *st, const struct gw_host *host,
 
 /* ---- the client list across restarts ------------------------------------------ */
 
-static const char nlm_clients_magic[] = "rpcrdma-gw nlm clients 1";
+/* Version 2 adds the address called; version 1's lines are read as before. */
+static const char nlm_clients_magic[] = "rpcrdma-gw nlm clients 2";
+static const char nlm_clients_magic_v1[] = "rpcrdma-gw nlm clients 1";
 
 int nlm_state_save_clients(const struct nlm_state *st, const char *path, char *err, size_t errlen)
 {
-	char tmp[4096], addr[INET6_ADDRSTRLEN];
+	char tmp[4096], addr[INET6_ADDRSTRLEN], via[INET6_ADDRSTRLEN];
 	FILE *f;
 	int rc = 0;
 	int fd = gw_statefile_create(path, 0600, tmp, sizeof(tmp));
@@ -921,8 +923,12 @@ int nlm_state_save_clients(const struct nlm_state *st, const char *path, char *e
 	fprintf(f, "%s\n", nlm_clients_magic);
 	for (uint32_t i = 0; i < st->lim.max_clients; i++) {
 		const struct nlm_client *c = &st->clients[i];
-		if (c->used && c->locks &&
-		    inet_ntop(c->host.family, c->host.addr, addr, sizeof(addr)))
+		if (!c->used || !c->locks ||
+		    !inet_ntop(c->host.family, c->host.addr, addr, sizeof(addr)))
+			continue;
+		if (c->via.family && inet_ntop(c->via.family, c->via.addr, via, sizeof(via)))
+			fprintf(f, "%s %s\n", addr, via);
+		else
 			fprintf(f, "%s\n", addr);
 	}
 	/* The data reaches the disk before the rename makes it the list. */
@@ -953,11 +959,26 @@ static bool parse_host(const char *s, struct gw_host *h)
 	return false;
 }
 
-int nlm_state_load_clients(const char *path, struct gw_host *hosts, size_t max, size_t *n,
+/* "ADDRESS[ VIA]" (@v2), or "ADDRESS"; false for anything else. */
+static bool parse_peer(char *line, bool v2, struct nlm_peer *p)
+{
+	char *sp = v2 ? strchr(line, ' ') : NULL;
+
+	memset(&p->via, 0, sizeof(p->via));
+	if (sp) {
+		*sp = '\0';
+		if (!parse_host(sp + 1, &p->via))
+			return false;
+	}
+	return parse_host(line, &p->host);
+}
+
+int nlm_state_load_clients(const char *path, struct nlm_peer *hosts, size_t max, size_t *n,
 			   char *err, size_t errlen)
 {
-	char line[128];
+	char line[128], shown[72];
 	unsigned lineno = 0;
+	bool v2 = false;
 	int rc = 0;
 	int fd = gw_statefile_open_read(path); /* never through a planted symlink */
 	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
@@ -980,7 +1001,8 @@ int nlm_state_load_clients(const char *path, struct gw_host *hosts, size_t max, 
 		}
 		line[len - 1] = '\0';
 		if (lineno == 1) {
-			if (strcmp(line, nlm_clients_magic) != 0) {
+			v2 = strcmp(line, nlm_clients_magic) == 0;
+			if (!v2 && strcmp(line, nlm_clients_magic_v1) != 0) {
 				snprintf(err, errlen, "%s:1: not a client list (want \"%s\")", path,
 					 nlm_clients_magic);
 				rc = -EBADMSG;
@@ -993,9 +1015,10 @@ int nlm_state_load_clients(const char *path, struct gw_host *hosts, size_t max, 
 			rc = -EBADMSG;
 			break;
 		}
-		if (!parse_host(line, &hosts[*n])) {
-			snprintf(err, errlen, "%s:%u: not an address: \"%.64s\"", path, lineno,
-				 line);
+		snprintf(shown, sizeof(shown), "%.64s", line);
+		if (!parse_peer(line, v2, &hosts[*n])) {
+			snprintf(err, errlen, "%s:%u: not %s: \"%s\"", path, lineno,
+				 v2 ? "an address and the address called" : "an address", shown);
 			rc = -EBADMSG;
 			break;
 		}

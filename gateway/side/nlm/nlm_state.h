@@ -103,6 +103,17 @@ struct nlm_client_owner {
 	struct nlm_bytes oh; /* the state's copy, valid until the owner is forgotten */
 };
 
+/*
+ * A client host to tell of a reboot, and the gateway's address it called
+ * (family 0: unknown): the SM_NOTIFY leaves from there and names it, for
+ * the client's statd knows its server by the name it mounted (a route on
+ * the wildcard address has several).
+ */
+struct nlm_peer {
+	struct gw_host host;
+	struct gw_host via;
+};
+
 /* What to send upstream for one lock (or share) of a rebooted client. */
 struct nlm_unlock {
 	uint32_t vers;
@@ -246,17 +257,20 @@ bool nlm_state_client_notified(struct nlm_state *st, const struct gw_host *host,
  * lock record is forgotten; the owners stay, so that the clients' reclaims
  * come back under the same upstream owners and are recorded again.
  */
-size_t nlm_state_server_rebooted(struct nlm_state *st, struct gw_host *hosts, size_t max);
+size_t nlm_state_server_rebooted(struct nlm_state *st, struct nlm_peer *hosts, size_t max);
 
 /*
  * The client hosts that hold locks, kept across a gateway restart so that
  * the relay can tell them (SM_NOTIFY) their locks are gone. Saved as text,
- * one address a line under a version line, atomically (a temporary file,
- * fsync, rename). Load gives at most @max hosts in @hosts and their count;
- * -ENOENT for no file, -EBADMSG with the line in @err for a corrupt one.
+ * a line per host under a version line ("ADDRESS" and, when known, a space
+ * and the gateway's address it called), atomically (a temporary file,
+ * fsync, rename). Load takes this version and the previous one (addresses
+ * only: via unknown) and gives at most @max hosts in @hosts and their
+ * count; -ENOENT for no file, -EBADMSG with the line in @err for a corrupt
+ * one.
  */
 int nlm_state_save_clients(const struct nlm_state *st, const char *path, char *err, size_t errlen);
-int nlm_state_load_clients(const char *path, struct gw_host *hosts, size_t max, size_t *n,
+int nlm_state_load_clients(const char *path, struct nlm_peer *hosts, size_t max, size_t *n,
 			   char *err, size_t errlen);
 
 /*
