@@ -29,24 +29,10 @@
 #include "common/clock.h"
 #include "gateway/forward/forward_priv.h"
 
+#include "support/fakeclock.h"
 #include "support/qosclasses.h"
 
-static uint64_t fake_now = 1000000;
-static struct event_base *loop_base;
 static int pauses, resumes;
-
-uint64_t __wrap_gw_now_pass_us(void);
-uint64_t __wrap_gw_now_pass_us(void)
-{
-	return fake_now;
-}
-
-struct event_base *__wrap_gw_engine_base(const struct gw_engine *eng);
-struct event_base *__wrap_gw_engine_base(const struct gw_engine *eng)
-{
-	(void)eng;
-	return loop_base;
-}
 
 void __wrap_tcp_conn_pause_read(struct tcp_conn *c);
 void __wrap_tcp_conn_pause_read(struct tcp_conn *c)
@@ -133,16 +119,16 @@ static int setup(void **state)
 
 	if (!f)
 		return -1;
-	loop_base = event_base_new();
+	gwt_fake_base = event_base_new();
 	if (!gwt_qos_classes(f->classes, &f->cfg)) {
-		event_base_free(loop_base);
+		event_base_free(gwt_fake_base);
 		free(f);
 		return -1;
 	}
 	f->cfg.queue_limit = 64;
 	f->route.cfg = &f->cfg;
 	f->route.qos = &f->map;
-	if (!loop_base || !qos_map_init(&f->map, 2, 1))
+	if (!gwt_fake_base || !qos_map_init(&f->map, 2, 1))
 		return -1;
 	client_init(f, &f->a, 1, "192.0.2.1");
 	client_init(f, &f->b, 2, "192.0.2.2");
@@ -163,7 +149,7 @@ static int teardown(void **state)
 		fwd_qos_free(&all[i]->s);
 	qos_map_fini(&f->map);
 	gwt_qos_classes_free(f->classes);
-	event_base_free(loop_base);
+	event_base_free(gwt_fake_base);
 	free(f);
 	return 0;
 }
@@ -183,12 +169,7 @@ static struct fwd_call *send_call(struct client *cl, uint32_t bytes, bool write)
 /* The clock moves on by @us and the session's timer, if it is due, fires. */
 static void tick(struct client *cl, uint64_t us)
 {
-	fake_now += us;
-	if (cl->s.qos_timer && event_pending(cl->s.qos_timer, EV_TIMEOUT, NULL)) {
-		event_del(cl->s.qos_timer);
-		event_active(cl->s.qos_timer, EV_TIMEOUT, 1);
-		event_base_loop(loop_base, EVLOOP_NONBLOCK);
-	}
+	gwt_fake_tick(cl->s.qos_timer, us);
 }
 
 static uint32_t id(struct client *cl, uint32_t index)

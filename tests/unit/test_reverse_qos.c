@@ -33,25 +33,11 @@
 #include "gateway/reverse/reverse_priv.h"
 
 #include "support/bufsrc.h"
+#include "support/fakeclock.h"
 #include "support/qosclasses.h"
 #include "support/rdmahdr.h"
 
-static uint64_t fake_now = 1000000;
-static struct event_base *loop_base;
 static int unregistered;
-
-uint64_t __wrap_gw_now_pass_us(void);
-uint64_t __wrap_gw_now_pass_us(void)
-{
-	return fake_now;
-}
-
-struct event_base *__wrap_gw_engine_base(const struct gw_engine *eng);
-struct event_base *__wrap_gw_engine_base(const struct gw_engine *eng)
-{
-	(void)eng;
-	return loop_base;
-}
 
 /* The session is freed (rev_maybe_free()'s last step before free()). */
 void __wrap_gw_session_unregister(struct gw_session *s);
@@ -152,9 +138,9 @@ static struct rev_session *session_new(struct fixture *f, uint64_t id, const cha
 	TAILQ_INIT(&s->qosq.head);
 	TAILQ_INIT(&s->sqq.head);
 	TAILQ_INIT(&s->bcq);
-	s->retry_timer = evtimer_new(loop_base, rev_up_retry, s);
-	s->call_timer = evtimer_new(loop_base, rev_call_timeout, s);
-	s->mem_ev = evtimer_new(loop_base, rev_mem_wake, s);
+	s->retry_timer = evtimer_new(gwt_fake_base, rev_up_retry, s);
+	s->call_timer = evtimer_new(gwt_fake_base, rev_call_timeout, s);
+	s->mem_ev = evtimer_new(gwt_fake_base, rev_mem_wake, s);
 	assert_non_null(s->mem_ev);
 	sin->sin_family = AF_INET;
 	assert_int_equal(inet_pton(AF_INET, addr, &sin->sin_addr), 1);
@@ -181,9 +167,9 @@ static int setup(void **state)
 
 	if (!f)
 		return -1;
-	loop_base = event_base_new();
+	gwt_fake_base = event_base_new();
 	if (!gwt_qos_classes(f->classes, &f->cfg)) {
-		event_base_free(loop_base);
+		event_base_free(gwt_fake_base);
 		free(f);
 		return -1;
 	}
@@ -191,7 +177,7 @@ static int setup(void **state)
 	f->cfg.max_session_memory = UINT32_MAX;
 	f->route.cfg = &f->cfg;
 	f->route.qos = &f->map;
-	if (!loop_base || !qos_map_init(&f->map, 2, 1))
+	if (!gwt_fake_base || !qos_map_init(&f->map, 2, 1))
 		return -1;
 	f->a = session_new(f, 1, "192.0.2.1");
 	f->b = session_new(f, 2, "192.0.2.2");
@@ -212,7 +198,7 @@ static int teardown(void **state)
 	}
 	qos_map_fini(&f->map);
 	gwt_qos_classes_free(f->classes);
-	event_base_free(loop_base);
+	event_base_free(gwt_fake_base);
 	free(f);
 	return 0;
 }
@@ -242,12 +228,7 @@ static struct rev_call *send_call(struct rev_session *s, uint32_t bytes, bool wr
 /* The clock moves on by @us and the session's timer, if it is due, fires. */
 static void tick(struct rev_session *s, uint64_t us)
 {
-	fake_now += us;
-	if (s->qos_timer && event_pending(s->qos_timer, EV_TIMEOUT, NULL)) {
-		event_del(s->qos_timer);
-		event_active(s->qos_timer, EV_TIMEOUT, 1);
-		event_base_loop(loop_base, EVLOOP_NONBLOCK);
-	}
+	gwt_fake_tick(s->qos_timer, us);
 }
 
 static uint32_t id(const struct rev_session *s, uint32_t index)
@@ -389,7 +370,7 @@ static void test_close_with_calls_held(void **state)
 	assert_int_equal(nsent, 1);
 	assert_int_equal(f->a->qosq.n, 2);
 	assert_int_equal(f->map.stats[0].throttled_now, 1);
-	fake_now += 20000;
+	gwt_fake_now_us += 20000;
 	struct sockaddr_storage peer = f->a->peer;
 	session_close(&f->a);
 	assert_int_equal(nsent, 1);
