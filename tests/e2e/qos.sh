@@ -14,7 +14,8 @@
 # the gateway over RDMA (192.0.2.2:20050), the gateway relays over TCP to nfsd
 # (192.0.2.1:2049, a TCP listener added for this phase); the client is in class "backup"
 # at 4 MB/s and copies E2E_QOS_SHORT_MB MiB (a 6 s window, for the job's budget): its
-# rate within the same band, its checksum intact, its time held counted in /stats.
+# rate within the same band, its checksum intact, its time held counted in /stats; then
+# the same SIGHUP step: the raised limit applies to the RDMA client's running copy.
 set -u
 source "$GW_SRC/tests/e2e/lib/gw-e2e.sh"
 gwvm-net
@@ -114,6 +115,34 @@ phase() {
         /usr/bin/python3 -c "import sys; sys.exit(not ($calls >= $MB and $held > 0))"
 }
 
+# reload_phase LABEL NS_OR_EMPTY MNT CMD...: a copy twice as long as a phase's, still
+# going in the second after the reload; CMD... writes the configuration with the limit
+# raised to 16 MB/s, then SIGHUP. The copy's rate in the second before and after it.
+reload_phase() {
+    local label=$1 ns=$2 mnt=$3 pid b0 b1 b2 t0 t1 t2 before after
+    shift 3
+    use_source $((2 * SHORT_MB))
+    copy_in "$ns" "$mnt" "reload-$label" "$E2E_WORK/reload-$label" &
+    pid=$!
+    sleep 2
+    b0=$(gw_jq "s['routes'][0]['qos'][0]['bytes_to_server']"); t0=$(now_s)
+    sleep 1
+    "$@"
+    b1=$(gw_jq "s['routes'][0]['qos'][0]['bytes_to_server']"); t1=$(now_s)
+    kill -HUP "$GW_PID"
+    sleep 1
+    b2=$(gw_jq "s['routes'][0]['qos'][0]['bytes_to_server']"); t2=$(now_s)
+    check "$label SIGHUP: reloaded" grep -q "configuration reloaded" "$GW_LOG"
+    wait "$pid"
+    took "$E2E_WORK/reload-$label" "reload-$label"
+    after=$(/usr/bin/python3 -c "print('%.2f' % (($b2 - $b1) / 1e6 / ($t2 - $t1)))")
+    before=$(/usr/bin/python3 -c "print('%.2f' % (($b1 - $b0) / 1e6 / ($t1 - $t0)))")
+    echo "qos $label reload: the running copy went at $before MB/s, then $after MB/s in the second after the limit was raised to 16 (from 4)"
+    check "$label SIGHUP: the raised limit applies to the running copy ($after MB/s > 6)" \
+        /usr/bin/python3 -c "import sys; sys.exit(not $after > 6)"
+    check_sum "reload-$label"
+}
+
 # ---- one upstream connection per client ----
 use_source "$LONG_MB"
 gw_config 0 4
@@ -130,42 +159,25 @@ gw_config 2 4
 gw_start shared "$E2E_WORK/gw.json" || e2e_finish
 mount_fast
 phase shared
-# A copy twice as long, so that it is still going in the second after the reload.
-use_source $((2 * SHORT_MB))
-copy_in c2 /mnt/slow reload "$E2E_WORK/reload" &
-pid=$!
-sleep 2
-b0=$(gw_jq "s['routes'][0]['qos'][0]['bytes_to_server']"); t0=$(now_s)
-sleep 1
-gw_config 2 16
-b1=$(gw_jq "s['routes'][0]['qos'][0]['bytes_to_server']"); t1=$(now_s)
-kill -HUP "$GW_PID"
-sleep 1
-b2=$(gw_jq "s['routes'][0]['qos'][0]['bytes_to_server']"); t2=$(now_s)
-check "SIGHUP: reloaded" grep -q "configuration reloaded" "$GW_LOG"
-wait "$pid"
-took "$E2E_WORK/reload" reload
-after=$(/usr/bin/python3 -c "print('%.2f' % (($b2 - $b1) / 1e6 / ($t2 - $t1)))")
-before=$(/usr/bin/python3 -c "print('%.2f' % (($b1 - $b0) / 1e6 / ($t1 - $t0)))")
-echo "qos reload: the running copy went at $before MB/s, then $after MB/s in the second after the limit was raised to 16 (from 4)"
-check "SIGHUP: the raised limit applies to the running copy ($after MB/s > 6)" \
-    /usr/bin/python3 -c "import sys; sys.exit(not $after > 6)"
-check_sum reload
+reload_phase shared c2 /mnt/slow gw_config 2 16
 umount /mnt/fast
 gw_stop
 grep -E "error|warning" "$GW_LOG" | head -20
 
 # ---- a reverse route: the RDMA client limited, nfsd reached over TCP ----
 echo "tcp 2049" >/proc/fs/nfsd/portlist || fail "a TCP listener for nfsd"
-cat >"$E2E_WORK/gw.json" <<JSON
+rev_config() { # rev_config MB_PER_S
+    cat >"$E2E_WORK/gw.json" <<JSON
 { "workers": 1,
   "qos_classes": { "backup": { "clients": ["192.0.2.0/24"], "program": 100003,
-                               "procedures": "writes", "to_server_mb_s": 4 } },
+                               "procedures": "writes", "to_server_mb_s": $1 } },
   "routes": [ { "name": "rev", "mode": "reverse",
                 "listen": "rdma://192.0.2.2:20050", "upstream": "tcp://192.0.2.1:2049",
                 "qos": ["backup"] } ],
   "stats": { "listen": "127.0.0.1:9464" } }
 JSON
+}
+rev_config 4
 use_source "$SHORT_MB"
 gw_start reverse "$E2E_WORK/gw.json" || e2e_finish
 mkdir -p /mnt/rev
@@ -181,6 +193,7 @@ if mount -t nfs -o vers=3,proto=rdma,port=20050 192.0.2.2:/export /mnt/rev; then
     held=$(gw_jq "s['routes'][0]['qos'][0]['throttled_seconds']")
     check "reverse: /stats counts the class's calls ($calls) and the time its client was held ($held s)" \
         /usr/bin/python3 -c "import sys; sys.exit(not ($calls >= $MB and $held > 0))"
+    reload_phase reverse "" /mnt/rev rev_config 16
     umount /mnt/rev
 else
     fail "mount NFSv3 over RDMA through the reverse gateway"
