@@ -14,8 +14,9 @@
 # the gateway over RDMA (192.0.2.2:20050), the gateway relays over TCP to nfsd
 # (192.0.2.1:2049, a TCP listener added for this phase); the client is in class "backup"
 # at 4 MB/s and copies E2E_QOS_SHORT_MB MiB (a 6 s window, for the job's budget): its
-# rate within the same band, its checksum intact, its time held counted in /stats; then
-# the same SIGHUP step: the raised limit applies to the RDMA client's running copy.
+# rate within the same band, its checksum intact, its time held counted in /stats. The
+# same again on a reverse route with shared TCP connections (upstream_connections 2),
+# then the SIGHUP step there: the raised limit applies to the RDMA client's running copy.
 set -u
 source "$GW_SRC/tests/e2e/lib/gw-e2e.sh"
 gwvm-net
@@ -166,39 +167,46 @@ grep -E "error|warning" "$GW_LOG" | head -20
 
 # ---- a reverse route: the RDMA client limited, nfsd reached over TCP ----
 echo "tcp 2049" >/proc/fs/nfsd/portlist || fail "a TCP listener for nfsd"
-rev_config() { # rev_config MB_PER_S
+rev_config() { # rev_config UPSTREAM_CONNECTIONS MB_PER_S
     cat >"$E2E_WORK/gw.json" <<JSON
 { "workers": 1,
   "qos_classes": { "backup": { "clients": ["192.0.2.0/24"], "program": 100003,
-                               "procedures": "writes", "to_server_mb_s": $1 } },
-  "routes": [ { "name": "rev", "mode": "reverse",
+                               "procedures": "writes", "to_server_mb_s": $2 } },
+  "routes": [ { "name": "rev", "mode": "reverse", "upstream_connections": $1,
                 "listen": "rdma://192.0.2.2:20050", "upstream": "tcp://192.0.2.1:2049",
                 "qos": ["backup"] } ],
   "stats": { "listen": "127.0.0.1:9464" } }
 JSON
 }
-rev_config 4
-use_source "$SHORT_MB"
-gw_start reverse "$E2E_WORK/gw.json" || e2e_finish
-mkdir -p /mnt/rev
-if mount -t nfs -o vers=3,proto=rdma,port=20050 192.0.2.2:/export /mnt/rev; then
-    check "the reverse mount is RDMA to the gateway" grep -q "/mnt/rev nfs.*proto=rdma.*addr=192.0.2.2" /proc/mounts
-    copy_in "" /mnt/rev rev "$E2E_WORK/rev"
-    took "$E2E_WORK/rev" rev
-    secs=$(cat "$E2E_WORK/rev.s"); lrate=$(rate "$MB" "$secs")
-    echo "qos reverse: the RDMA client went at $lrate MB/s over $secs s (limit 4)"
-    limited_within reverse "$lrate"
-    check_sum rev
-    calls=$(gw_jq "s['routes'][0]['qos'][0]['calls']")
-    held=$(gw_jq "s['routes'][0]['qos'][0]['throttled_seconds']")
-    check "reverse: /stats counts the class's calls ($calls) and the time its client was held ($held s)" \
-        /usr/bin/python3 -c "import sys; sys.exit(not ($calls >= $MB and $held > 0))"
-    reload_phase reverse "" /mnt/rev rev_config 16
-    umount /mnt/rev
-else
-    fail "mount NFSv3 over RDMA through the reverse gateway"
-fi
-gw_check_quiet
-gw_stop
-grep -E "error|warning" "$GW_LOG" | head -20
+# rev_phase LABEL UPSTREAM_CONNECTIONS [reload]: the RDMA client's copy at 4 MB/s; with
+# "reload", the SIGHUP step after it.
+rev_phase() {
+    local label=$1 conns=$2 secs lrate calls held
+    rev_config "$conns" 4
+    use_source "$SHORT_MB"
+    gw_start "$label" "$E2E_WORK/gw.json" || return
+    mkdir -p /mnt/rev
+    if mount -t nfs -o vers=3,proto=rdma,port=20050 192.0.2.2:/export /mnt/rev; then
+        check "$label: the mount is RDMA to the gateway" grep -q "/mnt/rev nfs.*proto=rdma.*addr=192.0.2.2" /proc/mounts
+        copy_in "" /mnt/rev "$label" "$E2E_WORK/$label"
+        took "$E2E_WORK/$label" "$label"
+        secs=$(cat "$E2E_WORK/$label.s"); lrate=$(rate "$MB" "$secs")
+        echo "qos $label: the RDMA client went at $lrate MB/s over $secs s (limit 4)"
+        limited_within "$label" "$lrate"
+        check_sum "$label"
+        calls=$(gw_jq "s['routes'][0]['qos'][0]['calls']")
+        held=$(gw_jq "s['routes'][0]['qos'][0]['throttled_seconds']")
+        check "$label: /stats counts the class's calls ($calls) and the time its client was held ($held s)" \
+            /usr/bin/python3 -c "import sys; sys.exit(not ($calls >= $MB and $held > 0))"
+        [[ ${3:-} == reload ]] && reload_phase "$label" "" /mnt/rev rev_config "$conns" 16
+        umount /mnt/rev
+    else
+        fail "$label: mount NFSv3 over RDMA through the gateway"
+    fi
+    gw_check_quiet
+    gw_stop
+    grep -E "error|warning" "$GW_LOG" | head -20
+}
+rev_phase reverse 0
+rev_phase reverse-shared 2 reload
 e2e_finish
