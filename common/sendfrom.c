@@ -2,8 +2,6 @@
 #include "common/sendfrom.h"
 
 #include <errno.h>
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <netinet/in.h>
 #include <stdint.h>
 #include <string.h>
@@ -39,53 +37,6 @@ bool gw_udp_source_toward(const struct sockaddr *to, socklen_t tolen, struct soc
 		close(fd);
 	errno = e;
 	return ok;
-}
-
-static socklen_t ifa_len(const struct sockaddr *sa)
-{
-	if (sa && sa->sa_family == AF_INET)
-		return sizeof(struct sockaddr_in);
-	if (sa && sa->sa_family == AF_INET6)
-		return sizeof(struct sockaddr_in6);
-	return 0;
-}
-
-/*
- * @h is @a's address, or, @a being a loopback interface's, within its
- * prefix: Linux routes a loopback address's whole prefix (127.0.0.0/8) to
- * this host.
- */
-static bool ifa_has(const struct ifaddrs *a, const struct gw_host *h)
-{
-	struct gw_host addr, mask;
-
-	if (!gw_host_from_sockaddr(&addr, a->ifa_addr, ifa_len(a->ifa_addr)) ||
-	    addr.family != h->family)
-		return false;
-	if (!(a->ifa_flags & IFF_LOOPBACK) ||
-	    !gw_host_from_sockaddr(&mask, a->ifa_netmask, ifa_len(a->ifa_netmask)))
-		return gw_host_equal(&addr, h);
-	size_t n = h->family == AF_INET ? 4 : 16;
-	for (size_t i = 0; i < n; i++) {
-		if ((addr.addr[i] & mask.addr[i]) != (h->addr[i] & mask.addr[i]))
-			return false;
-	}
-	return true;
-}
-
-bool gw_hosts_are_local(const struct gw_host *hosts, size_t n, bool *ours)
-{
-	struct ifaddrs *ifs;
-
-	if (getifaddrs(&ifs) != 0)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		ours[i] = false;
-		for (const struct ifaddrs *a = ifs; a && !ours[i]; a = a->ifa_next)
-			ours[i] = ifa_has(a, &hosts[i]);
-	}
-	freeifaddrs(ifs);
-	return true;
 }
 
 bool gw_send_from(int fd, const void *msg, size_t len, const struct sockaddr *to, socklen_t tolen,

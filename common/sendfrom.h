@@ -39,15 +39,4 @@ int gw_udp_socket_at(const struct sockaddr_storage *addr, socklen_t len);
 bool gw_udp_source_toward(const struct sockaddr *to, socklen_t tolen, struct sockaddr_storage *out,
 			  socklen_t *outlen);
 
-struct gw_host;
-
-/*
- * Whether each of @hosts (@n) is an address of this host now, in @ours
- * (getifaddrs(3), read once; a loopback interface's whole prefix, as Linux
- * routes it): an address read from a file may name another host's, which a
- * socket could still bind where ip_nonlocal_bind is set.
- * False with errno when the addresses cannot be read.
- */
-bool gw_hosts_are_local(const struct gw_host *hosts, size_t n, bool *ours);
-
 #endif

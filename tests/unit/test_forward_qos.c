@@ -166,7 +166,7 @@ static struct fwd_call *send_call(struct client *cl, uint32_t bytes, bool write)
 	return c;
 }
 
-/* The clock moves on by @us and the session's timer, if it is due, fires. */
+/* The clock moves on by @us and the session's timer, if pending, fires (gwt_fake_tick()). */
 static void tick(struct client *cl, uint64_t us)
 {
 	gwt_fake_tick(cl->s.qos_timer, us);

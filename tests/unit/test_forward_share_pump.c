@@ -166,6 +166,11 @@ void __wrap_rdma_dev_wait_for_buffers(struct rdma_dev *dev, struct rdma_pool_wai
 		fail_msg("the pool ran dry: the test sizes it for every call");
 }
 
+/*
+ * Its own stand-in, not support/fakeclock's (which would also fake the pass
+ * clock): this test runs on the real clock. Using a gwt_fake_* symbol here
+ * would link both definitions, and the link would fail.
+ */
 struct event_base *__wrap_gw_engine_base(const struct gw_engine *eng)
 {
 	(void)eng;

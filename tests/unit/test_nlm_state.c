@@ -305,7 +305,9 @@ static void clients_survive_restart(void **state)
 
 	assert_int_equal(nlm_state_owner(st, &a, 1, bytes("1"), &o), 0);
 	assert_int_equal(nlm_state_record_lock(st, &o, 4, FH_A, 0, 1), 0);
-	nlm_state_client_via(st, &o, &via); /* the address of the gateway's it called */
+	nlm_state_client_via(st, &o, &via, true); /* the address of the gateway's it called */
+	struct gw_host forged = host4(0xc00002ff);
+	nlm_state_client_via(st, &o, &forged, false); /* a datagram does not replace it */
 	assert_int_equal(nlm_state_owner(st, &v6, 1, bytes("1"), &o), 0);
 	assert_int_equal(nlm_state_record_lock(st, &o, 4, FH_A, 1, 1), 0);
 	assert_int_equal(nlm_state_owner(st, &idle, 1, bytes("1"), &o), 0); /* no lock */

@@ -225,7 +225,7 @@ static struct rev_call *send_call(struct rev_session *s, uint32_t bytes, bool wr
 	return c;
 }
 
-/* The clock moves on by @us and the session's timer, if it is due, fires. */
+/* The clock moves on by @us and the session's timer, if pending, fires (gwt_fake_tick()). */
 static void tick(struct rev_session *s, uint64_t us)
 {
 	gwt_fake_tick(s->qos_timer, us);

@@ -15,6 +15,7 @@
 
 #include "common/backoff.h"
 #include "common/clock.h"
+#include "common/localaddr.h"
 #include "common/log.h"
 #include "common/random.h"
 #include "common/sendfrom.h"
@@ -46,7 +47,8 @@ enum {
  * it as mon_name: the client's statd matches the notification against the
  * server it mounted by that name or by the source address. A route on one
  * address has no choice; one on the wildcard has several, and the kernel
- * would pick the source by the route back.
+ * would pick the source by the route back. The address called is judged at
+ * each send (slot_from()).
  */
 struct nt_slot {
 	bool used;
@@ -56,7 +58,8 @@ struct nt_slot {
 	struct nlm_notify *nt;
 	uint32_t xid;
 	struct gw_host client;
-	struct sockaddr_storage to, from; /* @from: the address the client called */
+	struct gw_host via; /* the address it called, as recorded (family 0: unknown) */
+	struct sockaddr_storage to, from; /* @from: where the last send left from */
 	socklen_t tolen, fromlen;
 	char mon_name[INET6_ADDRSTRLEN]; /* @from's, as the client mounted it */
 	uint64_t sent_us;
@@ -96,23 +99,72 @@ static void slot_close(struct nt_slot *s)
 	s->fd = -1;
 }
 
-/* Replace @s's socket with one on a new port; false (logged) if none can be made. */
+static size_t encode_notify(struct nlm_notify *nt, const struct nt_slot *s, uint8_t *out,
+			    size_t cap);
+
+/*
+ * Where @s's next send leaves from, and its mon_name. A route on one
+ * address: that address, as configured (an IPv6 link-local one keeps its
+ * scope). On the wildcard: the address the client called when @use_via and
+ * it is one of this host's unicast addresses now, of the client's family
+ * (a forged call's broadcast destination is not, and an address read from
+ * the saved list may name another host's, or a virtual address not yet
+ * up: judged again at each send); else the address the kernel sends from
+ * toward the client. False (errno set) when there is none: no route to it.
+ */
+static bool slot_from(struct nlm_notify *nt, struct nt_slot *s, bool use_via)
+{
+	const struct gw_route *r = nt->cfg.route;
+	const struct gw_host *v = &s->via;
+	struct gw_host name;
+
+	if (!gw_addr_is_wildcard(&r->listen.addr)) {
+		memcpy(&s->from, &r->listen.addr, sizeof(s->from));
+		s->fromlen = r->listen.addrlen;
+	} else if (use_via && v->family == s->client.family &&
+		   !(v->family == AF_INET6 && IN6_IS_ADDR_LINKLOCAL((const void *)v->addr)) &&
+		   gw_host_is_local(v)) {
+		gw_host_to_sockaddr(v, 0, &s->from, &s->fromlen);
+	} else {
+		s->fromlen = sizeof(s->from);
+		if (!gw_udp_source_toward((const struct sockaddr *)&s->to, s->tolen, &s->from,
+					  &s->fromlen))
+			return false;
+	}
+	if (!gw_host_from_sockaddr(&name, (const struct sockaddr *)&s->from, s->fromlen)) {
+		errno = EAFNOSUPPORT;
+		return false;
+	}
+	gw_host_str(&name, s->mon_name, sizeof(s->mon_name));
+	return true;
+}
+
+/*
+ * Replace @s's socket with one on a new port, from where slot_from() says
+ * (its SM_NOTIFY encoded again, naming it); false (logged) if none can be
+ * made.
+ */
 static bool slot_socket(struct nlm_notify *nt, struct nt_slot *s)
 {
 	slot_close(s);
-	/* From the server the client mounted, whose reboot its statd awaits. */
-	s->fd = gw_udp_socket_at(&s->from, s->fromlen);
-	if (s->fd < 0 && errno == EADDRNOTAVAIL) {
-		/* The address it called is gone from this host: the kernel's choice then. */
-		struct sockaddr_storage any = { .ss_family = s->to.ss_family };
-		s->fd = gw_udp_socket_at(&any, s->tolen);
+	errno = 0;
+	if (slot_from(nt, s, true)) {
+		s->fd = gw_udp_socket_at(&s->from, s->fromlen);
+		/* The address was there a moment ago: the kernel's choice then. */
+		if (s->fd < 0 && errno == EADDRNOTAVAIL && slot_from(nt, s, false))
+			s->fd = gw_udp_socket_at(&s->from, s->fromlen);
 	}
+	if (s->fd >= 0 && s->have_port)
+		s->len = (uint32_t)encode_notify(nt, s, s->msg, sizeof(s->msg));
 	if (s->fd >= 0) {
 		s->read_ev = event_new(nt->base, s->fd, EV_READ | EV_PERSIST, on_client_read, s);
 		if (s->read_ev && event_add(s->read_ev, NULL) == 0)
 			return true;
 	}
-	gw_warn("%s: nlm notify: no socket toward clients' statd: %s", nt->cfg.route->name,
+	char who[INET6_ADDRSTRLEN];
+	gw_warn("%s: nlm notify: no socket toward client %s's statd (tried again at the next "
+		"send): %s",
+		nt->cfg.route->name, gw_host_str(&s->client, who, sizeof(who)),
 		strerror(errno ? errno : ENOMEM));
 	slot_close(s);
 	return false;
@@ -121,12 +173,11 @@ static bool slot_socket(struct nlm_notify *nt, struct nt_slot *s)
 /* Send @s's current call; from a new port when @fresh (a first send or a re-send). */
 static void send_current(struct nlm_notify *nt, struct nt_slot *s, bool fresh)
 {
-	const uint8_t *m = s->have_port ? s->msg : s->getport;
-	size_t n = s->have_port ? s->len : s->getport_len;
-
 	s->sent_us = gw_now_us();
 	if ((fresh || s->fd < 0) && !slot_socket(nt, s))
 		return; /* tried again at the next re-send */
+	const uint8_t *m = s->have_port ? s->msg : s->getport;
+	size_t n = s->have_port ? s->len : s->getport_len;
 	if (sendto(s->fd, m, n, 0, (const struct sockaddr *)&s->to, s->tolen) < 0)
 		gw_debug("%s: nlm notify: sendto: %s", nt->cfg.route->name, strerror(errno));
 }
@@ -162,35 +213,6 @@ static bool xid_in_use(void *arg, uint32_t xid)
 	return find_xid(arg, xid) != NULL;
 }
 
-/*
- * Where @s's sends leave from, and its mon_name: the address the client
- * called when known; else the listen address; else, on the wildcard, the
- * one the kernel sends from toward the client (of the client's family,
- * where an IPv4 client reached a dual-stack [::]).
- */
-static bool slot_from(struct nlm_notify *nt, struct nt_slot *s, const struct gw_host *via)
-{
-	const struct gw_route *r = nt->cfg.route;
-	struct gw_host name = *via;
-
-	if (via->family) {
-		gw_host_to_sockaddr(via, 0, &s->from, &s->fromlen);
-	} else if (gw_addr_is_wildcard(&r->listen.addr)) {
-		s->fromlen = sizeof(s->from);
-		if (!gw_udp_source_toward((const struct sockaddr *)&s->to, s->tolen, &s->from,
-					  &s->fromlen))
-			return false;
-	} else {
-		/* As configured: an IPv6 link-local address keeps its scope. */
-		memcpy(&s->from, &r->listen.addr, sizeof(s->from));
-		s->fromlen = r->listen.addrlen;
-	}
-	if (!via->family &&
-	    !gw_host_from_sockaddr(&name, (const struct sockaddr *)&s->from, s->fromlen))
-		return false;
-	return gw_host_str(&name, s->mon_name, sizeof(s->mon_name)) != NULL;
-}
-
 /* Start telling @p's host: ask its portmapper for its statd first. */
 static bool start_slot(struct nlm_notify *nt, struct nt_slot *s, const struct nlm_peer *p)
 {
@@ -201,14 +223,13 @@ static bool start_slot(struct nlm_notify *nt, struct nt_slot *s, const struct nl
 	s->fd = -1;
 	s->nt = nt;
 	s->client = *host;
+	s->via = p->via;
 	s->xid = gw_random_xid(xid_in_use, nt);
 	s->getport_len = (uint32_t)pmap_encode_udp_lookup(s->getport, sizeof(s->getport), s->xid,
 							  host->family, NSM_PROG, NSM_VERS);
 	if (!s->getport_len)
 		return false;
 	gw_host_to_sockaddr(host, nt->cfg.pmap_port, &s->to, &s->tolen);
-	if (!slot_from(nt, s, &p->via))
-		return false;
 	gw_backoff_init(&s->backoff, nt->cfg.retry_ms, NT_MAX_BACKOFF_MS);
 	s->used = true;
 	nt->live++;
@@ -384,51 +405,12 @@ static void server_rebooted(struct nlm_notify *nt, int32_t state)
 	start_queued(nt);
 }
 
-/*
- * The addresses called in a saved list are read from a file: one a send
- * may leave from is the listen address, or on the wildcard one of this
- * host's. Another is forgotten (the listen address stands in, warned).
- */
-static void forget_foreign_vias(struct nlm_notify *nt, size_t n)
-{
-	const struct gw_route *r = nt->cfg.route;
-	struct gw_host listen = { 0 }, *vias = NULL;
-	bool *ours = NULL, known;
-	size_t forgotten = 0;
-
-	if (gw_addr_is_wildcard(&r->listen.addr)) {
-		vias = calloc(n ? n : 1, sizeof(*vias));
-		ours = calloc(n ? n : 1, sizeof(*ours));
-		for (size_t i = 0; vias && i < n; i++)
-			vias[i] = nt->queue[i].via;
-		known = vias && ours && gw_hosts_are_local(vias, n, ours);
-	} else {
-		known = gw_host_from_sockaddr(&listen, (const struct sockaddr *)&r->listen.addr,
-					      r->listen.addrlen);
-	}
-	for (size_t i = 0; i < n; i++) {
-		struct gw_host *v = &nt->queue[i].via;
-		bool kept = known && (ours ? ours[i] : gw_host_equal(v, &listen));
-		if (v->family && !kept) {
-			v->family = 0;
-			forgotten++;
-		}
-	}
-	free(vias);
-	free(ours);
-	if (forgotten)
-		gw_warn("%s: nlm notify: %zu client host%s of the saved list named an address "
-			"called that is not this route's: told from the listen address instead",
-			r->name, forgotten, forgotten == 1 ? "" : "s");
-}
-
 size_t nlm_notify_gateway_restarted(struct nlm_notify *nt, const struct nlm_peer *hosts, size_t n,
 				    int32_t state)
 {
 	size_t q = n < nt->cfg.max_clients ? n : nt->cfg.max_clients;
 
 	memcpy(nt->queue, hosts, q * sizeof(*hosts));
-	forget_foreign_vias(nt, q);
 	q = start_round(nt, n, state, true);
 	nt->stats.restart_clients += q;
 	gw_info("%s: nlm notify: this gateway restarted (SM_NOTIFY state %d): telling %zu client "

@@ -398,7 +398,7 @@ encode:
 		struct gw_host via;
 		if (gw_host_from_sockaddr(&via, (const struct sockaddr *)&peer->local,
 					  sizeof(peer->local)))
-			nlm_state_client_via(rl->st, &id, &via);
+			nlm_state_client_via(rl->st, &id, &via, peer->conn_id != 0);
 	}
 	if (cap < h->args_off ||
 	    nlm_encode_args(&a, out + h->args_off, cap - h->args_off, &m) != 0) {

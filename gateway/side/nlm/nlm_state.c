@@ -38,6 +38,7 @@ struct nlm_client {
 	uint32_t lock_head;
 	uint64_t last;	       /* the state's tick when one of its owners was last asked for */
 	struct gw_host via;    /* where its last call reached the gateway (family 0: unknown) */
+	bool via_connected;    /* @via learned on a TCP connection: no UDP call replaces it */
 	uint32_t hnext, pnext; /* the chains of its host's and its network's hash buckets */
 	uint32_t owner_head;   /* its owners, through nlm_owner.cnext */
 };
@@ -574,12 +575,20 @@ static void collect_owner(struct nlm_state *st, uint32_t slot)
 }
 
 void nlm_state_client_via(struct nlm_state *st, const struct nlm_owner_id *owner,
-			  const struct gw_host *via)
+			  const struct gw_host *via, bool connected)
 {
 	int32_t slot = owner_slot(st, owner->svid, (struct nlm_bytes){ owner->oh, NLM_TOKEN_LEN });
 
-	if (slot >= 0 && via->family)
-		st->clients[st->owners[slot].client - 1].via = *via;
+	if (slot < 0 || !via->family)
+		return;
+	struct nlm_client *c = &st->clients[st->owners[slot].client - 1];
+	/* A datagram's source can be forged; a connection's cannot. */
+	if (c->via_connected && !connected)
+		return;
+	if (c->locks && !gw_host_equal(&c->via, via))
+		st->clients_dirty = true; /* the saved list names it */
+	c->via = *via;
+	c->via_connected |= connected;
 }
 
 bool nlm_state_call_begin(struct nlm_state *st, const struct nlm_owner_id *owner)
@@ -952,11 +961,10 @@ static bool parse_host(const char *s, struct gw_host *h)
 		h->family = AF_INET;
 		return true;
 	}
-	if (inet_pton(AF_INET6, s, h->addr) == 1) {
-		h->family = AF_INET6;
-		return true;
-	}
-	return false;
+	struct sockaddr_in6 s6 = { .sin6_family = AF_INET6 };
+	/* As a socket gives it: ::ffff:a.b.c.d is the IPv4 host. */
+	return inet_pton(AF_INET6, s, &s6.sin6_addr) == 1 &&
+	       gw_host_from_sockaddr(h, (const struct sockaddr *)&s6, sizeof(s6));
 }
 
 /* "ADDRESS[ VIA]" (@v2), or "ADDRESS"; false for anything else. */

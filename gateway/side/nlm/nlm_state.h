@@ -164,12 +164,16 @@ void nlm_state_call_end(struct nlm_state *st, const struct nlm_owner_id *owner, 
 /*
  * @owner's client called the gateway at @via, an address of this host (a
  * route on the wildcard address has several): the calls the gateway makes
- * back to that client (the server's GRANTED) leave from there, for Linux
- * lockd takes a GRANTED only from the address it sent its LOCK to. Family
- * 0 (unknown) keeps what was known. A stale @owner is ignored.
+ * back to that client (the server's GRANTED, the SM_NOTIFY of a reboot)
+ * leave from there, for Linux lockd takes a GRANTED only from the address
+ * it sent its LOCK to, and its statd knows the server by the address
+ * mounted. @connected: learned on a TCP connection, whose source a forger
+ * cannot choose; once the client has such an address, a datagram (whose
+ * source can be forged) does not replace it. Family 0 (unknown) keeps what
+ * was known. A stale @owner is ignored.
  */
 void nlm_state_client_via(struct nlm_state *st, const struct nlm_owner_id *owner,
-			  const struct gw_host *via);
+			  const struct gw_host *via, bool connected);
 
 /*
  * The upstream owner of @host's (@svid, @oh) if it exists: 0, or -ENOENT
