@@ -45,6 +45,12 @@ struct tcp_listener_ops {
 	bool (*admit)(const struct sockaddr *peer, socklen_t len, void *arg);
 	/* An admitted client: fd is non-blocking and close-on-exec; the callee owns it. */
 	void (*accepted)(evutil_socket_t fd, const struct sockaddr *peer, socklen_t len, void *arg);
+	/*
+	 * A port found taken (EADDRINUSE) is the caller's to handle, by trying
+	 * another: not logged as an error (a side service's UDP port, chosen by
+	 * the system, may be held on TCP). Every other failure is logged.
+	 */
+	bool in_use_is_handled;
 };
 
 struct tcp_listener_stats {

@@ -22,6 +22,7 @@
 
 #include <event2/event.h>
 
+#include "common/log.h"
 #include "tcp/listener.h"
 
 #include "support/loop.h"
@@ -100,6 +101,20 @@ static const struct tcp_listener_ops lops = {
 	.admit = on_admit,
 	.accepted = on_accepted,
 };
+
+/* Error lines logged: counted, and printed as the real gw_log() would. */
+static int logged_errors;
+
+void __wrap_gw_log(enum gw_log_level level, const char *fmt, ...);
+void __wrap_gw_log(enum gw_log_level level, const char *fmt, ...)
+{
+	va_list ap;
+
+	logged_errors += level == GW_LOG_ERR;
+	va_start(ap, fmt);
+	gw_vlog(level, fmt, ap);
+	va_end(ap);
+}
 
 static void on_connected(evutil_socket_t fd, int err, void *arg)
 {
@@ -720,6 +735,35 @@ static void test_steered_count_1(void **state)
 }
 
 /*
+ * A port found taken is an error line, unless the caller said it handles
+ * that by trying another (a side service's port pair): then nothing is
+ * logged as an error, and the caller still gets NULL and EADDRINUSE.
+ */
+static void test_port_in_use_logged_unless_handled(void **state)
+{
+	(void)state;
+	struct lh *h = lh_new();
+	struct sockaddr_storage ss, bound;
+	socklen_t len = loopback(&ss, AF_INET, 0), bl;
+	struct tcp_listener *l =
+		tcp_listener_new(h->base, (struct sockaddr *)&ss, len, 0, &lops, h);
+	struct tcp_listener_ops tries = lops;
+
+	assert_non_null(l);
+	assert_int_equal(tcp_listener_local_addr(l, &bound, &bl), 0);
+	tries.in_use_is_handled = true;
+	logged_errors = 0;
+	assert_null(tcp_listener_new(h->base, (struct sockaddr *)&bound, bl, 0, &tries, h));
+	assert_int_equal(errno, EADDRINUSE);
+	assert_int_equal(logged_errors, 0);
+	assert_null(tcp_listener_new(h->base, (struct sockaddr *)&bound, bl, 0, &lops, h));
+	assert_int_equal(errno, EADDRINUSE);
+	assert_int_equal(logged_errors, 1);
+	tcp_listener_free(l);
+	lh_free(h);
+}
+
+/*
  * A second group on an address that has one (another instance of the
  * gateway) is refused at its first listener, as a plain listener would be,
  * rather than joining the running group and taking part of its clients.
@@ -769,6 +813,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rx_timestamps_inherited),
 		cmocka_unit_test(test_accept_ipv4),
+		cmocka_unit_test(test_port_in_use_logged_unless_handled),
 		cmocka_unit_test(test_accept_ipv6),
 		cmocka_unit_test(test_v4_and_v6_on_one_port),
 		cmocka_unit_test(test_admit_refuses),
