@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 
-bool gwt_qos_classes(struct gw_qos_class cls[2], struct gw_route *route)
+/* Fill @cls and give them to @route; false on ENOMEM. */
+static bool gwt_qos_classes(struct gw_qos_class cls[2], struct gw_route *route)
 {
 	cls[0] = (struct gw_qos_class){ .name = "backup",
 					.program = 100003,
@@ -27,8 +28,28 @@ bool gwt_qos_classes(struct gw_qos_class cls[2], struct gw_route *route)
 	return true;
 }
 
-void gwt_qos_classes_free(struct gw_qos_class cls[2])
+static void gwt_qos_classes_free(struct gw_qos_class cls[2])
 {
 	free(cls[0].clients);
 	cls[0].clients = NULL;
+}
+
+bool gwt_qos_route_init(struct gwt_qos_route *q)
+{
+	if (!gwt_qos_classes(q->classes, &q->cfg))
+		return false;
+	q->cfg.queue_limit = 64;
+	q->rt.cfg = &q->cfg;
+	q->rt.qos = &q->map;
+	if (!qos_map_init(&q->map, 2, 1)) {
+		gwt_qos_classes_free(q->classes);
+		return false;
+	}
+	return true;
+}
+
+void gwt_qos_route_fini(struct gwt_qos_route *q)
+{
+	qos_map_fini(&q->map);
+	gwt_qos_classes_free(q->classes);
 }

@@ -12,10 +12,23 @@
 #include <stdbool.h>
 
 #include "conf/config.h"
+#include "gateway/core/session.h"
+#include "gateway/maps/qosmap.h"
 
-/* Fill @cls and give them to @route (qos, qos_count, qos_has_default); false on ENOMEM. */
-bool gwt_qos_classes(struct gw_qos_class cls[2], struct gw_route *route);
-/* Give back what gwt_qos_classes() allocated. */
-void gwt_qos_classes_free(struct gw_qos_class cls[2]);
+/*
+ * A route of the session tests with those classes (qos, qos_count,
+ * qos_has_default): its configuration (queue_limit 64), its run-time half
+ * pointing at it, and its qos map.
+ */
+struct gwt_qos_route {
+	struct gw_qos_class classes[2];
+	struct gw_route cfg;
+	struct gw_route_rt rt;
+	struct qos_map map;
+};
+
+/* Fill @q (zeroed); false on ENOMEM, with nothing left to give back. */
+bool gwt_qos_route_init(struct gwt_qos_route *q);
+void gwt_qos_route_fini(struct gwt_qos_route *q);
 
 #endif

@@ -79,10 +79,7 @@ struct client {
 };
 
 struct fixture {
-	struct gw_qos_class classes[2];
-	struct gw_route cfg;
-	struct gw_route_rt route;
-	struct qos_map map;
+	struct gwt_qos_route q; /* its classes, configuration, run-time route and map */
 	struct client a, b, c;
 	char tcp_stand_in;
 };
@@ -93,7 +90,7 @@ static void client_init(struct fixture *f, struct client *cl, uint64_t id, const
 
 	memset(cl, 0, sizeof(*cl));
 	cl->s.base.id = id;
-	cl->s.base.route = &f->route;
+	cl->s.base.route = &f->q.rt;
 	snprintf(cl->s.base.client, sizeof(cl->s.base.client), "%s", addr);
 	cl->s.state = FS_READY;
 	cl->s.up = &stub_upstream;
@@ -120,16 +117,12 @@ static int setup(void **state)
 	if (!f)
 		return -1;
 	gwt_fake_base = event_base_new();
-	if (!gwt_qos_classes(f->classes, &f->cfg)) {
-		event_base_free(gwt_fake_base);
+	if (!gwt_fake_base || !gwt_qos_route_init(&f->q)) {
+		if (gwt_fake_base)
+			event_base_free(gwt_fake_base);
 		free(f);
 		return -1;
 	}
-	f->cfg.queue_limit = 64;
-	f->route.cfg = &f->cfg;
-	f->route.qos = &f->map;
-	if (!gwt_fake_base || !qos_map_init(&f->map, 2, 1))
-		return -1;
 	client_init(f, &f->a, 1, "192.0.2.1");
 	client_init(f, &f->b, 2, "192.0.2.2");
 	client_init(f, &f->c, 3, "198.51.100.3");
@@ -147,8 +140,7 @@ static int teardown(void **state)
 
 	for (size_t i = 0; i < 3; i++)
 		fwd_qos_free(&all[i]->s);
-	qos_map_fini(&f->map);
-	gwt_qos_classes_free(f->classes);
+	gwt_qos_route_fini(&f->q);
 	event_base_free(gwt_fake_base);
 	free(f);
 	return 0;
@@ -184,13 +176,13 @@ static void test_over_rate_held_in_order(void **state)
 
 	send_call(&f->a, 100000, true); /* the burst: 100 kB */
 	assert_int_equal(nsent, 1);
-	f->classes[0].max_in_flight = 0; /* rate alone here */
+	f->q.classes[0].max_in_flight = 0; /* rate alone here */
 	send_call(&f->a, 100000, true);
 	send_call(&f->a, 1000, false); /* a GETATTR: another class, but behind the held WRITE */
 	assert_int_equal(nsent, 1);
 	assert_int_equal(pauses, 1);
 	assert_true(fwd_qos_holding(&f->a.s));
-	assert_int_equal(f->map.stats[0].throttled_now, 1);
+	assert_int_equal(f->q.map.stats[0].throttled_now, 1);
 	f->a.s.read_paused = true;
 	tick(&f->a, 50000); /* half of what it needs */
 	assert_int_equal(nsent, 1);
@@ -200,10 +192,10 @@ static void test_over_rate_held_in_order(void **state)
 	assert_int_equal(sent[2], id(&f->a, 2));
 	assert_false(fwd_qos_holding(&f->a.s));
 	assert_int_equal(resumes, 1);
-	assert_int_equal(f->map.stats[0].throttled_now, 0);
-	assert_int_equal(f->map.stats[0].throttled_us, 100000);
-	assert_int_equal(f->map.stats[0].calls, 2);
-	assert_int_equal(f->map.stats[1].calls, 1);
+	assert_int_equal(f->q.map.stats[0].throttled_now, 0);
+	assert_int_equal(f->q.map.stats[0].throttled_us, 100000);
+	assert_int_equal(f->q.map.stats[0].calls, 2);
+	assert_int_equal(f->q.map.stats[1].calls, 1);
 }
 
 /* Another client of the class, and a client no class but the default takes, go at once. */
@@ -211,7 +203,7 @@ static void test_others_not_delayed(void **state)
 {
 	struct fixture *f = *state;
 
-	f->classes[0].max_in_flight = 0;
+	f->q.classes[0].max_in_flight = 0;
 	send_call(&f->a, 100000, true);
 	send_call(&f->a, 100000, true); /* held */
 	send_call(&f->b, 100000, true); /* B's own buckets */
@@ -228,7 +220,7 @@ static void test_in_flight_released_by_reply(void **state)
 {
 	struct fixture *f = *state;
 
-	f->classes[0].to_server_bytes_per_s = 0;
+	f->q.classes[0].to_server_bytes_per_s = 0;
 	struct fwd_call *first = send_call(&f->a, 10, true);
 	send_call(&f->a, 10, true);
 	send_call(&f->a, 10, true);
@@ -246,12 +238,12 @@ static void test_reload_raises_limit(void **state)
 {
 	struct fixture *f = *state;
 
-	f->classes[0].max_in_flight = 0;
+	f->q.classes[0].max_in_flight = 0;
 	send_call(&f->a, 100000, true);
 	send_call(&f->a, 1000000, true); /* held: 1 s at 1 MB/s */
 	tick(&f->a, 10000);
 	assert_int_equal(nsent, 1);
-	f->classes[0].to_server_bytes_per_s = 100000000; /* the new configuration's */
+	f->q.classes[0].to_server_bytes_per_s = 100000000; /* the new configuration's */
 	/* The timer was set for 0.1 s (the most a held call waits between looks) */
 	assert_true(event_pending(f->a.s.qos_timer, EV_TIMEOUT, NULL));
 	tick(&f->a, 1000); /* 10 kB + 100 kB of the million it needs */
@@ -265,8 +257,8 @@ static void test_unclassed_goes(void **state)
 {
 	struct fixture *f = *state;
 
-	f->cfg.qos_count = 1;
-	f->cfg.qos_has_default = false;
+	f->q.cfg.qos_count = 1;
+	f->q.cfg.qos_has_default = false;
 	for (int i = 0; i < 10; i++)
 		send_call(&f->c, 1000000, true);
 	assert_int_equal(nsent, 10);
@@ -283,12 +275,12 @@ static void test_close_with_calls_held(void **state)
 	struct fixture *f = *state;
 
 	send_call(&f->a, 100000, true); /* the burst */
-	f->classes[0].max_in_flight = 0;
+	f->q.classes[0].max_in_flight = 0;
 	struct fwd_call *h1 = send_call(&f->a, 100000, true);
 	struct fwd_call *h2 = send_call(&f->a, 1000, false);
 	assert_int_equal(nsent, 1);
 	assert_true(fwd_qos_holding(&f->a.s));
-	assert_int_equal(f->map.stats[0].throttled_now, 1);
+	assert_int_equal(f->q.map.stats[0].throttled_now, 1);
 	tick(&f->a, 20000);
 	f->a.s.state = FS_CLOSING;
 	fwd_qos_close(&f->a.s);
@@ -296,8 +288,8 @@ static void test_close_with_calls_held(void **state)
 	assert_int_equal(nfreed, 2);
 	assert_int_equal(h1->state, FC_FREE);
 	assert_int_equal(h2->state, FC_FREE);
-	assert_int_equal(f->map.stats[0].throttled_now, 0);
-	assert_int_equal(f->map.stats[0].throttled_us, 20000);
+	assert_int_equal(f->q.map.stats[0].throttled_now, 0);
+	assert_int_equal(f->q.map.stats[0].throttled_us, 20000);
 	tick(&f->a, 1000000);
 	assert_int_equal(nsent, 1);
 }

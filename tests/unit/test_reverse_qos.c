@@ -100,10 +100,7 @@ static const struct rev_upstream_ops stub_upstream = { .call = stub_call,
 enum { NCALLS = 16 };
 
 struct fixture {
-	struct gw_qos_class classes[2];
-	struct gw_route cfg;
-	struct gw_route_rt route;
-	struct qos_map map;
+	struct gwt_qos_route q; /* its classes, configuration, run-time route and map */
 	struct rev_session *a, *b, *c;
 	struct gwt_bufsrc bufs; /* receive buffers, where a test needs them */
 };
@@ -116,7 +113,7 @@ static struct rev_session *session_new(struct fixture *f, uint64_t id, const cha
 
 	assert_non_null(s);
 	s->base.id = id;
-	s->base.route = &f->route;
+	s->base.route = &f->q.rt;
 	snprintf(s->base.client, sizeof(s->base.client), "%s", addr);
 	s->state = RS_READY;
 	s->rdma_closed = true; /* no RDMA connection to tear down */
@@ -168,17 +165,13 @@ static int setup(void **state)
 	if (!f)
 		return -1;
 	gwt_fake_base = event_base_new();
-	if (!gwt_qos_classes(f->classes, &f->cfg)) {
-		event_base_free(gwt_fake_base);
+	if (!gwt_fake_base || !gwt_qos_route_init(&f->q)) {
+		if (gwt_fake_base)
+			event_base_free(gwt_fake_base);
 		free(f);
 		return -1;
 	}
-	f->cfg.queue_limit = 64;
-	f->cfg.max_session_memory = UINT32_MAX;
-	f->route.cfg = &f->cfg;
-	f->route.qos = &f->map;
-	if (!gwt_fake_base || !qos_map_init(&f->map, 2, 1))
-		return -1;
+	f->q.cfg.max_session_memory = UINT32_MAX;
 	f->a = session_new(f, 1, "192.0.2.1");
 	f->b = session_new(f, 2, "192.0.2.2");
 	f->c = session_new(f, 3, "198.51.100.3");
@@ -196,8 +189,7 @@ static int teardown(void **state)
 		if (*all[i])
 			session_close(all[i]);
 	}
-	qos_map_fini(&f->map);
-	gwt_qos_classes_free(f->classes);
+	gwt_qos_route_fini(&f->q);
 	event_base_free(gwt_fake_base);
 	free(f);
 	return 0;
@@ -256,7 +248,7 @@ static void test_over_rate_held_in_order(void **state)
 
 	send_call(a, 100000, true); /* the burst: 100 kB */
 	assert_int_equal(nsent, 1);
-	f->classes[0].max_in_flight = 0; /* rate alone here */
+	f->q.classes[0].max_in_flight = 0; /* rate alone here */
 	struct rev_call *h1 = send_call(a, 100000, true);
 	struct rev_call *h2 = send_call(a, 1000, false); /* another class, behind the WRITE */
 	assert_int_equal(nsent, 1);
@@ -266,7 +258,7 @@ static void test_over_rate_held_in_order(void **state)
 	/* Held, they keep their slots and credits: the client can send no more than its grant. */
 	assert_int_equal(a->slots.busy, 3);
 	assert_int_equal(a->outstanding, 3);
-	assert_int_equal(f->map.stats[0].throttled_now, 1);
+	assert_int_equal(f->q.map.stats[0].throttled_now, 1);
 	tick(a, 50000); /* half of what it needs */
 	assert_int_equal(nsent, 1);
 	tick(a, 50000);
@@ -275,10 +267,10 @@ static void test_over_rate_held_in_order(void **state)
 	assert_int_equal(sent[2], id(a, h2->index));
 	assert_int_equal(a->qosq.n, 0);
 	assert_int_equal(h1->state, RC_SENT);
-	assert_int_equal(f->map.stats[0].throttled_now, 0);
-	assert_int_equal(f->map.stats[0].throttled_us, 100000);
-	assert_int_equal(f->map.stats[0].calls, 2);
-	assert_int_equal(f->map.stats[1].calls, 1);
+	assert_int_equal(f->q.map.stats[0].throttled_now, 0);
+	assert_int_equal(f->q.map.stats[0].throttled_us, 100000);
+	assert_int_equal(f->q.map.stats[0].calls, 2);
+	assert_int_equal(f->q.map.stats[1].calls, 1);
 }
 
 /* Another client of the class, and a client only the default takes, go at once. */
@@ -286,7 +278,7 @@ static void test_others_not_delayed(void **state)
 {
 	struct fixture *f = *state;
 
-	f->classes[0].max_in_flight = 0;
+	f->q.classes[0].max_in_flight = 0;
 	send_call(f->a, 100000, true);
 	send_call(f->a, 100000, true); /* held */
 	send_call(f->b, 100000, true); /* B's own buckets */
@@ -307,14 +299,14 @@ static void test_in_flight_released_by_answer(void **state)
 	struct fixture *f = *state;
 	struct rev_session *a = f->a;
 
-	f->classes[0].to_server_bytes_per_s = 0;
+	f->q.classes[0].to_server_bytes_per_s = 0;
 	struct rev_call *first = send_call(a, 10, true);
 	send_call(a, 10, true);
 	struct rev_call *third = send_call(a, 10, true);
 	assert_int_equal(nsent, 2);
 	assert_true(first->qos_admitted);
 	answered(first, 300);
-	assert_int_equal(f->map.stats[0].bytes_to_client, 300);
+	assert_int_equal(f->q.map.stats[0].bytes_to_client, 300);
 	assert_int_equal(a->slots.busy, 2);
 	tick(a, 0);
 	assert_int_equal(nsent, 3);
@@ -327,12 +319,12 @@ static void test_reload_raises_limit(void **state)
 	struct fixture *f = *state;
 	struct rev_session *a = f->a;
 
-	f->classes[0].max_in_flight = 0;
+	f->q.classes[0].max_in_flight = 0;
 	send_call(a, 100000, true);
 	send_call(a, 1000000, true); /* held: 1 s at 1 MB/s */
 	tick(a, 10000);
 	assert_int_equal(nsent, 1);
-	f->classes[0].to_server_bytes_per_s = 100000000; /* the new configuration's */
+	f->q.classes[0].to_server_bytes_per_s = 100000000; /* the new configuration's */
 	assert_true(event_pending(a->qos_timer, EV_TIMEOUT, NULL));
 	tick(a, 1000);
 	assert_int_equal(nsent, 1);
@@ -345,8 +337,8 @@ static void test_unclassed_goes(void **state)
 {
 	struct fixture *f = *state;
 
-	f->cfg.qos_count = 1;
-	f->cfg.qos_has_default = false;
+	f->q.cfg.qos_count = 1;
+	f->q.cfg.qos_has_default = false;
 	for (int i = 0; i < 10; i++)
 		send_call(f->c, 1000000, true);
 	assert_int_equal(nsent, 10);
@@ -364,20 +356,20 @@ static void test_close_with_calls_held(void **state)
 	struct fixture *f = *state;
 
 	send_call(f->a, 100000, true); /* the burst, on the upstream */
-	f->classes[0].max_in_flight = 0;
+	f->q.classes[0].max_in_flight = 0;
 	send_call(f->a, 100000, true);
 	send_call(f->a, 1000, false);
 	assert_int_equal(nsent, 1);
 	assert_int_equal(f->a->qosq.n, 2);
-	assert_int_equal(f->map.stats[0].throttled_now, 1);
+	assert_int_equal(f->q.map.stats[0].throttled_now, 1);
 	gwt_fake_now_us += 20000;
 	struct sockaddr_storage peer = f->a->peer;
 	session_close(&f->a);
 	assert_int_equal(nsent, 1);
-	assert_int_equal(f->map.stats[0].throttled_now, 0);
-	assert_int_equal(f->map.stats[0].throttled_us, 20000);
+	assert_int_equal(f->q.map.stats[0].throttled_now, 0);
+	assert_int_equal(f->q.map.stats[0].throttled_us, 20000);
 	/* The call on the upstream was given back too: A's entry holds none in flight. */
-	struct qos_entry *e = qos_map_get(&f->map, 0, (const struct sockaddr *)&peer);
+	struct qos_entry *e = qos_map_get(&f->q.map, 0, (const struct sockaddr *)&peer);
 	assert_int_equal(e->in_flight, 0);
 	assert_int_equal(e->waiting, 0);
 	send_call(f->b, 100000, true); /* B's buckets, untouched */
@@ -398,7 +390,7 @@ static void test_backward_reply_not_parked(void **state)
 	uint32_t xid = 0xcb01;
 
 	gwt_bufsrc_init(bufs);
-	rpcrdma_limits_default(&f->route.limits);
+	rpcrdma_limits_default(&f->q.rt.limits);
 	a->cap_writes = RPCRDMA_MAX_WRITE_CHUNKS;
 	a->cap_segs = 16;
 	/* A backward call of the server's, sent to the client and not answered yet. */
@@ -409,7 +401,7 @@ static void test_backward_reply_not_parked(void **state)
 	a->bc_busy = 1;
 	a->bc_out = 1;
 	/* Every slot is taken, held but the first, and a call waits for a slot in the ring. */
-	f->classes[0].max_in_flight = 0;
+	f->q.classes[0].max_in_flight = 0;
 	for (int i = 0; i < NCALLS; i++)
 		send_call(a, 100000, true);
 	assert_true(gw_slots_full(&a->slots));
