@@ -306,7 +306,7 @@ struct tcp_listener *tcp_listener_new_steered(struct event_base *base, const str
 		int err = errno;
 
 		if (err == EADDRINUSE && l->ops.in_use_is_handled)
-			gw_debug("tcp: cannot listen on %s: %s: %s (another port is tried)",
+			gw_debug("tcp: cannot listen on %s: %s: %s (its caller handles it)",
 				 tcp_addr_str(addr, len, name, sizeof(name)), step, strerror(err));
 		else if (count > 1)
 			gw_err("tcp: cannot listen on %s as listener %u of %u: %s: %s",

@@ -47,8 +47,9 @@ struct tcp_listener_ops {
 	void (*accepted)(evutil_socket_t fd, const struct sockaddr *peer, socklen_t len, void *arg);
 	/*
 	 * A port found taken (EADDRINUSE) is the caller's to handle, by trying
-	 * another: not logged as an error (a side service's UDP port, chosen by
-	 * the system, may be held on TCP). Every other failure is logged.
+	 * another or by reporting it in its own terms: not logged as an error
+	 * (a side service's UDP port, chosen by the system, may be held on
+	 * TCP). Every other failure is logged.
 	 */
 	bool in_use_is_handled;
 };

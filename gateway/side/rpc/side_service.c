@@ -355,7 +355,8 @@ static void tcp_accepted(evutil_socket_t fd, const struct sockaddr *peer, sockle
 static const struct tcp_listener_ops side_service_tcp_ops = {
 	.admit = tcp_admit,
 	.accepted = tcp_accepted,
-	.in_use_is_handled = true, /* side_service_start() tries another port pair */
+	/* side_service_start() tries another pair; a configured port taken, its caller reports */
+	.in_use_is_handled = true,
 };
 
 /* ---- UDP ------------------------------------------------------------------- */
