@@ -171,12 +171,6 @@ ip netns exec c2 unshare -m --propagation private bash "$E2E_WORK/client.sh" &
 client=$!
 # The gateway's restart, when the client asks: SIGTERM (which saves its client list),
 # started again; then until its /stats counts the client's reclaim (or 60 s).
-gw_restart() { # KEY...: those of /stats nlm.gateway_restart
-    gw_stats "sessions=0" | /usr/bin/python3 -c "
-import json, sys
-g = json.load(sys.stdin)['routes'][0]['nlm'].get('gateway_restart', {})
-print(*(g.get(k, 0) for k in sys.argv[1:]))" "$@"
-}
 granted=
 while kill -0 $client 2>/dev/null; do
     if [[ -e $E2E_WORK/restart.req ]]; then
@@ -188,10 +182,10 @@ while kill -0 $client 2>/dev/null; do
         t0=$(date +%s.%N)
         gw_start forward-2 "$E2E_WORK/gw.json"
         end=$((SECONDS + 60))
-        while ((SECONDS < end)); do [[ $(gw_restart reclaims_converted) -ge 1 ]] 2>/dev/null && break; sleep 0.5; done
+        while ((SECONDS < end)); do [[ $(gw_nlm_restart reclaims_converted) -ge 1 ]] 2>/dev/null && break; sleep 0.5; done
         t1=$(date +%s.%N)
         grep -E "nlm (restart|notify)" "$GW_LOG"
-        read -r told cdel recl < <(gw_restart clients_told clients_delivered reclaims_converted)
+        read -r told cdel recl < <(gw_nlm_restart clients_told clients_delivered reclaims_converted)
         what="clients_told ${told:-}, clients_delivered ${cdel:-}, reclaims_converted ${recl:-}"
         if [[ ${recl:-0} -ge 1 ]]; then
             echo "reclaimed $(/usr/bin/python3 -c "print('%.1f' % ($t1 - $t0))") s after the start: $what" >"$E2E_WORK/restart.done"

@@ -213,13 +213,8 @@ for a in sys.argv[1:]:
     out.append(sum(x['calls'] for x in p if x['program'] == g and (r < 0 or x['procedure'] == r)))
 print(*out)" "$@"
 }
-# gw_restart WHAT...: B's nlm.gateway_restart figures, on one line.
-gw_restart() {
-    curl -sf -m 5 "http://192.0.2.2:9464/stats?sessions=0" | python3 -c "
-import json, sys
-g = json.load(sys.stdin)['routes'][0]['nlm'].get('gateway_restart', {})
-print(*(g.get(k, 0) for k in sys.argv[1:]))" "$@"
-}
+# gw_restart KEY...: B's nlm.gateway_restart figures, on one line.
+gw_restart() { GW_STATS=192.0.2.2:9464 gw_nlm_restart "$@"; }
 
 on_b=() on_c=()
 for n in $(seq 11 26); do

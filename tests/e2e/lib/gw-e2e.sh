@@ -61,6 +61,15 @@ gw_stop() {
 gw_stats() { curl -sf "http://${GW_STATS:-127.0.0.1:9464}/stats${1:+?$1}"; }
 gw_metrics() { curl -sf "http://${GW_STATS:-127.0.0.1:9464}/metrics${1:+?$1}"; }
 
+# gw_nlm_restart KEY...: the first route's /stats nlm.gateway_restart figures KEY..., on one
+# line (0 for one not there yet); polled while a gateway starts, so each ask is given 5 s.
+gw_nlm_restart() {
+    curl -sf -m 5 "http://${GW_STATS:-127.0.0.1:9464}/stats?sessions=0" | /usr/bin/python3 -c "
+import json, sys
+g = json.load(sys.stdin)['routes'][0]['nlm'].get('gateway_restart', {})
+print(*(g.get(k, 0) for k in sys.argv[1:]))" "$@"
+}
+
 # gw_jq EXPR: evaluate a Python expression over the /stats JSON bound to `s`.
 gw_jq() {
     gw_stats | /usr/bin/python3 -c "import json,sys; s=json.load(sys.stdin); print($1)"
