@@ -567,11 +567,8 @@ r=0; try_server || r=$?
 check "restart: after it, c2 holds the lock again: a process on the server is refused (try: $r)" \
     test $r -eq 1
 check "restart: c2's holding process is still running" kill -0 "$holder"
-touch "$stop"
-for _ in $(seq 1 60); do kill -0 "$holder" 2>/dev/null || break; sleep 0.5; done
-kill -9 "$holder" 2>/dev/null; wait "$holder" 2>/dev/null
-got=1 waited=0
-for waited in $(seq 1 10); do got=0; try_server || got=$?; ((got == 0)) && break; sleep 1; done
+lock_release_wait "$holder" "$stop" try_server
+waited=$LR_WAITED got=$LR_GOT
 check "restart: once c2 released it, a process on the server gets the lock (${waited} s, try: $got)" \
     test $got -eq 0
 check "restart: umount" timeout -s KILL 30 umount $m

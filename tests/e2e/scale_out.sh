@@ -441,11 +441,8 @@ else
 fi
 
 # The lock client lets go (UNLOCK through B): the server-side process gets the lock.
-touch "$LK_STOP"
-for _ in $(seq 1 60); do kill -0 "$LK_HOLDER" 2>/dev/null || break; sleep 0.5; done
-kill -9 "$LK_HOLDER" 2>/dev/null; wait "$LK_HOLDER" 2>/dev/null
-got=1 waited=0
-for waited in $(seq 1 10); do got=0; srv_try || got=$?; ((got == 0)) && break; sleep 1; done
+lock_release_wait "$LK_HOLDER" "$LK_STOP" srv_try
+waited=$LR_WAITED got=$LR_GOT
 check "once the lock client released it, a process on the server gets the lock (${waited} s, try: $got)" \
     test $got -eq 0
 check "the lock client unmounts" timeout -s KILL 30 nsenter -t "$(cat "$LK_PID")" -m -n -u umount /mnt/lk

@@ -70,6 +70,20 @@ g = json.load(sys.stdin)['routes'][0]['nlm'].get('gateway_restart', {})
 print(*(g.get(k, 0) for k in sys.argv[1:]))" "$@"
 }
 
+# lock_release_wait PID STOP TRY...: the fcntl lock holder PID lets go (STOP is touched; it is
+# killed after 30 s), then TRY... (a process elsewhere trying the lock: status 0 when it gets
+# it) is asked once a second, up to 10 times, until it gets the lock. Sets LR_WAITED (the
+# tries it took) and LR_GOT (the last one's status). Not in a subshell: PID is reaped here.
+lock_release_wait() {
+    local pid=$1 stop=$2
+    shift 2
+    touch "$stop"
+    for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+    kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+    LR_GOT=1 LR_WAITED=0
+    for LR_WAITED in $(seq 1 10); do LR_GOT=0; "$@" || LR_GOT=$?; ((LR_GOT == 0)) && break; sleep 1; done
+}
+
 # gw_jq EXPR: evaluate a Python expression over the /stats JSON bound to `s`.
 gw_jq() {
     gw_stats | /usr/bin/python3 -c "import json,sys; s=json.load(sys.stdin); print($1)"
